@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// RepoConfigStatus says what the cache knows of a repo's config.
+type RepoConfigStatus string
+
+// The cache statuses.
+const (
+	// ConfigFile means a file was found and parsed; Content holds it.
+	ConfigFile RepoConfigStatus = "file"
+	// ConfigDefaults means no file exists: defaults apply.
+	ConfigDefaults RepoConfigStatus = "defaults"
+	// ConfigInvalid means a file exists but does not parse.
+	ConfigInvalid RepoConfigStatus = "invalid"
+)
+
+// RepoConfigEntry is one cached repo config.
+type RepoConfigEntry struct {
+	RepoID    int64
+	FullName  string
+	Status    RepoConfigStatus
+	Source    string // owner/name@ref of the file it came from
+	Content   string
+	Error     string
+	FetchedAt time.Time
+}
+
+// CachedRepoConfig returns the cached entry; found is false on a miss.
+func (s *Store) CachedRepoConfig(ctx context.Context, repoID int64) (entry RepoConfigEntry, found bool, err error) {
+	var status string
+	var fetched int64
+	err = s.db.QueryRowContext(ctx, `SELECT repo_id, full_name, status, source, content, error, fetched_at
+		FROM repo_configs WHERE repo_id = $1`, repoID).
+		Scan(&entry.RepoID, &entry.FullName, &status, &entry.Source, &entry.Content, &entry.Error, &fetched)
+	if errors.Is(err, sql.ErrNoRows) {
+		return RepoConfigEntry{}, false, nil
+	}
+	if err != nil {
+		return RepoConfigEntry{}, false, err
+	}
+	entry.Status = RepoConfigStatus(status)
+	entry.FetchedAt = fromMS(fetched)
+	return entry, true, nil
+}
+
+// PutRepoConfig stores a freshly fetched config, replacing the old one.
+func (s *Store) PutRepoConfig(ctx context.Context, e RepoConfigEntry) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO repo_configs (repo_id, full_name, status, source, content, error, fetched_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (repo_id) DO UPDATE SET full_name = excluded.full_name, status = excluded.status,
+			source = excluded.source, content = excluded.content, error = excluded.error, fetched_at = excluded.fetched_at`,
+		e.RepoID, e.FullName, string(e.Status), e.Source, e.Content, e.Error, ms(e.FetchedAt))
+	return err
+}
+
+// ForgetOwnerDefaults drops cached entries of owner's repos that did not
+// come from their own file: an org-wide config changed, so those are stale.
+// A miss makes the next trigger accept and re-read.
+func (s *Store) ForgetOwnerDefaults(ctx context.Context, owner string) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM repo_configs
+		WHERE LOWER(full_name) LIKE LOWER($1) AND (status = 'defaults' OR LOWER(source) LIKE LOWER($2))`,
+		escapeLike(owner)+"/%", escapeLike(owner)+"/.github@%")
+	return err
+}
+
+func escapeLike(s string) string {
+	// GitHub owner names are [A-Za-z0-9-], so no LIKE metacharacters can
+	// appear; this guard keeps that assumption explicit.
+	for _, r := range s {
+		if r == '%' || r == '_' || r == '\\' {
+			return "\x00"
+		}
+	}
+	return s
+}

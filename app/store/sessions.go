@@ -1,0 +1,207 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State is a session's place in its life; see ARCHITECTURE.md.
+type State string
+
+// The session states, in order.
+const (
+	Queued     State = "queued"
+	Preparing  State = "preparing"
+	Dispatched State = "dispatched"
+	Running    State = "running"
+	Reporting  State = "reporting"
+	Done       State = "done"
+)
+
+// Outcome is how a done session ended. Exactly one per done session.
+type Outcome string
+
+// The outcomes.
+const (
+	Changed            Outcome = "changed"
+	NoChange           Outcome = "no_change"
+	VerificationFailed Outcome = "verification_failed"
+	ChangeRefused      Outcome = "change_refused"
+	Refused            Outcome = "refused"
+	TimedOut           Outcome = "timed_out"
+	Cancelled          Outcome = "cancelled"
+	Errored            Outcome = "error"
+)
+
+// Session is one request for an agent session.
+type Session struct {
+	ID              string
+	RepoID          int64
+	RepoOwner       string
+	RepoName        string
+	InstallationID  int64
+	Number          int
+	IsPR            bool
+	TriggerKind     string // "comment"
+	CommentID       int64
+	DeliveryID      string
+	RequesterLogin  string
+	RequesterID     int64
+	RequesterType   string
+	Instructions    string
+	IgnoredCommands int
+	RetryOf         string
+
+	State   State
+	Outcome Outcome
+	// Reason is a stable code (policy.Reason or an app code); Detail is the
+	// human text that was posted.
+	Reason string
+	Detail string
+
+	HeadSHA           string
+	CheckRunID        int64
+	ProgressCommentID int64
+	Reacted           bool
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// FullName is "owner/name".
+func (s Session) FullName() string { return s.RepoOwner + "/" + s.RepoName }
+
+// Active reports whether the session has not ended.
+func (s Session) Active() bool { return s.State != Done }
+
+const sessionColumns = `id, repo_id, repo_owner, repo_name, installation_id, number, is_pr, trigger_kind,
+	comment_id, delivery_id, requester_login, requester_id, requester_type, instructions, ignored_commands,
+	retry_of, state, outcome, reason, detail, head_sha, check_run_id, progress_comment_id, reacted,
+	created_at, updated_at`
+
+func insertSession(ctx context.Context, tx *sql.Tx, s *Session, now time.Time) error {
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = now
+	}
+	s.UpdatedAt = now
+	var commentID any
+	if s.CommentID != 0 {
+		commentID = s.CommentID
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26)`,
+		s.ID, s.RepoID, s.RepoOwner, s.RepoName, s.InstallationID, s.Number, b2i(s.IsPR), s.TriggerKind,
+		commentID, s.DeliveryID, s.RequesterLogin, s.RequesterID, s.RequesterType, s.Instructions, s.IgnoredCommands,
+		s.RetryOf, string(s.State), string(s.Outcome), s.Reason, s.Detail, s.HeadSHA, s.CheckRunID, s.ProgressCommentID, b2i(s.Reacted),
+		ms(s.CreatedAt), ms(s.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("inserting session: %w", err)
+	}
+	return nil
+}
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanSession(row rowScanner) (Session, error) {
+	var (
+		s                Session
+		commentID        sql.NullInt64
+		isPR, reacted    int
+		state, outcome   string
+		created, updated int64
+	)
+	err := row.Scan(&s.ID, &s.RepoID, &s.RepoOwner, &s.RepoName, &s.InstallationID, &s.Number, &isPR, &s.TriggerKind,
+		&commentID, &s.DeliveryID, &s.RequesterLogin, &s.RequesterID, &s.RequesterType, &s.Instructions, &s.IgnoredCommands,
+		&s.RetryOf, &state, &outcome, &s.Reason, &s.Detail, &s.HeadSHA, &s.CheckRunID, &s.ProgressCommentID, &reacted,
+		&created, &updated)
+	if err != nil {
+		return Session{}, err
+	}
+	s.CommentID = commentID.Int64
+	s.IsPR = isPR == 1
+	s.Reacted = reacted == 1
+	s.State = State(state)
+	s.Outcome = Outcome(outcome)
+	s.CreatedAt = fromMS(created)
+	s.UpdatedAt = fromMS(updated)
+	return s, nil
+}
+
+// GetSession loads one session.
+func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
+	sess, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	return sess, err
+}
+
+// ErrLeftDone is returned when a mutation tries to move a done session.
+var ErrLeftDone = errors.New("a done session never leaves done")
+
+// MutateSession reads a session, lets fn change it, and writes it back, all
+// in one transaction (row-locked on PostgreSQL). It enforces the one rule
+// every caller relies on: done is final.
+func (s *Store) MutateSession(ctx context.Context, id string, now time.Time, fn func(*Session) error) (Session, error) {
+	var out Session
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		q := `SELECT ` + sessionColumns + ` FROM sessions WHERE id = $1`
+		if s.dialect == postgres {
+			q += ` FOR UPDATE`
+		}
+		before, err := scanSession(tx.QueryRowContext(ctx, q, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		after := before
+		if err := fn(&after); err != nil {
+			return err
+		}
+		if before.State == Done && (after.State != Done || after.Outcome != before.Outcome) {
+			return ErrLeftDone
+		}
+		if after.State == Done && after.Outcome == "" {
+			return fmt.Errorf("session %s: done without an outcome", id)
+		}
+		after.UpdatedAt = now
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET state=$2, outcome=$3, reason=$4, detail=$5, head_sha=$6,
+			check_run_id=$7, progress_comment_id=$8, reacted=$9, updated_at=$10 WHERE id=$1`,
+			id, string(after.State), string(after.Outcome), after.Reason, after.Detail, after.HeadSHA,
+			after.CheckRunID, after.ProgressCommentID, b2i(after.Reacted), ms(after.UpdatedAt))
+		out = after
+		return err
+	})
+	return out, err
+}
+
+// SessionsForTarget lists the newest sessions on one issue or PR.
+func (s *Store) SessionsForTarget(ctx context.Context, repoID int64, number int, limit int) ([]Session, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions
+		WHERE repo_id = $1 AND number = $2 ORDER BY created_at DESC, id DESC LIMIT $3`, repoID, number, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sess)
+	}
+	return out, rows.Err()
+}
+
+// CountSessions counts all sessions (for tests and metrics).
+func (s *Store) CountSessions(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions`).Scan(&n)
+	return n, err
+}

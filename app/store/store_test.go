@@ -1,0 +1,323 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/internal/storetest"
+)
+
+// forEachDriver runs one test suite against SQLite and PostgreSQL.
+func forEachDriver(t *testing.T, fn func(t *testing.T, s *store.Store)) {
+	for _, driver := range storetest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			fn(t, storetest.Open(t, driver))
+		})
+	}
+}
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func newSession(id string, commentID int64) *store.Session {
+	return &store.Session{
+		ID: id, RepoID: 1, RepoOwner: "o", RepoName: "r", InstallationID: 9, Number: 7, IsPR: true,
+		TriggerKind: "comment", CommentID: commentID, DeliveryID: "d-" + id, RequesterLogin: "alice",
+		RequesterID: 5, RequesterType: "User", Instructions: "fix it", State: store.Queued,
+	}
+}
+
+func acceptance(delivery string, commentID int64, sessionID string) store.Acceptance {
+	return store.Acceptance{
+		DeliveryID: delivery, Event: "issue_comment", At: t0, CommentID: commentID,
+		Session: newSession(sessionID, commentID),
+		Work:    []store.NewWork{{Kind: store.PrepareSession}},
+	}
+}
+
+func TestAcceptDeduplicates(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		res, err := s.Accept(ctx, acceptance("d1", 100, "s1"))
+		if err != nil || res != store.Accepted {
+			t.Fatalf("first: %v %v", res, err)
+		}
+		res, err = s.Accept(ctx, acceptance("d1", 100, "s1-again"))
+		if err != nil || res != store.DuplicateDelivery {
+			t.Fatalf("same delivery: %v %v", res, err)
+		}
+		res, err = s.Accept(ctx, acceptance("d2", 100, "s2"))
+		if err != nil || res != store.DuplicateComment {
+			t.Fatalf("same comment, new delivery: %v %v", res, err)
+		}
+		if seen, err := s.DeliverySeen(ctx, "d2"); err != nil || !seen {
+			t.Errorf("second delivery should still be recorded: %v %v", seen, err)
+		}
+		n, err := s.CountSessions(ctx)
+		if err != nil || n != 1 {
+			t.Errorf("sessions = %d (%v), want 1", n, err)
+		}
+		counts, err := s.WorkCounts(ctx)
+		if err != nil || counts["pending"] != 1 {
+			t.Errorf("work = %v (%v), want one pending", counts, err)
+		}
+	})
+}
+
+func TestAcceptConcurrentCopiesMakeOne(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		const copies = 24
+		var wg sync.WaitGroup
+		results := make([]store.AcceptResult, copies)
+		errs := make([]error, copies)
+		for i := range copies {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Half are redeliveries of one id, half new ids for the same comment.
+				delivery := "same"
+				if i%2 == 1 {
+					delivery = fmt.Sprintf("other-%d", i)
+				}
+				results[i], errs[i] = s.Accept(ctx, acceptance(delivery, 555, fmt.Sprintf("s%d", i)))
+			}()
+		}
+		wg.Wait()
+		accepted := 0
+		for i := range copies {
+			if errs[i] != nil {
+				t.Fatalf("copy %d: %v", i, errs[i])
+			}
+			if results[i] == store.Accepted {
+				accepted++
+			}
+		}
+		if accepted != 1 {
+			t.Errorf("accepted %d copies, want exactly 1", accepted)
+		}
+		if n, _ := s.CountSessions(ctx); n != 1 {
+			t.Errorf("sessions = %d, want 1", n)
+		}
+	})
+}
+
+func TestGroupCommitKeepsEachResult(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		const n = 64
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := s.Accept(ctx, acceptance(fmt.Sprintf("d%d", i), int64(1000+i), fmt.Sprintf("s%d", i)))
+				if err == nil && res != store.Accepted {
+					err = fmt.Errorf("delivery %d: %v", i, res)
+				}
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		if got, _ := s.CountSessions(ctx); got != n {
+			t.Errorf("sessions = %d, want %d", got, n)
+		}
+	})
+}
+
+func TestOneBadAcceptanceDoesNotFailItsBatch(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if _, err := s.Accept(ctx, acceptance("first", 1, "taken")); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var badErr error
+		goodErrs := make([]error, 8)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A session id that already exists is a genuine error.
+			_, badErr = s.Accept(ctx, acceptance("bad", 2, "taken"))
+		}()
+		for i := range goodErrs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, goodErrs[i] = s.Accept(ctx, acceptance(fmt.Sprintf("good%d", i), int64(10+i), fmt.Sprintf("g%d", i)))
+			}()
+		}
+		wg.Wait()
+		if badErr == nil {
+			t.Error("the duplicate session id should fail")
+		}
+		for i, err := range goodErrs {
+			if err != nil {
+				t.Errorf("good %d failed with its batch: %v", i, err)
+			}
+		}
+		if seen, _ := s.DeliverySeen(ctx, "bad"); seen {
+			t.Error("the failed acceptance must leave nothing behind")
+		}
+	})
+}
+
+func TestLeaseTakeoverExactlyOnce(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if _, err := s.Accept(ctx, acceptance("d", 1, "s")); err != nil {
+			t.Fatal(err)
+		}
+		lease := time.Minute
+		dead, err := s.Claim(ctx, "worker-a", t0, lease)
+		if err != nil || dead == nil {
+			t.Fatalf("claim: %v %v", dead, err)
+		}
+		if w, err := s.Claim(ctx, "worker-b", t0.Add(59*time.Second), lease); err != nil || w != nil {
+			t.Fatalf("a held lease must not be claimable: %v %v", w, err)
+		}
+		// worker-a dies. Once its lease expires, exactly one of two racers takes over.
+		after := t0.Add(lease + time.Millisecond)
+		var wg sync.WaitGroup
+		got := make([]*store.Work, 2)
+		for i, owner := range []string{"worker-b", "worker-c"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w, err := s.Claim(ctx, owner, after, lease)
+				if err != nil {
+					t.Error(err)
+				}
+				got[i] = w
+			}()
+		}
+		wg.Wait()
+		var taker *store.Work
+		for _, w := range got {
+			if w != nil {
+				if taker != nil {
+					t.Fatal("two workers took over the same work")
+				}
+				taker = w
+			}
+		}
+		if taker == nil || taker.ID != dead.ID || taker.Attempts != 2 {
+			t.Fatalf("takeover = %+v, want work %d on attempt 2", taker, dead.ID)
+		}
+		// The dead worker wakes up: its lease is fenced off.
+		if err := s.Complete(ctx, dead, after); !errors.Is(err, store.ErrLeaseLost) {
+			t.Errorf("stale complete = %v, want ErrLeaseLost", err)
+		}
+		if err := s.Complete(ctx, taker, after); err != nil {
+			t.Errorf("complete: %v", err)
+		}
+		if w, err := s.Claim(ctx, "worker-d", after.Add(time.Hour), lease); err != nil || w != nil {
+			t.Errorf("completed work claimed again: %v %v", w, err)
+		}
+	})
+}
+
+func TestRetryWaitsUntilRunAfter(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if _, err := s.Accept(ctx, acceptance("d", 1, "s")); err != nil {
+			t.Fatal(err)
+		}
+		w, _ := s.Claim(ctx, "a", t0, time.Minute)
+		if err := s.Retry(ctx, w, t0, t0.Add(10*time.Second), "github 502"); err != nil {
+			t.Fatal(err)
+		}
+		if next, err := s.NextRunAfter(ctx); err != nil || !next.Equal(t0.Add(10*time.Second)) {
+			t.Errorf("next = %v (%v)", next, err)
+		}
+		if w2, _ := s.Claim(ctx, "a", t0.Add(9*time.Second), time.Minute); w2 != nil {
+			t.Error("claimed before run_after")
+		}
+		if w2, _ := s.Claim(ctx, "a", t0.Add(10*time.Second), time.Minute); w2 == nil || w2.Attempts != 2 {
+			t.Errorf("retry claim = %+v", w2)
+		}
+	})
+}
+
+func TestDoneIsFinal(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if _, err := s.Accept(ctx, acceptance("d", 1, "s")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.MutateSession(ctx, "s", t0, func(x *store.Session) error { x.State = store.Done; return nil })
+		if err == nil {
+			t.Fatal("done without an outcome must fail")
+		}
+		sess, err := s.MutateSession(ctx, "s", t0, func(x *store.Session) error {
+			x.State, x.Outcome, x.Reason = store.Done, store.Refused, "insufficient_permission"
+			return nil
+		})
+		if err != nil || sess.Outcome != store.Refused {
+			t.Fatalf("%+v %v", sess, err)
+		}
+		_, err = s.MutateSession(ctx, "s", t0, func(x *store.Session) error { x.State = store.Preparing; return nil })
+		if !errors.Is(err, store.ErrLeftDone) {
+			t.Errorf("leaving done = %v", err)
+		}
+		_, err = s.MutateSession(ctx, "s", t0, func(x *store.Session) error { x.Outcome = store.Changed; return nil })
+		if !errors.Is(err, store.ErrLeftDone) {
+			t.Errorf("changing the outcome = %v", err)
+		}
+		if _, err := s.GetSession(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("missing session = %v", err)
+		}
+	})
+}
+
+func TestRepoConfigCache(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if _, found, err := s.CachedRepoConfig(ctx, 1); err != nil || found {
+			t.Fatalf("empty cache: %v %v", found, err)
+		}
+		entries := []store.RepoConfigEntry{
+			{RepoID: 1, FullName: "acme/web", Status: store.ConfigFile, Source: "acme/web@main", Content: "enabled: false\n", FetchedAt: t0},
+			{RepoID: 2, FullName: "acme/api", Status: store.ConfigDefaults, FetchedAt: t0},
+			{RepoID: 3, FullName: "acme/cli", Status: store.ConfigFile, Source: "acme/.github@main", FetchedAt: t0},
+			{RepoID: 4, FullName: "other/x", Status: store.ConfigDefaults, FetchedAt: t0},
+		}
+		for _, e := range entries {
+			if err := s.PutRepoConfig(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, found, err := s.CachedRepoConfig(ctx, 1)
+		if err != nil || !found || got.Content != "enabled: false\n" || !got.FetchedAt.Equal(t0) {
+			t.Fatalf("got %+v %v %v", got, found, err)
+		}
+		// Replacing keeps one row.
+		entries[0].Content = "enabled: true\n"
+		if err := s.PutRepoConfig(ctx, entries[0]); err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := s.CachedRepoConfig(ctx, 1); got.Content != "enabled: true\n" {
+			t.Errorf("not replaced: %q", got.Content)
+		}
+		if err := s.ForgetOwnerDefaults(ctx, "ACME"); err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[int64]bool{1: true, 2: false, 3: false, 4: true} {
+			if _, found, _ := s.CachedRepoConfig(ctx, id); found != want {
+				t.Errorf("repo %d cached = %v, want %v", id, found, want)
+			}
+		}
+	})
+}

@@ -1,0 +1,172 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "inspect.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const minimalYAML = `
+github:
+  app_id: 12
+  private_key: "-----BEGIN RSA PRIVATE KEY-----"
+  webhook_secret: s3cret
+`
+
+func TestLoadYAMLThenEnvOverrides(t *testing.T) {
+	path := writeFile(t, minimalYAML+`
+workers:
+  lease: 45s
+database:
+  driver: sqlite
+  dsn: /var/lib/inspect.db
+`)
+	cfg, err := Load(path, envOf(map[string]string{
+		"INSPECT_DATABASE_DRIVER":                "postgres",
+		"INSPECT_DATABASE_DSN":                   "postgres://127.0.0.1/test",
+		"INSPECT_GITHUB_WEBHOOK_SECRET_PREVIOUS": "old",
+		"INSPECT_POLICY_ALLOWED_BOTS":            "renovate[bot], dependabot[bot]",
+		"INSPECT_GITHUB_API_URL":                 "https://ghe.example.com/api/v3/",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Database.Driver != "postgres" || cfg.Database.DSN != "postgres://127.0.0.1/test" {
+		t.Errorf("env did not override database: %+v", cfg.Database)
+	}
+	if cfg.Workers.Lease != 45*time.Second {
+		t.Errorf("lease = %s, want 45s from YAML", cfg.Workers.Lease)
+	}
+	if got := cfg.WebhookSecrets(); len(got) != 2 || got[0] != "s3cret" || got[1] != "old" {
+		t.Errorf("secrets = %v", got)
+	}
+	if len(cfg.Policy.AllowedBots) != 2 || cfg.Policy.AllowedBots[1] != "dependabot[bot]" {
+		t.Errorf("bots = %v", cfg.Policy.AllowedBots)
+	}
+	if cfg.GitHub.APIURL != "https://ghe.example.com/api/v3/" {
+		t.Errorf("api url = %q", cfg.GitHub.APIURL)
+	}
+}
+
+func TestValidationNamesKeyAndFault(t *testing.T) {
+	cases := []struct {
+		name string
+		yaml string
+		env  map[string]string
+		want []string
+	}{
+		{"empty secret refuses to start", `
+github: {app_id: 1, private_key: k, webhook_secret: "  "}`, nil, []string{"github.webhook_secret: must not be empty"}},
+		{"missing everything", ``, nil, []string{"github.app_id:", "github.private_key:", "github.webhook_secret:"}},
+		{"bad driver and command word", minimalYAML + `
+database: {driver: mysql}
+command_word: "inspect"`, nil, []string{"database.driver: \"mysql\" must be sqlite or postgres", "command_word:"}},
+		{"unknown key is an error", minimalYAML + `
+databse: {driver: sqlite}`, nil, []string{"unknown key `databse`"}},
+		{"bad env duration names the variable", minimalYAML, map[string]string{"INSPECT_WORKERS_LEASE": "soon"}, []string{"INSPECT_WORKERS_LEASE (workers.lease): not a duration"}},
+		{"bot must be a full login", minimalYAML + `
+policy: {allowed_bots: [renovate]}`, nil, []string{"policy.allowed_bots[0]:"}},
+		{"api url must be absolute", minimalYAML, map[string]string{"INSPECT_GITHUB_API_URL": "api.github.com"}, []string{"github.api_url:"}},
+		{"body limit above GitHub's", minimalYAML, map[string]string{"INSPECT_HTTP_MAX_BODY_BYTES": "40000000"}, []string{"http.max_body_bytes:"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(writeFile(t, tc.yaml), envOf(tc.env))
+			if err == nil {
+				t.Fatal("expected an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestEveryEnvVarIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range EnvVars() {
+		if !strings.Contains(string(doc), "`"+ev.Name+"`") {
+			t.Errorf("%s is not documented in docs/configuration.md", ev.Name)
+		}
+		if !strings.Contains(string(doc), "`"+ev.Key+"`") {
+			t.Errorf("key %s is not documented in docs/configuration.md", ev.Key)
+		}
+	}
+}
+
+func TestEveryEnvVarSetsItsKey(t *testing.T) {
+	// Each override must change the config, so a copy-paste slip that points
+	// two variables at one field is caught.
+	for _, ev := range EnvVars() {
+		base := Defaults()
+		v := "7"
+		switch {
+		case strings.HasSuffix(ev.Name, "PAUSED"):
+			v = "true"
+		case strings.Contains(ev.Name, "TIMEOUT") || strings.Contains(ev.Name, "LEASE") || strings.Contains(ev.Name, "INTERVAL") || strings.Contains(ev.Name, "BACKOFF"):
+			v = "7s"
+		}
+		got := base
+		if err := ev.set(&got, v); err != nil {
+			t.Fatalf("%s: %v", ev.Name, err)
+		}
+		if snapshot(got) == snapshot(base) {
+			t.Errorf("%s changed nothing", ev.Name)
+		}
+	}
+}
+
+func snapshot(c Server) string { return fmt.Sprintf("%+v", c) }
+
+func TestParseRepo(t *testing.T) {
+	r, err := ParseRepo(nil)
+	if err != nil || !r.IsEnabled() {
+		t.Fatalf("empty config: %v enabled=%v", err, r.IsEnabled())
+	}
+	r, err = ParseRepo([]byte("enabled: false\n"))
+	if err != nil || r.IsEnabled() {
+		t.Fatalf("enabled false: %v enabled=%v", err, r.IsEnabled())
+	}
+	r, err = ParseRepo([]byte("agent:\n  preset: command\n  command: [./agent.sh, --fast]\nverify:\n  - name: test\n    run: [go, test, ./...]\n    timeout: 5m\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verify[0].Timeout != 5*time.Minute || r.Agent.Command[1] != "--fast" {
+		t.Errorf("parsed %+v", r)
+	}
+	for input, want := range map[string]string{
+		"enabled: maybe\n":                 "line 1",
+		"enbled: false\n":                  "unknown key `enbled`",
+		"agent: {preset: command}\n":       "agent.command",
+		"agent: {preset: gpt}\n":           "agent.preset",
+		"verify:\n  - name: x\n":           "verify[0].run",
+		"limits: {session_timeout: -1s}\n": "limits.session_timeout",
+		"api_token: abc\n":                 "unknown key `api_token`",
+	} {
+		_, err := ParseRepo([]byte(input))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseRepo(%q) = %v, want error containing %q", input, err, want)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// EnvVar is one INSPECT_* override. The list is data, not an init()
+// registry, so docs and tests can range over it.
+type EnvVar struct {
+	Name string
+	Key  string // the YAML key it overrides
+	set  func(c *Server, v string) error
+}
+
+func str(p func(*Server) *string) func(*Server, string) error {
+	return func(c *Server, v string) error { *p(c) = v; return nil }
+}
+
+func integer(p func(*Server) *int) func(*Server, string) error {
+	return func(c *Server, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("not an integer")
+		}
+		*p(c) = n
+		return nil
+	}
+}
+
+func int64v(p func(*Server) *int64) func(*Server, string) error {
+	return func(c *Server, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer")
+		}
+		*p(c) = n
+		return nil
+	}
+}
+
+func duration(p func(*Server) *time.Duration) func(*Server, string) error {
+	return func(c *Server, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("not a duration such as 30s or 2m")
+		}
+		*p(c) = d
+		return nil
+	}
+}
+
+func boolean(p func(*Server) *bool) func(*Server, string) error {
+	return func(c *Server, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("not true or false")
+		}
+		*p(c) = b
+		return nil
+	}
+}
+
+func list(p func(*Server) *[]string) func(*Server, string) error {
+	return func(c *Server, v string) error {
+		var out []string
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
+		*p(c) = out
+		return nil
+	}
+}
+
+// EnvVars lists every environment override.
+func EnvVars() []EnvVar {
+	return []EnvVar{
+		{"INSPECT_LISTEN", "listen", str(func(c *Server) *string { return &c.Listen })},
+		{"INSPECT_COMMAND_WORD", "command_word", str(func(c *Server) *string { return &c.CommandWord })},
+		{"INSPECT_PAUSED", "paused", boolean(func(c *Server) *bool { return &c.Paused })},
+		{"INSPECT_LOG_LEVEL", "log_level", str(func(c *Server) *string { return &c.LogLevel })},
+		{"INSPECT_GITHUB_APP_ID", "github.app_id", int64v(func(c *Server) *int64 { return &c.GitHub.AppID })},
+		{"INSPECT_GITHUB_APP_SLUG", "github.app_slug", str(func(c *Server) *string { return &c.GitHub.AppSlug })},
+		{"INSPECT_GITHUB_PRIVATE_KEY", "github.private_key", str(func(c *Server) *string { return &c.GitHub.PrivateKey })},
+		{"INSPECT_GITHUB_PRIVATE_KEY_PATH", "github.private_key_path", str(func(c *Server) *string { return &c.GitHub.PrivateKeyPath })},
+		{"INSPECT_GITHUB_WEBHOOK_SECRET", "github.webhook_secret", str(func(c *Server) *string { return &c.GitHub.WebhookSecret })},
+		{"INSPECT_GITHUB_WEBHOOK_SECRET_PREVIOUS", "github.webhook_secret_previous", str(func(c *Server) *string { return &c.GitHub.WebhookSecretPrevious })},
+		{"INSPECT_GITHUB_API_URL", "github.api_url", str(func(c *Server) *string { return &c.GitHub.APIURL })},
+		{"INSPECT_GITHUB_WEB_URL", "github.web_url", str(func(c *Server) *string { return &c.GitHub.WebURL })},
+		{"INSPECT_DATABASE_DRIVER", "database.driver", str(func(c *Server) *string { return &c.Database.Driver })},
+		{"INSPECT_DATABASE_DSN", "database.dsn", str(func(c *Server) *string { return &c.Database.DSN })},
+		{"INSPECT_WORKERS_COUNT", "workers.count", integer(func(c *Server) *int { return &c.Workers.Count })},
+		{"INSPECT_WORKERS_LEASE", "workers.lease", duration(func(c *Server) *time.Duration { return &c.Workers.Lease })},
+		{"INSPECT_WORKERS_POLL_INTERVAL", "workers.poll_interval", duration(func(c *Server) *time.Duration { return &c.Workers.PollInterval })},
+		{"INSPECT_WORKERS_MAX_ATTEMPTS", "workers.max_attempts", integer(func(c *Server) *int { return &c.Workers.MaxAttempts })},
+		{"INSPECT_WORKERS_RETRY_BACKOFF", "workers.retry_backoff", duration(func(c *Server) *time.Duration { return &c.Workers.RetryBackoff })},
+		{"INSPECT_HTTP_READ_HEADER_TIMEOUT", "http.read_header_timeout", duration(func(c *Server) *time.Duration { return &c.HTTP.ReadHeaderTimeout })},
+		{"INSPECT_HTTP_READ_TIMEOUT", "http.read_timeout", duration(func(c *Server) *time.Duration { return &c.HTTP.ReadTimeout })},
+		{"INSPECT_HTTP_WRITE_TIMEOUT", "http.write_timeout", duration(func(c *Server) *time.Duration { return &c.HTTP.WriteTimeout })},
+		{"INSPECT_HTTP_IDLE_TIMEOUT", "http.idle_timeout", duration(func(c *Server) *time.Duration { return &c.HTTP.IdleTimeout })},
+		{"INSPECT_HTTP_SHUTDOWN_TIMEOUT", "http.shutdown_timeout", duration(func(c *Server) *time.Duration { return &c.HTTP.ShutdownTimeout })},
+		{"INSPECT_HTTP_MAX_BODY_BYTES", "http.max_body_bytes", int64v(func(c *Server) *int64 { return &c.HTTP.MaxBodyBytes })},
+		{"INSPECT_POLICY_ALLOWED_BOTS", "policy.allowed_bots", list(func(c *Server) *[]string { return &c.Policy.AllowedBots })},
+		{"INSPECT_POLICY_FORK_PR_REPOS", "policy.fork_pr_repos", list(func(c *Server) *[]string { return &c.Policy.ForkPRRepos })},
+	}
+}
+
+func applyEnv(c *Server, env func(string) (string, bool)) error {
+	var faults []string
+	for _, ev := range EnvVars() {
+		v, ok := env(ev.Name)
+		if !ok {
+			continue
+		}
+		if err := ev.set(c, v); err != nil {
+			faults = append(faults, fmt.Sprintf("%s (%s): %v", ev.Name, ev.Key, err))
+		}
+	}
+	if len(faults) > 0 {
+		return &ValidationError{Faults: faults}
+	}
+	return nil
+}
+
+func parseLogLevel(s string) (zerolog.Level, error) {
+	lvl, err := zerolog.ParseLevel(s)
+	if err != nil || s == "" {
+		return zerolog.NoLevel, fmt.Errorf("%q is not one of trace, debug, info, warn, error", s)
+	}
+	return lvl, nil
+}
+
+// Level returns the parsed log level (validated already).
+func (c Server) Level() zerolog.Level {
+	lvl, _ := parseLogLevel(c.LogLevel) // Validate already rejected bad levels
+	return lvl
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

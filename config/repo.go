@@ -1,0 +1,154 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/palantir/go-githubapp/appconfig"
+)
+
+// RepoConfigPaths are where a repository's config may live, in order. The
+// org-wide fallback is the same file name in the owner's `.github` repo.
+var RepoConfigPaths = []string{".github/inspect.yml", ".github/inspect.yaml"}
+
+// Repo is a repository's `.github/inspect.yml`. It may choose and narrow,
+// never widen: no credentials, endpoints or limits above the server's.
+type Repo struct {
+	// Enabled false pauses Inspect for this repository.
+	Enabled *bool         `yaml:"enabled"`
+	Agent   Agent         `yaml:"agent"`
+	Verify  []RepoCommand `yaml:"verify"`
+	Setup   []RepoCommand `yaml:"setup"`
+	// ProtectedPaths are globs the agent's change may not touch, on top of
+	// the server's own (.github/workflows/** is always protected).
+	ProtectedPaths []string  `yaml:"protected_paths"`
+	Limits         RepoLimit `yaml:"limits"`
+}
+
+// Agent chooses what runs in the sandbox.
+type Agent struct {
+	Preset  string   `yaml:"preset"`
+	Command []string `yaml:"command"`
+	Model   string   `yaml:"model"`
+}
+
+// RepoCommand is one verify or setup step, as an argv (never a shell string
+// built by us; a repo may of course choose ["sh", "-c", "..."] itself).
+type RepoCommand struct {
+	Name    string        `yaml:"name"`
+	Run     []string      `yaml:"run"`
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// RepoLimit narrows the server's limits.
+type RepoLimit struct {
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+	MaxFiles       int           `yaml:"max_files"`
+}
+
+// IsEnabled reports whether the repository is not paused.
+func (r Repo) IsEnabled() bool { return r.Enabled == nil || *r.Enabled }
+
+// ParseRepo parses a repo config strictly. Empty content means defaults.
+func ParseRepo(data []byte) (Repo, error) {
+	var r Repo
+	if err := decodeStrict(data, &r); err != nil {
+		return Repo{}, err
+	}
+	if err := r.validate(); err != nil {
+		return Repo{}, err
+	}
+	return r, nil
+}
+
+func (r Repo) validate() error {
+	var faults []string
+	add := func(key, format string, args ...any) {
+		faults = append(faults, key+": "+fmt.Sprintf(format, args...))
+	}
+	switch r.Agent.Preset {
+	case "", "command":
+	default:
+		add("agent.preset", "%q is not a known preset (known: command)", r.Agent.Preset)
+	}
+	if r.Agent.Preset == "command" && len(r.Agent.Command) == 0 {
+		add("agent.command", "must be an argv list when agent.preset is command")
+	}
+	for i, c := range r.Verify {
+		if len(c.Run) == 0 {
+			add(fmt.Sprintf("verify[%d].run", i), "must be a non-empty argv list")
+		}
+	}
+	for i, c := range r.Setup {
+		if len(c.Run) == 0 {
+			add(fmt.Sprintf("setup[%d].run", i), "must be a non-empty argv list")
+		}
+	}
+	if r.Limits.SessionTimeout < 0 {
+		add("limits.session_timeout", "must not be negative")
+	}
+	if r.Limits.MaxFiles < 0 {
+		add("limits.max_files", "must not be negative")
+	}
+	if len(faults) > 0 {
+		return errors.New(strings.Join(faults, "; "))
+	}
+	return nil
+}
+
+// RepoConfigError is a config file that exists but does not parse. It is
+// reported to the user, so its message names the file and the fault.
+type RepoConfigError struct {
+	Source string // owner/name@ref
+	Path   string
+	Err    error
+}
+
+func (e *RepoConfigError) Error() string {
+	return fmt.Sprintf("%s in %s: %v", e.Path, e.Source, e.Err)
+}
+
+func (e *RepoConfigError) Unwrap() error { return e.Err }
+
+// LoadedRepo is a repo config and where it came from.
+type LoadedRepo struct {
+	Config Repo
+	// Source is "owner/name@ref" of the file, or "" when none exists and
+	// defaults apply.
+	Source string
+	Path   string
+	// Raw is the file's content, kept so the cache can re-parse it.
+	Raw []byte
+}
+
+// RepoLoader loads a repository's config: its own file, else the owner's
+// `.github` repository's, else defaults (go-githubapp's appconfig rules).
+type RepoLoader struct {
+	loader *appconfig.Loader
+}
+
+// NewRepoLoader returns a loader over RepoConfigPaths.
+func NewRepoLoader() *RepoLoader {
+	return &RepoLoader{loader: appconfig.NewLoader(RepoConfigPaths)}
+}
+
+// Load fetches and strictly parses the config on ref (the default branch).
+// A parse failure is a *RepoConfigError; a fetch failure is any other error.
+func (l *RepoLoader) Load(ctx context.Context, client *github.Client, owner, repo, ref string) (LoadedRepo, error) {
+	c, err := l.loader.LoadConfig(ctx, client, owner, repo, ref)
+	if err != nil {
+		return LoadedRepo{}, fmt.Errorf("fetching %s from %s: %w", c.Path, c.Source, err)
+	}
+	if c.IsUndefined() {
+		return LoadedRepo{}, nil
+	}
+	parsed, err := ParseRepo(c.Content)
+	if err != nil {
+		return LoadedRepo{}, &RepoConfigError{Source: c.Source, Path: c.Path, Err: err}
+	}
+	return LoadedRepo{Config: parsed, Source: c.Source, Path: c.Path, Raw: c.Content}, nil
+}

@@ -1,0 +1,315 @@
+// Package config holds Inspect's two kinds of configuration: the server's
+// own (YAML plus INSPECT_* environment overrides) and each repository's
+// `.github/inspect.yml`. Server config may set anything; repo config may only
+// choose among what the server allows (see ARCHITECTURE.md, "Configuration
+// boundaries").
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Server is the server-wide configuration. Every field is documented in
+// docs/configuration.md; TestEveryEnvVarIsDocumented keeps the two in step.
+type Server struct {
+	// Listen is the HTTP listen address of `inspect serve`.
+	Listen string `yaml:"listen"`
+	// CommandWord is the comment command, server-wide, e.g. "/inspect".
+	CommandWord string `yaml:"command_word"`
+	// Paused stops every new session: triggers are answered with a refusal.
+	Paused bool `yaml:"paused"`
+	// LogLevel is a zerolog level name.
+	LogLevel string `yaml:"log_level"`
+
+	GitHub   GitHub   `yaml:"github"`
+	Database Database `yaml:"database"`
+	Workers  Workers  `yaml:"workers"`
+	HTTP     HTTP     `yaml:"http"`
+	Policy   Policy   `yaml:"policy"`
+}
+
+// GitHub is how the app reaches GitHub (or GitHub Enterprise Server).
+type GitHub struct {
+	AppID int64 `yaml:"app_id"`
+	// AppSlug recognises our own events ("<slug>[bot]"). Empty means: ask
+	// GET /app at start-up.
+	AppSlug        string `yaml:"app_slug"`
+	PrivateKey     string `yaml:"private_key"`
+	PrivateKeyPath string `yaml:"private_key_path"`
+	// WebhookSecret is the active secret; WebhookSecretPrevious, when set, is
+	// also accepted so a secret can be rotated without dropping deliveries.
+	WebhookSecret         string `yaml:"webhook_secret"`
+	WebhookSecretPrevious string `yaml:"webhook_secret_previous"`
+	// APIURL is the REST base: https://api.github.com/ or, for Enterprise
+	// Server, https://HOST/api/v3/.
+	APIURL string `yaml:"api_url"`
+	// WebURL is the web root: https://github.com or https://HOST.
+	WebURL string `yaml:"web_url"`
+}
+
+// Database selects the store.
+type Database struct {
+	// Driver is "sqlite" (embedded default, one file) or "postgres".
+	Driver string `yaml:"driver"`
+	// DSN is a file path for sqlite, a connection URL for postgres.
+	DSN string `yaml:"dsn"`
+}
+
+// Workers tunes the background work loop.
+type Workers struct {
+	Count        int           `yaml:"count"`
+	Lease        time.Duration `yaml:"lease"`
+	PollInterval time.Duration `yaml:"poll_interval"`
+	MaxAttempts  int           `yaml:"max_attempts"`
+	RetryBackoff time.Duration `yaml:"retry_backoff"`
+}
+
+// HTTP holds the server's timeouts and limits.
+type HTTP struct {
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	ReadTimeout       time.Duration `yaml:"read_timeout"`
+	WriteTimeout      time.Duration `yaml:"write_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
+	// MaxBodyBytes caps a webhook body. GitHub never sends more than 25 MB.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+}
+
+// Policy is what only the server may decide.
+type Policy struct {
+	// AllowedBots are exact bot logins ("renovate[bot]") that may trigger.
+	AllowedBots []string `yaml:"allowed_bots"`
+	// ForkPRRepos are "owner/name" repos that accept sessions on fork PRs.
+	ForkPRRepos []string `yaml:"fork_pr_repos"`
+}
+
+// Defaults returns the configuration used where nothing is set.
+func Defaults() Server {
+	return Server{
+		Listen:      ":8080",
+		CommandWord: "/inspect",
+		LogLevel:    "info",
+		GitHub: GitHub{
+			APIURL: "https://api.github.com/",
+			WebURL: "https://github.com",
+		},
+		Database: Database{Driver: "sqlite", DSN: "inspect.db"},
+		Workers: Workers{
+			Count:        4,
+			Lease:        2 * time.Minute,
+			PollInterval: time.Second,
+			MaxAttempts:  5,
+			RetryBackoff: 5 * time.Second,
+		},
+		HTTP: HTTP{
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       10 * time.Second,
+			WriteTimeout:      15 * time.Second,
+			IdleTimeout:       60 * time.Second,
+			ShutdownTimeout:   30 * time.Second,
+			MaxBodyBytes:      25 << 20,
+		},
+	}
+}
+
+// Load reads the YAML file at path (optional: "" means defaults only), then
+// applies INSPECT_* overrides from env, then validates.
+func Load(path string, env func(string) (string, bool)) (Server, error) {
+	cfg := Defaults()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return Server{}, fmt.Errorf("reading config: %w", err)
+		}
+		if err := decodeStrict(data, &cfg); err != nil {
+			return Server{}, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if env == nil {
+		env = os.LookupEnv
+	}
+	if err := applyEnv(&cfg, env); err != nil {
+		return Server{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Server{}, err
+	}
+	return cfg, nil
+}
+
+// decodeStrict decodes YAML, refusing unknown keys so a typo is an error and
+// not a silently ignored setting.
+func decodeStrict(data []byte, out any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(out); err != nil {
+		return friendlyYAMLError(err)
+	}
+	return nil
+}
+
+var unknownFieldRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
+
+// friendlyYAMLError rewrites yaml.v3's Go-flavoured messages ("field x not
+// found in type config.Repo") into ones that name the key as the user wrote it.
+func friendlyYAMLError(err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
+	msg = unknownFieldRE.ReplaceAllString(msg, "unknown key `$1`")
+	return errors.New(msg)
+}
+
+// ValidationError lists every fault found, each naming its key.
+type ValidationError struct {
+	Faults []string
+}
+
+func (e *ValidationError) Error() string {
+	return "invalid configuration:\n  " + strings.Join(e.Faults, "\n  ")
+}
+
+var commandWordRE = regexp.MustCompile(`^/[a-z0-9][a-z0-9-]{0,30}$`)
+
+// Validate checks every field and reports all faults at once.
+func (c Server) Validate() error {
+	var faults []string
+	add := func(key, format string, args ...any) {
+		faults = append(faults, key+": "+fmt.Sprintf(format, args...))
+	}
+	if c.Listen == "" {
+		add("listen", "must not be empty")
+	}
+	if !commandWordRE.MatchString(c.CommandWord) {
+		add("command_word", "%q must be a slash and 1-31 lowercase letters, digits or dashes", c.CommandWord)
+	}
+	if _, err := parseLogLevel(c.LogLevel); err != nil {
+		add("log_level", "%v", err)
+	}
+	if c.GitHub.AppID <= 0 {
+		add("github.app_id", "must be the App's numeric id (found %d)", c.GitHub.AppID)
+	}
+	if c.GitHub.PrivateKey == "" && c.GitHub.PrivateKeyPath == "" {
+		add("github.private_key", "set it or github.private_key_path")
+	}
+	if c.GitHub.PrivateKey != "" && c.GitHub.PrivateKeyPath != "" {
+		add("github.private_key", "set only one of it and github.private_key_path")
+	}
+	if strings.TrimSpace(c.GitHub.WebhookSecret) == "" {
+		add("github.webhook_secret", "must not be empty: an empty secret would accept unsigned webhooks")
+	}
+	if c.GitHub.WebhookSecretPrevious != "" && c.GitHub.WebhookSecretPrevious == c.GitHub.WebhookSecret {
+		add("github.webhook_secret_previous", "equals github.webhook_secret; remove it once rotation is done")
+	}
+	for key, u := range map[string]string{"github.api_url": c.GitHub.APIURL, "github.web_url": c.GitHub.WebURL} {
+		if err := checkURL(u); err != nil {
+			add(key, "%v", err)
+		}
+	}
+	switch c.Database.Driver {
+	case "sqlite", "postgres":
+	default:
+		add("database.driver", "%q must be sqlite or postgres", c.Database.Driver)
+	}
+	if c.Database.DSN == "" {
+		add("database.dsn", "must not be empty")
+	}
+	if c.Workers.Count < 0 {
+		add("workers.count", "must not be negative")
+	}
+	if c.Workers.Lease < time.Second {
+		add("workers.lease", "must be at least 1s (found %s)", c.Workers.Lease)
+	}
+	if c.Workers.PollInterval <= 0 {
+		add("workers.poll_interval", "must be positive")
+	}
+	if c.Workers.MaxAttempts < 1 {
+		add("workers.max_attempts", "must be at least 1")
+	}
+	if c.Workers.RetryBackoff < 0 {
+		add("workers.retry_backoff", "must not be negative")
+	}
+	for key, d := range map[string]time.Duration{
+		"http.read_header_timeout": c.HTTP.ReadHeaderTimeout,
+		"http.read_timeout":        c.HTTP.ReadTimeout,
+		"http.write_timeout":       c.HTTP.WriteTimeout,
+		"http.idle_timeout":        c.HTTP.IdleTimeout,
+		"http.shutdown_timeout":    c.HTTP.ShutdownTimeout,
+	} {
+		if d <= 0 {
+			add(key, "must be positive")
+		}
+	}
+	if c.HTTP.MaxBodyBytes < 1<<10 || c.HTTP.MaxBodyBytes > 25<<20 {
+		add("http.max_body_bytes", "must be between 1 KiB and 25 MiB, GitHub's largest payload")
+	}
+	for i, b := range c.Policy.AllowedBots {
+		if !strings.HasSuffix(b, "[bot]") {
+			add(fmt.Sprintf("policy.allowed_bots[%d]", i), "%q must be a full bot login ending in [bot]", b)
+		}
+	}
+	for i, r := range c.Policy.ForkPRRepos {
+		if parts := strings.Split(r, "/"); len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+			add(fmt.Sprintf("policy.fork_pr_repos[%d]", i), "%q must be owner/name", r)
+		}
+	}
+	if len(faults) == 0 {
+		return nil
+	}
+	sortStrings(faults)
+	return &ValidationError{Faults: faults}
+}
+
+func checkURL(u string) error {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return err
+	}
+	if parsed.Scheme != "http" && parsed.Scheme != "https" || parsed.Host == "" {
+		return fmt.Errorf("%q must be an absolute http(s) URL", u)
+	}
+	return nil
+}
+
+// PrivateKeyPEM returns the App key, reading the file when a path is set.
+func (c Server) PrivateKeyPEM() ([]byte, error) {
+	if c.GitHub.PrivateKey != "" {
+		return []byte(c.GitHub.PrivateKey), nil
+	}
+	data, err := os.ReadFile(c.GitHub.PrivateKeyPath)
+	if err != nil {
+		return nil, fmt.Errorf("github.private_key_path: %w", err)
+	}
+	return data, nil
+}
+
+// WebhookSecrets returns the secrets a delivery may be signed with, active first.
+func (c Server) WebhookSecrets() []string {
+	secrets := []string{c.GitHub.WebhookSecret}
+	if c.GitHub.WebhookSecretPrevious != "" {
+		secrets = append(secrets, c.GitHub.WebhookSecretPrevious)
+	}
+	return secrets
+}
+
+// ForkPRAllowed reports whether repo ("owner/name") opted in to fork PRs.
+func (c Server) ForkPRAllowed(repo string) bool {
+	for _, r := range c.Policy.ForkPRRepos {
+		if strings.EqualFold(r, repo) {
+			return true
+		}
+	}
+	return false
+}

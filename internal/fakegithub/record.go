@@ -1,0 +1,91 @@
+package fakegithub
+
+import (
+	"net/http"
+	"path"
+	"strings"
+)
+
+// Request is one request the server answered, for assertions.
+type Request struct {
+	Method   string
+	Path     string // without the /api/v3 prefix
+	RawQuery string
+	Body     []byte
+	// Auth is the kind of credential presented: "jwt", "installation" or
+	// "none". It is recorded even when the credential was refused; Status
+	// then says so.
+	Auth           string
+	InstallationID int64 // the installation of a valid installation token
+	Status         int   // the status the server answered
+}
+
+// Requests returns every request answered so far, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// RequestsMatching returns the requests with that method ("" for any)
+// whose path (without /api/v3) starts with pathPrefix.
+func (s *Server) RequestsMatching(method, pathPrefix string) []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Request
+	for _, r := range s.requests {
+		if (method == "" || r.Method == method) && strings.HasPrefix(r.Path, pathPrefix) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ResetRequests forgets the recorded requests.
+func (s *Server) ResetRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = nil
+}
+
+type failRule struct {
+	method  string
+	pattern string
+	status  int
+}
+
+// FailNext makes the next request matching method ("" for any) and
+// pathPattern (a path.Match pattern over the path without /api/v3, e.g.
+// "/repos/*/*/issues/*/comments") answer status with a GitHub-style error
+// body, without touching any state. The failure comes before any
+// credential check, so it can stand in for GitHub failing in any way. Rules
+// queue up: each is used once, in the order given. The request is still
+// recorded, with the credential it presented.
+func (s *Server) FailNext(method, pathPattern string, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures = append(s.failures, failRule{method: method, pattern: pathPattern, status: status})
+}
+
+// takeFailure consumes the first rule matching the request. Callers hold
+// s.mu.
+func (s *Server) takeFailure(method, p string) (response, bool) {
+	for i, f := range s.failures {
+		if f.method != "" && f.method != method {
+			continue
+		}
+		if ok, _ := path.Match(f.pattern, p); !ok {
+			continue
+		}
+		s.failures = append(s.failures[:i:i], s.failures[i+1:]...)
+		msg := http.StatusText(f.status)
+		switch f.status {
+		case http.StatusUnauthorized:
+			msg = "Bad credentials"
+		case http.StatusUnprocessableEntity:
+			msg = "Validation Failed"
+		}
+		return errResp(f.status, msg, docsRoot), true
+	}
+	return response{}, false
+}

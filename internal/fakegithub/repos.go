@@ -1,0 +1,444 @@
+package fakegithub
+
+import (
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"path"
+	"sort"
+	"strings"
+	"time"
+)
+
+const (
+	docsGetRepo     = "https://docs.github.com/rest/repos/repos#get-a-repository"
+	docsPermission  = "https://docs.github.com/rest/collaborators/collaborators#get-repository-permissions-for-a-user"
+	docsGetContents = "https://docs.github.com/rest/repos/contents#get-repository-content"
+
+	// Files larger than this come back from the contents API with empty
+	// content and encoding "none" (GitHub docs: "Between 1-100 MB: Only the
+	// raw or object custom media types are supported").
+	contentsInlineLimit = 1 << 20
+)
+
+// Repo is a repository to seed with AddRepo.
+type Repo struct {
+	ID             int64 // 0: assigned
+	Owner, Name    string
+	DefaultBranch  string // "main" when empty
+	Archived       bool
+	Private        bool
+	InstallationID int64  // the installation that sees the repo
+	OwnerType      string // "Organization" (default) or "User"
+}
+
+type repoState struct {
+	Repo
+	createdAt  time.Time
+	files      map[string]map[string][]byte // branch → path → content
+	roles      map[string]string            // lower-case login → role name
+	issues     map[int]*issue               // issues and pulls share numbers
+	lastNumber int
+	comments   map[int64]*comment
+	checkRuns  []*checkRun
+}
+
+func (r *repoState) fullName() string { return r.Owner + "/" + r.Name }
+
+func repoKey(owner, name string) string { return strings.ToLower(owner + "/" + name) }
+
+// repo finds a repository; GitHub's owner and repo names are not case
+// sensitive. Callers hold s.mu.
+func (s *Server) repo(owner, name string) *repoState { return s.repos[repoKey(owner, name)] }
+
+func (s *Server) repoByID(id int64) *repoState {
+	for _, r := range s.repos {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// mustRepo is for the seeding methods: naming a repo that was never added
+// is a mistake in the test, not a condition to emulate.
+func (s *Server) mustRepo(owner, name string) *repoState {
+	r := s.repo(owner, name)
+	if r == nil {
+		panic(fmt.Sprintf("fakegithub: unknown repo %s/%s (call AddRepo first)", owner, name))
+	}
+	return r
+}
+
+// AddRepo adds a repository, visible to r.InstallationID (which is created
+// for the owner's account if it does not exist yet). Adding a repo again
+// updates its settings and keeps its contents.
+func (s *Server) AddRepo(r Repo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.DefaultBranch == "" {
+		r.DefaultBranch = "main"
+	}
+	if r.OwnerType == "" {
+		r.OwnerType = "Organization"
+	}
+	if old := s.repo(r.Owner, r.Name); old != nil {
+		if r.ID == 0 {
+			r.ID = old.ID
+		}
+		old.Repo = r
+	} else {
+		if r.ID == 0 {
+			r.ID = s.nextID()
+		}
+		s.repos[repoKey(r.Owner, r.Name)] = &repoState{
+			Repo:      r,
+			createdAt: s.now(),
+			files:     map[string]map[string][]byte{},
+			roles:     map[string]string{},
+			issues:    map[int]*issue{},
+			comments:  map[int64]*comment{},
+		}
+	}
+	s.ensureUser(r.Owner, r.OwnerType).typ = r.OwnerType
+	if r.InstallationID != 0 {
+		in := s.addInstallation(r.InstallationID, r.Owner)
+		if strings.EqualFold(in.account, r.Owner) {
+			in.accountType = r.OwnerType
+		}
+	}
+}
+
+// SetFile puts a file on a branch of a repo.
+func (s *Server) SetFile(owner, repo, ref, p string, content []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(owner, repo)
+	if r.files[ref] == nil {
+		r.files[ref] = map[string][]byte{}
+	}
+	r.files[ref][strings.Trim(p, "/")] = append([]byte(nil), content...)
+}
+
+// DeleteFile removes a file from a branch of a repo.
+func (s *Server) DeleteFile(owner, repo, ref, p string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.mustRepo(owner, repo).files[ref], strings.Trim(p, "/"))
+}
+
+// roleToPermission folds a role into the legacy base permission, as GitHub
+// documents for the collaborator-permission endpoint: "the maintain role is
+// mapped to write and the triage role is mapped to read".
+var roleToPermission = map[string]string{
+	"admin": "admin", "maintain": "write", "write": "write",
+	"triage": "read", "read": "read", "none": "none",
+}
+
+// SetPermission gives login a role on a repo: admin, maintain, write,
+// triage, read or none. The user is created if unknown.
+func (s *Server) SetPermission(owner, repo, login, roleName string) {
+	if _, ok := roleToPermission[roleName]; !ok {
+		panic(fmt.Sprintf("fakegithub: unknown role %q", roleName))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(owner, repo)
+	s.ensureUser(login, "")
+	r.roles[strings.ToLower(login)] = roleName
+}
+
+type user struct {
+	login string
+	id    int64
+	typ   string // "User", "Bot" or "Organization"
+}
+
+func (u *user) json() map[string]any {
+	return map[string]any{
+		"login":      u.login,
+		"id":         u.id,
+		"node_id":    fmt.Sprintf("U_%d", u.id),
+		"type":       u.typ,
+		"site_admin": false,
+		"avatar_url": fmt.Sprintf("https://avatars.githubusercontent.com/u/%d", u.id),
+		"html_url":   "https://github.com/" + u.login,
+	}
+}
+
+// AddUser adds (or updates) a user; typ is "User" or "Bot".
+func (s *Server) AddUser(login string, id int64, typ string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.ensureUser(login, typ)
+	u.id = id
+	if typ != "" {
+		u.typ = typ
+	}
+}
+
+// ensureUser returns the user, creating it when unknown. An empty typ means
+// "User", or "Bot" for a login ending in "[bot]". Callers hold s.mu.
+func (s *Server) ensureUser(login, typ string) *user {
+	if u, ok := s.users[strings.ToLower(login)]; ok {
+		return u
+	}
+	if typ == "" {
+		typ = "User"
+		if strings.HasSuffix(login, "[bot]") {
+			typ = "Bot"
+		}
+	}
+	u := &user{login: login, id: s.nextID(), typ: typ}
+	s.users[strings.ToLower(login)] = u
+	return u
+}
+
+func (s *Server) repoRoutes() {
+	s.handle("GET /repos/{owner}/{repo}", docsGetRepo, repoGate("metadata"), s.getRepo)
+	s.handle("GET /repos/{owner}/{repo}/collaborators/{username}/permission", docsPermission, repoGate("metadata"), s.getPermission)
+	s.handle("GET /repos/{owner}/{repo}/contents", docsGetContents, repoGate("contents"), s.getContents)
+	s.handle("GET /repos/{owner}/{repo}/contents/{path...}", docsGetContents, repoGate("contents"), s.getContents)
+}
+
+func (s *Server) repoJSON(r *repoState) map[string]any {
+	owner := s.ensureUser(r.Owner, r.OwnerType)
+	visibility := "public"
+	if r.Private {
+		visibility = "private"
+	}
+	return map[string]any{
+		"id":             r.ID,
+		"node_id":        fmt.Sprintf("R_%d", r.ID),
+		"name":           r.Name,
+		"full_name":      r.fullName(),
+		"owner":          owner.json(),
+		"private":        r.Private,
+		"visibility":     visibility,
+		"archived":       r.Archived,
+		"disabled":       false,
+		"fork":           false,
+		"default_branch": r.DefaultBranch,
+		"url":            s.APIURL() + "repos/" + r.fullName(),
+		"html_url":       s.URL() + "/" + r.fullName(),
+		"clone_url":      s.URL() + "/" + r.fullName() + ".git",
+		"created_at":     timestamp(r.createdAt),
+		"updated_at":     timestamp(r.createdAt),
+	}
+}
+
+func (s *Server) getRepo(c *call) response { return jsonResp(http.StatusOK, s.repoJSON(c.repo)) }
+
+// getPermission answers the collaborator-permission endpoint: "permission"
+// is the folded legacy role, "role_name" the real one. A login that is no
+// user at all is a 404. A user without a role on the repo gets "read" on a
+// public repo (anyone may read it) and "none" on a private one; the owner
+// of a user-owned repo is its admin.
+func (s *Server) getPermission(c *call) response {
+	r := c.repo
+	login := c.r.PathValue("username")
+	u, ok := s.users[strings.ToLower(login)]
+	if !ok {
+		return errResp(http.StatusNotFound, login+" is not a user", c.doc)
+	}
+	role, ok := r.roles[strings.ToLower(login)]
+	switch {
+	case ok:
+	case r.OwnerType == "User" && strings.EqualFold(login, r.Owner):
+		role = "admin"
+	case !r.Private:
+		role = "read"
+	default:
+		role = "none"
+	}
+	rank := map[string]int{"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}[role]
+	uj := u.json()
+	uj["role_name"] = role
+	uj["permissions"] = map[string]bool{
+		"pull": rank >= 1, "triage": rank >= 2, "push": rank >= 3, "maintain": rank >= 4, "admin": rank >= 5,
+	}
+	return jsonResp(http.StatusOK, map[string]any{
+		"permission": roleToPermission[role],
+		"role_name":  role,
+		"user":       uj,
+	})
+}
+
+// resolveRef turns a contents ref into a branch: empty means the default
+// branch; "refs/heads/x" and "x" name branch x; a pull request's head SHA
+// names its head branch. ok is false when nothing matches.
+func (s *Server) resolveRef(r *repoState, ref string) (branch string, ok bool) {
+	if ref == "" {
+		return r.DefaultBranch, true
+	}
+	ref = strings.TrimPrefix(ref, "refs/heads/")
+	if _, ok := r.files[ref]; ok || ref == r.DefaultBranch {
+		return ref, true
+	}
+	for _, is := range r.issues {
+		if is.pull != nil && is.pull.HeadSHA == ref && is.pull.HeadRepoFullName == "" {
+			return is.pull.HeadRef, true
+		}
+	}
+	return "", false
+}
+
+// getContents answers a file object (base64 content) or, for a directory,
+// a JSON array of its entries.
+func (s *Server) getContents(c *call) response {
+	r := c.repo
+	ref := c.r.URL.Query().Get("ref")
+	branch, ok := s.resolveRef(r, ref)
+	if !ok {
+		return errResp(http.StatusNotFound, "No commit found for the ref "+ref, c.doc)
+	}
+	files := r.files[branch]
+	p := strings.Trim(c.r.PathValue("path"), "/")
+
+	if content, ok := files[p]; ok && p != "" {
+		if strings.Contains(c.r.Header.Get("Accept"), "vnd.github.raw") {
+			return response{status: http.StatusOK, raw: content, header: http.Header{"Content-Type": {"application/vnd.github.raw"}}}
+		}
+		return jsonResp(http.StatusOK, s.fileJSON(r, branch, p, content))
+	}
+
+	entries := dirEntries(files, p)
+	if len(entries) == 0 && p != "" {
+		return notFound(c.doc)
+	}
+	out := make([]map[string]any, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, s.entryJSON(r, branch, e))
+	}
+	return jsonResp(http.StatusOK, out)
+}
+
+func (s *Server) contentLinks(r *repoState, branch, p, typ, sha string) map[string]any {
+	kind, gitKind := "blob", "blobs"
+	if typ == "dir" {
+		kind, gitKind = "tree", "trees"
+	}
+	self := fmt.Sprintf("%srepos/%s/contents/%s?ref=%s", s.APIURL(), r.fullName(), p, branch)
+	git := fmt.Sprintf("%srepos/%s/git/%s/%s", s.APIURL(), r.fullName(), gitKind, sha)
+	html := fmt.Sprintf("%s/%s/%s/%s/%s", s.URL(), r.fullName(), kind, branch, p)
+	m := map[string]any{
+		"type":     typ,
+		"name":     path.Base(p),
+		"path":     p,
+		"sha":      sha,
+		"url":      self,
+		"git_url":  git,
+		"html_url": html,
+		"_links":   map[string]string{"self": self, "git": git, "html": html},
+	}
+	if typ == "file" {
+		m["download_url"] = fmt.Sprintf("%s/%s/raw/%s/%s", s.URL(), r.fullName(), branch, p)
+	} else {
+		m["download_url"] = nil
+	}
+	return m
+}
+
+func (s *Server) fileJSON(r *repoState, branch, p string, content []byte) map[string]any {
+	m := s.contentLinks(r, branch, p, "file", blobSHA(content))
+	m["size"] = len(content)
+	if len(content) > contentsInlineLimit {
+		m["encoding"], m["content"] = "none", ""
+	} else {
+		m["encoding"], m["content"] = "base64", wrapBase64(content)
+	}
+	return m
+}
+
+func (s *Server) entryJSON(r *repoState, branch string, e dirEntry) map[string]any {
+	m := s.contentLinks(r, branch, e.path, e.typ, e.sha)
+	m["size"] = e.size
+	return m
+}
+
+// wrapBase64 encodes as GitHub does in the contents API: standard base64
+// with a newline after every 60 characters. (Go's decoder skips newlines.)
+func wrapBase64(b []byte) string {
+	enc := base64.StdEncoding.EncodeToString(b)
+	var sb strings.Builder
+	for len(enc) > 60 {
+		sb.WriteString(enc[:60])
+		sb.WriteByte('\n')
+		enc = enc[60:]
+	}
+	sb.WriteString(enc)
+	sb.WriteByte('\n')
+	return sb.String()
+}
+
+type dirEntry struct {
+	path, typ, sha string
+	size           int
+}
+
+// dirEntries lists the immediate children of directory dir ("" is the
+// root), sorted by name, with their git object ids.
+func dirEntries(files map[string][]byte, dir string) []dirEntry {
+	prefix := ""
+	if dir != "" {
+		prefix = dir + "/"
+	}
+	seen := map[string]bool{}
+	var out []dirEntry
+	for p, content := range files {
+		rest, ok := strings.CutPrefix(p, prefix)
+		if !ok || rest == "" {
+			continue
+		}
+		name, _, isDir := strings.Cut(rest, "/")
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if isDir {
+			out = append(out, dirEntry{path: prefix + name, typ: "dir", sha: treeSHA(files, prefix+name)})
+		} else {
+			out = append(out, dirEntry{path: prefix + name, typ: "file", sha: blobSHA(content), size: len(content)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out
+}
+
+// blobSHA is the git object id of a blob with this content.
+func blobSHA(content []byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", len(content))
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// treeSHA is the git object id of the tree for directory dir, so that a
+// directory's sha is what git (and GitHub) would report.
+func treeSHA(files map[string][]byte, dir string) string {
+	entries := dirEntries(files, dir)
+	// git sorts tree entries by name, comparing a directory as "name/".
+	key := func(e dirEntry) string {
+		if e.typ == "dir" {
+			return path.Base(e.path) + "/"
+		}
+		return path.Base(e.path)
+	}
+	sort.Slice(entries, func(i, j int) bool { return key(entries[i]) < key(entries[j]) })
+	var body []byte
+	for _, e := range entries {
+		mode := "100644"
+		if e.typ == "dir" {
+			mode = "40000"
+		}
+		raw, _ := hex.DecodeString(e.sha)
+		body = append(body, mode+" "+path.Base(e.path)+"\x00"...)
+		body = append(body, raw...)
+	}
+	h := sha1.New()
+	fmt.Fprintf(h, "tree %d\x00", len(body))
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}

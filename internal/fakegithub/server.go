@@ -1,0 +1,454 @@
+// Package fakegithub is a stateful stand-in for the GitHub REST API, for
+// tests only.
+//
+// It is an httptest.Server that keeps repositories, issues, pull requests,
+// comments, reactions and check runs in memory, and answers the way GitHub's
+// public REST documentation says GitHub answers: the same status codes, JSON
+// shapes that go-github v62 decodes, error bodies such as
+// {"message":"Not Found","documentation_url":"..."}, and page-based
+// pagination with a Link header. Every request is authenticated (an App JWT
+// or an installation token that the server minted itself) and recorded, so
+// tests can assert on what a client did.
+//
+// REST is served under /api/v3/, as GitHub Enterprise Server does, so that
+// go-github's WithEnterpriseURLs and go-githubapp's NewClientCreator work
+// unchanged. The same routes also answer without the prefix.
+//
+// The package is organised by area: this file holds the server, routing and
+// response helpers; auth.go the App, its JWTs and installation tokens;
+// repos.go repositories, collaborators and contents; issues.go issues,
+// comments and reactions; pulls.go pull requests; checks.go check runs;
+// record.go request recording and failure injection.
+package fakegithub
+
+import (
+	"bytes"
+	"context"
+	"crypto/rsa"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	// apiPrefix is where GitHub Enterprise Server serves REST, and where
+	// go-github's WithEnterpriseURLs points a client.
+	apiPrefix = "/api/v3"
+
+	// maxBodyBytes bounds a request body. GitHub refuses webhook payloads
+	// over 25 MB; request bodies this stand-in has to parse are far smaller.
+	maxBodyBytes = 25 << 20
+
+	docsRoot = "https://docs.github.com/rest"
+)
+
+// Server is the stand-in. Create it with New and stop it with Close. All
+// methods are safe for concurrent use.
+type Server struct {
+	ts  *httptest.Server
+	mux *http.ServeMux
+
+	appID   int64
+	appSlug string
+	appName string
+	key     *rsa.PrivateKey
+	keyPEM  []byte
+
+	// mu guards everything below. Handlers run with it held (see
+	// ServeHTTP), so each request sees and leaves a consistent state.
+	mu            sync.Mutex
+	now           func() time.Time
+	lastID        int64
+	installations map[int64]*installation
+	repos         map[string]*repoState // by lower-case "owner/name"
+	users         map[string]*user      // by lower-case login
+	tokens        map[string]*token     // by token value
+	minted        []string
+	requests      []Request
+	failures      []failRule
+}
+
+// New starts a stand-in on a loopback port. It generates a fresh RSA-2048
+// key for the App, whose id is 4242, slug "inspect-app" and name "Inspect".
+func New() *Server {
+	s := &Server{
+		appID:         4242,
+		appSlug:       "inspect-app",
+		appName:       "Inspect",
+		now:           time.Now,
+		lastID:        1000,
+		installations: map[int64]*installation{},
+		repos:         map[string]*repoState{},
+		users:         map[string]*user{},
+		tokens:        map[string]*token{},
+	}
+	s.key, s.keyPEM = generateAppKey()
+	s.mux = http.NewServeMux()
+	s.routes()
+	s.ts = httptest.NewServer(s)
+	return s
+}
+
+// routes registers every endpoint. Each area file adds its own.
+func (s *Server) routes() {
+	s.appRoutes()
+	s.repoRoutes()
+	s.issueRoutes()
+	s.pullRoutes()
+	s.checkRoutes()
+	// GitHub answers any unknown route with a 404 and its usual error body.
+	// The catch-all also keeps ServeMux from answering 405 for a known path
+	// with an unknown method, which GitHub never does.
+	s.handle("/", docsRoot, nil, func(c *call) response { return notFound(c.doc) })
+}
+
+// Close shuts the server down.
+func (s *Server) Close() { s.ts.Close() }
+
+// URL is the root URL, e.g. http://127.0.0.1:1234.
+func (s *Server) URL() string { return s.ts.URL }
+
+// APIURL is where REST is served: URL()+"/api/v3/".
+func (s *Server) APIURL() string { return s.ts.URL + apiPrefix + "/" }
+
+// AppID is the App's id (4242).
+func (s *Server) AppID() int64 { return s.appID }
+
+// AppSlug is the App's slug ("inspect-app"). Its bot user is AppSlug()+"[bot]".
+func (s *Server) AppSlug() string { return s.appSlug }
+
+// AppPrivateKeyPEM is the App's private key as GitHub hands it out: PKCS#1
+// in a "RSA PRIVATE KEY" PEM block.
+func (s *Server) AppPrivateKeyPEM() []byte { return bytes.Clone(s.keyPEM) }
+
+// SetClock replaces the server's clock (time.Now by default). JWT checks,
+// token expiry and every timestamp the server writes follow it, so a test
+// can expire a token by moving the clock instead of sleeping. Clients keep
+// their own clock: ghinstallation, for one, goes on using a token it
+// believes fresh, and gets 401 "Bad credentials".
+func (s *Server) SetClock(now func() time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = now
+}
+
+// nextID hands out ids. GitHub's ids for comments, reactions and check runs
+// are global, not per repository, and so are these. Callers hold s.mu.
+func (s *Server) nextID() int64 {
+	s.lastID++
+	return s.lastID
+}
+
+// ServeHTTP strips the /api/v3 prefix, identifies the credential, applies
+// any injected failure, routes, and records the exchange.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	orig := r.URL.Path
+	stripped := stripPrefix(orig)
+
+	body, tooBig := readBody(r)
+
+	s.mu.Lock()
+	cred := s.identify(r.Header.Get("Authorization"))
+	injected, failed := s.takeFailure(r.Method, stripped)
+	s.mu.Unlock()
+
+	rw := &statusWriter{ResponseWriter: w}
+	switch {
+	case failed:
+		injected.write(rw)
+	case tooBig:
+		problemsParsingJSON().write(rw)
+	default:
+		r2 := r.Clone(withCall(r.Context(), &call{cred: cred, body: body, origPath: orig}))
+		r2.URL.Path = stripped
+		r2.URL.RawPath = stripPrefix(r.URL.RawPath)
+		s.mux.ServeHTTP(rw, r2)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, Request{
+		Method:         r.Method,
+		Path:           stripped,
+		RawQuery:       r.URL.RawQuery,
+		Body:           body,
+		Auth:           cred.kind,
+		InstallationID: cred.installationID(),
+		Status:         rw.status(),
+	})
+}
+
+func stripPrefix(p string) string {
+	if p == apiPrefix {
+		return "/"
+	}
+	if strings.HasPrefix(p, apiPrefix+"/") {
+		return strings.TrimPrefix(p, apiPrefix)
+	}
+	return p
+}
+
+func readBody(r *http.Request) (body []byte, tooBig bool) {
+	if r.Body == nil {
+		return nil, false
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		return b, true
+	}
+	return b, len(b) > maxBodyBytes
+}
+
+// statusWriter remembers the status a handler answered, for Requests().
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) status() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// call is one request as a handler sees it.
+type call struct {
+	r        *http.Request
+	cred     credential
+	body     []byte
+	origPath string     // the path as requested, with any /api/v3 prefix
+	doc      string     // the endpoint's documentation URL
+	repo     *repoState // set by repoGate
+}
+
+// decode parses the JSON request body into v. GitHub answers 400 "Problems
+// parsing JSON" to a body that is not JSON; an empty body counts as {}.
+func (c *call) decode(v any) *response {
+	if len(bytes.TrimSpace(c.body)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(c.body, v); err != nil {
+		r := problemsParsingJSON()
+		return &r
+	}
+	return nil
+}
+
+func (c *call) intPath(name string) (int64, bool) {
+	n, err := strconv.ParseInt(c.r.PathValue(name), 10, 64)
+	return n, err == nil && n > 0
+}
+
+// response is what a handler answers. Handlers build it while holding s.mu;
+// it is written after the lock is released.
+type response struct {
+	status int
+	body   any    // marshalled as JSON; nil means no body
+	raw    []byte // sent as is when non-nil (custom media types)
+	header http.Header
+}
+
+func (resp response) write(w http.ResponseWriter) {
+	for k, v := range resp.header {
+		w.Header()[k] = v
+	}
+	if resp.raw != nil {
+		w.WriteHeader(resp.status)
+		_, _ = w.Write(resp.raw)
+		return
+	}
+	if resp.body == nil {
+		w.WriteHeader(resp.status)
+		return
+	}
+	b, err := json.Marshal(resp.body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-GitHub-Media-Type", "github.v3; format=json")
+	w.WriteHeader(resp.status)
+	_, _ = w.Write(b)
+}
+
+func jsonResp(status int, body any) response { return response{status: status, body: body} }
+
+// apiError is GitHub's error body. Recent GitHub responses also carry the
+// status as a string.
+type apiError struct {
+	Message          string       `json:"message"`
+	Errors           []fieldError `json:"errors,omitempty"`
+	DocumentationURL string       `json:"documentation_url"`
+	Status           string       `json:"status"`
+}
+
+// fieldError is one entry of a 422's "errors" array. Code is one of
+// GitHub's documented codes: missing, missing_field, invalid,
+// already_exists, unprocessable, or custom (with a message).
+type fieldError struct {
+	Resource string `json:"resource"`
+	Field    string `json:"field"`
+	Code     string `json:"code"`
+	Message  string `json:"message,omitempty"`
+}
+
+func errResp(status int, message, doc string) response {
+	if doc == "" {
+		doc = docsRoot
+	}
+	return jsonResp(status, apiError{Message: message, DocumentationURL: doc, Status: strconv.Itoa(status)})
+}
+
+func notFound(doc string) response { return errResp(http.StatusNotFound, "Not Found", doc) }
+
+func badCredentials() response {
+	return errResp(http.StatusUnauthorized, "Bad credentials", docsRoot)
+}
+
+func problemsParsingJSON() response {
+	return errResp(http.StatusBadRequest, "Problems parsing JSON", docsRoot)
+}
+
+// validationFailed is GitHub's 422 for a request that parsed but does not
+// validate.
+func validationFailed(doc string, errs ...fieldError) response {
+	r := errResp(http.StatusUnprocessableEntity, "Validation Failed", doc)
+	e := r.body.(apiError)
+	e.Errors = errs
+	r.body = e
+	return r
+}
+
+// paginate slices n items the way GitHub's page-based pagination does
+// (per_page defaults to 30 and is capped at 100; page starts at 1) and
+// returns the Link header to send. An out-of-range page is an empty page.
+func (c *call) paginate(n int) (lo, hi int, h http.Header) {
+	q := c.r.URL.Query()
+	per, err := strconv.Atoi(q.Get("per_page"))
+	if err != nil || per < 1 {
+		per = 30
+	}
+	per = min(per, 100)
+	page, err := strconv.Atoi(q.Get("page"))
+	if err != nil || page < 1 {
+		page = 1
+	}
+	last := max(1, (n+per-1)/per)
+	lo = min((page-1)*per, n)
+	hi = min(lo+per, n)
+
+	link := func(p int, rel string) string {
+		q.Set("page", strconv.Itoa(p))
+		q.Set("per_page", strconv.Itoa(per))
+		u := url.URL{Scheme: "http", Host: c.r.Host, Path: c.origPath, RawQuery: q.Encode()}
+		return fmt.Sprintf("<%s>; rel=%q", u.String(), rel)
+	}
+	var links []string
+	if page > 1 {
+		links = append(links, link(min(page-1, last), "prev"))
+	}
+	if page < last {
+		links = append(links, link(page+1, "next"), link(last, "last"))
+	}
+	if page > 1 {
+		links = append(links, link(1, "first"))
+	}
+	h = http.Header{}
+	if len(links) > 0 {
+		h.Set("Link", strings.Join(links, ", "))
+	}
+	return lo, hi, h
+}
+
+// page answers a JSON array of one page of items.
+func page[T any](c *call, items []T) response {
+	lo, hi, h := c.paginate(len(items))
+	out := items[lo:hi]
+	if out == nil {
+		out = []T{}
+	}
+	return response{status: http.StatusOK, body: out, header: h}
+}
+
+// timestamp renders a time as GitHub does: ISO 8601 in UTC, to the second.
+func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func timestampOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamp(t)
+}
+
+// handler is an endpoint's logic. It runs with s.mu held.
+type handler func(c *call) response
+
+type callKey struct{}
+
+func withCall(ctx context.Context, c *call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// gate decides whether the call's credential may use a route. It runs with
+// s.mu held and returns nil to let the call through.
+type gate func(s *Server, c *call) *response
+
+// wrap turns a handler behind a gate into an http.HandlerFunc: it takes
+// s.mu, checks the credential, runs the handler and writes its answer
+// after releasing the lock.
+func (s *Server) wrap(doc string, g gate, h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, _ := r.Context().Value(callKey{}).(*call)
+		if c == nil { // not reached through ServeHTTP
+			c = &call{cred: credential{kind: authNone}}
+		}
+		c.r = r
+		c.doc = doc
+		s.mu.Lock()
+		resp := func() response {
+			// A credential that is present but wrong is refused on every
+			// route, known or not, before anything else is looked at.
+			if c.cred.refusal != nil {
+				return *c.cred.refusal
+			}
+			if g != nil {
+				if refused := g(s, c); refused != nil {
+					return *refused
+				}
+			}
+			return h(c)
+		}()
+		s.mu.Unlock()
+		resp.write(w)
+	}
+}
+
+// handle registers pattern (a Go 1.22 method+wildcard pattern, without the
+// /api/v3 prefix). doc is the endpoint's page in GitHub's REST docs, which
+// GitHub puts in the documentation_url of its error bodies.
+func (s *Server) handle(pattern, doc string, g gate, h handler) {
+	s.mux.HandleFunc(pattern, s.wrap(doc, g, h))
+}

@@ -136,11 +136,37 @@ func (s *Store) commitBatch(ctx context.Context, batch []*acceptReq) {
 	}
 }
 
+// acceptStmts are prepared once: re-parsing SQL on every webhook was a
+// visible share of the acknowledgement's CPU time.
+type acceptStmts struct {
+	delivery, claim, session, work *sql.Stmt
+	// cachedConfig runs on the reader pool: the request path's one read.
+	cachedConfig *sql.Stmt
+}
+
+func (s *Store) prepareAccept(ctx context.Context) error {
+	var err error
+	if s.accept.delivery, err = s.db.PrepareContext(ctx,
+		`INSERT INTO deliveries (delivery_id, event, received_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`); err != nil {
+		return err
+	}
+	if s.accept.claim, err = s.db.PrepareContext(ctx,
+		`INSERT INTO command_claims (comment_id, delivery_id, claimed_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`); err != nil {
+		return err
+	}
+	if s.accept.session, err = s.db.PrepareContext(ctx, insertSessionSQL); err != nil {
+		return err
+	}
+	if s.accept.work, err = s.db.PrepareContext(ctx, insertWorkSQL); err != nil {
+		return err
+	}
+	s.accept.cachedConfig, err = s.reader.PrepareContext(ctx, cachedConfigSQL)
+	return err
+}
+
 func (s *Store) acceptOne(ctx context.Context, tx *sql.Tx, a Acceptance) (AcceptResult, error) {
 	at := ms(a.At)
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO deliveries (delivery_id, event, received_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-		a.DeliveryID, a.Event, at)
+	res, err := tx.StmtContext(ctx, s.accept.delivery).ExecContext(ctx, a.DeliveryID, a.Event, at)
 	if err != nil {
 		return 0, fmt.Errorf("recording delivery: %w", err)
 	}
@@ -150,9 +176,7 @@ func (s *Store) acceptOne(ctx context.Context, tx *sql.Tx, a Acceptance) (Accept
 		return DuplicateDelivery, nil
 	}
 	if a.CommentID != 0 {
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO command_claims (comment_id, delivery_id, claimed_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-			a.CommentID, a.DeliveryID, at)
+		res, err := tx.StmtContext(ctx, s.accept.claim).ExecContext(ctx, a.CommentID, a.DeliveryID, at)
 		if err != nil {
 			return 0, fmt.Errorf("claiming comment: %w", err)
 		}
@@ -164,7 +188,7 @@ func (s *Store) acceptOne(ctx context.Context, tx *sql.Tx, a Acceptance) (Accept
 	}
 	sessionID := ""
 	if a.Session != nil {
-		if err := insertSession(ctx, tx, a.Session, a.At); err != nil {
+		if err := s.insertSession(ctx, tx, a.Session, a.At); err != nil {
 			return 0, err
 		}
 		sessionID = a.Session.ID
@@ -173,7 +197,7 @@ func (s *Store) acceptOne(ctx context.Context, tx *sql.Tx, a Acceptance) (Accept
 		if w.SessionID == "" {
 			w.SessionID = sessionID
 		}
-		if err := insertWork(ctx, tx, w, a.At); err != nil {
+		if err := s.insertWork(ctx, tx, w, a.At); err != nil {
 			return 0, err
 		}
 	}
@@ -182,7 +206,7 @@ func (s *Store) acceptOne(ctx context.Context, tx *sql.Tx, a Acceptance) (Accept
 
 // Enqueue queues work outside of a delivery (follow-up steps, retries).
 func (s *Store) Enqueue(ctx context.Context, w NewWork, now time.Time) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error { return insertWork(ctx, tx, w, now) })
+	return s.inTx(ctx, func(tx *sql.Tx) error { return s.insertWork(ctx, tx, w, now) })
 }
 
 // CreateSession creates a session with its first work items, outside of a
@@ -190,14 +214,14 @@ func (s *Store) Enqueue(ctx context.Context, w NewWork, now time.Time) error {
 // delivery's).
 func (s *Store) CreateSession(ctx context.Context, sess *Session, work []NewWork, now time.Time) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := insertSession(ctx, tx, sess, now); err != nil {
+		if err := s.insertSession(ctx, tx, sess, now); err != nil {
 			return err
 		}
 		for _, w := range work {
 			if w.SessionID == "" {
 				w.SessionID = sess.ID
 			}
-			if err := insertWork(ctx, tx, w, now); err != nil {
+			if err := s.insertWork(ctx, tx, w, now); err != nil {
 				return err
 			}
 		}
@@ -208,6 +232,6 @@ func (s *Store) CreateSession(ctx context.Context, sess *Session, work []NewWork
 // DeliverySeen reports whether a delivery id was recorded.
 func (s *Store) DeliverySeen(ctx context.Context, id string) (bool, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM deliveries WHERE delivery_id = $1`, id).Scan(&n)
+	err := s.reader.QueryRowContext(ctx, `SELECT COUNT(*) FROM deliveries WHERE delivery_id = $1`, id).Scan(&n)
 	return n > 0, err
 }

@@ -31,12 +31,14 @@ type RepoConfigEntry struct {
 	FetchedAt time.Time
 }
 
+const cachedConfigSQL = `SELECT repo_id, full_name, status, source, content, error, fetched_at
+	FROM repo_configs WHERE repo_id = $1`
+
 // CachedRepoConfig returns the cached entry; found is false on a miss.
 func (s *Store) CachedRepoConfig(ctx context.Context, repoID int64) (entry RepoConfigEntry, found bool, err error) {
 	var status string
 	var fetched int64
-	err = s.db.QueryRowContext(ctx, `SELECT repo_id, full_name, status, source, content, error, fetched_at
-		FROM repo_configs WHERE repo_id = $1`, repoID).
+	err = s.accept.cachedConfig.QueryRowContext(ctx, repoID).
 		Scan(&entry.RepoID, &entry.FullName, &status, &entry.Source, &entry.Content, &entry.Error, &fetched)
 	if errors.Is(err, sql.ErrNoRows) {
 		return RepoConfigEntry{}, false, nil

@@ -82,7 +82,10 @@ const sessionColumns = `id, repo_id, repo_owner, repo_name, installation_id, num
 	retry_of, state, outcome, reason, detail, head_sha, check_run_id, progress_comment_id, reacted,
 	created_at, updated_at`
 
-func insertSession(ctx context.Context, tx *sql.Tx, s *Session, now time.Time) error {
+const insertSessionSQL = `INSERT INTO sessions (` + sessionColumns + `)
+	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26)`
+
+func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now time.Time) error {
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = now
 	}
@@ -91,8 +94,7 @@ func insertSession(ctx context.Context, tx *sql.Tx, s *Session, now time.Time) e
 	if s.CommentID != 0 {
 		commentID = s.CommentID
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26)`,
+	_, err := tx.StmtContext(ctx, st.accept.session).ExecContext(ctx,
 		s.ID, s.RepoID, s.RepoOwner, s.RepoName, s.InstallationID, s.Number, b2i(s.IsPR), s.TriggerKind,
 		commentID, s.DeliveryID, s.RequesterLogin, s.RequesterID, s.RequesterType, s.Instructions, s.IgnoredCommands,
 		s.RetryOf, string(s.State), string(s.Outcome), s.Reason, s.Detail, s.HeadSHA, s.CheckRunID, s.ProgressCommentID, b2i(s.Reacted),
@@ -132,7 +134,7 @@ func scanSession(row rowScanner) (Session, error) {
 
 // GetSession loads one session.
 func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
-	sess, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`, id))
+	sess, err := scanSession(s.reader.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
@@ -182,7 +184,7 @@ func (s *Store) MutateSession(ctx context.Context, id string, now time.Time, fn 
 
 // SessionsForTarget lists the newest sessions on one issue or PR.
 func (s *Store) SessionsForTarget(ctx context.Context, repoID int64, number int, limit int) ([]Session, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions
 		WHERE repo_id = $1 AND number = $2 ORDER BY created_at DESC, id DESC LIMIT $3`, repoID, number, limit)
 	if err != nil {
 		return nil, err
@@ -202,6 +204,6 @@ func (s *Store) SessionsForTarget(ctx context.Context, repoID int64, number int,
 // CountSessions counts all sessions (for tests and metrics).
 func (s *Store) CountSessions(ctx context.Context) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions`).Scan(&n)
+	err := s.reader.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions`).Scan(&n)
 	return n, err
 }

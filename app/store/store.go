@@ -28,9 +28,14 @@ const (
 
 // Store is safe for concurrent use.
 type Store struct {
-	db      *sql.DB
+	db *sql.DB
+	// reader serves reads that need no transaction. For SQLite it is a
+	// separate read-only pool, so the request path's cache lookups never
+	// queue behind the single writer connection (WAL lets them run at once).
+	reader  *sql.DB
 	dialect dialect
 	batch   acceptBatcher
+	accept  acceptStmts
 }
 
 // Open connects and migrates. For sqlite the DSN is a file path; the
@@ -45,7 +50,7 @@ func Open(ctx context.Context, driver, dsn string) (*Store, error) {
 	switch driver {
 	case "sqlite":
 		d = sqlite
-		db, err = sql.Open("sqlite", sqliteDSN(dsn))
+		db, err = sql.Open("sqlite", sqliteDSN(dsn, false))
 		if err == nil {
 			// One connection: SQLite allows one writer anyway, and a single
 			// connection never meets SQLITE_BUSY. Accept's group commit keeps
@@ -65,19 +70,38 @@ func Open(ctx context.Context, driver, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", driver, err)
 	}
-	s := &Store{db: db, dialect: d}
+	s := &Store{db: db, reader: db, dialect: d}
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close() // the migration error is the one worth reporting
+		return nil, err
+	}
+	if d == sqlite {
+		// Opened after the migration, so the file and WAL mode exist.
+		reader, err := sql.Open("sqlite", sqliteDSN(dsn, true))
+		if err != nil {
+			_ = db.Close() // the open error is the one worth reporting
+			return nil, err
+		}
+		reader.SetMaxOpenConns(8)
+		s.reader = reader
+	}
+	if err := s.prepareAccept(ctx); err != nil {
+		_ = s.Close() // the prepare error is the one worth reporting
 		return nil, err
 	}
 	return s, nil
 }
 
-func sqliteDSN(path string) string {
+func sqliteDSN(path string, readOnly bool) string {
 	if strings.HasPrefix(path, "file:") {
 		return path
 	}
-	return "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=foreign_keys(ON)"
+	if readOnly {
+		return dsn + "&_pragma=query_only(1)"
+	}
+	// WAL with synchronous=FULL syncs every commit before it returns.
+	return dsn + "&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -96,7 +120,15 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	err := s.db.Close()
+	if s.reader != s.db {
+		if rerr := s.reader.Close(); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
 
 func ms(t time.Time) int64 {
 	if t.IsZero() {

@@ -51,13 +51,15 @@ type Work struct {
 // ErrLeaseLost means another worker took the work over (our lease expired).
 var ErrLeaseLost = errors.New("lease lost")
 
-func insertWork(ctx context.Context, tx *sql.Tx, w NewWork, now time.Time) error {
+const insertWorkSQL = `INSERT INTO work (kind, session_id, payload, state, run_after, created_at, updated_at)
+	VALUES ($1, $2, $3, 'pending', $4, $5, $5)`
+
+func (s *Store) insertWork(ctx context.Context, tx *sql.Tx, w NewWork, now time.Time) error {
 	runAfter := w.RunAfter
 	if runAfter.IsZero() {
 		runAfter = now
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO work (kind, session_id, payload, state, run_after, created_at, updated_at)
-		VALUES ($1, $2, $3, 'pending', $4, $5, $5)`, string(w.Kind), w.SessionID, w.Payload, ms(runAfter), ms(now))
+	_, err := tx.StmtContext(ctx, s.accept.work).ExecContext(ctx, string(w.Kind), w.SessionID, w.Payload, ms(runAfter), ms(now))
 	if err != nil {
 		return fmt.Errorf("queueing %s: %w", w.Kind, err)
 	}

@@ -1,0 +1,39 @@
+# The two set-up commands are `make demo` and `make test`; both install what
+# they need. See README.md.
+GO ?= go
+PKGS := ./...
+
+.PHONY: all build test demo bench vet fmt-check ensure-go ensure-postgres clean
+
+all: build
+
+ensure-go:
+	@command -v $(GO) >/dev/null 2>&1 || { echo "Go 1.26+ is required: https://go.dev/dl/ (or /usr/local/go/bin on PATH)"; exit 1; }
+	@$(GO) mod download
+
+ensure-postgres:
+	@.ci/ensure-postgres
+
+build: ensure-go
+	$(GO) build -o bin/inspect ./cmd/inspect
+
+fmt-check:
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet: ensure-go
+	$(GO) vet $(PKGS)
+
+# The store suite and the end-to-end tests run against SQLite and PostgreSQL.
+test: ensure-go ensure-postgres fmt-check vet
+	$(GO) test -race -count=1 $(PKGS)
+
+demo: ensure-go
+	$(GO) run ./cmd/inspect-demo
+
+# Benchmarks; results are recorded by hand in BENCHMARKS.md.
+bench: ensure-go
+	$(GO) test -run '^$$' -bench . -benchtime 3s -count 1 ./app/ ./policy/
+
+clean:
+	rm -rf bin .demo

@@ -1,0 +1,210 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/policy"
+)
+
+// runCommand handles `status`, `cancel` and `retry`.
+func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
+	var t handlers.Trigger
+	if err := json.Unmarshal([]byte(w.Payload), &t); err != nil {
+		return fmt.Errorf("decoding command payload: %w", err)
+	}
+	ctx = zerolog.Ctx(ctx).With().Str("subcommand", string(t.Command.Sub)).Int64("comment_id", t.CommentID).Logger().WithContext(ctx)
+	c, err := s.gh.Installation(ctx, t.InstallationID)
+	if err != nil {
+		return err
+	}
+	replay := w.Attempts > 1
+	reply := func(body string) error {
+		_, err := postOnce(ctx, c, t.Repo.Owner, t.Repo.Name, t.Number, commentMarker(t.CommentID),
+			withIgnoredNote(body, t.Command.Ignored, s.cfg.CommandWord), replay)
+		return err
+	}
+	facts, err := s.commandFacts(ctx, c, t)
+	if err != nil {
+		return err
+	}
+	if d := policy.Authorize(facts); !d.Allowed {
+		return reply(d.Reply)
+	}
+	switch t.Command.Sub {
+	case policy.Status:
+		return s.status(ctx, t, reply)
+	case policy.Cancel:
+		return s.cancel(ctx, c, t, reply)
+	case policy.Retry:
+		return s.retry(ctx, t, reply)
+	}
+	return reply(policy.HelpText(s.cfg.CommandWord))
+}
+
+// commandFacts gathers what policy needs. Status needs no role (anyone who
+// can read the thread may ask), so it costs no permission lookup.
+func (s *Service) commandFacts(ctx context.Context, c *github.Client, t handlers.Trigger) (policy.Facts, error) {
+	f := policy.Facts{
+		SenderLogin: t.Sender.Login, SenderType: t.Sender.Type, AllowedBots: s.cfg.Policy.AllowedBots,
+		ServerPaused: s.cfg.Paused, ForkOptIn: s.cfg.ForkPRAllowed(t.Repo.FullName()), Subcommand: t.Command.Sub,
+	}
+	if t.Command.Sub == policy.Status {
+		return f, nil
+	}
+	if t.IsPR {
+		pr, _, err := c.PullRequests.Get(ctx, t.Repo.Owner, t.Repo.Name, t.Number)
+		if err != nil {
+			return f, fmt.Errorf("reading the pull request: %w", err)
+		}
+		f.Target = policy.Target{IsPR: true, State: pr.GetState(), Merged: pr.GetMerged(), Locked: pr.GetLocked(),
+			HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRepoFullName: pr.GetBase().GetRepo().GetFullName()}
+	} else {
+		issue, _, err := c.Issues.Get(ctx, t.Repo.Owner, t.Repo.Name, t.Number)
+		if err != nil {
+			return f, fmt.Errorf("reading the issue: %w", err)
+		}
+		f.Target = policy.Target{State: issue.GetState(), Locked: issue.GetLocked()}
+	}
+	if !isBot(t.Sender.Login, t.Sender.Type) {
+		role, err := roleName(ctx, c, t.Repo.Owner, t.Repo.Name, t.Sender.Login)
+		if err != nil {
+			return f, err
+		}
+		f.SenderRole = policy.Role(role)
+	}
+	return f, nil
+}
+
+func (s *Service) status(ctx context.Context, t handlers.Trigger, reply func(string) error) error {
+	sessions, err := s.store.SessionsForTarget(ctx, t.Repo.ID, t.Number, 10)
+	if err != nil {
+		return err
+	}
+	if len(sessions) == 0 {
+		return reply(fmt.Sprintf("No Inspect sessions on this thread yet. Start one with `%s <instructions>`.", s.cfg.CommandWord))
+	}
+	var b strings.Builder
+	b.WriteString("**Inspect sessions on this thread** (newest first)\n\n| Session | Requested by | Status | Started |\n|---|---|---|---|\n")
+	for _, sess := range sessions {
+		fmt.Fprintf(&b, "| `%s` | @%s | %s | %s |\n", sess.ID, sess.RequesterLogin, statusWord(sess), sess.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	return reply(b.String())
+}
+
+func (s *Service) cancel(ctx context.Context, c *github.Client, t handlers.Trigger, reply func(string) error) error {
+	sessions, err := s.store.SessionsForTarget(ctx, t.Repo.ID, t.Number, 50)
+	if err != nil {
+		return err
+	}
+	var cancelled []string
+	for _, sess := range sessions {
+		if !sess.Active() {
+			continue
+		}
+		ended, err := s.store.MutateSession(ctx, sess.ID, s.clock.Now(), func(x *store.Session) error {
+			if x.State != store.Done {
+				x.State, x.Outcome, x.Reason = store.Done, store.Cancelled, "cancelled"
+				x.Detail = "cancelled by @" + t.Sender.Login
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := s.syncEnded(ctx, c, ended); err != nil {
+			return err
+		}
+		cancelled = append(cancelled, "`"+sess.ID+"`")
+	}
+	if len(cancelled) == 0 {
+		return reply("Nothing to cancel: no Inspect session is active on this thread.")
+	}
+	return reply(fmt.Sprintf("Cancelled %s, as @%s asked.", strings.Join(cancelled, ", "), t.Sender.Login))
+}
+
+// syncEnded brings GitHub in line with an ended session: the check run is
+// concluded and the progress comment edited.
+func (s *Service) syncEnded(ctx context.Context, c *github.Client, sess store.Session) error {
+	if sess.CheckRunID != 0 {
+		_, _, err := c.Checks.UpdateCheckRun(ctx, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
+			Name:        CheckRunName,
+			Status:      github.String("completed"),
+			Conclusion:  github.String(checkConclusion(sess.Outcome)),
+			CompletedAt: &github.Timestamp{Time: s.clock.Now()},
+			Output: &github.CheckRunOutput{
+				Title:   github.String(statusWord(sess)),
+				Summary: github.String(sess.Detail),
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("concluding the check run: %w", err)
+		}
+	}
+	if sess.ProgressCommentID != 0 {
+		body := progressBody(sess, s.cfg.CommandWord) + "\n" + sessionMarker(sess.ID)
+		if _, _, err := c.Issues.EditComment(ctx, sess.RepoOwner, sess.RepoName, sess.ProgressCommentID, &github.IssueComment{Body: github.String(body)}); err != nil {
+			return fmt.Errorf("editing the progress comment: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkConclusion maps an outcome to a check-run conclusion (ARCHITECTURE.md).
+func checkConclusion(o store.Outcome) string {
+	switch o {
+	case store.Changed:
+		return "success"
+	case store.NoChange:
+		return "neutral"
+	case store.ChangeRefused:
+		return "action_required"
+	case store.TimedOut:
+		return "timed_out"
+	case store.Cancelled:
+		return "cancelled"
+	}
+	return "failure"
+}
+
+func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(string) error) error {
+	sessions, err := s.store.SessionsForTarget(ctx, t.Repo.ID, t.Number, 50)
+	if err != nil {
+		return err
+	}
+	var last *store.Session
+	for i := range sessions {
+		sess := sessions[i]
+		if sess.CommentID == t.CommentID {
+			return nil // this retry already created its session (a replay)
+		}
+		if sess.Active() {
+			return reply(fmt.Sprintf("Session `%s` is still %s. Use `%s cancel` first if you want to start over.", sess.ID, sess.State, s.cfg.CommandWord))
+		}
+		if last == nil && sess.Instructions != "" {
+			last = &sess
+		}
+	}
+	if last == nil {
+		return reply(fmt.Sprintf("Nothing to retry on this thread. Start a session with `%s <instructions>`.", s.cfg.CommandWord))
+	}
+	next := &store.Session{
+		ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name, InstallationID: t.InstallationID,
+		Number: t.Number, IsPR: t.IsPR, TriggerKind: "retry", CommentID: t.CommentID, DeliveryID: t.DeliveryID,
+		RequesterLogin: t.Sender.Login, RequesterID: t.Sender.ID, RequesterType: t.Sender.Type,
+		Instructions: last.Instructions, RetryOf: last.ID, State: store.Queued,
+	}
+	if err := s.store.CreateSession(ctx, next, []store.NewWork{{Kind: store.PrepareSession}}, s.clock.Now()); err != nil {
+		return err
+	}
+	zerolog.Ctx(ctx).Info().Str("session_id", next.ID).Str("retry_of", last.ID).Msg("retry queued")
+	s.wakeWorkers()
+	return nil
+}

@@ -1,0 +1,234 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inspecthq/inspect/app/store"
+)
+
+// pushEvent builds a push to the default branch from the real fixture.
+func pushEvent(t *testing.T, repo string, modified ...string) []byte {
+	t.Helper()
+	m := loadFixture(t, "push.payload.json")
+	m["ref"] = "refs/heads/main"
+	m["deleted"] = false // the fixture is a tag deletion
+	r := m["repository"].(map[string]any)
+	r["default_branch"] = "main"
+	if repo != repoName {
+		r["name"], r["full_name"], r["id"] = repo, owner+"/"+repo, float64(999)
+	}
+	m["installation"] = map[string]any{"id": float64(installationID)}
+	m["commits"] = []any{map[string]any{
+		"id": "6113728f27ae82c7b1a177c8d03f9e96e0adf246", "message": "config",
+		"added": []any{}, "removed": []any{}, "modified": toAny(modified),
+	}}
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+func TestPushRefreshesConfigCache(t *testing.T) {
+	h := newHarness(t)
+	// A first session caches the repo's config (none: defaults).
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect first"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	entry, found, err := h.st.CachedRepoConfig(context.Background(), repoID)
+	if err != nil || !found || entry.Status != store.ConfigDefaults {
+		t.Fatalf("cache after a session = %+v %v %v", entry, found, err)
+	}
+
+	// A push that does not touch the config changes nothing.
+	h.gh.SetFile(owner, repoName, "main", ".github/inspect.yml", []byte("enabled: false\n"))
+	if code, _ := h.deliver("push", pushEvent(t, repoName, "README.md")); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	if entry, _, _ := h.st.CachedRepoConfig(context.Background(), repoID); entry.Status != store.ConfigDefaults {
+		t.Fatalf("an unrelated push refreshed the cache: %+v", entry)
+	}
+
+	// The push that sets enabled: false refreshes it.
+	if code, _ := h.deliver("push", pushEvent(t, repoName, ".github/inspect.yml")); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	entry, _, _ = h.st.CachedRepoConfig(context.Background(), repoID)
+	if entry.Status != store.ConfigFile || !strings.Contains(entry.Content, "enabled: false") {
+		t.Fatalf("cache after the push = %+v", entry)
+	}
+
+	h.gh.ResetRequests()
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect second", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	var refused *store.Session
+	for _, s := range h.sessions() {
+		if s.Instructions == "second" {
+			refused = &s
+		}
+	}
+	if refused == nil || refused.Outcome != store.Refused || refused.Reason != "repo_paused" {
+		t.Fatalf("second session = %+v, want refused as paused", refused)
+	}
+	h.expectOneReply(prNumber, "`enabled: false`")
+	for _, r := range h.gh.Requests() {
+		if strings.Contains(r.Path, "/contents/") {
+			t.Errorf("the config was fetched again for the paused trigger: %s %s", r.Method, r.Path)
+		}
+		if r.Method == "POST" && strings.Contains(r.Path, "/reactions") {
+			t.Errorf("a refusal from the cache should not react: %s", r.Path)
+		}
+	}
+	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 0 {
+		t.Errorf("check runs = %+v", runs)
+	}
+}
+
+func TestOrgWideConfigPushForgetsInheritedEntries(t *testing.T) {
+	h := newHarness(t)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect first"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	if _, found, _ := h.st.CachedRepoConfig(context.Background(), repoID); !found {
+		t.Fatal("not cached")
+	}
+	if code, _ := h.deliver("push", pushEvent(t, ".github", "inspect.yml")); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	if _, found, _ := h.st.CachedRepoConfig(context.Background(), repoID); found {
+		t.Error("an org-wide config push should drop entries that used defaults")
+	}
+}
+
+func TestInvalidConfigIsReportedToTheUser(t *testing.T) {
+	h := newHarness(t)
+	h.gh.SetFile(owner, repoName, "main", ".github/inspect.yml", []byte("enabled: true\nverfy: []\n"))
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sess := h.onlySession()
+	if sess.Outcome != store.Errored || sess.Reason != "config_invalid" {
+		t.Errorf("session = %s/%s", sess.Outcome, sess.Reason)
+	}
+	h.expectOneReply(issueNumber, "unknown key `verfy`", ".github/inspect.yml")
+}
+
+func TestRestartResumesAcceptedWorkExactlyOnce(t *testing.T) {
+	h := newHarness(t)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix the flaky test", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	// Stop after accepting, before any worker ran.
+	h.stop()
+	h.start()
+	h.runWorkers()
+	h.runWorkers() // a second pass finds nothing left to do
+	sess := h.onlySession()
+	if sess.State != store.Preparing {
+		t.Fatalf("state after restart = %s\n%s", sess.State, h.logs)
+	}
+	h.expectOneReply(prNumber, sess.ID)
+	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 {
+		t.Errorf("check runs = %d, want 1", len(runs))
+	}
+	if r := h.gh.CommentReactions(owner, repoName, h.lastComment); len(r) != 1 {
+		t.Errorf("reactions = %d, want 1", len(r))
+	}
+}
+
+func TestDeadWorkersLeaseIsTakenOverOnce(t *testing.T) {
+	h := newHarness(t)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	ctx := context.Background()
+	// A worker claims the work and dies without finishing it.
+	dead, err := h.st.Claim(ctx, "dead-worker", h.clock.Now(), h.cfg.Workers.Lease)
+	if err != nil || dead == nil {
+		t.Fatalf("claim: %v %v", dead, err)
+	}
+	h.runWorkers()
+	if s := h.onlySession(); s.State != store.Queued {
+		t.Fatalf("work under a live lease ran: %s", s.State)
+	}
+	h.clock.Advance(h.cfg.Workers.Lease + time.Second)
+	if n, err := h.svc.RunPending(ctx); err != nil || n != 1 {
+		t.Fatalf("takeover ran %d items (%v), want 1", n, err)
+	}
+	if n, _ := h.svc.RunPending(ctx); n != 0 {
+		t.Fatalf("work ran again: %d", n)
+	}
+	if s := h.onlySession(); s.State != store.Preparing {
+		t.Fatalf("state = %s", s.State)
+	}
+	h.expectOneReply(prNumber)
+	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 {
+		t.Errorf("check runs = %d, want 1", len(runs))
+	}
+	if err := h.st.Complete(ctx, dead, h.clock.Now()); err == nil {
+		t.Error("the dead worker's late completion must be refused")
+	}
+}
+
+func TestGitHubFailuresRetryThenEndInError(t *testing.T) {
+	h := newHarness(t)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	// The first attempt fails creating the check run, after the reaction.
+	h.gh.FailNext("POST", "/repos/*/*/check-runs", 502)
+	h.runWorkers()
+	if s := h.onlySession(); s.State != store.Queued {
+		t.Fatalf("state = %s after a failed attempt", s.State)
+	}
+	h.clock.Advance(h.cfg.Workers.RetryBackoff)
+	h.runWorkers()
+	s := h.onlySession()
+	if s.State != store.Preparing {
+		t.Fatalf("state = %s after the retry\n%s", s.State, h.logs)
+	}
+	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 {
+		t.Errorf("check runs = %d, want 1", len(runs))
+	}
+	h.expectOneReply(prNumber)
+
+	// A session whose every attempt fails ends in error with one reply.
+	h2 := newHarness(t)
+	if code, _ := h2.deliver("issue_comment", h2.event(commentOpts{body: "/inspect fix it"})); code != 200 {
+		t.Fatal(code)
+	}
+	for range h2.cfg.Workers.MaxAttempts {
+		h2.gh.FailNext("GET", "/repos/*/*", 500)
+		h2.runWorkers()
+		h2.clock.Advance(time.Hour)
+	}
+	h2.runWorkers()
+	s = h2.onlySession()
+	if s.State != store.Done || s.Outcome != store.Errored {
+		t.Fatalf("session = %s/%s, want done/error", s.State, s.Outcome)
+	}
+	reply := h2.expectOneReply(issueNumber, "internal error", s.ID)
+	if strings.Contains(reply.Body, "500") || strings.Contains(reply.Body, "api/v3") {
+		t.Errorf("error reply leaks internals:\n%s", reply.Body)
+	}
+}

@@ -1,0 +1,306 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app"
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/internal/fakeclock"
+	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/internal/storetest"
+)
+
+// The fixture's repository and installation (octokit/webhooks payloads).
+const (
+	owner          = "Codertocat"
+	repoName       = "Hello-World"
+	repoID         = 186853002
+	installationID = 1
+	issueNumber    = 1
+	prNumber       = 2
+	headSHA        = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+	secret         = "primary-secret"
+	oldSecret      = "rotating-secret"
+)
+
+// harness is the real HTTP server wired to the GitHub stand-in, a real store
+// and a fake clock. Workers are driven with RunPending, never with sleeps.
+type harness struct {
+	t      *testing.T
+	gh     *fakegithub.Server
+	dsn    string
+	driver string
+	st     *store.Store
+	svc    *app.Service
+	srv    *httptest.Server
+	clock  *fakeclock.Clock
+	cfg    config.Server
+	logs   *bytes.Buffer
+	seq    atomic.Int64
+	// lastComment is the id of the comment event() seeded last.
+	lastComment int64
+}
+
+type harnessOption func(*config.Server)
+
+func newHarness(t *testing.T, opts ...harnessOption) *harness {
+	return newHarnessOn(t, "sqlite", opts...)
+}
+
+func newHarnessOn(t *testing.T, driver string, opts ...harnessOption) *harness {
+	t.Helper()
+	gh := fakegithub.New()
+	t.Cleanup(gh.Close)
+	gh.AddInstallation(installationID, owner)
+	gh.AddRepo(fakegithub.Repo{ID: repoID, Owner: owner, Name: repoName, DefaultBranch: "main", InstallationID: installationID, OwnerType: "User"})
+	for login, role := range map[string]string{"alice": "write", "mara": "maintain", "ada": "admin", "bob": "read", "tina": "triage"} {
+		gh.AddUser(login, int64(len(login))*1000, "User")
+		gh.SetPermission(owner, repoName, login, role)
+	}
+	gh.AddUser("evil[bot]", 666, "Bot")
+	gh.AddIssue(owner, repoName, fakegithub.Issue{Number: issueNumber, Title: "Spelling error", Body: "README typo", State: "open", User: "alice"})
+	gh.AddPull(owner, repoName, fakegithub.Pull{Number: prNumber, Title: "Fix flaky test", State: "open", User: "alice",
+		HeadSHA: headSHA, HeadRef: "fix-flaky", BaseRef: "main"})
+
+	cfg := config.Defaults()
+	cfg.GitHub.AppID = gh.AppID()
+	cfg.GitHub.PrivateKey = string(gh.AppPrivateKeyPEM())
+	cfg.GitHub.WebhookSecret = secret
+	cfg.GitHub.WebhookSecretPrevious = oldSecret
+	cfg.GitHub.APIURL = gh.APIURL()
+	cfg.GitHub.WebURL = gh.URL()
+	cfg.Workers.Count = 0 // tests drive the workers with RunPending
+	cfg.Workers.MaxAttempts = 3
+	cfg.Workers.RetryBackoff = time.Second
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, gh: gh, cfg: cfg, driver: driver, dsn: storetest.DSN(t, driver),
+		clock: fakeclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)), logs: &bytes.Buffer{}}
+	h.start()
+	return h
+}
+
+// start (re)builds the app over the same database, as a restart would.
+func (h *harness) start() {
+	h.t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, h.driver, h.dsn)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.st = st
+	clients, err := app.NewGitHubClients(h.cfg.GitHub.APIURL, h.cfg.GitHub.AppID, []byte(h.cfg.GitHub.PrivateKey), "inspect-test")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.svc = app.NewService(app.Options{Config: h.cfg, Store: st, GitHub: clients, Clock: h.clock,
+		Logger: zerolog.New(h.logs), WorkerName: "test"})
+	if err := h.svc.ResolveIdentity(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	h.srv = httptest.NewServer(h.svc.Handler())
+	h.t.Cleanup(h.stop)
+}
+
+func (h *harness) stop() {
+	if h.srv != nil {
+		h.srv.Close()
+		h.srv = nil
+	}
+	if h.st != nil {
+		_ = h.st.Close() // closing twice (a restart test) is harmless
+		h.st = nil
+	}
+}
+
+func sign(body []byte, key string) string {
+	mac := hmac.New(sha256.New, []byte(key))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// deliver posts a webhook signed with the primary secret.
+func (h *harness) deliver(event string, body []byte) (int, string) {
+	return h.deliverAs(event, fmt.Sprintf("delivery-%d", h.seq.Add(1)), body, sign(body, secret))
+}
+
+func (h *harness) deliverAs(event, deliveryID string, body []byte, signature string) (int, string) {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL+app.WebhookPath, bytes.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", event)
+	req.Header.Set("X-GitHub-Delivery", deliveryID)
+	if signature != "" {
+		req.Header.Set("X-Hub-Signature-256", signature)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body) // a short read only shortens the failure message
+	return resp.StatusCode, string(out)
+}
+
+// runWorkers runs every ready work item, as the worker loop would.
+func (h *harness) runWorkers() {
+	h.t.Helper()
+	if _, err := h.svc.RunPending(context.Background()); err != nil {
+		h.t.Fatalf("workers: %v\nlogs:\n%s", err, h.logs)
+	}
+}
+
+func loadFixture(t testing.TB, name string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile("../testdata/github-webhooks/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+var commentSeq atomic.Int64
+
+type commentOpts struct {
+	body      string
+	sender    string
+	senderTyp string
+	onPR      bool
+	action    string
+	commentID int64
+	viaAppID  int64
+}
+
+// commentEvent builds an issue_comment payload from the real fixture.
+func commentEvent(t testing.TB, o commentOpts) []byte {
+	t.Helper()
+	m := loadFixture(t, "issue_comment.created.with-installation.json")
+	if o.action != "" {
+		m["action"] = o.action
+	}
+	if o.sender == "" {
+		o.sender = "alice"
+	}
+	if o.senderTyp == "" {
+		o.senderTyp = "User"
+	}
+	if o.commentID == 0 {
+		o.commentID = 900000 + commentSeq.Add(1)
+	}
+	sender := m["sender"].(map[string]any)
+	sender["login"], sender["type"], sender["id"] = o.sender, o.senderTyp, float64(len(o.sender)*1000)
+	comment := m["comment"].(map[string]any)
+	comment["body"], comment["id"] = o.body, float64(o.commentID)
+	comment["user"] = sender
+	if o.viaAppID != 0 {
+		comment["performed_via_github_app"] = map[string]any{"id": float64(o.viaAppID), "slug": "inspect-app"}
+	}
+	issue := m["issue"].(map[string]any)
+	issue["number"] = float64(issueNumber)
+	if o.onPR {
+		issue["number"] = float64(prNumber)
+		issue["pull_request"] = map[string]any{"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/2"}
+	}
+	m["repository"].(map[string]any)["default_branch"] = "main"
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (h *harness) sessions() []store.Session {
+	h.t.Helper()
+	var all []store.Session
+	for _, n := range []int{issueNumber, prNumber} {
+		got, err := h.st.SessionsForTarget(context.Background(), repoID, n, 100)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		all = append(all, got...)
+	}
+	return all
+}
+
+func (h *harness) onlySession() store.Session {
+	h.t.Helper()
+	all := h.sessions()
+	if len(all) != 1 {
+		h.t.Fatalf("sessions = %d, want 1: %+v", len(all), all)
+	}
+	return all[0]
+}
+
+// event seeds the comment on the stand-in (GitHub has it before it sends
+// the webhook) and returns its issue_comment payload.
+func (h *harness) event(o commentOpts) []byte {
+	h.t.Helper()
+	number := issueNumber
+	if o.onPR {
+		number = prNumber
+	}
+	if o.sender == "" {
+		o.sender = "alice"
+	}
+	o.commentID = h.gh.AddComment(owner, repoName, number, o.sender, o.body)
+	h.lastComment = o.commentID
+	return commentEvent(h.t, o)
+}
+
+// comments are the comments the app's bot posted on an issue or PR.
+func (h *harness) comments(number int) []fakegithub.Comment {
+	var out []fakegithub.Comment
+	for _, c := range h.gh.Comments(owner, repoName, number) {
+		if c.User == h.gh.AppSlug()+"[bot]" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (h *harness) expectOneReply(number int, wants ...string) fakegithub.Comment {
+	h.t.Helper()
+	cs := h.comments(number)
+	if len(cs) != 1 {
+		h.t.Fatalf("comments on #%d = %d, want exactly one reply: %+v\nlogs:\n%s", number, len(cs), cs, h.logs)
+	}
+	for _, w := range wants {
+		if !strings.Contains(cs[0].Body, w) {
+			h.t.Errorf("reply does not contain %q:\n%s", w, cs[0].Body)
+		}
+	}
+	if cs[0].User != h.gh.AppSlug()+"[bot]" {
+		h.t.Errorf("reply author = %q, want the app's bot", cs[0].User)
+	}
+	return cs[0]
+}
+
+type configServer = config.Server

@@ -1,0 +1,75 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/inspecthq/inspect/app/store"
+)
+
+// Markers are hidden HTML comments in our comments. A replayed step looks
+// for its marker before posting, so nothing is posted twice.
+func sessionMarker(sessionID string) string { return "<!-- inspect:session=" + sessionID + " -->" }
+func commentMarker(commentID int64) string {
+	return fmt.Sprintf("<!-- inspect:reply-to=%d -->", commentID)
+}
+
+func withIgnoredNote(body string, ignored int, commandWord string) string {
+	if ignored <= 0 {
+		return body
+	}
+	noun := "command was"
+	if ignored > 1 {
+		noun = "commands were"
+	}
+	return body + fmt.Sprintf("\n\n_Only the first `%s` command in a comment is used; %d more %s ignored._", commandWord, ignored, noun)
+}
+
+// quoteUntrusted renders untrusted text as a Markdown quote, shortened, with
+// @-mentions defused so echoing a request cannot ping people.
+func quoteUntrusted(text string, max int) string {
+	if utf8.RuneCountInString(text) > max {
+		runes := []rune(text)
+		text = string(runes[:max]) + "…"
+	}
+	text = strings.ReplaceAll(text, "@", "@\u200b")
+	text = strings.ReplaceAll(text, "<!--", "&lt;!--")
+	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "> " + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+func progressBody(sess store.Session, commandWord string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "👀 **Inspect** is on it, @%s.\n\n", sess.RequesterLogin)
+	b.WriteString(quoteUntrusted(sess.Instructions, 500))
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "| | |\n|---|---|\n| Status | %s |\n| Session | `%s` |\n", statusWord(sess), sess.ID)
+	if sess.RetryOf != "" {
+		fmt.Fprintf(&b, "| Retry of | `%s` |\n", sess.RetryOf)
+	}
+	fmt.Fprintf(&b, "\n`%s status` shows progress; `%s cancel` stops it.", commandWord, commandWord)
+	return withIgnoredNote(b.String(), sess.IgnoredCommands, commandWord)
+}
+
+func statusWord(sess store.Session) string {
+	if sess.State == store.Done {
+		return "done: " + string(sess.Outcome)
+	}
+	return string(sess.State)
+}
+
+func errorReply(sess store.Session) string {
+	return fmt.Sprintf("⚠️ Inspect could not prepare this request because of an internal error, @%s. "+
+		"Nothing was changed. Operators can find the details under session `%s`; you can try again with a new comment.",
+		sess.RequesterLogin, sess.ID)
+}
+
+func configErrorReply(sess store.Session, err error) string {
+	return fmt.Sprintf("⚠️ @%s, Inspect cannot read this repository's configuration, so it did not start:\n\n```\n%s\n```\n\n"+
+		"Fix the file on the default branch and comment again. See the configuration reference for the allowed keys.",
+		sess.RequesterLogin, strings.ReplaceAll(err.Error(), "```", "'''"))
+}

@@ -1,0 +1,247 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/policy"
+)
+
+// prepare runs a queued session's preparation steps. Every step records its
+// result before the next, and every GitHub write is found-or-created, so a
+// replay (a crash, an expired lease) repeats nothing visible.
+func (s *Service) prepare(ctx context.Context, w *store.Work) error {
+	sess, err := s.store.GetSession(ctx, w.SessionID)
+	if err != nil {
+		return err
+	}
+	if sess.State != store.Queued {
+		return nil // already prepared (or ended) by an earlier run
+	}
+	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("repo", sess.FullName()).Int("number", sess.Number).Logger()
+	ctx = log.WithContext(ctx)
+	replay := w.Attempts > 1
+	c, err := s.gh.Installation(ctx, sess.InstallationID)
+	if err != nil {
+		return err
+	}
+	owner, name := sess.RepoOwner, sess.RepoName
+
+	if !sess.Reacted {
+		// GitHub answers 200 instead of 201 for a reaction that exists, so
+		// this step is idempotent by itself.
+		if _, _, err := c.Reactions.CreateIssueCommentReaction(ctx, owner, name, sess.CommentID, "eyes"); err != nil {
+			return fmt.Errorf("reacting: %w", err)
+		}
+		if sess, err = s.mutate(ctx, sess.ID, func(x *store.Session) { x.Reacted = true }); err != nil {
+			return err
+		}
+	}
+
+	repo, _, err := c.Repositories.Get(ctx, owner, name)
+	if err != nil {
+		return fmt.Errorf("reading the repository: %w", err)
+	}
+	repoCfg, err := s.loadRepoConfig(ctx, c, sess.RepoID, repo)
+	var cfgErr *config.RepoConfigError
+	if errors.As(err, &cfgErr) {
+		return s.endWithReply(ctx, c, sess, store.Errored, "config_invalid", configErrorReply(sess, cfgErr), replay)
+	}
+	if err != nil {
+		return err
+	}
+
+	facts := policy.Facts{
+		SenderLogin:  sess.RequesterLogin,
+		SenderType:   sess.RequesterType,
+		AllowedBots:  s.cfg.Policy.AllowedBots,
+		ServerPaused: s.cfg.Paused,
+		RepoPaused:   !repoCfg.IsEnabled(),
+		RepoArchived: repo.GetArchived(),
+		ForkOptIn:    s.cfg.ForkPRAllowed(sess.FullName()),
+		Subcommand:   policy.Run,
+	}
+	headSHA := ""
+	if sess.IsPR {
+		pr, _, err := c.PullRequests.Get(ctx, owner, name, sess.Number)
+		if err != nil {
+			return fmt.Errorf("reading the pull request: %w", err)
+		}
+		headSHA = pr.GetHead().GetSHA()
+		facts.Target = policy.Target{
+			IsPR: true, State: pr.GetState(), Merged: pr.GetMerged(), Locked: pr.GetLocked(),
+			HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRepoFullName: pr.GetBase().GetRepo().GetFullName(),
+		}
+	} else {
+		issue, _, err := c.Issues.Get(ctx, owner, name, sess.Number)
+		if err != nil {
+			return fmt.Errorf("reading the issue: %w", err)
+		}
+		facts.Target = policy.Target{State: issue.GetState(), Locked: issue.GetLocked()}
+	}
+	if !isBot(sess.RequesterLogin, sess.RequesterType) {
+		role, err := roleName(ctx, c, owner, name, sess.RequesterLogin)
+		if err != nil {
+			return err
+		}
+		facts.SenderRole = policy.Role(role)
+	}
+	if d := policy.Authorize(facts); !d.Allowed {
+		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
+		return s.endWithReply(ctx, c, sess, store.Refused, string(d.Reason), d.Reply, replay)
+	}
+
+	if sess.IsPR && sess.CheckRunID == 0 {
+		id, err := s.ensureCheckRun(ctx, c, sess, headSHA, replay)
+		if err != nil {
+			return err
+		}
+		if sess, err = s.mutate(ctx, sess.ID, func(x *store.Session) { x.CheckRunID, x.HeadSHA = id, headSHA }); err != nil {
+			return err
+		}
+	}
+	if sess.ProgressCommentID == 0 {
+		next := sess
+		next.State = store.Preparing
+		id, err := postOnce(ctx, c, owner, name, sess.Number, sessionMarker(sess.ID), progressBody(next, s.cfg.CommandWord), replay)
+		if err != nil {
+			return err
+		}
+		if sess, err = s.mutate(ctx, sess.ID, func(x *store.Session) { x.ProgressCommentID = id }); err != nil {
+			return err
+		}
+	}
+	_, err = s.mutate(ctx, sess.ID, func(x *store.Session) {
+		if x.State == store.Queued {
+			x.State = store.Preparing
+		}
+	})
+	if err == nil {
+		log.Info().Msg("session preparing")
+	}
+	return err
+}
+
+func isBot(login, typ string) bool {
+	return typ == "Bot" || strings.HasSuffix(strings.ToLower(login), "[bot]")
+}
+
+func (s *Service) mutate(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error) {
+	return s.store.MutateSession(ctx, id, s.clock.Now(), func(x *store.Session) error { fn(x); return nil })
+}
+
+func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess store.Session, sha string, replay bool) (int64, error) {
+	if replay {
+		id, err := findCheckRun(ctx, c, sess.RepoOwner, sess.RepoName, sha, CheckRunName, sess.ID)
+		if err != nil || id != 0 {
+			return id, err
+		}
+	}
+	cr, _, err := c.Checks.CreateCheckRun(ctx, sess.RepoOwner, sess.RepoName, github.CreateCheckRunOptions{
+		Name:       CheckRunName,
+		HeadSHA:    sha,
+		Status:     github.String("queued"),
+		ExternalID: github.String(sess.ID),
+		Output: &github.CheckRunOutput{
+			Title:   github.String("Queued"),
+			Summary: github.String(fmt.Sprintf("Requested by @%s. Session `%s`.", sess.RequesterLogin, sess.ID)),
+		},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("creating the check run: %w", err)
+	}
+	return cr.GetID(), nil
+}
+
+// endWithReply ends a session (refused, or an error the user must fix) with
+// one reply that says why.
+func (s *Service) endWithReply(ctx context.Context, c *github.Client, sess store.Session, outcome store.Outcome, reason, reply string, replay bool) error {
+	if _, err := postOnce(ctx, c, sess.RepoOwner, sess.RepoName, sess.Number, sessionMarker(sess.ID), reply, replay); err != nil {
+		return err
+	}
+	_, err := s.mutate(ctx, sess.ID, func(x *store.Session) {
+		if x.State != store.Done {
+			x.State, x.Outcome, x.Reason, x.Detail = store.Done, outcome, reason, reply
+		}
+	})
+	return err
+}
+
+// loadRepoConfig reads the config from the default branch and refreshes the
+// cache, as every session does.
+func (s *Service) loadRepoConfig(ctx context.Context, c *github.Client, repoID int64, repo *github.Repository) (config.Repo, error) {
+	loaded, err := s.loader.Load(ctx, c, repo.GetOwner().GetLogin(), repo.GetName(), repo.GetDefaultBranch())
+	entry := store.RepoConfigEntry{RepoID: repoID, FullName: repo.GetFullName(), FetchedAt: s.clock.Now()}
+	var cfgErr *config.RepoConfigError
+	switch {
+	case errors.As(err, &cfgErr):
+		entry.Status, entry.Source, entry.Error = store.ConfigInvalid, cfgErr.Source, cfgErr.Error()
+	case err != nil:
+		return config.Repo{}, err
+	case loaded.Source == "":
+		entry.Status = store.ConfigDefaults
+	default:
+		entry.Status, entry.Source, entry.Content = store.ConfigFile, loaded.Source, string(loaded.Raw)
+	}
+	if putErr := s.store.PutRepoConfig(ctx, entry); putErr != nil {
+		return config.Repo{}, putErr
+	}
+	return loaded.Config, err
+}
+
+// refreshFromPush re-reads a repo's config after a push changed it. An
+// org-wide change forgets the owner's inherited entries instead: there may be
+// many, and a miss simply re-reads at the next trigger.
+func (s *Service) refreshFromPush(ctx context.Context, w *store.Work) error {
+	var p handlers.ConfigPush
+	if err := json.Unmarshal([]byte(w.Payload), &p); err != nil {
+		return fmt.Errorf("decoding refresh payload: %w", err)
+	}
+	if p.OrgWide {
+		if err := s.store.ForgetOwnerDefaults(ctx, p.Repo.Owner); err != nil {
+			return err
+		}
+	}
+	c, err := s.gh.Installation(ctx, p.InstallationID)
+	if err != nil {
+		return err
+	}
+	repo := &github.Repository{
+		ID: github.Int64(p.Repo.ID), Name: github.String(p.Repo.Name), FullName: github.String(p.Repo.Owner + "/" + p.Repo.Name),
+		Owner: &github.User{Login: github.String(p.Repo.Owner)}, DefaultBranch: github.String(p.Repo.DefaultBranch),
+	}
+	_, err = s.loadRepoConfig(ctx, c, p.Repo.ID, repo)
+	var cfgErr *config.RepoConfigError
+	if errors.As(err, &cfgErr) {
+		// Cached as invalid; the next trigger reports it to its requester.
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("pushed config does not parse")
+		return nil
+	}
+	return err
+}
+
+func (s *Service) postReply(ctx context.Context, w *store.Work) error {
+	var p replyPayload
+	if err := json.Unmarshal([]byte(w.Payload), &p); err != nil {
+		return fmt.Errorf("decoding reply payload: %w", err)
+	}
+	c, err := s.gh.Installation(ctx, p.InstallationID)
+	if err != nil {
+		return err
+	}
+	_, err = postOnce(ctx, c, p.Owner, p.Repo, p.Number, p.Marker, p.Body, w.Attempts > 1)
+	return err
+}
+
+// backoffFor doubles the wait with each failed attempt.
+func backoffFor(base time.Duration, attempt int) time.Duration { return base << (attempt - 1) }

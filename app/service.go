@@ -1,0 +1,223 @@
+// Package app is Inspect's server: it accepts triggers durably, runs the
+// session state machine in workers, and brings GitHub in line with the
+// store. Decisions come from package policy; app only does the I/O.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/policy"
+)
+
+// CheckRunName is the name of Inspect's check run.
+const CheckRunName = "Inspect"
+
+// Service accepts triggers and runs the work they create.
+type Service struct {
+	cfg    config.Server
+	store  *store.Store
+	gh     GitHubClients
+	clock  Clock
+	log    zerolog.Logger
+	loader *config.RepoLoader
+	self   atomic.Pointer[handlers.Identity]
+	wake   chan struct{}
+	// WorkerName identifies this replica's workers in leases.
+	WorkerName string
+}
+
+// Options are a Service's parts.
+type Options struct {
+	Config     config.Server
+	Store      *store.Store
+	GitHub     GitHubClients
+	Clock      Clock
+	Logger     zerolog.Logger
+	WorkerName string
+}
+
+// NewService wires a Service.
+func NewService(o Options) *Service {
+	if o.Clock == nil {
+		o.Clock = SystemClock{}
+	}
+	if o.WorkerName == "" {
+		o.WorkerName = "inspect-" + newID()[:8]
+	}
+	s := &Service{
+		cfg: o.Config, store: o.Store, gh: o.GitHub, clock: o.Clock, log: o.Logger,
+		loader: config.NewRepoLoader(), wake: make(chan struct{}, 1), WorkerName: o.WorkerName,
+	}
+	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})
+	return s
+}
+
+// Identity is our own app, used to ignore our own events.
+func (s *Service) Identity() handlers.Identity { return *s.self.Load() }
+
+// ResolveIdentity asks GitHub for the App's slug when the config lacks it.
+func (s *Service) ResolveIdentity(ctx context.Context) error {
+	id := s.Identity()
+	if id.AppSlug != "" {
+		return nil
+	}
+	c, err := s.gh.App(ctx)
+	if err != nil {
+		return err
+	}
+	app, _, err := c.Apps.Get(ctx, "")
+	if err != nil {
+		return fmt.Errorf("asking GitHub who this App is (GET /app): %w", err)
+	}
+	id.AppSlug = app.GetSlug()
+	s.self.Store(&id)
+	return nil
+}
+
+// StoreError is a failure to persist; the server answers 503 so GitHub
+// records a failed delivery that can be redelivered.
+type StoreError struct{ Err error }
+
+func (e *StoreError) Error() string { return "store unavailable: " + e.Err.Error() }
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// IsStoreError reports whether err is a StoreError.
+func IsStoreError(err error) bool {
+	var se *StoreError
+	return errors.As(err, &se)
+}
+
+func newID() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail on Linux
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// replyPayload is a PostReply work item.
+type replyPayload struct {
+	Owner          string `json:"owner"`
+	Repo           string `json:"repo"`
+	InstallationID int64  `json:"installation_id"`
+	Number         int    `json:"number"`
+	Marker         string `json:"marker"`
+	Body           string `json:"body"`
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only our own plain structs are marshalled here.
+		panic(fmt.Sprintf("marshalling %T: %v", v, err))
+	}
+	return string(b)
+}
+
+func replyWork(t handlers.Trigger, marker, body string) store.NewWork {
+	return store.NewWork{Kind: store.PostReply, Payload: mustJSON(replyPayload{
+		Owner: t.Repo.Owner, Repo: t.Repo.Name, InstallationID: t.InstallationID, Number: t.Number,
+		Marker: marker, Body: body,
+	})}
+}
+
+// AcceptTrigger implements handlers.Sink. It decides from local state only
+// (server config, the repo-config cache, the trigger) and returns after the
+// decision is on disk.
+func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
+	now := s.clock.Now()
+	a := store.Acceptance{DeliveryID: t.DeliveryID, Event: t.Event, At: now, CommentID: t.CommentID}
+	switch {
+	case t.Command.Kind == policy.Reply:
+		a.Work = []store.NewWork{replyWork(t, commentMarker(t.CommentID), withIgnoredNote(t.Command.Reply, t.Command.Ignored, s.cfg.CommandWord))}
+	case t.Command.Sub == policy.Run:
+		sess := &store.Session{
+			ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name,
+			InstallationID: t.InstallationID, Number: t.Number, IsPR: t.IsPR, TriggerKind: "comment",
+			CommentID: t.CommentID, DeliveryID: t.DeliveryID, RequesterLogin: t.Sender.Login,
+			RequesterID: t.Sender.ID, RequesterType: t.Sender.Type, Instructions: t.Command.Instructions,
+			IgnoredCommands: t.Command.Ignored, State: store.Queued,
+		}
+		paused, err := s.pausedLocally(ctx, t)
+		if err != nil {
+			return &StoreError{Err: err}
+		}
+		if paused.Allowed {
+			a.Work = []store.NewWork{{Kind: store.PrepareSession}}
+		} else {
+			// Refused from local state: no network, no 👀, one reply.
+			sess.State, sess.Outcome, sess.Reason, sess.Detail = store.Done, store.Refused, string(paused.Reason), paused.Reply
+			a.Work = []store.NewWork{replyWork(t, sessionMarker(sess.ID), paused.Reply)}
+		}
+		a.Session = sess
+	default:
+		a.Work = []store.NewWork{{Kind: store.RunCommand, Payload: mustJSON(t)}}
+	}
+	res, err := s.store.Accept(ctx, a)
+	if err != nil {
+		return &StoreError{Err: err}
+	}
+	ev := zerolog.Ctx(ctx).Info().Str("result", res.String())
+	if a.Session != nil && res == store.Accepted {
+		ev = ev.Str("session_id", a.Session.ID).Str("state", string(a.Session.State))
+	}
+	ev.Msg("trigger accepted")
+	s.wakeWorkers()
+	return nil
+}
+
+// pausedLocally checks the two pause switches from local state. A cache miss
+// errs on the side of accepting; the worker re-checks with the fresh config.
+func (s *Service) pausedLocally(ctx context.Context, t handlers.Trigger) (policy.Decision, error) {
+	repoPaused := false
+	entry, found, err := s.store.CachedRepoConfig(ctx, t.Repo.ID)
+	if err != nil {
+		return policy.Decision{}, err
+	}
+	if found && entry.Status == store.ConfigFile {
+		if cfg, err := config.ParseRepo([]byte(entry.Content)); err == nil {
+			repoPaused = !cfg.IsEnabled()
+		}
+	}
+	if !s.cfg.Paused && !repoPaused {
+		return policy.Decision{Allowed: true}, nil
+	}
+	// Authorize checks pauses first, so with pause facts set its decision is
+	// the pause refusal whatever the other facts are.
+	return policy.Authorize(policy.Facts{
+		SenderLogin: t.Sender.Login, SenderType: t.Sender.Type,
+		ServerPaused: s.cfg.Paused, RepoPaused: repoPaused, Subcommand: policy.Run,
+	}), nil
+}
+
+// AcceptConfigPush implements handlers.Sink: it queues a cache refresh.
+func (s *Service) AcceptConfigPush(ctx context.Context, p handlers.ConfigPush) error {
+	now := s.clock.Now()
+	res, err := s.store.Accept(ctx, store.Acceptance{
+		DeliveryID: p.DeliveryID, Event: "push", At: now,
+		Work: []store.NewWork{{Kind: store.RefreshRepoConfig, Payload: mustJSON(p)}},
+	})
+	if err != nil {
+		return &StoreError{Err: err}
+	}
+	zerolog.Ctx(ctx).Info().Str("result", res.String()).Str("repo", p.Repo.FullName()).Bool("org_wide", p.OrgWide).Msg("config refresh queued")
+	s.wakeWorkers()
+	return nil
+}
+
+func (s *Service) wakeWorkers() {
+	select {
+	case s.wake <- struct{}{}:
+	default: // a wake-up is already pending; one is enough
+	}
+}

@@ -1,0 +1,152 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+)
+
+// RunWorkers runs the configured number of workers until stop is closed,
+// then waits for the work they hold to finish. Work runs under workCtx,
+// which the caller cancels when the drain deadline passes.
+func (s *Service) RunWorkers(stop <-chan struct{}, workCtx context.Context) {
+	var wg sync.WaitGroup
+	for i := range s.cfg.Workers.Count {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.workerLoop(stop, workCtx, fmt.Sprintf("%s/%d", s.WorkerName, i))
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *Service) workerLoop(stop <-chan struct{}, ctx context.Context, owner string) {
+	poll := time.NewTicker(s.cfg.Workers.PollInterval)
+	defer poll.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		did, err := s.ProcessOne(ctx, owner)
+		if err != nil {
+			s.log.Error().Err(err).Str("worker", owner).Msg("worker step failed")
+		}
+		if did {
+			continue
+		}
+		select {
+		case <-stop:
+			return
+		case <-s.wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// RunPending processes work until none is ready now. Tests use it to run the
+// workers' steps deterministically.
+func (s *Service) RunPending(ctx context.Context) (int, error) {
+	n := 0
+	for {
+		did, err := s.ProcessOne(ctx, s.WorkerName)
+		if err != nil {
+			return n, err
+		}
+		if !did {
+			return n, nil
+		}
+		n++
+	}
+}
+
+// ProcessOne claims one ready work item and runs it. It reports whether
+// there was one. A failing item is retried with backoff, and after
+// workers.max_attempts it fails for good and its session ends in error.
+func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
+	now := s.clock.Now()
+	w, err := s.store.Claim(ctx, owner, now, s.cfg.Workers.Lease)
+	if err != nil || w == nil {
+		return false, err
+	}
+	log := s.log.With().Int64("work_id", w.ID).Str("kind", string(w.Kind)).Str("session_id", w.SessionID).
+		Int("attempt", w.Attempts).Logger()
+	stepCtx, cancel := context.WithTimeout(log.WithContext(ctx), s.cfg.Workers.Lease)
+	runErr := s.runWork(stepCtx, w)
+	cancel()
+	now = s.clock.Now()
+	switch {
+	case runErr == nil:
+		err = s.store.Complete(ctx, w, now)
+	case w.Attempts >= s.cfg.Workers.MaxAttempts:
+		log.Error().Err(runErr).Msg("work failed for good")
+		s.giveUp(log.WithContext(ctx), w)
+		err = s.store.Fail(ctx, w, now, runErr.Error())
+	default:
+		backoff := backoffFor(s.cfg.Workers.RetryBackoff, w.Attempts)
+		log.Warn().Err(runErr).Dur("retry_in", backoff).Msg("work failed; will retry")
+		err = s.store.Retry(ctx, w, now, now.Add(backoff), runErr.Error())
+	}
+	if errors.Is(err, store.ErrLeaseLost) {
+		// Another worker took over after our lease expired; its run counts.
+		log.Warn().Msg("lease lost before the work was recorded; another worker owns it")
+		return true, nil
+	}
+	return true, err
+}
+
+func (s *Service) runWork(ctx context.Context, w *store.Work) error {
+	switch w.Kind {
+	case store.PrepareSession:
+		return s.prepare(ctx, w)
+	case store.PostReply:
+		return s.postReply(ctx, w)
+	case store.RefreshRepoConfig:
+		return s.refreshFromPush(ctx, w)
+	case store.RunCommand:
+		return s.runCommand(ctx, w)
+	}
+	// Unknown kinds come only from a newer replica's schema; failing them
+	// leaves them visible rather than silently done.
+	return fmt.Errorf("unknown work kind %q", w.Kind)
+}
+
+// giveUp ends the session of work that failed for good, so nothing stays
+// stuck: the session is done with outcome error, and the requester is told.
+func (s *Service) giveUp(ctx context.Context, w *store.Work) {
+	if w.SessionID == "" {
+		return
+	}
+	sess, err := s.store.MutateSession(ctx, w.SessionID, s.clock.Now(), func(x *store.Session) error {
+		if x.State == store.Done {
+			return nil
+		}
+		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "internal_error"
+		x.Detail = errorReply(*x)
+		return nil
+	})
+	if err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Msg("could not end the failed session")
+		return
+	}
+	if sess.Reason != "internal_error" {
+		return
+	}
+	// Best effort: tell the requester. GitHub may be the reason we failed, so
+	// this is queued as its own work with its own retries.
+	err = s.store.Enqueue(ctx, store.NewWork{Kind: store.PostReply, SessionID: sess.ID, Payload: mustJSON(replyPayload{
+		Owner: sess.RepoOwner, Repo: sess.RepoName, InstallationID: sess.InstallationID, Number: sess.Number,
+		Marker: sessionMarker(sess.ID) + "<!-- inspect:error -->", Body: sess.Detail,
+	})}, s.clock.Now())
+	if err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Msg("could not queue the error reply")
+	}
+}

@@ -1,0 +1,113 @@
+// Command inspect is Inspect's production binary. It holds flags and wiring
+// only; the logic lives in the packages it wires.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app"
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `inspect: background coding-agent sessions from GitHub
+
+Usage:
+  inspect serve [--config FILE]   run the GitHub App server (webhooks, workers)
+  inspect version                 print the version
+
+Configuration: docs/configuration.md. Every key can also be set with an
+INSPECT_* environment variable.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stderr)
+	case "version":
+		fmt.Fprintln(stdout, version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "inspect: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "YAML config file (optional; INSPECT_* variables override it)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*configPath, os.LookupEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect: %v\n", err)
+		return 2
+	}
+	log := zerolog.New(stderr).Level(cfg.Level()).With().Timestamp().Str("version", version).Logger()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := serveWith(ctx, cfg, log); err != nil {
+		log.Error().Err(err).Msg("inspect serve stopped")
+		return 1
+	}
+	return 0
+}
+
+func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error {
+	key, err := cfg.PrivateKeyPEM()
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, cfg.Database.Driver, cfg.Database.DSN)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Warn().Err(err).Msg("closing the store")
+		}
+	}()
+	gh, err := app.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, key, "inspect/"+version)
+	if err != nil {
+		return err
+	}
+	svc := app.NewService(app.Options{Config: cfg, Store: st, GitHub: gh, Logger: log})
+	if err := svc.ResolveIdentity(ctx); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	log.Info().Str("listen", ln.Addr().String()).Str("app", svc.Identity().AppSlug).Msg("inspect serving")
+	err = svc.Serve(ctx, ln)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

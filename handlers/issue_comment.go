@@ -1,0 +1,85 @@
+package handlers
+
+import (
+	"context"
+	json "github.com/goccy/go-json"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/policy"
+)
+
+// IssueComment handles `issue_comment`: commands in comments on issues and
+// pull requests.
+type IssueComment struct {
+	Sink        Sink
+	CommandWord string
+	Self        func() Identity
+}
+
+// Handles implements githubapp.EventHandler.
+func (h *IssueComment) Handles() []string { return []string{"issue_comment"} }
+
+// Handle implements githubapp.EventHandler.
+func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
+	var ev issueCommentPayload
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return &PayloadError{Err: err}
+	}
+	log := zerolog.Ctx(ctx)
+	// Only newly created comments count: an edit must not re-trigger, or
+	// editing a typo would start a second session.
+	if ev.Action != "created" {
+		return nil
+	}
+	self := h.Self()
+	sender := Sender{Login: ev.Sender.Login, ID: ev.Sender.ID, Type: ev.Sender.Type}
+	if policy.IsOwnApp(sender.Login, sender.Type, self.AppSlug) ||
+		(self.AppID != 0 && ev.Comment.PerformedViaGithubApp != nil && ev.Comment.PerformedViaGithubApp.ID == self.AppID) {
+		return nil
+	}
+	parsed := policy.Parse(ev.Comment.Body, h.CommandWord)
+	if parsed.Kind == policy.Ignore {
+		return nil
+	}
+	t := Trigger{
+		DeliveryID: deliveryID,
+		Event:      eventType,
+		Repo: Repo{
+			ID:            ev.Repository.ID,
+			Owner:         ev.Repository.Owner.Login,
+			Name:          ev.Repository.Name,
+			DefaultBranch: ev.Repository.DefaultBranch,
+		},
+		InstallationID: ev.Installation.ID,
+		Number:         ev.Issue.Number,
+		IsPR:           ev.Issue.PullRequest != nil,
+		CommentID:      ev.Comment.ID,
+		Sender:         sender,
+		Command:        parsed,
+	}
+	if err := t.validate(); err != nil {
+		return err
+	}
+	log.Info().Int64("comment_id", t.CommentID).Str("repo", t.Repo.FullName()).Int("number", t.Number).
+		Str("sender", sender.Login).Str("subcommand", string(parsed.Sub)).Msg("command received")
+	return h.Sink.AcceptTrigger(ctx, t)
+}
+
+func (t Trigger) validate() error {
+	switch {
+	case t.Repo.ID == 0 || t.Repo.Owner == "" || t.Repo.Name == "":
+		return payloadErrorf("repository is missing")
+	case t.InstallationID == 0:
+		return payloadErrorf("installation is missing: is this delivery from the GitHub App?")
+	case t.Number == 0:
+		return payloadErrorf("issue number is missing")
+	case t.CommentID == 0:
+		return payloadErrorf("comment id is missing")
+	case t.Sender.Login == "":
+		return payloadErrorf("sender is missing")
+	case t.DeliveryID == "":
+		return payloadErrorf("X-GitHub-Delivery header is missing")
+	}
+	return nil
+}

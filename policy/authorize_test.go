@@ -1,0 +1,378 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+// base is a fact set that Authorize allows: a writer on an open same-repo PR.
+func base() Facts {
+	return Facts{
+		SenderLogin: "alice",
+		SenderType:  "User",
+		SenderRole:  RoleWrite,
+		AllowedBots: []string{"renovate[bot]", "Good-App[bot]"},
+		Target: Target{
+			IsPR: true, State: "open",
+			HeadRepoFullName: "acme/widgets", BaseRepoFullName: "acme/widgets",
+		},
+		Subcommand: Run,
+	}
+}
+
+type authCase struct {
+	name   string
+	edit   func(*Facts)
+	reason Reason // "" = allowed
+	reply  []string
+}
+
+func checkAuthorize(t *testing.T, cases []authCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := base()
+			if c.edit != nil {
+				c.edit(&f)
+			}
+			d := Authorize(f)
+			if d.Allowed != (c.reason == "") || d.Reason != c.reason {
+				t.Fatalf("Authorize = {Allowed:%v Reason:%q}, want reason %q\nreply: %s", d.Allowed, d.Reason, c.reason, d.Reply)
+			}
+			if d.Allowed {
+				if d.Reply != "" {
+					t.Errorf("allowed with a reply: %q", d.Reply)
+				}
+				return
+			}
+			if d.Reply == "" {
+				t.Fatalf("refused without a reply")
+			}
+			for _, want := range c.reply {
+				if !strings.Contains(d.Reply, want) {
+					t.Errorf("reply %q lacks %q", d.Reply, want)
+				}
+			}
+			checkReplySafe(t, d.Reply)
+		})
+	}
+}
+
+// checkReplySafe: replies are Markdown for people; they never start a line
+// with a command word, nor carry control characters.
+func checkReplySafe(t *testing.T, reply string) {
+	t.Helper()
+	if Parse(reply, "/inspect").Kind != Ignore {
+		t.Errorf("reply parses as a command: %q", reply)
+	}
+	if strings.IndexFunc(reply, isHiddenRune) >= 0 || strings.Contains(reply, "\n") {
+		t.Errorf("reply has hidden or control characters or several lines: %q", reply)
+	}
+}
+
+func TestAuthorizeRoles(t *testing.T) {
+	role := func(r Role) func(*Facts) { return func(f *Facts) { f.SenderRole = r } }
+	checkAuthorize(t, []authCase{
+		{name: "write", edit: role(RoleWrite)},
+		{name: "maintain", edit: role(RoleMaintain)},
+		{name: "admin", edit: role(RoleAdmin)},
+		{name: "triage", edit: role(RoleTriage), reason: ReasonInsufficientPermission,
+			reply: []string{"@alice", "**triage**", "write, maintain or admin", "maintainer can run the command", "write access"}},
+		{name: "read", edit: role(RoleRead), reason: ReasonInsufficientPermission,
+			reply: []string{"@alice", "**read**"}},
+		{name: "none", edit: role(RoleNone), reason: ReasonInsufficientPermission,
+			reply: []string{"@alice", "no role"}},
+		{name: "unknown", edit: role(""), reason: ReasonInsufficientPermission,
+			reply: []string{"@alice", "couldn't find a role"}},
+		{name: "custom role", edit: role("security-reviewer"), reason: ReasonInsufficientPermission,
+			reply: []string{"custom role `security-reviewer`", "built-in roles"}},
+		{name: "custom role named like a built-in", edit: role("Write"), reason: ReasonInsufficientPermission,
+			reply: []string{"custom role `Write`"}},
+		{name: "custom role sanitised", edit: role("x`y\n@all <b>"), reason: ReasonInsufficientPermission,
+			reply: []string{"custom role `xyall b`"}},
+		{name: "custom role with nothing printable", edit: role("```"), reason: ReasonInsufficientPermission,
+			reply: []string{"a custom role"}},
+		{name: "padded built-in is custom", edit: role(" write"), reason: ReasonInsufficientPermission},
+		{name: "author association is not a role", edit: role("OWNER"), reason: ReasonInsufficientPermission},
+	})
+}
+
+func TestAuthorizeBots(t *testing.T) {
+	bot := func(login, typ string) func(*Facts) {
+		return func(f *Facts) { f.SenderLogin, f.SenderType, f.SenderRole = login, typ, "" }
+	}
+	checkAuthorize(t, []authCase{
+		{name: "allowlisted bot without role", edit: bot("renovate[bot]", "Bot")},
+		{name: "allowlisted bot, other case", edit: bot("Renovate[BOT]", "Bot")},
+		{name: "allowlisted entry in mixed case", edit: bot("good-app[bot]", "Bot")},
+		{name: "other bot", edit: bot("evil[bot]", "Bot"), reason: ReasonBotNotAllowed,
+			reply: []string{"@evil[bot]", "exact login", "person with write access"}},
+		{name: "bot with write role still needs the allowlist", edit: func(f *Facts) {
+			bot("evil[bot]", "Bot")(f)
+			f.SenderRole = RoleAdmin
+		}, reason: ReasonBotNotAllowed},
+		{name: "suffix of an allowed login", edit: bot("ate[bot]", "Bot"), reason: ReasonBotNotAllowed},
+		{name: "allowed login as prefix", edit: bot("renovate[bot]-x", "Bot"), reason: ReasonBotNotAllowed},
+		{name: "allowed login with a prefix", edit: bot("xrenovate[bot]", "Bot"), reason: ReasonBotNotAllowed},
+		{name: "allowed login without [bot]", edit: bot("renovate", "Bot"), reason: ReasonBotNotAllowed},
+		{name: "kelvin sign does not fold", edit: func(f *Facts) {
+			bot("\u212a[bot]", "Bot")(f)
+			f.AllowedBots = []string{"k[bot]"}
+		}, reason: ReasonBotNotAllowed},
+		{name: "empty login", edit: bot("", "Bot"), reason: ReasonBotNotAllowed},
+		{name: "empty allowlist entry", edit: func(f *Facts) {
+			bot("", "Bot")(f)
+			f.AllowedBots = []string{""}
+		}, reason: ReasonBotNotAllowed},
+		{name: "user named like a bot", edit: func(f *Facts) {
+			f.SenderLogin, f.SenderType = "something[bot]", "User"
+		}, reason: ReasonBotNotAllowed, reply: []string{"@something[bot]"}},
+		{name: "user named like an allowlisted bot", edit: func(f *Facts) {
+			f.SenderLogin, f.SenderType, f.SenderRole = "renovate[bot]", "User", ""
+		}},
+		{name: "bot type wins over a plain login", edit: bot("helper", "Bot"), reason: ReasonBotNotAllowed},
+		{name: "bot type in lower case", edit: bot("helper", "bot"), reason: ReasonBotNotAllowed},
+		{name: "organization needs a role", edit: func(f *Facts) {
+			f.SenderLogin, f.SenderType, f.SenderRole = "acme", "Organization", ""
+		}, reason: ReasonInsufficientPermission},
+		{name: "allowlisted bot on a fork PR", edit: func(f *Facts) {
+			bot("renovate[bot]", "Bot")(f)
+			f.Target.HeadRepoFullName = "mallory/widgets"
+		}, reason: ReasonForkPR},
+		{name: "allowlisted bot on a closed PR", edit: func(f *Facts) {
+			bot("renovate[bot]", "Bot")(f)
+			f.Target.State = "closed"
+		}, reason: ReasonClosed},
+	})
+}
+
+func TestAuthorizeTarget(t *testing.T) {
+	tgt := func(edit func(*Target)) func(*Facts) { return func(f *Facts) { edit(&f.Target) } }
+	checkAuthorize(t, []authCase{
+		{name: "open issue", edit: tgt(func(t *Target) { *t = Target{State: "open"} })},
+		{name: "open PR, case-insensitive repo names", edit: tgt(func(t *Target) { t.HeadRepoFullName = "ACME/Widgets" })},
+		{name: "state in upper case", edit: tgt(func(t *Target) { t.State = "OPEN" })},
+		{name: "merged", edit: tgt(func(t *Target) { t.State, t.Merged = "closed", true }), reason: ReasonMerged,
+			reply: []string{"already merged", "new issue or pull request"}},
+		{name: "closed PR", edit: tgt(func(t *Target) { t.State = "closed" }), reason: ReasonClosed,
+			reply: []string{"this pull request is closed", "Reopen"}},
+		{name: "closed issue", edit: tgt(func(t *Target) { *t = Target{State: "closed"} }), reason: ReasonClosed,
+			reply: []string{"this issue is closed"}},
+		{name: "unknown state counts as closed", edit: tgt(func(t *Target) { t.State = "" }), reason: ReasonClosed},
+		{name: "locked PR", edit: tgt(func(t *Target) { t.Locked = true }), reason: ReasonLocked,
+			reply: []string{"pull request's conversation is locked", "unlock"}},
+		{name: "locked issue", edit: tgt(func(t *Target) { *t = Target{State: "open", Locked: true} }), reason: ReasonLocked,
+			reply: []string{"issue's conversation is locked"}},
+		{name: "fork PR", edit: tgt(func(t *Target) { t.HeadRepoFullName = "mallory/widgets" }), reason: ReasonForkPR,
+			reply: []string{"a fork (`mallory/widgets`)", "push the branch", "allow fork pull requests"}},
+		{name: "fork PR name sanitised", edit: tgt(func(t *Target) { t.HeadRepoFullName = "mal`lory/<b>wid gets" }), reason: ReasonForkPR,
+			reply: []string{"a fork (`mallory/bwidgets`)"}},
+		{name: "deleted fork", edit: tgt(func(t *Target) { t.HeadRepoFullName = "" }), reason: ReasonForkPR,
+			reply: []string{"a fork that has since been deleted"}},
+		{name: "fork PR with opt-in", edit: func(f *Facts) {
+			f.Target.HeadRepoFullName = "mallory/widgets"
+			f.ForkOptIn = true
+		}},
+		{name: "deleted fork with opt-in", edit: func(f *Facts) {
+			f.Target.HeadRepoFullName = ""
+			f.ForkOptIn = true
+		}},
+		{name: "issues have no forks", edit: tgt(func(t *Target) { *t = Target{State: "open", HeadRepoFullName: "x/y"} })},
+	})
+}
+
+func TestAuthorizeSwitches(t *testing.T) {
+	checkAuthorize(t, []authCase{
+		{name: "server paused", edit: func(f *Facts) { f.ServerPaused = true }, reason: ReasonServerPaused,
+			reply: []string{"@alice", "paused on this server", "try again later"}},
+		{name: "repo paused", edit: func(f *Facts) { f.RepoPaused = true }, reason: ReasonRepoPaused,
+			reply: []string{"turned off for this repository", "`enabled: false`"}},
+		{name: "archived", edit: func(f *Facts) { f.RepoArchived = true }, reason: ReasonRepoArchived,
+			reply: []string{"@alice, this repository is archived"}},
+	})
+}
+
+// The first failing check in the documented order gives the reason.
+func TestAuthorizeOrder(t *testing.T) {
+	all := func(f *Facts) {
+		f.ServerPaused, f.RepoPaused, f.RepoArchived = true, true, true
+		f.SenderLogin, f.SenderType, f.SenderRole = "evil[bot]", "Bot", RoleRead
+		f.Target = Target{IsPR: true, State: "closed", Merged: true, Locked: true, HeadRepoFullName: "m/w", BaseRepoFullName: "a/w"}
+	}
+	steps := []struct {
+		reason Reason
+		fix    func(*Facts)
+	}{
+		{ReasonServerPaused, func(f *Facts) { f.ServerPaused = false }},
+		{ReasonRepoPaused, func(f *Facts) { f.RepoPaused = false }},
+		{ReasonRepoArchived, func(f *Facts) { f.RepoArchived = false }},
+		{ReasonBotNotAllowed, func(f *Facts) { f.SenderLogin, f.SenderType = "bob", "User" }},
+		{ReasonInsufficientPermission, func(f *Facts) { f.SenderRole = RoleMaintain }},
+		{ReasonMerged, func(f *Facts) { f.Target.Merged = false }},
+		{ReasonClosed, func(f *Facts) { f.Target.State = "open" }},
+		{ReasonLocked, func(f *Facts) { f.Target.Locked = false }},
+		{ReasonForkPR, func(f *Facts) { f.ForkOptIn = true }},
+		{"", nil},
+	}
+	for _, sub := range []Subcommand{Run, Retry, "", "bogus"} {
+		f := base()
+		f.Subcommand = sub
+		all(&f)
+		for _, st := range steps {
+			d := Authorize(f)
+			if d.Reason != st.reason || d.Allowed != (st.reason == "") {
+				t.Fatalf("%q: got {%v %q}, want reason %q", sub, d.Allowed, d.Reason, st.reason)
+			}
+			if st.fix != nil {
+				st.fix(&f)
+			}
+		}
+	}
+}
+
+func TestAuthorizeSubcommands(t *testing.T) {
+	type want map[Subcommand]Reason // missing = allowed
+	worst := func(f *Facts) {
+		f.ServerPaused, f.RepoPaused, f.RepoArchived = true, true, true
+		f.Target = Target{IsPR: true, State: "closed", Merged: true, Locked: true}
+	}
+	cases := []struct {
+		name string
+		edit func(*Facts)
+		want want
+	}{
+		{"writer, everything fine", nil, want{}},
+		{"reader", func(f *Facts) { f.SenderRole = RoleRead },
+			want{Run: ReasonInsufficientPermission, Retry: ReasonInsufficientPermission, Cancel: ReasonInsufficientPermission}},
+		{"no role at all", func(f *Facts) { f.SenderRole = RoleNone },
+			want{Run: ReasonInsufficientPermission, Retry: ReasonInsufficientPermission, Cancel: ReasonInsufficientPermission}},
+		{"bot not allowlisted", func(f *Facts) { f.SenderLogin, f.SenderType = "evil[bot]", "Bot" },
+			want{Run: ReasonBotNotAllowed, Retry: ReasonBotNotAllowed, Cancel: ReasonBotNotAllowed, Status: ReasonBotNotAllowed, Help: ReasonBotNotAllowed}},
+		{"bot not allowlisted, everything paused", func(f *Facts) {
+			worst(f)
+			f.SenderLogin, f.SenderType = "evil[bot]", "Bot"
+		}, want{Run: ReasonServerPaused, Retry: ReasonServerPaused, Cancel: ReasonBotNotAllowed, Status: ReasonBotNotAllowed, Help: ReasonBotNotAllowed}},
+		{"allowlisted bot", func(f *Facts) { f.SenderLogin, f.SenderType, f.SenderRole = "renovate[bot]", "Bot", "" }, want{}},
+		{"writer, closed PR", func(f *Facts) { f.Target.State = "closed" },
+			want{Run: ReasonClosed, Retry: ReasonClosed}},
+		{"writer, merged PR", func(f *Facts) { f.Target.State, f.Target.Merged = "closed", true },
+			want{Run: ReasonMerged, Retry: ReasonMerged}},
+		{"writer, locked", func(f *Facts) { f.Target.Locked = true },
+			want{Run: ReasonLocked, Retry: ReasonLocked}},
+		{"writer, fork", func(f *Facts) { f.Target.HeadRepoFullName = "m/w" },
+			want{Run: ReasonForkPR, Retry: ReasonForkPR}},
+		{"writer, server paused", func(f *Facts) { f.ServerPaused = true },
+			want{Run: ReasonServerPaused, Retry: ReasonServerPaused}},
+		{"writer, repo paused", func(f *Facts) { f.RepoPaused = true },
+			want{Run: ReasonRepoPaused, Retry: ReasonRepoPaused}},
+		{"writer, archived", func(f *Facts) { f.RepoArchived = true },
+			want{Run: ReasonRepoArchived, Retry: ReasonRepoArchived}},
+		{"reader, everything wrong", func(f *Facts) {
+			worst(f)
+			f.SenderRole = RoleRead
+		}, want{Run: ReasonServerPaused, Retry: ReasonServerPaused, Cancel: ReasonInsufficientPermission}},
+		{"writer, everything wrong", worst, want{Run: ReasonServerPaused, Retry: ReasonServerPaused}},
+	}
+	for _, c := range cases {
+		for _, sub := range []Subcommand{Run, Retry, Cancel, Status, Help} {
+			f := base()
+			if c.edit != nil {
+				c.edit(&f)
+			}
+			f.Subcommand = sub
+			d := Authorize(f)
+			if d.Reason != c.want[sub] || d.Allowed != (c.want[sub] == "") {
+				t.Errorf("%s, %s: got {%v %q}, want reason %q", c.name, sub, d.Allowed, d.Reason, c.want[sub])
+			}
+			if !d.Allowed {
+				checkReplySafe(t, d.Reply)
+			}
+		}
+	}
+}
+
+func TestAuthorizeReplyWording(t *testing.T) {
+	cases := []struct {
+		sub  Subcommand
+		want string
+	}{
+		{Run, "starting an Inspect session needs"},
+		{Retry, "retrying an Inspect session needs"},
+		{Cancel, "cancelling an Inspect session needs"},
+	}
+	for _, c := range cases {
+		f := base()
+		f.SenderRole, f.Subcommand = RoleRead, c.sub
+		if d := Authorize(f); !strings.Contains(d.Reply, c.want) {
+			t.Errorf("%s: reply %q lacks %q", c.sub, d.Reply, c.want)
+		}
+	}
+}
+
+func TestAuthorizeLoginSanitised(t *testing.T) {
+	cases := []struct {
+		login, prefix string
+	}{
+		{"alice", "@alice, "},
+		{"Alice-42", "@Alice-42, "},
+		{"al`ice", "@alice, "},
+		{"al ice\n@everyone", "@aliceeveryone, "},
+		{"<script>x", "@scriptx, "},
+		{"ali\u200bce", "@alice, "},
+		{"ALICE[Bot]", "@ALICE[bot], "},
+		{"a[b]ot[bot]", "@abot[bot], "},
+		{strings.Repeat("a", 60), "@" + strings.Repeat("a", 39) + ", "},
+		{"", "Starting"},
+		{"```", "Starting"},
+		{"[bot]", "Inspect doesn't take commands from bots"},
+	}
+	for _, c := range cases {
+		f := base()
+		f.SenderLogin, f.SenderRole = c.login, RoleRead
+		d := Authorize(f)
+		if !strings.HasPrefix(d.Reply, c.prefix) {
+			t.Errorf("login %q: reply %q does not start with %q", c.login, d.Reply, c.prefix)
+		}
+		checkReplySafe(t, d.Reply)
+	}
+}
+
+func TestAuthorizePure(t *testing.T) {
+	f := base()
+	f.SenderRole = RoleRead
+	bots := []string{"renovate[bot]"}
+	f.AllowedBots = bots
+	a, b := Authorize(f), Authorize(f)
+	if a != b {
+		t.Fatalf("not deterministic: %+v vs %+v", a, b)
+	}
+	if bots[0] != "renovate[bot]" {
+		t.Fatalf("allowlist was modified")
+	}
+}
+
+func TestIsOwnApp(t *testing.T) {
+	cases := []struct {
+		login, typ, slug string
+		want             bool
+	}{
+		{"inspect-app[bot]", "Bot", "inspect-app", true},
+		{"Inspect-App[BOT]", "Bot", "inspect-app", true},
+		{"inspect-app[bot]", "bot", "inspect-app", true},
+		{"inspect-app[bot]", "User", "inspect-app", false},
+		{"inspect-app", "Bot", "inspect-app", false},
+		{"inspect-app[bot]-x", "Bot", "inspect-app", false},
+		{"x-inspect-app[bot]", "Bot", "inspect-app", false},
+		{"inspect[bot]", "Bot", "inspect-app", false},
+		{"inspect-app[bot]", "Bot", "inspect", false},
+		{"[bot]", "Bot", "", false},
+		{"", "Bot", "", false},
+		{"inspect-app[bot]", "Bot", "", false},
+		{"\u212a[bot]", "Bot", "k", false},
+	}
+	for _, c := range cases {
+		if got := IsOwnApp(c.login, c.typ, c.slug); got != c.want {
+			t.Errorf("IsOwnApp(%q, %q, %q) = %v, want %v", c.login, c.typ, c.slug, got, c.want)
+		}
+	}
+}

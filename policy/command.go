@@ -1,0 +1,310 @@
+// Package policy holds Inspect's pure decisions: the comment command
+// grammar, who may trigger a session, and the other rules the app applies.
+// Nothing here does I/O, reads a clock or keeps state between calls.
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Kind is what Parse found in a comment.
+type Kind int
+
+const (
+	// Ignore: the comment holds no command; do nothing, say nothing.
+	Ignore Kind = iota
+	// Reply: answer with Parsed.Reply (help, possibly after a short reason).
+	Reply
+	// Command: act on Parsed.Sub.
+	Command
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Ignore:
+		return "ignore"
+	case Reply:
+		return "reply"
+	case Command:
+		return "command"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Subcommand is what a command asks for.
+type Subcommand string
+
+const (
+	Run    Subcommand = "run" // start a session with Parsed.Instructions
+	Help   Subcommand = "help"
+	Status Subcommand = "status"
+	Cancel Subcommand = "cancel"
+	Retry  Subcommand = "retry"
+)
+
+// MaxInstructionBytes caps Parsed.Instructions; longer text is cut on a
+// rune boundary and Parsed.Truncated is set.
+const MaxInstructionBytes = 16 << 10
+
+// maxOptionRunes caps how much of an unknown option is echoed back.
+const maxOptionRunes = 40
+
+// Parsed is the result of Parse.
+type Parsed struct {
+	Kind Kind
+	// Sub is set for Command (Run, Status, Cancel or Retry) and is Help for
+	// every Reply: each reply carries the help text, so callers authorize
+	// it as help.
+	Sub Subcommand
+	// Instructions is set for Run: the rest of the command line and the
+	// lines after it, up to the next command line, with HTML comments and
+	// invisible characters removed, trimmed, and at most
+	// MaxInstructionBytes long. It is never empty for Run.
+	Instructions string
+	// Truncated reports that Instructions was cut to MaxInstructionBytes.
+	Truncated bool
+	// Reply is set for Reply: the Markdown to post.
+	Reply string
+	// Ignored counts the further command lines in the comment; only the
+	// first command counts.
+	Ignored int
+}
+
+// Parse finds the command in the body of a newly created comment.
+//
+// A command line starts with up to three spaces, then commandWord exactly,
+// then a space, a tab or the end of the line. The match is byte-exact and
+// case-sensitive ("/Inspect" is ignored): nothing is normalised, so a
+// look-alike (Cyrillic і, fullwidth ／), a zero-width character or a bidi
+// control in or before the word makes the line an ordinary line. Tabs, or
+// four or more spaces, before the word make it a Markdown code block, which
+// never counts.
+//
+// Lines GitHub does not show as text at the start of a line never count:
+// lines in fenced code blocks, quoted lines, lines inside HTML comments and
+// other hidden HTML (see markdown.go), and the line after "[label]:".
+//
+// After the command word:
+//   - nothing (on that line or after), or nothing but hidden text: help.
+//   - "help" as the first word: help; any words after it are ignored.
+//   - "status", "cancel" or "retry" as the first word: that subcommand.
+//     They take no arguments, so more words on the same line get a short
+//     reply and help instead of a guess; lines after the command line are
+//     taken as commentary and ignored. The subcommand word matches ignoring
+//     ASCII case ("/inspect Retry" retries rather than starting a session
+//     with the instructions "Retry").
+//   - a first word of dashes (-, –, —, …) and then a letter: "unknown
+//     option" and help.
+//   - anything else: Run. The instructions are the rest of the command line
+//     plus the following lines, so a bare command word on its own line
+//     followed by a multi-line request runs that request. Subcommands and
+//     options are recognised on the command line only.
+//
+// Only the first command line counts; Ignored counts the others, and the
+// instructions stop where the next command line starts.
+//
+// An invalid commandWord (see ValidCommandWord) matches nothing.
+func Parse(body string, commandWord string) Parsed {
+	if ValidCommandWord(commandWord) != nil {
+		return Parsed{}
+	}
+	if !strings.Contains(body, commandWord) {
+		return Parsed{}
+	}
+	body = normalizeBody(body)
+	s := newScanner(body, commandWord)
+	cmds := s.run()
+	if len(cmds) == 0 {
+		return Parsed{}
+	}
+	first := cmds[0]
+	ignored := len(cmds) - 1
+	help := HelpText(commandWord)
+
+	line := cleanText(s.visible(first.rest, s.lineEnd(first.line)))
+	word, more := firstWord(line)
+	if sub, ok := subcommandOf(word); ok {
+		switch {
+		case sub == Help:
+			return Parsed{Kind: Reply, Sub: Help, Reply: help, Ignored: ignored}
+		case more != "":
+			msg := fmt.Sprintf("`%s %s` takes no arguments.\n\n", commandWord, sub)
+			return Parsed{Kind: Reply, Sub: Help, Reply: msg + help, Ignored: ignored}
+		default:
+			return Parsed{Kind: Command, Sub: sub, Ignored: ignored}
+		}
+	}
+	if isOption(word) {
+		msg := fmt.Sprintf("Unknown option `%s`: Inspect commands take no options.\n\n", sanitizeOption(word))
+		return Parsed{Kind: Reply, Sub: Help, Reply: msg + help, Ignored: ignored}
+	}
+
+	end := len(body)
+	if len(cmds) > 1 {
+		end = s.starts[cmds[1].line] - 1 // up to the newline before it
+	}
+	instr, truncated := capBytes(strings.TrimSpace(cleanText(s.visible(first.rest, end))), MaxInstructionBytes)
+	if instr == "" {
+		return Parsed{Kind: Reply, Sub: Help, Reply: help, Ignored: ignored}
+	}
+	return Parsed{Kind: Command, Sub: Run, Instructions: instr, Truncated: truncated, Ignored: ignored}
+}
+
+// HelpText is the help for every subcommand, one line each with an example.
+// commandWord is expected to be valid (ValidCommandWord). No line of the
+// help starts with the command word, so posting it never triggers anything.
+func HelpText(commandWord string) string {
+	w := commandWord
+	var b strings.Builder
+	b.WriteString("**Inspect commands.** Write one at the start of a line in a new comment:\n\n")
+	fmt.Fprintf(&b, "- `%s <instructions>` — start a coding-agent session; the instructions may continue on the next lines. Example: `%s fix the failing unit tests`\n", w, w)
+	fmt.Fprintf(&b, "- `%s help` — show this help. Example: `%s help`\n", w, w)
+	fmt.Fprintf(&b, "- `%s status` — show the state of the session on this issue or pull request. Example: `%s status`\n", w, w)
+	fmt.Fprintf(&b, "- `%s cancel` — stop the queued or running session here. Example: `%s cancel`\n", w, w)
+	fmt.Fprintf(&b, "- `%s retry` — run the last session here again, as a new session. Example: `%s retry`\n", w, w)
+	b.WriteString("\nOnly the first command in a comment counts, and edited comments are not read again. " +
+		"Starting, retrying and cancelling sessions needs write, maintain or admin access to the repository.\n")
+	return b.String()
+}
+
+// ValidCommandWord checks a configured command word: "/" and then 2 to 32
+// characters from [a-z0-9-].
+func ValidCommandWord(w string) error {
+	name, ok := strings.CutPrefix(w, "/")
+	if !ok {
+		return fmt.Errorf("command word %q must start with \"/\"", w)
+	}
+	if n := utf8.RuneCountInString(name); n < 2 || n > 32 {
+		return fmt.Errorf("command word %q must have 2 to 32 characters after \"/\", not %d", w, n)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return fmt.Errorf("command word %q may only use a-z, 0-9 and \"-\" after \"/\", not %q", w, r)
+		}
+	}
+	return nil
+}
+
+// normalizeBody makes the body valid UTF-8 with LF line endings. A lone CR
+// ends a line, as in CommonMark.
+func normalizeBody(body string) string {
+	if !utf8.ValidString(body) {
+		body = strings.ToValidUTF8(body, "\uFFFD")
+	}
+	if strings.IndexByte(body, '\r') >= 0 {
+		body = strings.ReplaceAll(body, "\r\n", "\n")
+		body = strings.ReplaceAll(body, "\r", "\n")
+	}
+	return body
+}
+
+// subcommandOf recognises a subcommand word, ignoring ASCII case only.
+func subcommandOf(word string) (Subcommand, bool) {
+	for _, sub := range []Subcommand{Help, Status, Cancel, Retry} {
+		if asciiEqualFold(word, string(sub)) {
+			return sub, true
+		}
+	}
+	return "", false
+}
+
+// firstWord splits off the first whitespace-separated word of s; more is
+// what follows it, trimmed.
+func firstWord(s string) (word, more string) {
+	s = strings.TrimLeftFunc(s, unicode.IsSpace)
+	i := strings.IndexFunc(s, unicode.IsSpace)
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], strings.TrimSpace(s[i:])
+}
+
+// isDash reports whether r is a hyphen or dash that people (or their
+// keyboards' autocorrect) put in front of an option.
+func isDash(r rune) bool {
+	switch r {
+	case '-', '\u2010', '\u2011', '\u2012', '\u2013', '\u2014', '\u2015', '\u2212', '\uFE58', '\uFE63', '\uFF0D':
+		return true
+	}
+	return false
+}
+
+// isOption reports whether word looks like a command-line option: one or
+// more dashes and then a letter ("--x", "-v", "—force"). A lone dash, only
+// dashes, or a dash before a digit ("-1 is returned") are ordinary text.
+func isOption(word string) bool {
+	rest := strings.TrimLeftFunc(word, isDash)
+	if rest == word || rest == "" {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(rest)
+	return unicode.IsLetter(r)
+}
+
+// sanitizeOption makes untrusted option text safe inside a Markdown code
+// span: no backticks, no control or invisible characters, at most
+// maxOptionRunes runes (the last one an ellipsis when cut).
+func sanitizeOption(word string) string {
+	var rs []rune
+	for _, r := range word {
+		if r == '`' || isHiddenRune(r) || unicode.IsSpace(r) {
+			continue
+		}
+		rs = append(rs, r)
+	}
+	if len(rs) > maxOptionRunes {
+		rs = append(rs[:maxOptionRunes-1], '…')
+	}
+	return string(rs)
+}
+
+// isHiddenRune reports whether r is invisible or a control character, other
+// than newline and tab: format characters (Cf: zero-width characters, bidi
+// controls, the soft hyphen, tag characters, U+FEFF), control characters
+// (Cc), variation selectors, the combining grapheme joiner, Mongolian free
+// variation selectors, and the Hangul fillers that render as nothing. Emoji
+// joined with U+200D lose the joiner; that is accepted.
+func isHiddenRune(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r < 0x20 || (r >= 0x7F && r <= 0x9F):
+		return true
+	case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF:
+		return true
+	case r >= 0x180B && r <= 0x180F:
+		return true
+	case r == 0x034F, r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0:
+		return true
+	}
+	return unicode.Is(unicode.Cf, r)
+}
+
+// cleanText removes hidden runes.
+func cleanText(s string) string {
+	if strings.IndexFunc(s, isHiddenRune) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isHiddenRune(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// capBytes cuts s to at most max bytes on a rune boundary, then trims
+// trailing space.
+func capBytes(s string, max int) (string, bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return strings.TrimRightFunc(s[:i], unicode.IsSpace), true
+}

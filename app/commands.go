@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -109,20 +110,30 @@ func (s *Service) cancel(ctx context.Context, c *github.Client, t handlers.Trigg
 		if !sess.Active() {
 			continue
 		}
-		ended, err := s.store.MutateSession(ctx, sess.ID, s.clock.Now(), func(x *store.Session) error {
-			if x.State != store.Done {
-				x.State, x.Outcome, x.Reason = store.Done, store.Cancelled, "cancelled"
-				x.Detail = "cancelled by @" + t.Sender.Login
+		_, err := s.store.MutateSession(ctx, sess.ID, s.clock.Now(), func(x *store.Session) error {
+			if x.State == store.Done {
+				return errAlreadyDone
 			}
+			x.State, x.Outcome, x.Reason = store.Done, store.Cancelled, "cancelled"
+			x.Detail = cancelDetail(t)
 			return nil
-		})
+		}, store.NewWork{Kind: store.SyncSession})
+		if errors.Is(err, errAlreadyDone) {
+			continue // ended meanwhile (or by an earlier run of this command)
+		}
 		if err != nil {
 			return err
 		}
-		if err := s.syncEnded(ctx, c, ended); err != nil {
-			return err
-		}
 		cancelled = append(cancelled, "`"+sess.ID+"`")
+	}
+	if len(cancelled) == 0 {
+		// An earlier run of this command may have cancelled them and then
+		// failed to reply; its marker in Detail says which.
+		for _, sess := range sessions {
+			if sess.Detail == cancelDetail(t) {
+				cancelled = append(cancelled, "`"+sess.ID+"`")
+			}
+		}
 	}
 	if len(cancelled) == 0 {
 		return reply("Nothing to cancel: no Inspect session is active on this thread.")
@@ -130,10 +141,24 @@ func (s *Service) cancel(ctx context.Context, c *github.Client, t handlers.Trigg
 	return reply(fmt.Sprintf("Cancelled %s, as @%s asked.", strings.Join(cancelled, ", "), t.Sender.Login))
 }
 
-// syncEnded brings GitHub in line with an ended session: the check run is
-// concluded and the progress comment edited.
-func (s *Service) syncEnded(ctx context.Context, c *github.Client, sess store.Session) error {
-	if sess.CheckRunID != 0 {
+// cancelDetail is what a cancelled session records; the hidden marker ties
+// it to the cancelling comment, so a replayed command can find its work.
+func cancelDetail(t handlers.Trigger) string {
+	return fmt.Sprintf("Cancelled by @%s.<!-- inspect:cancel=%d -->", t.Sender.Login, t.CommentID)
+}
+
+// syncSession brings GitHub in line with a session's stored state: the check
+// run, and the progress comment, or one final reply when there is none.
+func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
+	sess, err := s.store.GetSession(ctx, w.SessionID)
+	if err != nil {
+		return err
+	}
+	c, err := s.gh.Installation(ctx, sess.InstallationID)
+	if err != nil {
+		return err
+	}
+	if sess.CheckRunID != 0 && sess.State == store.Done {
 		_, _, err := c.Checks.UpdateCheckRun(ctx, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 			Name:        CheckRunName,
 			Status:      github.String("completed"),
@@ -153,6 +178,14 @@ func (s *Service) syncEnded(ctx context.Context, c *github.Client, sess store.Se
 		if _, _, err := c.Issues.EditComment(ctx, sess.RepoOwner, sess.RepoName, sess.ProgressCommentID, &github.IssueComment{Body: github.String(body)}); err != nil {
 			return fmt.Errorf("editing the progress comment: %w", err)
 		}
+		return nil
+	}
+	if sess.State == store.Done && sess.Detail != "" && sess.Outcome != store.Cancelled {
+		// A cancelled session's news is the cancel command's own reply.
+		// Same marker as every session comment: if a reply already exists
+		// (a refusal, or an earlier sync), it is not posted again.
+		_, err = postOnce(ctx, c, sess.RepoOwner, sess.RepoName, sess.Number, sessionMarker(sess.ID), sess.Detail, true)
+		return err
 	}
 	return nil
 }

@@ -300,3 +300,32 @@ func TestBadBodies(t *testing.T) {
 		t.Errorf("after bad bodies: status %d", code)
 	}
 }
+
+func TestUnlistedBotGetsRefusalNotHelp(t *testing.T) {
+	h := newHarness(t)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect help", sender: "evil[bot]", senderTyp: "Bot"})); code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	h.runWorkers()
+	reply := h.expectOneReply(issueNumber, "bot")
+	if strings.Contains(reply.Body, "/inspect retry") {
+		t.Errorf("an unlisted bot got the help text:\n%s", reply.Body)
+	}
+}
+
+func TestAllowlistedBotMayStartSession(t *testing.T) {
+	h := newHarness(t, func(c *configServer) { c.Policy.AllowedBots = []string{"renovate[bot]"} })
+	h.gh.AddUser("renovate[bot]", 29139614, "Bot")
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect rebase and fix", sender: "renovate[bot]", senderTyp: "Bot", onPR: true})); code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	h.runWorkers()
+	if s := h.onlySession(); s.State != store.Preparing {
+		t.Fatalf("allowlisted bot's session = %s/%s/%s", s.State, s.Outcome, s.Reason)
+	}
+	for _, r := range h.gh.Requests() {
+		if strings.Contains(r.Path, "/collaborators/") {
+			t.Errorf("an allowlisted bot needs no permission lookup: %s", r.Path)
+		}
+	}
+}

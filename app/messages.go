@@ -48,6 +48,9 @@ func progressBody(sess store.Session, commandWord string) string {
 	b.WriteString(quoteUntrusted(sess.Instructions, 500))
 	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "| | |\n|---|---|\n| Status | %s |\n| Session | `%s` |\n", statusWord(sess), sess.ID)
+	if sess.State == store.Done && sess.Detail != "" {
+		fmt.Fprintf(&b, "| Result | %s |\n", strings.ReplaceAll(sess.Detail, "\n", " "))
+	}
 	if sess.RetryOf != "" {
 		fmt.Fprintf(&b, "| Retry of | `%s` |\n", sess.RetryOf)
 	}

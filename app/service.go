@@ -139,7 +139,14 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 	a := store.Acceptance{DeliveryID: t.DeliveryID, Event: t.Event, At: now, CommentID: t.CommentID}
 	switch {
 	case t.Command.Kind == policy.Reply:
-		a.Work = []store.NewWork{replyWork(t, commentMarker(t.CommentID), withIgnoredNote(t.Command.Reply, t.Command.Ignored, s.cfg.CommandWord))}
+		body := withIgnoredNote(t.Command.Reply, t.Command.Ignored, s.cfg.CommandWord)
+		// Help is for everyone but bots off the allowlist: they get the
+		// refusal instead, so no bot can make us talk without being trusted.
+		if d := policy.Authorize(policy.Facts{SenderLogin: t.Sender.Login, SenderType: t.Sender.Type,
+			AllowedBots: s.cfg.Policy.AllowedBots, Subcommand: policy.Help}); !d.Allowed {
+			body = d.Reply
+		}
+		a.Work = []store.NewWork{replyWork(t, commentMarker(t.CommentID), body)}
 	case t.Command.Sub == policy.Run:
 		sess := &store.Session{
 			ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name,

@@ -113,6 +113,8 @@ func (s *Service) runWork(ctx context.Context, w *store.Work) error {
 		return s.refreshFromPush(ctx, w)
 	case store.RunCommand:
 		return s.runCommand(ctx, w)
+	case store.SyncSession:
+		return s.syncSession(ctx, w)
 	}
 	// Unknown kinds come only from a newer replica's schema; failing them
 	// leaves them visible rather than silently done.
@@ -120,33 +122,25 @@ func (s *Service) runWork(ctx context.Context, w *store.Work) error {
 }
 
 // giveUp ends the session of work that failed for good, so nothing stays
-// stuck: the session is done with outcome error, and the requester is told.
+// stuck: the session is done with outcome error, and a sync (with its own
+// retries, since GitHub may be why we failed) tells the requester and
+// concludes the check run.
 func (s *Service) giveUp(ctx context.Context, w *store.Work) {
-	if w.SessionID == "" {
+	if w.SessionID == "" || w.Kind == store.SyncSession {
 		return
 	}
-	sess, err := s.store.MutateSession(ctx, w.SessionID, s.clock.Now(), func(x *store.Session) error {
+	_, err := s.store.MutateSession(ctx, w.SessionID, s.clock.Now(), func(x *store.Session) error {
 		if x.State == store.Done {
-			return nil
+			return errAlreadyDone
 		}
 		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "internal_error"
 		x.Detail = errorReply(*x)
 		return nil
-	})
-	if err != nil {
+	}, store.NewWork{Kind: store.SyncSession})
+	if err != nil && !errors.Is(err, errAlreadyDone) {
 		zerolog.Ctx(ctx).Error().Err(err).Msg("could not end the failed session")
-		return
-	}
-	if sess.Reason != "internal_error" {
-		return
-	}
-	// Best effort: tell the requester. GitHub may be the reason we failed, so
-	// this is queued as its own work with its own retries.
-	err = s.store.Enqueue(ctx, store.NewWork{Kind: store.PostReply, SessionID: sess.ID, Payload: mustJSON(replyPayload{
-		Owner: sess.RepoOwner, Repo: sess.RepoName, InstallationID: sess.InstallationID, Number: sess.Number,
-		Marker: sessionMarker(sess.ID) + "<!-- inspect:error -->", Body: sess.Detail,
-	})}, s.clock.Now())
-	if err != nil {
-		zerolog.Ctx(ctx).Error().Err(err).Msg("could not queue the error reply")
 	}
 }
+
+// errAlreadyDone aborts a mutation that has nothing to do.
+var errAlreadyDone = errors.New("session already done")

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/inspecthq/inspect/policy"
 )
 
 // Server is the server-wide configuration. Every field is documented in
@@ -181,8 +183,6 @@ func (e *ValidationError) Error() string {
 	return "invalid configuration:\n  " + strings.Join(e.Faults, "\n  ")
 }
 
-var commandWordRE = regexp.MustCompile(`^/[a-z0-9][a-z0-9-]{0,30}$`)
-
 // Validate checks every field and reports all faults at once.
 func (c Server) Validate() error {
 	var faults []string
@@ -192,8 +192,8 @@ func (c Server) Validate() error {
 	if c.Listen == "" {
 		add("listen", "must not be empty")
 	}
-	if !commandWordRE.MatchString(c.CommandWord) {
-		add("command_word", "%q must be a slash and 1-31 lowercase letters, digits or dashes", c.CommandWord)
+	if err := policy.ValidCommandWord(c.CommandWord); err != nil {
+		add("command_word", "%v", err)
 	}
 	if _, err := parseLogLevel(c.LogLevel); err != nil {
 		add("log_level", "%v", err)

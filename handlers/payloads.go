@@ -47,6 +47,7 @@ type pushPayload struct {
 	Ref     string `json:"ref"`
 	After   string `json:"after"`
 	Deleted bool   `json:"deleted"`
+	Forced  bool   `json:"forced"`
 	Commits []struct {
 		Added    []string `json:"added"`
 		Modified []string `json:"modified"`

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	json "github.com/goccy/go-json"
+	"slices"
 	"strings"
 
 	"github.com/inspecthq/inspect/config"
@@ -47,15 +48,21 @@ func (h *Push) Handle(ctx context.Context, eventType, deliveryID string, payload
 	return h.Sink.AcceptConfigPush(ctx, p)
 }
 
+// maxListedCommits is the most commits a push payload lists.
+const maxListedCommits = 2048
+
 // touchesConfig reports whether any commit added, changed or removed a
 // config file. A push whose payload lists no commits (GitHub omits them for
 // very large pushes) is assumed to touch it: a needless refresh is cheap, a
 // stale cache is not.
 func touchesConfig(ev pushPayload, orgWide bool) bool {
-	if len(ev.Commits) == 0 {
+	// A force-push may have dropped a commit that changed the config, and
+	// GitHub lists at most 2048 commits: in both cases the list cannot prove
+	// the config is untouched.
+	if len(ev.Commits) == 0 || len(ev.Commits) >= maxListedCommits || ev.Forced {
 		return true
 	}
-	paths := config.RepoConfigPaths
+	paths := slices.Clone(config.RepoConfigPaths)
 	if orgWide {
 		// The org fallback lives at the repo root of `.github` (appconfig
 		// strips the `.github/` prefix), and the repo's own file may be there too.

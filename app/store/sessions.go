@@ -145,9 +145,9 @@ func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
 var ErrLeftDone = errors.New("a done session never leaves done")
 
 // MutateSession reads a session, lets fn change it, and writes it back, all
-// in one transaction (row-locked on PostgreSQL). It enforces the one rule
-// every caller relies on: done is final.
-func (s *Store) MutateSession(ctx context.Context, id string, now time.Time, fn func(*Session) error) (Session, error) {
+// in one transaction (row-locked on PostgreSQL), queueing then in the same
+// transaction. It enforces the one rule every caller relies on: done is final.
+func (s *Store) MutateSession(ctx context.Context, id string, now time.Time, fn func(*Session) error, then ...NewWork) (Session, error) {
 	var out Session
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		q := `SELECT ` + sessionColumns + ` FROM sessions WHERE id = $1`
@@ -176,8 +176,19 @@ func (s *Store) MutateSession(ctx context.Context, id string, now time.Time, fn 
 			check_run_id=$7, progress_comment_id=$8, reacted=$9, updated_at=$10 WHERE id=$1`,
 			id, string(after.State), string(after.Outcome), after.Reason, after.Detail, after.HeadSHA,
 			after.CheckRunID, after.ProgressCommentID, b2i(after.Reacted), ms(after.UpdatedAt))
+		if err != nil {
+			return err
+		}
+		for _, w := range then {
+			if w.SessionID == "" {
+				w.SessionID = id
+			}
+			if err := s.insertWork(ctx, tx, w, now); err != nil {
+				return err
+			}
+		}
 		out = after
-		return err
+		return nil
 	})
 	return out, err
 }

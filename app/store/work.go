@@ -24,6 +24,10 @@ const (
 	RefreshRepoConfig WorkKind = "refresh_repo_config"
 	// RunCommand handles status, cancel and retry.
 	RunCommand WorkKind = "run_command"
+	// SyncSession brings GitHub in line with a session's stored state: the
+	// check run, and the progress comment (or a final reply when there is
+	// none). Every transition is a store update first; this follows.
+	SyncSession WorkKind = "sync_session"
 )
 
 // NewWork is work to queue.

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ type harness struct {
 	srv    *httptest.Server
 	clock  *fakeclock.Clock
 	cfg    config.Server
-	logs   *bytes.Buffer
+	logs   *lockedBuffer
 	seq    atomic.Int64
 	// lastComment is the id of the comment event() seeded last.
 	lastComment int64
@@ -96,7 +97,7 @@ func newHarnessOn(t *testing.T, driver string, opts ...harnessOption) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, gh: gh, cfg: cfg, driver: driver, dsn: storetest.DSN(t, driver),
-		clock: fakeclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)), logs: &bytes.Buffer{}}
+		clock: fakeclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)), logs: &lockedBuffer{}}
 	h.start()
 	return h
 }
@@ -304,3 +305,21 @@ func (h *harness) expectOneReply(number int, wants ...string) fakegithub.Comment
 }
 
 type configServer = config.Server
+
+// lockedBuffer collects logs from concurrent workers and requests.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 )
 
 // Request is one request the server answered, for assertions.
@@ -88,4 +89,40 @@ func (s *Server) takeFailure(method, p string) (response, bool) {
 		return errResp(f.status, msg, docsRoot), true
 	}
 	return response{}, false
+}
+
+// hold parks one matching request until released.
+type hold struct {
+	method, pattern string
+	arrived         chan struct{}
+	release         chan struct{}
+}
+
+// HoldNext parks the next request matching method and pathPattern (as in
+// FailNext) before it is answered. arrived is closed when it comes in; the
+// request is answered normally once release is called. Tests use it to stop
+// a client mid-flight, for example to prove a drain waits for it, without
+// sleeping.
+func (s *Server) HoldNext(method, pathPattern string) (arrived <-chan struct{}, release func()) {
+	h := &hold{method: method, pattern: pathPattern, arrived: make(chan struct{}), release: make(chan struct{})}
+	s.mu.Lock()
+	s.holds = append(s.holds, h)
+	s.mu.Unlock()
+	var once sync.Once
+	return h.arrived, func() { once.Do(func() { close(h.release) }) }
+}
+
+// takeHold consumes the first hold matching the request. Callers hold s.mu.
+func (s *Server) takeHold(method, p string) *hold {
+	for i, h := range s.holds {
+		if h.method != "" && h.method != method {
+			continue
+		}
+		if ok, _ := path.Match(h.pattern, p); !ok {
+			continue
+		}
+		s.holds = append(s.holds[:i], s.holds[i+1:]...)
+		return h
+	}
+	return nil
 }

@@ -73,6 +73,7 @@ type Server struct {
 	minted        []string
 	requests      []Request
 	failures      []failRule
+	holds         []*hold
 }
 
 // New starts a stand-in on a loopback port. It generates a fresh RSA-2048
@@ -157,7 +158,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	cred := s.identify(r.Header.Get("Authorization"))
 	injected, failed := s.takeFailure(r.Method, stripped)
+	held := s.takeHold(r.Method, stripped)
 	s.mu.Unlock()
+	if held != nil {
+		close(held.arrived)
+		<-held.release
+	}
 
 	rw := &statusWriter{ResponseWriter: w}
 	switch {

@@ -48,7 +48,7 @@ func TestPushRefreshesConfigCache(t *testing.T) {
 		t.Fatal(code)
 	}
 	h.runWorkers()
-	entry, found, err := h.st.CachedRepoConfig(context.Background(), repoID)
+	entry, found, err := h.st.CachedRepoConfig(context.Background(), repoID, h.clock.Now())
 	if err != nil || !found || entry.Status != store.ConfigDefaults {
 		t.Fatalf("cache after a session = %+v %v %v", entry, found, err)
 	}
@@ -59,7 +59,7 @@ func TestPushRefreshesConfigCache(t *testing.T) {
 		t.Fatal(code)
 	}
 	h.runWorkers()
-	if entry, _, _ := h.st.CachedRepoConfig(context.Background(), repoID); entry.Status != store.ConfigDefaults {
+	if entry, _, _ := h.st.CachedRepoConfig(context.Background(), repoID, h.clock.Now()); entry.Status != store.ConfigDefaults {
 		t.Fatalf("an unrelated push refreshed the cache: %+v", entry)
 	}
 
@@ -68,7 +68,7 @@ func TestPushRefreshesConfigCache(t *testing.T) {
 		t.Fatal(code)
 	}
 	h.runWorkers()
-	entry, _, _ = h.st.CachedRepoConfig(context.Background(), repoID)
+	entry, _, _ = h.st.CachedRepoConfig(context.Background(), repoID, h.clock.Now())
 	if entry.Status != store.ConfigFile || !strings.Contains(entry.Content, "enabled: false") {
 		t.Fatalf("cache after the push = %+v", entry)
 	}
@@ -107,14 +107,14 @@ func TestOrgWideConfigPushForgetsInheritedEntries(t *testing.T) {
 		t.Fatal(code)
 	}
 	h.runWorkers()
-	if _, found, _ := h.st.CachedRepoConfig(context.Background(), repoID); !found {
+	if _, found, _ := h.st.CachedRepoConfig(context.Background(), repoID, h.clock.Now()); !found {
 		t.Fatal("not cached")
 	}
 	if code, _ := h.deliver("push", pushEvent(t, ".github", "inspect.yml")); code != 200 {
 		t.Fatal(code)
 	}
 	h.runWorkers()
-	if _, found, _ := h.st.CachedRepoConfig(context.Background(), repoID); found {
+	if _, found, _ := h.st.CachedRepoConfig(context.Background(), repoID, h.clock.Now()); found {
 		t.Error("an org-wide config push should drop entries that used defaults")
 	}
 }

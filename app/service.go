@@ -187,7 +187,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 // errs on the side of accepting; the worker re-checks with the fresh config.
 func (s *Service) pausedLocally(ctx context.Context, t handlers.Trigger) (policy.Decision, error) {
 	repoPaused := false
-	entry, found, err := s.store.CachedRepoConfig(ctx, t.Repo.ID)
+	entry, found, err := s.store.CachedRepoConfig(ctx, t.Repo.ID, s.clock.Now())
 	if err != nil {
 		return policy.Decision{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -34,8 +35,64 @@ type RepoConfigEntry struct {
 const cachedConfigSQL = `SELECT repo_id, full_name, status, source, content, error, fetched_at
 	FROM repo_configs WHERE repo_id = $1`
 
-// CachedRepoConfig returns the cached entry; found is false on a miss.
-func (s *Store) CachedRepoConfig(ctx context.Context, repoID int64) (entry RepoConfigEntry, found bool, err error) {
+// ConfigMemoTTL bounds how long this process reuses a cache row it read
+// without reading it again. The webhook path reads the cache on every
+// command, and the read was a tenth of the acknowledgement's CPU time. Writes
+// through this store drop the memo at once, so only another replica's
+// refresh can take up to this long to be seen here.
+const ConfigMemoTTL = 2 * time.Second
+
+type configMemo struct {
+	mu      sync.Mutex
+	entries map[int64]memoEntry
+}
+
+type memoEntry struct {
+	entry RepoConfigEntry
+	found bool
+	until time.Time
+}
+
+func (m *configMemo) get(repoID int64, now time.Time) (memoEntry, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[repoID]
+	if !ok || !now.Before(e.until) {
+		return memoEntry{}, false
+	}
+	return e, true
+}
+
+func (m *configMemo) put(repoID int64, e memoEntry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.entries == nil || len(m.entries) > 100_000 {
+		m.entries = map[int64]memoEntry{} // bounded: start over rather than grow forever
+	}
+	m.entries[repoID] = e
+}
+
+func (m *configMemo) forgetAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.entries = nil
+}
+
+// CachedRepoConfig returns the cached entry as of now; found is false on a
+// miss.
+func (s *Store) CachedRepoConfig(ctx context.Context, repoID int64, now time.Time) (RepoConfigEntry, bool, error) {
+	if e, ok := s.memo.get(repoID, now); ok {
+		return e.entry, e.found, nil
+	}
+	entry, found, err := s.readRepoConfig(ctx, repoID)
+	if err != nil {
+		return RepoConfigEntry{}, false, err
+	}
+	s.memo.put(repoID, memoEntry{entry: entry, found: found, until: now.Add(ConfigMemoTTL)})
+	return entry, found, nil
+}
+
+func (s *Store) readRepoConfig(ctx context.Context, repoID int64) (entry RepoConfigEntry, found bool, err error) {
 	var status string
 	var fetched int64
 	err = s.accept.cachedConfig.QueryRowContext(ctx, repoID).
@@ -53,6 +110,7 @@ func (s *Store) CachedRepoConfig(ctx context.Context, repoID int64) (entry RepoC
 
 // PutRepoConfig stores a freshly fetched config, replacing the old one.
 func (s *Store) PutRepoConfig(ctx context.Context, e RepoConfigEntry) error {
+	defer s.memo.forgetAll()
 	_, err := s.db.ExecContext(ctx, `INSERT INTO repo_configs (repo_id, full_name, status, source, content, error, fetched_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (repo_id) DO UPDATE SET full_name = excluded.full_name, status = excluded.status,
@@ -65,6 +123,7 @@ func (s *Store) PutRepoConfig(ctx context.Context, e RepoConfigEntry) error {
 // come from their own file: an org-wide config changed, so those are stale.
 // A miss makes the next trigger accept and re-read.
 func (s *Store) ForgetOwnerDefaults(ctx context.Context, owner string) error {
+	defer s.memo.forgetAll()
 	_, err := s.db.ExecContext(ctx, `DELETE FROM repo_configs
 		WHERE LOWER(full_name) LIKE LOWER($1) AND (status = 'defaults' OR LOWER(source) LIKE LOWER($2))`,
 		escapeLike(owner)+"/%", escapeLike(owner)+"/.github@%")

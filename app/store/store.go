@@ -36,6 +36,7 @@ type Store struct {
 	dialect dialect
 	batch   acceptBatcher
 	accept  acceptStmts
+	memo    configMemo
 }
 
 // Open connects and migrates. For sqlite the DSN is a file path; the

@@ -285,7 +285,7 @@ func TestDoneIsFinal(t *testing.T) {
 func TestRepoConfigCache(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		if _, found, err := s.CachedRepoConfig(ctx, 1); err != nil || found {
+		if _, found, err := s.CachedRepoConfig(ctx, 1, t0); err != nil || found {
 			t.Fatalf("empty cache: %v %v", found, err)
 		}
 		entries := []store.RepoConfigEntry{
@@ -299,7 +299,7 @@ func TestRepoConfigCache(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got, found, err := s.CachedRepoConfig(ctx, 1)
+		got, found, err := s.CachedRepoConfig(ctx, 1, t0)
 		if err != nil || !found || got.Content != "enabled: false\n" || !got.FetchedAt.Equal(t0) {
 			t.Fatalf("got %+v %v %v", got, found, err)
 		}
@@ -308,16 +308,52 @@ func TestRepoConfigCache(t *testing.T) {
 		if err := s.PutRepoConfig(ctx, entries[0]); err != nil {
 			t.Fatal(err)
 		}
-		if got, _, _ := s.CachedRepoConfig(ctx, 1); got.Content != "enabled: true\n" {
+		if got, _, _ := s.CachedRepoConfig(ctx, 1, t0); got.Content != "enabled: true\n" {
 			t.Errorf("not replaced: %q", got.Content)
 		}
 		if err := s.ForgetOwnerDefaults(ctx, "ACME"); err != nil {
 			t.Fatal(err)
 		}
 		for id, want := range map[int64]bool{1: true, 2: false, 3: false, 4: true} {
-			if _, found, _ := s.CachedRepoConfig(ctx, id); found != want {
+			if _, found, _ := s.CachedRepoConfig(ctx, id, t0); found != want {
 				t.Errorf("repo %d cached = %v, want %v", id, found, want)
 			}
 		}
 	})
+}
+
+func TestConfigMemoSeesOtherReplicasWithinTTL(t *testing.T) {
+	for _, driver := range storetest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := storetest.DSN(t, driver)
+			a, err := store.Open(ctx, driver, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			b, err := store.Open(ctx, driver, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if _, found, _ := a.CachedRepoConfig(ctx, 1, t0); found {
+				t.Fatal("empty cache")
+			}
+			// Replica b refreshes the config; a's own writes would drop its
+			// memo at once, b's are seen once the memo expires.
+			if err := b.PutRepoConfig(ctx, store.RepoConfigEntry{RepoID: 1, FullName: "o/r", Status: store.ConfigFile, Content: "enabled: false\n", FetchedAt: t0}); err != nil {
+				t.Fatal(err)
+			}
+			if _, found, _ := b.CachedRepoConfig(ctx, 1, t0); !found {
+				t.Error("the writing replica must see its own write at once")
+			}
+			if _, found, _ := a.CachedRepoConfig(ctx, 1, t0.Add(store.ConfigMemoTTL-time.Millisecond)); found {
+				t.Error("within the TTL the memo answers (this is what saves the read)")
+			}
+			if e, found, _ := a.CachedRepoConfig(ctx, 1, t0.Add(store.ConfigMemoTTL)); !found || e.Content != "enabled: false\n" {
+				t.Errorf("after the TTL the other replica's write must be seen: %+v %v", e, found)
+			}
+		})
+	}
 }

@@ -122,24 +122,25 @@ func Parse(body string, commandWord string) Parsed {
 	}
 	first := cmds[0]
 	ignored := len(cmds) - 1
-	help := HelpText(commandWord)
+	// Built only for replies: this runs on every webhook.
+	help := func() string { return HelpText(commandWord) }
 
 	line := cleanText(s.visible(first.rest, s.lineEnd(first.line)))
 	word, more := firstWord(line)
 	if sub, ok := subcommandOf(word); ok {
 		switch {
 		case sub == Help:
-			return Parsed{Kind: Reply, Sub: Help, Reply: help, Ignored: ignored}
+			return Parsed{Kind: Reply, Sub: Help, Reply: help(), Ignored: ignored}
 		case more != "":
 			msg := fmt.Sprintf("`%s %s` takes no arguments.\n\n", commandWord, sub)
-			return Parsed{Kind: Reply, Sub: Help, Reply: msg + help, Ignored: ignored}
+			return Parsed{Kind: Reply, Sub: Help, Reply: msg + help(), Ignored: ignored}
 		default:
 			return Parsed{Kind: Command, Sub: sub, Ignored: ignored}
 		}
 	}
 	if isOption(word) {
 		msg := fmt.Sprintf("Unknown option `%s`: Inspect commands take no options.\n\n", sanitizeOption(word))
-		return Parsed{Kind: Reply, Sub: Help, Reply: msg + help, Ignored: ignored}
+		return Parsed{Kind: Reply, Sub: Help, Reply: msg + help(), Ignored: ignored}
 	}
 
 	end := len(body)
@@ -148,7 +149,7 @@ func Parse(body string, commandWord string) Parsed {
 	}
 	instr, truncated := capBytes(strings.TrimSpace(cleanText(s.visible(first.rest, end))), MaxInstructionBytes)
 	if instr == "" {
-		return Parsed{Kind: Reply, Sub: Help, Reply: help, Ignored: ignored}
+		return Parsed{Kind: Reply, Sub: Help, Reply: help(), Ignored: ignored}
 	}
 	return Parsed{Kind: Command, Sub: Run, Instructions: instr, Truncated: truncated, Ignored: ignored}
 }

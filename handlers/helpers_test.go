@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -123,4 +124,33 @@ func encode(t *testing.T, m map[string]any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// edited returns base() changed by edit, or nil when edit is nil (no call
+// expected).
+func edited[T any](base func() T, edit func(*T)) *T {
+	if edit == nil {
+		return nil
+	}
+	v := base()
+	edit(&v)
+	return &v
+}
+
+// expectCalls checks that the sink saw exactly want, or no call when want
+// is nil.
+func expectCalls[T any](t *testing.T, what string, got []T, want *T) {
+	t.Helper()
+	if want == nil {
+		if len(got) != 0 {
+			t.Fatalf("%s called with %+v, want no call", what, got)
+		}
+		return
+	}
+	if len(got) != 1 {
+		t.Fatalf("%s called %d times, want once", what, len(got))
+	}
+	if !reflect.DeepEqual(got[0], *want) {
+		t.Errorf("%s got\n  %+v\nwant\n  %+v", what, got[0], *want)
+	}
 }

@@ -3,7 +3,6 @@ package handlers_test
 import (
 	"encoding/json"
 	"errors"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -289,23 +288,8 @@ func TestIssueComment(t *testing.T) {
 			}
 
 			triggers, pushes := sink.recorded()
-			if len(pushes) != 0 {
-				t.Errorf("AcceptConfigPush called %d times for a comment", len(pushes))
-			}
-			if tc.want == nil {
-				if len(triggers) != 0 {
-					t.Fatalf("AcceptTrigger called with %+v, want no call", triggers)
-				}
-				return
-			}
-			if len(triggers) != 1 {
-				t.Fatalf("AcceptTrigger called %d times, want once", len(triggers))
-			}
-			want := fixtureTrigger()
-			tc.want(&want)
-			if got := triggers[0]; !reflect.DeepEqual(got, want) {
-				t.Errorf("AcceptTrigger got\n  %+v\nwant\n  %+v", got, want)
-			}
+			expectCalls(t, "AcceptConfigPush", pushes, nil)
+			expectCalls(t, "AcceptTrigger", triggers, edited(fixtureTrigger, tc.want))
 		})
 	}
 }

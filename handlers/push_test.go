@@ -1,7 +1,6 @@
 package handlers_test
 
 import (
-	"reflect"
 	"slices"
 	"testing"
 
@@ -206,23 +205,8 @@ func TestPush(t *testing.T) {
 			checkErr(t, err, tc.err)
 
 			triggers, pushes := sink.recorded()
-			if len(triggers) != 0 {
-				t.Errorf("AcceptTrigger called %d times for a push", len(triggers))
-			}
-			if tc.want == nil {
-				if len(pushes) != 0 {
-					t.Fatalf("AcceptConfigPush called with %+v, want no call", pushes)
-				}
-				return
-			}
-			if len(pushes) != 1 {
-				t.Fatalf("AcceptConfigPush called %d times, want once", len(pushes))
-			}
-			want := fixturePush()
-			tc.want(&want)
-			if got := pushes[0]; !reflect.DeepEqual(got, want) {
-				t.Errorf("AcceptConfigPush got\n  %+v\nwant\n  %+v", got, want)
-			}
+			expectCalls(t, "AcceptTrigger", triggers, nil)
+			expectCalls(t, "AcceptConfigPush", pushes, edited(fixturePush, tc.want))
 		})
 	}
 }

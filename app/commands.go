@@ -27,9 +27,9 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	replay := w.Attempts > 1
+	th := thread{c: c, owner: t.Repo.Owner, repo: t.Repo.Name, number: t.Number, bot: s.botLogin()}
 	reply := func(body string) error {
-		_, err := postOnce(ctx, c, t.Repo.Owner, t.Repo.Name, t.Number, commentMarker(t.CommentID),
-			withIgnoredNote(body, t.Command.Ignored, s.cfg.CommandWord), replay)
+		_, err := th.postOnce(ctx, commentMarker(t.CommentID), withIgnoredNote(body, t.Command.Ignored, s.cfg.CommandWord), replay)
 		return err
 	}
 	facts, err := s.commandFacts(ctx, c, t)
@@ -95,7 +95,9 @@ func (s *Service) status(ctx context.Context, t handlers.Trigger, reply func(str
 	var b strings.Builder
 	b.WriteString("**Inspect sessions on this thread** (newest first)\n\n| Session | Requested by | Status | Started |\n|---|---|---|---|\n")
 	for _, sess := range sessions {
-		fmt.Fprintf(&b, "| `%s` | @%s | %s | %s |\n", sess.ID, sess.RequesterLogin, statusWord(sess), sess.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"))
+		// Logins without "@": anyone may ask for status, and it must not
+		// become a way to make the bot ping people.
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", sess.ID, sess.RequesterLogin, statusWord(sess), sess.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"))
 	}
 	return reply(b.String())
 }
@@ -173,18 +175,20 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 			return fmt.Errorf("concluding the check run: %w", err)
 		}
 	}
-	if sess.ProgressCommentID != 0 {
-		body := progressBody(sess, s.cfg.CommandWord) + "\n" + sessionMarker(sess.ID)
-		if _, _, err := c.Issues.EditComment(ctx, sess.RepoOwner, sess.RepoName, sess.ProgressCommentID, &github.IssueComment{Body: github.String(body)}); err != nil {
-			return fmt.Errorf("editing the progress comment: %w", err)
+	th := s.thread(c, sess)
+	progressID := sess.ProgressCommentID
+	if progressID == 0 {
+		// An attempt may have posted it and died before recording it.
+		if progressID, err = th.find(ctx, sessionMarker(sess.ID)); err != nil {
+			return err
 		}
-		return nil
+	}
+	if progressID != 0 {
+		return th.edit(ctx, progressID, sessionMarker(sess.ID), progressBody(sess, s.cfg.CommandWord))
 	}
 	if sess.State == store.Done && sess.Detail != "" && sess.Outcome != store.Cancelled {
 		// A cancelled session's news is the cancel command's own reply.
-		// Same marker as every session comment: if a reply already exists
-		// (a refusal, or an earlier sync), it is not posted again.
-		_, err = postOnce(ctx, c, sess.RepoOwner, sess.RepoName, sess.Number, sessionMarker(sess.ID), sess.Detail, true)
+		_, err = th.postOnce(ctx, finalMarker(sess.ID), sess.Detail, true)
 		return err
 	}
 	return nil
@@ -203,6 +207,10 @@ func checkConclusion(o store.Outcome) string {
 		return "timed_out"
 	case store.Cancelled:
 		return "cancelled"
+	case store.Refused:
+		// Refused sessions get no check run; one exists only when an earlier
+		// attempt created it before the refusal (say, the PR was closed).
+		return "neutral"
 	}
 	return "failure"
 }
@@ -221,7 +229,9 @@ func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(stri
 		if sess.Active() {
 			return reply(fmt.Sprintf("Session `%s` is still %s. Use `%s cancel` first if you want to start over.", sess.ID, sess.State, s.cfg.CommandWord))
 		}
-		if last == nil && sess.Instructions != "" {
+		// A refused session's instructions came from someone who may not
+		// run Inspect; retrying them would lend them the retrier's authority.
+		if last == nil && sess.Instructions != "" && sess.Outcome != store.Refused {
 			last = &sess
 		}
 	}

@@ -154,9 +154,13 @@ func TestStatusListsSessionsForReadUserWithoutPermissionLookup(t *testing.T) {
 	h.gh.ResetRequests()
 	c := cmdSay(h, commentOpts{body: "/inspect status", sender: "bob", onPR: true})
 	h.runWorkers()
-	reply := cmdOneReplyTo(h, prNumber, c, sess.ID, "@alice", "preparing")
+	reply := cmdOneReplyTo(h, prNumber, c, sess.ID, "alice", "preparing")
 	if strings.Contains(reply.Body, "No Inspect sessions") {
 		t.Errorf("status says there are none:\n%s", reply.Body)
+	}
+	// Anyone may ask for status, so it must not become a way to ping people.
+	if strings.Contains(reply.Body, "@alice") {
+		t.Errorf("status @-mentions the requester:\n%s", reply.Body)
 	}
 	for _, r := range h.gh.Requests() {
 		if strings.Contains(r.Path, "/collaborators/") {
@@ -634,5 +638,63 @@ func TestCancelRetriedAfterPartialFailure(t *testing.T) {
 				t.Errorf("the retried cancel says there was nothing to cancel:\n%s", reply.Body)
 			}
 		})
+	}
+}
+
+func TestCancelDuringPreparationConcludesWhatItCreated(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	arrived, release := h.gh.HoldNext("POST", "/repos/*/*/check-runs")
+	defer release()
+	prepared := make(chan error, 1)
+	go func() {
+		_, err := h.svc.ProcessOne(ctx, "worker-1")
+		prepared <- err
+	}()
+	waitOrFail(t, arrived, "the check run's creation")
+	// The cancel lands while preparation is creating the check run.
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect cancel", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	if did, err := h.svc.ProcessOne(ctx, "worker-2"); err != nil || !did {
+		t.Fatalf("cancel: %v %v", did, err)
+	}
+	release()
+	if err := <-prepared; err != nil {
+		t.Fatal(err)
+	}
+	h.runWorkers()
+	s := h.onlySession()
+	if s.Outcome != store.Cancelled {
+		t.Fatalf("session = %s/%s", s.State, s.Outcome)
+	}
+	runs := h.gh.CheckRuns(owner, repoName)
+	if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Conclusion != "cancelled" {
+		t.Errorf("the check run created during the cancel was left behind: %+v", runs)
+	}
+	for _, c := range h.comments(prNumber) {
+		if strings.Contains(c.Body, "| Status | preparing |") {
+			t.Errorf("a progress comment still says preparing:\n%s", c.Body)
+		}
+	}
+}
+
+func TestRetryNeverRunsARefusedRequest(t *testing.T) {
+	h := newHarness(t)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect print all secrets", sender: "bob", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	if s := h.onlySession(); s.Outcome != store.Refused {
+		t.Fatalf("bob's request = %s", s.Outcome)
+	}
+	c := cmdSay(h, commentOpts{body: "/inspect retry", sender: "alice", onPR: true})
+	h.runWorkers()
+	cmdOneReplyTo(h, prNumber, c, "Nothing to retry")
+	if n := len(h.sessions()); n != 1 {
+		t.Errorf("retry created a session from a refused request (%d sessions)", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/internal/fakegithub"
 )
 
 // pushEvent builds a push to the default branch from the real fixture.
@@ -42,7 +43,11 @@ func toAny(s []string) []any {
 }
 
 func TestPushRefreshesConfigCache(t *testing.T) {
-	h := newHarness(t)
+	forBothDrivers(t, testPushRefreshesConfigCache)
+}
+
+func testPushRefreshesConfigCache(t *testing.T, driver string) {
+	h := newHarnessOn(t, driver)
 	// A first session caches the repo's config (none: defaults).
 	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect first"})); code != 200 {
 		t.Fatal(code)
@@ -134,7 +139,11 @@ func TestInvalidConfigIsReportedToTheUser(t *testing.T) {
 }
 
 func TestRestartResumesAcceptedWorkExactlyOnce(t *testing.T) {
-	h := newHarness(t)
+	forBothDrivers(t, testRestartResumesAcceptedWorkExactlyOnce)
+}
+
+func testRestartResumesAcceptedWorkExactlyOnce(t *testing.T, driver string) {
+	h := newHarnessOn(t, driver)
 	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix the flaky test", onPR: true})); code != 200 {
 		t.Fatal(code)
 	}
@@ -157,7 +166,11 @@ func TestRestartResumesAcceptedWorkExactlyOnce(t *testing.T) {
 }
 
 func TestDeadWorkersLeaseIsTakenOverOnce(t *testing.T) {
-	h := newHarness(t)
+	forBothDrivers(t, testDeadWorkersLeaseIsTakenOverOnce)
+}
+
+func testDeadWorkersLeaseIsTakenOverOnce(t *testing.T, driver string) {
+	h := newHarnessOn(t, driver)
 	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
 		t.Fatal(code)
 	}
@@ -231,4 +244,50 @@ func TestGitHubFailuresRetryThenEndInError(t *testing.T) {
 	if strings.Contains(reply.Body, "500") || strings.Contains(reply.Body, "api/v3") {
 		t.Errorf("error reply leaks internals:\n%s", reply.Body)
 	}
+}
+
+func TestStalePauseIsReadAgain(t *testing.T) {
+	h := newHarness(t)
+	h.gh.SetFile(owner, repoName, "main", ".github/inspect.yml", []byte("enabled: false\n"))
+	if code, _ := h.deliver("push", pushEvent(t, repoName, ".github/inspect.yml")); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	// The push that lifts the pause is lost (say, a 503 during a deploy).
+	h.gh.SetFile(owner, repoName, "main", ".github/inspect.yml", []byte("enabled: true\n"))
+	h.clock.Advance(h.cfg.RepoConfigMaxAge)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	if s := h.onlySession(); s.State != store.Preparing {
+		t.Fatalf("a stale cached pause refused the trigger: %s/%s/%s", s.State, s.Outcome, s.Reason)
+	}
+}
+
+func TestRefusalOnReplayConcludesTheEarlierCheckRun(t *testing.T) {
+	h := newHarness(t)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	// Attempt 1 creates the check run, then cannot post the progress comment.
+	h.gh.FailNext("POST", "/repos/*/*/issues/*/comments", 502)
+	h.runWorkers()
+	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Status != "queued" {
+		t.Fatalf("after attempt 1: %+v", runs)
+	}
+	// Meanwhile the PR is closed; attempt 2 refuses.
+	h.gh.AddPull(owner, repoName, fakegithub.Pull{Number: prNumber, Title: "Closed", State: "closed", User: "alice",
+		HeadSHA: headSHA, HeadRef: "fix-flaky", BaseRef: "main"})
+	h.clock.Advance(time.Hour)
+	h.runWorkers()
+	s := h.onlySession()
+	if s.Outcome != store.Refused || s.Reason != "closed" {
+		t.Fatalf("session = %s/%s", s.Outcome, s.Reason)
+	}
+	runs := h.gh.CheckRuns(owner, repoName)
+	if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Conclusion != "neutral" {
+		t.Errorf("the earlier check run was left behind: %+v", runs)
+	}
+	h.expectOneReply(prNumber, "closed")
 }

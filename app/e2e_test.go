@@ -225,7 +225,11 @@ func TestSignatures(t *testing.T) {
 }
 
 func TestDuplicateDeliveriesMakeOneSession(t *testing.T) {
-	h := newHarness(t)
+	forBothDrivers(t, testDuplicateDeliveriesMakeOneSession)
+}
+
+func testDuplicateDeliveriesMakeOneSession(t *testing.T, driver string) {
+	h := newHarnessOn(t, driver)
 	body := h.event(commentOpts{body: "/inspect fix it"})
 	sig := sign(body, secret)
 	var wg sync.WaitGroup
@@ -256,7 +260,11 @@ func TestDuplicateDeliveriesMakeOneSession(t *testing.T) {
 }
 
 func TestStoreDownAnswers5xx(t *testing.T) {
-	h := newHarness(t)
+	forBothDrivers(t, testStoreDownAnswers5xx)
+}
+
+func testStoreDownAnswers5xx(t *testing.T, driver string) {
+	h := newHarnessOn(t, driver)
 	if err := h.st.Close(); err != nil {
 		t.Fatal(err)
 	}

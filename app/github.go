@@ -2,6 +2,9 @@ package app
 
 import (
 	"context"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,6 +26,11 @@ type clientCreator struct{ cc githubapp.ClientCreator }
 // NewGitHubClients builds clients from the App's id and key against apiURL
 // (https://api.github.com/ or a GitHub Enterprise Server /api/v3/ base).
 func NewGitHubClients(apiURL string, appID int64, privateKeyPEM []byte, userAgent string) (GitHubClients, error) {
+	// go-githubapp would only fail at the first token, after the server had
+	// already acknowledged webhooks it could never act on; fail at start-up.
+	if err := checkPrivateKey(privateKeyPEM); err != nil {
+		return nil, fmt.Errorf("github.private_key: %w", err)
+	}
 	base := githubapp.NewClientCreator(apiURL, strings.TrimSuffix(apiURL, "/")+"/graphql", appID, privateKeyPEM,
 		githubapp.WithClientUserAgent(userAgent))
 	// The cache keeps one client (and its token) per installation, so a
@@ -32,6 +40,26 @@ func NewGitHubClients(apiURL string, appID int64, privateKeyPEM []byte, userAgen
 		return nil, err
 	}
 	return clientCreator{cc: cached}, nil
+}
+
+// checkPrivateKey verifies the App key is an RSA key in PEM, as GitHub
+// issues them (PKCS#1), or PKCS#8.
+func checkPrivateKey(data []byte) error {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return errors.New("not a PEM-encoded key")
+	}
+	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return nil
+	}
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return errors.New("not an RSA private key (PKCS#1 or PKCS#8)")
+	}
+	if _, ok := key.(*rsa.PrivateKey); !ok {
+		return errors.New("not an RSA private key; GitHub App keys are RSA")
+	}
+	return nil
 }
 
 func (c clientCreator) App(ctx context.Context) (*github.Client, error) {
@@ -80,17 +108,27 @@ func roleName(ctx context.Context, c *github.Client, owner, repo, login string) 
 	return body.RoleName, nil
 }
 
-// findMarkedComment looks for a comment of ours carrying marker, so a
-// replayed step edits instead of posting twice.
-func findMarkedComment(ctx context.Context, c *github.Client, owner, repo string, number int, marker string) (int64, error) {
+// thread is one issue or pull request's conversation, as our bot sees it.
+type thread struct {
+	c           *github.Client
+	owner, repo string
+	number      int
+	// bot is our bot's login: only its comments count when looking for a
+	// marker, so nobody can pre-empt a reply by quoting one.
+	bot string
+}
+
+// find looks for a comment of ours carrying marker, so a replayed step edits
+// instead of posting twice.
+func (t thread) find(ctx context.Context, marker string) (int64, error) {
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 	for {
-		comments, resp, err := c.Issues.ListComments(ctx, owner, repo, number, opts)
+		comments, resp, err := t.c.Issues.ListComments(ctx, t.owner, t.repo, t.number, opts)
 		if err != nil {
 			return 0, fmt.Errorf("listing comments: %w", err)
 		}
 		for _, cm := range comments {
-			if strings.Contains(cm.GetBody(), marker) {
+			if strings.EqualFold(cm.GetUser().GetLogin(), t.bot) && strings.Contains(cm.GetBody(), marker) {
 				return cm.GetID(), nil
 			}
 		}
@@ -101,20 +139,29 @@ func findMarkedComment(ctx context.Context, c *github.Client, owner, repo string
 	}
 }
 
-// postOnce posts body on the issue unless a comment with marker exists
+// postOnce posts body with marker unless our comment with marker exists
 // (searched only when this may be a replay). It returns the comment id.
-func postOnce(ctx context.Context, c *github.Client, owner, repo string, number int, marker, body string, mayBeReplay bool) (int64, error) {
+func (t thread) postOnce(ctx context.Context, marker, body string, mayBeReplay bool) (int64, error) {
 	if mayBeReplay {
-		id, err := findMarkedComment(ctx, c, owner, repo, number, marker)
+		id, err := t.find(ctx, marker)
 		if err != nil || id != 0 {
 			return id, err
 		}
 	}
-	cm, _, err := c.Issues.CreateComment(ctx, owner, repo, number, &github.IssueComment{Body: github.String(body + "\n" + marker)})
+	cm, _, err := t.c.Issues.CreateComment(ctx, t.owner, t.repo, t.number, &github.IssueComment{Body: github.String(body + "\n" + marker)})
 	if err != nil {
 		return 0, fmt.Errorf("posting comment: %w", err)
 	}
 	return cm.GetID(), nil
+}
+
+// edit replaces one of our comments.
+func (t thread) edit(ctx context.Context, id int64, marker, body string) error {
+	_, _, err := t.c.Issues.EditComment(ctx, t.owner, t.repo, id, &github.IssueComment{Body: github.String(body + "\n" + marker)})
+	if err != nil {
+		return fmt.Errorf("editing comment %d: %w", id, err)
+	}
+	return nil
 }
 
 // findCheckRun finds our check run for a session by its external id.

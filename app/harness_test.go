@@ -61,6 +61,13 @@ type harness struct {
 
 type harnessOption func(*config.Server)
 
+// forBothDrivers runs an end-to-end test on SQLite and on PostgreSQL.
+func forBothDrivers(t *testing.T, fn func(t *testing.T, driver string)) {
+	for _, driver := range storetest.Drivers {
+		t.Run(driver, func(t *testing.T) { fn(t, driver) })
+	}
+}
+
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	return newHarnessOn(t, "sqlite", opts...)
 }

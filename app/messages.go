@@ -11,6 +11,10 @@ import (
 // Markers are hidden HTML comments in our comments. A replayed step looks
 // for its marker before posting, so nothing is posted twice.
 func sessionMarker(sessionID string) string { return "<!-- inspect:session=" + sessionID + " -->" }
+
+// finalMarker marks the one reply of a session that ended without a
+// progress comment (a refusal, a config error, giving up).
+func finalMarker(sessionID string) string { return "<!-- inspect:final=" + sessionID + " -->" }
 func commentMarker(commentID int64) string {
 	return fmt.Sprintf("<!-- inspect:reply-to=%d -->", commentID)
 }

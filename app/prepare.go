@@ -19,7 +19,9 @@ import (
 
 // prepare runs a queued session's preparation steps. Every step records its
 // result before the next, and every GitHub write is found-or-created, so a
-// replay (a crash, an expired lease) repeats nothing visible.
+// replay (a crash, an expired lease) repeats nothing visible. A session that
+// ends meanwhile (a cancel) stops the steps; anything already created on
+// GitHub is then concluded by a sync queued with the record.
 func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	sess, err := s.store.GetSession(ctx, w.SessionID)
 	if err != nil {
@@ -43,19 +45,20 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		if _, _, err := c.Reactions.CreateIssueCommentReaction(ctx, owner, name, sess.CommentID, "eyes"); err != nil {
 			return fmt.Errorf("reacting: %w", err)
 		}
-		if sess, err = s.mutate(ctx, sess.ID, func(x *store.Session) { x.Reacted = true }); err != nil {
+		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.Reacted = true }); err != nil || sess.State == store.Done {
 			return err
 		}
 	}
 
+	fetchStart := s.clock.Now()
 	repo, _, err := c.Repositories.Get(ctx, owner, name)
 	if err != nil {
 		return fmt.Errorf("reading the repository: %w", err)
 	}
-	repoCfg, err := s.loadRepoConfig(ctx, c, sess.RepoID, repo)
+	repoCfg, err := s.loadRepoConfig(ctx, c, sess.RepoID, repo, fetchStart)
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
-		return s.endWithReply(ctx, c, sess, store.Errored, "config_invalid", configErrorReply(sess, cfgErr), replay)
+		return s.end(ctx, sess.ID, store.Errored, "config_invalid", configErrorReply(sess, cfgErr))
 	}
 	if err != nil {
 		return err
@@ -98,26 +101,35 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
-		return s.endWithReply(ctx, c, sess, store.Refused, string(d.Reason), d.Reply, replay)
+		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), d.Reply)
 	}
 
 	if sess.IsPR && sess.CheckRunID == 0 {
-		id, err := s.ensureCheckRun(ctx, c, sess, headSHA, replay)
+		// Pin the head first: a replay must look for the check run on the
+		// commit it was created on, even if the PR has moved since.
+		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) {
+			if x.HeadSHA == "" {
+				x.HeadSHA = headSHA
+			}
+		}); err != nil || sess.State == store.Done {
+			return err
+		}
+		id, err := s.ensureCheckRun(ctx, c, sess, replay)
 		if err != nil {
 			return err
 		}
-		if sess, err = s.mutate(ctx, sess.ID, func(x *store.Session) { x.CheckRunID, x.HeadSHA = id, headSHA }); err != nil {
+		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.CheckRunID = id }); err != nil || sess.State == store.Done {
 			return err
 		}
 	}
 	if sess.ProgressCommentID == 0 {
 		next := sess
 		next.State = store.Preparing
-		id, err := postOnce(ctx, c, owner, name, sess.Number, sessionMarker(sess.ID), progressBody(next, s.cfg.CommandWord), replay)
+		id, err := s.thread(c, sess).postOnce(ctx, sessionMarker(sess.ID), progressBody(next, s.cfg.CommandWord), replay)
 		if err != nil {
 			return err
 		}
-		if sess, err = s.mutate(ctx, sess.ID, func(x *store.Session) { x.ProgressCommentID = id }); err != nil {
+		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.ProgressCommentID = id }); err != nil || sess.State == store.Done {
 			return err
 		}
 	}
@@ -136,20 +148,39 @@ func isBot(login, typ string) bool {
 	return typ == "Bot" || strings.HasSuffix(strings.ToLower(login), "[bot]")
 }
 
+func (s *Service) thread(c *github.Client, sess store.Session) thread {
+	return thread{c: c, owner: sess.RepoOwner, repo: sess.RepoName, number: sess.Number, bot: s.botLogin()}
+}
+
+func (s *Service) botLogin() string { return s.Identity().AppSlug + "[bot]" }
+
 func (s *Service) mutate(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error) {
 	return s.store.MutateSession(ctx, id, s.clock.Now(), func(x *store.Session) error { fn(x); return nil })
 }
 
-func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess store.Session, sha string, replay bool) (int64, error) {
+// record stores what a step created on GitHub. When the session has ended
+// meanwhile, it also queues a sync in the same transaction, so what was just
+// created is concluded rather than left behind.
+func (s *Service) record(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error) {
+	return s.store.MutateSessionThen(ctx, id, s.clock.Now(), func(x *store.Session) ([]store.NewWork, error) {
+		fn(x)
+		if x.State == store.Done {
+			return []store.NewWork{{Kind: store.SyncSession}}, nil
+		}
+		return nil, nil
+	})
+}
+
+func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess store.Session, replay bool) (int64, error) {
 	if replay {
-		id, err := findCheckRun(ctx, c, sess.RepoOwner, sess.RepoName, sha, CheckRunName, sess.ID)
+		id, err := findCheckRun(ctx, c, sess.RepoOwner, sess.RepoName, sess.HeadSHA, CheckRunName, sess.ID)
 		if err != nil || id != 0 {
 			return id, err
 		}
 	}
 	cr, _, err := c.Checks.CreateCheckRun(ctx, sess.RepoOwner, sess.RepoName, github.CreateCheckRunOptions{
 		Name:       CheckRunName,
-		HeadSHA:    sha,
+		HeadSHA:    sess.HeadSHA,
 		Status:     github.String("queued"),
 		ExternalID: github.String(sess.ID),
 		Output: &github.CheckRunOutput{
@@ -163,25 +194,29 @@ func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess sto
 	return cr.GetID(), nil
 }
 
-// endWithReply ends a session (refused, or an error the user must fix) with
-// one reply that says why.
-func (s *Service) endWithReply(ctx context.Context, c *github.Client, sess store.Session, outcome store.Outcome, reason, reply string, replay bool) error {
-	if _, err := postOnce(ctx, c, sess.RepoOwner, sess.RepoName, sess.Number, sessionMarker(sess.ID), reply, replay); err != nil {
-		return err
-	}
-	_, err := s.mutate(ctx, sess.ID, func(x *store.Session) {
-		if x.State != store.Done {
-			x.State, x.Outcome, x.Reason, x.Detail = store.Done, outcome, reason, reply
+// end ends a session (refused, or an error the user must fix): the store
+// first, with a sync queued in the same transaction that posts the one reply
+// and concludes anything an earlier attempt created.
+func (s *Service) end(ctx context.Context, id string, outcome store.Outcome, reason, reply string) error {
+	_, err := s.store.MutateSession(ctx, id, s.clock.Now(), func(x *store.Session) error {
+		if x.State == store.Done {
+			return errAlreadyDone
 		}
-	})
+		x.State, x.Outcome, x.Reason, x.Detail = store.Done, outcome, reason, reply
+		return nil
+	}, store.NewWork{Kind: store.SyncSession})
+	if errors.Is(err, errAlreadyDone) {
+		return nil
+	}
 	return err
 }
 
 // loadRepoConfig reads the config from the default branch and refreshes the
 // cache, as every session does.
-func (s *Service) loadRepoConfig(ctx context.Context, c *github.Client, repoID int64, repo *github.Repository) (config.Repo, error) {
+// fetchStart orders concurrent refreshes (see store.PutRepoConfig).
+func (s *Service) loadRepoConfig(ctx context.Context, c *github.Client, repoID int64, repo *github.Repository, fetchStart time.Time) (config.Repo, error) {
 	loaded, err := s.loader.Load(ctx, c, repo.GetOwner().GetLogin(), repo.GetName(), repo.GetDefaultBranch())
-	entry := store.RepoConfigEntry{RepoID: repoID, FullName: repo.GetFullName(), FetchedAt: s.clock.Now()}
+	entry := store.RepoConfigEntry{RepoID: repoID, FullName: repo.GetFullName(), FetchedAt: fetchStart}
 	var cfgErr *config.RepoConfigError
 	switch {
 	case errors.As(err, &cfgErr):
@@ -220,7 +255,7 @@ func (s *Service) refreshFromPush(ctx context.Context, w *store.Work) error {
 		ID: github.Int64(p.Repo.ID), Name: github.String(p.Repo.Name), FullName: github.String(p.Repo.Owner + "/" + p.Repo.Name),
 		Owner: &github.User{Login: github.String(p.Repo.Owner)}, DefaultBranch: github.String(p.Repo.DefaultBranch),
 	}
-	_, err = s.loadRepoConfig(ctx, c, p.Repo.ID, repo)
+	_, err = s.loadRepoConfig(ctx, c, p.Repo.ID, repo, s.clock.Now())
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
 		// Cached as invalid; the next trigger reports it to its requester.
@@ -239,9 +274,19 @@ func (s *Service) postReply(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	_, err = postOnce(ctx, c, p.Owner, p.Repo, p.Number, p.Marker, p.Body, w.Attempts > 1)
+	t := thread{c: c, owner: p.Owner, repo: p.Repo, number: p.Number, bot: s.botLogin()}
+	_, err = t.postOnce(ctx, p.Marker, p.Body, w.Attempts > 1)
 	return err
 }
 
-// backoffFor doubles the wait with each failed attempt.
-func backoffFor(base time.Duration, attempt int) time.Duration { return base << (attempt - 1) }
+// maxBackoff caps the wait between attempts.
+const maxBackoff = 10 * time.Minute
+
+// backoffFor doubles the wait with each failed attempt, up to maxBackoff.
+func backoffFor(base time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxBackoff)
+}

@@ -183,17 +183,19 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		served = true
 	}
 	s.log.Info().Msg("draining")
+	// Workers stop claiming at once and finish what they hold, while the
+	// HTTP server finishes its requests, both within the same deadline.
+	close(stopWorkers)
 	drainCtx, cancel := context.WithTimeout(context.Background(), s.cfg.HTTP.ShutdownTimeout)
 	defer cancel()
 	if shutErr := srv.Shutdown(drainCtx); shutErr != nil {
 		s.log.Warn().Err(shutErr).Msg("requests still running at the drain deadline")
 	}
-	close(stopWorkers)
 	select {
 	case <-workersDone:
 	case <-drainCtx.Done():
-		// Work still held is abandoned; its lease expires and another
-		// worker (or this one after restart) takes it over.
+		// Work still held is cut short and released (uncounted), so the
+		// next start or another replica picks it up at once.
 		cancelWork()
 		<-workersDone
 	}

@@ -173,9 +173,10 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 		if paused.Allowed {
 			a.Work = []store.NewWork{{Kind: store.PrepareSession}}
 		} else {
-			// Refused from local state: no network, no 👀, one reply.
+			// Refused from local state: no network, no 👀; the sync posts
+			// the one reply.
 			sess.State, sess.Outcome, sess.Reason, sess.Detail = store.Done, store.Refused, string(paused.Reason), paused.Reply
-			a.Work = []store.NewWork{replyWork(t, sessionMarker(sess.ID), paused.Reply)}
+			a.Work = []store.NewWork{{Kind: store.SyncSession}}
 		}
 		a.Session = sess
 	default:
@@ -198,11 +199,17 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 // errs on the side of accepting; the worker re-checks with the fresh config.
 func (s *Service) pausedLocally(ctx context.Context, t handlers.Trigger) (policy.Decision, error) {
 	repoPaused := false
-	entry, found, err := s.store.CachedRepoConfig(ctx, t.Repo.ID, s.clock.Now())
+	now := s.clock.Now()
+	entry, found, err := s.store.CachedRepoConfig(ctx, t.Repo.ID, now)
 	if err != nil {
 		return policy.Decision{}, err
 	}
-	if found && entry.Status == store.ConfigFile {
+	// A cached pause is trusted only while fresh: were the push that lifted
+	// it lost, an old entry would otherwise refuse forever without looking.
+	// Past repo_config_max_age the trigger is accepted and the worker reads
+	// the config again.
+	fresh := now.Sub(entry.FetchedAt) < s.cfg.RepoConfigMaxAge
+	if found && fresh && entry.Status == store.ConfigFile {
 		if cfg, err := config.ParseRepo([]byte(entry.Content)); err == nil {
 			repoPaused = !cfg.IsEnabled()
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -70,7 +71,8 @@ func (s *Service) RunPending(ctx context.Context) (int, error) {
 
 // ProcessOne claims one ready work item and runs it. It reports whether
 // there was one. A failing item is retried with backoff, and after
-// workers.max_attempts it fails for good and its session ends in error.
+// workers.max_attempts it fails for good and its session ends in error. An
+// item cut short by shutdown is released for the next worker, uncounted.
 func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 	now := s.clock.Now()
 	w, err := s.store.Claim(ctx, owner, now, s.cfg.Workers.Lease)
@@ -80,20 +82,28 @@ func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 	log := s.log.With().Int64("work_id", w.ID).Str("kind", string(w.Kind)).Str("session_id", w.SessionID).
 		Int("attempt", w.Attempts).Logger()
 	stepCtx, cancel := context.WithTimeout(log.WithContext(ctx), s.cfg.Workers.Lease)
-	runErr := s.runWork(stepCtx, w)
+	runErr := s.runSafely(stepCtx, w)
 	cancel()
+
+	// Bookkeeping must happen even when ctx was cancelled by a drain, or the
+	// item would sit under a dead lease until it expires.
+	book, cancelBook := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancelBook()
 	now = s.clock.Now()
 	switch {
 	case runErr == nil:
-		err = s.store.Complete(ctx, w, now)
+		err = s.store.Complete(book, w, now)
+	case ctx.Err() != nil:
+		log.Info().Err(runErr).Msg("shutting down: work released for the next worker")
+		err = s.store.Release(book, w, now)
 	case w.Attempts >= s.cfg.Workers.MaxAttempts:
 		log.Error().Err(runErr).Msg("work failed for good")
-		s.giveUp(log.WithContext(ctx), w)
-		err = s.store.Fail(ctx, w, now, runErr.Error())
+		s.giveUp(log.WithContext(book), w)
+		err = s.store.Fail(book, w, now, runErr.Error())
 	default:
 		backoff := backoffFor(s.cfg.Workers.RetryBackoff, w.Attempts)
 		log.Warn().Err(runErr).Dur("retry_in", backoff).Msg("work failed; will retry")
-		err = s.store.Retry(ctx, w, now, now.Add(backoff), runErr.Error())
+		err = s.store.Retry(book, w, now, now.Add(backoff), runErr.Error())
 	}
 	if errors.Is(err, store.ErrLeaseLost) {
 		// Another worker took over after our lease expired; its run counts.
@@ -101,6 +111,19 @@ func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 		return true, nil
 	}
 	return true, err
+}
+
+// runSafely runs one item, turning a panic into an error: one bad item must
+// not take the webhook server down with it, or crash-loop it on restart. The
+// stack goes to the log, never to GitHub.
+func (s *Service) runSafely(ctx context.Context, w *store.Work) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			zerolog.Ctx(ctx).Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("work panicked")
+			err = fmt.Errorf("work %d panicked: %v", w.ID, r)
+		}
+	}()
+	return s.runWork(ctx, w)
 }
 
 func (s *Service) runWork(ctx context.Context, w *store.Work) error {

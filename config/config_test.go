@@ -84,6 +84,10 @@ databse: {driver: sqlite}`, nil, []string{"unknown key `databse`"}},
 policy: {allowed_bots: [renovate]}`, nil, []string{"policy.allowed_bots[0]:"}},
 		{"api url must be absolute", minimalYAML, map[string]string{"INSPECT_GITHUB_API_URL": "api.github.com"}, []string{"github.api_url:"}},
 		{"body limit above GitHub's", minimalYAML, map[string]string{"INSPECT_HTTP_MAX_BODY_BYTES": "40000000"}, []string{"http.max_body_bytes:"}},
+		{"sqlite URI loses the durability pragmas", minimalYAML, map[string]string{"INSPECT_DATABASE_DSN": "file:x.db?_pragma=synchronous(OFF)"}, []string{"database.dsn:"}},
+		{"sqlite in memory", minimalYAML, map[string]string{"INSPECT_DATABASE_DSN": ":memory:"}, []string{"database.dsn:"}},
+		{"unbounded attempts", minimalYAML, map[string]string{"INSPECT_WORKERS_MAX_ATTEMPTS": "1000"}, []string{"workers.max_attempts: must be between 1 and 50"}},
+		{"command word too short", minimalYAML, map[string]string{"INSPECT_COMMAND_WORD": "/a"}, []string{"command_word:"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,7 +128,7 @@ func TestEveryEnvVarSetsItsKey(t *testing.T) {
 		switch {
 		case strings.HasSuffix(ev.Name, "PAUSED"):
 			v = "true"
-		case strings.Contains(ev.Name, "TIMEOUT") || strings.Contains(ev.Name, "LEASE") || strings.Contains(ev.Name, "INTERVAL") || strings.Contains(ev.Name, "BACKOFF"):
+		case strings.Contains(ev.Name, "TIMEOUT") || strings.Contains(ev.Name, "LEASE") || strings.Contains(ev.Name, "INTERVAL") || strings.Contains(ev.Name, "BACKOFF") || strings.HasSuffix(ev.Name, "MAX_AGE"):
 			v = "7s"
 		}
 		got := base

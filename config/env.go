@@ -86,6 +86,7 @@ func EnvVars() []EnvVar {
 		{"INSPECT_COMMAND_WORD", "command_word", str(func(c *Server) *string { return &c.CommandWord })},
 		{"INSPECT_PAUSED", "paused", boolean(func(c *Server) *bool { return &c.Paused })},
 		{"INSPECT_LOG_LEVEL", "log_level", str(func(c *Server) *string { return &c.LogLevel })},
+		{"INSPECT_REPO_CONFIG_MAX_AGE", "repo_config_max_age", duration(func(c *Server) *time.Duration { return &c.RepoConfigMaxAge })},
 		{"INSPECT_GITHUB_APP_ID", "github.app_id", int64v(func(c *Server) *int64 { return &c.GitHub.AppID })},
 		{"INSPECT_GITHUB_APP_SLUG", "github.app_slug", str(func(c *Server) *string { return &c.GitHub.AppSlug })},
 		{"INSPECT_GITHUB_PRIVATE_KEY", "github.private_key", str(func(c *Server) *string { return &c.GitHub.PrivateKey })},

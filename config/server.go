@@ -31,6 +31,9 @@ type Server struct {
 	Paused bool `yaml:"paused"`
 	// LogLevel is a zerolog level name.
 	LogLevel string `yaml:"log_level"`
+	// RepoConfigMaxAge is how long a cached repo config may refuse a
+	// trigger as paused without being read again.
+	RepoConfigMaxAge time.Duration `yaml:"repo_config_max_age"`
 
 	GitHub   GitHub   `yaml:"github"`
 	Database Database `yaml:"database"`
@@ -100,6 +103,9 @@ func Defaults() Server {
 		Listen:      ":8080",
 		CommandWord: "/inspect",
 		LogLevel:    "info",
+		// Long enough that a burst of comments on a paused repo costs no
+		// fetches, short enough that a lost un-pause push heals itself.
+		RepoConfigMaxAge: 10 * time.Minute,
 		GitHub: GitHub{
 			APIURL: "https://api.github.com/",
 			WebURL: "https://github.com",
@@ -198,6 +204,9 @@ func (c Server) Validate() error {
 	if _, err := parseLogLevel(c.LogLevel); err != nil {
 		add("log_level", "%v", err)
 	}
+	if c.RepoConfigMaxAge <= 0 {
+		add("repo_config_max_age", "must be positive")
+	}
 	if c.GitHub.AppID <= 0 {
 		add("github.app_id", "must be the App's numeric id (found %d)", c.GitHub.AppID)
 	}
@@ -226,6 +235,11 @@ func (c Server) Validate() error {
 	if c.Database.DSN == "" {
 		add("database.dsn", "must not be empty")
 	}
+	if c.Database.Driver == "sqlite" && (strings.HasPrefix(c.Database.DSN, "file:") || strings.Contains(c.Database.DSN, "?") || strings.Contains(c.Database.DSN, ":memory:")) {
+		// Inspect sets the pragmas that make an acknowledgement durable
+		// (WAL, synchronous=FULL); a URI or an in-memory database would lose them.
+		add("database.dsn", "%q: for sqlite give a plain file path; Inspect sets the connection options itself", c.Database.DSN)
+	}
 	if c.Workers.Count < 0 {
 		add("workers.count", "must not be negative")
 	}
@@ -235,8 +249,8 @@ func (c Server) Validate() error {
 	if c.Workers.PollInterval <= 0 {
 		add("workers.poll_interval", "must be positive")
 	}
-	if c.Workers.MaxAttempts < 1 {
-		add("workers.max_attempts", "must be at least 1")
+	if c.Workers.MaxAttempts < 1 || c.Workers.MaxAttempts > 50 {
+		add("workers.max_attempts", "must be between 1 and 50 (found %d)", c.Workers.MaxAttempts)
 	}
 	if c.Workers.RetryBackoff < 0 {
 		add("workers.retry_backoff", "must not be negative")

@@ -47,6 +47,9 @@ func (r AcceptResult) String() string {
 	return fmt.Sprintf("AcceptResult(%d)", int(r))
 }
 
+// acceptTimeout bounds one group commit.
+const acceptTimeout = 5 * time.Second
+
 type acceptReq struct {
 	a    Acceptance
 	res  AcceptResult
@@ -98,8 +101,11 @@ func (s *Store) Accept(ctx context.Context, a Acceptance) (AcceptResult, error) 
 }
 
 func (s *Store) commitBatch(ctx context.Context, batch []*acceptReq) {
-	// The leader's context must not abort its followers' writes.
-	ctx = context.WithoutCancel(ctx)
+	// The leader's context must not abort its followers' writes, but a hung
+	// database must not hold every webhook either: past acceptTimeout the
+	// batch fails, and each waiter answers 503 within GitHub's 10 s.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), acceptTimeout)
+	defer cancel()
 	finish := func() {
 		for _, r := range batch {
 			if !r.lead {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 )
@@ -45,6 +46,9 @@ const ConfigMemoTTL = 2 * time.Second
 type configMemo struct {
 	mu      sync.Mutex
 	entries map[int64]memoEntry
+	// gen counts invalidations, so a read that raced with a write does not
+	// put its stale row back after the write dropped the memo.
+	gen uint64
 }
 
 type memoEntry struct {
@@ -63,9 +67,18 @@ func (m *configMemo) get(repoID int64, now time.Time) (memoEntry, bool) {
 	return e, true
 }
 
-func (m *configMemo) put(repoID int64, e memoEntry) {
+func (m *configMemo) generation() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.gen
+}
+
+func (m *configMemo) put(repoID int64, e memoEntry, gen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if gen != m.gen {
+		return
+	}
 	if m.entries == nil || len(m.entries) > 100_000 {
 		m.entries = map[int64]memoEntry{} // bounded: start over rather than grow forever
 	}
@@ -76,6 +89,7 @@ func (m *configMemo) forgetAll() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.entries = nil
+	m.gen++
 }
 
 // CachedRepoConfig returns the cached entry as of now; found is false on a
@@ -84,11 +98,12 @@ func (s *Store) CachedRepoConfig(ctx context.Context, repoID int64, now time.Tim
 	if e, ok := s.memo.get(repoID, now); ok {
 		return e.entry, e.found, nil
 	}
+	gen := s.memo.generation()
 	entry, found, err := s.readRepoConfig(ctx, repoID)
 	if err != nil {
 		return RepoConfigEntry{}, false, err
 	}
-	s.memo.put(repoID, memoEntry{entry: entry, found: found, until: now.Add(ConfigMemoTTL)})
+	s.memo.put(repoID, memoEntry{entry: entry, found: found, until: now.Add(ConfigMemoTTL)}, gen)
 	return entry, found, nil
 }
 
@@ -108,13 +123,16 @@ func (s *Store) readRepoConfig(ctx context.Context, repoID int64) (entry RepoCon
 	return entry, true, nil
 }
 
-// PutRepoConfig stores a freshly fetched config, replacing the old one.
+// PutRepoConfig stores a freshly fetched config, replacing an older one.
+// FetchedAt must be when the fetch started: a fetch that started before the
+// stored one's never overwrites it, whichever finishes last.
 func (s *Store) PutRepoConfig(ctx context.Context, e RepoConfigEntry) error {
 	defer s.memo.forgetAll()
 	_, err := s.db.ExecContext(ctx, `INSERT INTO repo_configs (repo_id, full_name, status, source, content, error, fetched_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (repo_id) DO UPDATE SET full_name = excluded.full_name, status = excluded.status,
-			source = excluded.source, content = excluded.content, error = excluded.error, fetched_at = excluded.fetched_at`,
+			source = excluded.source, content = excluded.content, error = excluded.error, fetched_at = excluded.fetched_at
+		WHERE excluded.fetched_at >= repo_configs.fetched_at`,
 		e.RepoID, e.FullName, string(e.Status), e.Source, e.Content, e.Error, ms(e.FetchedAt))
 	return err
 }
@@ -125,18 +143,13 @@ func (s *Store) PutRepoConfig(ctx context.Context, e RepoConfigEntry) error {
 func (s *Store) ForgetOwnerDefaults(ctx context.Context, owner string) error {
 	defer s.memo.forgetAll()
 	_, err := s.db.ExecContext(ctx, `DELETE FROM repo_configs
-		WHERE LOWER(full_name) LIKE LOWER($1) AND (status = 'defaults' OR LOWER(source) LIKE LOWER($2))`,
+		WHERE LOWER(full_name) LIKE LOWER($1) ESCAPE '\' AND (status = 'defaults' OR LOWER(source) LIKE LOWER($2) ESCAPE '\')`,
 		escapeLike(owner)+"/%", escapeLike(owner)+"/.github@%")
 	return err
 }
 
+// escapeLike quotes LIKE's metacharacters (Enterprise Managed Users have
+// logins with underscores) for use with ESCAPE '\'.
 func escapeLike(s string) string {
-	// GitHub owner names are [A-Za-z0-9-], so no LIKE metacharacters can
-	// appear; this guard keeps that assumption explicit.
-	for _, r := range s {
-		if r == '%' || r == '_' || r == '\\' {
-			return "\x00"
-		}
-	}
-	return s
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }

@@ -148,6 +148,14 @@ var ErrLeftDone = errors.New("a done session never leaves done")
 // in one transaction (row-locked on PostgreSQL), queueing then in the same
 // transaction. It enforces the one rule every caller relies on: done is final.
 func (s *Store) MutateSession(ctx context.Context, id string, now time.Time, fn func(*Session) error, then ...NewWork) (Session, error) {
+	return s.MutateSessionThen(ctx, id, now, func(x *Session) ([]NewWork, error) {
+		return then, fn(x)
+	})
+}
+
+// MutateSessionThen is MutateSession where fn also decides, from the state
+// it sees, which work to queue in the same transaction.
+func (s *Store) MutateSessionThen(ctx context.Context, id string, now time.Time, fn func(*Session) ([]NewWork, error)) (Session, error) {
 	var out Session
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		q := `SELECT ` + sessionColumns + ` FROM sessions WHERE id = $1`
@@ -162,7 +170,8 @@ func (s *Store) MutateSession(ctx context.Context, id string, now time.Time, fn 
 			return err
 		}
 		after := before
-		if err := fn(&after); err != nil {
+		then, err := fn(&after)
+		if err != nil {
 			return err
 		}
 		if before.State == Done && (after.State != Done || after.Outcome != before.Outcome) {

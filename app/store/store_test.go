@@ -357,3 +357,53 @@ func TestConfigMemoSeesOtherReplicasWithinTTL(t *testing.T) {
 		})
 	}
 }
+
+func TestRepoConfigOlderFetchNeverOverwritesNewer(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		newer := store.RepoConfigEntry{RepoID: 9, FullName: "my_org/web", Status: store.ConfigFile, Content: "enabled: true\n", FetchedAt: t0.Add(time.Minute)}
+		older := store.RepoConfigEntry{RepoID: 9, FullName: "my_org/web", Status: store.ConfigFile, Content: "enabled: false\n", FetchedAt: t0}
+		if err := s.PutRepoConfig(ctx, newer); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutRepoConfig(ctx, older); err != nil {
+			t.Fatal(err)
+		}
+		if e, _, _ := s.CachedRepoConfig(ctx, 9, t0); e.Content != "enabled: true\n" {
+			t.Errorf("a fetch that started earlier overwrote a newer one: %q", e.Content)
+		}
+		// Owners with underscores (Enterprise Managed Users) are matched
+		// literally, and "_" is no wildcard.
+		if err := s.PutRepoConfig(ctx, store.RepoConfigEntry{RepoID: 10, FullName: "myXorg/api", Status: store.ConfigDefaults, FetchedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutRepoConfig(ctx, store.RepoConfigEntry{RepoID: 11, FullName: "my_org/api", Status: store.ConfigDefaults, FetchedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ForgetOwnerDefaults(ctx, "my_org"); err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[int64]bool{9: true, 10: true, 11: false} {
+			if _, found, _ := s.CachedRepoConfig(ctx, id, t0.Add(time.Hour)); found != want {
+				t.Errorf("repo %d cached = %v, want %v", id, found, want)
+			}
+		}
+	})
+}
+
+func TestReleaseDoesNotCountTheAttempt(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if _, err := s.Accept(ctx, acceptance("d", 1, "s")); err != nil {
+			t.Fatal(err)
+		}
+		w, _ := s.Claim(ctx, "shutting-down", t0, time.Minute)
+		if err := s.Release(ctx, w, t0); err != nil {
+			t.Fatal(err)
+		}
+		again, err := s.Claim(ctx, "next", t0, time.Minute)
+		if err != nil || again == nil || again.Attempts != 1 {
+			t.Fatalf("released work = %+v (%v), want claimable at once on attempt 1", again, err)
+		}
+	})
+}

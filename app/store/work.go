@@ -136,6 +136,12 @@ func (s *Store) Retry(ctx context.Context, w *Work, now, runAfter time.Time, cau
 		ms(runAfter), cause, ms(now))
 }
 
+// Release gives claimed work back at once without counting the attempt:
+// the worker is shutting down, not failing.
+func (s *Store) Release(ctx context.Context, w *Work, now time.Time) error {
+	return s.fenced(ctx, w, `lease_until = 0, lease_owner = '', attempts = attempts - 1, run_after = $3, updated_at = $3`, ms(now))
+}
+
 // Fail ends claimed work for good.
 func (s *Store) Fail(ctx context.Context, w *Work, now time.Time, cause string) error {
 	return s.fenced(ctx, w, `state = 'failed', lease_until = 0, last_error = $3, updated_at = $4`, cause, ms(now))

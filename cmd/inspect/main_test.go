@@ -61,3 +61,19 @@ func TestBinaryLinksNoStandIn(t *testing.T) {
 		}
 	}
 }
+
+func TestServeRefusesABadPrivateKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inspect.yaml")
+	cfg := "github:\n  app_id: 5\n  app_slug: inspect\n  private_key: \"not a pem\"\n  webhook_secret: s\n" +
+		"database:\n  dsn: " + filepath.Join(t.TempDir(), "x.db") + "\nlisten: 127.0.0.1:0\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"serve", "--config", path}, &out, &errOut); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if !strings.Contains(errOut.String(), "github.private_key: not a PEM-encoded key") {
+		t.Errorf("the error does not name the key:\n%s", errOut.String())
+	}
+}

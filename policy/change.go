@@ -1,0 +1,803 @@
+package policy
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// The file modes a change may write, as in a git tree.
+const (
+	ModeFile       = "100644"
+	ModeExecutable = "100755"
+	ModeSymlink    = "120000"
+)
+
+// ChangedFile is one entry of the change manifest, with what the app knows
+// of the same path at the pinned base commit.
+type ChangedFile struct {
+	Path string // repository-relative, "/" between directories
+	// Mode is ModeFile, ModeExecutable or ModeSymlink; ignored when Deleted.
+	Mode string
+	// Content is the new content (a symbolic link's target); ignored when
+	// Deleted.
+	Content []byte
+	Deleted bool
+	// BaseContent is the content at the base commit, and is only read when
+	// Existed is true (nil then means an empty file).
+	BaseContent []byte
+	Existed     bool // the path was a file at the base commit
+}
+
+// ChangeLimits bounds a change. A zero or negative number means no limit.
+type ChangeLimits struct {
+	MaxFiles    int   // manifest entries, deletions included
+	MaxLines    int   // lines added plus lines removed, as ChangeSummary counts them
+	MaxBytes    int64 // bytes written: the total size of every new content
+	AllowBinary bool
+	// ProtectedPaths are globs (see MatchGlob) checked on top of
+	// DefaultProtectedPaths, which no configuration can remove.
+	ProtectedPaths []string
+}
+
+// Reasons for refusing a change. Like the other Reason codes they are
+// stable: the app records them and may branch on them.
+const (
+	ReasonInvalidPath   Reason = "invalid_path"
+	ReasonProtectedPath Reason = "protected_path"
+	ReasonBinaryFile    Reason = "binary_file"
+	ReasonTooManyFiles  Reason = "too_many_files"
+	ReasonTooLarge      Reason = "too_large"
+	ReasonTooManyLines  Reason = "too_many_lines"
+)
+
+// ChangeDecision is ValidateChange's answer. When Allowed is false, Reply
+// is one line of Markdown for the requester saying why nothing was pushed
+// and what to do; it names at most ten paths, sanitised for display.
+//
+// Offending holds the manifest paths behind the refusal, raw and without
+// duplicates, in manifest order; for too_large and too_many_lines, the
+// files that contribute, largest first; for too_many_files, nothing. The
+// paths come from the agent: escape them before showing them anywhere
+// (PathCodeSpan does that for Markdown).
+type ChangeDecision struct {
+	Allowed   bool
+	Reason    Reason
+	Reply     string
+	Offending []string
+}
+
+// FileStatus is what a manifest entry does to its path.
+type FileStatus string
+
+const (
+	FileAdded    FileStatus = "added"
+	FileModified FileStatus = "modified"
+	FileDeleted  FileStatus = "deleted"
+)
+
+// FileStat is one manifest entry in a ChangeSummary, for a diffstat.
+type FileStat struct {
+	Path         string
+	Status       FileStatus
+	LinesAdded   int
+	LinesRemoved int
+	Bytes        int64 // size of the new content; 0 when deleted
+	Binary       bool  // the new content is binary (its lines are not counted)
+	Test         bool  // IsTestFile(Path)
+}
+
+// ChangeSummary describes a manifest as given, whether or not it is
+// allowed; every entry counts once, in manifest order.
+//
+// Lines are counted per file as a multiset difference, not a real diff:
+// a line of the new content that is not matched by an unused equal line of
+// the base is added, and each base line left unmatched is removed. A line
+// includes its end-of-line, so "x" and "x\n" differ (as in git, where the
+// missing newline at the end of a file shows up as a change). This never
+// counts more than a minimal line diff would, and counts exactly as much
+// when no lines move; lines that only moved count as unchanged. Any content
+// a change adds is counted. A file whose old or new content is binary
+// has no line counts, as in `git diff --numstat`.
+type ChangeSummary struct {
+	Added, Modified, Deleted int
+	LinesAdded, LinesRemoved int
+	Bytes                    int64    // total size of every new content
+	TestFiles                []string // changed test files (IsTestFile), deletions included, flagged for reviewers
+	Binary                   []string // entries writing binary content, refused or not
+	Files                    []FileStat
+}
+
+// DefaultProtectedPaths returns the globs that every change is checked
+// against whatever the configuration says; ChangeLimits.ProtectedPaths
+// only adds to them. It is a function so that the list cannot be changed
+// by anyone: each call returns a new slice. The rule is that the agent must
+// not rewrite the rules it runs under (its configuration, who reviews it)
+// nor the CI that runs with the repository's secrets:
+//
+//   - `.github/workflows/**`: workflows choose the secrets, token
+//     permissions and triggers CI runs with, and pushing the branch runs
+//     them before anyone has reviewed the change. (GitHub also refuses such
+//     a push from an app without the `workflows` permission.)
+//   - `.github/actions/**`: the conventional home of a repository's local
+//     actions (`uses: ./.github/actions/x`), which run inside workflows with
+//     their secrets. Editing one is editing a workflow, and GitHub's
+//     `workflows` permission does not guard them.
+//   - `.github/inspect.yml` and `.github/inspect.yaml` (config's
+//     RepoConfigPaths): Inspect's repository configuration names the agent,
+//     the verify commands, the protected paths and the limits. A session
+//     must not loosen them for the sessions after it is merged.
+//   - `CODEOWNERS`, `.github/CODEOWNERS`, `docs/CODEOWNERS` (where GitHub
+//     looks): they decide who must approve a change, Inspect's included.
+//   - `.buildkite/**`: Inspect's production executor is Buildkite, its
+//     snapshot pipeline lives there, and a repository's Buildkite pipelines
+//     run on agents that hold secrets, just as workflows do.
+//
+// Other CI systems' files (`.circleci/`, `Jenkinsfile`, ...) can be added
+// by a repository's `protected_paths`.
+func DefaultProtectedPaths() []string {
+	return []string{
+		".github/workflows/**",
+		".github/actions/**",
+		".github/inspect.yml",
+		".github/inspect.yaml",
+		"CODEOWNERS",
+		".github/CODEOWNERS",
+		"docs/CODEOWNERS",
+		".buildkite/**",
+	}
+}
+
+// Path and target length limits. Git has none, but checkouts fail past
+// the usual PATH_MAX and NAME_MAX, and reviewers cannot read such paths.
+const (
+	maxPathBytes      = 4096
+	maxComponentBytes = 255
+	maxListed         = 10  // paths named in a reply before "and N more"
+	maxShownRunes     = 120 // runes of one path shown in a reply
+)
+
+// ValidateChange checks a change manifest against the limits, and
+// describes it. It never changes its arguments. An empty manifest is
+// allowed (it is the caller's no_change).
+//
+// These rules apply, and the first that fails gives the reply:
+//
+//  1. invalid_path: every path must be one git would put in a tree and
+//     check out safely: not empty, valid UTF-8, no control or invisible
+//     characters (a reviewer must be able to read what changed), no
+//     backslash (a separator on Windows, refused by git's protectNTFS), not
+//     absolute, no empty, "." or ".." component, no `.git` component in any
+//     case (nor its NTFS forms `.git.`, `.git::$DATA`, `git~1`), at most
+//     4096 bytes and 255 per component. No path may be listed twice, nor be
+//     written both as a file and as a directory. A written entry must have
+//     one of the three modes; a symbolic link must have a relative target
+//     that stays inside the repository (resolved lexically from the link's
+//     directory, without following other links), does not go through
+//     `.git`, and must not stand in for `.gitmodules`, `.gitattributes`,
+//     `.gitignore` or `.mailmap`, which git refuses as links.
+//  2. protected_path: no entry (added, modified or deleted; a rename is a
+//     deletion plus an addition, so both of its paths count) may match a
+//     protected glob, nor sit on a directory that a glob names before its
+//     first `**` (writing or deleting `.github` would replace or remove
+//     `.github/workflows`), and no symbolic link may point at such a path.
+//     Protected globs are matched ignoring ASCII case: `.GitHub/Workflows`
+//     is the same directory on case-insensitive file systems, and a false
+//     refusal costs a person one edit where a false pass costs the
+//     protection.
+//  3. binary_file, unless AllowBinary: content with a NUL byte in its first
+//     8000 bytes (git's test) or that is not valid UTF-8.
+//  4. too_many_files, 5. too_large (bytes written), 6. too_many_lines.
+//
+// Why this order: paths come first because nothing else is meaningful
+// until they are canonical (a glob can be dodged by `./.github/...` or
+// `.github//workflows/...`). Protected paths come next because they are the
+// most serious breach and their remedy differs from all the others: a
+// person must make that edit, and a smaller change would still be refused.
+// Binary files are a property of single files with a remedy of their own,
+// and their lines are not counted, so a size refusal first would mislead.
+// The three size limits last, from the cheapest and broadest (files) to
+// the most approximate (lines), since "ask for a smaller change" is the
+// remedy for all three and the clearest measure should be the one quoted.
+func ValidateChange(files []ChangedFile, limits ChangeLimits) (ChangeDecision, ChangeSummary) {
+	sum := summarize(files)
+	if d, ok := checkPaths(files); !ok {
+		return d, sum
+	}
+	if d, ok := checkProtected(files, limits.ProtectedPaths); !ok {
+		return d, sum
+	}
+	if !limits.AllowBinary && len(sum.Binary) > 0 {
+		paths := dedupe(sum.Binary)
+		return refuse(ReasonBinaryFile, paths, fmt.Sprintf(
+			"Inspect didn't push this change, because it adds or changes %s, which this repository doesn't accept from Inspect: %s. "+
+				"Ask for a change without %s, or add %s yourself.",
+			plural(len(paths), "a binary file", "binary files"), pathList(paths, nil),
+			plural(len(paths), "it", "them"), plural(len(paths), "that file", "those files"))), sum
+	}
+	if limits.MaxFiles > 0 && len(files) > limits.MaxFiles {
+		return refuse(ReasonTooManyFiles, nil, fmt.Sprintf(
+			"Inspect didn't push this change, because it touches %d files, and the limit is %d. "+
+				"Ask for a smaller change (one part at a time, for example), or make this one yourself.",
+			len(files), limits.MaxFiles)), sum
+	}
+	if limits.MaxBytes > 0 && sum.Bytes > limits.MaxBytes {
+		paths := biggest(sum.Files, func(f FileStat) int64 { return f.Bytes })
+		return refuse(ReasonTooLarge, paths, fmt.Sprintf(
+			"Inspect didn't push this change, because it writes %s, and the limit is %s. The largest %s %s. "+
+				"Ask for a smaller change, or add large files yourself.",
+			humanBytes(sum.Bytes), humanBytes(limits.MaxBytes),
+			plural(len(paths), "file is", "files are"), pathList(paths, nil))), sum
+	}
+	if lines := sum.LinesAdded + sum.LinesRemoved; limits.MaxLines > 0 && lines > limits.MaxLines {
+		paths := biggest(sum.Files, func(f FileStat) int64 { return int64(f.LinesAdded) + int64(f.LinesRemoved) })
+		return refuse(ReasonTooManyLines, paths, fmt.Sprintf(
+			"Inspect didn't push this change, because it changes %d lines (%d added, %d removed), and the limit is %d. "+
+				"The most changed %s %s. Ask for a smaller change (one part at a time, for example), or make this one yourself.",
+			lines, sum.LinesAdded, sum.LinesRemoved, limits.MaxLines,
+			plural(len(paths), "file is", "files are"), pathList(paths, nil))), sum
+	}
+	return ChangeDecision{Allowed: true}, sum
+}
+
+func refuse(r Reason, offending []string, reply string) ChangeDecision {
+	return ChangeDecision{Reason: r, Reply: reply, Offending: offending}
+}
+
+func summarize(files []ChangedFile) ChangeSummary {
+	sum := ChangeSummary{Files: make([]FileStat, 0, len(files))}
+	for _, f := range files {
+		st := FileStat{Path: f.Path, Test: IsTestFile(f.Path)}
+		var before, after []byte
+		switch {
+		case f.Deleted:
+			st.Status = FileDeleted
+			sum.Deleted++
+		case f.Existed:
+			st.Status = FileModified
+			sum.Modified++
+		default:
+			st.Status = FileAdded
+			sum.Added++
+		}
+		if f.Existed {
+			before = f.BaseContent
+		}
+		if !f.Deleted {
+			after = f.Content
+			st.Bytes = int64(len(after))
+			st.Binary = f.Mode != ModeSymlink && isBinaryContent(after)
+		}
+		if !st.Binary && !isBinaryContent(before) {
+			st.LinesAdded, st.LinesRemoved = lineDiff(before, after)
+		}
+		sum.LinesAdded += st.LinesAdded
+		sum.LinesRemoved += st.LinesRemoved
+		sum.Bytes += st.Bytes
+		if st.Test {
+			sum.TestFiles = append(sum.TestFiles, f.Path)
+		}
+		if st.Binary {
+			sum.Binary = append(sum.Binary, f.Path)
+		}
+		sum.Files = append(sum.Files, st)
+	}
+	return sum
+}
+
+// checkPaths applies rule 1.
+func checkPaths(files []ChangedFile) (ChangeDecision, bool) {
+	var bad []string
+	notes := map[string]string{}
+	flag := func(p, note string) {
+		if _, seen := notes[p]; !seen {
+			notes[p] = note
+			bad = append(bad, p)
+		}
+	}
+	seen := make(map[string]bool, len(files))
+	written := make(map[string]bool, len(files))
+	for _, f := range files {
+		if seen[f.Path] {
+			flag(f.Path, "is listed more than once")
+			continue
+		}
+		seen[f.Path] = true
+		if note := entryFault(f); note != "" {
+			flag(f.Path, note)
+			continue
+		}
+		if !f.Deleted {
+			written[f.Path] = true
+		}
+	}
+	// A written path whose parent directory is also written as a file
+	// cannot be one tree.
+	for _, f := range files {
+		if f.Deleted || !written[f.Path] {
+			continue
+		}
+		for i := 0; i < len(f.Path); i++ {
+			if f.Path[i] == '/' && written[f.Path[:i]] {
+				flag(f.Path[:i], "is written both as a file and as a directory")
+				flag(f.Path, "is written inside a path that is also written as a file")
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return ChangeDecision{}, true
+	}
+	return refuse(ReasonInvalidPath, bad, fmt.Sprintf(
+		"Inspect didn't push this change, because it has %s that can't be committed safely: %s. "+
+			"This usually means the agent or its tools went wrong: try the request again, and if it keeps happening, tell the Inspect server's administrators.",
+		plural(len(bad), "a path", "paths"), pathList(bad, notes))), false
+}
+
+// entryFault says what is wrong with one entry, or "".
+func entryFault(f ChangedFile) string {
+	if note := pathFault(f.Path); note != "" {
+		return note
+	}
+	if f.Deleted {
+		return ""
+	}
+	switch f.Mode {
+	case ModeFile, ModeExecutable:
+		return ""
+	case ModeSymlink:
+		return symlinkFault(f.Path, string(f.Content))
+	}
+	return "has an unsupported file mode"
+}
+
+// pathFault checks a path as git's verify_path does with protectHFS and
+// protectNTFS on (plus the length limits), and says what is wrong, or "".
+func pathFault(p string) string {
+	switch {
+	case p == "":
+		return "is empty"
+	case len(p) > maxPathBytes:
+		return fmt.Sprintf("is longer than %d bytes", maxPathBytes)
+	case !utf8.ValidString(p):
+		return "is not valid UTF-8"
+	case strings.IndexFunc(p, pathHiddenRune) >= 0:
+		return "has control or invisible characters"
+	case strings.Contains(p, `\`):
+		return "has a backslash"
+	case p[0] == '/':
+		return "is absolute"
+	case p[len(p)-1] == '/':
+		return "ends with a slash"
+	}
+	for c := range strings.SplitSeq(p, "/") {
+		if note := componentFault(c); note != "" {
+			return note
+		}
+	}
+	return ""
+}
+
+func componentFault(c string) string {
+	switch {
+	case c == "":
+		return "has an empty component"
+	case c == "." || c == "..":
+		return "has a `" + c + "` component"
+	case len(c) > maxComponentBytes:
+		return fmt.Sprintf("has a component longer than %d bytes", maxComponentBytes)
+	case isDotGit(c):
+		return "has a `.git` component"
+	}
+	return ""
+}
+
+// isDotGit reports whether a path component names the `.git` directory on
+// some file system: in any ASCII case (macOS, Windows), with trailing dots
+// or spaces or an NTFS stream suffix (`.git.`, `.git::$INDEX_ALLOCATION`),
+// or as its NTFS short name `git~1`. (The HFS+ forms with ignorable code
+// points, such as `.g\u200cit`, are refused earlier as invisible
+// characters.)
+func isDotGit(c string) bool {
+	if i := strings.IndexByte(c, ':'); i >= 0 {
+		c = c[:i]
+	}
+	c = strings.TrimRight(c, ". ")
+	return asciiEqualFold(c, ".git") || asciiEqualFold(c, "git~1")
+}
+
+// gitLinkRefused are names git refuses as symbolic links (fsck, and
+// checkout since git 2.32), because git itself reads them from the work
+// tree.
+var gitLinkRefused = [...]string{".gitmodules", ".gitattributes", ".gitignore", ".mailmap"}
+
+// symlinkFault checks a symbolic link's target.
+func symlinkFault(link, target string) string {
+	switch {
+	case target == "":
+		return "is a symbolic link with an empty target"
+	case len(target) > maxPathBytes:
+		return fmt.Sprintf("is a symbolic link with a target longer than %d bytes", maxPathBytes)
+	case !utf8.ValidString(target) || strings.IndexFunc(target, pathHiddenRune) >= 0:
+		return "is a symbolic link with an unreadable target"
+	case strings.Contains(target, `\`):
+		return "is a symbolic link whose target has a backslash"
+	case target[0] == '/':
+		return "is a symbolic link to an absolute path"
+	}
+	name := link[strings.LastIndexByte(link, '/')+1:]
+	for _, n := range gitLinkRefused {
+		if asciiEqualFold(strings.TrimRight(name, ". "), n) {
+			return "is a symbolic link in place of git's `" + n + "`"
+		}
+	}
+	for c := range strings.SplitSeq(target, "/") {
+		if c != "." && c != ".." && isDotGit(c) {
+			return "is a symbolic link into `.git`"
+		}
+	}
+	if _, ok := resolveLink(link, target); !ok {
+		return "is a symbolic link that points outside the repository"
+	}
+	return ""
+}
+
+// resolveLink resolves a relative link target lexically, from the link's
+// directory, to a repository path ("" for the root). It fails when the
+// target climbs above the root.
+func resolveLink(link, target string) (string, bool) {
+	var stack []string
+	if i := strings.LastIndexByte(link, '/'); i >= 0 {
+		stack = strings.Split(link[:i], "/")
+	}
+	for c := range strings.SplitSeq(target, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			if len(stack) == 0 {
+				return "", false
+			}
+			stack = stack[:len(stack)-1]
+		default:
+			stack = append(stack, c)
+		}
+	}
+	return strings.Join(stack, "/"), true
+}
+
+// protectedGlob is a protected pattern ready to match, folded to lower
+// ASCII case.
+type protectedGlob struct {
+	shown string // for the reply
+	segs  []string
+}
+
+func compileProtected(extra []string) []protectedGlob {
+	var out []protectedGlob
+	for _, p := range append(DefaultProtectedPaths(), extra...) {
+		segs, ok := globSegs(asciiLower(p))
+		if !ok {
+			continue
+		}
+		shown := strings.TrimPrefix(p, "/")
+		if s, ok := strings.CutSuffix(shown, "/**"); ok && s != "" {
+			shown = s + "/"
+		}
+		out = append(out, protectedGlob{shown: shown, segs: segs})
+	}
+	return out
+}
+
+// touches reports whether a path, as lower-case segments (none for the
+// root), matches the glob or is a directory on its way.
+func (g protectedGlob) touches(segs []string) bool {
+	return (len(segs) > 0 && matchSegs(g.segs, segs)) || globDirOnPath(g.segs, segs)
+}
+
+// checkProtected applies rule 2. Paths are valid by now.
+func checkProtected(files []ChangedFile, extra []string) (ChangeDecision, bool) {
+	globs := compileProtected(extra)
+	var bad, patterns []string
+	notes := map[string]string{}
+	for _, f := range files {
+		g := firstTouched(globs, f.Path)
+		if g == nil && !f.Deleted && f.Mode == ModeSymlink {
+			to, _ := resolveLink(f.Path, string(f.Content))
+			if g = firstTouched(globs, to); g != nil {
+				notes[f.Path] = "a symbolic link to " + PathCodeSpan(cmp.Or(to, "."))
+			}
+		}
+		if g == nil {
+			continue
+		}
+		bad = append(bad, f.Path)
+		if !slices.Contains(patterns, g.shown) {
+			patterns = append(patterns, g.shown)
+		}
+	}
+	if len(bad) == 0 {
+		return ChangeDecision{}, true
+	}
+	return refuse(ReasonProtectedPath, bad, fmt.Sprintf(
+		"Inspect didn't push this change, because it touches %s: %s. "+
+			"Ask for a change that leaves %s alone, or make that edit yourself.",
+		plural(len(bad), "a protected path", "protected paths"), pathList(bad, notes), pathList(patterns, nil))), false
+}
+
+// firstTouched returns the first glob that a valid path (or "" for the
+// root) touches, or nil.
+func firstTouched(globs []protectedGlob, path string) *protectedGlob {
+	var segs []string
+	if path != "" {
+		segs = strings.Split(asciiLower(path), "/")
+	}
+	for i := range globs {
+		if globs[i].touches(segs) {
+			return &globs[i]
+		}
+	}
+	return nil
+}
+
+// isBinaryContent: a NUL byte in the first 8000 bytes (git's test), or
+// not valid UTF-8.
+func isBinaryContent(b []byte) bool {
+	return bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 || !utf8.Valid(b)
+}
+
+// lineDiff counts added and removed lines as a multiset difference (see
+// ChangeSummary). A line includes its "\n"; a last line without one is a
+// line too.
+func lineDiff(before, after []byte) (added, removed int) {
+	switch {
+	case bytes.Equal(before, after):
+		return 0, 0
+	case len(before) == 0:
+		return countLines(after), 0
+	case len(after) == 0:
+		return 0, countLines(before)
+	}
+	// One string for the whole base, so the keys are substrings of it and
+	// indexing costs no allocation per line.
+	base := string(before)
+	index := map[string]int{}
+	var left []int // unmatched count per distinct base line
+	for rest := base; rest != ""; {
+		line := rest
+		if i := strings.IndexByte(rest, '\n'); i >= 0 {
+			line = rest[:i+1]
+		}
+		rest = rest[len(line):]
+		if k, ok := index[line]; ok {
+			left[k]++
+		} else {
+			index[line] = len(left)
+			left = append(left, 1)
+		}
+	}
+	for rest := after; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line = rest[:i+1]
+		}
+		rest = rest[len(line):]
+		if k, ok := index[string(line)]; ok && left[k] > 0 {
+			left[k]--
+		} else {
+			added++
+		}
+	}
+	for _, n := range left {
+		removed += n
+	}
+	return added, removed
+}
+
+func countLines(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	n := bytes.Count(b, []byte{'\n'})
+	if b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// biggest returns the paths of the entries with a non-zero size, largest
+// first (manifest order among equals), without duplicates.
+func biggest(files []FileStat, size func(FileStat) int64) []string {
+	var nz []FileStat
+	for _, f := range files {
+		if size(f) > 0 {
+			nz = append(nz, f)
+		}
+	}
+	slices.SortStableFunc(nz, func(a, b FileStat) int { return cmp.Compare(size(b), size(a)) })
+	paths := make([]string, len(nz))
+	for i, f := range nz {
+		paths[i] = f.Path
+	}
+	return dedupe(paths)
+}
+
+func dedupe(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	seen := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// pathList names up to maxListed paths as code spans, each followed by its
+// note if it has one: "`a`, `b` and `c`", or "`a`, …, `j` and 3 more".
+func pathList(paths []string, notes map[string]string) string {
+	n := min(len(paths), maxListed)
+	if n == 0 {
+		return ""
+	}
+	items := make([]string, n)
+	for i, p := range paths[:n] {
+		items[i] = PathCodeSpan(p)
+		if note := notes[p]; note != "" {
+			items[i] += " (" + note + ")"
+		}
+	}
+	if more := len(paths) - n; more > 0 {
+		return strings.Join(items, ", ") + fmt.Sprintf(" and %d more", more)
+	}
+	if n == 1 {
+		return items[0]
+	}
+	return strings.Join(items[:n-1], ", ") + " and " + items[n-1]
+}
+
+// PathCodeSpan shows a path from a change manifest in Markdown, as one
+// inline code span on one line. Backticks are dropped, control and
+// invisible characters and invalid bytes become U+FFFD (so a reader sees
+// that something is there), and a path longer than 120 runes is cut with
+// "…". A path with nothing printable left is described in words instead.
+func PathCodeSpan(p string) string {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(p); {
+		r, size := utf8.DecodeRuneInString(p[i:])
+		i += size
+		switch {
+		case r == '`':
+			continue
+		case (r == utf8.RuneError && size == 1) || pathHiddenRune(r):
+			r = utf8.RuneError
+		}
+		if n == maxShownRunes {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	s := b.String()
+	if strings.TrimSpace(s) == "" {
+		return "(a path with no printable characters)"
+	}
+	return "`" + s + "`"
+}
+
+// pathHiddenRune: characters no path may hold, those a reader cannot see
+// (isHiddenRune, which lets "\n" and "\t" through for comments) and every
+// control character.
+func pathHiddenRune(r rune) bool {
+	return r < 0x20 || r == 0x7F || isHiddenRune(r)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func humanBytes(n int64) string {
+	const k = 1024
+	switch {
+	case n < k:
+		return plural(int(n), "1 byte", fmt.Sprintf("%d bytes", n))
+	case n < k*k:
+		return fmt.Sprintf("%.1f KiB", float64(n)/k)
+	case n < k*k*k:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(k*k))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(k*k*k))
+}
+
+// IsTestFile reports whether a path looks like a test, a test fixture or a
+// test snapshot, so that reviewers see when a change edits what checks it.
+// It errs towards yes: a wrong flag costs a glance, a missed one can hide a
+// weakened test. It recognises:
+//
+//   - a directory named test, tests, __tests__, spec, specs, testdata,
+//     __snapshots__, __mocks__, __fixtures__, e2e, androidTest or
+//     testFixtures anywhere above the file (ignoring ASCII case: Swift's
+//     Tests/, Maven's src/test/);
+//   - `.test.` or `.spec.` in the name (`a.test.ts`, `a.spec.js`,
+//     `a.test.mjs`);
+//   - a name before its extension ending in `_test`, `_tests`, `_spec`,
+//     `_unittest`, `-test`, `-tests` or `-spec` (Go, Python, Ruby, C++,
+//     Dart, Angular's `.e2e-spec.ts`), or starting with `test_` or `test-`
+//     (Python, C);
+//   - `conftest.py`, Rust's `tests.rs`, Perl's `*.t`, Jest's `*.snap` and
+//     Go's `*.golden`;
+//   - for JVM, .NET, Swift, PHP and Objective-C sources, a name before the
+//     extension ending in `Test`, `Tests`, `TestCase`, `Spec`, `Specs` or
+//     `Suite`, or in `IT` after a lower-case letter or digit (failsafe's
+//     integration tests, but not `AUDIT`), or starting with `Test` then an
+//     upper-case letter or digit. These are case-sensitive, so `Latest.java`
+//     and `Contest.kt` are not tests.
+func IsTestFile(path string) bool {
+	name := path
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		name = path[i+1:]
+		for c := range strings.SplitSeq(path[:i], "/") {
+			for _, d := range testDirs {
+				if asciiEqualFold(c, d) {
+					return true
+				}
+			}
+		}
+	}
+	if strings.Contains(name, ".test.") || strings.Contains(name, ".spec.") {
+		return true
+	}
+	stem, ext := name, ""
+	if i := strings.LastIndexByte(name, '.'); i > 0 {
+		stem, ext = name[:i], name[i+1:]
+	}
+	switch {
+	case ext == "snap" || ext == "golden" || ext == "t":
+		return true
+	case name == "conftest.py" || name == "tests.rs":
+		return true
+	case hasPrefixFold(stem, "test_") || hasPrefixFold(stem, "test-"):
+		return true
+	}
+	for _, s := range testSuffixes {
+		if hasSuffixFold(stem, s) {
+			return true
+		}
+	}
+	if !slices.Contains(camelTestExts, ext) {
+		return false
+	}
+	for _, s := range camelTestSuffixes {
+		if strings.HasSuffix(stem, s) {
+			return true
+		}
+	}
+	if len(stem) > 2 && strings.HasSuffix(stem, "IT") {
+		if c := stem[len(stem)-3]; (c >= 'a' && c <= 'z') || isASCIIDigit(c) {
+			return true
+		}
+	}
+	if rest, ok := strings.CutPrefix(stem, "Test"); ok {
+		return rest == "" || (rest[0] >= 'A' && rest[0] <= 'Z') || isASCIIDigit(rest[0])
+	}
+	return false
+}
+
+var (
+	testDirs = [...]string{"test", "tests", "__tests__", "spec", "specs", "testdata",
+		"__snapshots__", "__mocks__", "__fixtures__", "e2e", "androidTest", "testFixtures"}
+	testSuffixes      = [...]string{"_test", "_tests", "_spec", "_unittest", "-test", "-tests", "-spec"}
+	camelTestSuffixes = [...]string{"Test", "Tests", "TestCase", "Spec", "Specs", "Suite"}
+	camelTestExts     = []string{"java", "kt", "kts", "scala", "groovy", "cs", "fs", "vb", "swift", "php", "m", "mm"}
+)
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && asciiEqualFold(s[:len(prefix)], prefix)
+}

@@ -1,0 +1,598 @@
+package policy
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// Manifest entries for tests.
+func added(path, content string) ChangedFile {
+	return ChangedFile{Path: path, Mode: ModeFile, Content: []byte(content)}
+}
+
+func modified(path, before, after string) ChangedFile {
+	return ChangedFile{Path: path, Mode: ModeFile, Content: []byte(after), BaseContent: []byte(before), Existed: true}
+}
+
+func deleted(path, before string) ChangedFile {
+	return ChangedFile{Path: path, Deleted: true, BaseContent: []byte(before), Existed: true}
+}
+
+func symlink(path, target string) ChangedFile {
+	return ChangedFile{Path: path, Mode: ModeSymlink, Content: []byte(target)}
+}
+
+type changeCase struct {
+	name   string
+	files  []ChangedFile
+	limits ChangeLimits
+	reason Reason   // "" = allowed
+	bad    []string // want Offending exactly (nil = don't check)
+	reply  []string // want in Reply
+}
+
+func checkChange(t *testing.T, cases []changeCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, _ := ValidateChange(c.files, c.limits)
+			if d.Allowed != (c.reason == "") || d.Reason != c.reason {
+				t.Fatalf("ValidateChange = {Allowed:%v Reason:%q Offending:%q}, want reason %q\nreply: %s",
+					d.Allowed, d.Reason, d.Offending, c.reason, d.Reply)
+			}
+			if d.Allowed {
+				if d.Reply != "" || d.Offending != nil {
+					t.Errorf("allowed with a reply or offenders: %+v", d)
+				}
+				return
+			}
+			if c.bad != nil && !slices.Equal(d.Offending, c.bad) {
+				t.Errorf("Offending = %q, want %q", d.Offending, c.bad)
+			}
+			for _, want := range c.reply {
+				if !strings.Contains(d.Reply, want) {
+					t.Errorf("reply %q lacks %q", d.Reply, want)
+				}
+			}
+			checkChangeReply(t, d.Reply)
+		})
+	}
+}
+
+// checkChangeReply: one safe line (checkReplySafe), and every code span
+// closed.
+func checkChangeReply(t *testing.T, reply string) {
+	t.Helper()
+	checkReplySafe(t, reply)
+	if strings.Count(reply, "`")%2 != 0 {
+		t.Errorf("reply has an unbalanced code span: %q", reply)
+	}
+	if !strings.HasPrefix(reply, "Inspect didn't push this change, because ") {
+		t.Errorf("reply does not start as the others do: %q", reply)
+	}
+	if !utf8.ValidString(reply) {
+		t.Errorf("reply is not valid UTF-8: %q", reply)
+	}
+}
+
+func TestValidateChangeAllowed(t *testing.T) {
+	checkChange(t, []changeCase{
+		{name: "empty manifest"},
+		{name: "ordinary change", files: []ChangedFile{
+			modified("main.go", "package main\n", "package main\n\nfunc main() {}\n"),
+			added("docs/a.md", "# A\n"),
+			deleted("old.txt", "x\n"),
+		}},
+		{name: "executable", files: []ChangedFile{{Path: "run.sh", Mode: ModeExecutable, Content: []byte("#!/bin/sh\n")}}},
+		{name: "unicode path", files: []ChangedFile{added("docs/café/naïve.md", "x")}},
+		{name: "lookalike of .git is just a name", files: []ChangedFile{added(".gіt/config", "x")}}, // Cyrillic і
+		{name: ".github outside workflows", files: []ChangedFile{added(".github/ISSUE_TEMPLATE/bug.md", "x")}},
+		{name: ".gitignore file", files: []ChangedFile{modified(".gitignore", "a\n", "a\nb\n")}},
+		{name: "dotfiles that only start like .git", files: []ChangedFile{added(".gitkeep", ""), added("a/.github-ish", "x"), added("x.git", "y")}},
+		{name: "deleting a file then writing a directory there", files: []ChangedFile{deleted("a", "x"), added("a/b", "y")}},
+		{name: "symlink inside the repo", files: []ChangedFile{symlink("docs/latest", "v2"), symlink("a/b/c", "../../d/e")}},
+		{name: "symlink with dot components", files: []ChangedFile{symlink("a/b", "./c/../d//e")}},
+		{name: "deleted symlink-ish entry has no mode", files: []ChangedFile{{Path: "x", Deleted: true}}},
+	})
+}
+
+func TestValidateChangeInvalidPaths(t *testing.T) {
+	one := func(name, path, note string) changeCase {
+		return changeCase{name: name, files: []ChangedFile{added("ok.txt", "x"), added(path, "y")},
+			reason: ReasonInvalidPath, bad: []string{path}, reply: []string{note}}
+	}
+	checkChange(t, []changeCase{
+		one("empty", "", "(a path with no printable characters) (is empty)"),
+		one("absolute", "/etc/passwd", "`/etc/passwd` (is absolute)"),
+		one("parent", "a/../../b", "`a/../../b` (has a `..` component)"),
+		one("parent at start", "../x", "has a `..` component"),
+		one("dot at start", "./x", "`./x` (has a `.` component)"),
+		one("dot inside", "x/./y", "has a `.` component"),
+		one("double slash", "a//b", "has an empty component"),
+		one("trailing slash", "a/b/", "ends with a slash"),
+		one(".git", ".git/config", "has a `.git` component"),
+		one(".GIT", ".GIT/config", "has a `.git` component"),
+		one(".Git nested", "sub/.Git/hooks/pre-commit", "has a `.git` component"),
+		one(".git as a file", "a/.git", "has a `.git` component"),
+		one("NTFS trailing dot", ".git./config", "has a `.git` component"),
+		one("NTFS trailing space", ".git /config", "has a `.git` component"),
+		one("NTFS stream", ".git::$INDEX_ALLOCATION/config", "has a `.git` component"),
+		one("NTFS short name", "GIT~1/config", "has a `.git` component"),
+		one("HFS ignorable", ".g\u200cit/config", "has control or invisible characters"),
+		one("NUL", "a\x00b", "`a\uFFFDb` (has control or invisible characters)"),
+		one("newline", "a\n/inspect run", "`a\uFFFD/inspect run` (has control or invisible characters)"),
+		one("tab", "a\tb", "has control or invisible characters"),
+		one("DEL", "a\x7fb", "has control or invisible characters"),
+		one("bidi override", "evil\u202etxt.exe", "has control or invisible characters"),
+		one("zero-width space", "READ\u200bME.md", "has control or invisible characters"),
+		one("invalid UTF-8", "a\xffb", "`a\uFFFDb` (is not valid UTF-8)"),
+		one("backslash", `.github\workflows\ci.yml`, "has a backslash"),
+		one("too long", strings.Repeat("a/", 2100)+"b", "is longer than 4096 bytes"),
+		one("long component", strings.Repeat("a", 256), "has a component longer than 255 bytes"),
+		{name: "listed twice", files: []ChangedFile{added("a", "x"), modified("a", "", "y")},
+			reason: ReasonInvalidPath, bad: []string{"a"}, reply: []string{"`a` (is listed more than once)"}},
+		{name: "file and directory", files: []ChangedFile{added("a", "x"), added("a/b/c", "y"), added("z", "")},
+			reason: ReasonInvalidPath, bad: []string{"a", "a/b/c"},
+			reply: []string{"`a` (is written both as a file and as a directory)", "`a/b/c` (is written inside a path"}},
+		{name: "gitlink mode", files: []ChangedFile{{Path: "sub", Mode: "160000", Content: []byte("0123")}},
+			reason: ReasonInvalidPath, reply: []string{"`sub` (has an unsupported file mode)"}},
+		{name: "tree mode", files: []ChangedFile{{Path: "dir", Mode: "040000"}}, reason: ReasonInvalidPath},
+		{name: "no mode", files: []ChangedFile{{Path: "f", Content: []byte("x")}}, reason: ReasonInvalidPath},
+		{name: "deleted with a bad path", files: []ChangedFile{deleted("../x", "")}, reason: ReasonInvalidPath},
+		{name: "bad path that is also protected", files: []ChangedFile{added(".github/workflows/../x", "")},
+			reason: ReasonInvalidPath},
+	})
+}
+
+func TestValidateChangeSymlinks(t *testing.T) {
+	bad := func(name, link, target, note string) changeCase {
+		return changeCase{name: name, files: []ChangedFile{symlink(link, target)},
+			reason: ReasonInvalidPath, bad: []string{link}, reply: []string{note}}
+	}
+	checkChange(t, []changeCase{
+		bad("absolute", "etc", "/etc/passwd", "is a symbolic link to an absolute path"),
+		bad("climbs out", "a/b", "../../x", "points outside the repository"),
+		bad("climbs out from the root", "x", "..", "points outside the repository"),
+		bad("climbs out after going in", "x", "a/../../y", "points outside the repository"),
+		bad("empty", "x", "", "empty target"),
+		bad("NUL", "x", "a\x00b", "unreadable target"),
+		bad("newline", "x", "a\nb", "unreadable target"),
+		bad("invalid UTF-8", "x", "\xff", "unreadable target"),
+		bad("backslash", "x", `..\..\etc`, "has a backslash"),
+		bad("into .git", "x", ".git/config", "into `.git`"),
+		bad("into .GIT via a directory", "a/x", "../.GIT/hooks", "into `.git`"),
+		bad("through .git", "x", "a/.git/../b", "into `.git`"),
+		bad(".gitmodules as a link", ".gitmodules", "x", "in place of git's `.gitmodules`"),
+		bad(".gitattributes as a link", "sub/.GitAttributes", "x", "in place of git's `.gitattributes`"),
+		bad(".gitignore as a link", ".gitignore", "x", "`.gitignore`"),
+		bad(".mailmap as a link", ".mailmap", "x", "`.mailmap`"),
+		bad("too long", "x", strings.Repeat("a/", 2100), "longer than 4096 bytes"),
+		{name: "deleted link needs no target", files: []ChangedFile{{Path: "x", Mode: ModeSymlink, Deleted: true}}},
+	})
+}
+
+func TestValidateChangeProtected(t *testing.T) {
+	wf := ".github/workflows/ci.yml"
+	checkChange(t, []changeCase{
+		{name: "modify a workflow", files: []ChangedFile{added("a.go", "x"), modified(wf, "a", "b")},
+			reason: ReasonProtectedPath, bad: []string{wf},
+			reply: []string{"it touches a protected path: `.github/workflows/ci.yml`.", "Ask for a change that leaves `.github/workflows/` alone, or make that edit yourself."}},
+		{name: "add a workflow", files: []ChangedFile{added(".github/workflows/new.yml", "on: push")}, reason: ReasonProtectedPath},
+		{name: "delete a workflow", files: []ChangedFile{deleted(wf, "x")}, reason: ReasonProtectedPath},
+		{name: "rename a workflow out", files: []ChangedFile{deleted(wf, "x"), added("ci.yml.bak", "x")},
+			reason: ReasonProtectedPath, bad: []string{wf}},
+		{name: "rename into workflows", files: []ChangedFile{deleted("x.yml", "x"), added(".github/workflows/x.yml", "x")},
+			reason: ReasonProtectedPath, bad: []string{".github/workflows/x.yml"}},
+		{name: "nested workflow dir", files: []ChangedFile{added(".github/workflows/sub/x.yml", "")}, reason: ReasonProtectedPath},
+		{name: "file replacing the workflows directory", files: []ChangedFile{added(".github/workflows", "x")}, reason: ReasonProtectedPath},
+		{name: "file replacing .github", files: []ChangedFile{added(".github", "x")}, reason: ReasonProtectedPath,
+			reply: []string{"`.github`", "leaves `.github/workflows/` alone"}},
+		{name: "deleting .github", files: []ChangedFile{deleted(".github", "")}, reason: ReasonProtectedPath},
+		{name: "other case", files: []ChangedFile{modified(".GitHub/Workflows/CI.yml", "a", "b")}, reason: ReasonProtectedPath},
+		{name: "lookalike is not protected", files: []ChangedFile{added(".githuƄ/workflows/ci.yml", "x")}},
+		{name: "sibling of workflows", files: []ChangedFile{added(".github/workflows-old/ci.yml", "x")}},
+		{name: "local action", files: []ChangedFile{modified(".github/actions/setup/action.yml", "a", "b")},
+			reason: ReasonProtectedPath, reply: []string{"leaves `.github/actions/` alone"}},
+		{name: "inspect config", files: []ChangedFile{modified(".github/inspect.yml", "a", "b")},
+			reason: ReasonProtectedPath, reply: []string{"leaves `.github/inspect.yml` alone"}},
+		{name: "inspect config, yaml", files: []ChangedFile{added(".github/inspect.yaml", "a")}, reason: ReasonProtectedPath},
+		{name: "CODEOWNERS at the root", files: []ChangedFile{modified("CODEOWNERS", "a", "b")}, reason: ReasonProtectedPath},
+		{name: "CODEOWNERS in docs", files: []ChangedFile{added("docs/CODEOWNERS", "a")}, reason: ReasonProtectedPath},
+		{name: "CODEOWNERS elsewhere is not GitHub's", files: []ChangedFile{added("pkg/CODEOWNERS", "a")}},
+		{name: "buildkite pipeline", files: []ChangedFile{modified(".buildkite/pipeline.yml", "a", "b")}, reason: ReasonProtectedPath},
+		{name: "repo config glob", files: []ChangedFile{added("deploy/prod/app.yaml", "x")},
+			limits: ChangeLimits{ProtectedPaths: []string{"deploy/**"}}, reason: ReasonProtectedPath,
+			reply: []string{"leaves `deploy/` alone"}},
+		{name: "repo config glob, anchored", files: []ChangedFile{added("src/deploy/x", "x")},
+			limits: ChangeLimits{ProtectedPaths: []string{"deploy/**"}}},
+		{name: "repo config glob at any depth", files: []ChangedFile{added("certs/dev/key.pem", "x"), added("a.go", "")},
+			limits: ChangeLimits{ProtectedPaths: []string{"**/*.pem"}}, reason: ReasonProtectedPath, bad: []string{"certs/dev/key.pem"},
+			reply: []string{"leaves `**/*.pem` alone"}},
+		{name: "any-depth glob does not protect every directory", files: []ChangedFile{added("certs", "x")},
+			limits: ChangeLimits{ProtectedPaths: []string{"**/*.pem"}}},
+		{name: "empty repo glob is ignored", files: []ChangedFile{added("a", "x")},
+			limits: ChangeLimits{ProtectedPaths: []string{"", "/"}}},
+		{name: "repo glob in upper case", files: []ChangedFile{added("secrets/x", "x")},
+			limits: ChangeLimits{ProtectedPaths: []string{"SECRETS/"}}, reason: ReasonProtectedPath},
+		{name: "several paths and patterns", files: []ChangedFile{
+			modified(wf, "a", "b"), added("deploy/x", "y"), added(".github/workflows/b.yml", "c"),
+		}, limits: ChangeLimits{ProtectedPaths: []string{"/deploy/"}}, reason: ReasonProtectedPath,
+			bad: []string{wf, "deploy/x", ".github/workflows/b.yml"},
+			reply: []string{"touches protected paths: `.github/workflows/ci.yml`, `deploy/x` and `.github/workflows/b.yml`.",
+				"leaves `.github/workflows/` and `deploy/` alone"}},
+		{name: "symlink to a workflow", files: []ChangedFile{symlink("docs/ci.yml", "../.github/workflows/ci.yml")},
+			reason: ReasonProtectedPath, bad: []string{"docs/ci.yml"},
+			reply: []string{"`docs/ci.yml` (a symbolic link to `.github/workflows/ci.yml`)"}},
+		{name: "symlink to .github", files: []ChangedFile{symlink("gh", ".github")}, reason: ReasonProtectedPath},
+		{name: "symlink to the root", files: []ChangedFile{symlink("a/root", "..")}, reason: ReasonProtectedPath,
+			reply: []string{"(a symbolic link to `.`)"}},
+		{name: "symlink at a workflow path", files: []ChangedFile{symlink(wf, "../../x")}, reason: ReasonProtectedPath,
+			reply: []string{"touches a protected path: `.github/workflows/ci.yml`."}},
+		{name: "symlink elsewhere", files: []ChangedFile{symlink("docs/x", "../src")}},
+	})
+}
+
+func TestValidateChangeBinary(t *testing.T) {
+	png := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+	late := strings.Repeat("a", 8000) + "\x00"
+	checkChange(t, []changeCase{
+		{name: "NUL byte", files: []ChangedFile{added("a.txt", "x"), added("logo.png", png)},
+			reason: ReasonBinaryFile, bad: []string{"logo.png"},
+			reply: []string{"adds or changes a binary file, which this repository doesn't accept from Inspect: `logo.png`.", "without it, or add that file yourself."}},
+		{name: "invalid UTF-8", files: []ChangedFile{modified("latin1.txt", "x", "caf\xe9")}, reason: ReasonBinaryFile},
+		{name: "UTF-16", files: []ChangedFile{added("u16.txt", "\xff\xfea\x00")}, reason: ReasonBinaryFile},
+		{name: "NUL after 8000 bytes is text", files: []ChangedFile{added("big.txt", late)}},
+		{name: "allowed", files: []ChangedFile{added("logo.png", png)}, limits: ChangeLimits{AllowBinary: true}},
+		{name: "deleting a binary file", files: []ChangedFile{deleted("logo.png", png)}},
+		{name: "binary into text", files: []ChangedFile{modified("x", png, "text")}},
+		{name: "two", files: []ChangedFile{added("a.bin", "\x00"), added("b.bin", "\x00")},
+			reason: ReasonBinaryFile, reply: []string{"binary files, which", "`a.bin` and `b.bin`", "without them, or add those files yourself."}},
+	})
+}
+
+func TestValidateChangeLimits(t *testing.T) {
+	three := []ChangedFile{added("a", "1\n2\n3\n"), modified("b", "x\n", "y\n"), deleted("c", "gone\n")}
+	// 3 files, 4 added + 2 removed = 6 lines, 9 bytes written.
+	checkChange(t, []changeCase{
+		{name: "at every limit", files: three, limits: ChangeLimits{MaxFiles: 3, MaxLines: 6, MaxBytes: 8}},
+		{name: "no limits", files: three, limits: ChangeLimits{MaxFiles: 0, MaxLines: -1, MaxBytes: -5}},
+		{name: "too many files", files: three, limits: ChangeLimits{MaxFiles: 2},
+			reason: ReasonTooManyFiles, reply: []string{"it touches 3 files, and the limit is 2.", "Ask for a smaller change"}},
+		{name: "too large", files: three, limits: ChangeLimits{MaxBytes: 7},
+			reason: ReasonTooLarge, bad: []string{"a", "b"},
+			reply: []string{"it writes 8 bytes, and the limit is 7 bytes.", "The largest files are `a` and `b`."}},
+		{name: "too many lines", files: three, limits: ChangeLimits{MaxLines: 5},
+			reason: ReasonTooManyLines, bad: []string{"a", "b", "c"},
+			reply: []string{"it changes 6 lines (4 added, 2 removed), and the limit is 5.", "The most changed files are `a`, `b` and `c`."}},
+		{name: "one large file", files: []ChangedFile{added("big", strings.Repeat("x", 3<<20))}, limits: ChangeLimits{MaxBytes: 1 << 20},
+			reason: ReasonTooLarge, reply: []string{"writes 3.0 MiB, and the limit is 1.0 MiB. The largest file is `big`."}},
+		{name: "deletions write nothing", files: []ChangedFile{deleted("big", strings.Repeat("x", 100))}, limits: ChangeLimits{MaxBytes: 1}},
+		{name: "deletions count as lines", files: []ChangedFile{deleted("big", strings.Repeat("x\n", 100))}, limits: ChangeLimits{MaxLines: 99},
+			reason: ReasonTooManyLines},
+	})
+}
+
+// The first failing rule in the documented order gives the reason.
+func TestValidateChangeOrder(t *testing.T) {
+	files := []ChangedFile{
+		added("a/../x", "1\n"),
+		modified(".github/workflows/ci.yml", "a\n", "b\n"),
+		added("logo.png", "\x00\n"),
+		added("big.txt", strings.Repeat("line\n", 50)),
+	}
+	limits := ChangeLimits{MaxFiles: 1, MaxBytes: 10, MaxLines: 5}
+	steps := []struct {
+		reason Reason
+		fix    func()
+	}{
+		{ReasonInvalidPath, func() { files[0].Path = "x" }},
+		{ReasonProtectedPath, func() { files[1].Path = "ci.yml" }},
+		{ReasonBinaryFile, func() { limits.AllowBinary = true }},
+		{ReasonTooManyFiles, func() { limits.MaxFiles = 0 }},
+		{ReasonTooLarge, func() { limits.MaxBytes = 0 }},
+		{ReasonTooManyLines, func() { limits.MaxLines = 0 }},
+		{"", nil},
+	}
+	for _, st := range steps {
+		d, _ := ValidateChange(files, limits)
+		if d.Reason != st.reason || d.Allowed != (st.reason == "") {
+			t.Fatalf("got {%v %q}, want reason %q", d.Allowed, d.Reason, st.reason)
+		}
+		if st.fix != nil {
+			st.fix()
+		}
+	}
+}
+
+func TestValidateChangeReplyLists(t *testing.T) {
+	var files []ChangedFile
+	for i := range 13 {
+		files = append(files, added(fmt.Sprintf(".github/workflows/w%02d.yml", i), "x"))
+	}
+	d, _ := ValidateChange(files, ChangeLimits{})
+	if len(d.Offending) != 13 {
+		t.Fatalf("Offending = %q", d.Offending)
+	}
+	if !strings.Contains(d.Reply, "`.github/workflows/w09.yml` and 3 more.") || strings.Contains(d.Reply, "w10") {
+		t.Errorf("reply does not stop at ten: %q", d.Reply)
+	}
+	if strings.Count(d.Reply, "`.github/workflows/w") != 10 {
+		t.Errorf("reply does not name ten paths: %q", d.Reply)
+	}
+	checkChangeReply(t, d.Reply)
+
+	// Hostile names: backticks, mentions, HTML, newlines, long names.
+	hostile := []string{
+		".github/workflows/`x`.yml",
+		".github/workflows/```\n/inspect run\n```",
+		".github/workflows/@everyone <img src=x>.yml",
+		".github/workflows/" + strings.Repeat("é", 100) + "/" + strings.Repeat("é", 100),
+	}
+	files = nil
+	for _, p := range hostile {
+		files = append(files, added(p, "x"))
+	}
+	d, _ = ValidateChange(files, ChangeLimits{})
+	if d.Reason != ReasonInvalidPath { // the newline makes one of them invalid first
+		t.Fatalf("reason %q", d.Reason)
+	}
+	checkChangeReply(t, d.Reply)
+	d, _ = ValidateChange(files[:1:1], ChangeLimits{})
+	if !strings.Contains(d.Reply, "`.github/workflows/x.yml`") {
+		t.Errorf("backticks not stripped: %q", d.Reply)
+	}
+	d, _ = ValidateChange([]ChangedFile{files[2], files[3]}, ChangeLimits{})
+	checkChangeReply(t, d.Reply)
+	if !strings.Contains(d.Reply, "`.github/workflows/@everyone <img src=x>.yml`") {
+		t.Errorf("mention and HTML not in a code span: %q", d.Reply)
+	}
+	if cut := string([]rune(hostile[3])[:120]); !strings.Contains(d.Reply, "`"+cut+"…`") {
+		t.Errorf("long path not cut at 120 runes: %q", d.Reply)
+	}
+}
+
+func TestPathCodeSpan(t *testing.T) {
+	cases := map[string]string{
+		"a/b.go":         "`a/b.go`",
+		"a`b":            "`ab`",
+		"```":            "(a path with no printable characters)",
+		"":               "(a path with no printable characters)",
+		"   ":            "(a path with no printable characters)",
+		"a\nb":           "`a\uFFFDb`",
+		"\u202e":         "`\uFFFD`",
+		"a\xffb":         "`a\uFFFDb`",
+		"café":           "`café`",
+		"<b>@x</b>":      "`<b>@x</b>`",
+		"a\u200b":        "`a\uFFFD`",
+		"x" + "\u0000y":  "`x\uFFFDy`",
+		"tab\there":      "`tab\uFFFDhere`",
+		"sp ace/na me.x": "`sp ace/na me.x`",
+	}
+	for in, want := range cases {
+		if got := PathCodeSpan(in); got != want {
+			t.Errorf("PathCodeSpan(%q) = %q, want %q", in, got, want)
+		}
+	}
+	long := PathCodeSpan(strings.Repeat("a", 500))
+	if long != "`"+strings.Repeat("a", 120)+"…`" {
+		t.Errorf("long path: %q", long)
+	}
+	if got := PathCodeSpan(strings.Repeat("a", 120)); got != "`"+strings.Repeat("a", 120)+"`" {
+		t.Errorf("path of exactly 120 runes was cut: %q", got)
+	}
+}
+
+func TestLineDiff(t *testing.T) {
+	cases := []struct {
+		before, after  string
+		added, removed int
+	}{
+		{"", "", 0, 0},
+		{"", "a\nb\n", 2, 0},
+		{"", "a\nb", 2, 0},
+		{"a\nb\n", "", 0, 2},
+		{"a\n", "a\n", 0, 0},
+		{"a\nb\nc\n", "a\nB\nc\n", 1, 1},
+		{"a\nb\n", "a\nb\nc\n", 1, 0},
+		{"a\nb", "a\nb\n", 1, 1}, // the newline at the end of the file
+		{"a\r\nb\r\n", "a\nb\n", 2, 2},
+		{"a\nb\nc\n", "c\nb\na\n", 0, 0}, // moves are not counted
+		{"x\n", "x\nx\nx\n", 2, 0},       // repeats beyond the base's count are
+		{"x\nx\nx\n", "x\n", 0, 2},
+		{"\n\n\n", "\n", 0, 2},
+	}
+	for _, c := range cases {
+		a, r := lineDiff([]byte(c.before), []byte(c.after))
+		if a != c.added || r != c.removed {
+			t.Errorf("lineDiff(%q, %q) = +%d -%d, want +%d -%d", c.before, c.after, a, r, c.added, c.removed)
+		}
+	}
+}
+
+func TestChangeSummary(t *testing.T) {
+	png := "\x00PNG"
+	files := []ChangedFile{
+		added("pkg/x.go", "package x\n\nfunc X() {}\n"),
+		modified("pkg/x_test.go", "package x\n\nfunc TestX(t *testing.T) {}\n", "package x\n\nfunc TestX(t *testing.T) { t.Log() }\n"),
+		deleted("testdata/golden.txt", "a\nb\n"),
+		added("logo.png", png),
+		modified("img.png", png, png+"x"),
+		symlink("docs/latest", "v2"),
+		{Path: "ghost", Deleted: true}, // deleting what was not there
+		{Path: "was-empty", Mode: ModeFile, Content: []byte("x\n"), Existed: true},
+	}
+	d, s := ValidateChange(files, ChangeLimits{AllowBinary: true})
+	if !d.Allowed {
+		t.Fatalf("refused: %+v", d)
+	}
+	want := ChangeSummary{
+		Added: 3, Modified: 3, Deleted: 2,
+		LinesAdded: 3 + 1 + 0 + 1 + 1, LinesRemoved: 1 + 2,
+		Bytes:     int64(23 + len(files[1].Content) + 4 + 5 + 2 + 2),
+		TestFiles: []string{"pkg/x_test.go", "testdata/golden.txt"},
+		Binary:    []string{"logo.png", "img.png"},
+		Files: []FileStat{
+			{Path: "pkg/x.go", Status: FileAdded, LinesAdded: 3, Bytes: 23},
+			{Path: "pkg/x_test.go", Status: FileModified, LinesAdded: 1, LinesRemoved: 1, Bytes: int64(len(files[1].Content)), Test: true},
+			{Path: "testdata/golden.txt", Status: FileDeleted, LinesRemoved: 2, Test: true},
+			{Path: "logo.png", Status: FileAdded, Bytes: 4, Binary: true},
+			{Path: "img.png", Status: FileModified, Bytes: 5, Binary: true},
+			{Path: "docs/latest", Status: FileAdded, LinesAdded: 1, Bytes: 2},
+			{Path: "ghost", Status: FileDeleted},
+			{Path: "was-empty", Status: FileModified, LinesAdded: 1, Bytes: 2},
+		},
+	}
+	if !reflect.DeepEqual(s, want) {
+		t.Errorf("summary\n got %+v\nwant %+v", s, want)
+	}
+
+	// A refused change is still described in full.
+	_, s2 := ValidateChange(files, ChangeLimits{})
+	if !reflect.DeepEqual(s2, want) {
+		t.Errorf("summary of a refused change differs: %+v", s2)
+	}
+}
+
+func TestDefaultProtectedPaths(t *testing.T) {
+	a := DefaultProtectedPaths()
+	if !slices.Contains(a, ".github/workflows/**") {
+		t.Fatalf("defaults lack the workflows: %q", a)
+	}
+	for _, g := range a {
+		if err := ValidGlob(g); err != nil {
+			t.Errorf("default %q: %v", g, err)
+		}
+	}
+	a[0] = "nothing"
+	clear(a[1:])
+	if b := DefaultProtectedPaths(); b[0] != ".github/workflows/**" {
+		t.Fatalf("the defaults can be changed by a caller: %q", b)
+	}
+	d, _ := ValidateChange([]ChangedFile{added(".github/workflows/x", "")}, ChangeLimits{})
+	if d.Reason != ReasonProtectedPath {
+		t.Fatalf("defaults changed: %+v", d)
+	}
+}
+
+func TestValidateChangePure(t *testing.T) {
+	files := []ChangedFile{
+		modified("a.go", "x\n", "y\n"),
+		added(".github/workflows/x.yml", "z"),
+		symlink("l", "a.go"),
+	}
+	globs := []string{"deploy/", "/x/**"}
+	limits := ChangeLimits{ProtectedPaths: globs, MaxLines: 1}
+	keep := slices.Clone(files)
+	for i := range keep {
+		keep[i].Content = bytes.Clone(files[i].Content)
+		keep[i].BaseContent = bytes.Clone(files[i].BaseContent)
+	}
+	d1, s1 := ValidateChange(files, limits)
+	d2, s2 := ValidateChange(files, limits)
+	if !reflect.DeepEqual(d1, d2) || !reflect.DeepEqual(s1, s2) {
+		t.Fatalf("not deterministic")
+	}
+	if !reflect.DeepEqual(files, keep) || !slices.Equal(globs, []string{"deploy/", "/x/**"}) {
+		t.Fatalf("arguments were modified")
+	}
+}
+
+func TestIsTestFile(t *testing.T) {
+	yes := []string{
+		// Go
+		"pkg/x_test.go", "x_test.go", "pkg/testdata/in.json", "pkg/testdata/golden/out.txt", "pkg/x.golden",
+		// Python
+		"tests/test_x.py", "test_x.py", "pkg/x_test.py", "conftest.py", "pkg/conftest.py", "TEST_upper.py",
+		// JavaScript, TypeScript
+		"src/a.test.js", "src/a.test.ts", "src/a.test.jsx", "src/a.test.tsx", "src/a.test.mjs",
+		"src/a.spec.js", "src/a.spec.ts", "app.e2e-spec.ts", "src/__tests__/a.js", "src/__snapshots__/a.js.snap",
+		"src/a.snap", "src/__mocks__/fs.js", "e2e/login.ts", "test/a.js", "a-test.js",
+		// JVM, .NET, Swift, PHP
+		"src/test/java/com/x/FooTest.java", "FooTest.java", "FooTests.java", "FooTestCase.java", "FooIT.java",
+		"Foo2IT.java", "TestFoo.java", "Test.java", "Test2.java", "FooTest.kt", "FooSpec.groovy", "FooSuite.scala",
+		"FooSpec.scala", "FooTests.cs", "Tests/AppTests/FooTests.swift", "FooTest.php", "app/src/androidTest/x/Y.kt",
+		"lib/src/testFixtures/x/Y.java",
+		// Ruby
+		"spec/models/user_spec.rb", "user_spec.rb", "test/user_test.rb", "specs/x.rb",
+		// C, C++, Rust, Perl, Dart
+		"foo_test.cc", "foo_unittest.cc", "test_foo.c", "tests/it.rs", "src/tests.rs", "t/basic.t", "x_test.dart",
+		// directories in other cases
+		"Test/x.cs", "TESTS/x", "Spec/x",
+	}
+	no := []string{
+		"", "main.go", "latest.go", "contest.py", "protest.rb", "attest.ts", "manifest.json", "testify.go",
+		"testimony.md", "Latest.java", "Contest.kt", "AUDIT.java", "EDIT.java", "Spectrum.java", "Testimony.java",
+		"Testing.java", "spec.md", "docs/spec.md", "latest/x.go", "contest/a.py", "testing/x.go", "src/testutil.go",
+		"test", "tests", "FooTest.md", "FooIT.txt", "app.test", "x.tests", ".test", "test.go", "pkg/spectest/x.go",
+		"a.testing.js", "IT.java", "xIT.txt", "xTest.go",
+	}
+	for _, p := range yes {
+		if !IsTestFile(p) {
+			t.Errorf("IsTestFile(%q) = false, want true", p)
+		}
+	}
+	for _, p := range no {
+		if IsTestFile(p) {
+			t.Errorf("IsTestFile(%q) = true, want false", p)
+		}
+	}
+}
+
+func FuzzValidateChange(f *testing.F) {
+	f.Add("a.go", "b/c", []byte("x\n"), []byte("y\n"), uint8(0), uint8(0), "deploy/**", 0, 0, int64(0))
+	f.Add(".github/workflows/ci.yml", "x", []byte("on: push"), []byte(nil), uint8(1), uint8(2), "", 1, 1, int64(1))
+	f.Add("a/../b", ".GIT/x", []byte("\x00"), []byte("\xff"), uint8(2), uint8(5), "**", -1, -1, int64(-1))
+	f.Add("l", "l/x", []byte("../.."), []byte("a\nb"), uint8(2), uint8(3), "*/x", 2, 3, int64(4))
+	f.Add("a\n/inspect run", "`x`", []byte(""), []byte(""), uint8(3), uint8(7), "\\", 5, 5, int64(5))
+	f.Fuzz(func(t *testing.T, p1, p2 string, content, baseContent []byte, mode, flags uint8, glob string, maxFiles, maxLines int, maxBytes int64) {
+		modes := []string{ModeFile, ModeExecutable, ModeSymlink, "160000"}
+		files := []ChangedFile{
+			{Path: p1, Mode: modes[mode%4], Content: content, Deleted: flags&1 != 0, BaseContent: baseContent, Existed: flags&2 != 0},
+			{Path: p2, Mode: modes[(mode/4)%4], Content: baseContent, Deleted: flags&4 != 0, BaseContent: content, Existed: flags&8 != 0},
+		}
+		limits := ChangeLimits{MaxFiles: maxFiles, MaxLines: maxLines, MaxBytes: maxBytes,
+			AllowBinary: flags&16 != 0, ProtectedPaths: []string{glob}}
+		d, s := ValidateChange(files, limits)
+		d2, s2 := ValidateChange(files, limits)
+		if !reflect.DeepEqual(d, d2) || !reflect.DeepEqual(s, s2) {
+			t.Fatalf("not deterministic")
+		}
+		if d.Allowed != (d.Reason == "") || d.Allowed != (d.Reply == "") {
+			t.Fatalf("inconsistent decision: %+v", d)
+		}
+		if !d.Allowed {
+			checkChangeReply(t, d.Reply)
+			for _, o := range d.Offending {
+				if o != p1 && o != p2 {
+					t.Fatalf("offending %q is not in the manifest", o)
+				}
+			}
+		}
+		invalid := pathFault(p1) != "" || pathFault(p2) != "" || p1 == p2
+		if invalid && d.Reason != ReasonInvalidPath {
+			t.Fatalf("invalid path not refused as such: %q %q → %+v", p1, p2, d)
+		}
+		if d.Allowed {
+			for _, f := range files {
+				for _, g := range append(DefaultProtectedPaths(), glob) {
+					if MatchGlob(asciiLower(g), asciiLower(f.Path)) {
+						t.Fatalf("allowed %q protected by %q", f.Path, g)
+					}
+				}
+				if f.Mode == ModeSymlink && !f.Deleted {
+					if _, ok := resolveLink(f.Path, string(f.Content)); !ok {
+						t.Fatalf("allowed a link out of the repository: %q → %q", f.Path, f.Content)
+					}
+				}
+			}
+		}
+		if s.Added+s.Modified+s.Deleted != 2 || len(s.Files) != 2 || s.LinesAdded < 0 || s.LinesRemoved < 0 || s.Bytes < 0 {
+			t.Fatalf("bad summary: %+v", s)
+		}
+	})
+}

@@ -1,0 +1,430 @@
+package contract
+
+import (
+	"io"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// EvidenceVersion is the version of evidence.json this build writes and
+// reads. Bump it with any change to Evidence's fields or their meaning.
+const EvidenceVersion = "inspect.evidence/v1"
+
+// EvidenceFileName is the evidence's file name: in the attempt's directory,
+// and among a Buildkite build's artifacts, where the app looks for it when
+// the upload over the channel never arrived.
+const EvidenceFileName = "evidence.json"
+
+// Caps on evidence.
+const (
+	// MaxEvidenceBytes caps encoded evidence. Output tails are JSON
+	// escaped, which can grow them, hence the headroom.
+	MaxEvidenceBytes = 32 << 20
+	// MaxEvidenceCommands caps the commands evidence records: every setup
+	// and verify command, and a few agent steps.
+	MaxEvidenceCommands = 2*MaxCommandsPerPhase + 8
+	// MaxFinalAnswerBytes caps the agent's final answer; it is posted as a
+	// comment, and GitHub caps those at 65536 characters.
+	MaxFinalAnswerBytes = 64 << 10
+	// MaxReasonBytes caps Evidence.Reason.
+	MaxReasonBytes = 4 << 10
+	// MaxTestFailures caps the failures listed in a test summary; the
+	// counts stay exact.
+	MaxTestFailures = 200
+	// MaxTestMessageBytes caps one failure's message.
+	MaxTestMessageBytes = 8 << 10
+)
+
+// Phase is a stage of an attempt, as progress events and command results
+// name it.
+type Phase string
+
+// Phases, in the order an attempt goes through them. Commands run only in
+// setup, agent and verify.
+const (
+	// PhasePrepare covers claiming, fetching the spec and preparing
+	// /workspace.
+	PhasePrepare Phase = "prepare"
+	PhaseSetup   Phase = "setup"
+	PhaseAgent   Phase = "agent"
+	PhaseVerify  Phase = "verify"
+	// PhaseUpload covers collecting evidence and the manifest and sending
+	// them.
+	PhaseUpload Phase = "upload"
+)
+
+var phases = []Phase{PhasePrepare, PhaseSetup, PhaseAgent, PhaseVerify, PhaseUpload}
+
+// IsCommandPhase reports whether commands run in p.
+func (p Phase) IsCommandPhase() bool {
+	return p == PhaseSetup || p == PhaseAgent || p == PhaseVerify
+}
+
+// OutcomeHint is the supervisor's view of how the attempt ended. It is a
+// hint: the app decides the session's outcome, because only it validates
+// the change against policy and knows about cancellations it asked for.
+type OutcomeHint string
+
+// Outcome hints.
+const (
+	// OutcomeOK: the agent finished and every verify command passed.
+	OutcomeOK OutcomeHint = "ok"
+	// OutcomeAgentFailed: the agent exited non-zero or was killed.
+	OutcomeAgentFailed OutcomeHint = "agent_failed"
+	// OutcomeVerifyFailed: the agent finished, some verify command failed.
+	OutcomeVerifyFailed OutcomeHint = "verify_failed"
+	// OutcomeTimedOut: the deadline or the attempt's timeout cut it short.
+	OutcomeTimedOut OutcomeHint = "timed_out"
+	// OutcomeCancelled: SIGTERM (a cancel) cut it short.
+	OutcomeCancelled OutcomeHint = "cancelled"
+	// OutcomeError: the supervisor itself failed (the SHA was gone, the
+	// sandbox would not start); Reason says why.
+	OutcomeError OutcomeHint = "error"
+)
+
+var outcomeHints = []OutcomeHint{OutcomeOK, OutcomeAgentFailed, OutcomeVerifyFailed, OutcomeTimedOut, OutcomeCancelled, OutcomeError}
+
+// Evidence is evidence.json: what happened in one attempt, for the PR body,
+// the check run and a reviewer. The supervisor writes it, redacted, and
+// sends it with the manifest (ResultUpload); the app adds token usage.
+// Extended by: Buildkite (issue 4), snapshot images (issue 5) and real
+// agents (issue 7).
+type Evidence struct {
+	// Version is EvidenceVersion.
+	Version   string `json:"version"`
+	SessionID string `json:"session_id"`
+	AttemptID string `json:"attempt_id"`
+	// RunnerVersion is the supervisor's `inspect version`.
+	RunnerVersion string `json:"runner_version,omitempty"`
+	// PinnedSHA is the commit the workspace was at when the agent started.
+	PinnedSHA string      `json:"pinned_sha"`
+	StartedAt time.Time   `json:"started_at"`
+	EndedAt   time.Time   `json:"ended_at"`
+	Outcome   OutcomeHint `json:"outcome"`
+	// Reason says, in words, why the outcome is not ok (for error above
+	// all). Redacted like everything else.
+	Reason string `json:"reason,omitempty"`
+	// Partial is set when SIGTERM cut the run short and this is what had
+	// been gathered by then.
+	Partial bool `json:"partial,omitempty"`
+	// Workspace says how /workspace was prepared. Optional.
+	Workspace *Workspace `json:"workspace,omitempty"`
+	// Commands are the commands that started, in the order they ran.
+	// Commands never started (verify after a failed agent) are absent.
+	Commands []CommandResult `json:"commands,omitempty"`
+	// Tests summarises test results parsed from the verify commands'
+	// output (go test -json, JUnit XML), when there were any.
+	Tests *TestSummary `json:"tests,omitempty"`
+	// Changes is the diffstat of the change against PinnedSHA. The
+	// supervisor computes it with git, so the app does not have to fetch
+	// base blobs to show it.
+	Changes []ChangedFile `json:"changes,omitempty"`
+	// FinalAnswer is the agent's final message, posted when it changed
+	// nothing.
+	FinalAnswer string `json:"final_answer,omitempty"`
+	// Usage is the model token usage the egress proxy counted. The app
+	// fills it; the supervisor leaves it empty.
+	Usage *TokenUsage `json:"usage,omitempty"`
+}
+
+// CommandResult is one command's run.
+type CommandResult struct {
+	Phase Phase    `json:"phase"`
+	Name  string   `json:"name"`
+	Argv  []string `json:"argv"`
+	// ExitCode is the exit status, or -1 when a signal ended the process.
+	ExitCode int `json:"exit_code"`
+	// Signal names the signal that ended the process ("SIGKILL"), if any.
+	Signal string `json:"signal,omitempty"`
+	// TimedOut is set when the command's timeout, or the attempt's, ended
+	// it.
+	TimedOut   bool  `json:"timed_out,omitempty"`
+	DurationMS int64 `json:"duration_ms"`
+	// OutputTail is the end of the combined stdout and stderr, at most
+	// Limits.MaxOutputBytes, valid UTF-8 (see TailOutput), redacted.
+	OutputTail string `json:"output_tail"`
+	// OutputTruncated is set when OutputTail is not the whole output.
+	OutputTruncated bool `json:"output_truncated,omitempty"`
+}
+
+// Succeeded reports whether the command exited 0 on its own.
+func (c CommandResult) Succeeded() bool {
+	return c.ExitCode == 0 && c.Signal == "" && !c.TimedOut
+}
+
+// TestSummary counts test results. Failures names the failing tests, up to
+// MaxTestFailures, with a file and line where known (they become check-run
+// annotations).
+type TestSummary struct {
+	Passed   int           `json:"passed"`
+	Failed   int           `json:"failed"`
+	Skipped  int           `json:"skipped"`
+	Failures []TestFailure `json:"failures,omitempty"`
+}
+
+// TestFailure is one failing test.
+type TestFailure struct {
+	// Name is the test's full name ("pkg.TestX/sub").
+	Name string `json:"name"`
+	// File is repository-relative when known.
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// TokenUsage is model tokens counted by the egress proxy.
+type TokenUsage struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+	Total  int64 `json:"total"`
+}
+
+// ChangeStatus says what a change did to one file.
+type ChangeStatus string
+
+// Change statuses.
+const (
+	ChangeAdded    ChangeStatus = "added"
+	ChangeModified ChangeStatus = "modified"
+	ChangeDeleted  ChangeStatus = "deleted"
+)
+
+// ChangedFile is one line of the diffstat, with the flags a reviewer needs:
+// an agent that edits tests or the scripts that verify it deserves a look.
+type ChangedFile struct {
+	Path      string       `json:"path"`
+	Status    ChangeStatus `json:"status"`
+	Additions int          `json:"additions"`
+	Deletions int          `json:"deletions"`
+	Binary    bool         `json:"binary,omitempty"`
+	// Test marks a test file.
+	Test bool `json:"test,omitempty"`
+	// VerifyScript marks a file a verify command runs.
+	VerifyScript bool `json:"verify_script,omitempty"`
+}
+
+// WorkspaceSource says how /workspace was prepared.
+type WorkspaceSource string
+
+// Workspace sources.
+const (
+	// WorkspaceClone: a cold clone of the pinned SHA.
+	WorkspaceClone WorkspaceSource = "clone"
+	// WorkspaceSnapshot: restored from a snapshot image, then caught up.
+	WorkspaceSnapshot WorkspaceSource = "snapshot"
+)
+
+// Workspace records how /workspace was prepared, so a slow start or a stale
+// cache can be explained. Extended by: snapshot images (issue 5).
+type Workspace struct {
+	Source WorkspaceSource `json:"source"`
+	// SnapshotDigest is the image restored (snapshot only).
+	SnapshotDigest string `json:"snapshot_digest,omitempty"`
+	// SnapshotCreatedAt is when that image was built; its age is
+	// StartedAt minus this.
+	SnapshotCreatedAt time.Time `json:"snapshot_created_at,omitzero"`
+	// DriftCommits is how many commits were fetched to go from the
+	// snapshot's SHA to the pinned SHA.
+	DriftCommits int `json:"drift_commits,omitempty"`
+	// PrepareMS is the time from the supervisor's start to the agent's.
+	PrepareMS int64 `json:"prepare_ms,omitempty"`
+}
+
+// DecodeEvidence reads evidence strictly (size cap, version, no unknown
+// fields) and validates it.
+func DecodeEvidence(r io.Reader) (Evidence, error) {
+	var e Evidence
+	if err := decodeDocument(r, "evidence", MaxEvidenceBytes, EvidenceVersion, &e); err != nil {
+		return Evidence{}, err
+	}
+	if err := e.Validate(); err != nil {
+		return Evidence{}, err
+	}
+	return e, nil
+}
+
+// Validate reports every fault in the evidence, each naming its field, as a
+// *ValidationError; nil when it is sound.
+func (e *Evidence) Validate() error {
+	var f faults
+	e.validate(&f, "")
+	return f.err("evidence")
+}
+
+func (e *Evidence) validate(f *faults, prefix string) {
+	if e.Version != EvidenceVersion {
+		f.add(at(prefix, "version"), "must be %q, not %s", EvidenceVersion, safeQuote(e.Version))
+	}
+	checkID(f, at(prefix, "session_id"), e.SessionID)
+	checkID(f, at(prefix, "attempt_id"), e.AttemptID)
+	checkLine(f, at(prefix, "runner_version"), e.RunnerVersion, MaxNameBytes, false)
+	checkSHA(f, at(prefix, "pinned_sha"), e.PinnedSHA)
+	if e.StartedAt.IsZero() {
+		f.add(at(prefix, "started_at"), "is required")
+	}
+	if e.EndedAt.IsZero() {
+		f.add(at(prefix, "ended_at"), "is required")
+	} else if e.EndedAt.Before(e.StartedAt) {
+		f.add(at(prefix, "ended_at"), "is before started_at")
+	}
+	switch {
+	case e.Outcome == "":
+		f.add(at(prefix, "outcome"), "is required")
+	case !slices.Contains(outcomeHints, e.Outcome):
+		f.add(at(prefix, "outcome"), "must be one of ok, agent_failed, verify_failed, timed_out, cancelled, error, not %s", safeQuote(string(e.Outcome)))
+	}
+	checkText(f, at(prefix, "reason"), e.Reason, MaxReasonBytes, false)
+	if e.Workspace != nil {
+		e.Workspace.validate(f, at(prefix, "workspace"))
+	}
+	if len(e.Commands) > MaxEvidenceCommands {
+		f.add(at(prefix, "commands"), "has %d commands, more than the %d allowed", len(e.Commands), MaxEvidenceCommands)
+	}
+	for i, c := range e.Commands {
+		c.validate(f, index(at(prefix, "commands"), i))
+	}
+	if e.Tests != nil {
+		e.Tests.validate(f, at(prefix, "tests"))
+	}
+	if len(e.Changes) > HardMaxChangedFiles {
+		f.add(at(prefix, "changes"), "has %d files, more than the %d allowed", len(e.Changes), HardMaxChangedFiles)
+	}
+	seen := make(map[string]bool, len(e.Changes))
+	for i, c := range e.Changes {
+		p := index(at(prefix, "changes"), i)
+		c.validate(f, p)
+		if seen[c.Path] {
+			f.add(at(p, "path"), "is listed twice")
+		}
+		seen[c.Path] = true
+	}
+	checkText(f, at(prefix, "final_answer"), e.FinalAnswer, MaxFinalAnswerBytes, false)
+	if e.Usage != nil {
+		u := e.Usage
+		if u.Input < 0 || u.Output < 0 || u.Total < 0 {
+			f.add(at(prefix, "usage"), "counts must not be negative")
+		}
+	}
+}
+
+func (c CommandResult) validate(f *faults, prefix string) {
+	if !c.Phase.IsCommandPhase() {
+		f.add(at(prefix, "phase"), "must be setup, agent or verify, not %s", safeQuote(string(c.Phase)))
+	}
+	checkLine(f, at(prefix, "name"), c.Name, MaxNameBytes, true)
+	checkArgv(f, at(prefix, "argv"), c.Argv)
+	if c.ExitCode < -1 || c.ExitCode > 255 {
+		f.add(at(prefix, "exit_code"), "must be between -1 and 255")
+	}
+	if c.Signal != "" {
+		if !validSignal(c.Signal) {
+			f.add(at(prefix, "signal"), `must be a signal name such as "SIGKILL"`)
+		}
+		if c.ExitCode != -1 {
+			f.add(at(prefix, "exit_code"), "must be -1 when a signal ended the process")
+		}
+	}
+	if c.DurationMS < 0 {
+		f.add(at(prefix, "duration_ms"), "must not be negative")
+	}
+	checkText(f, at(prefix, "output_tail"), c.OutputTail, HardMaxOutputBytes, false)
+}
+
+func validSignal(s string) bool {
+	rest, ok := strings.CutPrefix(s, "SIG")
+	if !ok || rest == "" || len(rest) > 12 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *TestSummary) validate(f *faults, prefix string) {
+	if t.Passed < 0 || t.Failed < 0 || t.Skipped < 0 {
+		f.add(prefix, "counts must not be negative")
+	}
+	if len(t.Failures) > MaxTestFailures {
+		f.add(at(prefix, "failures"), "lists %d failures, more than the %d allowed (the counts stay exact)", len(t.Failures), MaxTestFailures)
+	}
+	for i, x := range t.Failures {
+		p := index(at(prefix, "failures"), i)
+		checkLine(f, at(p, "name"), x.Name, MaxArgBytes, true)
+		checkLine(f, at(p, "file"), x.File, MaxPathBytes, false)
+		if x.Line < 0 {
+			f.add(at(p, "line"), "must not be negative")
+		} else if x.Line > 0 && x.File == "" {
+			f.add(at(p, "line"), "needs a file")
+		}
+		checkText(f, at(p, "message"), x.Message, MaxTestMessageBytes, false)
+	}
+}
+
+func (c ChangedFile) validate(f *faults, prefix string) {
+	if err := ValidatePath(c.Path); err != nil {
+		f.add(at(prefix, "path"), "%v", err)
+	}
+	switch c.Status {
+	case ChangeAdded, ChangeModified, ChangeDeleted:
+	default:
+		f.add(at(prefix, "status"), "must be added, modified or deleted, not %s", safeQuote(string(c.Status)))
+	}
+	if c.Additions < 0 || c.Deletions < 0 {
+		f.add(prefix, "line counts must not be negative")
+	}
+}
+
+func (w *Workspace) validate(f *faults, prefix string) {
+	switch w.Source {
+	case WorkspaceClone:
+		if w.SnapshotDigest != "" || !w.SnapshotCreatedAt.IsZero() || w.DriftCommits != 0 {
+			f.add(prefix, "a clone has no snapshot digest, time or drift")
+		}
+	case WorkspaceSnapshot:
+		if !IsImageDigest(w.SnapshotDigest) {
+			f.add(at(prefix, "snapshot_digest"), `must be "sha256:" followed by 64 lowercase hex digits`)
+		}
+	default:
+		f.add(at(prefix, "source"), "must be clone or snapshot, not %s", safeQuote(string(w.Source)))
+	}
+	if w.DriftCommits < 0 {
+		f.add(at(prefix, "drift_commits"), "must not be negative")
+	}
+	if w.PrepareMS < 0 {
+		f.add(at(prefix, "prepare_ms"), "must not be negative")
+	}
+}
+
+// TailOutput returns the last max bytes of a command's output as valid
+// UTF-8 text for CommandResult.OutputTail, and whether anything was cut.
+// The cut falls on a character boundary; invalid UTF-8 and NUL bytes become
+// U+FFFD, and the result never exceeds max bytes. Redact the whole output
+// before taking its tail: a token cut in half is no longer recognisable.
+func TailOutput(out []byte, max int) (tail string, truncated bool) {
+	if max <= 0 {
+		return "", len(out) > 0
+	}
+	b := out
+	if len(b) > max {
+		b = b[len(b)-max:]
+		truncated = true
+		// Skip the continuation bytes of a character cut in half.
+		for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+			b = b[1:]
+		}
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	for len(s) > max { // replacements may have grown it
+		_, size := utf8.DecodeRuneInString(s)
+		s = s[size:]
+		truncated = true
+	}
+	return s, truncated
+}

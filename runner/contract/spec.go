@@ -1,0 +1,472 @@
+package contract
+
+import (
+	"io"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+)
+
+// SpecVersion is the version of the session spec this build writes and
+// reads. Bump it with any change to Spec's fields or their meaning.
+const SpecVersion = "inspect.session-spec/v1"
+
+// Caps on a spec. A spec is built from gathered text (issue bodies, comments,
+// check output), so each part is bounded, and so is the whole.
+const (
+	// MaxSpecBytes caps an encoded spec.
+	MaxSpecBytes = 8 << 20
+	// MaxInstructionsBytes caps the request's instructions.
+	MaxInstructionsBytes = 64 << 10
+	// MaxContextItems caps the number of gathered context items.
+	MaxContextItems = 200
+	// MaxContextTextBytes caps one context item's text.
+	MaxContextTextBytes = 256 << 10
+	// MaxCommandsPerPhase caps the setup commands, and the verify commands.
+	MaxCommandsPerPhase = 20
+	// HardMaxOutputBytes is the most output the supervisor may keep per
+	// command (Limits.MaxOutputBytes may only be lower); evidence never
+	// carries a longer output tail.
+	HardMaxOutputBytes = 256 << 10
+)
+
+// Spec is everything a supervisor needs to run one attempt of a session. The
+// app builds it at prepare time and serves it over the session channel
+// (PathSpec); the supervisor fetches it after claiming the attempt.
+//
+// It carries no credential of any kind, by design: the spec is stored,
+// logged and uploaded with the build's artifacts, and the repo token and
+// model keys reach only the supervisor (PathRepoToken) and the app's egress
+// proxy. Validate refuses any string in it that looks like a token or key;
+// run gathered text through a Redactor before putting it in a spec.
+type Spec struct {
+	// Version is SpecVersion.
+	Version string `json:"version"`
+	// SessionID is the session this attempt serves.
+	SessionID string `json:"session_id"`
+	// AttemptID is this attempt; each attempt has its own session token,
+	// and a re-dispatch is a new attempt of the same session.
+	AttemptID string `json:"attempt_id"`
+	Repo      Repo   `json:"repo"`
+	// PinnedSHA is the exact commit the session starts from, pinned at
+	// prepare time so every attempt sees the same code. The supervisor
+	// aborts if it is gone.
+	PinnedSHA string `json:"pinned_sha"`
+	// Target is the pull request or issue the session works on.
+	Target Target `json:"target"`
+	// SnapshotDigest pins the snapshot image to restore ("sha256:" + 64
+	// hex). Empty means a cold clone (until snapshot images land).
+	// Extended by: snapshot images (issue 5).
+	SnapshotDigest string `json:"snapshot_digest,omitempty"`
+	// Instructions are what the requester asked for, as written after the
+	// command word. For label and repair triggers the app writes a default
+	// request. They are untrusted text.
+	Instructions string    `json:"instructions"`
+	Requester    Requester `json:"requester"`
+	// Context is what the app gathered for the agent, in the order it
+	// should be presented, with untrusted parts marked.
+	Context []ContextItem `json:"context,omitempty"`
+	Agent   Agent         `json:"agent"`
+	// Setup runs before the agent, Verify after it, both in the sandbox
+	// and both taken from the default branch's config, so a pull request
+	// cannot change what verifies it.
+	Setup  []Command `json:"setup,omitempty"`
+	Verify []Command `json:"verify,omitempty"`
+	Limits Limits    `json:"limits"`
+}
+
+// Repo identifies the repository. It carries where to fetch from, never how
+// to authenticate.
+type Repo struct {
+	Owner string `json:"owner"`
+	Name  string `json:"name"`
+	// ID is GitHub's repository id, which the read token is scoped to
+	// (repository_ids).
+	ID int64 `json:"id"`
+	// CloneURL is an http(s) URL with no user info, query or fragment: the
+	// supervisor adds the read token itself, outside the sandbox.
+	CloneURL      string `json:"clone_url"`
+	DefaultBranch string `json:"default_branch"`
+}
+
+// TargetKind says whether a session works on a pull request or an issue.
+type TargetKind string
+
+// Target kinds.
+const (
+	TargetPullRequest TargetKind = "pull_request"
+	TargetIssue       TargetKind = "issue"
+)
+
+// Target is the pull request or issue a session works on, with its
+// branches, so the supervisor and the prompt can say where the change goes.
+type Target struct {
+	Kind   TargetKind `json:"kind"`
+	Number int        `json:"number"`
+	// BaseBranch is the branch a pull request targets, or the default
+	// branch for an issue.
+	BaseBranch string `json:"base_branch"`
+	// HeadBranch is a pull request's head branch; empty for an issue. It
+	// is untrusted text (a branch name), so it is checked like one.
+	HeadBranch string `json:"head_branch,omitempty"`
+}
+
+// Requester is who asked. The commit's Co-authored-by and the review request
+// name them.
+type Requester struct {
+	Login string `json:"login"`
+	ID    int64  `json:"id"`
+}
+
+// ContextKind says what a context item is, so the prompt can label it.
+type ContextKind string
+
+// Context kinds.
+const (
+	ContextTitle       ContextKind = "title"
+	ContextBody        ContextKind = "body"
+	ContextComment     ContextKind = "comment"
+	ContextCheckOutput ContextKind = "check_output"
+	// ContextAgentsMD is the default branch's AGENTS.md (never a pull
+	// request's own copy).
+	ContextAgentsMD ContextKind = "agents_md"
+)
+
+var contextKinds = []ContextKind{ContextTitle, ContextBody, ContextComment, ContextCheckOutput, ContextAgentsMD}
+
+// ContextItem is one piece of gathered text. Untrusted text is fenced and
+// stripped of hidden characters when the prompt is assembled; it never
+// reaches a shell string.
+type ContextItem struct {
+	Kind ContextKind `json:"kind"`
+	// Author is the GitHub login that wrote it, when there is one.
+	Author string `json:"author,omitempty"`
+	// Source names where it came from for the prompt's label: a check
+	// run's name, a comment's URL, a file path. Optional.
+	Source string `json:"source,omitempty"`
+	Text   string `json:"text"`
+	// Untrusted marks text that anyone other than the repo's writers may
+	// have influenced. Check output is always untrusted (a pull request's
+	// code prints it).
+	Untrusted bool `json:"untrusted"`
+}
+
+// Preset names how the agent is run.
+type Preset string
+
+// PresetCommand runs Agent.Command, an argv, with the prompt file as an
+// argument. Extended by: real agents (issue 7) adds codex, opencode and
+// claude-code.
+const PresetCommand Preset = "command"
+
+// presetRules holds each known preset's own checks. Adding a preset is a
+// constant and an entry here.
+var presetRules = map[Preset]func(f *faults, prefix string, a Agent){
+	PresetCommand: func(f *faults, prefix string, a Agent) {
+		checkArgv(f, at(prefix, "command"), a.Command)
+	},
+}
+
+// KnownPresets lists the presets this build can run, sorted.
+func KnownPresets() []Preset {
+	out := make([]Preset, 0, len(presetRules))
+	for p := range presetRules {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Agent is what runs in the sandbox, from the repo config's `agent:`.
+// Endpoints and keys are server-side only and never appear here.
+type Agent struct {
+	Preset Preset `json:"preset"`
+	// Command is the argv for PresetCommand.
+	Command []string `json:"command,omitempty"`
+	// Model is among those the server allows; the app has checked that.
+	Model string `json:"model,omitempty"`
+}
+
+// Command is one setup or verify step: an argv (never a shell string built
+// by us) with its own timeout.
+type Command struct {
+	// Name labels the command in evidence and the verification table;
+	// names are unique within a phase.
+	Name    string   `json:"name"`
+	Argv    []string `json:"argv"`
+	Timeout Duration `json:"timeout"`
+}
+
+// Limits bound one attempt. The supervisor enforces them; the app enforces
+// them again on what comes back.
+type Limits struct {
+	// Deadline is the session's absolute deadline. No attempt runs past
+	// it, whenever it started.
+	Deadline time.Time `json:"deadline"`
+	// Timeout is the wall-clock budget of this attempt from the moment the
+	// supervisor starts; the earlier of the two ends it.
+	Timeout Duration `json:"timeout"`
+	// MaxOutputBytes is how much of each command's output the supervisor
+	// keeps (the tail that goes into evidence), at most HardMaxOutputBytes.
+	MaxOutputBytes int64 `json:"max_output_bytes"`
+	// MaxChangedFiles and MaxChangeBytes bound the change manifest.
+	MaxChangedFiles int   `json:"max_changed_files"`
+	MaxChangeBytes  int64 `json:"max_change_bytes"`
+}
+
+// Manifest returns the limits a change manifest for this spec must meet.
+func (l Limits) Manifest() ManifestLimits {
+	return ManifestLimits{MaxFiles: l.MaxChangedFiles, MaxBytes: l.MaxChangeBytes}
+}
+
+// DecodeSpec reads a spec strictly (size cap, version, no unknown fields)
+// and validates it.
+func DecodeSpec(r io.Reader) (Spec, error) {
+	var s Spec
+	if err := decodeDocument(r, "session spec", MaxSpecBytes, SpecVersion, &s); err != nil {
+		return Spec{}, err
+	}
+	if err := s.Validate(); err != nil {
+		return Spec{}, err
+	}
+	return s, nil
+}
+
+// Validate reports every fault in the spec, each naming its field, as a
+// *ValidationError; nil when the spec is sound.
+func (s *Spec) Validate() error {
+	var f faults
+	if s.Version != SpecVersion {
+		f.add("version", "must be %q, not %s", SpecVersion, safeQuote(s.Version))
+	}
+	checkID(&f, "session_id", s.SessionID)
+	checkID(&f, "attempt_id", s.AttemptID)
+	s.Repo.validate(&f, "repo")
+	checkSHA(&f, "pinned_sha", s.PinnedSHA)
+	s.Target.validate(&f, "target")
+	if s.SnapshotDigest != "" && !IsImageDigest(s.SnapshotDigest) {
+		f.add("snapshot_digest", `must be "sha256:" followed by 64 lowercase hex digits`)
+	}
+	checkText(&f, "instructions", s.Instructions, MaxInstructionsBytes, true)
+	checkLogin(&f, "requester.login", s.Requester.Login)
+	if s.Requester.ID <= 0 {
+		f.add("requester.id", "must be a positive GitHub user id")
+	}
+	if len(s.Context) > MaxContextItems {
+		f.add("context", "has %d items, more than the %d allowed", len(s.Context), MaxContextItems)
+	}
+	for i, c := range s.Context {
+		c.validate(&f, index("context", i))
+	}
+	s.Agent.validate(&f, "agent")
+	validateCommands(&f, "setup", s.Setup)
+	validateCommands(&f, "verify", s.Verify)
+	s.Limits.validate(&f, "limits")
+	scanSecrets(&f, "", reflect.ValueOf(s).Elem())
+	return f.err("session spec")
+}
+
+func (r Repo) validate(f *faults, prefix string) {
+	checkOwner(f, at(prefix, "owner"), r.Owner)
+	checkRepoName(f, at(prefix, "name"), r.Name)
+	if r.ID <= 0 {
+		f.add(at(prefix, "id"), "must be a positive GitHub repository id")
+	}
+	checkCloneURL(f, at(prefix, "clone_url"), r.CloneURL)
+	checkBranch(f, at(prefix, "default_branch"), r.DefaultBranch, true)
+}
+
+func (t Target) validate(f *faults, prefix string) {
+	switch t.Kind {
+	case TargetPullRequest:
+		checkBranch(f, at(prefix, "head_branch"), t.HeadBranch, true)
+	case TargetIssue:
+		if t.HeadBranch != "" {
+			f.add(at(prefix, "head_branch"), "must be empty for an issue")
+		}
+	case "":
+		f.add(at(prefix, "kind"), "is required (pull_request or issue)")
+	default:
+		f.add(at(prefix, "kind"), "must be pull_request or issue, not %s", safeQuote(string(t.Kind)))
+	}
+	if t.Number <= 0 {
+		f.add(at(prefix, "number"), "must be a positive pull request or issue number")
+	}
+	checkBranch(f, at(prefix, "base_branch"), t.BaseBranch, true)
+}
+
+func (c ContextItem) validate(f *faults, prefix string) {
+	switch {
+	case c.Kind == "":
+		f.add(at(prefix, "kind"), "is required")
+	case !slices.Contains(contextKinds, c.Kind):
+		f.add(at(prefix, "kind"), "must be one of title, body, comment, check_output, agents_md, not %s", safeQuote(string(c.Kind)))
+	}
+	if c.Author != "" {
+		checkLogin(f, at(prefix, "author"), c.Author)
+	}
+	checkLine(f, at(prefix, "source"), c.Source, MaxArgBytes, false)
+	checkText(f, at(prefix, "text"), c.Text, MaxContextTextBytes, false)
+	if c.Kind == ContextCheckOutput && !c.Untrusted {
+		f.add(at(prefix, "untrusted"), "must be true for check_output: a pull request's code wrote it")
+	}
+}
+
+func (a Agent) validate(f *faults, prefix string) {
+	rule, ok := presetRules[a.Preset]
+	switch {
+	case a.Preset == "":
+		f.add(at(prefix, "preset"), "is required")
+	case !ok:
+		f.add(at(prefix, "preset"), "%s is not a preset this build knows (known: %v)", safeQuote(string(a.Preset)), KnownPresets())
+	default:
+		rule(f, prefix, a)
+	}
+	checkLine(f, at(prefix, "model"), a.Model, MaxNameBytes, false)
+}
+
+func validateCommands(f *faults, prefix string, cmds []Command) {
+	if len(cmds) > MaxCommandsPerPhase {
+		f.add(prefix, "has %d commands, more than the %d allowed", len(cmds), MaxCommandsPerPhase)
+	}
+	seen := make(map[string]bool, len(cmds))
+	for i, c := range cmds {
+		p := index(prefix, i)
+		checkLine(f, at(p, "name"), c.Name, MaxNameBytes, true)
+		if c.Name != "" && seen[c.Name] {
+			f.add(at(p, "name"), "%s is used by an earlier command; names are unique within %s", safeQuote(c.Name), prefix)
+		}
+		seen[c.Name] = true
+		checkArgv(f, at(p, "argv"), c.Argv)
+		if c.Timeout <= 0 {
+			f.add(at(p, "timeout"), "must be a positive duration")
+		}
+	}
+}
+
+func (l Limits) validate(f *faults, prefix string) {
+	if l.Deadline.IsZero() {
+		f.add(at(prefix, "deadline"), "is required (an absolute RFC 3339 time)")
+	}
+	if l.Timeout <= 0 {
+		f.add(at(prefix, "timeout"), "must be a positive duration")
+	}
+	if l.MaxOutputBytes <= 0 || l.MaxOutputBytes > HardMaxOutputBytes {
+		f.add(at(prefix, "max_output_bytes"), "must be between 1 and %d", HardMaxOutputBytes)
+	}
+	if l.MaxChangedFiles <= 0 || l.MaxChangedFiles > HardMaxChangedFiles {
+		f.add(at(prefix, "max_changed_files"), "must be between 1 and %d", HardMaxChangedFiles)
+	}
+	if l.MaxChangeBytes <= 0 || l.MaxChangeBytes > HardMaxChangeBytes {
+		f.add(at(prefix, "max_change_bytes"), "must be between 1 and %d", HardMaxChangeBytes)
+	}
+}
+
+// checkOwner checks a GitHub user or organisation login.
+func checkOwner(f *faults, field, s string) {
+	if s == "" {
+		f.add(field, "is required")
+		return
+	}
+	if !validLogin(s, false) {
+		f.add(field, "must be a GitHub login: up to 39 letters, digits or '-', not starting with '-'")
+	}
+}
+
+// checkLogin checks a user's login; bots ("name[bot]") are allowed, since
+// allowlisted bots may trigger sessions.
+func checkLogin(f *faults, field, s string) {
+	if s == "" {
+		f.add(field, "is required")
+		return
+	}
+	if !validLogin(s, true) {
+		f.add(field, "must be a GitHub login: up to 39 letters, digits or '-', not starting with '-', optionally ending in [bot]")
+	}
+}
+
+func validLogin(s string, allowBot bool) bool {
+	if allowBot {
+		s, _ = strings.CutSuffix(s, "[bot]")
+	}
+	if s == "" || len(s) > 39 || s[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkRepoName checks a repository name as GitHub allows it.
+func checkRepoName(f *faults, field, s string) {
+	if s == "" {
+		f.add(field, "is required")
+		return
+	}
+	ok := len(s) <= 100 && s != "." && s != ".."
+	for i := 0; ok && i < len(s); i++ {
+		c := s[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+	}
+	if !ok {
+		f.add(field, "must be a GitHub repository name: up to 100 letters, digits, '.', '_' or '-'")
+	}
+}
+
+// checkBranch checks a branch name by git's ref rules (git check-ref-format),
+// and refuses a leading '-' so that a branch can never be read as an option
+// when it is an argv element. Branch names are untrusted text.
+func checkBranch(f *faults, field, s string, required bool) {
+	n := f.count()
+	checkLine(f, field, s, MaxNameBytes, required)
+	if f.count() > n || s == "" {
+		return
+	}
+	fault := ""
+	switch {
+	case s[0] == '-':
+		fault = "must not start with '-'"
+	case strings.ContainsAny(s, " ~^:?*[\\"):
+		fault = "must not contain spaces or any of ~ ^ : ? * [ \\"
+	case strings.Contains(s, "..") || strings.Contains(s, "@{") || strings.Contains(s, "//"):
+		fault = "must not contain '..', '@{' or '//'"
+	case s == "@" || strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || strings.HasSuffix(s, ".") || strings.HasSuffix(s, ".lock"):
+		fault = "must not be '@', start or end with '/', or end with '.' or '.lock'"
+	case strings.HasPrefix(s, ".") || strings.Contains(s, "/."):
+		fault = "must not have a component starting with '.'"
+	}
+	if fault != "" {
+		f.add(field, "%s", fault)
+	}
+}
+
+// checkCloneURL checks that a clone URL is plain http(s) and carries no
+// credential: no user info, and no query (where tokens also hide). Its
+// faults never echo the URL.
+func checkCloneURL(f *faults, field, s string) {
+	if s == "" {
+		f.add(field, "is required")
+		return
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		f.add(field, "is not a valid URL")
+	case u.User != nil:
+		f.add(field, "must not carry user info (credentials); the supervisor adds the read token itself")
+	case u.Scheme != "https" && u.Scheme != "http":
+		f.add(field, "must be an https URL (http only for a local stand-in)")
+	case u.Host == "":
+		f.add(field, "must name a host")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		f.add(field, "must have no query or fragment")
+	case strings.ContainsFunc(s, hiddenRune) || strings.ContainsAny(s, " \t"):
+		f.add(field, "must not contain spaces, control or invisible characters")
+	}
+}

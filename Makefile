@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test demo bench vet fmt-check ensure-go ensure-postgres clean
+.PHONY: all build test demo bench vet fmt-check ensure-go ensure-postgres ensure-bubblewrap clean
 
 all: build
 
@@ -13,6 +13,10 @@ ensure-go:
 
 ensure-postgres:
 	@.ci/ensure-postgres
+
+# The sessions' sandbox (runner/sandbox) is bubblewrap.
+ensure-bubblewrap:
+	@.ci/ensure-bubblewrap
 
 build: ensure-go
 	$(GO) build -o bin/inspect ./cmd/inspect
@@ -25,10 +29,10 @@ vet: ensure-go
 	$(GO) vet $(PKGS)
 
 # The store suite and the end-to-end tests run against SQLite and PostgreSQL.
-test: ensure-go ensure-postgres fmt-check vet
+test: ensure-go ensure-postgres ensure-bubblewrap fmt-check vet
 	$(GO) test -race -count=1 $(PKGS)
 
-demo: ensure-go
+demo: ensure-go ensure-bubblewrap
 	$(GO) run ./cmd/inspect-demo
 
 # Benchmarks; results are recorded by hand in BENCHMARKS.md. The webhook

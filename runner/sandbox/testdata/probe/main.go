@@ -1,0 +1,166 @@
+// Command probe is a test helper for package sandbox. The tests build it once
+// (statically, CGO_ENABLED=0) and bind it read-only into the sandbox, where it
+// reports what the sandbox lets a process see and do. It is not part of any
+// production binary: testdata is invisible to `go build ./...`.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: probe COMMAND [ARGS...]")
+		os.Exit(2)
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	switch cmd {
+	case "args":
+		// Every argument, one per line, Go-quoted, so the test can compare them
+		// byte for byte.
+		for _, a := range args {
+			fmt.Printf("%q\n", a)
+		}
+	case "dial-tcp":
+		c, err := net.DialTimeout("tcp", args[0], 5*time.Second)
+		if err != nil {
+			fmt.Println("dial-tcp failed:", err)
+			os.Exit(1)
+		}
+		c.Close()
+		fmt.Println("dial-tcp connected")
+	case "dial-unix":
+		c, err := net.Dial("unix", args[0])
+		if err != nil {
+			fmt.Println("dial-unix failed:", err)
+			os.Exit(1)
+		}
+		defer c.Close()
+		fmt.Fprintln(c, args[1])
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			fmt.Println("dial-unix read failed:", err)
+			os.Exit(1)
+		}
+		fmt.Print(line)
+	case "ps":
+		// pid<TAB>cmdline for every process this /proc shows.
+		ents, err := os.ReadDir("/proc")
+		if err != nil {
+			fmt.Println("ps failed:", err)
+			os.Exit(1)
+		}
+		var pids []int
+		for _, e := range ents {
+			if n, err := strconv.Atoi(e.Name()); err == nil {
+				pids = append(pids, n)
+			}
+		}
+		sort.Ints(pids)
+		for _, p := range pids {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+			fmt.Printf("%d\t%s\n", p, strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " "))
+		}
+	case "hang":
+		// Blocks until killed; args[0] is a marker the test looks for in
+		// /proc/*/cmdline on the host. (A bare `select {}` would be a
+		// deadlock the Go runtime ends; a sleep is not.)
+		for {
+			time.Sleep(time.Hour)
+		}
+	case "daemonize":
+		// The double fork: start `probe hang MARKER` in its own session and
+		// exit at once, so the grandchild is orphaned inside the sandbox.
+		c := exec.Command(os.Args[0], "hang", args[0])
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			fmt.Println("daemonize failed:", err)
+			os.Exit(1)
+		}
+	case "spawn":
+		// A setsid'd child and a double-forked grandchild, both `hang MARKER`,
+		// then "ready"; then wait for the test to close the FIFO args[1] (it
+		// looks at the host's processes first), then exit 0 with both
+		// background processes still running.
+		spawn(args[0])
+		fmt.Println("ready")
+		f, err := os.Open(args[1])
+		if err != nil {
+			fmt.Println("spawn: opening the FIFO failed:", err)
+			os.Exit(1)
+		}
+		io.Copy(io.Discard, f)
+	case "tree":
+		// spawn, then hang as the third process with the marker. (It does not
+		// exec itself into `hang`: mid-execve its cmdline can read empty.)
+		spawn(args[0])
+		fmt.Println("ready")
+		for {
+			time.Sleep(time.Hour)
+		}
+	case "ls":
+		ents, err := os.ReadDir(args[0])
+		if err != nil {
+			fmt.Println("ls failed:", err)
+			os.Exit(1)
+		}
+		for _, e := range ents {
+			fmt.Println(e.Name())
+		}
+	case "cat":
+		b, err := os.ReadFile(args[0])
+		if err != nil {
+			fmt.Println("cat failed:", err)
+			os.Exit(1)
+		}
+		os.Stdout.Write(b)
+	case "whoami":
+		groups, _ := os.Getgroups()
+		host, _ := os.Hostname()
+		fmt.Printf("uid=%d gid=%d groups=%v hostname=%s\n", os.Getuid(), os.Getgid(), groups, host)
+	case "unshare-user":
+		newUserNamespace()
+	default:
+		fmt.Fprintln(os.Stderr, "probe: unknown command", cmd)
+		os.Exit(2)
+	}
+}
+
+// newUserNamespace tries to start a child in a nested user namespace (a Go
+// process cannot unshare(CLONE_NEWUSER) itself, being multi-threaded, so it
+// asks clone for one).
+func spawn(marker string) {
+	self := os.Args[0]
+	c := exec.Command(self, "hang", marker)
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		fmt.Println("spawn failed:", err)
+		os.Exit(1)
+	}
+	if err := exec.Command(self, "daemonize", marker).Run(); err != nil {
+		fmt.Println("spawn failed:", err)
+		os.Exit(1)
+	}
+}
+
+func newUserNamespace() {
+	c := exec.Command(os.Args[0], "args", "inside-new-userns")
+	c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+	out, err := c.CombinedOutput()
+	if err != nil {
+		fmt.Println("unshare-user failed:", err)
+		os.Exit(1)
+	}
+	fmt.Print(string(out))
+	fmt.Println("unshare-user succeeded")
+}

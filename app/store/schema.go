@@ -88,3 +88,37 @@ func schema(d dialect) []string {
 		)` + clustered,
 	}
 }
+
+// migrations are the schema's later versions, in order (the first is
+// version 2). Never edit one that has shipped; add another.
+func migrations(d dialect) [][]string {
+	clustered := " WITHOUT ROWID"
+	if d == postgres {
+		clustered = ""
+	}
+	return [][]string{
+		// 2: attempts, and what a session's report creates on GitHub.
+		{
+			`CREATE TABLE attempts (
+				id           TEXT PRIMARY KEY,
+				session_id   TEXT NOT NULL,
+				claim_hash   TEXT NOT NULL,
+				token_hash   TEXT NOT NULL DEFAULT '',
+				external_id  TEXT NOT NULL DEFAULT '',
+				state        TEXT NOT NULL,
+				deadline     BIGINT NOT NULL,
+				progress_seq BIGINT NOT NULL DEFAULT 0,
+				progress     TEXT NOT NULL DEFAULT '',
+				result       TEXT NOT NULL DEFAULT '',
+				created_at   BIGINT NOT NULL,
+				updated_at   BIGINT NOT NULL
+			)` + clustered,
+			`CREATE INDEX attempts_session ON attempts (session_id)`,
+			`ALTER TABLE sessions ADD COLUMN attempt_id TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE sessions ADD COLUMN deadline BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE sessions ADD COLUMN commit_sha TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE sessions ADD COLUMN branch TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE sessions ADD COLUMN pr_number INTEGER NOT NULL DEFAULT 0`,
+		},
+	}
+}

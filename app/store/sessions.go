@@ -67,6 +67,15 @@ type Session struct {
 	ProgressCommentID int64
 	Reacted           bool
 
+	// AttemptID is the current attempt (dispatch creates it).
+	AttemptID string
+	// Deadline is when the session must be done, whatever happens.
+	Deadline time.Time
+	// CommitSHA, Branch and PRNumber are what the report created.
+	CommitSHA string
+	Branch    string
+	PRNumber  int
+
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -80,10 +89,10 @@ func (s Session) Active() bool { return s.State != Done }
 const sessionColumns = `id, repo_id, repo_owner, repo_name, installation_id, number, is_pr, trigger_kind,
 	comment_id, delivery_id, requester_login, requester_id, requester_type, instructions, ignored_commands,
 	retry_of, state, outcome, reason, detail, head_sha, check_run_id, progress_comment_id, reacted,
-	created_at, updated_at`
+	created_at, updated_at, attempt_id, deadline, commit_sha, branch, pr_number`
 
 const insertSessionSQL = `INSERT INTO sessions (` + sessionColumns + `)
-	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26)`
+	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31)`
 
 func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now time.Time) error {
 	if s.CreatedAt.IsZero() {
@@ -98,7 +107,7 @@ func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now 
 		s.ID, s.RepoID, s.RepoOwner, s.RepoName, s.InstallationID, s.Number, b2i(s.IsPR), s.TriggerKind,
 		commentID, s.DeliveryID, s.RequesterLogin, s.RequesterID, s.RequesterType, s.Instructions, s.IgnoredCommands,
 		s.RetryOf, string(s.State), string(s.Outcome), s.Reason, s.Detail, s.HeadSHA, s.CheckRunID, s.ProgressCommentID, b2i(s.Reacted),
-		ms(s.CreatedAt), ms(s.UpdatedAt))
+		ms(s.CreatedAt), ms(s.UpdatedAt), s.AttemptID, ms(s.Deadline), s.CommitSHA, s.Branch, s.PRNumber)
 	if err != nil {
 		return fmt.Errorf("inserting session: %w", err)
 	}
@@ -114,14 +123,16 @@ func scanSession(row rowScanner) (Session, error) {
 		isPR, reacted    int
 		state, outcome   string
 		created, updated int64
+		deadline         int64
 	)
 	err := row.Scan(&s.ID, &s.RepoID, &s.RepoOwner, &s.RepoName, &s.InstallationID, &s.Number, &isPR, &s.TriggerKind,
 		&commentID, &s.DeliveryID, &s.RequesterLogin, &s.RequesterID, &s.RequesterType, &s.Instructions, &s.IgnoredCommands,
 		&s.RetryOf, &state, &outcome, &s.Reason, &s.Detail, &s.HeadSHA, &s.CheckRunID, &s.ProgressCommentID, &reacted,
-		&created, &updated)
+		&created, &updated, &s.AttemptID, &deadline, &s.CommitSHA, &s.Branch, &s.PRNumber)
 	if err != nil {
 		return Session{}, err
 	}
+	s.Deadline = fromMS(deadline)
 	s.CommentID = commentID.Int64
 	s.IsPR = isPR == 1
 	s.Reacted = reacted == 1
@@ -182,9 +193,11 @@ func (s *Store) MutateSessionThen(ctx context.Context, id string, now time.Time,
 		}
 		after.UpdatedAt = now
 		_, err = tx.ExecContext(ctx, `UPDATE sessions SET state=$2, outcome=$3, reason=$4, detail=$5, head_sha=$6,
-			check_run_id=$7, progress_comment_id=$8, reacted=$9, updated_at=$10 WHERE id=$1`,
+			check_run_id=$7, progress_comment_id=$8, reacted=$9, updated_at=$10, attempt_id=$11, deadline=$12,
+			commit_sha=$13, branch=$14, pr_number=$15 WHERE id=$1`,
 			id, string(after.State), string(after.Outcome), after.Reason, after.Detail, after.HeadSHA,
-			after.CheckRunID, after.ProgressCommentID, b2i(after.Reacted), ms(after.UpdatedAt))
+			after.CheckRunID, after.ProgressCommentID, b2i(after.Reacted), ms(after.UpdatedAt),
+			after.AttemptID, ms(after.Deadline), after.CommitSHA, after.Branch, after.PRNumber)
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -94,9 +93,8 @@ func Open(ctx context.Context, driver, dsn string) (*Store, error) {
 }
 
 func sqliteDSN(path string, readOnly bool) string {
-	if strings.HasPrefix(path, "file:") {
-		return path
-	}
+	// Always a plain path (config refuses URIs): the pragmas below are what
+	// make an acknowledgement durable, so nothing may replace them.
 	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=foreign_keys(ON)"
 	if readOnly {
 		return dsn + "&_pragma=query_only(1)"
@@ -108,10 +106,41 @@ func sqliteDSN(path string, readOnly bool) string {
 	return dsn + "&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 }
 
+// migrate creates the base schema (idempotent statements), then applies
+// each numbered migration not yet recorded in schema_migrations, in one
+// transaction each. On PostgreSQL an advisory lock makes replicas that start
+// together take turns.
 func (s *Store) migrate(ctx context.Context) error {
 	for _, stmt := range schema(s.dialect) {
 		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("migrating: %w", err)
+		}
+	}
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
+		return fmt.Errorf("migrating: %w", err)
+	}
+	for i, steps := range migrations(s.dialect) {
+		version := i + 2 // version 1 is the base schema
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			if s.dialect == postgres {
+				if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(4242001)`); err != nil {
+					return err
+				}
+			}
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil || n > 0 {
+				return err
+			}
+			for _, stmt := range steps {
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return err
+				}
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migration %d: %w", version, err)
 		}
 	}
 	return nil

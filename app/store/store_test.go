@@ -407,3 +407,50 @@ func TestReleaseDoesNotCountTheAttempt(t *testing.T) {
 		}
 	})
 }
+
+func TestAttemptClaimIsSingleUseAndTokensAreChecked(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		acc := acceptance("d", 1, "s")
+		if _, err := s.Accept(ctx, acc); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.MutateSession(ctx, "s", t0, func(x *store.Session) error { x.State = store.Dispatched; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		a := store.Attempt{ID: "a1", SessionID: "s", Deadline: t0.Add(time.Hour)}
+		if err := s.CreateAttempt(ctx, a, "claim-code-0123456789", t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ClaimAttempt(ctx, "a1", "wrong-code-0123456789", "tok", t0); !errors.Is(err, store.ErrClaimRefused) {
+			t.Errorf("wrong code: %v", err)
+		}
+		if _, err := s.ClaimAttempt(ctx, "a1", "claim-code-0123456789", "token-abcdefghijklmnop", t0); err != nil {
+			t.Fatalf("claim: %v", err)
+		}
+		if _, err := s.ClaimAttempt(ctx, "a1", "claim-code-0123456789", "token-2", t0); !errors.Is(err, store.ErrClaimRefused) {
+			t.Errorf("second claim: %v", err)
+		}
+		if _, err := s.AuthenticateAttempt(ctx, "a1", "token-abcdefghijklmnop"); err != nil {
+			t.Errorf("token: %v", err)
+		}
+		if _, err := s.AuthenticateAttempt(ctx, "a1", "token-2"); !errors.Is(err, store.ErrBadToken) {
+			t.Errorf("wrong token: %v", err)
+		}
+		first, err := s.RecordResult(ctx, "a1", `{"x":1}`, t0)
+		if err != nil || !first {
+			t.Fatalf("result: %v %v", first, err)
+		}
+		if again, err := s.RecordResult(ctx, "a1", `{"x":2}`, t0); err != nil || again {
+			t.Errorf("a second upload must change nothing: %v %v", again, err)
+		}
+		sess, _ := s.GetSession(ctx, "s")
+		if sess.State != store.Reporting || sess.AttemptID != "a1" {
+			t.Errorf("session = %s attempt %q", sess.State, sess.AttemptID)
+		}
+		got, _ := s.GetAttempt(ctx, "a1")
+		if got.Result != `{"x":1}` || got.State != store.AttemptEnded {
+			t.Errorf("attempt = %+v", got)
+		}
+	})
+}

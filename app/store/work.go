@@ -28,6 +28,12 @@ const (
 	// check run, and the progress comment (or a final reply when there is
 	// none). Every transition is a store update first; this follows.
 	SyncSession WorkKind = "sync_session"
+	// DispatchSession builds a prepared session's spec and starts an
+	// attempt on the executor.
+	DispatchSession WorkKind = "dispatch_session"
+	// ReportSession turns an attempt's result into a commit, a pull request
+	// and a concluded check run.
+	ReportSession WorkKind = "report_session"
 )
 
 // NewWork is work to queue.

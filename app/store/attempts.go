@@ -1,0 +1,192 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// AttemptState is where an attempt is.
+type AttemptState string
+
+// The attempt states.
+const (
+	// AttemptStarted: the executor was asked to run it; not yet claimed.
+	AttemptStarted AttemptState = "started"
+	// AttemptRunning: the supervisor claimed it.
+	AttemptRunning AttemptState = "running"
+	// AttemptEnded: its result arrived, or it was cancelled or lost.
+	AttemptEnded AttemptState = "ended"
+)
+
+// Attempt is one run of a session on an executor. Only hashes of its claim
+// code and session token are stored, so a copy of the database grants
+// nothing.
+type Attempt struct {
+	ID          string
+	SessionID   string
+	ExternalID  string
+	State       AttemptState
+	Deadline    time.Time
+	ProgressSeq int64
+	Progress    string
+	// Result is the uploaded contract.ResultUpload, as JSON.
+	Result    string
+	CreatedAt time.Time
+}
+
+// Errors of the session channel's authentication.
+var (
+	ErrClaimRefused = errors.New("claim refused")
+	ErrBadToken     = errors.New("bad session token")
+)
+
+// HashSecret is how claim codes and session tokens are stored.
+func HashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// CreateAttempt records a new attempt for a session and makes it the
+// session's current one, in one transaction.
+func (s *Store) CreateAttempt(ctx context.Context, a Attempt, claimCode string, now time.Time) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, session_id, claim_hash, state, deadline, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $6)`, a.ID, a.SessionID, HashSecret(claimCode), string(AttemptStarted), ms(a.Deadline), ms(now))
+		if err != nil {
+			return fmt.Errorf("creating attempt: %w", err)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET attempt_id = $2, updated_at = $3 WHERE id = $1`, a.SessionID, a.ID, ms(now))
+		return err
+	})
+}
+
+// SetAttemptExternalID records the executor's id for the attempt.
+func (s *Store) SetAttemptExternalID(ctx context.Context, id, externalID string, now time.Time) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE attempts SET external_id = $2, updated_at = $3 WHERE id = $1`, id, externalID, ms(now))
+	return err
+}
+
+// ClaimAttempt exchanges a claim code for a session token, once: the code
+// must match and the attempt must not have been claimed or ended.
+func (s *Store) ClaimAttempt(ctx context.Context, id, claimCode, sessionToken string, now time.Time) (Attempt, error) {
+	var out Attempt
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		a, claimHash, _, err := s.attemptRow(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if subtle.ConstantTimeCompare([]byte(claimHash), []byte(HashSecret(claimCode))) != 1 || a.State != AttemptStarted {
+			return ErrClaimRefused
+		}
+		if !now.Before(a.Deadline) {
+			return ErrClaimRefused
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE attempts SET token_hash = $2, state = $3, updated_at = $4 WHERE id = $1`,
+			id, HashSecret(sessionToken), string(AttemptRunning), ms(now))
+		a.State = AttemptRunning
+		out = a
+		return err
+	})
+	return out, err
+}
+
+// AuthenticateAttempt checks a session token against a running attempt.
+func (s *Store) AuthenticateAttempt(ctx context.Context, id, sessionToken string) (Attempt, error) {
+	a, _, tokenHash, err := s.attemptRow(ctx, s.db, id)
+	if err != nil {
+		return Attempt{}, ErrBadToken
+	}
+	if tokenHash == "" || subtle.ConstantTimeCompare([]byte(tokenHash), []byte(HashSecret(sessionToken))) != 1 {
+		return Attempt{}, ErrBadToken
+	}
+	return a, nil
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (s *Store) attemptRow(ctx context.Context, q querier, id string) (Attempt, string, string, error) {
+	var (
+		a                    Attempt
+		state                string
+		deadline, created    int64
+		claimHash, tokenHash string
+	)
+	err := q.QueryRowContext(ctx, `SELECT id, session_id, external_id, state, deadline, progress_seq, progress, result,
+		created_at, claim_hash, token_hash FROM attempts WHERE id = $1`, id).
+		Scan(&a.ID, &a.SessionID, &a.ExternalID, &state, &deadline, &a.ProgressSeq, &a.Progress, &a.Result, &created, &claimHash, &tokenHash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Attempt{}, "", "", fmt.Errorf("attempt %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Attempt{}, "", "", err
+	}
+	a.State, a.Deadline, a.CreatedAt = AttemptState(state), fromMS(deadline), fromMS(created)
+	return a, claimHash, tokenHash, nil
+}
+
+// GetAttempt loads an attempt.
+func (s *Store) GetAttempt(ctx context.Context, id string) (Attempt, error) {
+	a, _, _, err := s.attemptRow(ctx, s.db, id)
+	return a, err
+}
+
+// RecordProgress keeps the newest progress message; a repeated or older
+// seq changes nothing. It reports whether the event was new.
+func (s *Store) RecordProgress(ctx context.Context, id string, seq int64, message string, now time.Time) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE attempts SET progress_seq = $2, progress = $3, updated_at = $4
+		WHERE id = $1 AND progress_seq < $2 AND state = 'running'`, id, seq, message, ms(now))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// RecordResult stores an attempt's result, ends the attempt, moves its
+// session to reporting and queues the report, in one transaction. A second
+// upload changes nothing (the supervisor may retry); so does an upload for
+// an attempt that is no longer the session's current one.
+func (s *Store) RecordResult(ctx context.Context, id, resultJSON string, now time.Time) (first bool, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE attempts SET result = $2, state = $3, updated_at = $4
+			WHERE id = $1 AND state = 'running'`, id, resultJSON, string(AttemptEnded), ms(now))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n == 0 {
+			return err
+		}
+		first = true
+		res, err = tx.ExecContext(ctx, `UPDATE sessions SET state = $2, updated_at = $3
+			WHERE attempt_id = $1 AND state IN ('dispatched', 'running')`, id, string(Reporting), ms(now))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err // the session ended meanwhile (cancelled, timed out): nothing to report
+		}
+		var sessionID string
+		if err := tx.QueryRowContext(ctx, `SELECT session_id FROM attempts WHERE id = $1`, id).Scan(&sessionID); err != nil {
+			return err
+		}
+		return s.insertWork(ctx, tx, NewWork{Kind: ReportSession, SessionID: sessionID}, now)
+	})
+	return first, err
+}
+
+// EndAttempt marks an attempt ended (cancelled, timed out, lost), so its
+// token stops working and a late result is ignored.
+func (s *Store) EndAttempt(ctx context.Context, id string, now time.Time) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE attempts SET state = $2, updated_at = $3 WHERE id = $1 AND state <> $2`,
+		id, string(AttemptEnded), ms(now))
+	return err
+}

@@ -126,6 +126,7 @@ func (s *Service) cancel(ctx context.Context, c *github.Client, t handlers.Trigg
 		if err != nil {
 			return err
 		}
+		s.stopAttempt(ctx, sess.AttemptID)
 		cancelled = append(cancelled, "`"+sess.ID+"`")
 	}
 	if len(cancelled) == 0 {
@@ -159,6 +160,16 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 	c, err := s.gh.Installation(ctx, sess.InstallationID)
 	if err != nil {
 		return err
+	}
+	if sess.CheckRunID != 0 && sess.State == store.Running {
+		_, _, err := c.Checks.UpdateCheckRun(ctx, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
+			Name:   CheckRunName,
+			Status: github.String("in_progress"),
+			Output: &github.CheckRunOutput{Title: github.String("Running"), Summary: github.String(fmt.Sprintf("Session `%s` is running.", sess.ID))},
+		})
+		if err != nil {
+			return fmt.Errorf("marking the check run in progress: %w", err)
+		}
 	}
 	if sess.CheckRunID != 0 && sess.State == store.Done {
 		_, _, err := c.Checks.UpdateCheckRun(ctx, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{

@@ -133,13 +133,19 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 			return err
 		}
 	}
-	_, err = s.mutate(ctx, sess.ID, func(x *store.Session) {
-		if x.State == store.Queued {
-			x.State = store.Preparing
+	_, err = s.store.MutateSessionThen(ctx, sess.ID, s.clock.Now(), func(x *store.Session) ([]store.NewWork, error) {
+		if x.State != store.Queued {
+			return nil, nil
 		}
+		x.State = store.Preparing
+		if s.executor == nil {
+			return nil, nil // the control plane alone: sessions stop here
+		}
+		return []store.NewWork{{Kind: store.DispatchSession}}, nil
 	})
 	if err == nil {
 		log.Info().Msg("session preparing")
+		s.wakeWorkers()
 	}
 	return err
 }

@@ -35,6 +35,11 @@ type Service struct {
 	loader *config.RepoLoader
 	self   atomic.Pointer[handlers.Identity]
 	wake   chan struct{}
+	// executor runs attempts; nil accepts and prepares sessions but never
+	// dispatches them (the control plane alone).
+	executor   Executor
+	channelURL string
+	tokens     repoTokens
 	// WorkerName identifies this replica's workers in leases.
 	WorkerName string
 }
@@ -47,6 +52,9 @@ type Options struct {
 	Clock      Clock
 	Logger     zerolog.Logger
 	WorkerName string
+	Executor   Executor
+	// ChannelURL overrides config's channel_url (tests, the demo).
+	ChannelURL string
 }
 
 // NewService wires a Service.
@@ -60,6 +68,10 @@ func NewService(o Options) *Service {
 	s := &Service{
 		cfg: o.Config, store: o.Store, gh: o.GitHub, clock: o.Clock, log: o.Logger,
 		loader: config.NewRepoLoader(), wake: make(chan struct{}, 1), WorkerName: o.WorkerName,
+		executor: o.Executor, channelURL: o.ChannelURL,
+	}
+	if s.channelURL == "" {
+		s.channelURL = o.Config.ChannelURL
 	}
 	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})
 	return s

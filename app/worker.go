@@ -31,11 +31,19 @@ func (s *Service) RunWorkers(stop <-chan struct{}, workCtx context.Context) {
 func (s *Service) workerLoop(stop <-chan struct{}, ctx context.Context, owner string) {
 	poll := time.NewTicker(s.cfg.Workers.PollInterval)
 	defer poll.Stop()
+	var lastReconcile time.Time
 	for {
 		select {
 		case <-stop:
 			return
 		default:
+		}
+		// Deadlines are checked at most once per poll interval per worker.
+		if now := s.clock.Now(); now.Sub(lastReconcile) >= s.cfg.Workers.PollInterval {
+			lastReconcile = now
+			if err := s.reconcile(ctx); err != nil {
+				s.log.Error().Err(err).Str("worker", owner).Msg("reconcile failed")
+			}
 		}
 		did, err := s.ProcessOne(ctx, owner)
 		if err != nil {
@@ -56,6 +64,9 @@ func (s *Service) workerLoop(stop <-chan struct{}, ctx context.Context, owner st
 // RunPending processes work until none is ready now. Tests use it to run the
 // workers' steps deterministically.
 func (s *Service) RunPending(ctx context.Context) (int, error) {
+	if err := s.reconcile(ctx); err != nil {
+		return 0, err
+	}
 	n := 0
 	for {
 		did, err := s.ProcessOne(ctx, s.WorkerName)
@@ -138,6 +149,10 @@ func (s *Service) runWork(ctx context.Context, w *store.Work) error {
 		return s.runCommand(ctx, w)
 	case store.SyncSession:
 		return s.syncSession(ctx, w)
+	case store.DispatchSession:
+		return s.dispatch(ctx, w)
+	case store.ReportSession:
+		return s.report(ctx, w)
 	}
 	// Unknown kinds come only from a newer replica's schema; failing them
 	// leaves them visible rather than silently done.

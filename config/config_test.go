@@ -126,6 +126,10 @@ func TestEveryEnvVarSetsItsKey(t *testing.T) {
 		base := Defaults()
 		v := "7"
 		switch {
+		case strings.HasSuffix(ev.Name, "CHANNEL_URL"):
+			v = "http://127.0.0.1:9"
+		case strings.HasSuffix(ev.Name, "SESSIONS_TIMEOUT"):
+			v = "7m"
 		case strings.HasSuffix(ev.Name, "PAUSED"):
 			v = "true"
 		case strings.Contains(ev.Name, "TIMEOUT") || strings.Contains(ev.Name, "LEASE") || strings.Contains(ev.Name, "INTERVAL") || strings.Contains(ev.Name, "BACKOFF") || strings.HasSuffix(ev.Name, "MAX_AGE"):

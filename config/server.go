@@ -35,7 +35,12 @@ type Server struct {
 	// trigger as paused without being read again.
 	RepoConfigMaxAge time.Duration `yaml:"repo_config_max_age"`
 
+	// ChannelURL is where supervisors reach the session channel. Empty
+	// means http://<listen address> (right for the local executor).
+	ChannelURL string `yaml:"channel_url"`
+
 	GitHub   GitHub   `yaml:"github"`
+	Sessions Sessions `yaml:"sessions"`
 	Database Database `yaml:"database"`
 	Workers  Workers  `yaml:"workers"`
 	HTTP     HTTP     `yaml:"http"`
@@ -59,6 +64,14 @@ type GitHub struct {
 	APIURL string `yaml:"api_url"`
 	// WebURL is the web root: https://github.com or https://HOST.
 	WebURL string `yaml:"web_url"`
+}
+
+// Sessions bounds every session; a repo's config may only narrow these.
+type Sessions struct {
+	Timeout         time.Duration `yaml:"timeout"`
+	CommandTimeout  time.Duration `yaml:"command_timeout"`
+	MaxChangedFiles int           `yaml:"max_changed_files"`
+	MaxChangeBytes  int64         `yaml:"max_change_bytes"`
 }
 
 // Database selects the store.
@@ -109,6 +122,12 @@ func Defaults() Server {
 		GitHub: GitHub{
 			APIURL: "https://api.github.com/",
 			WebURL: "https://github.com",
+		},
+		Sessions: Sessions{
+			Timeout:         30 * time.Minute,
+			CommandTimeout:  10 * time.Minute,
+			MaxChangedFiles: 100,
+			MaxChangeBytes:  5 << 20,
 		},
 		Database: Database{Driver: "sqlite", DSN: "inspect.db"},
 		Workers: Workers{
@@ -203,6 +222,23 @@ func (c Server) Validate() error {
 	}
 	if _, err := parseLogLevel(c.LogLevel); err != nil {
 		add("log_level", "%v", err)
+	}
+	if c.ChannelURL != "" {
+		if err := checkURL(c.ChannelURL); err != nil {
+			add("channel_url", "%v", err)
+		}
+	}
+	if c.Sessions.Timeout < time.Minute {
+		add("sessions.timeout", "must be at least 1m")
+	}
+	if c.Sessions.CommandTimeout <= 0 || c.Sessions.CommandTimeout > c.Sessions.Timeout {
+		add("sessions.command_timeout", "must be positive and at most sessions.timeout")
+	}
+	if c.Sessions.MaxChangedFiles < 1 || c.Sessions.MaxChangedFiles > 10000 {
+		add("sessions.max_changed_files", "must be between 1 and 10000")
+	}
+	if c.Sessions.MaxChangeBytes < 1<<10 || c.Sessions.MaxChangeBytes > 64<<20 {
+		add("sessions.max_change_bytes", "must be between 1 KiB and 64 MiB")
 	}
 	if c.RepoConfigMaxAge <= 0 {
 		add("repo_config_max_age", "must be positive")

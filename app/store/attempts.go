@@ -35,6 +35,8 @@ type Attempt struct {
 	Deadline    time.Time
 	ProgressSeq int64
 	Progress    string
+	// Spec is the contract.Spec the attempt runs, as JSON.
+	Spec string
 	// Result is the uploaded contract.ResultUpload, as JSON.
 	Result    string
 	CreatedAt time.Time
@@ -56,8 +58,8 @@ func HashSecret(secret string) string {
 // session's current one, in one transaction.
 func (s *Store) CreateAttempt(ctx context.Context, a Attempt, claimCode string, now time.Time) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, session_id, claim_hash, state, deadline, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $6)`, a.ID, a.SessionID, HashSecret(claimCode), string(AttemptStarted), ms(a.Deadline), ms(now))
+		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, session_id, claim_hash, state, deadline, spec, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`, a.ID, a.SessionID, HashSecret(claimCode), string(AttemptStarted), ms(a.Deadline), a.Spec, ms(now))
 		if err != nil {
 			return fmt.Errorf("creating attempt: %w", err)
 		}
@@ -119,9 +121,9 @@ func (s *Store) attemptRow(ctx context.Context, q querier, id string) (Attempt, 
 		deadline, created    int64
 		claimHash, tokenHash string
 	)
-	err := q.QueryRowContext(ctx, `SELECT id, session_id, external_id, state, deadline, progress_seq, progress, result,
+	err := q.QueryRowContext(ctx, `SELECT id, session_id, external_id, state, deadline, progress_seq, progress, spec, result,
 		created_at, claim_hash, token_hash FROM attempts WHERE id = $1`, id).
-		Scan(&a.ID, &a.SessionID, &a.ExternalID, &state, &deadline, &a.ProgressSeq, &a.Progress, &a.Result, &created, &claimHash, &tokenHash)
+		Scan(&a.ID, &a.SessionID, &a.ExternalID, &state, &deadline, &a.ProgressSeq, &a.Progress, &a.Spec, &a.Result, &created, &claimHash, &tokenHash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attempt{}, "", "", fmt.Errorf("attempt %s: %w", id, ErrNotFound)
 	}

@@ -110,6 +110,7 @@ func migrations(d dialect) [][]string {
 				progress_seq BIGINT NOT NULL DEFAULT 0,
 				progress     TEXT NOT NULL DEFAULT '',
 				result       TEXT NOT NULL DEFAULT '',
+				spec         TEXT NOT NULL DEFAULT '',
 				created_at   BIGINT NOT NULL,
 				updated_at   BIGINT NOT NULL
 			)` + clustered,

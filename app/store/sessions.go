@@ -240,3 +240,23 @@ func (s *Store) CountSessions(ctx context.Context) (int, error) {
 	err := s.reader.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions`).Scan(&n)
 	return n, err
 }
+
+// SessionsPastDeadline lists dispatched or running sessions whose deadline
+// has passed.
+func (s *Store) SessionsPastDeadline(ctx context.Context, now time.Time, limit int) ([]Session, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions
+		WHERE state IN ('dispatched', 'running') AND deadline > 0 AND deadline <= $1 ORDER BY deadline LIMIT $2`, ms(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sess)
+	}
+	return out, rows.Err()
+}

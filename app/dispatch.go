@@ -1,0 +1,245 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// Launch is what an executor needs to start `inspect runner` for one
+// attempt. It carries no standing credential: the claim code is single-use.
+type Launch struct {
+	SessionID  string
+	AttemptID  string
+	ChannelURL string
+	ClaimCode  string
+	Deadline   time.Time
+}
+
+// Executor runs attempts: runner/local on the app's host, Buildkite in
+// production. Results never come through it; it is asked only when the
+// channel is silent.
+type Executor interface {
+	Start(ctx context.Context, l Launch) (externalID string, err error)
+	Cancel(ctx context.Context, externalID string) error
+}
+
+// repoTokens remembers the read-only tokens minted per attempt, so they can
+// be revoked when the attempt ends and redacted from anything posted.
+type repoTokens struct {
+	mu     sync.Mutex
+	tokens map[string][]string
+}
+
+func (s *Service) rememberToken(attemptID, token string) {
+	s.tokens.mu.Lock()
+	defer s.tokens.mu.Unlock()
+	if s.tokens.tokens == nil {
+		s.tokens.tokens = map[string][]string{}
+	}
+	s.tokens.tokens[attemptID] = append(s.tokens.tokens[attemptID], token)
+}
+
+func (s *Service) takeTokens(attemptID string) []string {
+	s.tokens.mu.Lock()
+	defer s.tokens.mu.Unlock()
+	t := s.tokens.tokens[attemptID]
+	delete(s.tokens.tokens, attemptID)
+	return t
+}
+
+// dispatch builds a prepared session's spec and starts its attempt. A
+// replay finds the attempt it created and only starts what did not start.
+func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
+	sess, err := s.store.GetSession(ctx, w.SessionID)
+	if err != nil {
+		return err
+	}
+	if sess.State != store.Preparing || s.executor == nil {
+		return nil
+	}
+	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Logger()
+	ctx = log.WithContext(ctx)
+	if sess.AttemptID != "" {
+		// An earlier run created the attempt; if its start was not recorded,
+		// end it rather than guess, and make a fresh one below.
+		a, err := s.store.GetAttempt(ctx, sess.AttemptID)
+		if err == nil && a.ExternalID != "" {
+			return s.markDispatched(ctx, sess.ID, a.Deadline)
+		}
+		if err := s.store.EndAttempt(ctx, sess.AttemptID, s.clock.Now()); err != nil {
+			return err
+		}
+	}
+	c, err := s.gh.Installation(ctx, sess.InstallationID)
+	if err != nil {
+		return err
+	}
+	spec, reply, err := s.buildSpec(ctx, c, sess)
+	if err != nil {
+		return err
+	}
+	if reply != "" {
+		return s.end(ctx, sess.ID, store.Errored, "config_invalid", reply)
+	}
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	claim := randomSecret()
+	a := store.Attempt{ID: spec.AttemptID, SessionID: sess.ID, Deadline: spec.Limits.Deadline, Spec: string(specJSON)}
+	if err := s.store.CreateAttempt(ctx, a, claim, s.clock.Now()); err != nil {
+		return err
+	}
+	ext, err := s.executor.Start(ctx, Launch{SessionID: sess.ID, AttemptID: a.ID, ChannelURL: s.channelURL, ClaimCode: claim, Deadline: a.Deadline})
+	if err != nil {
+		return fmt.Errorf("starting the attempt: %w", err)
+	}
+	if err := s.store.SetAttemptExternalID(ctx, a.ID, ext, s.clock.Now()); err != nil {
+		return err
+	}
+	log.Info().Str("attempt_id", a.ID).Str("external_id", ext).Msg("session dispatched")
+	return s.markDispatched(ctx, sess.ID, a.Deadline)
+}
+
+func (s *Service) markDispatched(ctx context.Context, id string, deadline time.Time) error {
+	_, err := s.mutate(ctx, id, func(x *store.Session) {
+		if x.State == store.Preparing {
+			x.State, x.Deadline = store.Dispatched, deadline
+		}
+	})
+	return err
+}
+
+// buildSpec gathers what the agent gets. A non-empty reply means the repo's
+// config cannot run a session (no agent); the caller ends the session with it.
+func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Session) (contract.Spec, string, error) {
+	repo, _, err := c.Repositories.Get(ctx, sess.RepoOwner, sess.RepoName)
+	if err != nil {
+		return contract.Spec{}, "", fmt.Errorf("reading the repository: %w", err)
+	}
+	entry, _, err := s.store.CachedRepoConfig(ctx, sess.RepoID, s.clock.Now())
+	if err != nil {
+		return contract.Spec{}, "", err
+	}
+	cfg, err := config.ParseRepo([]byte(entry.Content))
+	if err != nil {
+		return contract.Spec{}, "", err // prepare refreshed it just now; a parse error here is ours
+	}
+	if len(cfg.Agent.Command) == 0 {
+		return contract.Spec{}, fmt.Sprintf("⚠️ @%s, this repository's `.github/inspect.yml` names no agent, so Inspect has nothing to run. "+
+			"Add `agent: {preset: command, command: [...]}` on the default branch and comment again.", sess.RequesterLogin), nil
+	}
+	spec := contract.Spec{
+		Version:   contract.SpecVersion,
+		SessionID: sess.ID,
+		AttemptID: newID(),
+		Repo: contract.Repo{
+			Owner: sess.RepoOwner, Name: sess.RepoName, ID: sess.RepoID,
+			CloneURL:      strings.TrimSuffix(s.cfg.GitHub.WebURL, "/") + "/" + sess.RepoOwner + "/" + sess.RepoName + ".git",
+			DefaultBranch: repo.GetDefaultBranch(),
+		},
+		Instructions: sess.Instructions,
+		Requester:    contract.Requester{Login: sess.RequesterLogin, ID: sess.RequesterID},
+		Agent:        contract.Agent{Preset: contract.PresetCommand, Command: cfg.Agent.Command, Model: cfg.Agent.Model},
+	}
+	if sess.IsPR {
+		pr, _, err := c.PullRequests.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
+		if err != nil {
+			return contract.Spec{}, "", fmt.Errorf("reading the pull request: %w", err)
+		}
+		spec.PinnedSHA = sess.HeadSHA
+		spec.Target = contract.Target{Kind: contract.TargetPullRequest, Number: sess.Number, BaseBranch: pr.GetBase().GetRef(), HeadBranch: pr.GetHead().GetRef()}
+		spec.Context = append(spec.Context,
+			contract.ContextItem{Kind: contract.ContextTitle, Author: pr.GetUser().GetLogin(), Text: pr.GetTitle(), Untrusted: true},
+			contract.ContextItem{Kind: contract.ContextBody, Author: pr.GetUser().GetLogin(), Text: pr.GetBody(), Untrusted: true})
+	} else {
+		issue, _, err := c.Issues.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
+		if err != nil {
+			return contract.Spec{}, "", fmt.Errorf("reading the issue: %w", err)
+		}
+		branch, _, err := c.Repositories.GetBranch(ctx, sess.RepoOwner, sess.RepoName, repo.GetDefaultBranch(), 1)
+		if err != nil {
+			return contract.Spec{}, "", fmt.Errorf("reading the default branch: %w", err)
+		}
+		spec.PinnedSHA = branch.GetCommit().GetSHA()
+		spec.Target = contract.Target{Kind: contract.TargetIssue, Number: sess.Number, BaseBranch: repo.GetDefaultBranch()}
+		spec.Context = append(spec.Context,
+			contract.ContextItem{Kind: contract.ContextTitle, Author: issue.GetUser().GetLogin(), Text: issue.GetTitle(), Untrusted: true},
+			contract.ContextItem{Kind: contract.ContextBody, Author: issue.GetUser().GetLogin(), Text: issue.GetBody(), Untrusted: true})
+	}
+	for _, v := range cfg.Verify {
+		timeout := v.Timeout
+		if timeout <= 0 {
+			timeout = s.cfg.Sessions.CommandTimeout
+		}
+		spec.Verify = append(spec.Verify, contract.Command{Name: v.Name, Argv: v.Run, Timeout: contract.Duration(timeout)})
+	}
+	timeout := s.cfg.Sessions.Timeout
+	if cfg.Limits.SessionTimeout > 0 && cfg.Limits.SessionTimeout < timeout {
+		timeout = cfg.Limits.SessionTimeout // a repo may only narrow
+	}
+	maxFiles := s.cfg.Sessions.MaxChangedFiles
+	if cfg.Limits.MaxFiles > 0 && cfg.Limits.MaxFiles < maxFiles {
+		maxFiles = cfg.Limits.MaxFiles
+	}
+	spec.Limits = contract.Limits{
+		Deadline: s.clock.Now().Add(timeout).UTC().Truncate(time.Second), Timeout: contract.Duration(timeout),
+		MaxOutputBytes: 64 << 10, MaxChangedFiles: maxFiles, MaxChangeBytes: s.cfg.Sessions.MaxChangeBytes,
+	}
+	// Untrusted text may carry a pasted token; the spec refuses any, so
+	// redact first rather than fail the session.
+	contract.NewRedactor().RedactStrings(&spec)
+	if err := spec.Validate(); err != nil {
+		return contract.Spec{}, "", fmt.Errorf("building the spec: %w", err)
+	}
+	return spec, "", nil
+}
+
+// stopAttempt ends an attempt so its token stops working and a late result
+// is ignored, and asks the executor to kill it. Best effort: the attempt's
+// own deadline stops it anyway.
+func (s *Service) stopAttempt(ctx context.Context, attemptID string) {
+	if attemptID == "" {
+		return
+	}
+	log := zerolog.Ctx(ctx)
+	if err := s.store.EndAttempt(ctx, attemptID, s.clock.Now()); err != nil {
+		log.Warn().Err(err).Msg("ending the attempt failed")
+	}
+	a, err := s.store.GetAttempt(ctx, attemptID)
+	if err != nil || a.ExternalID == "" || s.executor == nil {
+		return
+	}
+	if err := s.executor.Cancel(ctx, a.ExternalID); err != nil {
+		log.Warn().Err(err).Str("attempt_id", attemptID).Msg("cancelling the attempt failed")
+	}
+	s.revokeTokens(ctx, attemptID)
+}
+
+// reconcile ends sessions past their deadline: no session outlives it, and
+// every check run is concluded (through the sync the ending queues).
+func (s *Service) reconcile(ctx context.Context) error {
+	overdue, err := s.store.SessionsPastDeadline(ctx, s.clock.Now(), 50)
+	if err != nil {
+		return err
+	}
+	for _, sess := range overdue {
+		if err := s.end(ctx, sess.ID, store.TimedOut, "timed_out",
+			fmt.Sprintf("⏱️ @%s, the session ran past its deadline and was stopped. Nothing was pushed.", sess.RequesterLogin)); err != nil {
+			return err
+		}
+		s.stopAttempt(ctx, sess.AttemptID)
+	}
+	return nil
+}

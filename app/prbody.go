@@ -1,0 +1,73 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// prBody is the evidence a reviewer reads: the request, what changed, how
+// it was verified, where it ran and the session. Everything taken from the
+// agent or the repo's output is untrusted and quoted or fenced.
+func prBody(sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Request\n\n@%s asked in #%d:\n\n%s\n\n", sess.RequesterLogin, sess.Number, quoteUntrusted(sess.Instructions, 2000))
+	if !sess.IsPR {
+		fmt.Fprintf(&b, "Fixes #%d\n\n", sess.Number)
+	}
+
+	fmt.Fprintf(&b, "## What changed\n\n%d added, %d modified, %d deleted; +%d −%d lines.\n\n", sum.Added, sum.Modified, sum.Deleted, sum.LinesAdded, sum.LinesRemoved)
+	b.WriteString("| File | Change | Lines |\n|---|---|---|\n")
+	for _, f := range sum.Files {
+		flag := ""
+		if f.Test {
+			flag = " ⚠️ test file"
+		}
+		fmt.Fprintf(&b, "| %s%s | %s | +%d −%d |\n", policy.PathCodeSpan(f.Path), flag, f.Status, f.LinesAdded, f.LinesRemoved)
+	}
+	if len(sum.TestFiles) > 0 {
+		b.WriteString("\nTest files were changed: review them as carefully as the code they test.\n")
+	}
+
+	b.WriteString("\n## Verification\n\n")
+	verifies := 0
+	b.WriteString("| Command | Result | Time |\n|---|---|---|\n")
+	for _, c := range ev.Commands {
+		if c.Phase != contract.PhaseVerify {
+			continue
+		}
+		verifies++
+		result := "✅ passed"
+		switch {
+		case c.TimedOut:
+			result = "⏱️ timed out"
+		case !c.Succeeded():
+			result = fmt.Sprintf("❌ exit %d", c.ExitCode)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", fence(strings.ReplaceAll(strings.Join(c.Argv, " "), "`", "'")), result, (time.Duration(c.DurationMS) * time.Millisecond).Round(time.Millisecond))
+	}
+	if verifies == 0 {
+		b.WriteString("| (none configured) | — | — |\n\nThis repository's `.github/inspect.yml` sets no `verify` commands, so nothing was checked.\n")
+	}
+	if t := ev.Tests; t != nil {
+		fmt.Fprintf(&b, "\nTests: %d passed, %d failed, %d skipped.\n", t.Passed, t.Failed, t.Skipped)
+		for i, f := range t.Failures {
+			if i == 20 {
+				fmt.Fprintf(&b, "- and %d more\n", len(t.Failures)-20)
+				break
+			}
+			fmt.Fprintf(&b, "- `%s`\n", fence(strings.ReplaceAll(f.Name, "`", "'")))
+		}
+	}
+	if !verified {
+		b.WriteString("\n**Verification failed.** This pull request is a draft so the change can be looked at; it was not pushed to your branch.\n")
+	}
+
+	fmt.Fprintf(&b, "\n## Environment\n\nBuilt on `%s` of `%s`.\n", spec.PinnedSHA, sess.FullName())
+	fmt.Fprintf(&b, "\n## Session\n\nSession `%s`, attempt `%s`, ran %s.\n", sess.ID, spec.AttemptID, ev.EndedAt.Sub(ev.StartedAt).Round(time.Second))
+	return b.String()
+}

@@ -1,0 +1,319 @@
+package app
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// report turns an attempt's result into the session's end: a validated
+// commit through the Git Data API, pushed where ARCHITECTURE.md step 5
+// says, a pull request, a review request and, through the final sync, the
+// concluded check run and the edited progress comment. Each GitHub write is
+// recorded before the next, so a replay continues where it stopped.
+func (s *Service) report(ctx context.Context, w *store.Work) error {
+	sess, err := s.store.GetSession(ctx, w.SessionID)
+	if err != nil {
+		return err
+	}
+	if sess.State != store.Reporting {
+		return nil
+	}
+	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Logger()
+	ctx = log.WithContext(ctx)
+	a, err := s.store.GetAttempt(ctx, sess.AttemptID)
+	if err != nil {
+		return err
+	}
+	var up contract.ResultUpload
+	var spec contract.Spec
+	if err := json.Unmarshal([]byte(a.Result), &up); err != nil {
+		return fmt.Errorf("stored result: %w", err)
+	}
+	if err := json.Unmarshal([]byte(a.Spec), &spec); err != nil {
+		return fmt.Errorf("stored spec: %w", err)
+	}
+	s.revokeTokens(ctx, a.ID)
+	ev := up.Evidence
+	switch ev.Outcome {
+	case contract.OutcomeTimedOut:
+		return s.end(ctx, sess.ID, store.TimedOut, "timed_out", fmt.Sprintf("⏱️ @%s, the session ran past its deadline and was stopped. Nothing was pushed.", sess.RequesterLogin))
+	case contract.OutcomeCancelled:
+		return s.end(ctx, sess.ID, store.Cancelled, "cancelled", "The session was cancelled. Nothing was pushed.")
+	case contract.OutcomeError, contract.OutcomeAgentFailed:
+		return s.end(ctx, sess.ID, store.Errored, string(ev.Outcome), agentFailedReply(sess, ev))
+	}
+	if up.Manifest == nil || len(up.Manifest.Files) == 0 {
+		return s.end(ctx, sess.ID, store.NoChange, "no_change", noChangeReply(sess, ev))
+	}
+	entry, _, err := s.store.CachedRepoConfig(ctx, sess.RepoID, s.clock.Now())
+	if err != nil {
+		return err
+	}
+	repoCfg, _ := config.ParseRepo([]byte(entry.Content)) // parsed at prepare; a broken file now means defaults
+	decision, summary := policy.ValidateChange(changedFiles(up.Manifest), policy.ChangeLimits{
+		MaxFiles: spec.Limits.MaxChangedFiles, MaxBytes: spec.Limits.MaxChangeBytes, ProtectedPaths: repoCfg.ProtectedPaths,
+	})
+	if !decision.Allowed {
+		log.Info().Str("reason", string(decision.Reason)).Msg("change refused")
+		return s.end(ctx, sess.ID, store.ChangeRefused, string(decision.Reason), "🛑 "+decision.Reply)
+	}
+	verified := verificationPassed(ev)
+	c, err := s.gh.Installation(ctx, sess.InstallationID)
+	if err != nil {
+		return err
+	}
+	if sess.CommitSHA == "" {
+		sha, err := s.createCommit(ctx, c, sess, spec, up.Manifest)
+		if err != nil {
+			return err
+		}
+		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.CommitSHA = sha }); err != nil || sess.State == store.Done {
+			return err
+		}
+	}
+	if sess.Branch == "" {
+		branch, prNumber, err := s.push(ctx, c, sess, spec, verified, summary, ev)
+		if err != nil {
+			return err
+		}
+		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.Branch, x.PRNumber = branch, prNumber }); err != nil || sess.State == store.Done {
+			return err
+		}
+	}
+	if !sess.IsPR && sess.CheckRunID == 0 {
+		// An issue session's check run lives on the commit Inspect made.
+		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.HeadSHA = x.CommitSHA }); err != nil {
+			return err
+		}
+		id, err := s.ensureCheckRun(ctx, c, sess, w.Attempts > 1)
+		if err != nil {
+			return err
+		}
+		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.CheckRunID = id }); err != nil || sess.State == store.Done {
+			return err
+		}
+	}
+	outcome, reason := store.Changed, "changed"
+	detail := fmt.Sprintf("✅ Verified change committed as `%.7s` on `%s`.", sess.CommitSHA, sess.Branch)
+	if !verified {
+		outcome, reason = store.VerificationFailed, "verification_failed"
+		detail = fmt.Sprintf("❌ Verification failed; the change is in draft pull request #%d for you to look at.", sess.PRNumber)
+	}
+	if sess.PRNumber != 0 && verified {
+		detail = fmt.Sprintf("✅ Verified change in pull request #%d (commit `%.7s`).", sess.PRNumber, sess.CommitSHA)
+	}
+	return s.end(ctx, sess.ID, outcome, reason, detail)
+}
+
+func (s *Service) revokeTokens(ctx context.Context, attemptID string) {
+	for _, tok := range s.takeTokens(attemptID) {
+		c := github.NewClient(nil).WithAuthToken(tok)
+		if base, err := c.BaseURL.Parse(s.cfg.GitHub.APIURL); err == nil {
+			c.BaseURL = base
+		}
+		if _, err := c.Apps.RevokeInstallationToken(ctx); err != nil {
+			// It expires within the hour anyway; the attempt is over.
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("revoking the repo token failed")
+		}
+	}
+}
+
+func verificationPassed(ev contract.Evidence) bool {
+	for _, c := range ev.Commands {
+		if c.Phase == contract.PhaseVerify && !c.Succeeded() {
+			return false
+		}
+	}
+	return true
+}
+
+func changedFiles(m *contract.Manifest) []policy.ChangedFile {
+	out := make([]policy.ChangedFile, 0, len(m.Files))
+	for _, f := range m.Files {
+		out = append(out, policy.ChangedFile{Path: f.Path, Mode: string(f.Mode), Content: f.Content, Deleted: f.Deleted, Existed: !f.Added})
+	}
+	return out
+}
+
+// createCommit builds one tree from the manifest on top of the pinned
+// commit's and commits it with no author, so GitHub signs it as the App's
+// bot; the requester is credited in a trailer.
+func (s *Service) createCommit(ctx context.Context, c *github.Client, sess store.Session, spec contract.Spec, m *contract.Manifest) (string, error) {
+	owner, repo := sess.RepoOwner, sess.RepoName
+	base, _, err := c.Git.GetCommit(ctx, owner, repo, spec.PinnedSHA)
+	if err != nil {
+		return "", fmt.Errorf("reading the pinned commit: %w", err)
+	}
+	var entries []*github.TreeEntry
+	for _, f := range m.Files {
+		e := &github.TreeEntry{Path: github.String(f.Path), Mode: github.String(string(f.Mode)), Type: github.String("blob")}
+		switch {
+		case f.Deleted:
+			e.Mode = github.String("100644") // GitHub wants a mode even for a deletion; the null sha deletes
+		case utf8.Valid(f.Content):
+			e.Content = github.String(string(f.Content))
+		default:
+			blob, _, err := c.Git.CreateBlob(ctx, owner, repo, &github.Blob{Content: github.String(encodeBase64(f.Content)), Encoding: github.String("base64")})
+			if err != nil {
+				return "", fmt.Errorf("creating a blob: %w", err)
+			}
+			e.SHA = blob.SHA
+		}
+		entries = append(entries, e)
+	}
+	tree, _, err := c.Git.CreateTree(ctx, owner, repo, base.GetTree().GetSHA(), entries)
+	if err != nil {
+		return "", fmt.Errorf("creating the tree: %w", err)
+	}
+	commit, _, err := c.Git.CreateCommit(ctx, owner, repo, &github.Commit{
+		Message: github.String(commitMessage(sess)),
+		Tree:    &github.Tree{SHA: tree.SHA},
+		Parents: []*github.Commit{{SHA: github.String(spec.PinnedSHA)}},
+	}, nil)
+	if err != nil {
+		return "", fmt.Errorf("creating the commit: %w", err)
+	}
+	return commit.GetSHA(), nil
+}
+
+func commitMessage(sess store.Session) string {
+	title := strings.TrimSpace(strings.SplitN(sess.Instructions, "\n", 2)[0])
+	if utf8.RuneCountInString(title) > 60 {
+		title = string([]rune(title)[:60]) + "…"
+	}
+	return fmt.Sprintf("Inspect: %s\n\nRequested by @%s in #%d.\n\nCo-authored-by: %s <%d+%s@users.noreply.github.com>\nInspect-Session: %s\n",
+		title, sess.RequesterLogin, sess.Number, sess.RequesterLogin, sess.RequesterID, sess.RequesterLogin, sess.ID)
+}
+
+// push puts the commit where it belongs:
+//   - a verified change on a same-repo PR whose head has not moved: onto the
+//     PR branch (a fast-forward);
+//   - a failed verification, or a moved head: a new (draft, if failed) PR
+//     targeting the PR branch;
+//   - an issue: a new branch and a PR that fixes it.
+func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) (string, int, error) {
+	owner, repo := sess.RepoOwner, sess.RepoName
+	if sess.IsPR && verified {
+		pr, _, err := c.PullRequests.Get(ctx, owner, repo, sess.Number)
+		if err != nil {
+			return "", 0, fmt.Errorf("reading the pull request: %w", err)
+		}
+		sameRepo := strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), sess.FullName())
+		if sameRepo && pr.GetHead().GetSHA() == spec.PinnedSHA {
+			_, _, err := c.Git.UpdateRef(ctx, owner, repo, &github.Reference{
+				Ref: github.String("refs/heads/" + spec.Target.HeadBranch), Object: &github.GitObject{SHA: github.String(sess.CommitSHA)},
+			}, false)
+			if err == nil {
+				return spec.Target.HeadBranch, sess.Number, nil
+			}
+			if !isStatus(err, http.StatusUnprocessableEntity) {
+				return "", 0, fmt.Errorf("updating the PR branch: %w", err)
+			}
+			// Not a fast-forward: the head moved after our check. Fall through.
+		}
+	}
+	branch := fmt.Sprintf("inspect/%d-%.8s", sess.Number, sess.ID)
+	if err := ensureBranch(ctx, c, owner, repo, branch, sess.CommitSHA); err != nil {
+		return "", 0, err
+	}
+	base := spec.Target.BaseBranch
+	if sess.IsPR {
+		base = spec.Target.HeadBranch
+	}
+	number, err := s.ensurePR(ctx, c, sess, branch, base, !verified, prBody(sess, spec, verified, sum, ev))
+	if err != nil {
+		return "", 0, err
+	}
+	s.requestReview(ctx, c, sess, number)
+	return branch, number, nil
+}
+
+func ensureBranch(ctx context.Context, c *github.Client, owner, repo, branch, sha string) error {
+	_, _, err := c.Git.CreateRef(ctx, owner, repo, &github.Reference{Ref: github.String("refs/heads/" + branch), Object: &github.GitObject{SHA: github.String(sha)}})
+	if err == nil {
+		return nil
+	}
+	if !isStatus(err, http.StatusUnprocessableEntity) {
+		return fmt.Errorf("creating branch %s: %w", branch, err)
+	}
+	// It exists (a replay): point it at our commit.
+	_, _, err = c.Git.UpdateRef(ctx, owner, repo, &github.Reference{Ref: github.String("refs/heads/" + branch), Object: &github.GitObject{SHA: github.String(sha)}}, true)
+	if err != nil {
+		return fmt.Errorf("updating branch %s: %w", branch, err)
+	}
+	return nil
+}
+
+func (s *Service) ensurePR(ctx context.Context, c *github.Client, sess store.Session, head, base string, draft bool, body string) (int, error) {
+	owner, repo := sess.RepoOwner, sess.RepoName
+	open, _, err := c.PullRequests.List(ctx, owner, repo, &github.PullRequestListOptions{State: "open", Head: owner + ":" + head, Base: base})
+	if err != nil {
+		return 0, fmt.Errorf("listing pull requests: %w", err)
+	}
+	if len(open) > 0 {
+		return open[0].GetNumber(), nil // a replay: it was opened already
+	}
+	title := "Inspect: " + strings.TrimPrefix(strings.SplitN(commitMessage(sess), "\n", 2)[0], "Inspect: ")
+	pr, _, err := c.PullRequests.Create(ctx, owner, repo, &github.NewPullRequest{
+		Title: github.String(strings.TrimPrefix(title, "Inspect: Inspect: ")), Head: github.String(head), Base: github.String(base),
+		Body: github.String(body), Draft: github.Bool(draft),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("opening the pull request: %w", err)
+	}
+	return pr.GetNumber(), nil
+}
+
+// requestReview asks the requester to review. GitHub refuses a review
+// request to a PR's own author (422); the PR body already @-mentions them.
+func (s *Service) requestReview(ctx context.Context, c *github.Client, sess store.Session, number int) {
+	_, _, err := c.PullRequests.RequestReviewers(ctx, sess.RepoOwner, sess.RepoName, number, github.ReviewersRequest{Reviewers: []string{sess.RequesterLogin}})
+	if err != nil && !isStatus(err, http.StatusUnprocessableEntity) {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("requesting a review failed")
+	}
+}
+
+func agentFailedReply(sess store.Session, ev contract.Evidence) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "⚠️ @%s, the agent did not finish (%s), so nothing was pushed.", sess.RequesterLogin, ev.Outcome)
+	for _, c := range ev.Commands {
+		if c.Phase == contract.PhaseAgent && !c.Succeeded() {
+			fmt.Fprintf(&b, " It exited with code %d.\n\n<details><summary>Last output</summary>\n\n```\n%s\n```\n</details>", c.ExitCode, fence(lastLines(c.OutputTail, 30)))
+		}
+	}
+	return b.String()
+}
+
+func noChangeReply(sess store.Session, ev contract.Evidence) string {
+	answer := strings.TrimSpace(ev.FinalAnswer)
+	if answer == "" {
+		return fmt.Sprintf("@%s, the agent made no change and gave no answer.", sess.RequesterLogin)
+	}
+	return fmt.Sprintf("@%s, the agent made no change. Its answer:\n\n%s", sess.RequesterLogin, quoteUntrusted(answer, 4000))
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fence keeps untrusted output inside its code block.
+func fence(s string) string { return strings.ReplaceAll(s, "```", "'''") }
+
+func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/http"
 	"sort"
@@ -29,10 +30,12 @@ const (
 // Permission levels, in increasing order.
 var levelRank = map[string]int{"read": 1, "write": 2, "admin": 3}
 
-// appPermissions is what the App was granted; an installation token can
-// be narrowed below it but never widened (GitHub docs, "Create an
-// installation access token for an app").
-var appPermissions = map[string]string{
+// defaultAppPermissions is what the App is granted unless a test changes
+// it with SetAppPermission; an installation token can be narrowed below
+// it but never widened (GitHub docs, "Create an installation access token
+// for an app"). "workflows" is deliberately absent: like most Apps, this
+// one may not create or update files under .github/workflows/.
+var defaultAppPermissions = map[string]string{
 	"contents":      "write",
 	"issues":        "write",
 	"pull_requests": "write",
@@ -99,6 +102,25 @@ type token struct {
 	perms          map[string]string
 	expiresAt      time.Time
 	revoked        bool
+}
+
+// SetAppPermission changes what the App was granted, as if its settings
+// changed and every installation accepted: level is "read", "write" or
+// "admin", or "" to withdraw the permission. Tokens minted afterwards get
+// it by default and may ask for it; tokens already minted keep theirs, as
+// on GitHub. The App starts without "workflows"; grant "workflows: write"
+// to let it create or update files under .github/workflows/.
+func (s *Server) SetAppPermission(area, level string) {
+	if _, ok := levelRank[level]; !ok && level != "" {
+		panic(fmt.Sprintf("fakegithub: unknown permission level %q", level))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if level == "" {
+		delete(s.appPerms, area)
+		return
+	}
+	s.appPerms[area] = level
 }
 
 // MintedTokens returns every installation token value the server issued,
@@ -342,7 +364,7 @@ func (s *Server) appJSON() map[string]any {
 		"owner":        map[string]any{"login": "inspecthq", "id": 1, "type": "Organization"},
 		"external_url": "https://inspect.example",
 		"html_url":     "https://github.com/apps/" + s.appSlug,
-		"permissions":  appPermissions,
+		"permissions":  maps.Clone(s.appPerms),
 		"events":       []string{"issue_comment", "issues", "pull_request", "check_run", "check_suite", "push"},
 		"created_at":   "2024-01-01T00:00:00Z",
 		"updated_at":   "2024-01-01T00:00:00Z",
@@ -369,7 +391,7 @@ func (s *Server) installationJSON(in *installation) map[string]any {
 		"access_tokens_url":    fmt.Sprintf("%s/app/installations/%d/access_tokens", base, in.id),
 		"repositories_url":     base + "/installation/repositories",
 		"html_url":             fmt.Sprintf("https://github.com/settings/installations/%d", in.id),
-		"permissions":          appPermissions,
+		"permissions":          maps.Clone(s.appPerms),
 		"events":               s.appJSON()["events"],
 		"created_at":           timestamp(in.createdAt),
 		"updated_at":           timestamp(in.createdAt),
@@ -430,13 +452,13 @@ func (s *Server) createToken(c *call) response {
 	}
 
 	perms := map[string]string{}
-	for area, level := range appPermissions {
+	for area, level := range s.appPerms {
 		perms[area] = level
 	}
 	if len(req.Permissions) > 0 {
 		perms = map[string]string{"metadata": "read"} // metadata is always granted
 		for area, level := range req.Permissions {
-			granted, ok := appPermissions[area]
+			granted, ok := s.appPerms[area]
 			if _, known := levelRank[level]; !known {
 				return validationFailed(c.doc, fieldError{Resource: "Permission", Field: area, Code: "invalid"})
 			}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -14,8 +15,12 @@ const (
 	docsUpdateCheck = "https://docs.github.com/rest/checks/runs#update-a-check-run"
 	docsGetCheck    = "https://docs.github.com/rest/checks/runs#get-a-check-run"
 	docsListChecks  = "https://docs.github.com/rest/checks/runs#list-check-runs-for-a-git-reference"
+	docsAnnotations = "https://docs.github.com/rest/checks/runs#list-check-run-annotations"
 
 	maxCheckOutput = 65535 // GitHub: summary and text, "Maximum length: 65535 characters"
+	// GitHub: "The Checks API limits the number of annotations to a maximum
+	// of 50 per API request."
+	maxAnnotationsPerRequest = 50
 )
 
 var (
@@ -32,7 +37,19 @@ type CheckRun struct {
 	ID                                                        int64
 	Name, HeadSHA, Status, Conclusion, ExternalID, DetailsURL string
 	Title, Summary, Text                                      string
-	Updates                                                   int // how many times it was PATCHed
+	Updates                                                   int          // how many times it was PATCHed
+	Annotations                                               []Annotation // every annotation sent, in order
+}
+
+// Annotation is a check-run annotation, for inspection. Annotations add up
+// over a run's create and updates, as on GitHub.
+type Annotation struct {
+	Path                   string
+	StartLine, EndLine     int
+	StartColumn, EndColumn int    // 0 when not given
+	Level                  string // notice, warning or failure
+	Message, Title         string
+	RawDetails             string
 }
 
 type checkRun struct {
@@ -50,7 +67,9 @@ func (s *Server) CheckRuns(owner, repo string) []CheckRun {
 	}
 	var out []CheckRun
 	for _, cr := range r.checkRuns {
-		out = append(out, cr.CheckRun)
+		run := cr.CheckRun
+		run.Annotations = slices.Clone(run.Annotations)
+		out = append(out, run)
 	}
 	return out
 }
@@ -61,6 +80,65 @@ func (s *Server) checkRoutes() {
 	s.handle("GET /repos/{owner}/{repo}/check-runs/{id}", docsGetCheck, g, s.getCheckRun)
 	s.handle("PATCH /repos/{owner}/{repo}/check-runs/{id}", docsUpdateCheck, g, s.updateCheckRun)
 	s.handle("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", docsListChecks, g, s.listCheckRuns)
+	s.handle("GET /repos/{owner}/{repo}/check-runs/{id}/annotations", docsAnnotations, g, s.listAnnotations)
+}
+
+// annotationRequest is one of output.annotations.
+type annotationRequest struct {
+	Path            *string `json:"path"`
+	StartLine       *int    `json:"start_line"`
+	EndLine         *int    `json:"end_line"`
+	StartColumn     *int    `json:"start_column"`
+	EndColumn       *int    `json:"end_column"`
+	AnnotationLevel *string `json:"annotation_level"`
+	Message         *string `json:"message"`
+	Title           *string `json:"title"`
+	RawDetails      *string `json:"raw_details"`
+}
+
+// annotation validates one annotation as GitHub documents it: path,
+// start_line, end_line, annotation_level (notice, warning or failure) and
+// message required; columns only on a single line.
+func (a annotationRequest) annotation(i int) (Annotation, []fieldError) {
+	field := func(name string) string { return fmt.Sprintf("output.annotations[%d].%s", i, name) }
+	var errs []fieldError
+	for name, missing := range map[string]bool{
+		"path": a.Path == nil || *a.Path == "", "start_line": a.StartLine == nil, "end_line": a.EndLine == nil,
+		"annotation_level": a.AnnotationLevel == nil, "message": a.Message == nil || *a.Message == "",
+	} {
+		if missing {
+			errs = append(errs, checkErr(field(name), "missing_field", ""))
+		}
+	}
+	if len(errs) > 0 {
+		slices.SortFunc(errs, func(x, y fieldError) int { return strings.Compare(x.Field, y.Field) })
+		return Annotation{}, errs
+	}
+	out := Annotation{Path: *a.Path, StartLine: *a.StartLine, EndLine: *a.EndLine, Level: *a.AnnotationLevel, Message: *a.Message}
+	if out.StartLine < 1 || out.EndLine < out.StartLine {
+		errs = append(errs, checkErr(field("end_line"), "invalid", ""))
+	}
+	if !slices.Contains([]string{"notice", "warning", "failure"}, out.Level) {
+		errs = append(errs, checkErr(field("annotation_level"), "invalid", ""))
+	}
+	if a.StartColumn != nil || a.EndColumn != nil {
+		if out.StartLine != out.EndLine {
+			errs = append(errs, checkErr(field("start_column"), "custom", "Annotations only support start_column and end_column on the same line."))
+		}
+		if a.StartColumn != nil {
+			out.StartColumn = *a.StartColumn
+		}
+		if a.EndColumn != nil {
+			out.EndColumn = *a.EndColumn
+		}
+	}
+	if a.Title != nil {
+		out.Title = *a.Title
+	}
+	if a.RawDetails != nil {
+		out.RawDetails = *a.RawDetails
+	}
+	return out, errs
 }
 
 // checkRunRequest is the body of a create or an update. Pointers tell
@@ -75,9 +153,10 @@ type checkRunRequest struct {
 	StartedAt   *string `json:"started_at"`
 	CompletedAt *string `json:"completed_at"`
 	Output      *struct {
-		Title   *string `json:"title"`
-		Summary *string `json:"summary"`
-		Text    *string `json:"text"`
+		Title       *string             `json:"title"`
+		Summary     *string             `json:"summary"`
+		Text        *string             `json:"text"`
+		Annotations []annotationRequest `json:"annotations"`
 	} `json:"output"`
 }
 
@@ -92,6 +171,7 @@ func checkErr(field, code, msg string) fieldError {
 // at 65535 characters.
 func (s *Server) applyCheckRun(cr *checkRun, req *checkRunRequest, creating bool) []fieldError {
 	var errs []fieldError
+	var annotations []Annotation
 	if (req.Name != nil && *req.Name == "") || (creating && req.Name == nil) {
 		// go-github v62's UpdateCheckRunOptions always sends "name", so
 		// an update must carry the run's name.
@@ -152,6 +232,16 @@ func (s *Server) applyCheckRun(cr *checkRun, req *checkRunRequest, creating bool
 				errs = append(errs, checkErr(field, "custom", fmt.Sprintf("Only %d characters are allowed", maxCheckOutput)))
 			}
 		}
+		if len(o.Annotations) > maxAnnotationsPerRequest {
+			errs = append(errs, checkErr("output.annotations", "custom",
+				fmt.Sprintf("Only %d annotations are allowed per request; send more with further updates.", maxAnnotationsPerRequest)))
+		} else {
+			for i, a := range o.Annotations {
+				ann, bad := a.annotation(i)
+				errs = append(errs, bad...)
+				annotations = append(annotations, ann)
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return errs
@@ -190,6 +280,8 @@ func (s *Server) applyCheckRun(cr *checkRun, req *checkRunRequest, creating bool
 		if o.Text != nil {
 			cr.Text = *o.Text
 		}
+		// Copy before appending: an update is applied to a copy of the run.
+		cr.Annotations = append(slices.Clip(cr.Annotations), annotations...)
 	}
 	return nil
 }
@@ -253,17 +345,57 @@ func (s *Server) updateCheckRun(c *call) response {
 
 // commitFor resolves a ref to the commit SHA check runs hang on: a
 // same-repo pull request's head branch resolves to its head SHA, another
-// branch to a stable made-up SHA, and anything else is taken as a SHA.
+// branch to its commit (the default branch of a repo without commits to a
+// stable made-up SHA), and anything else is taken as a SHA.
 func (s *Server) commitFor(r *repoState, ref string) string {
 	for _, it := range r.issues {
-		if it.pull != nil && it.pull.HeadRepoFullName == "" && it.pull.HeadRef == ref {
+		if it.pull != nil && sameRepoHead(r, it.pull) && it.pull.HeadRef == ref {
 			return it.pull.HeadSHA
 		}
 	}
-	if _, ok := r.files[ref]; ok || ref == r.DefaultBranch {
+	if sha := r.branchSHA(ref); sha != "" {
+		return sha
+	}
+	if ref == r.DefaultBranch {
 		return fakeSHA(r.fullName(), "branch", ref)
 	}
 	return ref
+}
+
+// listAnnotations lists a check run's annotations, oldest first, paginated.
+func (s *Server) listAnnotations(c *call) response {
+	cr := s.checkRunByID(c.repo, c.r.PathValue("id"))
+	if cr == nil {
+		return notFound(c.doc)
+	}
+	orNil := func(v string) any {
+		if v == "" {
+			return nil
+		}
+		return v
+	}
+	colOrNil := func(v int) any {
+		if v == 0 {
+			return nil
+		}
+		return v
+	}
+	out := make([]map[string]any, 0, len(cr.Annotations))
+	for _, a := range cr.Annotations {
+		out = append(out, map[string]any{
+			"path":             a.Path,
+			"blob_href":        fmt.Sprintf("%s/%s/blob/%s/%s", s.URL(), c.repo.fullName(), cr.HeadSHA, a.Path),
+			"start_line":       a.StartLine,
+			"end_line":         a.EndLine,
+			"start_column":     colOrNil(a.StartColumn),
+			"end_column":       colOrNil(a.EndColumn),
+			"annotation_level": a.Level,
+			"title":            orNil(a.Title),
+			"message":          a.Message,
+			"raw_details":      orNil(a.RawDetails),
+		})
+	}
+	return page(c, out)
 }
 
 // listCheckRuns lists the check runs on a ref, newest first, as
@@ -327,7 +459,7 @@ func (s *Server) checkRunJSON(r *repoState, cr *checkRun) map[string]any {
 				"number": it.Number,
 				"url":    fmt.Sprintf("%srepos/%s/pulls/%d", s.APIURL(), r.fullName(), it.Number),
 				"head":   map[string]any{"ref": it.pull.HeadRef, "sha": it.pull.HeadSHA, "repo": map[string]any{"id": r.ID, "name": r.Name}},
-				"base":   map[string]any{"ref": it.pull.BaseRef, "sha": fakeSHA(r.fullName(), "branch", it.pull.BaseRef), "repo": map[string]any{"id": r.ID, "name": r.Name}},
+				"base":   map[string]any{"ref": it.pull.BaseRef, "sha": r.branchSHAOrFake(it.pull.BaseRef), "repo": map[string]any{"id": r.ID, "name": r.Name}},
 			})
 		}
 	}
@@ -356,7 +488,7 @@ func (s *Server) checkRunJSON(r *repoState, cr *checkRun) map[string]any {
 		"completed_at": timestampOrNil(cr.completedAt),
 		"output": map[string]any{
 			"title": title, "summary": summary, "text": text,
-			"annotations_count": 0, "annotations_url": api + "/annotations",
+			"annotations_count": len(cr.Annotations), "annotations_url": api + "/annotations",
 		},
 		"check_suite":   map[string]any{"id": fakeSuiteID(cr.HeadSHA)},
 		"app":           s.appJSON(),

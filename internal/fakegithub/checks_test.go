@@ -2,7 +2,9 @@ package fakegithub
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -59,7 +61,7 @@ func TestCheckRuns(t *testing.T) {
 	runs := s.CheckRuns("acme", "widgets")
 	want := CheckRun{ID: cr.GetID(), Name: "Inspect", HeadSHA: sha, Status: "completed", Conclusion: "success",
 		ExternalID: "session-1", DetailsURL: "https://inspect.example/s/1", Title: "Done", Summary: "All good", Text: "details", Updates: 1}
-	if len(runs) != 1 || runs[0] != want {
+	if len(runs) != 1 || !reflect.DeepEqual(runs[0], want) {
 		t.Errorf("inspected = %+v, want %+v", runs, want)
 	}
 
@@ -134,4 +136,80 @@ func TestCheckRunValidation(t *testing.T) {
 	wantStatus(t, err, http.StatusUnprocessableEntity)
 	_, _, err = gh.Checks.GetCheckRun(ctx, "acme", "widgets", 999999)
 	wantStatus(t, err, http.StatusNotFound)
+}
+
+func TestCheckRunAnnotations(t *testing.T) {
+	s := newServer(t)
+	ctx := context.Background()
+	gh := appInstallClient(t, s, 1)
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	ann := func(i int, level string) *github.CheckRunAnnotation {
+		return &github.CheckRunAnnotation{
+			Path: github.String(fmt.Sprintf("pkg/f%d_test.go", i)), StartLine: github.Int(i + 1), EndLine: github.Int(i + 1),
+			AnnotationLevel: github.String(level), Message: github.String(fmt.Sprintf("TestF%d failed", i)), Title: github.String("test failed"),
+		}
+	}
+	output := func(anns ...*github.CheckRunAnnotation) *github.CheckRunOutput {
+		return &github.CheckRunOutput{Title: github.String("Tests"), Summary: github.String("some failed"), Annotations: anns}
+	}
+
+	cr, _, err := gh.Checks.CreateCheckRun(ctx, "acme", "widgets", github.CreateCheckRunOptions{
+		Name: "Inspect", HeadSHA: sha, Output: output(ann(0, "failure"), ann(1, "warning")),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr.GetOutput().GetAnnotationsCount() != 2 {
+		t.Errorf("annotations_count = %d", cr.GetOutput().GetAnnotationsCount())
+	}
+	// Updates add to them.
+	up, _, err := gh.Checks.UpdateCheckRun(ctx, "acme", "widgets", cr.GetID(), github.UpdateCheckRunOptions{
+		Name: "Inspect", Conclusion: github.String("failure"), Output: output(ann(2, "notice")),
+	})
+	if err != nil || up.GetOutput().GetAnnotationsCount() != 3 {
+		t.Fatalf("update: %v %v", up.GetOutput(), err)
+	}
+
+	// More than 50 in one request, or a bad one: 422, and nothing added.
+	var many []*github.CheckRunAnnotation
+	for i := range 51 {
+		many = append(many, ann(i, "failure"))
+	}
+	for name, o := range map[string]*github.CheckRunOutput{
+		"51 annotations": output(many...),
+		"bad level":      output(ann(0, "error")),
+		"no path":        output(&github.CheckRunAnnotation{StartLine: github.Int(1), EndLine: github.Int(1), AnnotationLevel: github.String("notice"), Message: github.String("m")}),
+		"columns on two lines": output(&github.CheckRunAnnotation{Path: github.String("a"), StartLine: github.Int(1), EndLine: github.Int(2),
+			StartColumn: github.Int(1), EndColumn: github.Int(3), AnnotationLevel: github.String("notice"), Message: github.String("m")}),
+	} {
+		_, _, err := gh.Checks.UpdateCheckRun(ctx, "acme", "widgets", cr.GetID(), github.UpdateCheckRunOptions{Name: "Inspect", Output: o})
+		if er := wantStatus(t, err, http.StatusUnprocessableEntity); len(er.Errors) == 0 {
+			t.Errorf("%s: no errors array", name)
+		}
+	}
+	// Exactly 50 is fine.
+	if _, _, err := gh.Checks.UpdateCheckRun(ctx, "acme", "widgets", cr.GetID(), github.UpdateCheckRunOptions{Name: "Inspect", Output: output(many[:50]...)}); err != nil {
+		t.Fatal(err)
+	}
+
+	runs := s.CheckRuns("acme", "widgets")
+	if len(runs) != 1 || len(runs[0].Annotations) != 53 {
+		t.Fatalf("inspected %d runs, %d annotations", len(runs), len(runs[0].Annotations))
+	}
+	want := Annotation{Path: "pkg/f1_test.go", StartLine: 2, EndLine: 2, Level: "warning", Message: "TestF1 failed", Title: "test failed"}
+	if runs[0].Annotations[1] != want {
+		t.Errorf("annotation = %+v, want %+v", runs[0].Annotations[1], want)
+	}
+
+	list, resp, err := gh.Checks.ListCheckRunAnnotations(ctx, "acme", "widgets", cr.GetID(), &github.ListOptions{PerPage: 50})
+	if err != nil || len(list) != 50 || resp.NextPage != 2 {
+		t.Fatalf("list: %d, next %d, %v", len(list), resp.NextPage, err)
+	}
+	if a := list[2]; a.GetPath() != "pkg/f2_test.go" || a.GetAnnotationLevel() != "notice" || a.GetStartLine() != 3 || a.GetTitle() != "test failed" {
+		t.Errorf("listed = %+v", a)
+	}
+	// Annotations need checks permission.
+	ro := installClient(t, s, 1, &github.InstallationTokenOptions{Permissions: &github.InstallationPermissions{Contents: github.String("read")}})
+	_, _, err = ro.Checks.ListCheckRunAnnotations(ctx, "acme", "widgets", cr.GetID(), nil)
+	wantStatus(t, err, http.StatusForbidden)
 }

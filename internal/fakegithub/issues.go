@@ -35,10 +35,13 @@ type Issue struct {
 // both from one sequence and serves every pull request as an issue too.
 type issue struct {
 	Issue
-	id        int64
-	pull      *Pull
-	createdAt time.Time
-	comments  []int64 // comment ids, oldest first
+	id                  int64
+	pull                *Pull
+	createdAt           time.Time
+	updatedAt, closedAt time.Time // zero: as created
+	comments            []int64   // comment ids, oldest first
+	followsHead         bool      // a pull whose head moves with its branch
+	reviewers           []string  // requested reviewers' logins, in order
 }
 
 // Comment is an issue or pull request comment, for inspection.
@@ -90,6 +93,7 @@ func (s *Server) putIssue(r *repoState, is Issue, p *Pull) *issue {
 	s.ensureUser(is.User, "")
 	if old, ok := r.issues[is.Number]; ok {
 		old.Issue, old.pull = is, p
+		old.closedAt = time.Time{}
 		return old
 	}
 	it := &issue{Issue: is, id: s.nextID(), pull: p, createdAt: s.now()}
@@ -242,12 +246,9 @@ func (s *Server) issueJSON(r *repoState, it *issue) map[string]any {
 		"comments_url":       api + "/comments",
 		"repository_url":     s.APIURL() + "repos/" + r.fullName(),
 		"created_at":         timestamp(it.createdAt),
-		"updated_at":         timestamp(it.createdAt),
-		"closed_at":          nil,
+		"updated_at":         timestamp(it.updated()),
+		"closed_at":          it.closedAtJSON(),
 		"reactions":          reactionSummary(api+"/reactions", nil),
-	}
-	if it.State == "closed" {
-		m["closed_at"] = timestamp(it.createdAt)
 	}
 	if it.pull != nil {
 		pull := fmt.Sprintf("%srepos/%s/pulls/%d", s.APIURL(), r.fullName(), it.Number)
@@ -260,6 +261,25 @@ func (s *Server) issueJSON(r *repoState, it *issue) map[string]any {
 		}
 	}
 	return m
+}
+
+func (it *issue) updated() time.Time {
+	if it.updatedAt.IsZero() {
+		return it.createdAt
+	}
+	return it.updatedAt
+}
+
+// closedAtJSON is when a closed issue was closed (when it was created, for
+// one seeded closed), or null.
+func (it *issue) closedAtJSON() any {
+	switch {
+	case it.State != "closed":
+		return nil
+	case !it.closedAt.IsZero():
+		return timestamp(it.closedAt)
+	}
+	return timestamp(it.createdAt)
 }
 
 func (s *Server) getIssue(c *call) response {

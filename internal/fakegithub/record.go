@@ -7,18 +7,28 @@ import (
 	"sync"
 )
 
-// Request is one request the server answered, for assertions.
+// Request is one request the server answered, for assertions. git over
+// HTTP is recorded too, with the path as requested (for instance
+// "/acme/widgets.git/git-upload-pack"), Auth "installation" when an
+// installation token was presented, and no Body; IsGit tells them apart.
 type Request struct {
 	Method   string
 	Path     string // without the /api/v3 prefix
 	RawQuery string
-	Body     []byte
+	Body     []byte // nil for git requests
 	// Auth is the kind of credential presented: "jwt", "installation" or
 	// "none". It is recorded even when the credential was refused; Status
 	// then says so.
 	Auth           string
 	InstallationID int64 // the installation of a valid installation token
 	Status         int   // the status the server answered
+}
+
+// IsGit tells a git-over-HTTP request (info/refs, git-upload-pack,
+// git-receive-pack) from a REST one.
+func (r Request) IsGit() bool {
+	_, _, _, ok := gitRequestPath(r.Path)
+	return ok
 }
 
 // Requests returns every request answered so far, in order.

@@ -1,13 +1,12 @@
 package fakegithub
 
 import (
-	"crypto/sha1"
+	"bytes"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -37,9 +36,13 @@ type Repo struct {
 type repoState struct {
 	Repo
 	createdAt  time.Time
-	files      map[string]map[string][]byte // branch → path → content
-	roles      map[string]string            // lower-case login → role name
-	issues     map[int]*issue               // issues and pulls share numbers
+	gitDir     string               // the bare repository; "" until first used
+	refs       map[string]gitRef    // its refs by full name, reread after every change
+	treeCache  map[string][]lsEntry // commit → its whole tree
+	signed     map[string]time.Time // commits the server "signed", and when
+	seeded     int                  // fixture commits made so far, for their dates
+	roles      map[string]string    // lower-case login → role name
+	issues     map[int]*issue       // issues and pulls share numbers
 	lastNumber int
 	comments   map[int64]*comment
 	checkRuns  []*checkRun
@@ -88,7 +91,11 @@ func (s *Server) AddRepo(r Repo) {
 		if r.ID == 0 {
 			r.ID = old.ID
 		}
+		branchChanged := old.DefaultBranch != r.DefaultBranch
 		old.Repo = r
+		if branchChanged {
+			s.setHEAD(old)
+		}
 	} else {
 		if r.ID == 0 {
 			r.ID = s.nextID()
@@ -96,7 +103,8 @@ func (s *Server) AddRepo(r Repo) {
 		s.repos[repoKey(r.Owner, r.Name)] = &repoState{
 			Repo:      r,
 			createdAt: s.now(),
-			files:     map[string]map[string][]byte{},
+			refs:      map[string]gitRef{},
+			signed:    map[string]time.Time{},
 			roles:     map[string]string{},
 			issues:    map[int]*issue{},
 			comments:  map[int64]*comment{},
@@ -111,22 +119,32 @@ func (s *Server) AddRepo(r Repo) {
 	}
 }
 
-// SetFile puts a file on a branch of a repo.
+// SetFile commits a file onto a branch of a repo (ref is a branch name,
+// with or without "refs/heads/"): a real commit in the repo's bare
+// repository, so the contents API, the Git Data API and git over HTTP all
+// see it. A branch that does not exist yet starts from the default branch
+// (or as a root commit when the repo has no commit yet). Content equal to
+// what is there already makes no commit. The commit is a fixture's: see
+// CommitFiles.
 func (s *Server) SetFile(owner, repo, ref, p string, content []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, repo)
-	if r.files[ref] == nil {
-		r.files[ref] = map[string][]byte{}
+	if content == nil {
+		content = []byte{}
 	}
-	r.files[ref][strings.Trim(p, "/")] = append([]byte(nil), content...)
+	s.seedCommit(s.mustRepo(owner, repo), ref, map[string][]byte{p: bytes.Clone(content)}, "Update "+strings.Trim(p, "/"))
 }
 
-// DeleteFile removes a file from a branch of a repo.
+// DeleteFile removes a file (or a directory) from a branch of a repo, in a
+// new commit. Deleting what is not there makes no commit.
 func (s *Server) DeleteFile(owner, repo, ref, p string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.mustRepo(owner, repo).files[ref], strings.Trim(p, "/"))
+	r := s.mustRepo(owner, repo)
+	if r.branchSHA(ref) == "" {
+		return
+	}
+	s.seedCommit(r, ref, map[string][]byte{p: nil}, "Delete "+strings.Trim(p, "/"))
 }
 
 // roleToPermission folds a role into the legacy base permission, as GitHub
@@ -266,53 +284,77 @@ func (s *Server) getPermission(c *call) response {
 	})
 }
 
-// resolveRef turns a contents ref into a branch: empty means the default
-// branch; "refs/heads/x" and "x" name branch x; a pull request's head SHA
-// names its head branch. ok is false when nothing matches.
-func (s *Server) resolveRef(r *repoState, ref string) (branch string, ok bool) {
-	if ref == "" {
-		return r.DefaultBranch, true
-	}
-	ref = strings.TrimPrefix(ref, "refs/heads/")
-	if _, ok := r.files[ref]; ok || ref == r.DefaultBranch {
-		return ref, true
-	}
-	for _, is := range r.issues {
-		if is.pull != nil && is.pull.HeadSHA == ref && is.pull.HeadRepoFullName == "" {
-			return is.pull.HeadRef, true
-		}
-	}
-	return "", false
-}
-
 // getContents answers a file object (base64 content) or, for a directory,
-// a JSON array of its entries.
+// a JSON array of its entries, read from the commit the ref names.
 func (s *Server) getContents(c *call) response {
 	r := c.repo
 	ref := c.r.URL.Query().Get("ref")
-	branch, ok := s.resolveRef(r, ref)
+	commit, ok := s.resolveCommit(r, ref)
 	if !ok {
+		if ref == "" {
+			return errResp(http.StatusNotFound, "This repository is empty.", c.doc)
+		}
 		return errResp(http.StatusNotFound, "No commit found for the ref "+ref, c.doc)
 	}
-	files := r.files[branch]
+	refName := ref
+	if refName == "" {
+		refName = r.DefaultBranch
+	}
+	tree, err := s.commitTree(r, commit)
+	if err != nil {
+		return gitFailure(err)
+	}
 	p := strings.Trim(c.r.PathValue("path"), "/")
-
-	if content, ok := files[p]; ok && p != "" {
-		if strings.Contains(c.r.Header.Get("Accept"), "vnd.github.raw") {
-			return response{status: http.StatusOK, raw: content, header: http.Header{"Content-Type": {"application/vnd.github.raw"}}}
+	if p != "" {
+		i := slices.IndexFunc(tree, func(e lsEntry) bool { return e.path == p })
+		if i < 0 {
+			return notFound(c.doc)
 		}
-		return jsonResp(http.StatusOK, s.fileJSON(r, branch, p, content))
+		e := tree[i]
+		switch e.typ {
+		case "blob":
+			content, err := s.git(r, nil, nil, "cat-file", "blob", e.sha)
+			if err != nil {
+				return gitFailure(err)
+			}
+			if strings.Contains(c.r.Header.Get("Accept"), "vnd.github.raw") {
+				return response{status: http.StatusOK, raw: content, header: http.Header{"Content-Type": {"application/vnd.github.raw"}}}
+			}
+			return jsonResp(http.StatusOK, s.fileJSON(r, refName, e, content))
+		case "commit":
+			m := s.contentLinks(r, refName, p, "submodule", e.sha)
+			m["size"] = 0
+			return jsonResp(http.StatusOK, m)
+		}
 	}
 
-	entries := dirEntries(files, p)
-	if len(entries) == 0 && p != "" {
-		return notFound(c.doc)
+	// A directory: its entries.
+	prefix := ""
+	if p != "" {
+		prefix = p + "/"
 	}
-	out := make([]map[string]any, 0, len(entries))
-	for _, e := range entries {
-		out = append(out, s.entryJSON(r, branch, e))
+	out := []map[string]any{}
+	for _, e := range tree {
+		rest, ok := strings.CutPrefix(e.path, prefix)
+		if !ok || rest == "" || strings.Contains(rest, "/") {
+			continue
+		}
+		out = append(out, s.entryJSON(r, refName, e))
 	}
 	return jsonResp(http.StatusOK, out)
+}
+
+// contentType is the contents API's name for a tree entry.
+func contentType(e lsEntry) string {
+	switch {
+	case e.typ == "tree":
+		return "dir"
+	case e.typ == "commit":
+		return "submodule"
+	case e.mode == "120000":
+		return "symlink"
+	}
+	return "file"
 }
 
 func (s *Server) contentLinks(r *repoState, branch, p, typ, sha string) map[string]any {
@@ -341,9 +383,14 @@ func (s *Server) contentLinks(r *repoState, branch, p, typ, sha string) map[stri
 	return m
 }
 
-func (s *Server) fileJSON(r *repoState, branch, p string, content []byte) map[string]any {
-	m := s.contentLinks(r, branch, p, "file", blobSHA(content))
+func (s *Server) fileJSON(r *repoState, ref string, e lsEntry, content []byte) map[string]any {
+	m := s.contentLinks(r, ref, e.path, contentType(e), e.sha)
 	m["size"] = len(content)
+	if e.mode == "120000" {
+		// GitHub describes a symlink rather than following it here.
+		m["target"] = string(content)
+		return m
+	}
 	if len(content) > contentsInlineLimit {
 		m["encoding"], m["content"] = "none", ""
 	} else {
@@ -352,8 +399,8 @@ func (s *Server) fileJSON(r *repoState, branch, p string, content []byte) map[st
 	return m
 }
 
-func (s *Server) entryJSON(r *repoState, branch string, e dirEntry) map[string]any {
-	m := s.contentLinks(r, branch, e.path, e.typ, e.sha)
+func (s *Server) entryJSON(r *repoState, ref string, e lsEntry) map[string]any {
+	m := s.contentLinks(r, ref, e.path, contentType(e), e.sha)
 	m["size"] = e.size
 	return m
 }
@@ -371,74 +418,4 @@ func wrapBase64(b []byte) string {
 	sb.WriteString(enc)
 	sb.WriteByte('\n')
 	return sb.String()
-}
-
-type dirEntry struct {
-	path, typ, sha string
-	size           int
-}
-
-// dirEntries lists the immediate children of directory dir ("" is the
-// root), sorted by name, with their git object ids.
-func dirEntries(files map[string][]byte, dir string) []dirEntry {
-	prefix := ""
-	if dir != "" {
-		prefix = dir + "/"
-	}
-	seen := map[string]bool{}
-	var out []dirEntry
-	for p, content := range files {
-		rest, ok := strings.CutPrefix(p, prefix)
-		if !ok || rest == "" {
-			continue
-		}
-		name, _, isDir := strings.Cut(rest, "/")
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		if isDir {
-			out = append(out, dirEntry{path: prefix + name, typ: "dir", sha: treeSHA(files, prefix+name)})
-		} else {
-			out = append(out, dirEntry{path: prefix + name, typ: "file", sha: blobSHA(content), size: len(content)})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
-	return out
-}
-
-// blobSHA is the git object id of a blob with this content.
-func blobSHA(content []byte) string {
-	h := sha1.New()
-	fmt.Fprintf(h, "blob %d\x00", len(content))
-	h.Write(content)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// treeSHA is the git object id of the tree for directory dir, so that a
-// directory's sha is what git (and GitHub) would report.
-func treeSHA(files map[string][]byte, dir string) string {
-	entries := dirEntries(files, dir)
-	// git sorts tree entries by name, comparing a directory as "name/".
-	key := func(e dirEntry) string {
-		if e.typ == "dir" {
-			return path.Base(e.path) + "/"
-		}
-		return path.Base(e.path)
-	}
-	sort.Slice(entries, func(i, j int) bool { return key(entries[i]) < key(entries[j]) })
-	var body []byte
-	for _, e := range entries {
-		mode := "100644"
-		if e.typ == "dir" {
-			mode = "40000"
-		}
-		raw, _ := hex.DecodeString(e.sha)
-		body = append(body, mode+" "+path.Base(e.path)+"\x00"...)
-		body = append(body, raw...)
-	}
-	h := sha1.New()
-	fmt.Fprintf(h, "tree %d\x00", len(body))
-	h.Write(body)
-	return hex.EncodeToString(h.Sum(nil))
 }

@@ -156,3 +156,77 @@ func TestUserOwnedRepo(t *testing.T) {
 		t.Errorf("raw = %q, %v", buf.String(), err)
 	}
 }
+
+func TestSetFileMakesRealCommits(t *testing.T) {
+	s := newServer(t)
+	ctx := context.Background()
+	gh := appInstallClient(t, s, 1)
+
+	// An empty repo: no branch, and the contents API says so.
+	if s.BranchSHA("acme", "widgets", "main") != "" {
+		t.Fatal("a new repo has a main branch")
+	}
+	_, _, _, err := gh.Repositories.GetContents(ctx, "acme", "widgets", "", nil)
+	if er := wantStatus(t, err, http.StatusNotFound); er.Message != "This repository is empty." {
+		t.Errorf("message = %q", er.Message)
+	}
+
+	s.SetFile("acme", "widgets", "main", "go.mod", []byte("module widgets\n"))
+	s.SetFile("acme", "widgets", "main", "pkg/add.go", []byte("package pkg\n"))
+	s.SetFile("acme", "widgets", "main", "pkg/add.go", []byte("package pkg\n")) // unchanged: no commit
+	dir := s.GitDir("acme", "widgets")
+	if got := realGit(t, "", "--git-dir="+dir, "log", "--format=%s|%an", "main"); got != "Update pkg/add.go|octocat\nUpdate go.mod|octocat" {
+		t.Errorf("git log:\n%s", got)
+	}
+	main := s.BranchSHA("acme", "widgets", "main")
+	if got := realGit(t, "", "--git-dir="+dir, "rev-parse", "main"); got != main {
+		t.Errorf("git main %s, BranchSHA %s", got, main)
+	}
+	// The same fixture gives the same SHAs on every run.
+	s2 := newServer(t)
+	s2.SetFile("acme", "widgets", "main", "go.mod", []byte("module widgets\n"))
+	s2.SetFile("acme", "widgets", "main", "pkg/add.go", []byte("package pkg\n"))
+	if s2.BranchSHA("acme", "widgets", "main") != main {
+		t.Errorf("fixture SHAs differ: %s vs %s", s2.BranchSHA("acme", "widgets", "main"), main)
+	}
+
+	// The contents API reads that commit: a directory's sha is git's tree.
+	_, root, _, err := gh.Repositories.GetContents(ctx, "acme", "widgets", "", nil)
+	if err != nil || len(root) != 2 || root[0].GetName() != "go.mod" || root[1].GetName() != "pkg" || root[1].GetType() != "dir" {
+		t.Fatalf("root = %v, %v", root, err)
+	}
+	if want := realGit(t, "", "--git-dir="+dir, "rev-parse", "main:pkg"); root[1].GetSHA() != want {
+		t.Errorf("pkg sha %s, git %s", root[1].GetSHA(), want)
+	}
+	// And a ref may be a commit SHA, full or abbreviated.
+	for _, ref := range []string{main, main[:10], "refs/heads/main"} {
+		if _, _, _, err := gh.Repositories.GetContents(ctx, "acme", "widgets", "pkg/add.go", &github.RepositoryContentGetOptions{Ref: ref}); err != nil {
+			t.Errorf("ref %s: %v", ref, err)
+		}
+	}
+
+	// A new branch starts from main.
+	feature := s.CreateBranch("acme", "widgets", "feature", "main")
+	if feature != main {
+		t.Errorf("CreateBranch = %s, want %s", feature, main)
+	}
+	s.SetFile("acme", "widgets", "feature", "pkg/add.go", []byte("package pkg // feature\n"))
+	if got := realGit(t, "", "--git-dir="+dir, "rev-list", "--count", "main..feature"); got != "1" {
+		t.Errorf("feature is %s commits ahead of main", got)
+	}
+	s.DeleteFile("acme", "widgets", "main", "pkg")
+	if got := realGit(t, "", "--git-dir="+dir, "ls-tree", "--name-only", "main"); got != "go.mod" {
+		t.Errorf("main after deleting pkg: %q", got)
+	}
+	s.DeleteFile("acme", "widgets", "nope", "go.mod") // no such branch: nothing happens
+	if s.BranchSHA("acme", "widgets", "nope") != "" {
+		t.Error("DeleteFile created a branch")
+	}
+
+	// CreateBranch in an empty repo makes an initial commit first.
+	s.AddRepo(Repo{Owner: "acme", Name: "empty", InstallationID: 1})
+	sha := s.CreateBranch("acme", "empty", "work", "")
+	if sha == "" || s.BranchSHA("acme", "empty", "main") != sha {
+		t.Errorf("CreateBranch in an empty repo = %q", sha)
+	}
+}

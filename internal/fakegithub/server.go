@@ -2,7 +2,9 @@
 // tests only.
 //
 // It is an httptest.Server that keeps repositories, issues, pull requests,
-// comments, reactions and check runs in memory, and answers the way GitHub's
+// comments, reactions, check runs and review requests in memory, and each
+// repository's git history in a real bare git repository (in a temporary
+// directory the Server removes on Close). It answers the way GitHub's
 // public REST documentation says GitHub answers: the same status codes, JSON
 // shapes that go-github v62 decodes, error bodies such as
 // {"message":"Not Found","documentation_url":"..."}, and page-based
@@ -12,13 +14,17 @@
 //
 // REST is served under /api/v3/, as GitHub Enterprise Server does, so that
 // go-github's WithEnterpriseURLs and go-githubapp's NewClientCreator work
-// unchanged. The same routes also answer without the prefix.
+// unchanged. The same routes also answer without the prefix. git itself is
+// served at the web root, {URL()}/{owner}/{repo}.git, by git http-backend.
 //
 // The package is organised by area: this file holds the server, routing and
 // response helpers; auth.go the App, its JWTs and installation tokens;
 // repos.go repositories, collaborators and contents; issues.go issues,
-// comments and reactions; pulls.go pull requests; checks.go check runs;
-// record.go request recording and failure injection.
+// comments and reactions; pulls.go pull requests and review requests;
+// checks.go check runs and their annotations; git.go the bare repositories
+// and the seeding helpers that write history; gitdata.go the Git Data API
+// and commits; githttp.go git over HTTP; record.go request recording and
+// failure injection.
 package fakegithub
 
 import (
@@ -28,9 +34,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,6 +73,8 @@ type Server struct {
 	// ServeHTTP), so each request sees and leaves a consistent state.
 	mu            sync.Mutex
 	now           func() time.Time
+	appPerms      map[string]string // what the App was granted
+	gitRoot       string            // the temporary directory of the bare repositories; "" until needed
 	lastID        int64
 	installations map[int64]*installation
 	repos         map[string]*repoState // by lower-case "owner/name"
@@ -89,7 +99,11 @@ func New() *Server {
 		repos:         map[string]*repoState{},
 		users:         map[string]*user{},
 		tokens:        map[string]*token{},
+		appPerms:      maps.Clone(defaultAppPermissions),
 	}
+	// The App's bot user has a fixed id, so that its noreply email, which
+	// commits it authors carry, is the same in every test.
+	s.users[strings.ToLower(s.botLogin())] = &user{login: s.botLogin(), id: botUserID, typ: "Bot"}
 	s.key, s.keyPEM = generateAppKey()
 	s.mux = http.NewServeMux()
 	s.routes()
@@ -104,14 +118,24 @@ func (s *Server) routes() {
 	s.issueRoutes()
 	s.pullRoutes()
 	s.checkRoutes()
+	s.gitDataRoutes()
 	// GitHub answers any unknown route with a 404 and its usual error body.
 	// The catch-all also keeps ServeMux from answering 405 for a known path
 	// with an unknown method, which GitHub never does.
 	s.handle("/", docsRoot, nil, func(c *call) response { return notFound(c.doc) })
 }
 
-// Close shuts the server down.
-func (s *Server) Close() { s.ts.Close() }
+// Close shuts the server down, waiting for requests in flight, and removes
+// the bare repositories.
+func (s *Server) Close() {
+	s.ts.Close()
+	s.mu.Lock()
+	root := s.gitRoot
+	s.mu.Unlock()
+	if root != "" {
+		_ = os.RemoveAll(root)
+	}
+}
 
 // URL is the root URL, e.g. http://127.0.0.1:1234.
 func (s *Server) URL() string { return s.ts.URL }
@@ -150,6 +174,10 @@ func (s *Server) nextID() int64 {
 // ServeHTTP strips the /api/v3 prefix, identifies the credential, applies
 // any injected failure, routes, and records the exchange.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if owner, name, service, ok := gitRequestPath(r.URL.Path); ok {
+		s.serveGit(w, r, owner, name, service)
+		return
+	}
 	orig := r.URL.Path
 	stripped := stripPrefix(orig)
 

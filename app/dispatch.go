@@ -168,11 +168,11 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		if err != nil {
 			return contract.Spec{}, "", fmt.Errorf("reading the issue: %w", err)
 		}
-		branch, _, err := c.Repositories.GetBranch(ctx, sess.RepoOwner, sess.RepoName, repo.GetDefaultBranch(), 1)
+		ref, _, err := c.Git.GetRef(ctx, sess.RepoOwner, sess.RepoName, "heads/"+repo.GetDefaultBranch())
 		if err != nil {
 			return contract.Spec{}, "", fmt.Errorf("reading the default branch: %w", err)
 		}
-		spec.PinnedSHA = branch.GetCommit().GetSHA()
+		spec.PinnedSHA = ref.GetObject().GetSHA()
 		spec.Target = contract.Target{Kind: contract.TargetIssue, Number: sess.Number, BaseBranch: repo.GetDefaultBranch()}
 		spec.Context = append(spec.Context,
 			contract.ContextItem{Kind: contract.ContextTitle, Author: issue.GetUser().GetLogin(), Text: issue.GetTitle(), Untrusted: true},

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app"
@@ -44,6 +45,8 @@ const (
 // harness is the real HTTP server wired to the GitHub stand-in, a real store
 // and a fake clock. Workers are driven with RunPending, never with sleeps.
 type harness struct {
+	// exec, when set before start, is the executor sessions dispatch to.
+	exec   app.Executor
 	t      *testing.T
 	gh     *fakegithub.Server
 	dsn    string
@@ -123,7 +126,7 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	h.svc = app.NewService(app.Options{Config: h.cfg, Store: st, GitHub: clients, Clock: h.clock,
-		Logger: zerolog.New(h.logs), WorkerName: "test"})
+		Logger: zerolog.New(h.logs), WorkerName: "test", Executor: h.exec, ChannelURL: "http://channel.invalid"})
 	if err := h.svc.ResolveIdentity(ctx); err != nil {
 		h.t.Fatal(err)
 	}
@@ -329,4 +332,18 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// client is an installation client on the stand-in, for assertions.
+func (h *harness) client(t *testing.T) *github.Client {
+	t.Helper()
+	clients, err := app.NewGitHubClients(h.cfg.GitHub.APIURL, h.cfg.GitHub.AppID, []byte(h.cfg.GitHub.PrivateKey), "inspect-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := clients.Installation(context.Background(), installationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

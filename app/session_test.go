@@ -14,6 +14,7 @@ import (
 
 	"github.com/inspecthq/inspect/app"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -134,17 +135,17 @@ verify:
 `
 
 func newSessionHarness(t *testing.T) (*harness, *scriptedExecutor) {
-	exec := &scriptedExecutor{}
+	ex := &scriptedExecutor{}
 	h := newHarness(t, func(c *configServer) {})
 	h.stop()
-	h.exec = exec
+	h.exec = ex
 	h.start()
 	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
 		"calc.go":             "package calc\n\nfunc Add(a, b int) int { return a + b + 1 }\n",
 		"calc_test.go":        "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"Add(1, 2) != 3\")\n\t}\n}\n",
 		".github/inspect.yml": agentConfig,
 	}, "a failing test")
-	return h, exec
+	return h, ex
 }
 
 func gitShow(t *testing.T, dir, rev string) string {
@@ -157,7 +158,7 @@ func gitShow(t *testing.T, dir, rev string) string {
 }
 
 func TestIssueSessionOpensVerifiedPullRequest(t *testing.T) {
-	h, exec := newSessionHarness(t)
+	h, ex := newSessionHarness(t)
 	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix the failing test"})); code != 200 {
 		t.Fatal(code)
 	}
@@ -166,7 +167,7 @@ func TestIssueSessionOpensVerifiedPullRequest(t *testing.T) {
 	if sess.State != store.Dispatched {
 		t.Fatalf("state = %s (%s: %s)\n%s", sess.State, sess.Reason, sess.Detail, h.logs)
 	}
-	sv := h.claim(exec.last(t))
+	sv := h.claim(ex.last(t))
 	spec := sv.spec()
 	if spec.PinnedSHA != h.gh.BranchSHA(owner, repoName, "main") || spec.Target.Kind != contract.TargetIssue {
 		t.Errorf("spec pins %s/%s", spec.PinnedSHA, spec.Target.Kind)
@@ -222,5 +223,192 @@ func TestIssueSessionOpensVerifiedPullRequest(t *testing.T) {
 	progress := h.comments(issueNumber)
 	if len(progress) != 1 || !strings.Contains(progress[0].Body, "changed") {
 		t.Errorf("progress comment = %+v", progress)
+	}
+}
+
+// withRealPR replaces PR #2 with one whose head branch has real history.
+func withRealPR(t *testing.T, h *harness) string {
+	t.Helper()
+	h.gh.CreateBranch(owner, repoName, "fix-flaky", "main")
+	head := h.gh.CommitFiles(owner, repoName, "fix-flaky", map[string]string{"notes.md": "wip\n"}, "wip")
+	h.gh.AddPull(owner, repoName, fakegithub.Pull{Number: prNumber, Title: "Fix flaky test", State: "open", User: "mara",
+		HeadRef: "fix-flaky", BaseRef: "main"})
+	return head
+}
+
+var fixedCalc = contract.FileChange{Path: "calc.go", Mode: contract.ModeFile, Content: []byte("package calc\n\nfunc Add(a, b int) int { return a + b }\n")}
+
+// runToUpload drives a session from its comment to the uploaded result.
+func runToUpload(t *testing.T, h *harness, ex *scriptedExecutor, o commentOpts, verifyExit int, files ...contract.FileChange) store.Session {
+	t.Helper()
+	if code, _ := h.deliver("issue_comment", h.event(o)); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sv := h.claim(ex.last(t))
+	spec := sv.spec()
+	h.runWorkers()
+	sv.upload(spec, verifyExit, files...)
+	h.runWorkers()
+	return h.onlySession()
+}
+
+func TestPRSessionPushesVerifiedChangeOntoItsBranch(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	head := withRealPR(t, h)
+	sess := runToUpload(t, h, ex, commentOpts{body: "/inspect fix the flaky test", onPR: true}, 0, fixedCalc)
+	if sess.Outcome != store.Changed || sess.Branch != "fix-flaky" || sess.PRNumber != prNumber {
+		t.Fatalf("session = %s/%s branch %q PR %d (%s)\n%s", sess.State, sess.Outcome, sess.Branch, sess.PRNumber, sess.Detail, h.logs)
+	}
+	if got := h.gh.BranchSHA(owner, repoName, "fix-flaky"); got != sess.CommitSHA {
+		t.Errorf("PR branch at %s, want the new commit %s", got, sess.CommitSHA)
+	}
+	parent, err := exec.Command("git", "--git-dir", h.gh.GitDir(owner, repoName), "rev-parse", sess.CommitSHA+"^").Output()
+	if err != nil || strings.TrimSpace(string(parent)) != head {
+		t.Errorf("the commit's parent = %s (%v), want the pinned head %s", parent, err, head)
+	}
+	runs := h.gh.CheckRuns(owner, repoName)
+	if len(runs) != 1 || runs[0].HeadSHA != head || runs[0].Status != "completed" || runs[0].Conclusion != "success" {
+		t.Errorf("check runs = %+v", runs)
+	}
+}
+
+func TestFailedVerificationOpensDraftAgainstThePRBranch(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	head := withRealPR(t, h)
+	sess := runToUpload(t, h, ex, commentOpts{body: "/inspect fix it", onPR: true}, 1, fixedCalc)
+	if sess.Outcome != store.VerificationFailed {
+		t.Fatalf("outcome = %s (%s)\n%s", sess.Outcome, sess.Detail, h.logs)
+	}
+	if got := h.gh.BranchSHA(owner, repoName, "fix-flaky"); got != head {
+		t.Errorf("the human's branch moved to %s", got)
+	}
+	pr, _, err := h.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pr.GetDraft() || pr.GetBase().GetRef() != "fix-flaky" || !strings.Contains(pr.GetBody(), "❌ exit 1") {
+		t.Errorf("draft=%v base=%s body:\n%s", pr.GetDraft(), pr.GetBase().GetRef(), pr.GetBody())
+	}
+	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "failure" {
+		t.Errorf("check runs = %+v", runs)
+	}
+}
+
+func TestMovedHeadGetsANewPullRequest(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sv := h.claim(ex.last(t))
+	spec := sv.spec()
+	moved := h.gh.CommitFiles(owner, repoName, "fix-flaky", map[string]string{"notes.md": "more\n"}, "the human pushed")
+	sv.upload(spec, 0, fixedCalc)
+	h.runWorkers()
+	sess := h.onlySession()
+	if sess.Outcome != store.Changed || sess.Branch == "fix-flaky" || sess.PRNumber == prNumber {
+		t.Fatalf("session = %s branch %q PR %d\n%s", sess.Outcome, sess.Branch, sess.PRNumber, h.logs)
+	}
+	if got := h.gh.BranchSHA(owner, repoName, "fix-flaky"); got != moved {
+		t.Errorf("the moved PR branch was overwritten: %s", got)
+	}
+}
+
+func TestProtectedPathIsRefusedAndNothingPushed(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	head := withRealPR(t, h)
+	sess := runToUpload(t, h, ex, commentOpts{body: "/inspect fix ci", onPR: true}, 0,
+		contract.FileChange{Path: ".github/workflows/ci.yml", Mode: contract.ModeFile, Content: []byte("on: push\n")})
+	if sess.Outcome != store.ChangeRefused || sess.Reason != "protected_path" || sess.CommitSHA != "" {
+		t.Fatalf("session = %s/%s commit %q", sess.Outcome, sess.Reason, sess.CommitSHA)
+	}
+	if got := h.gh.BranchSHA(owner, repoName, "fix-flaky"); got != head {
+		t.Errorf("something was pushed: %s", got)
+	}
+	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "action_required" {
+		t.Errorf("check runs = %+v", runs)
+	}
+	found := false
+	for _, c := range h.comments(prNumber) {
+		found = found || strings.Contains(c.Body, ".github/workflows/ci.yml")
+	}
+	if !found {
+		t.Error("no comment names the protected path")
+	}
+}
+
+func TestNoChangePostsTheAnswer(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	sess := runToUpload(t, h, ex, commentOpts{body: "/inspect why is it flaky?", onPR: true}, 0)
+	if sess.Outcome != store.NoChange {
+		t.Fatalf("outcome = %s", sess.Outcome)
+	}
+	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "neutral" {
+		t.Errorf("check runs = %+v", runs)
+	}
+	progress := h.comments(prNumber)
+	if len(progress) != 1 || !strings.Contains(progress[0].Body, "no_change") {
+		t.Errorf("comments = %+v", progress)
+	}
+}
+
+func TestCancelMidRunStopsTheAttempt(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sv := h.claim(ex.last(t))
+	spec := sv.spec()
+	h.runWorkers()
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect cancel", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sess := h.onlySession()
+	if sess.Outcome != store.Cancelled {
+		t.Fatalf("outcome = %s", sess.Outcome)
+	}
+	if len(ex.cancelled) != 1 {
+		t.Errorf("executor cancels = %v", ex.cancelled)
+	}
+	// A late upload is refused: the attempt has ended.
+	now := time.Now()
+	ev := contract.Evidence{Version: contract.EvidenceVersion, SessionID: spec.SessionID, AttemptID: spec.AttemptID, PinnedSHA: spec.PinnedSHA,
+		StartedAt: now, EndedAt: now, Outcome: contract.OutcomeOK}
+	sv.call("PUT", contract.PathResult, contract.ResultUpload{Evidence: ev}, nil, 0)
+	h.runWorkers()
+	if s := h.onlySession(); s.Outcome != store.Cancelled || s.CommitSHA != "" {
+		t.Errorf("a late result changed the session: %+v", s)
+	}
+	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "cancelled" {
+		t.Errorf("check runs = %+v", runs)
+	}
+}
+
+func TestDeadlineTimesTheSessionOut(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	h.claim(ex.last(t))
+	h.runWorkers()
+	h.clock.Advance(h.cfg.Sessions.Timeout + time.Second)
+	h.runWorkers()
+	sess := h.onlySession()
+	if sess.Outcome != store.TimedOut {
+		t.Fatalf("outcome = %s", sess.Outcome)
+	}
+	if len(ex.cancelled) != 1 {
+		t.Errorf("the attempt was not stopped: %v", ex.cancelled)
+	}
+	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "timed_out" {
+		t.Errorf("check runs = %+v", runs)
 	}
 }

@@ -80,3 +80,12 @@ func configErrorReply(sess store.Session, err error) string {
 		"Fix the file on the default branch and comment again. See the configuration reference for the allowed keys.",
 		sess.RequesterLogin, strings.ReplaceAll(err.Error(), "```", "'''"))
 }
+
+func waitingBody(sess store.Session, blocker, commandWord string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "⏳ **Inspect** got your request, @%s, and will start it when session `%s` on this thread has finished.\n\n", sess.RequesterLogin, blocker)
+	b.WriteString(quoteUntrusted(sess.Instructions, 500))
+	fmt.Fprintf(&b, "\n\n| | |\n|---|---|\n| Status | waiting |\n| Session | `%s` |\n", sess.ID)
+	fmt.Fprintf(&b, "\n`%s status` shows progress; `%s cancel` stops every session here.", commandWord, commandWord)
+	return b.String()
+}

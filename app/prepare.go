@@ -122,26 +122,47 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 			return err
 		}
 	}
+	// One active session per PR or issue: a later request waits for the
+	// earlier ones, and its progress comment says so.
+	blocker, err := s.store.ActiveSessionBefore(ctx, sess)
+	if err != nil {
+		return err
+	}
+	postedNow := false
 	if sess.ProgressCommentID == 0 {
 		next := sess
 		next.State = store.Preparing
-		id, err := s.thread(c, sess).postOnce(ctx, sessionMarker(sess.ID), progressBody(next, s.cfg.CommandWord), replay)
+		body := progressBody(next, s.cfg.CommandWord)
+		if blocker != "" {
+			body = waitingBody(sess, blocker, s.cfg.CommandWord)
+		}
+		id, err := s.thread(c, sess).postOnce(ctx, sessionMarker(sess.ID), body, replay)
 		if err != nil {
 			return err
 		}
 		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.ProgressCommentID = id }); err != nil || sess.State == store.Done {
 			return err
 		}
+		postedNow = true
+	}
+	if blocker != "" {
+		return &postponed{after: s.cfg.Workers.PollInterval * 5, why: "waiting for session " + blocker}
 	}
 	_, err = s.store.MutateSessionThen(ctx, sess.ID, s.clock.Now(), func(x *store.Session) ([]store.NewWork, error) {
 		if x.State != store.Queued {
 			return nil, nil
 		}
 		x.State = store.Preparing
-		if s.executor == nil {
-			return nil, nil // the control plane alone: sessions stop here
+		var then []store.NewWork
+		if !postedNow {
+			// The comment said "waiting" (or came from an earlier attempt):
+			// bring it up to date.
+			then = append(then, store.NewWork{Kind: store.SyncSession})
 		}
-		return []store.NewWork{{Kind: store.DispatchSession}}, nil
+		if s.executor != nil {
+			then = append(then, store.NewWork{Kind: store.DispatchSession})
+		}
+		return then, nil // without an executor, the control plane alone: sessions stop here
 	})
 	if err == nil {
 		log.Info().Msg("session preparing")

@@ -412,3 +412,51 @@ func TestDeadlineTimesTheSessionOut(t *testing.T) {
 		t.Errorf("check runs = %+v", runs)
 	}
 }
+
+func TestSecondRequestWaitsThenRuns(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect first", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sv := h.claim(ex.last(t))
+	spec := sv.spec()
+	h.clock.Advance(time.Second)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect second", sender: "mara", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	var second store.Session
+	for _, s := range h.sessions() {
+		if s.Instructions == "second" {
+			second = s
+		}
+	}
+	if second.State != store.Queued {
+		t.Fatalf("the second request did not wait: %s", second.State)
+	}
+	if len(ex.launches) != 1 {
+		t.Fatalf("launches = %d while the first runs", len(ex.launches))
+	}
+	waiting := false
+	for _, c := range h.comments(prNumber) {
+		waiting = waiting || (strings.Contains(c.Body, "| Status | waiting |") && strings.Contains(c.Body, spec.SessionID))
+	}
+	if !waiting {
+		t.Error("the second request was not told it waits")
+	}
+	sv.upload(spec, 0, fixedCalc)
+	h.runWorkers()
+	h.clock.Advance(time.Minute) // the postponed work's turn comes
+	h.runWorkers()
+	second, _ = h.st.GetSession(context.Background(), second.ID)
+	if second.State != store.Dispatched || len(ex.launches) != 2 {
+		t.Fatalf("after the first ended: %s, launches %d\n%s", second.State, len(ex.launches), h.logs)
+	}
+	for _, c := range h.comments(prNumber) {
+		if strings.Contains(c.Body, second.ID) && strings.Contains(c.Body, "| Status | waiting |") {
+			t.Errorf("the progress comment still says waiting:\n%s", c.Body)
+		}
+	}
+}

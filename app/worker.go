@@ -101,12 +101,17 @@ func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 	book, cancelBook := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancelBook()
 	now = s.clock.Now()
+	var wait *postponed
 	switch {
 	case runErr == nil:
 		err = s.store.Complete(book, w, now)
 	case ctx.Err() != nil:
 		log.Info().Err(runErr).Msg("shutting down: work released for the next worker")
 		err = s.store.Release(book, w, now)
+	case errors.As(runErr, &wait):
+		// Not a failure: the work waits its turn, uncounted.
+		log.Debug().Str("why", wait.why).Msg("work postponed")
+		err = s.store.Postpone(book, w, now, now.Add(wait.after))
 	case w.Attempts >= s.cfg.Workers.MaxAttempts:
 		log.Error().Err(runErr).Msg("work failed for good")
 		s.giveUp(log.WithContext(book), w)
@@ -182,3 +187,12 @@ func (s *Service) giveUp(ctx context.Context, w *store.Work) {
 
 // errAlreadyDone aborts a mutation that has nothing to do.
 var errAlreadyDone = errors.New("session already done")
+
+// postponed is returned by work that must wait its turn; it is retried
+// after `after` without counting as a failed attempt.
+type postponed struct {
+	after time.Duration
+	why   string
+}
+
+func (p *postponed) Error() string { return "postponed: " + p.why }

@@ -260,3 +260,17 @@ func (s *Store) SessionsPastDeadline(ctx context.Context, now time.Time, limit i
 	}
 	return out, rows.Err()
 }
+
+// ActiveSessionBefore returns the id of an unfinished session on the same
+// PR or issue that came before sess, or "" when sess may go ahead.
+func (s *Store) ActiveSessionBefore(ctx context.Context, sess Session) (string, error) {
+	var id string
+	err := s.db.QueryRowContext(ctx, `SELECT id FROM sessions
+		WHERE repo_id = $1 AND number = $2 AND state <> 'done' AND id <> $3
+			AND (created_at < $4 OR (created_at = $4 AND id < $3))
+		ORDER BY created_at, id LIMIT 1`, sess.RepoID, sess.Number, sess.ID, ms(sess.CreatedAt)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}

@@ -148,6 +148,12 @@ func (s *Store) Release(ctx context.Context, w *Work, now time.Time) error {
 	return s.fenced(ctx, w, `lease_until = 0, lease_owner = '', attempts = attempts - 1, run_after = $3, updated_at = $3`, ms(now))
 }
 
+// Postpone gives claimed work back to run after runAfter, uncounted: it
+// waits its turn (one active session per thread), it did not fail.
+func (s *Store) Postpone(ctx context.Context, w *Work, now, runAfter time.Time) error {
+	return s.fenced(ctx, w, `lease_until = 0, lease_owner = '', attempts = attempts - 1, run_after = $3, updated_at = $4`, ms(runAfter), ms(now))
+}
+
 // Fail ends claimed work for good.
 func (s *Store) Fail(ctx context.Context, w *Work, now time.Time, cause string) error {
 	return s.fenced(ctx, w, `state = 'failed', lease_until = 0, last_error = $3, updated_at = $4`, cause, ms(now))

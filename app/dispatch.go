@@ -124,9 +124,13 @@ func (s *Service) markDispatched(ctx context.Context, id string, deadline time.T
 // buildSpec gathers what the agent gets. A non-empty reply means the repo's
 // config cannot run a session (no agent); the caller ends the session with it.
 func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Session) (contract.Spec, string, error) {
-	repo, _, err := c.Repositories.Get(ctx, sess.RepoOwner, sess.RepoName)
-	if err != nil {
-		return contract.Spec{}, "", fmt.Errorf("reading the repository: %w", err)
+	defaultBranch := sess.DefaultBranch
+	if defaultBranch == "" {
+		repo, _, err := c.Repositories.Get(ctx, sess.RepoOwner, sess.RepoName)
+		if err != nil {
+			return contract.Spec{}, "", fmt.Errorf("reading the repository: %w", err)
+		}
+		defaultBranch = repo.GetDefaultBranch()
 	}
 	entry, _, err := s.store.CachedRepoConfig(ctx, sess.RepoID, s.clock.Now())
 	if err != nil {
@@ -147,7 +151,7 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		Repo: contract.Repo{
 			Owner: sess.RepoOwner, Name: sess.RepoName, ID: sess.RepoID,
 			CloneURL:      strings.TrimSuffix(s.cfg.GitHub.WebURL, "/") + "/" + sess.RepoOwner + "/" + sess.RepoName + ".git",
-			DefaultBranch: repo.GetDefaultBranch(),
+			DefaultBranch: defaultBranch,
 		},
 		Instructions: sess.Instructions,
 		Requester:    contract.Requester{Login: sess.RequesterLogin, ID: sess.RequesterID},
@@ -168,12 +172,12 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		if err != nil {
 			return contract.Spec{}, "", fmt.Errorf("reading the issue: %w", err)
 		}
-		ref, _, err := c.Git.GetRef(ctx, sess.RepoOwner, sess.RepoName, "heads/"+repo.GetDefaultBranch())
+		ref, _, err := c.Git.GetRef(ctx, sess.RepoOwner, sess.RepoName, "heads/"+defaultBranch)
 		if err != nil {
 			return contract.Spec{}, "", fmt.Errorf("reading the default branch: %w", err)
 		}
 		spec.PinnedSHA = ref.GetObject().GetSHA()
-		spec.Target = contract.Target{Kind: contract.TargetIssue, Number: sess.Number, BaseBranch: repo.GetDefaultBranch()}
+		spec.Target = contract.Target{Kind: contract.TargetIssue, Number: sess.Number, BaseBranch: defaultBranch}
 		spec.Context = append(spec.Context,
 			contract.ContextItem{Kind: contract.ContextTitle, Author: issue.GetUser().GetLogin(), Text: issue.GetTitle(), Untrusted: true},
 			contract.ContextItem{Kind: contract.ContextBody, Author: issue.GetUser().GetLogin(), Text: issue.GetBody(), Untrusted: true})

@@ -152,7 +152,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		if x.State != store.Queued {
 			return nil, nil
 		}
-		x.State = store.Preparing
+		x.State, x.DefaultBranch = store.Preparing, repo.GetDefaultBranch()
 		var then []store.NewWork
 		if !postedNow {
 			// The comment said "waiting" (or came from an earlier attempt):

@@ -259,18 +259,21 @@ func ensureBranch(ctx context.Context, c *github.Client, owner, repo, branch, sh
 
 func (s *Service) ensurePR(ctx context.Context, c *github.Client, sess store.Session, head, base string, draft bool, body string) (int, error) {
 	owner, repo := sess.RepoOwner, sess.RepoName
-	open, _, err := c.PullRequests.List(ctx, owner, repo, &github.PullRequestListOptions{State: "open", Head: owner + ":" + head, Base: base})
-	if err != nil {
-		return 0, fmt.Errorf("listing pull requests: %w", err)
-	}
-	if len(open) > 0 {
-		return open[0].GetNumber(), nil // a replay: it was opened already
-	}
 	title := "Inspect: " + strings.TrimPrefix(strings.SplitN(commitMessage(sess), "\n", 2)[0], "Inspect: ")
 	pr, _, err := c.PullRequests.Create(ctx, owner, repo, &github.NewPullRequest{
 		Title: github.String(strings.TrimPrefix(title, "Inspect: Inspect: ")), Head: github.String(head), Base: github.String(base),
 		Body: github.String(body), Draft: github.Bool(draft),
 	})
+	if isStatus(err, http.StatusUnprocessableEntity) {
+		// Most likely a replay: it was opened already. Find it.
+		open, _, lerr := c.PullRequests.List(ctx, owner, repo, &github.PullRequestListOptions{State: "open", Head: owner + ":" + head, Base: base})
+		if lerr != nil {
+			return 0, fmt.Errorf("listing pull requests: %w", lerr)
+		}
+		if len(open) > 0 {
+			return open[0].GetNumber(), nil
+		}
+	}
 	if err != nil {
 		return 0, fmt.Errorf("opening the pull request: %w", err)
 	}

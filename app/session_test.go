@@ -460,3 +460,31 @@ func TestSecondRequestWaitsThenRuns(t *testing.T) {
 		}
 	}
 }
+
+// The REST requests one issue-to-PR session sends to GitHub, counted by the
+// stand-in (git over HTTP and installation-token creation excluded), are
+// recorded in BENCHMARKS.md. Targets: at most 20, at most 12 creating.
+func TestIssueSessionRequestBudget(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	h.gh.ResetRequests()
+	runToUpload(t, h, ex, commentOpts{body: "/inspect fix the failing test"}, 0, fixedCalc)
+	if s := h.onlySession(); s.Outcome != store.Changed {
+		t.Fatalf("outcome = %s", s.Outcome)
+	}
+	total, creating := 0, 0
+	var lines []string
+	for _, r := range h.gh.Requests() {
+		if r.IsGit() || strings.HasSuffix(r.Path, "/access_tokens") || r.Path == "/installation/token" {
+			continue
+		}
+		total++
+		if r.Method == "POST" || r.Method == "PATCH" || r.Method == "PUT" {
+			creating++
+		}
+		lines = append(lines, r.Method+" "+r.Path)
+	}
+	t.Logf("%d requests, %d content-creating:\n%s", total, creating, strings.Join(lines, "\n"))
+	if total > 20 || creating > 12 {
+		t.Errorf("%d requests (%d creating), over the budget of 20 (12):\n%s", total, creating, strings.Join(lines, "\n"))
+	}
+}

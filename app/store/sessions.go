@@ -75,6 +75,8 @@ type Session struct {
 	CommitSHA string
 	Branch    string
 	PRNumber  int
+	// DefaultBranch is the repo's, as preparation saw it.
+	DefaultBranch string
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -89,10 +91,10 @@ func (s Session) Active() bool { return s.State != Done }
 const sessionColumns = `id, repo_id, repo_owner, repo_name, installation_id, number, is_pr, trigger_kind,
 	comment_id, delivery_id, requester_login, requester_id, requester_type, instructions, ignored_commands,
 	retry_of, state, outcome, reason, detail, head_sha, check_run_id, progress_comment_id, reacted,
-	created_at, updated_at, attempt_id, deadline, commit_sha, branch, pr_number`
+	created_at, updated_at, attempt_id, deadline, commit_sha, branch, pr_number, default_branch`
 
 const insertSessionSQL = `INSERT INTO sessions (` + sessionColumns + `)
-	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31)`
+	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32)`
 
 func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now time.Time) error {
 	if s.CreatedAt.IsZero() {
@@ -107,7 +109,7 @@ func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now 
 		s.ID, s.RepoID, s.RepoOwner, s.RepoName, s.InstallationID, s.Number, b2i(s.IsPR), s.TriggerKind,
 		commentID, s.DeliveryID, s.RequesterLogin, s.RequesterID, s.RequesterType, s.Instructions, s.IgnoredCommands,
 		s.RetryOf, string(s.State), string(s.Outcome), s.Reason, s.Detail, s.HeadSHA, s.CheckRunID, s.ProgressCommentID, b2i(s.Reacted),
-		ms(s.CreatedAt), ms(s.UpdatedAt), s.AttemptID, ms(s.Deadline), s.CommitSHA, s.Branch, s.PRNumber)
+		ms(s.CreatedAt), ms(s.UpdatedAt), s.AttemptID, ms(s.Deadline), s.CommitSHA, s.Branch, s.PRNumber, s.DefaultBranch)
 	if err != nil {
 		return fmt.Errorf("inserting session: %w", err)
 	}
@@ -128,7 +130,7 @@ func scanSession(row rowScanner) (Session, error) {
 	err := row.Scan(&s.ID, &s.RepoID, &s.RepoOwner, &s.RepoName, &s.InstallationID, &s.Number, &isPR, &s.TriggerKind,
 		&commentID, &s.DeliveryID, &s.RequesterLogin, &s.RequesterID, &s.RequesterType, &s.Instructions, &s.IgnoredCommands,
 		&s.RetryOf, &state, &outcome, &s.Reason, &s.Detail, &s.HeadSHA, &s.CheckRunID, &s.ProgressCommentID, &reacted,
-		&created, &updated, &s.AttemptID, &deadline, &s.CommitSHA, &s.Branch, &s.PRNumber)
+		&created, &updated, &s.AttemptID, &deadline, &s.CommitSHA, &s.Branch, &s.PRNumber, &s.DefaultBranch)
 	if err != nil {
 		return Session{}, err
 	}
@@ -194,10 +196,10 @@ func (s *Store) MutateSessionThen(ctx context.Context, id string, now time.Time,
 		after.UpdatedAt = now
 		_, err = tx.ExecContext(ctx, `UPDATE sessions SET state=$2, outcome=$3, reason=$4, detail=$5, head_sha=$6,
 			check_run_id=$7, progress_comment_id=$8, reacted=$9, updated_at=$10, attempt_id=$11, deadline=$12,
-			commit_sha=$13, branch=$14, pr_number=$15 WHERE id=$1`,
+			commit_sha=$13, branch=$14, pr_number=$15, default_branch=$16 WHERE id=$1`,
 			id, string(after.State), string(after.Outcome), after.Reason, after.Detail, after.HeadSHA,
 			after.CheckRunID, after.ProgressCommentID, b2i(after.Reacted), ms(after.UpdatedAt),
-			after.AttemptID, ms(after.Deadline), after.CommitSHA, after.Branch, after.PRNumber)
+			after.AttemptID, ms(after.Deadline), after.CommitSHA, after.Branch, after.PRNumber, after.DefaultBranch)
 		if err != nil {
 			return err
 		}

@@ -27,6 +27,7 @@ const usage = `inspect: background coding-agent sessions from GitHub
 
 Usage:
   inspect serve [--config FILE]   run the GitHub App server (webhooks, workers)
+  inspect runner [flags]          run one session attempt (started by an executor)
   inspect version                 print the version
 
 Configuration: docs/configuration.md. Every key can also be set with an
@@ -45,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stderr)
+	case "runner":
+		return runnerCmd(args[1:], stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return 0

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package local
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The supervisor's sandbox needs Linux, and so does the executor that
+// starts it (it waits for exits without reaping, with waitid).
+func supported() error {
+	return fmt.Errorf("local executor: needs Linux: %w", errors.ErrUnsupported)
+}
+
+func waitExitedNoReap(int) {}

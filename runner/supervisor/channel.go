@@ -1,0 +1,195 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// ChannelError is a refused session-channel request: the status, and the
+// app's machine-readable code and message when it sent an ErrorResponse.
+type ChannelError struct {
+	Path    string
+	Status  int
+	Code    contract.ErrorCode
+	Message string
+}
+
+func (e *ChannelError) Error() string {
+	msg := fmt.Sprintf("session channel: %s: HTTP %d", e.Path, e.Status)
+	if e.Code != "" {
+		msg += " " + string(e.Code)
+	}
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// temporary reports whether retrying the request may help.
+func (e *ChannelError) temporary() bool {
+	return e.Status >= 500 || e.Status == http.StatusTooManyRequests
+}
+
+// isAttemptEnded reports whether err says the app has ended the attempt
+// (cancelled, timed out or replaced), after which the supervisor stops.
+func isAttemptEnded(err error) bool {
+	var ce *ChannelError
+	return errors.As(err, &ce) && ce.Code == contract.ErrorAttemptEnded
+}
+
+// channel is the supervisor's client of the session channel. After the
+// claim it sends the session token (contract.HeaderSessionToken) on every
+// request; it never follows a redirect, which would carry that header to
+// wherever the redirect points.
+type channel struct {
+	base          *url.URL
+	client        *http.Client
+	attemptID     string
+	runnerVersion string
+
+	mu    sync.Mutex
+	token string
+}
+
+// newChannel makes a client for the channel at baseURL (http or https; its
+// path is kept as a prefix). With socket set, every request is dialled to
+// that Unix socket instead of the URL's host, and baseURL may be empty.
+func newChannel(baseURL, socket, attemptID, runnerVersion string) (*channel, error) {
+	if baseURL == "" && socket != "" {
+		baseURL = "http://inspect-channel"
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("session channel: the channel URL must be a plain http(s) URL with no credentials, query or fragment")
+	}
+	tr := &http.Transport{
+		Proxy:               nil, // the channel is the app itself, never through a proxy from the environment
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 2,
+	}
+	if socket != "" {
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		}
+	}
+	return &channel{
+		base: u,
+		client: &http.Client{
+			Transport:     tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		attemptID:     attemptID,
+		runnerVersion: runnerVersion,
+	}, nil
+}
+
+func (c *channel) close() { c.client.CloseIdleConnections() }
+
+// do sends one request and hands a 2xx body to decode; anything else is a
+// *ChannelError.
+func (c *channel) do(ctx context.Context, method, pattern string, body any, decode func(io.Reader) error) error {
+	p := contract.AttemptPath(pattern, c.attemptID)
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	u := *c.base
+	u.Path = strings.TrimSuffix(c.base.Path, "/") + p
+	u.RawPath = ""
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", contract.ContentTypeJSON)
+	if body != nil {
+		req.Header.Set("Content-Type", contract.ContentTypeJSON)
+	}
+	if c.runnerVersion != "" {
+		req.Header.Set(contract.HeaderRunnerVersion, c.runnerVersion)
+	}
+	c.mu.Lock()
+	if c.token != "" {
+		req.Header.Set(contract.HeaderSessionToken, c.token)
+	}
+	c.mu.Unlock()
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("session channel: %s %s: %w", method, p, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		ce := &ChannelError{Path: p, Status: resp.StatusCode}
+		if er, err := contract.DecodeErrorResponse(resp.Body); err == nil {
+			ce.Code, ce.Message = er.Code, contract.CleanProgressMessage(er.Message)
+		}
+		return ce
+	}
+	if decode == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return nil
+	}
+	if err := decode(resp.Body); err != nil {
+		return fmt.Errorf("session channel: %s %s: %w", method, p, err)
+	}
+	return nil
+}
+
+// claim exchanges the single-use claim code for the session token, which
+// every later request carries.
+func (c *channel) claim(ctx context.Context, code string) (contract.ClaimResponse, error) {
+	var resp contract.ClaimResponse
+	req := contract.ClaimRequest{AttemptID: c.attemptID, ClaimCode: code, SpecVersion: contract.SpecVersion, RunnerVersion: c.runnerVersion}
+	err := c.do(ctx, http.MethodPost, contract.PathClaim, req, func(r io.Reader) (err error) {
+		resp, err = contract.DecodeClaimResponse(r)
+		return err
+	})
+	if err != nil {
+		return contract.ClaimResponse{}, err
+	}
+	c.mu.Lock()
+	c.token = resp.SessionToken
+	c.mu.Unlock()
+	return resp, nil
+}
+
+func (c *channel) spec(ctx context.Context) (contract.Spec, error) {
+	var s contract.Spec
+	err := c.do(ctx, http.MethodGet, contract.PathSpec, nil, func(r io.Reader) (err error) {
+		s, err = contract.DecodeSpec(r)
+		return err
+	})
+	return s, err
+}
+
+func (c *channel) repoToken(ctx context.Context) (contract.RepoTokenResponse, error) {
+	var t contract.RepoTokenResponse
+	err := c.do(ctx, http.MethodPost, contract.PathRepoToken, nil, func(r io.Reader) (err error) {
+		t, err = contract.DecodeRepoTokenResponse(r)
+		return err
+	})
+	return t, err
+}
+
+func (c *channel) progress(ctx context.Context, ev contract.ProgressEvent) error {
+	return c.do(ctx, http.MethodPost, contract.PathProgress, ev, nil)
+}
+
+func (c *channel) result(ctx context.Context, u *contract.ResultUpload) error {
+	return c.do(ctx, http.MethodPut, contract.PathResult, u, nil)
+}

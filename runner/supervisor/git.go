@@ -1,0 +1,275 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// The supervisor's git. It runs outside the sandbox, as the supervisor, and
+// never trusts anything the agent could have written:
+//
+//   - The repository it fetches into and diffs with (the attempt's "git"
+//     directory) lies outside /workspace and is never mounted into the
+//     sandbox. The workspace gets its own .git, a local copy the agent may
+//     use or wreck as it likes; the supervisor never runs git in it after
+//     the agent has started, because an agent-written .git/config
+//     (core.fsmonitor, hooks, filters) would run commands as the
+//     supervisor.
+//   - No user or system configuration is read (GIT_CONFIG_NOSYSTEM,
+//     GIT_CONFIG_GLOBAL, an empty HOME), and settings that could run
+//     something or reach elsewhere are pinned on the command line.
+//   - The read token reaches git only through GIT_CONFIG_* environment
+//     variables as an http.extraHeader, for the one fetch: never in argv
+//     (visible in ps), a URL (kept in FETCH_HEAD and error messages) or a
+//     file.
+
+// gitSafeConfig is passed to every git the supervisor runs.
+var gitSafeConfig = []string{
+	"-c", "core.fsmonitor=false",
+	"-c", "core.hooksPath=" + os.DevNull,
+	"-c", "core.autocrlf=false",
+	"-c", "core.symlinks=true",
+	"-c", "core.quotePath=false",
+	"-c", "core.untrackedCache=false",
+	"-c", "gc.auto=0",
+	"-c", "maintenance.auto=false",
+	"-c", "submodule.recurse=false",
+	"-c", "fetch.recurseSubmodules=false",
+	"-c", "http.followRedirects=false", // a redirect must not carry the token elsewhere
+	"-c", "protocol.allow=never",
+	"-c", "protocol.https.allow=always",
+	"-c", "protocol.http.allow=always", // the clone URL is checked by the spec: http only for a local stand-in
+	"-c", "protocol.file.allow=always", // the workspace's own .git is filled from the private one
+}
+
+// git runs git with a controlled environment.
+type git struct {
+	bin  string
+	home string // an empty directory: HOME, so no ~/.gitconfig or credential store is read
+	path string // PATH, for git's own helpers (git-remote-https)
+}
+
+// gitError is a failed git, with its stderr (which the caller redacts
+// before it goes anywhere).
+type gitError struct {
+	args   []string
+	stderr string
+	err    error
+}
+
+// Error names the git subcommand only: the options before it hold host
+// paths, which have no place in a reason shown on GitHub.
+func (e *gitError) Error() string {
+	sub := "git"
+	for _, a := range e.args {
+		if !strings.HasPrefix(a, "-") {
+			sub = "git " + a
+			break
+		}
+	}
+	return fmt.Sprintf("%s: %v: %s", sub, e.err, strings.TrimSpace(e.stderr))
+}
+
+func (e *gitError) Unwrap() error { return e.err }
+
+// run runs git in dir with args after the safe configuration, extra
+// environment entries and optional stdin, and returns stdout.
+func (g *git) run(ctx context.Context, dir string, extraEnv []string, stdin io.Reader, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, g.bin, append(append([]string(nil), gitSafeConfig...), args...)...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{
+		"PATH=" + g.path,
+		"HOME=" + g.home,
+		"XDG_CONFIG_HOME=" + g.home,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=" + os.DevNull,
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_ASKPASS=/bin/false",
+		"SSH_ASKPASS=/bin/false",
+		"GIT_LFS_SKIP_SMUDGE=1",
+		"LC_ALL=C",
+		"TZ=UTC",
+	}, extraEnv...)
+	cmd.Stdin = stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		// Keep only the end of a long stderr: it ends up in a reason.
+		se := stderr.String()
+		if len(se) > 2048 {
+			se = "…" + se[len(se)-2048:]
+		}
+		return stdout.Bytes(), &gitError{args: args, stderr: se, err: err}
+	}
+	return stdout.Bytes(), nil
+}
+
+// authEnv is the environment that makes git send the read token as GitHub
+// documents it, HTTP Basic "x-access-token:<token>", on the fetch only.
+func authEnv(token string) []string {
+	return []string{
+		"GIT_CONFIG_COUNT=1",
+		"GIT_CONFIG_KEY_0=http.extraHeader",
+		"GIT_CONFIG_VALUE_0=Authorization: Basic " + basicCredential(token),
+	}
+}
+
+// basicCredential is the Basic credential for token; it is as secret as the
+// token, and the Redactor is taught it too.
+func basicCredential(token string) string {
+	return base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
+}
+
+// shaGoneError is a pinned commit the remote no longer has (a force-push
+// dropped it, or the branch was deleted and collected).
+type shaGoneError struct{ err error }
+
+func (e *shaGoneError) Error() string { return e.err.Error() }
+func (e *shaGoneError) Unwrap() error { return e.err }
+
+// shaGoneHints are what git prints when a remote refuses or lacks a
+// wanted commit.
+var shaGoneHints = []string{
+	"not our ref",
+	"couldn't find remote ref",
+	"no such remote ref",
+	"unadvertised object",
+	"did not send all necessary objects",
+	"reference is not a tree",
+}
+
+// workspace is one attempt's directories on the host.
+type workspace struct {
+	dir     string // the attempt's directory: 0711 so the sandbox uid can reach workspace/
+	work    string // dir/workspace: /workspace in the sandbox
+	gitDir  string // dir/git: the supervisor's private repository, never mounted
+	homeDir string // dir/home: git's empty HOME
+}
+
+// The pinned commit is kept under this ref, in the private repository and in
+// the workspace's copy.
+const pinnedRef = "refs/inspect/pinned"
+
+// newWorkspace creates an attempt directory under root.
+func newWorkspace(root, attemptID string) (*workspace, error) {
+	dir, err := os.MkdirTemp(root, "inspect-"+attemptID+"-")
+	if err != nil {
+		return nil, err
+	}
+	// Others may only traverse it, to reach workspace/, which the sandbox
+	// uid owns and no one else may enter (it holds a private repository's
+	// files); git/ and home/ stay the supervisor's own.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, err
+	}
+	w := &workspace{
+		dir:     dir,
+		work:    filepath.Join(dir, "workspace"),
+		gitDir:  filepath.Join(dir, "git"),
+		homeDir: filepath.Join(dir, "home"),
+	}
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{w.work, 0o700}, {w.gitDir, 0o700}, {w.homeDir, 0o700}} {
+		if err := os.Mkdir(d.path, d.mode); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(d.path, d.mode); err != nil { // past the umask
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// private runs git on the private repository with the workspace as its
+// work tree, from inside the work tree (so pathspecs are relative to it).
+func (w *workspace) private(ctx context.Context, g *git, extraEnv []string, stdin io.Reader, args ...string) ([]byte, error) {
+	return g.run(ctx, w.work, extraEnv, stdin, append([]string{"--git-dir=" + w.gitDir, "--work-tree=" + w.work}, args...)...)
+}
+
+// fetch fills the workspace with the pinned commit of cloneURL, fetched with
+// token, and gives it its own .git at that commit with no remote and no
+// credential. A commit the remote no longer has is a *shaGoneError.
+func (w *workspace) fetch(ctx context.Context, g *git, cloneURL, sha, token string) error {
+	if _, err := g.run(ctx, w.dir, nil, nil, "--git-dir="+w.gitDir, "init", "--quiet"); err != nil {
+		return err
+	}
+	if _, err := w.private(ctx, g, nil, nil, "config", "core.bare", "false"); err != nil {
+		return err
+	}
+	_, err := w.private(ctx, g, authEnv(token), nil,
+		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth=1", cloneURL, sha)
+	if err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) {
+			low := strings.ToLower(ge.stderr)
+			for _, h := range shaGoneHints {
+				if strings.Contains(low, h) {
+					return &shaGoneError{err}
+				}
+			}
+		}
+		return err
+	}
+	if _, err := w.private(ctx, g, nil, nil, "cat-file", "-e", sha+"^{commit}"); err != nil {
+		return &shaGoneError{fmt.Errorf("the fetch did not bring it: %w", err)}
+	}
+	if _, err := w.private(ctx, g, nil, nil, "update-ref", pinnedRef, sha); err != nil {
+		return err
+	}
+	if _, err := w.private(ctx, g, nil, nil, "checkout", "--quiet", "--force", "--detach", sha); err != nil {
+		return err
+	}
+	// The workspace's own .git, for the agent: a local, shallow copy of the
+	// pinned commit, detached, with no remote configured.
+	if _, err := g.run(ctx, w.work, nil, nil, "init", "--quiet"); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, w.work, nil, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth=1", w.gitDir, pinnedRef+":"+pinnedRef); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, w.work, nil, nil, "update-ref", "--no-deref", "HEAD", sha); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, w.work, nil, nil, "reset", "--quiet"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// chownTree gives the workspace to the sandbox's uid and gid, so the agent
+// can write to it (a root supervisor only; one running unprivileged runs
+// the sandbox as itself).
+func chownTree(root string, uid, gid int) error {
+	return filepath.WalkDir(root, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+}
+
+// removeAll removes an attempt's directory. An agent may leave directories
+// without write or search permission, which stop an unprivileged
+// supervisor's RemoveAll, so those are opened up and the removal retried.
+func removeAll(dir string) error {
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if d != nil && d.IsDir() && d.Type()&os.ModeSymlink == 0 {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}

@@ -1,0 +1,293 @@
+package supervisor
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// The change is found by the supervisor's own git, outside the sandbox:
+// `git add -A` of the workspace into the private repository's index (with
+// .inspect/ left out), then the index compared with the pinned commit. The
+// content and mode of each changed file are read back from the blobs git
+// stored, not from the workspace, so a symlink is recorded as a symlink
+// (mode 120000, its target as content) and never followed.
+
+// inspectDir is the workspace's directory for the supervisor's files (the
+// prompt, the agent's answer). It is never part of a change: a repository's
+// own top-level .inspect/ directory is reserved.
+const inspectDir = ".inspect"
+
+// changeError is a change the manifest cannot carry: over the session's
+// limits, a nested repository, a path the contract refuses. The attempt
+// still reports its commands; the manifest is withheld.
+type changeError struct{ msg string }
+
+func (e *changeError) Error() string { return e.msg }
+
+// rawChange is one line of `git diff --raw`.
+type rawChange struct {
+	status  byte // A, M, D or T
+	newMode string
+	newBlob string
+	path    string
+}
+
+// collectChange stages the workspace and returns the change against sha as a
+// manifest within limits, and its diffstat. verify is the spec's verify
+// commands, whose scripts the diffstat flags.
+func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits contract.ManifestLimits, verify []contract.Command) (*contract.Manifest, []contract.ChangedFile, error) {
+	if _, err := w.private(ctx, g, nil, nil, "add", "--all", "--", ".", ":(exclude)"+inspectDir); err != nil {
+		return nil, nil, fmt.Errorf("staging the workspace: %w", err)
+	}
+	raw, err := w.private(ctx, g, nil, nil, "diff", "--cached", "--raw", "--no-renames", "--no-abbrev", "-z", sha)
+	if err != nil {
+		return nil, nil, err
+	}
+	changes, err := parseRaw(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	numstat, err := w.private(ctx, g, nil, nil, "diff", "--cached", "--numstat", "--no-renames", "-z", sha)
+	if err != nil {
+		return nil, nil, err
+	}
+	stats := parseNumstat(numstat)
+
+	diffstat := make([]contract.ChangedFile, 0, min(len(changes), contract.HardMaxChangedFiles))
+	for _, c := range changes {
+		if len(diffstat) == contract.HardMaxChangedFiles {
+			break
+		}
+		if contract.ValidatePath(c.path) != nil {
+			continue // reported below; the diffstat must stay valid
+		}
+		st := stats[c.path]
+		cf := contract.ChangedFile{
+			Path:         c.path,
+			Status:       contract.ChangeModified,
+			Additions:    st.add,
+			Deletions:    st.del,
+			Binary:       st.binary,
+			Test:         isTestPath(c.path),
+			VerifyScript: isVerifyScript(c.path, verify),
+		}
+		switch c.status {
+		case 'A':
+			cf.Status = contract.ChangeAdded
+		case 'D':
+			cf.Status = contract.ChangeDeleted
+		}
+		diffstat = append(diffstat, cf)
+	}
+
+	maxFiles, maxBytes := limits.MaxFiles, limits.MaxBytes
+	if maxFiles <= 0 || maxFiles > contract.HardMaxChangedFiles {
+		maxFiles = contract.HardMaxChangedFiles
+	}
+	if maxBytes <= 0 || maxBytes > contract.HardMaxChangeBytes {
+		maxBytes = contract.HardMaxChangeBytes
+	}
+	if len(changes) > maxFiles {
+		return nil, diffstat, &changeError{fmt.Sprintf("the change touches %d files, more than the %d this session allows", len(changes), maxFiles)}
+	}
+	for _, c := range changes {
+		if err := contract.ValidatePath(c.path); err != nil {
+			return nil, diffstat, &changeError{fmt.Sprintf("the change has a path a manifest cannot carry (%v): %s", err, contract.CleanProgressMessage(c.path))}
+		}
+		if c.status != 'D' && c.newMode == "160000" {
+			return nil, diffstat, &changeError{"the change adds a nested git repository at " + c.path + ", which a manifest cannot carry"}
+		}
+	}
+
+	m := &contract.Manifest{Version: contract.ManifestVersion, BaseSHA: sha}
+	var blobs []string
+	for _, c := range changes {
+		if c.status != 'D' {
+			blobs = append(blobs, c.newBlob)
+		}
+	}
+	contents, err := readBlobs(ctx, g, w, blobs, maxBytes)
+	if err != nil {
+		return nil, diffstat, err
+	}
+	for _, c := range changes {
+		fc := contract.FileChange{Path: c.path}
+		switch c.status {
+		case 'D':
+			fc.Deleted = true
+		default:
+			fc.Added = c.status == 'A'
+			fc.Mode = contract.FileMode(c.newMode)
+			fc.Content = contents[c.newBlob]
+		}
+		m.Files = append(m.Files, fc)
+	}
+	m.Normalize()
+	if err := m.Validate(limits); err != nil {
+		return nil, diffstat, &changeError{err.Error()}
+	}
+	return m, diffstat, nil
+}
+
+// parseRaw reads `git diff --raw --no-abbrev -z`: for each file
+// ":oldmode newmode oldsha newsha status\0path\0".
+func parseRaw(out []byte) ([]rawChange, error) {
+	var changes []rawChange
+	fields := bytes.Split(out, []byte{0})
+	for i := 0; i+1 < len(fields); i += 2 {
+		head := strings.Fields(strings.TrimPrefix(string(fields[i]), ":"))
+		if len(head) != 5 || head[4] == "" {
+			return nil, fmt.Errorf("unexpected git diff --raw output %q", fields[i])
+		}
+		c := rawChange{status: head[4][0], newMode: head[1], newBlob: head[3], path: string(fields[i+1])}
+		switch c.status {
+		case 'A', 'M', 'D', 'T':
+		default:
+			return nil, fmt.Errorf("unexpected change status %q for %q", head[4], c.path)
+		}
+		changes = append(changes, c)
+	}
+	return changes, nil
+}
+
+type lineStat struct {
+	add, del int
+	binary   bool
+}
+
+// parseNumstat reads `git diff --numstat -z`: "add\tdel\tpath\0", with "-"
+// for both counts of a binary file.
+func parseNumstat(out []byte) map[string]lineStat {
+	stats := map[string]lineStat{}
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		parts := strings.SplitN(string(rec), "\t", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "-" {
+			stats[parts[2]] = lineStat{binary: true}
+			continue
+		}
+		a, _ := strconv.Atoi(parts[0])
+		d, _ := strconv.Atoi(parts[1])
+		stats[parts[2]] = lineStat{add: a, del: d}
+	}
+	return stats
+}
+
+// readBlobs reads the given blobs from the private repository, refusing more
+// than maxBytes in all before reading any content.
+func readBlobs(ctx context.Context, g *git, w *workspace, blobs []string, maxBytes int64) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if len(blobs) == 0 {
+		return out, nil
+	}
+	list := strings.Join(blobs, "\n") + "\n"
+	sizes, err := w.private(ctx, g, nil, strings.NewReader(list), "cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)")
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	seen := map[string]bool{}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(sizes)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[1] != "blob" {
+			return nil, fmt.Errorf("unexpected git cat-file output %q", line)
+		}
+		n, _ := strconv.ParseInt(f[2], 10, 64)
+		if !seen[f[0]] {
+			total += n
+		}
+		seen[f[0]] = true
+	}
+	if total > maxBytes {
+		return nil, &changeError{fmt.Sprintf("the change writes %d bytes, more than the %d this session allows", total, maxBytes)}
+	}
+	data, err := w.private(ctx, g, nil, strings.NewReader(list), "cat-file", "--batch")
+	if err != nil {
+		return nil, err
+	}
+	r := bufio.NewReader(bytes.NewReader(data))
+	for range blobs {
+		header, err := r.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("reading git cat-file --batch: %w", err)
+		}
+		f := strings.Fields(header)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("unexpected git cat-file header %q", header)
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return nil, fmt.Errorf("unexpected git cat-file header %q", header)
+		}
+		content := make([]byte, n)
+		if _, err := io.ReadFull(r, content); err != nil {
+			return nil, fmt.Errorf("reading blob %s: %w", f[0], err)
+		}
+		if b, err := r.ReadByte(); err != nil || b != '\n' {
+			return nil, errors.New("git cat-file --batch: missing newline after a blob")
+		}
+		out[f[0]] = content
+	}
+	return out, nil
+}
+
+// testDirs and testSuffixes recognise test files of the common ecosystems,
+// for the diffstat's flag: an agent that edits tests deserves a look.
+var (
+	testDirs     = map[string]bool{"test": true, "tests": true, "__tests__": true, "testdata": true, "spec": true, "specs": true}
+	testSuffixes = []string{"_test.go", "_test.py", "_test.rb", "_spec.rb", "_test.rs", "_test.exs", "test.java", "tests.java", "test.kt", "tests.cs", "test.cs", "test.php"}
+	testInfixes  = []string{".test.", ".spec."}
+)
+
+func isTestPath(p string) bool {
+	dir, base := path.Split(p)
+	for c := range strings.SplitSeq(strings.Trim(dir, "/"), "/") {
+		if testDirs[strings.ToLower(c)] {
+			return true
+		}
+	}
+	lb := strings.ToLower(base)
+	if strings.HasPrefix(lb, "test_") && strings.HasSuffix(lb, ".py") {
+		return true
+	}
+	for _, s := range testSuffixes {
+		if strings.HasSuffix(lb, s) {
+			return true
+		}
+	}
+	for _, s := range testInfixes {
+		if strings.Contains(lb, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// isVerifyScript reports whether a verify command names p as its program or
+// an argument ("./scripts/check.sh", "scripts/check.sh" or
+// "/workspace/scripts/check.sh"): the agent changed what verifies it.
+func isVerifyScript(p string, verify []contract.Command) bool {
+	for _, c := range verify {
+		for i, a := range c.Argv {
+			if i == 0 && !strings.Contains(a, "/") {
+				continue // a program looked up on PATH, not a file of the repository
+			}
+			a = strings.TrimPrefix(a, "/workspace/")
+			if a != "" && path.Clean(a) == p {
+				return true
+			}
+		}
+	}
+	return false
+}

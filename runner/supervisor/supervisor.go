@@ -1,0 +1,691 @@
+// Package supervisor is `inspect runner`: the trusted process that runs one
+// attempt of a session, on the app's host (local executor) or a Buildkite
+// agent.
+//
+// In order, it:
+//
+//  1. claims the attempt over the session channel with its single-use
+//     claim code, for the session token every later request carries;
+//  2. fetches the spec, and the read-only token for the one repository;
+//  3. prepares the attempt's workspace: the pinned commit fetched by the
+//     supervisor's own git with that token (see git.go for how the token
+//     stays out of argv, URLs and files), a .git of the workspace's own with
+//     no remote, and the prompt at /workspace/.inspect/prompt.md. A commit
+//     the remote no longer has ends the attempt with outcome error. The
+//     top-level .inspect/ is the supervisor's: never part of a change, and
+//     where the agent may leave its final answer (answer.md);
+//  4. runs the agent (spec.Agent.Command with the prompt file as its last
+//     argument) in the sandbox, then each verify command with its own
+//     timeout, each in a fresh sandbox, everything bounded by the spec's
+//     deadline and timeout; setup commands are for snapshot builds and do
+//     not run here;
+//  5. collects the change with its own git (never the workspace's .git,
+//     which the agent controlled), outside the sandbox, into a change
+//     manifest, and the evidence: each command's exit status, duration and
+//     redacted output tail, go test -json results, the diffstat, the
+//     agent's answer;
+//  6. uploads both (PUT contract.PathResult; a retry is harmless), and
+//     sends progress events at each phase, best effort.
+//
+// When its context ends (SIGTERM from the executor) or the deadline passes,
+// the sandbox is killed, and the evidence gathered so far still goes up,
+// with Partial set and outcome cancelled or timed_out, within
+// Config.FinishTimeout.
+//
+// Nothing the supervisor holds enters the sandbox: its environment is
+// HOME, PATH, LANG and three INSPECT_* values naming the session and the
+// files (see sandboxEnv). Every credential the supervisor sees (claim code,
+// session token, repo token and its Basic form) seeds the Redactor that
+// scrubs the evidence.
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/sandbox"
+)
+
+// Defaults for Config's zero values.
+const (
+	DefaultSandboxPath    = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	DefaultFinishTimeout  = 30 * time.Second
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultUploadAttempts = 4
+	DefaultRetryDelay     = time.Second
+	// nobody: the sandbox's ids for a root supervisor when none are given.
+	defaultSandboxID = 65534
+)
+
+// Config configures one run of the supervisor. ChannelURL (or
+// ChannelSocket), AttemptID and ClaimCode come from the executor through
+// the environment (see FromEnv); the rest are flags.
+type Config struct {
+	ChannelURL    string
+	ChannelSocket string
+	SessionID     string // optional; checked against the spec when set
+	AttemptID     string
+	ClaimCode     string
+
+	// WorkDir is where the attempt's directory is created (os.TempDir()
+	// when empty). A root supervisor's sandbox uid must be able to reach
+	// it: every parent searchable by others.
+	WorkDir string
+	// SandboxUID and SandboxGID are the host ids the sandbox runs as: a
+	// dedicated unprivileged user. Zero means nobody (65534) for a root
+	// supervisor, and the supervisor's own ids otherwise (an unprivileged
+	// supervisor can only run the sandbox as itself).
+	SandboxUID, SandboxGID uint32
+	// SandboxPath is PATH inside the sandbox (DefaultSandboxPath).
+	SandboxPath string
+	// KeepWorkspace leaves the attempt's directory in place (debugging,
+	// tests); it is removed otherwise.
+	KeepWorkspace bool
+	// OutDir, when set, receives evidence.json and manifest.json as well
+	// (Buildkite uploads them as artifacts).
+	OutDir string
+	// RunnerVersion is `inspect version`, sent in every request and put in
+	// the evidence.
+	RunnerVersion string
+	// FinishTimeout bounds collecting and uploading the result once the
+	// run has ended, even when it ended because of SIGTERM.
+	FinishTimeout time.Duration
+	// RequestTimeout bounds one channel request.
+	RequestTimeout time.Duration
+	// UploadAttempts and RetryDelay: the result upload is retried on
+	// network errors and 5xx, RetryDelay doubling each time.
+	UploadAttempts int
+	RetryDelay     time.Duration
+	// Git is the git binary ("git" on PATH when empty).
+	Git string
+	// Log receives the supervisor's log; the zero Logger discards.
+	Log zerolog.Logger
+	// Now is time.Now, injectable for tests; it stamps evidence and
+	// events. Deadlines are enforced by the real clock.
+	Now func() time.Time
+}
+
+// FromEnv fills the channel and attempt fields from the environment names
+// in runner/contract.
+func (c *Config) FromEnv(lookup func(string) (string, bool)) {
+	get := func(k string) string { v, _ := lookup(k); return v }
+	c.ChannelURL = get(contract.EnvChannelURL)
+	c.ChannelSocket = get(contract.EnvChannelSocket)
+	c.SessionID = get(contract.EnvSessionID)
+	c.AttemptID = get(contract.EnvAttemptID)
+	c.ClaimCode = get(contract.EnvClaimCode)
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.ChannelURL == "" && c.ChannelSocket == "" {
+		return c, fmt.Errorf("supervisor: %s (or %s) is not set", contract.EnvChannelURL, contract.EnvChannelSocket)
+	}
+	if c.AttemptID == "" || c.ClaimCode == "" {
+		return c, fmt.Errorf("supervisor: %s and %s must be set", contract.EnvAttemptID, contract.EnvClaimCode)
+	}
+	if c.WorkDir == "" {
+		c.WorkDir = os.TempDir()
+	}
+	if !filepath.IsAbs(c.WorkDir) {
+		abs, err := filepath.Abs(c.WorkDir)
+		if err != nil {
+			return c, err
+		}
+		c.WorkDir = abs
+	}
+	if c.SandboxUID == 0 && c.SandboxGID == 0 {
+		if os.Geteuid() == 0 {
+			c.SandboxUID, c.SandboxGID = defaultSandboxID, defaultSandboxID
+		} else {
+			c.SandboxUID, c.SandboxGID = uint32(os.Getuid()), uint32(os.Getgid())
+		}
+	}
+	if c.SandboxPath == "" {
+		c.SandboxPath = DefaultSandboxPath
+	}
+	if c.FinishTimeout <= 0 {
+		c.FinishTimeout = DefaultFinishTimeout
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.UploadAttempts <= 0 {
+		c.UploadAttempts = DefaultUploadAttempts
+	}
+	if c.RetryDelay < 0 {
+		c.RetryDelay = 0
+	} else if c.RetryDelay == 0 {
+		c.RetryDelay = DefaultRetryDelay
+	}
+	if c.Git == "" {
+		p, err := exec.LookPath("git")
+		if err != nil {
+			return c, errors.New("supervisor: git is not on PATH")
+		}
+		c.Git = p
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}
+
+// Report is what a run produced.
+type Report struct {
+	Evidence contract.Evidence
+	Manifest *contract.Manifest
+	// Uploaded is set when the app acknowledged the result.
+	Uploaded bool
+	// AttemptDir is the attempt's directory; it exists afterwards only
+	// with KeepWorkspace.
+	AttemptDir string
+}
+
+// Errors that end the run early.
+var (
+	errDeadline     = errors.New("the session's deadline passed")
+	errAttemptEnded = errors.New("the app ended the attempt")
+)
+
+// Run runs one attempt. It returns an error, with no Report, only when
+// there was nothing to report to: the sandbox cannot run here (checked
+// before the claim code is spent), the claim or the spec fetch failed, or
+// the spec is not for this attempt. Every later failure is an outcome in
+// the uploaded evidence; the Report says whether the upload succeeded.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := sandbox.Available(); err != nil {
+		return nil, err
+	}
+	if err := checkReachable(cfg.WorkDir, cfg.SandboxUID, cfg.SandboxGID); err != nil {
+		return nil, err
+	}
+	start := cfg.Now()
+	red := contract.NewRedactor(cfg.ClaimCode)
+	ch, err := newChannel(cfg.ChannelURL, cfg.ChannelSocket, cfg.AttemptID, cfg.RunnerVersion)
+	if err != nil {
+		return nil, err
+	}
+	defer ch.close()
+	log := cfg.Log.With().Str("attempt_id", cfg.AttemptID).Logger()
+
+	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+	claim, err := ch.claim(rctx, cfg.ClaimCode)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: claiming the attempt: %s", red.Redact(err.Error()))
+	}
+	red.Add(claim.SessionToken)
+	rctx, cancel = context.WithTimeout(ctx, cfg.RequestTimeout)
+	spec, err := ch.spec(rctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: fetching the spec: %s", red.Redact(err.Error()))
+	}
+	if spec.AttemptID != cfg.AttemptID || (cfg.SessionID != "" && spec.SessionID != cfg.SessionID) {
+		return nil, fmt.Errorf("supervisor: the spec is for attempt %s of session %s, not this one", spec.AttemptID, spec.SessionID)
+	}
+	log = log.With().Str("session_id", spec.SessionID).Logger()
+	log.Info().Msg("attempt claimed")
+
+	s := &session{
+		cfg:    cfg,
+		log:    log,
+		ch:     ch,
+		red:    red,
+		spec:   spec,
+		parent: ctx,
+		tests:  newGoTestParser(""),
+		ev: contract.Evidence{
+			Version:       contract.EvidenceVersion,
+			SessionID:     spec.SessionID,
+			AttemptID:     spec.AttemptID,
+			RunnerVersion: cfg.RunnerVersion,
+			PinnedSHA:     spec.PinnedSHA,
+			StartedAt:     start,
+		},
+	}
+	runCtx, stop := context.WithCancelCause(ctx)
+	s.stop = stop
+	runCtx, cancelDeadline := context.WithDeadlineCause(runCtx, spec.Limits.Deadline, errDeadline)
+	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, spec.Limits.Timeout.Std(), errDeadline)
+	s.run(runCtx)
+	cancelTimeout()
+	cancelDeadline()
+	stop(nil)
+
+	rep := s.finish()
+	if s.ws != nil {
+		rep.AttemptDir = s.ws.dir
+		if !cfg.KeepWorkspace {
+			if err := removeAll(s.ws.dir); err != nil {
+				log.Warn().Err(err).Msg("removing the attempt's directory")
+			}
+		}
+	}
+	return rep, nil
+}
+
+// session is one attempt's run after the claim.
+type session struct {
+	cfg    Config
+	log    zerolog.Logger
+	ch     *channel
+	red    *contract.Redactor
+	spec   contract.Spec
+	parent context.Context // the caller's context: done on SIGTERM
+	stop   context.CancelCauseFunc
+
+	git      *git
+	ws       *workspace
+	prepared bool // the workspace holds the pinned commit: a change can be collected
+	phase    contract.Phase
+	seq      int64
+	tests    *goTestParser
+	ev       contract.Evidence
+	manifest *contract.Manifest
+}
+
+// run prepares the workspace and runs the agent and the verify commands,
+// recording the outcome. It returns early when ctx ends.
+func (s *session) run(ctx context.Context) {
+	s.enter(contract.PhasePrepare, "preparing the workspace at "+s.spec.PinnedSHA[:12])
+	if !s.prepare(ctx) {
+		return
+	}
+	s.ev.Workspace = &contract.Workspace{Source: contract.WorkspaceClone, PrepareMS: max(s.cfg.Now().Sub(s.ev.StartedAt).Milliseconds(), 0)}
+
+	s.enter(contract.PhaseAgent, "running the agent")
+	argv := append(append([]string(nil), s.spec.Agent.Command...), PromptFile)
+	agent, ok := s.command(ctx, "agent", argv, 0)
+	if !ok || s.cutShort(ctx) {
+		return
+	}
+	if !agent.Succeeded() {
+		s.ev.Outcome = contract.OutcomeAgentFailed
+		s.ev.Reason = "the agent " + describeExit(agent)
+		return
+	}
+
+	if len(s.spec.Verify) > 0 {
+		s.enter(contract.PhaseVerify, fmt.Sprintf("verifying the change (%d commands)", len(s.spec.Verify)))
+	}
+	var failed []string
+	for _, c := range s.spec.Verify {
+		r, ok := s.command(ctx, c.Name, c.Argv, c.Timeout.Std())
+		if !ok || s.cutShort(ctx) {
+			return
+		}
+		if !r.Succeeded() {
+			failed = append(failed, c.Name+" "+describeExit(r))
+		}
+	}
+	if len(failed) > 0 {
+		s.ev.Outcome = contract.OutcomeVerifyFailed
+		s.ev.Reason = "verification failed: " + strings.Join(failed, "; ")
+		return
+	}
+	s.ev.Outcome = contract.OutcomeOK
+}
+
+// prepare fetches the pinned commit into a new workspace and writes the
+// prompt. On failure it records outcome error (or how the run was cut
+// short) and returns false.
+func (s *session) prepare(ctx context.Context) bool {
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	tok, err := s.ch.repoToken(rctx)
+	cancel()
+	if err != nil {
+		return s.fail(ctx, "getting the repository's read token", err)
+	}
+	s.red.Add(tok.Token, basicCredential(tok.Token))
+
+	ws, err := newWorkspace(s.cfg.WorkDir, s.spec.AttemptID)
+	if err != nil {
+		return s.fail(ctx, "creating the workspace", err)
+	}
+	s.ws = ws
+	s.git = &git{bin: s.cfg.Git, home: ws.homeDir, path: os.Getenv("PATH")}
+	if s.git.path == "" {
+		s.git.path = DefaultSandboxPath
+	}
+	err = ws.fetch(ctx, s.git, s.spec.Repo.CloneURL, s.spec.PinnedSHA, tok.Token)
+	var gone *shaGoneError
+	if errors.As(err, &gone) && ctx.Err() == nil {
+		s.ev.Outcome = contract.OutcomeError
+		s.ev.Reason = fmt.Sprintf("the pinned commit %s is no longer in %s/%s (a force-push or a deleted branch?), so the session cannot start: %v",
+			s.spec.PinnedSHA, s.spec.Repo.Owner, s.spec.Repo.Name, err)
+		return false
+	}
+	if err != nil {
+		return s.fail(ctx, "fetching the pinned commit", err)
+	}
+	s.prepared = true
+
+	if err := writePrompt(ws.work, buildPrompt(&s.spec)); err != nil {
+		return s.fail(ctx, "writing the prompt", err)
+	}
+	// The module path, read before the agent can touch go.mod, names the
+	// files of failing Go tests.
+	if b, err := readWorkspaceFile(ws.work, "go.mod", 64<<10); err == nil {
+		if m := moduleLine.FindSubmatch(b); m != nil {
+			s.tests.module = string(m[1])
+		}
+	}
+	if uid, gid := int(s.cfg.SandboxUID), int(s.cfg.SandboxGID); uid != os.Geteuid() || gid != os.Getegid() {
+		if err := chownTree(ws.work, uid, gid); err != nil {
+			return s.fail(ctx, "handing the workspace to the sandbox user", err)
+		}
+	}
+	return true
+}
+
+// sandboxEnv is the sandbox's whole environment. It holds no credential of
+// any kind; keep it that way.
+func (s *session) sandboxEnv() []string {
+	return []string{
+		"HOME=/tmp",
+		"PATH=" + s.cfg.SandboxPath,
+		"LANG=C.UTF-8",
+		"INSPECT_SESSION_ID=" + s.spec.SessionID,
+		"INSPECT_PROMPT_FILE=" + PromptFile,
+		"INSPECT_ANSWER_FILE=" + AnswerFile,
+	}
+}
+
+// command runs argv in a fresh sandbox and records it in the evidence. ok is
+// false when the sandbox itself could not run (the outcome is then set).
+func (s *session) command(ctx context.Context, name string, argv []string, timeout time.Duration) (contract.CommandResult, bool) {
+	out := newTailBuffer(s.spec.Limits.MaxOutputBytes)
+	if s.phase == contract.PhaseVerify {
+		out.tests = s.tests
+	}
+	res, err := sandbox.Run(ctx, sandbox.Spec{
+		Workspace: s.ws.work,
+		Argv:      argv,
+		Env:       s.sandboxEnv(),
+		UID:       s.cfg.SandboxUID,
+		GID:       s.cfg.SandboxGID,
+		Timeout:   timeout,
+		Stdout:    out,
+		Stderr:    out,
+		// TODO(egress proxy): the supervisor will serve the egress proxy
+		// on a Unix socket in the attempt's directory and bind it here
+		// (ExtraMounts, e.g. /run/inspect/egress.sock), together with the
+		// inspect binary for the forwarder that turns it into an HTTP
+		// proxy inside. Until then the sandbox has no way out at all.
+	})
+	if err != nil && res.Duration == 0 {
+		if ctx.Err() != nil {
+			s.cutShort(ctx)
+			return contract.CommandResult{}, false
+		}
+		s.ev.Outcome = contract.OutcomeError
+		s.ev.Reason = fmt.Sprintf("the sandbox could not run %s: %v", name, err)
+		return contract.CommandResult{}, false
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Str("command", name).Msg("sandbox cleanup reported an error")
+	}
+	r := contract.CommandResult{
+		Phase:      s.phase,
+		Name:       name,
+		Argv:       argv,
+		ExitCode:   res.ExitCode,
+		Signal:     res.Signal,
+		TimedOut:   res.TimedOut || (res.Cancelled && errors.Is(context.Cause(ctx), errDeadline)),
+		DurationMS: res.Duration.Milliseconds(),
+	}
+	if r.Signal != "" {
+		r.ExitCode = -1
+		if !strings.HasPrefix(r.Signal, "SIG") {
+			r.Signal = "" // a real-time signal without a name
+		}
+	}
+	r.OutputTail, r.OutputTruncated = out.tail(s.red, s.spec.Limits.MaxOutputBytes)
+	s.ev.Commands = append(s.ev.Commands, r)
+	s.log.Info().Str("command", name).Int("exit_code", r.ExitCode).Str("signal", r.Signal).Bool("timed_out", r.TimedOut).Int64("duration_ms", r.DurationMS).Msg("command ended")
+	return r, true
+}
+
+// cutShort reports whether ctx has ended, and if so records why: the
+// caller's context (SIGTERM) or the app ending the attempt is cancelled,
+// the deadline is timed_out. Either way the evidence is partial.
+func (s *session) cutShort(ctx context.Context) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	s.ev.Partial = true
+	switch cause := context.Cause(ctx); {
+	case s.parent.Err() != nil:
+		s.ev.Outcome = contract.OutcomeCancelled
+		s.ev.Reason = fmt.Sprintf("the supervisor was stopped during the %s phase", s.phase)
+	case errors.Is(cause, errAttemptEnded):
+		s.ev.Outcome = contract.OutcomeCancelled
+		s.ev.Reason = fmt.Sprintf("the app ended the attempt during the %s phase", s.phase)
+	default:
+		s.ev.Outcome = contract.OutcomeTimedOut
+		s.ev.Reason = fmt.Sprintf("the session's deadline passed during the %s phase", s.phase)
+	}
+	return true
+}
+
+// fail records a failure of the supervisor's own work, unless ctx has
+// ended, which explains it better. It returns false for the caller to
+// return.
+func (s *session) fail(ctx context.Context, doing string, err error) bool {
+	if s.cutShort(ctx) {
+		return false
+	}
+	s.ev.Outcome = contract.OutcomeError
+	s.ev.Reason = doing + ": " + err.Error()
+	return false
+}
+
+// enter moves to a phase and tells the app, best effort.
+func (s *session) enter(p contract.Phase, msg string) {
+	s.phase = p
+	s.log.Info().Str("phase", string(p)).Msg(msg)
+	s.seq++
+	ev := contract.ProgressEvent{
+		Seq:     s.seq,
+		Time:    s.cfg.Now(),
+		Phase:   p,
+		Message: contract.CleanProgressMessage(s.red.Redact(msg)),
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.parent), s.cfg.RequestTimeout)
+	defer cancel()
+	if err := s.ch.progress(ctx, ev); err != nil {
+		if isAttemptEnded(err) && s.stop != nil {
+			s.stop(errAttemptEnded)
+		}
+		s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("progress event not delivered")
+	}
+}
+
+// finish collects the change and the agent's answer, seals the evidence and
+// uploads it, within FinishTimeout of now whatever ended the run.
+func (s *session) finish() *Report {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.parent), s.cfg.FinishTimeout)
+	defer cancel()
+	s.enter(contract.PhaseUpload, "collecting the change and uploading the evidence")
+	if s.prepared {
+		if b, err := readWorkspaceFile(s.ws.work, inspectDir+"/answer.md", contract.MaxFinalAnswerBytes); err == nil {
+			s.ev.FinalAnswer = cleanText(string(b), contract.MaxFinalAnswerBytes)
+		}
+		m, changes, err := collectChange(ctx, s.git, s.ws, s.spec.PinnedSHA, s.spec.Limits.Manifest(), s.spec.Verify)
+		s.ev.Changes = changes
+		if err != nil {
+			s.noteChangeError(err)
+		}
+		s.manifest = m
+	}
+	s.ev.Tests = s.tests.summary()
+	s.ev.EndedAt = s.cfg.Now()
+	if s.ev.EndedAt.Before(s.ev.StartedAt) {
+		s.ev.EndedAt = s.ev.StartedAt
+	}
+	if s.ev.Outcome == "" { // cannot happen; never upload without one
+		s.ev.Outcome, s.ev.Reason = contract.OutcomeError, "the supervisor ended without an outcome"
+	}
+	s.ev.Reason = cleanText(s.ev.Reason, contract.MaxReasonBytes)
+	s.red.RedactStrings(&s.ev)
+
+	u := &contract.ResultUpload{Evidence: s.ev, Manifest: s.manifest}
+	if err := u.Validate(s.spec.Limits.Manifest()); err != nil {
+		// Send something the app accepts rather than nothing: the error,
+		// the commands, no manifest.
+		s.log.Error().Str("error", s.red.Redact(err.Error())).Msg("the result does not validate; sending it reduced")
+		u.Manifest, u.Evidence.Tests, u.Evidence.Changes, u.Evidence.FinalAnswer = nil, nil, nil, ""
+		u.Evidence.Outcome = contract.OutcomeError
+		u.Evidence.Reason = cleanText(s.red.Redact("the supervisor's result did not validate: "+err.Error()), contract.MaxReasonBytes)
+		if u.Validate(s.spec.Limits.Manifest()) != nil {
+			u.Evidence.Commands = nil
+		}
+	}
+	s.writeOut(u)
+	rep := &Report{Evidence: u.Evidence, Manifest: u.Manifest}
+	rep.Uploaded = s.upload(ctx, u)
+	return rep
+}
+
+// noteChangeError records why there is no manifest.
+func (s *session) noteChangeError(err error) {
+	msg := "collecting the change: " + err.Error()
+	var ce *changeError
+	if errors.As(err, &ce) {
+		msg = ce.msg + "; the change is not sent"
+	}
+	s.log.Warn().Str("error", s.red.Redact(msg)).Msg("no change manifest")
+	switch s.ev.Outcome {
+	case contract.OutcomeTimedOut, contract.OutcomeCancelled, contract.OutcomeError:
+		s.ev.Reason += "; " + msg
+	default:
+		s.ev.Outcome, s.ev.Reason = contract.OutcomeError, msg
+	}
+}
+
+// upload sends the result, retrying what may pass on a retry.
+func (s *session) upload(ctx context.Context, u *contract.ResultUpload) bool {
+	delay := s.cfg.RetryDelay
+	for i := range s.cfg.UploadAttempts {
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		err := s.ch.result(rctx, u)
+		cancel()
+		if err == nil {
+			s.log.Info().Str("outcome", string(u.Evidence.Outcome)).Bool("partial", u.Evidence.Partial).Msg("result uploaded")
+			return true
+		}
+		s.log.Warn().Str("error", s.red.Redact(err.Error())).Int("try", i+1).Msg("result upload failed")
+		var ce *ChannelError
+		if errors.As(err, &ce) && !ce.temporary() || i+1 == s.cfg.UploadAttempts {
+			return false
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+		delay *= 2
+	}
+	return false
+}
+
+// writeOut writes evidence.json and manifest.json to OutDir, when set.
+func (s *session) writeOut(u *contract.ResultUpload) {
+	if s.cfg.OutDir == "" {
+		return
+	}
+	write := func(name string, v any) {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(s.cfg.OutDir, name), append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			s.log.Warn().Err(err).Str("file", name).Msg("writing the result file")
+		}
+	}
+	write(contract.EvidenceFileName, u.Evidence)
+	if u.Manifest != nil {
+		write(contract.ManifestFileName, u.Manifest)
+	}
+}
+
+// describeExit says how a command ended, for a reason.
+func describeExit(r contract.CommandResult) string {
+	switch {
+	case r.TimedOut:
+		return "timed out"
+	case r.Signal != "":
+		return "was killed by " + r.Signal
+	default:
+		return fmt.Sprintf("exited with status %d", r.ExitCode)
+	}
+}
+
+// readWorkspaceFile reads a regular file of the workspace, at most max
+// bytes, without following any symlink out of the workspace (os.Root) and
+// without blocking on a FIFO the agent may have put there.
+func readWorkspaceFile(work, name string, max int) ([]byte, error) {
+	root, err := os.OpenRoot(work)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, int64(max)))
+	return b, err
+}
+
+// checkReachable fails when the sandbox's uid could not reach a directory
+// created in dir: bwrap runs as that uid and must search every parent.
+func checkReachable(dir string, uid, gid uint32) error {
+	if uid == uint32(os.Geteuid()) {
+		return nil
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("supervisor: work directory: %w", err)
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		mode := fi.Mode().Perm()
+		reach := mode&0o001 != 0 ||
+			ok && st.Uid == uid && mode&0o100 != 0 ||
+			ok && st.Gid == gid && mode&0o010 != 0
+		if !reach {
+			return fmt.Errorf("supervisor: the sandbox user (uid %d) cannot reach %s: every parent of the work directory must be searchable by it (chmod o+x %s)", uid, d, d)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,24 +14,16 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/local"
 )
 
-// Launch is what an executor needs to start `inspect runner` for one
-// attempt. It carries no standing credential: the claim code is single-use.
-type Launch struct {
-	SessionID  string
-	AttemptID  string
-	ChannelURL string
-	ClaimCode  string
-	Deadline   time.Time
-}
-
-// Executor runs attempts: runner/local on the app's host, Buildkite in
-// production. Results never come through it; it is asked only when the
-// channel is silent.
+// Executor is the part of runner.Executor the app uses: runner/local on
+// the app's host, Buildkite in production. Results never come through it;
+// they arrive over the session channel.
 type Executor interface {
-	Start(ctx context.Context, l Launch) (externalID string, err error)
+	Start(ctx context.Context, a runner.Attempt) (externalID string, err error)
 	Cancel(ctx context.Context, externalID string) error
 }
 
@@ -101,7 +94,15 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 	if err := s.store.CreateAttempt(ctx, a, claim, s.clock.Now()); err != nil {
 		return err
 	}
-	ext, err := s.executor.Start(ctx, Launch{SessionID: sess.ID, AttemptID: a.ID, ChannelURL: s.channelURL, ClaimCode: claim, Deadline: a.Deadline})
+	ext, err := s.executor.Start(ctx, runner.Attempt{SessionID: sess.ID, AttemptID: a.ID, ChannelURL: s.channelURL, ClaimCode: claim, Deadline: a.Deadline})
+	if errors.Is(err, local.ErrAtCapacity) {
+		// Not a failure: the session waits for a free slot. The attempt
+		// made for it is ended, and a fresh one is made on the next try.
+		if endErr := s.store.EndAttempt(ctx, a.ID, s.clock.Now()); endErr != nil {
+			return endErr
+		}
+		return &postponed{after: s.cfg.Workers.PollInterval * 5, why: "the executor is at capacity"}
+	}
 	if err != nil {
 		return fmt.Errorf("starting the attempt: %w", err)
 	}

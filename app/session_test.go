@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inspecthq/inspect/app"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -23,11 +23,11 @@ import (
 // without a sandbox (runner/ has its own tests for that side).
 type scriptedExecutor struct {
 	mu        sync.Mutex
-	launches  []app.Launch
+	launches  []runner.Attempt
 	cancelled []string
 }
 
-func (e *scriptedExecutor) Start(_ context.Context, l app.Launch) (string, error) {
+func (e *scriptedExecutor) Start(_ context.Context, l runner.Attempt) (string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.launches = append(e.launches, l)
@@ -41,7 +41,7 @@ func (e *scriptedExecutor) Cancel(_ context.Context, id string) error {
 	return nil
 }
 
-func (e *scriptedExecutor) last(t *testing.T) app.Launch {
+func (e *scriptedExecutor) last(t *testing.T) runner.Attempt {
 	t.Helper()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -59,7 +59,7 @@ type supervisor struct {
 	token string
 }
 
-func (h *harness) claim(l app.Launch) *supervisor {
+func (h *harness) claim(l runner.Attempt) *supervisor {
 	h.t.Helper()
 	sv := &supervisor{t: h.t, base: h.srv.URL, id: l.AttemptID}
 	var resp contract.ClaimResponse

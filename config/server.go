@@ -41,6 +41,7 @@ type Server struct {
 
 	GitHub   GitHub   `yaml:"github"`
 	Sessions Sessions `yaml:"sessions"`
+	Executor Executor `yaml:"executor"`
 	Database Database `yaml:"database"`
 	Workers  Workers  `yaml:"workers"`
 	HTTP     HTTP     `yaml:"http"`
@@ -72,6 +73,18 @@ type Sessions struct {
 	CommandTimeout  time.Duration `yaml:"command_timeout"`
 	MaxChangedFiles int           `yaml:"max_changed_files"`
 	MaxChangeBytes  int64         `yaml:"max_change_bytes"`
+}
+
+// Executor says where sessions run.
+type Executor struct {
+	// Kind is "local" (the embedded default: `inspect runner` on this host,
+	// in bubblewrap) or "none" (accept and prepare sessions, never run them).
+	Kind string `yaml:"kind"`
+	// MaxConcurrent caps the local executor's attempts at once.
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// WorkDir holds the local attempts' workspaces ("" = the system temp
+	// dir). The sandbox user must be able to search every parent.
+	WorkDir string `yaml:"work_dir"`
 }
 
 // Database selects the store.
@@ -129,6 +142,7 @@ func Defaults() Server {
 			MaxChangedFiles: 100,
 			MaxChangeBytes:  5 << 20,
 		},
+		Executor: Executor{Kind: "local", MaxConcurrent: 2},
 		Database: Database{Driver: "sqlite", DSN: "inspect.db"},
 		Workers: Workers{
 			Count:        4,
@@ -239,6 +253,14 @@ func (c Server) Validate() error {
 	}
 	if c.Sessions.MaxChangeBytes < 1<<10 || c.Sessions.MaxChangeBytes > 64<<20 {
 		add("sessions.max_change_bytes", "must be between 1 KiB and 64 MiB")
+	}
+	switch c.Executor.Kind {
+	case "local", "none":
+	default:
+		add("executor.kind", "%q must be local or none", c.Executor.Kind)
+	}
+	if c.Executor.MaxConcurrent < 1 || c.Executor.MaxConcurrent > 256 {
+		add("executor.max_concurrent", "must be between 1 and 256")
 	}
 	if c.RepoConfigMaxAge <= 0 {
 		add("repo_config_max_age", "must be positive")

@@ -18,6 +18,8 @@ import (
 	"github.com/inspecthq/inspect/app"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/runner/local"
+	"github.com/inspecthq/inspect/runner/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -99,12 +101,39 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	if err != nil {
 		return err
 	}
-	svc := app.NewService(app.Options{Config: cfg, Store: st, GitHub: gh, Logger: log})
-	if err := svc.ResolveIdentity(ctx); err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		return err
+	}
+	channelURL := cfg.ChannelURL
+	if channelURL == "" {
+		// The local executor's supervisors run on this host: loopback.
+		channelURL = fmt.Sprintf("http://127.0.0.1:%d", ln.Addr().(*net.TCPAddr).Port)
+	}
+	var exec app.Executor
+	if cfg.Executor.Kind == "local" {
+		if err := sandbox.Available(); err != nil {
+			return fmt.Errorf("executor.kind local needs the sandbox: %w", err)
+		}
+		var args []string
+		if cfg.Executor.WorkDir != "" {
+			args = append(args, "--work-dir", cfg.Executor.WorkDir)
+		}
+		lx, err := local.New(local.Config{Args: args, MaxConcurrent: cfg.Executor.MaxConcurrent})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			closeCtx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
+			defer cancel()
+			if err := lx.Close(closeCtx); err != nil {
+				log.Warn().Err(err).Msg("stopping local attempts")
+			}
+		}()
+		exec = lx
+	}
+	svc := app.NewService(app.Options{Config: cfg, Store: st, GitHub: gh, Logger: log, Executor: exec, ChannelURL: channelURL})
+	if err := svc.ResolveIdentity(ctx); err != nil {
 		return err
 	}
 	log.Info().Str("listen", ln.Addr().String()).Str("app", svc.Identity().AppSlug).Msg("inspect serving")

@@ -125,12 +125,17 @@ func (h *harness) start() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	// Unstarted first, so the service knows the channel's URL (supervisors
+	// started by a real executor call it).
+	srv := httptest.NewUnstartedServer(nil)
 	h.svc = app.NewService(app.Options{Config: h.cfg, Store: st, GitHub: clients, Clock: h.clock,
-		Logger: zerolog.New(h.logs), WorkerName: "test", Executor: h.exec, ChannelURL: "http://channel.invalid"})
+		Logger: zerolog.New(h.logs), WorkerName: "test", Executor: h.exec, ChannelURL: "http://" + srv.Listener.Addr().String()})
 	if err := h.svc.ResolveIdentity(ctx); err != nil {
 		h.t.Fatal(err)
 	}
-	h.srv = httptest.NewServer(h.svc.Handler())
+	srv.Config.Handler = h.svc.Handler()
+	srv.Start()
+	h.srv = srv
 	h.t.Cleanup(h.stop)
 }
 

@@ -20,14 +20,31 @@ func prBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 		fmt.Fprintf(&b, "Fixes #%d\n\n", sess.Number)
 	}
 
-	fmt.Fprintf(&b, "## What changed\n\n%d added, %d modified, %d deleted; +%d −%d lines.\n\n", sum.Added, sum.Modified, sum.Deleted, sum.LinesAdded, sum.LinesRemoved)
+	// The supervisor's diffstat comes from git against the pinned commit,
+	// so its line counts are exact; the policy summary's are an estimate
+	// made without the base files.
+	added, removed := sum.LinesAdded, sum.LinesRemoved
+	exact := map[string]contract.ChangedFile{}
+	if len(ev.Changes) > 0 {
+		added, removed = 0, 0
+		for _, c := range ev.Changes {
+			exact[c.Path] = c
+			added += c.Additions
+			removed += c.Deletions
+		}
+	}
+	fmt.Fprintf(&b, "## What changed\n\n%d added, %d modified, %d deleted; +%d −%d lines.\n\n", sum.Added, sum.Modified, sum.Deleted, added, removed)
 	b.WriteString("| File | Change | Lines |\n|---|---|---|\n")
 	for _, f := range sum.Files {
 		flag := ""
 		if f.Test {
 			flag = " ⚠️ test file"
 		}
-		fmt.Fprintf(&b, "| %s%s | %s | +%d −%d |\n", policy.PathCodeSpan(f.Path), flag, f.Status, f.LinesAdded, f.LinesRemoved)
+		plus, minus := f.LinesAdded, f.LinesRemoved
+		if c, ok := exact[f.Path]; ok {
+			plus, minus = c.Additions, c.Deletions
+		}
+		fmt.Fprintf(&b, "| %s%s | %s | +%d −%d |\n", policy.PathCodeSpan(f.Path), flag, f.Status, plus, minus)
 	}
 	if len(sum.TestFiles) > 0 {
 		b.WriteString("\nTest files were changed: review them as carefully as the code they test.\n")

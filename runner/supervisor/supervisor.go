@@ -60,7 +60,10 @@ import (
 
 // Defaults for Config's zero values.
 const (
-	DefaultSandboxPath    = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	// DefaultSandboxPath includes /usr/local/go/bin, where Go is installed
+	// by the official tarball, so a repo's `go test` works with the host
+	// toolchain (snapshot images bring their own later).
+	DefaultSandboxPath    = "/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	DefaultFinishTimeout  = 30 * time.Second
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultUploadAttempts = 4

@@ -1,0 +1,171 @@
+package app_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/examples"
+	"github.com/inspecthq/inspect/internal/fakeclock"
+	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/runner/local"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// inspectBinary builds cmd/inspect once per test process: the local
+// executor runs it as `inspect runner`, exactly as in production.
+func inspectBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "inspect-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "inspect")
+		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/inspect").CombinedOutput()
+		if err != nil {
+			buildErr = err
+			binPath = string(out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building inspect: %v\n%s", buildErr, binPath)
+	}
+	return binPath
+}
+
+// newSandboxHarness runs sessions for real: the local executor starts
+// `inspect runner`, which fetches from the stand-in's git endpoint and runs
+// the sample repo's stand-in agent and `go test` in bubblewrap.
+func newSandboxHarness(t *testing.T) (*harness, *local.Executor) {
+	t.Helper()
+	work, err := os.MkdirTemp("", "inspect-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(work) })
+	if err := os.Chmod(work, 0o755); err != nil { // the sandbox uid must reach its workspace
+		t.Fatal(err)
+	}
+	lx, err := local.New(local.Config{Binary: inspectBinary(t), Args: []string{"--work-dir", work}, MaxConcurrent: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = lx.Close(ctx) // every attempt has ended by now; Close only reaps
+	})
+	h := newHarness(t)
+	h.stop()
+	h.exec = lx
+	// The supervisor enforces the spec's deadline on the real clock.
+	h.clock = fakeclock.New(time.Now().UTC().Truncate(time.Second))
+	h.start()
+	h.gh.CommitFiles(owner, repoName, "main", examples.SampleRepo(), "the sample repository")
+	return h, lx
+}
+
+func (h *harness) waitForAttempt(lx *local.Executor) {
+	h.t.Helper()
+	sess := h.onlySession()
+	a, err := h.st.GetAttempt(context.Background(), sess.AttemptID)
+	if err != nil {
+		h.t.Fatalf("no attempt: %v (%s)\n%s", err, sess.State, h.logs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	st, err := lx.Wait(ctx, a.ExternalID)
+	if err != nil || st.ExitCode != 0 {
+		h.t.Fatalf("inspect runner: %+v %v\n%s", st, err, h.logs)
+	}
+}
+
+func TestRealSessionOnAnIssueFixesTheFailingTest(t *testing.T) {
+	h, lx := newSandboxHarness(t)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	h.waitForAttempt(lx)
+	h.runWorkers()
+
+	sess := h.onlySession()
+	if sess.Outcome != store.Changed {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
+	}
+	gitDir := h.gh.GitDir(owner, repoName)
+	calc, err := exec.Command("git", "--git-dir", gitDir, "show", sess.CommitSHA+":calc.go").Output()
+	if err != nil || !strings.Contains(string(calc), "return a + b }") {
+		t.Errorf("calc.go at the commit: %s (%v)", calc, err)
+	}
+	msg, _ := exec.Command("git", "--git-dir", gitDir, "log", "-1", "--format=%B", sess.CommitSHA).Output()
+	for _, want := range []string{"Co-authored-by: alice <5000+alice@users.noreply.github.com>", "Inspect-Session: " + sess.ID} {
+		if !strings.Contains(string(msg), want) {
+			t.Errorf("commit message lacks %q:\n%s", want, msg)
+		}
+	}
+	pr, _, err := h.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Fixes #1", "`go test -json ./...` | ✅ passed", "Tests: 1 passed, 0 failed", "+1 −1"} {
+		if !strings.Contains(pr.GetBody(), want) {
+			t.Errorf("PR body lacks %q:\n%s", want, pr.GetBody())
+		}
+	}
+	if r := h.gh.RequestedReviewers(owner, repoName, sess.PRNumber); len(r) != 1 || r[0] != "alice" {
+		t.Errorf("reviewers = %v", r)
+	}
+	runs := h.gh.CheckRuns(owner, repoName)
+	if len(runs) != 1 || runs[0].HeadSHA != sess.CommitSHA || runs[0].Conclusion != "success" {
+		t.Errorf("check runs = %+v", runs)
+	}
+	// No token the app minted appears in anything posted.
+	for _, tok := range h.gh.MintedTokens() {
+		for _, c := range h.gh.Comments(owner, repoName, issueNumber) {
+			if strings.Contains(c.Body, tok) {
+				t.Error("a token appears in a comment")
+			}
+		}
+		if strings.Contains(pr.GetBody(), tok) || strings.Contains(h.logs.String(), tok) {
+			t.Error("a token appears in the PR body or the logs")
+		}
+	}
+}
+
+func TestRealSessionOnAPullRequestPushesOntoItsBranch(t *testing.T) {
+	h, lx := newSandboxHarness(t)
+	h.gh.CreateBranch(owner, repoName, "fix-add", "main")
+	head := h.gh.CommitFiles(owner, repoName, "fix-add", map[string]string{"NOTES.md": "looking into TestAdd\n"}, "notes")
+	h.gh.AddPull(owner, repoName, fakegithub.Pull{Number: prNumber, Title: "Fix Add", State: "open", User: "mara", HeadRef: "fix-add", BaseRef: "main"})
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect make TestAdd pass", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	h.waitForAttempt(lx)
+	h.runWorkers()
+	sess := h.onlySession()
+	if sess.Outcome != store.Changed || sess.Branch != "fix-add" {
+		t.Fatalf("session = %s on %q: %s\n%s", sess.Outcome, sess.Branch, sess.Detail, h.logs)
+	}
+	if got := h.gh.BranchSHA(owner, repoName, "fix-add"); got != sess.CommitSHA {
+		t.Errorf("PR branch at %s, want %s", got, sess.CommitSHA)
+	}
+	parent, _ := exec.Command("git", "--git-dir", h.gh.GitDir(owner, repoName), "rev-parse", sess.CommitSHA+"^").Output()
+	if strings.TrimSpace(string(parent)) != head {
+		t.Errorf("parent = %s, want the PR head %s", parent, head)
+	}
+}

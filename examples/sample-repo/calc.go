@@ -1,0 +1,4 @@
+package widgets
+
+// Add returns a + b.
+func Add(a, b int) int { return a + b + 1 }

@@ -352,3 +352,17 @@ func (h *harness) client(t *testing.T) *github.Client {
 	}
 	return c
 }
+
+// appClient is the App's own (JWT) client on the stand-in.
+func (h *harness) appClient(t *testing.T) *github.Client {
+	t.Helper()
+	clients, err := app.NewGitHubClients(h.cfg.GitHub.APIURL, h.cfg.GitHub.AppID, []byte(h.cfg.GitHub.PrivateKey), "inspect-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := clients.App(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

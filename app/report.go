@@ -106,6 +106,9 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 			return err
 		}
 	}
+	if !verified && sess.CheckRunID != 0 {
+		s.annotateFailures(ctx, c, sess, ev)
+	}
 	outcome, reason := store.Changed, "changed"
 	detail := fmt.Sprintf("✅ Verified change committed as `%.7s` on `%s`.", sess.CommitSHA, sess.Branch)
 	if !verified {
@@ -320,3 +323,40 @@ func lastLines(s string, n int) string {
 func fence(s string) string { return strings.ReplaceAll(s, "```", "'''") }
 
 func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// annotateFailures puts one annotation per failing test (with a file and a
+// line) on the check run, so a reviewer sees them in the diff. Best effort:
+// the outcome does not depend on it.
+func (s *Service) annotateFailures(ctx context.Context, c *github.Client, sess store.Session, ev contract.Evidence) {
+	if ev.Tests == nil {
+		return
+	}
+	var anns []*github.CheckRunAnnotation
+	for _, f := range ev.Tests.Failures {
+		if f.File == "" || f.Line <= 0 || len(anns) == 50 { // GitHub takes 50 per request
+			continue
+		}
+		msg := f.Message
+		if msg == "" {
+			msg = "failed"
+		}
+		anns = append(anns, &github.CheckRunAnnotation{
+			Path: github.String(f.File), StartLine: github.Int(f.Line), EndLine: github.Int(f.Line),
+			AnnotationLevel: github.String("failure"), Title: github.String(f.Name), Message: github.String(msg),
+		})
+	}
+	if len(anns) == 0 {
+		return
+	}
+	_, _, err := c.Checks.UpdateCheckRun(ctx, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
+		Name: CheckRunName,
+		Output: &github.CheckRunOutput{
+			Title:       github.String("Verification failed"),
+			Summary:     github.String(fmt.Sprintf("%d failed, %d passed, %d skipped.", ev.Tests.Failed, ev.Tests.Passed, ev.Tests.Skipped)),
+			Annotations: anns,
+		},
+	})
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("annotating the check run failed")
+	}
+}

@@ -121,6 +121,8 @@ func (sv *supervisor) upload(spec contract.Spec, verifyExit int, files ...contra
 	}
 	if verifyExit != 0 {
 		ev.Outcome = contract.OutcomeVerifyFailed
+		ev.Tests = &contract.TestSummary{Passed: 3, Failed: 1, Failures: []contract.TestFailure{
+			{Name: "TestAdd", File: "calc_test.go", Line: 6, Message: "Add(1, 2) != 3"}}}
 	}
 	m := &contract.Manifest{Version: contract.ManifestVersion, BaseSHA: spec.PinnedSHA, Files: files}
 	sv.call("PUT", contract.PathResult, contract.ResultUpload{Evidence: ev, Manifest: m}, nil, 204)
@@ -290,8 +292,15 @@ func TestFailedVerificationOpensDraftAgainstThePRBranch(t *testing.T) {
 	if !pr.GetDraft() || pr.GetBase().GetRef() != "fix-flaky" || !strings.Contains(pr.GetBody(), "❌ exit 1") {
 		t.Errorf("draft=%v base=%s body:\n%s", pr.GetDraft(), pr.GetBase().GetRef(), pr.GetBody())
 	}
-	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "failure" {
-		t.Errorf("check runs = %+v", runs)
+	runs := h.gh.CheckRuns(owner, repoName)
+	if len(runs) != 1 || runs[0].Conclusion != "failure" {
+		t.Fatalf("check runs = %+v", runs)
+	}
+	if a := runs[0].Annotations; len(a) != 1 || a[0].Path != "calc_test.go" || a[0].StartLine != 6 {
+		t.Errorf("annotations = %+v, want one on calc_test.go:6", a)
+	}
+	if !strings.Contains(pr.GetBody(), "`TestAdd`") {
+		t.Errorf("the PR does not name the failing test:\n%s", pr.GetBody())
 	}
 }
 

@@ -497,3 +497,27 @@ func TestIssueSessionRequestBudget(t *testing.T) {
 		t.Errorf("%d requests (%d creating), over the budget of 20 (12):\n%s", total, creating, strings.Join(lines, "\n"))
 	}
 }
+
+func TestSupervisorReportedTimeoutEndsTimedOut(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sv := h.claim(ex.last(t))
+	spec := sv.spec()
+	now := time.Now().UTC()
+	ev := contract.Evidence{Version: contract.EvidenceVersion, SessionID: spec.SessionID, AttemptID: spec.AttemptID, PinnedSHA: spec.PinnedSHA,
+		StartedAt: now, EndedAt: now, Outcome: contract.OutcomeTimedOut, Partial: true,
+		Commands: []contract.CommandResult{{Phase: contract.PhaseAgent, Name: "agent", Argv: spec.Agent.Command, ExitCode: -1, Signal: "SIGKILL", TimedOut: true}}}
+	sv.call("PUT", contract.PathResult, contract.ResultUpload{Evidence: ev}, nil, 204)
+	h.runWorkers()
+	sess := h.onlySession()
+	if sess.Outcome != store.TimedOut || sess.CommitSHA != "" {
+		t.Fatalf("session = %s commit %q", sess.Outcome, sess.CommitSHA)
+	}
+	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "timed_out" {
+		t.Errorf("check runs = %+v", runs)
+	}
+}

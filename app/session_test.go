@@ -307,12 +307,7 @@ func TestFailedVerificationOpensDraftAgainstThePRBranch(t *testing.T) {
 func TestMovedHeadGetsANewPullRequest(t *testing.T) {
 	h, ex := newSessionHarness(t)
 	withRealPR(t, h)
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	sv := h.claim(ex.last(t))
-	spec := sv.spec()
+	sv, spec := startOnPR(t, h, ex, "/inspect fix it")
 	moved := h.gh.CommitFiles(owner, repoName, "fix-flaky", map[string]string{"notes.md": "more\n"}, "the human pushed")
 	sv.upload(spec, 0, fixedCalc)
 	h.runWorkers()
@@ -367,12 +362,7 @@ func TestNoChangePostsTheAnswer(t *testing.T) {
 func TestCancelMidRunStopsTheAttempt(t *testing.T) {
 	h, ex := newSessionHarness(t)
 	withRealPR(t, h)
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	sv := h.claim(ex.last(t))
-	spec := sv.spec()
+	sv, spec := startOnPR(t, h, ex, "/inspect fix it")
 	h.runWorkers()
 	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect cancel", onPR: true})); code != 200 {
 		t.Fatal(code)
@@ -425,12 +415,7 @@ func TestDeadlineTimesTheSessionOut(t *testing.T) {
 func TestSecondRequestWaitsThenRuns(t *testing.T) {
 	h, ex := newSessionHarness(t)
 	withRealPR(t, h)
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect first", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	sv := h.claim(ex.last(t))
-	spec := sv.spec()
+	sv, spec := startOnPR(t, h, ex, "/inspect first")
 	h.clock.Advance(time.Second)
 	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect second", sender: "mara", onPR: true})); code != 200 {
 		t.Fatal(code)
@@ -501,12 +486,7 @@ func TestIssueSessionRequestBudget(t *testing.T) {
 func TestSupervisorReportedTimeoutEndsTimedOut(t *testing.T) {
 	h, ex := newSessionHarness(t)
 	withRealPR(t, h)
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	sv := h.claim(ex.last(t))
-	spec := sv.spec()
+	sv, spec := startOnPR(t, h, ex, "/inspect fix it")
 	now := time.Now().UTC()
 	ev := contract.Evidence{Version: contract.EvidenceVersion, SessionID: spec.SessionID, AttemptID: spec.AttemptID, PinnedSHA: spec.PinnedSHA,
 		StartedAt: now, EndedAt: now, Outcome: contract.OutcomeTimedOut, Partial: true,
@@ -520,4 +500,15 @@ func TestSupervisorReportedTimeoutEndsTimedOut(t *testing.T) {
 	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "timed_out" {
 		t.Errorf("check runs = %+v", runs)
 	}
+}
+
+// startOnPR starts a session on PR #2 and claims its attempt.
+func startOnPR(t *testing.T, h *harness, ex *scriptedExecutor, body string) (*supervisor, contract.Spec) {
+	t.Helper()
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: body, onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sv := h.claim(ex.last(t))
+	return sv, sv.spec()
 }

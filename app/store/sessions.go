@@ -219,8 +219,12 @@ func (s *Store) MutateSessionThen(ctx context.Context, id string, now time.Time,
 
 // SessionsForTarget lists the newest sessions on one issue or PR.
 func (s *Store) SessionsForTarget(ctx context.Context, repoID int64, number int, limit int) ([]Session, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions
-		WHERE repo_id = $1 AND number = $2 ORDER BY created_at DESC, id DESC LIMIT $3`, repoID, number, limit)
+	return s.querySessions(ctx, `WHERE repo_id = $1 AND number = $2 ORDER BY created_at DESC, id DESC LIMIT $3`, repoID, number, limit)
+}
+
+// querySessions lists the sessions a WHERE/ORDER clause selects.
+func (s *Store) querySessions(ctx context.Context, clause string, args ...any) ([]Session, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions `+clause, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -246,21 +250,7 @@ func (s *Store) CountSessions(ctx context.Context) (int, error) {
 // SessionsPastDeadline lists dispatched or running sessions whose deadline
 // has passed.
 func (s *Store) SessionsPastDeadline(ctx context.Context, now time.Time, limit int) ([]Session, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions
-		WHERE state IN ('dispatched', 'running') AND deadline > 0 AND deadline <= $1 ORDER BY deadline LIMIT $2`, ms(now), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Session
-	for rows.Next() {
-		sess, err := scanSession(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sess)
-	}
-	return out, rows.Err()
+	return s.querySessions(ctx, `WHERE state IN ('dispatched', 'running') AND deadline > 0 AND deadline <= $1 ORDER BY deadline LIMIT $2`, ms(now), limit)
 }
 
 // ActiveSessionBefore returns the id of an unfinished session on the same

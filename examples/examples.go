@@ -1,4 +1,5 @@
-// Package examples holds the sample repository that `make demo` and the
+// Package examples holds the sample repository (testdata/sample-repo, so
+// the go tool does not run its deliberately failing test) that `make demo` and the
 // end-to-end tests serve from the GitHub stand-in, and the stand-in agent
 // that fixes it. Neither is linked into the production binary.
 package examples
@@ -9,7 +10,7 @@ import (
 	"path"
 )
 
-//go:embed stand-in-agent.sh all:sample-repo
+//go:embed stand-in-agent.sh all:testdata/sample-repo
 var files embed.FS
 
 // SampleRepo returns the sample repository's files (path → content), with
@@ -17,7 +18,7 @@ var files embed.FS
 // .github/inspect.yml expects it.
 func SampleRepo() map[string]string {
 	out := map[string]string{}
-	err := fs.WalkDir(files, "sample-repo", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(files, "testdata/sample-repo", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -25,7 +26,7 @@ func SampleRepo() map[string]string {
 		if err != nil {
 			return err
 		}
-		name := p[len("sample-repo/"):]
+		name := p[len("testdata/sample-repo/"):]
 		if name == "go.mod.sample" {
 			// Stored under another name: a go.mod here would make the sample
 			// a separate module, which go:embed refuses.

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,4 +169,48 @@ func TestRealSessionOnAPullRequestPushesOntoItsBranch(t *testing.T) {
 	if strings.TrimSpace(string(parent)) != head {
 		t.Errorf("parent = %s, want the PR head %s", parent, head)
 	}
+}
+
+// A hanging agent that also starts a setsid child is stopped at the
+// session's deadline: the session ends timed_out and no process of it is
+// left on the host.
+func TestRealHangingAgentTimesOutAndLeavesNothing(t *testing.T) {
+	h, lx := newSandboxHarness(t)
+	marker := fmt.Sprintf("inspect-hang-marker-%d", time.Now().UnixNano())
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
+		"hang.sh": "#!/bin/sh\nsetsid sh -c 'sleep 1000; : " + marker + "' &\nsh -c 'sleep 1000; : " + marker + "'\n",
+		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"hang.sh\"]\nlimits:\n  session_timeout: 5s\n",
+	}, "an agent that hangs")
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect hang"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	h.waitForAttempt(lx)
+	h.runWorkers()
+	if s := h.onlySession(); s.Outcome != store.TimedOut {
+		t.Fatalf("outcome = %s: %s\n%s", s.Outcome, s.Detail, h.logs)
+	}
+	if left := processesWith(t, marker); len(left) > 0 {
+		t.Errorf("processes left behind: %v", left)
+	}
+}
+
+// processesWith lists host processes whose command line contains marker.
+func processesWith(t *testing.T, marker string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue // not a process, or it ended while we looked
+		}
+		if strings.Contains(string(b), marker) {
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
 }

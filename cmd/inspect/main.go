@@ -30,6 +30,9 @@ const usage = `inspect: background coding-agent sessions from GitHub
 Usage:
   inspect serve [--config FILE]   run the GitHub App server (webhooks, workers)
   inspect runner [flags]          run one session attempt (started by an executor)
+  inspect run [flags] -- INSTR    run a session locally on a checkout, in the sandbox,
+                                  with no GitHub; prints the evidence, writes a patch
+                                  (inspect run -h for the flags)
   inspect version                 print the version
 
 Configuration: docs/configuration.md. Every key can also be set with an
@@ -50,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stderr)
 	case "runner":
 		return runnerCmd(args[1:], stderr)
+	case "run":
+		return runCmd(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return 0

@@ -1,0 +1,197 @@
+package localrun
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// How much of a failed command's output the summary shows.
+const summaryTailLines = 12
+
+// outcomeWords says each outcome in words.
+var outcomeWords = map[contract.OutcomeHint]string{
+	contract.OutcomeOK:           "the agent finished and verification passed",
+	contract.OutcomeAgentFailed:  "the agent failed",
+	contract.OutcomeVerifyFailed: "verification failed",
+	contract.OutcomeTimedOut:     "the session timed out",
+	contract.OutcomeCancelled:    "the session was stopped",
+	contract.OutcomeError:        "the session could not run to the end",
+}
+
+// WriteSummary writes the evidence for a person: the outcome, each command
+// with its exit status and duration, the test counts and failures, the
+// change, the agent's answer, and where the patch went. Everything that
+// came from the sandbox is cleaned of control characters first, since it
+// reaches a terminal.
+func (r *Result) WriteSummary(w io.Writer) {
+	ev := &r.Evidence
+	words := outcomeWords[ev.Outcome]
+	if ev.Outcome == contract.OutcomeOK && len(r.Spec.Verify) == 0 {
+		words = "the agent finished (nothing verifies it: the config has no verify commands)"
+	}
+	fmt.Fprintf(w, "Outcome:  %s: %s\n", ev.Outcome, words)
+	if ev.Reason != "" && ev.Outcome != contract.OutcomeOK {
+		fmt.Fprintf(w, "Reason:   %s\n", clean(ev.Reason))
+	}
+	at := shortSHA(r.Spec.PinnedSHA)
+	if r.Branch != "" {
+		at += " (" + r.Branch + ")"
+	}
+	if r.Uncommitted {
+		at += "; uncommitted changes were not included"
+	}
+	fmt.Fprintf(w, "Commit:   %s\n", at)
+	if r.ConfigSource != "" {
+		fmt.Fprintf(w, "Config:   %s\n", r.ConfigSource)
+	}
+	if !ev.StartedAt.IsZero() && !ev.EndedAt.IsZero() {
+		fmt.Fprintf(w, "Duration: %s\n", duration(ev.EndedAt.Sub(ev.StartedAt)))
+	}
+
+	if len(ev.Commands) > 0 {
+		fmt.Fprintln(w, "\nCommands:")
+		width := 0
+		for _, c := range ev.Commands {
+			width = max(width, len(c.Name))
+		}
+		for _, c := range ev.Commands {
+			fmt.Fprintf(w, "  %-*s  %-6s  %-14s  %8s  %s\n", width, clean(c.Name), c.Phase, status(c),
+				duration(time.Duration(c.DurationMS)*time.Millisecond), clean(strings.Join(c.Argv, " ")))
+			if !c.Succeeded() {
+				for _, line := range lastLines(c.OutputTail, summaryTailLines) {
+					fmt.Fprintf(w, "      | %s\n", line)
+				}
+			}
+		}
+	}
+
+	if t := ev.Tests; t != nil {
+		fmt.Fprintf(w, "\nTests:    %d passed, %d failed, %d skipped\n", t.Passed, t.Failed, t.Skipped)
+		for _, f := range t.Failures {
+			where := ""
+			if f.File != "" {
+				where = " (" + f.File
+				if f.Line > 0 {
+					where += fmt.Sprintf(":%d", f.Line)
+				}
+				where += ")"
+			}
+			fmt.Fprintf(w, "  FAIL %s%s\n", clean(f.Name), clean(where))
+			for _, line := range lastLines(f.Message, 4) {
+				fmt.Fprintf(w, "      %s\n", line)
+			}
+		}
+	}
+
+	if len(ev.Changes) > 0 {
+		fmt.Fprintf(w, "\nChanges:  %d file(s)\n", len(ev.Changes))
+		for _, c := range ev.Changes {
+			var flags []string
+			if c.Binary {
+				flags = append(flags, "binary")
+			}
+			if c.Test {
+				flags = append(flags, "test file")
+			}
+			if c.VerifyScript {
+				flags = append(flags, "verify script")
+			}
+			note := ""
+			if len(flags) > 0 {
+				note = "  [" + strings.Join(flags, ", ") + "]"
+			}
+			fmt.Fprintf(w, "  %-8s +%d -%d  %s%s\n", c.Status, c.Additions, c.Deletions, clean(c.Path), note)
+		}
+	}
+
+	if ev.FinalAnswer != "" {
+		fmt.Fprintln(w, "\nAnswer:")
+		for _, line := range strings.Split(strings.TrimRight(ev.FinalAnswer, "\n"), "\n") {
+			fmt.Fprintf(w, "  %s\n", clean(line))
+		}
+	}
+
+	fmt.Fprintln(w)
+	switch {
+	case len(r.Patch) > 0 && r.PatchFile != "":
+		abs, err := filepath.Abs(r.PatchFile)
+		if err != nil {
+			abs = r.PatchFile
+		}
+		fmt.Fprintf(w, "Patch:    written to %s; apply it at the top of a checkout of %s with: git apply %s\n",
+			r.PatchFile, shortSHA(r.Spec.PinnedSHA), abs)
+	case len(r.Patch) > 0:
+		fmt.Fprintln(w, "Patch:    not written (no patch file was asked for)")
+	case r.Manifest != nil:
+		fmt.Fprintln(w, "Patch:    no change: the agent changed nothing (no patch written)")
+	default:
+		fmt.Fprintln(w, "Patch:    none: no change could be collected")
+	}
+	if r.EvidenceFile != "" {
+		fmt.Fprintf(w, "Evidence: written to %s\n", r.EvidenceFile)
+	}
+	if r.AttemptDir != "" {
+		fmt.Fprintf(w, "Workspace: kept at %s\n", r.AttemptDir)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "Problem:  %s\n", clean(p))
+	}
+}
+
+func status(c contract.CommandResult) string {
+	switch {
+	case c.TimedOut:
+		return "TIMED OUT"
+	case c.Signal != "":
+		return "KILLED " + c.Signal
+	case c.ExitCode == 0:
+		return "ok (exit 0)"
+	default:
+		return fmt.Sprintf("FAILED (exit %d)", c.ExitCode)
+	}
+}
+
+// duration rounds d for a person: milliseconds under a second, tenths of a
+// second under a minute, seconds above.
+func duration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+func shortSHA(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+// lastLines returns the last n non-empty-trailing lines of s, each cleaned.
+func lastLines(s string, n int) []string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return nil
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	for i, l := range lines {
+		lines[i] = clean(l)
+	}
+	return lines
+}
+
+// clean makes one line safe for a terminal: no control or invisible
+// characters (escape sequences), bounded length.
+func clean(s string) string { return contract.CleanProgressMessage(s) }

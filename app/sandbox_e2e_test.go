@@ -178,7 +178,7 @@ func TestRealHangingAgentTimesOutAndLeavesNothing(t *testing.T) {
 	h, lx := newSandboxHarness(t)
 	marker := fmt.Sprintf("inspect-hang-marker-%d", time.Now().UnixNano())
 	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
-		"hang.sh": "#!/bin/sh\nsetsid sh -c 'sleep 1000; : " + marker + "' &\nsh -c 'sleep 1000; : " + marker + "'\n",
+		"hang.sh":             "#!/bin/sh\nsetsid sh -c 'sleep 1000; : " + marker + "' &\nsh -c 'sleep 1000; : " + marker + "'\n",
 		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"hang.sh\"]\nlimits:\n  session_timeout: 5s\n",
 	}, "an agent that hangs")
 	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect hang"})); code != 200 {

@@ -318,6 +318,13 @@ func TestMovedHeadGetsANewPullRequest(t *testing.T) {
 	if got := h.gh.BranchSHA(owner, repoName, "fix-flaky"); got != moved {
 		t.Errorf("the moved PR branch was overwritten: %s", got)
 	}
+	pr, _, err := h.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.GetBase().GetRef() != "fix-flaky" {
+		t.Errorf("the new PR targets %q, want the PR branch", pr.GetBase().GetRef())
+	}
 }
 
 func TestProtectedPathIsRefusedAndNothingPushed(t *testing.T) {
@@ -354,8 +361,8 @@ func TestNoChangePostsTheAnswer(t *testing.T) {
 		t.Errorf("check runs = %+v", runs)
 	}
 	progress := h.comments(prNumber)
-	if len(progress) != 1 || !strings.Contains(progress[0].Body, "no_change") {
-		t.Errorf("comments = %+v", progress)
+	if len(progress) != 1 || !strings.Contains(progress[0].Body, "no_change") || !strings.Contains(progress[0].Body, "Fixed the off-by-one in Add.") {
+		t.Errorf("the agent's answer was not posted: %+v", progress)
 	}
 }
 

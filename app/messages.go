@@ -52,13 +52,16 @@ func progressBody(sess store.Session, commandWord string) string {
 	b.WriteString(quoteUntrusted(sess.Instructions, 500))
 	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "| | |\n|---|---|\n| Status | %s |\n| Session | `%s` |\n", statusWord(sess), sess.ID)
-	if sess.State == store.Done && sess.Detail != "" {
-		fmt.Fprintf(&b, "| Result | %s |\n", strings.ReplaceAll(sess.Detail, "\n", " "))
-	}
 	if sess.RetryOf != "" {
 		fmt.Fprintf(&b, "| Retry of | `%s` |\n", sess.RetryOf)
 	}
-	fmt.Fprintf(&b, "\n`%s status` shows progress; `%s cancel` stops it.", commandWord, commandWord)
+	if sess.State == store.Done && sess.Detail != "" {
+		// Below the table, not in it: the detail may quote the agent, with
+		// newlines, fences and pipes a table cell cannot hold.
+		fmt.Fprintf(&b, "\n%s\n", sess.Detail)
+	} else {
+		fmt.Fprintf(&b, "\n`%s status` shows progress; `%s cancel` stops it.", commandWord, commandWord)
+	}
 	return withIgnoredNote(b.String(), sess.IgnoredCommands, commandWord)
 }
 
@@ -88,4 +91,11 @@ func waitingBody(sess store.Session, blocker, commandWord string) string {
 	fmt.Fprintf(&b, "\n\n| | |\n|---|---|\n| Status | waiting |\n| Session | `%s` |\n", sess.ID)
 	fmt.Fprintf(&b, "\n`%s status` shows progress; `%s cancel` stops every session here.", commandWord, commandWord)
 	return b.String()
+}
+
+// cell makes text safe inside one Markdown table cell: a pipe would end the
+// cell (and any code span in it), a newline the row.
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "|", "\\|")
+	return strings.Join(strings.Fields(s), " ")
 }

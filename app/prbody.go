@@ -44,7 +44,7 @@ func prBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 		if c, ok := exact[f.Path]; ok {
 			plus, minus = c.Additions, c.Deletions
 		}
-		fmt.Fprintf(&b, "| %s%s | %s | +%d −%d |\n", policy.PathCodeSpan(f.Path), flag, f.Status, plus, minus)
+		fmt.Fprintf(&b, "| %s%s | %s | +%d −%d |\n", cell(policy.PathCodeSpan(f.Path)), flag, f.Status, plus, minus)
 	}
 	if len(sum.TestFiles) > 0 {
 		b.WriteString("\nTest files were changed: review them as carefully as the code they test.\n")
@@ -65,7 +65,7 @@ func prBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 		case !c.Succeeded():
 			result = fmt.Sprintf("❌ exit %d", c.ExitCode)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", fence(strings.ReplaceAll(strings.Join(c.Argv, " "), "`", "'")), result, (time.Duration(c.DurationMS) * time.Millisecond).Round(time.Millisecond))
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", cell(fence(strings.ReplaceAll(strings.Join(c.Argv, " "), "`", "'"))), result, (time.Duration(c.DurationMS) * time.Millisecond).Round(time.Millisecond))
 	}
 	if verifies == 0 {
 		b.WriteString("| (none configured) | — | — |\n\nThis repository's `.github/inspect.yml` sets no `verify` commands, so nothing was checked.\n")
@@ -77,7 +77,7 @@ func prBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 				fmt.Fprintf(&b, "- and %d more\n", len(t.Failures)-20)
 				break
 			}
-			fmt.Fprintf(&b, "- `%s`\n", fence(strings.ReplaceAll(f.Name, "`", "'")))
+			fmt.Fprintf(&b, "- `%s`\n", cell(fence(strings.ReplaceAll(f.Name, "`", "'"))))
 		}
 	}
 	if !verified {

@@ -62,7 +62,12 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	repoCfg, _ := config.ParseRepo([]byte(entry.Content)) // parsed at prepare; a broken file now means defaults
+	repoCfg, err := config.ParseRepo([]byte(entry.Content))
+	if err != nil || entry.Status == store.ConfigInvalid {
+		// The repo's protected paths are in that file: fail closed.
+		return s.end(ctx, sess.ID, store.ChangeRefused, "config_invalid", fmt.Sprintf(
+			"🛑 @%s, this repository's `.github/inspect.yml` no longer parses, so Inspect cannot check the change against its protected paths and pushed nothing. Fix the file and try again.", sess.RequesterLogin))
+	}
 	decision, summary := policy.ValidateChange(changedFiles(up.Manifest), policy.ChangeLimits{
 		MaxFiles: spec.Limits.MaxChangedFiles, MaxBytes: spec.Limits.MaxChangeBytes, ProtectedPaths: repoCfg.ProtectedPaths,
 	})
@@ -98,7 +103,9 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.HeadSHA = x.CommitSHA }); err != nil {
 			return err
 		}
-		id, err := s.ensureCheckRun(ctx, c, sess, w.Attempts > 1)
+		// Always search first: a drained attempt's replay is not counted,
+		// so the attempt number cannot tell a replay here.
+		id, err := s.ensureCheckRun(ctx, c, sess, true)
 		if err != nil {
 			return err
 		}
@@ -209,13 +216,18 @@ func commitMessage(sess store.Session) string {
 //   - an issue: a new branch and a PR that fixes it.
 func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) (string, int, error) {
 	owner, repo := sess.RepoOwner, sess.RepoName
-	if sess.IsPR && verified {
+	base, draft := spec.Target.BaseBranch, !verified
+	if sess.IsPR {
 		pr, _, err := c.PullRequests.Get(ctx, owner, repo, sess.Number)
 		if err != nil {
 			return "", 0, fmt.Errorf("reading the pull request: %w", err)
 		}
 		sameRepo := strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), sess.FullName())
-		if sameRepo && pr.GetHead().GetSHA() == spec.PinnedSHA {
+		switch {
+		case sameRepo && pr.GetHead().GetSHA() == sess.CommitSHA:
+			// An earlier run pushed it and died before recording that.
+			return spec.Target.HeadBranch, sess.Number, nil
+		case sameRepo && verified && pr.GetHead().GetSHA() == spec.PinnedSHA:
 			_, _, err := c.Git.UpdateRef(ctx, owner, repo, &github.Reference{
 				Ref: github.String("refs/heads/" + spec.Target.HeadBranch), Object: &github.GitObject{SHA: github.String(sess.CommitSHA)},
 			}, false)
@@ -225,18 +237,25 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 			if !isStatus(err, http.StatusUnprocessableEntity) {
 				return "", 0, fmt.Errorf("updating the PR branch: %w", err)
 			}
-			// Not a fast-forward: the head moved after our check. Fall through.
+			// Not a fast-forward: the head moved after our check.
+		}
+		if sameRepo {
+			// A moved head or a failed verification: a draft against the
+			// PR branch, for the author to take or leave.
+			base, draft = spec.Target.HeadBranch, true
+		} else {
+			// A fork's branch is not ours to target: a draft against the
+			// PR's base, which the PR body says.
+			base, draft = pr.GetBase().GetRef(), true
 		}
 	}
-	branch := fmt.Sprintf("inspect/%d-%.8s", sess.Number, sess.ID)
+	// The id's random tail, not its time-ordered head: two sessions on one
+	// thread in the same instant must not share a branch.
+	branch := fmt.Sprintf("inspect/%d-%s", sess.Number, sess.ID[len(sess.ID)-8:])
 	if err := ensureBranch(ctx, c, owner, repo, branch, sess.CommitSHA); err != nil {
 		return "", 0, err
 	}
-	base := spec.Target.BaseBranch
-	if sess.IsPR {
-		base = spec.Target.HeadBranch
-	}
-	number, err := s.ensurePR(ctx, c, sess, branch, base, !verified, prBody(sess, spec, verified, sum, ev))
+	number, err := s.ensurePR(ctx, c, sess, branch, base, draft, prBody(sess, spec, verified, sum, ev))
 	if err != nil {
 		return "", 0, err
 	}
@@ -244,6 +263,8 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 	return branch, number, nil
 }
 
+// ensureBranch creates the branch at sha. A branch that exists already is
+// accepted only when it points at sha (a replay); it is never moved.
 func ensureBranch(ctx context.Context, c *github.Client, owner, repo, branch, sha string) error {
 	_, _, err := c.Git.CreateRef(ctx, owner, repo, &github.Reference{Ref: github.String("refs/heads/" + branch), Object: &github.GitObject{SHA: github.String(sha)}})
 	if err == nil {
@@ -252,10 +273,12 @@ func ensureBranch(ctx context.Context, c *github.Client, owner, repo, branch, sh
 	if !isStatus(err, http.StatusUnprocessableEntity) {
 		return fmt.Errorf("creating branch %s: %w", branch, err)
 	}
-	// It exists (a replay): point it at our commit.
-	_, _, err = c.Git.UpdateRef(ctx, owner, repo, &github.Reference{Ref: github.String("refs/heads/" + branch), Object: &github.GitObject{SHA: github.String(sha)}}, true)
-	if err != nil {
-		return fmt.Errorf("updating branch %s: %w", branch, err)
+	ref, _, gerr := c.Git.GetRef(ctx, owner, repo, "heads/"+branch)
+	if gerr != nil {
+		return fmt.Errorf("creating branch %s: %w", branch, err)
+	}
+	if ref.GetObject().GetSHA() != sha {
+		return fmt.Errorf("branch %s exists and points at %s, not our commit; refusing to move it", branch, ref.GetObject().GetSHA())
 	}
 	return nil
 }
@@ -319,8 +342,11 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// fence keeps untrusted output inside its code block.
-func fence(s string) string { return strings.ReplaceAll(s, "```", "'''") }
+// fence keeps untrusted output inside its code block, and keeps it from
+// carrying one of our hidden markers into a bot comment.
+func fence(s string) string {
+	return strings.NewReplacer("```", "'''", "<!--", "<\u200b!--").Replace(s)
+}
 
 func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 

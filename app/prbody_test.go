@@ -1,0 +1,31 @@
+package app
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// Agent-controlled text (paths, argv, test names) must stay inside its
+// table cell and code span: a pipe or newline would let it write live
+// Markdown, @-mentions included, into a PR that looks like Inspect's.
+func TestPRBodyKeepsUntrustedTextInItsCell(t *testing.T) {
+	evil := "a| **Approved by @octocat** |\n| [x](https://evil.example) |"
+	sum := policy.ChangeSummary{Modified: 1, Files: []policy.FileStat{{Path: evil, Status: policy.FileModified}}}
+	ev := contract.Evidence{
+		Commands: []contract.CommandResult{{Phase: contract.PhaseVerify, Argv: []string{"sh", "-c", "x|y\n<!-- inspect:final=zzz -->"}}},
+		Tests:    &contract.TestSummary{Failed: 1, Failures: []contract.TestFailure{{Name: "T|x\n**bold**"}}},
+	}
+	body := prBody(store.Session{RequesterLogin: "alice", Number: 1, Instructions: "fix"}, contract.Spec{}, false, sum, ev)
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "| ") && strings.Count(strings.ReplaceAll(line, `\|`, ""), "|") != 4 {
+			t.Errorf("a table row has extra cells: %q", line)
+		}
+	}
+	if strings.Contains(body, "\n| [x](https://evil.example)") || strings.Contains(body, "<!-- inspect:") {
+		t.Errorf("untrusted text escaped its cell:\n%s", body)
+	}
+}

@@ -72,21 +72,14 @@ func (s *Service) handleClaim(w http.ResponseWriter, r *http.Request) {
 	token := randomSecret()
 	now := s.clock.Now()
 	a, err := s.store.ClaimAttempt(r.Context(), id, req.ClaimCode, token, now)
-	if err != nil {
-		s.channelLog(r).Warn().Err(err).Msg("claim refused")
+	switch {
+	case errors.Is(err, store.ErrClaimRefused):
+		s.channelLog(r).Warn().Msg("claim refused")
 		channelError(w, http.StatusUnauthorized, contract.ErrorClaimUsed, "claim refused")
 		return
-	}
-	// The session is running now; the check run follows (store first).
-	_, err = s.store.MutateSessionThen(r.Context(), a.SessionID, now, func(x *store.Session) ([]store.NewWork, error) {
-		if x.State != store.Dispatched || x.AttemptID != id {
-			return nil, nil
-		}
-		x.State = store.Running
-		return []store.NewWork{{Kind: store.SyncSession}}, nil
-	})
-	if err != nil {
-		s.channelLog(r).Error().Err(err).Msg("claim: session update failed")
+	case err != nil:
+		// Nothing was spent: the transaction rolled back. Try again.
+		s.channelLog(r).Error().Err(err).Msg("claim failed")
 		channelError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
 		return
 	}

@@ -112,7 +112,7 @@ func (s *Service) cancel(ctx context.Context, c *github.Client, t handlers.Trigg
 		if !sess.Active() {
 			continue
 		}
-		_, err := s.store.MutateSession(ctx, sess.ID, s.clock.Now(), func(x *store.Session) error {
+		ended, err := s.store.MutateSession(ctx, sess.ID, s.clock.Now(), func(x *store.Session) error {
 			if x.State == store.Done {
 				return errAlreadyDone
 			}
@@ -126,7 +126,7 @@ func (s *Service) cancel(ctx context.Context, c *github.Client, t handlers.Trigg
 		if err != nil {
 			return err
 		}
-		s.stopAttempt(ctx, sess.AttemptID)
+		s.stopAttempt(ctx, ended.AttemptID) // as of the ending, not of the earlier read
 		cancelled = append(cancelled, "`"+sess.ID+"`")
 	}
 	if len(cancelled) == 0 {

@@ -110,7 +110,15 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	log.Info().Str("attempt_id", a.ID).Str("external_id", ext).Msg("session dispatched")
-	return s.markDispatched(ctx, sess.ID, a.Deadline)
+	if err := s.markDispatched(ctx, sess.ID, a.Deadline); err != nil {
+		return err
+	}
+	// A cancel may have ended the session while the attempt was starting;
+	// then nobody else knows to stop it.
+	if now, err := s.store.GetSession(ctx, sess.ID); err == nil && now.State == store.Done {
+		s.stopAttempt(ctx, a.ID)
+	}
+	return nil
 }
 
 func (s *Service) markDispatched(ctx context.Context, id string, deadline time.Time) error {
@@ -232,10 +240,17 @@ func (s *Service) stopAttempt(ctx context.Context, attemptID string) {
 	s.revokeTokens(ctx, attemptID)
 }
 
+// deadlineGrace is how long past its deadline a session's result is still
+// awaited before reconcile ends it: the supervisor's finish timeout (30 s)
+// with room for the upload.
+const deadlineGrace = 2 * time.Minute
+
 // reconcile ends sessions past their deadline: no session outlives it, and
 // every check run is concluded (through the sync the ending queues).
 func (s *Service) reconcile(ctx context.Context) error {
-	overdue, err := s.store.SessionsPastDeadline(ctx, s.clock.Now(), 50)
+	// The grace lets a supervisor that stopped at the deadline still upload
+	// its (timed_out, partial) evidence, which says more than we can.
+	overdue, err := s.store.SessionsPastDeadline(ctx, s.clock.Now().Add(-deadlineGrace), 50)
 	if err != nil {
 		return err
 	}

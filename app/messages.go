@@ -73,9 +73,18 @@ func statusWord(sess store.Session) string {
 }
 
 func errorReply(sess store.Session) string {
-	return fmt.Sprintf("⚠️ Inspect could not prepare this request because of an internal error, @%s. "+
-		"Nothing was changed. Operators can find the details under session `%s`; you can try again with a new comment.",
-		sess.RequesterLogin, sess.ID)
+	what := "Nothing was changed."
+	if sess.CommitSHA != "" {
+		// Giving up after the report began: say what exists, not "nothing".
+		what = fmt.Sprintf("Commit `%.7s` was created", sess.CommitSHA)
+		if sess.Branch != "" {
+			what += fmt.Sprintf(" and pushed to `%s`", sess.Branch)
+		}
+		what += "; check it before relying on it."
+	}
+	return fmt.Sprintf("⚠️ Inspect stopped this session because of an internal error, @%s. %s "+
+		"Operators can find the details under session `%s`; you can try again with a new comment.",
+		sess.RequesterLogin, what, sess.ID)
 }
 
 func configErrorReply(sess store.Session, err error) string {

@@ -407,6 +407,11 @@ func TestDeadlineTimesTheSessionOut(t *testing.T) {
 	h.runWorkers()
 	h.clock.Advance(h.cfg.Sessions.Timeout + time.Second)
 	h.runWorkers()
+	if s := h.onlySession(); s.State != store.Running {
+		t.Fatalf("just past the deadline the result is still awaited, got %s", s.State)
+	}
+	h.clock.Advance(3 * time.Minute) // past the grace
+	h.runWorkers()
 	sess := h.onlySession()
 	if sess.Outcome != store.TimedOut {
 		t.Fatalf("outcome = %s", sess.Outcome)

@@ -172,7 +172,7 @@ func (s *Service) giveUp(ctx context.Context, w *store.Work) {
 	if w.SessionID == "" || w.Kind == store.SyncSession {
 		return
 	}
-	_, err := s.store.MutateSession(ctx, w.SessionID, s.clock.Now(), func(x *store.Session) error {
+	ended, err := s.store.MutateSession(ctx, w.SessionID, s.clock.Now(), func(x *store.Session) error {
 		if x.State == store.Done {
 			return errAlreadyDone
 		}
@@ -180,7 +180,10 @@ func (s *Service) giveUp(ctx context.Context, w *store.Work) {
 		x.Detail = errorReply(*x)
 		return nil
 	}, store.NewWork{Kind: store.SyncSession})
-	if err != nil && !errors.Is(err, errAlreadyDone) {
+	switch {
+	case err == nil:
+		s.stopAttempt(ctx, ended.AttemptID)
+	case !errors.Is(err, errAlreadyDone):
 		zerolog.Ctx(ctx).Error().Err(err).Msg("could not end the failed session")
 	}
 }

@@ -63,7 +63,10 @@ func (s *Store) CreateAttempt(ctx context.Context, a Attempt, claimCode string, 
 		if err != nil {
 			return fmt.Errorf("creating attempt: %w", err)
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE sessions SET attempt_id = $2, updated_at = $3 WHERE id = $1`, a.SessionID, a.ID, ms(now))
+		// The deadline is the session's from here on, whatever else happens
+		// (a claim can come before the dispatch is recorded).
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET attempt_id = $2, deadline = $3, updated_at = $4 WHERE id = $1`,
+			a.SessionID, a.ID, ms(a.Deadline), ms(now))
 		return err
 	})
 }
@@ -75,11 +78,16 @@ func (s *Store) SetAttemptExternalID(ctx context.Context, id, externalID string,
 }
 
 // ClaimAttempt exchanges a claim code for a session token, once: the code
-// must match and the attempt must not have been claimed or ended.
+// must match and the attempt must not have been claimed or ended. In the same
+// transaction the session, if this is still its attempt, becomes running and
+// a sync is queued to tell GitHub.
 func (s *Store) ClaimAttempt(ctx context.Context, id, claimCode, sessionToken string, now time.Time) (Attempt, error) {
 	var out Attempt
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		a, claimHash, _, err := s.attemptRow(ctx, tx, id)
+		if errors.Is(err, ErrNotFound) {
+			return ErrClaimRefused
+		}
 		if err != nil {
 			return err
 		}
@@ -89,11 +97,25 @@ func (s *Store) ClaimAttempt(ctx context.Context, id, claimCode, sessionToken st
 		if !now.Before(a.Deadline) {
 			return ErrClaimRefused
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE attempts SET token_hash = $2, state = $3, updated_at = $4 WHERE id = $1`,
-			id, HashSecret(sessionToken), string(AttemptRunning), ms(now))
+		if _, err = tx.ExecContext(ctx, `UPDATE attempts SET token_hash = $2, state = $3, updated_at = $4 WHERE id = $1`,
+			id, HashSecret(sessionToken), string(AttemptRunning), ms(now)); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET state = 'running', updated_at = $3
+			WHERE id = $1 AND attempt_id = $2 AND state IN ('preparing', 'dispatched')`, a.SessionID, id, ms(now))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n > 0 {
+			if err := s.insertWork(ctx, tx, NewWork{Kind: SyncSession, SessionID: a.SessionID}, now); err != nil {
+				return err
+			}
+		}
 		a.State = AttemptRunning
 		out = a
-		return err
+		return nil
 	})
 	return out, err
 }

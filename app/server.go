@@ -189,6 +189,14 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	close(stopWorkers)
 	drainCtx, cancel := context.WithTimeout(context.Background(), s.cfg.HTTP.ShutdownTimeout)
 	defer cancel()
+	if closer, ok := s.executor.(interface{ Close(context.Context) error }); ok {
+		// Running attempts are stopped while the channel still answers, so
+		// their supervisors can upload partial evidence (the local
+		// executor's children would not outlive this process anyway).
+		if err := closer.Close(drainCtx); err != nil {
+			s.log.Warn().Err(err).Msg("attempts still running at the drain deadline")
+		}
+	}
 	if shutErr := srv.Shutdown(drainCtx); shutErr != nil {
 		s.log.Warn().Err(shutErr).Msg("requests still running at the drain deadline")
 	}

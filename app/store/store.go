@@ -107,43 +107,62 @@ func sqliteDSN(path string, readOnly bool) string {
 }
 
 // migrate creates the base schema (idempotent statements), then applies
-// each numbered migration not yet recorded in schema_migrations, in one
-// transaction each. On PostgreSQL an advisory lock makes replicas that start
-// together take turns.
+// each numbered migration not yet recorded in schema_migrations. On
+// PostgreSQL the whole of it runs under a session advisory lock on one
+// connection, so replicas that start together take turns instead of racing
+// on CREATE TABLE.
 func (s *Store) migrate(ctx context.Context) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrating: %w", err)
+	}
+	defer conn.Close()
+	if s.dialect == postgres {
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(4242001)`); err != nil {
+			return fmt.Errorf("migrating: %w", err)
+		}
+		defer func() {
+			// Closing the connection would release it too; unlock explicitly
+			// so a pooled connection never keeps it.
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(4242001)`)
+		}()
+	}
 	for _, stmt := range schema(s.dialect) {
-		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("migrating: %w", err)
 		}
 	}
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
 		return fmt.Errorf("migrating: %w", err)
 	}
 	for i, steps := range migrations(s.dialect) {
 		version := i + 2 // version 1 is the base schema
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			if s.dialect == postgres {
-				if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(4242001)`); err != nil {
-					return err
-				}
-			}
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil || n > 0 {
-				return err
-			}
-			for _, stmt := range steps {
-				if _, err := tx.ExecContext(ctx, stmt); err != nil {
-					return err
-				}
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version)
-			return err
-		})
-		if err != nil {
+		if err := applyMigration(ctx, conn, version, steps); err != nil {
 			return fmt.Errorf("migration %d: %w", version, err)
 		}
 	}
 	return nil
+}
+
+func applyMigration(ctx context.Context, conn *sql.Conn, version int, steps []string) error {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }() // after Commit this is a no-op
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil || n > 0 {
+		return err
+	}
+	for _, stmt := range steps {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Ping reports whether the database answers (for /readyz).

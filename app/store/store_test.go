@@ -454,3 +454,28 @@ func TestAttemptClaimIsSingleUseAndTokensAreChecked(t *testing.T) {
 		}
 	})
 }
+
+// Replicas that start together on a fresh database must not race on the
+// schema (PostgreSQL takes turns under an advisory lock).
+func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	dsn := storetest.DSN(t, "postgres")
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := store.Open(context.Background(), "postgres", dsn)
+			if err == nil {
+				err = s.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: %v", i, err)
+		}
+	}
+}

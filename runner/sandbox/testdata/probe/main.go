@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,11 +74,8 @@ func main() {
 		}
 	case "hang":
 		// Blocks until killed; args[0] is a marker the test looks for in
-		// /proc/*/cmdline on the host. (A bare `select {}` would be a
-		// deadlock the Go runtime ends; a sleep is not.)
-		for {
-			time.Sleep(time.Hour)
-		}
+		// /proc/*/cmdline on the host.
+		blockUntilKilled()
 	case "daemonize":
 		// The double fork: start `probe hang MARKER` in its own session and
 		// exit at once, so the grandchild is orphaned inside the sandbox.
@@ -105,9 +103,7 @@ func main() {
 		// exec itself into `hang`: mid-execve its cmdline can read empty.)
 		spawn(args[0])
 		fmt.Println("ready")
-		for {
-			time.Sleep(time.Hour)
-		}
+		blockUntilKilled()
 	case "ls":
 		ents, err := os.ReadDir(args[0])
 		if err != nil {
@@ -163,4 +159,13 @@ func newUserNamespace() {
 	}
 	fmt.Print(string(out))
 	fmt.Println("unshare-user succeeded")
+}
+
+// blockUntilKilled waits for a signal that never comes, so only SIGKILL ends
+// the process. (A bare `select {}` would be a deadlock the Go runtime ends;
+// a registered signal keeps the runtime's signal goroutine alive.)
+func blockUntilKilled() {
+	never := make(chan os.Signal, 1)
+	signal.Notify(never, syscall.SIGUSR2)
+	<-never
 }

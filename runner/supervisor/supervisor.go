@@ -22,8 +22,8 @@
 //  5. collects the change with its own git (never the workspace's .git,
 //     which the agent controlled), outside the sandbox, into a change
 //     manifest, and the evidence: each command's exit status, duration and
-//     redacted output tail, go test -json results, the diffstat, the
-//     agent's answer;
+//     redacted output tail, go test -json and JUnit XML results (see
+//     junit.go), the diffstat, the agent's answer;
 //  6. uploads both (PUT contract.PathResult; a retry is harmless), and
 //     sends progress events at each phase, best effort.
 //
@@ -302,6 +302,10 @@ type session struct {
 	tests    *goTestParser
 	ev       contract.Evidence
 	manifest *contract.Manifest
+
+	// verifyStart is when the verify phase began, by the filesystem's
+	// clock: JUnit reports written since are collected (see junit.go).
+	verifyStart time.Time
 }
 
 // run prepares the workspace and runs the agent and the verify commands,
@@ -327,6 +331,7 @@ func (s *session) run(ctx context.Context) {
 
 	if len(s.spec.Verify) > 0 {
 		s.enter(contract.PhaseVerify, fmt.Sprintf("verifying the change (%d commands)", len(s.spec.Verify)))
+		s.verifyStart = fsNow(s.ws.dir)
 	}
 	var failed []string
 	for _, c := range s.spec.Verify {
@@ -539,6 +544,9 @@ func (s *session) finish() *Report {
 		s.manifest = m
 	}
 	s.ev.Tests = s.tests.summary()
+	if s.prepared && !s.verifyStart.IsZero() {
+		s.ev.Tests = mergeTests(s.ev.Tests, collectJUnit(ctx, s.ws.work, s.verifyStart, s.log))
+	}
 	s.ev.EndedAt = s.cfg.Now()
 	if s.ev.EndedAt.Before(s.ev.StartedAt) {
 		s.ev.EndedAt = s.ev.StartedAt

@@ -1,0 +1,268 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/internal/channeltest"
+)
+
+const pytestReport = `<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="4">
+<testcase classname="tests.test_calc" name="test_add" file="tests/test_calc.py" line="2" time="0.001">
+<failure message="assert 3 == 2&#10; +  where 3 = add(1, 1)">def test_add():
+&gt;       assert add(1, 1) == 2
+E       assert 3 == 2
+
+tests/test_calc.py:5: AssertionError</failure></testcase>
+<testcase classname="tests.test_calc" name="test_sub" file="tests/test_calc.py" line="7"/>
+<testcase classname="tests.test_calc" name="test_div" file="tests/test_calc.py" line="11"><error message="fixture 'db' not found">file /workspace/tests/test_calc.py, line 12</error></testcase>
+<testcase classname="tests.test_calc" name="test_skip" file="tests/test_calc.py" line="15"><skipped type="pytest.skip" message="later">tests/test_calc.py:16: later</skipped></testcase>
+</testsuite></testsuites>`
+
+const surefireReport = `<?xml version="1.0" encoding="UTF-8"?>
+<testsuite xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" name="com.acme.CalcTest" time="0.05" tests="3" errors="0" skipped="1" failures="1">
+  <properties><property name="java.version" value="21"/></properties>
+  <testcase name="testAdd" classname="com.acme.CalcTest" time="0.01">
+    <failure message="expected: &lt;2&gt; but was: &lt;3&gt;" type="org.opentest4j.AssertionFailedError"><![CDATA[org.opentest4j.AssertionFailedError: expected: <2> but was: <3>
+	at com.acme.CalcTest.testAdd(CalcTest.java:12)
+	at src/test/java/com/acme/CalcTest.java:12
+]]></failure>
+    <system-out><![CDATA[hello]]></system-out>
+  </testcase>
+  <testcase name="testSub" classname="com.acme.CalcTest" time="0.001"/>
+  <testcase name="testMul" classname="com.acme.CalcTest" time="0"><skipped message="disabled"/></testcase>
+</testsuite>`
+
+const jestReport = `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="jest tests" tests="3" failures="1" errors="0" time="1.2">
+  <testsuite name="sum" errors="0" failures="1" skipped="1" timestamp="2024-01-01T00:00:00" time="0.9" tests="3">
+    <testcase classname="sum adds 1 + 2 to equal 3" name="sum adds 1 + 2 to equal 3" time="0.004"/>
+    <testcase classname="sum adds 1 + 1 to equal 2" name="sum adds 1 + 1 to equal 2" time="0.003">
+      <failure>Error: expect(received).toBe(expected) // Object.is equality
+
+Expected: 2
+Received: 3
+    at Object.toBe (/workspace/node_modules/expect/build/index.js:9:1)
+    at Object.&lt;anonymous&gt; (/workspace/src/sum.test.js:9:20)</failure>
+    </testcase>
+    <testcase classname="sum later" name="sum later" time="0"><skipped/></testcase>
+  </testsuite>
+</testsuites>`
+
+func TestParseJUnit(t *testing.T) {
+	files := map[string]bool{
+		"tests/test_calc.py":                   true,
+		"src/test/java/com/acme/CalcTest.java": true,
+		"src/sum.test.js":                      true,
+	}
+	isFile := func(p string) bool { return files[p] }
+	for _, tc := range []struct {
+		name string
+		xml  string
+		want contract.TestSummary
+	}{
+		{"pytest", pytestReport, contract.TestSummary{Passed: 1, Failed: 2, Skipped: 1, Failures: []contract.TestFailure{
+			// The assertion's line in the text wins over the test's.
+			{Name: "tests.test_calc.test_add", File: "tests/test_calc.py", Line: 5, Message: "assert 3 == 2\n +  where 3 = add(1, 1)"},
+			// pytest's line attribute is 0-based.
+			{Name: "tests.test_calc.test_div", File: "tests/test_calc.py", Line: 12, Message: "fixture 'db' not found"},
+		}}},
+		{"surefire", surefireReport, contract.TestSummary{Passed: 1, Failed: 1, Skipped: 1, Failures: []contract.TestFailure{
+			{Name: "com.acme.CalcTest.testAdd", File: "src/test/java/com/acme/CalcTest.java", Line: 12, Message: "expected: <2> but was: <3>"},
+		}}},
+		{"jest-junit", jestReport, contract.TestSummary{Passed: 1, Failed: 1, Skipped: 1, Failures: []contract.TestFailure{
+			{Name: "sum adds 1 + 1 to equal 2", File: "src/sum.test.js", Line: 9, Message: "Error: expect(received).toBe(expected) // Object.is equality\n\nExpected: 2\nReceived: 3\n    at Object.toBe (/workspace/node_modules/expect/build/index.js:9:1)\n    at Object.<anonymous> (/workspace/src/sum.test.js:9:20)"},
+		}}},
+		{"nameless, no location", `<testsuite><testcase><failure message="` + strings.Repeat("é", 600) + `">at /etc/passwd:1 and ../x.go:3</failure></testcase></testsuite>`,
+			contract.TestSummary{Failed: 1, Failures: []contract.TestFailure{{Name: "(unnamed test)", Message: strings.Repeat("é", 512)}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseJUnit([]byte(tc.xml), isFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprintf("%+v", *got) != fmt.Sprintf("%+v", tc.want) {
+				t.Errorf("got  %+v\nwant %+v", *got, tc.want)
+			}
+		})
+	}
+	for _, bad := range []string{"", "<testsuite><testcase>", "<html><body/></html>", `<?xml version="1.0" encoding="ISO-8859-1"?><testsuite/>`} {
+		if _, err := parseJUnit([]byte(bad), isFile); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func TestMergeTestsCapsFailures(t *testing.T) {
+	if mergeTests(nil, nil) != nil {
+		t.Error("nil + nil")
+	}
+	a := &contract.TestSummary{Passed: 1, Failed: contract.MaxTestFailures, Failures: make([]contract.TestFailure, contract.MaxTestFailures)}
+	b := &contract.TestSummary{Passed: 2, Failed: 1, Skipped: 3, Failures: []contract.TestFailure{{Name: "x"}}}
+	got := mergeTests(a, b)
+	if got.Passed != 3 || got.Failed != contract.MaxTestFailures+1 || got.Skipped != 3 || len(got.Failures) != contract.MaxTestFailures {
+		t.Errorf("merged %d/%d/%d with %d failures", got.Passed, got.Failed, got.Skipped, len(got.Failures))
+	}
+	if len(a.Failures) != contract.MaxTestFailures || a.Passed != 1 {
+		t.Error("mergeTests changed its argument")
+	}
+}
+
+// TestCollectJUnit lays out a workspace by hand: what counts and what is
+// refused.
+func TestCollectJUnit(t *testing.T) {
+	work := t.TempDir()
+	since := fsNow(t.TempDir())
+	write := func(name, content string) string {
+		t.Helper()
+		p := filepath.Join(work, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	one := func(name string) string {
+		return `<testsuite><testcase classname="c" name="` + name + `"><failure message="m"/></testcase></testsuite>`
+	}
+	write("target/surefire-reports/TEST-com.acme.CalcTest.xml", surefireReport)
+	write("junit.xml", jestReport)
+	write("reports/pytest-junit.xml", pytestReport)
+	write("src/test/java/com/acme/CalcTest.java", "class CalcTest {}\n")
+	write("src/sum.test.js", "test()\n")
+	write("tests/test_calc.py", "def test_add(): pass\n")
+	// Not by the convention, too deep, or in a skipped directory.
+	write("results.xml", one("not-by-name"))
+	write("a/b/c/d/e/f/TEST-deep-enough.xml", one("deep-enough"))
+	write("a/b/c/d/e/f/g/TEST-too-deep.xml", one("too-deep"))
+	write("node_modules/x/junit.xml", one("node-modules"))
+	write(".git/TEST-git.xml", one("git"))
+	write(".inspect/TEST-inspect.xml", one("inspect"))
+	// Committed before the verify phase.
+	old := write("TEST-old.xml", one("old"))
+	hourAgo := since.Add(-time.Hour)
+	if err := os.Chtimes(old, hourAgo, hourAgo); err != nil {
+		t.Fatal(err)
+	}
+	// Malformed, and over the size cap (never parsed: it would fail to).
+	write("TEST-broken.xml", "<testsuite><testcase name='x'>")
+	write("TEST-huge.xml", one("huge")+strings.Repeat(" ", junitMaxFileBytes))
+	// Symlinks, to a file outside and to a directory, are not followed.
+	if err := os.Symlink("/etc/passwd", filepath.Join(work, "TEST-x.xml")); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "TEST-outside.xml"), []byte(one("outside")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(work, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	// A FIFO must not block the walk.
+	if err := syscall.Mkfifo(filepath.Join(work, "TEST-fifo.xml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var logBuf strings.Builder
+	got := collectJUnit(context.Background(), work, since, zerolog.New(&logBuf))
+	if got == nil {
+		t.Fatal("no results")
+	}
+	// Files in lexical order of the walk: a/.../TEST-deep-enough.xml,
+	// junit.xml, reports/pytest-junit.xml, target/...
+	var names []string
+	for _, f := range got.Failures {
+		names = append(names, f.Name)
+	}
+	wantNames := "[c.deep-enough sum adds 1 + 1 to equal 2 tests.test_calc.test_add tests.test_calc.test_div com.acme.CalcTest.testAdd]"
+	if fmt.Sprint(names) != wantNames || got.Passed != 3 || got.Failed != 5 || got.Skipped != 3 {
+		t.Errorf("got %d/%d/%d %v\nwant 3/5/3 %s\nlog:\n%s", got.Passed, got.Failed, got.Skipped, names, wantNames, logBuf.String())
+	}
+	for _, f := range got.Failures {
+		if f.Name == "com.acme.CalcTest.testAdd" && (f.File != "src/test/java/com/acme/CalcTest.java" || f.Line != 12) {
+			t.Errorf("surefire location %s:%d", f.File, f.Line)
+		}
+	}
+	for _, want := range []string{"TEST-broken.xml", "TEST-huge.xml"} {
+		if !strings.Contains(logBuf.String(), want) {
+			t.Errorf("the log does not mention %s:\n%s", want, logBuf.String())
+		}
+	}
+	for _, never := range []string{"TEST-x.xml", "TEST-fifo.xml", "TEST-old.xml", "linked"} {
+		if strings.Contains(logBuf.String(), never) {
+			t.Errorf("%s was opened:\n%s", never, logBuf.String())
+		}
+	}
+
+	// Nothing new: no summary at all.
+	if got := collectJUnit(context.Background(), work, since.Add(time.Hour), zerolog.Nop()); got != nil {
+		t.Errorf("reports older than the verify phase: %+v", got)
+	}
+}
+
+func TestCollectJUnitCapsTheNumberOfReports(t *testing.T) {
+	work := t.TempDir()
+	for i := range junitMaxFiles + 5 {
+		p := filepath.Join(work, fmt.Sprintf("TEST-%03d.xml", i))
+		if err := os.WriteFile(p, []byte(`<testsuite><testcase name="t"/></testsuite>`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := collectJUnit(context.Background(), work, time.Time{}, zerolog.Nop())
+	if got == nil || got.Passed != junitMaxFiles {
+		t.Errorf("got %+v, want %d passed", got, junitMaxFiles)
+	}
+}
+
+// A verify command's Surefire report is read after it ran, and merged with
+// go test -json's results; a report committed to the repository is not.
+func TestVerifyCommandsJUnitReportsAreCollected(t *testing.T) {
+	ch := channeltest.New(t)
+	ch.SeedGoRepo()
+	sha := ch.Seed(map[string]string{
+		"reports/TEST-committed.xml": `<testsuite><testcase classname="old" name="committed"><failure message="stale"/></testcase></testsuite>`,
+	})
+	spec := ch.Spec("sess-j", "sess-j-a1", sha, []string{"sh", "agent/idle.sh"},
+		command("test", time.Minute, "sh", "agent/gotest-fail.sh"),
+		command("java", time.Minute, "sh", "-c", `mkdir -p target/surefire-reports && cat > target/surefire-reports/TEST-com.acme.CalcTest.xml <<'EOF'
+<?xml version="1.0" encoding="UTF-8"?>
+<testsuite name="com.acme.CalcTest" tests="3" failures="1" skipped="1">
+  <testcase name="testAdd" classname="com.acme.CalcTest"><failure message="expected: &lt;2&gt; but was: &lt;3&gt;">at com.acme.CalcTest.testAdd(CalcTest.java:12)
+at calc_test.go:7</failure></testcase>
+  <testcase name="testSub" classname="com.acme.CalcTest"/>
+  <testcase name="testMul" classname="com.acme.CalcTest"><skipped/></testcase>
+</testsuite>
+EOF
+exit 1`),
+	)
+	h := newHarness(t, ch, spec)
+	u := h.result(t, h.run(t, context.Background()))
+	ev := u.Evidence
+	if ev.Outcome != contract.OutcomeVerifyFailed {
+		t.Fatalf("outcome %s: %s", ev.Outcome, ev.Reason)
+	}
+	want := contract.TestSummary{Passed: 2, Failed: 2, Skipped: 2, Failures: []contract.TestFailure{
+		{Name: "example.com/widgets.TestAdd", File: "calc_test.go", Line: 7, Message: "    calc_test.go:7: Add(1, 1) = 3, want 2"},
+		{Name: "com.acme.CalcTest.testAdd", File: "calc_test.go", Line: 7, Message: "expected: <2> but was: <3>"},
+	}}
+	if ev.Tests == nil || fmt.Sprint(*ev.Tests) != fmt.Sprint(want) {
+		t.Errorf("tests %+v\nwant %+v", ev.Tests, want)
+	}
+	// The report is a file the verify command wrote: it is part of the
+	// change, like any other (a repository ignores target/ to keep it out).
+	if u.Manifest == nil || len(u.Manifest.Files) != 1 || u.Manifest.Files[0].Path != "target/surefire-reports/TEST-com.acme.CalcTest.xml" {
+		t.Errorf("manifest %+v", u.Manifest)
+	}
+}

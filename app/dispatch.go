@@ -250,6 +250,9 @@ const deadlineGrace = 2 * time.Minute
 func (s *Service) reconcile(ctx context.Context) error {
 	// The grace lets a supervisor that stopped at the deadline still upload
 	// its (timed_out, partial) evidence, which says more than we can.
+	if err := s.reconcileQuiet(ctx); err != nil {
+		return err
+	}
 	overdue, err := s.store.SessionsPastDeadline(ctx, s.clock.Now().Add(-deadlineGrace), 50)
 	if err != nil {
 		return err
@@ -260,6 +263,45 @@ func (s *Service) reconcile(ctx context.Context) error {
 			return err
 		}
 		s.stopAttempt(ctx, sess.AttemptID)
+	}
+	return nil
+}
+
+// stateReporter is the optional part of an executor that can say where an
+// attempt is (runner.Executor has it).
+type stateReporter interface {
+	State(ctx context.Context, externalID string) (runner.AttemptState, error)
+}
+
+// reconcileQuiet asks the executor about sessions whose attempt has not
+// reported: one whose supervisor exited (or was lost) without a result ends
+// now, in error, instead of waiting for its deadline.
+func (s *Service) reconcileQuiet(ctx context.Context) error {
+	states, ok := s.executor.(stateReporter)
+	if !ok {
+		return nil
+	}
+	active, err := s.store.SessionsRunning(ctx, 100)
+	if err != nil {
+		return err
+	}
+	for _, sess := range active {
+		a, err := s.store.GetAttempt(ctx, sess.AttemptID)
+		if err != nil || a.ExternalID == "" || a.State == store.AttemptEnded {
+			continue // not started yet, or its result is being reported
+		}
+		st, err := states.State(ctx, a.ExternalID)
+		if err != nil || (st.Status != runner.StatusExited && st.Status != runner.StatusLost) {
+			continue
+		}
+		zerolog.Ctx(ctx).Warn().Str("session_id", sess.ID).Str("attempt_id", a.ID).Str("status", string(st.Status)).
+			Int("exit_code", st.ExitCode).Msg("runner ended without a result")
+		reply := fmt.Sprintf("⚠️ @%s, the session's runner stopped without reporting a result (%s), so nothing was pushed. "+
+			"You can try again with `%s retry`.", sess.RequesterLogin, st.Status, s.cfg.CommandWord)
+		if err := s.end(ctx, sess.ID, store.Errored, "runner_lost", reply); err != nil {
+			return err
+		}
+		s.stopAttempt(ctx, a.ID)
 	}
 	return nil
 }

@@ -25,6 +25,17 @@ type scriptedExecutor struct {
 	mu        sync.Mutex
 	launches  []runner.Attempt
 	cancelled []string
+	// exited are external ids whose supervisor the test says has ended.
+	exited map[string]bool
+}
+
+func (e *scriptedExecutor) State(_ context.Context, id string) (runner.AttemptState, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.exited[id] {
+		return runner.AttemptState{Status: runner.StatusExited, ExitCode: 1}, nil
+	}
+	return runner.AttemptState{Status: runner.StatusRunning}, nil
 }
 
 func (e *scriptedExecutor) Start(_ context.Context, l runner.Attempt) (string, error) {
@@ -523,4 +534,32 @@ func startOnPR(t *testing.T, h *harness, ex *scriptedExecutor, body string) (*su
 	h.runWorkers()
 	sv := h.claim(ex.last(t))
 	return sv, sv.spec()
+}
+
+func TestRunnerThatExitsWithoutResultEndsTheSession(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	startOnPR(t, h, ex, "/inspect fix it")
+	h.runWorkers()
+	if s := h.onlySession(); s.State != store.Running {
+		t.Fatalf("state = %s", s.State)
+	}
+	ex.mu.Lock()
+	ex.exited = map[string]bool{"scripted-1": true}
+	ex.mu.Unlock()
+	h.runWorkers()
+	s := h.onlySession()
+	if s.Outcome != store.Errored || s.Reason != "runner_lost" {
+		t.Fatalf("session = %s/%s/%s", s.State, s.Outcome, s.Reason)
+	}
+	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "failure" {
+		t.Errorf("check runs = %+v", runs)
+	}
+	found := false
+	for _, c := range h.comments(prNumber) {
+		found = found || strings.Contains(c.Body, "stopped without reporting a result")
+	}
+	if !found {
+		t.Error("nobody was told")
+	}
 }

@@ -266,3 +266,8 @@ func (s *Store) ActiveSessionBefore(ctx context.Context, sess Session) (string, 
 	}
 	return id, err
 }
+
+// SessionsRunning lists dispatched or running sessions, oldest first.
+func (s *Store) SessionsRunning(ctx context.Context, limit int) ([]Session, error) {
+	return s.querySessions(ctx, `WHERE state IN ('dispatched', 'running') ORDER BY updated_at LIMIT $1`, limit)
+}

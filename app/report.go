@@ -285,9 +285,10 @@ func ensureBranch(ctx context.Context, c *github.Client, owner, repo, branch, sh
 
 func (s *Service) ensurePR(ctx context.Context, c *github.Client, sess store.Session, head, base string, draft bool, body string) (int, error) {
 	owner, repo := sess.RepoOwner, sess.RepoName
-	title := "Inspect: " + strings.TrimPrefix(strings.SplitN(commitMessage(sess), "\n", 2)[0], "Inspect: ")
+	// The PR's title is the commit's subject line.
+	title := strings.SplitN(commitMessage(sess), "\n", 2)[0]
 	pr, _, err := c.PullRequests.Create(ctx, owner, repo, &github.NewPullRequest{
-		Title: github.String(strings.TrimPrefix(title, "Inspect: Inspect: ")), Head: github.String(head), Base: github.String(base),
+		Title: github.String(title), Head: github.String(head), Base: github.String(base),
 		Body: github.String(body), Draft: github.Bool(draft),
 	})
 	if isStatus(err, http.StatusUnprocessableEntity) {

@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/bradleyfalzon/ghinstallation/v2 v2.11.0
+	github.com/buildkite/go-buildkite/v3 v3.13.0
 	github.com/goccy/go-json v0.12.0
 	github.com/google/go-github/v62 v62.0.0
 	github.com/jackc/pgx/v5 v5.12.0
@@ -15,6 +16,7 @@ require (
 )
 
 require (
+	github.com/cenkalti/backoff v1.1.1-0.20171020064038-309aa717adbf // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/golang-jwt/jwt/v4 v4.5.0 // indirect
 	github.com/google/go-querystring v1.1.0 // indirect

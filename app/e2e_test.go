@@ -337,3 +337,17 @@ func TestAllowlistedBotMayStartSession(t *testing.T) {
 		}
 	}
 }
+
+func TestOverlongInstructionsAreCutAndTheUserIsTold(t *testing.T) {
+	h := newHarness(t)
+	long := "/inspect " + strings.Repeat("fix the flaky test please. ", 1000) // ~27 KiB
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: long})); code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	h.runWorkers()
+	s := h.onlySession()
+	if !s.Truncated || len(s.Instructions) > 16<<10 {
+		t.Errorf("truncated=%v, %d bytes kept", s.Truncated, len(s.Instructions))
+	}
+	h.expectOneReply(issueNumber, "only the first 16 KiB were used")
+}

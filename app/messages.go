@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/policy"
 )
 
 // Markers are hidden HTML comments in our comments. A replayed step looks
@@ -61,6 +62,9 @@ func progressBody(sess store.Session, commandWord string) string {
 		fmt.Fprintf(&b, "\n%s\n", sess.Detail)
 	} else {
 		fmt.Fprintf(&b, "\n`%s status` shows progress; `%s cancel` stops it.", commandWord, commandWord)
+	}
+	if sess.Truncated {
+		fmt.Fprintf(&b, "\n\n_Your instructions were longer than %d KiB; only the first %d KiB were used._", policy.MaxInstructionBytes>>10, policy.MaxInstructionBytes>>10)
 	}
 	return withIgnoredNote(b.String(), sess.IgnoredCommands, commandWord)
 }

@@ -176,7 +176,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 			InstallationID: t.InstallationID, Number: t.Number, IsPR: t.IsPR, TriggerKind: "comment",
 			CommentID: t.CommentID, DeliveryID: t.DeliveryID, RequesterLogin: t.Sender.Login,
 			RequesterID: t.Sender.ID, RequesterType: t.Sender.Type, Instructions: t.Command.Instructions,
-			IgnoredCommands: t.Command.Ignored, State: store.Queued,
+			Truncated: t.Command.Truncated, IgnoredCommands: t.Command.Ignored, State: store.Queued,
 		}
 		paused, err := s.pausedLocally(ctx, t)
 		if err != nil {

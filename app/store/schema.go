@@ -121,6 +121,7 @@ func migrations(d dialect) [][]string {
 			`ALTER TABLE sessions ADD COLUMN branch TEXT NOT NULL DEFAULT ''`,
 			`ALTER TABLE sessions ADD COLUMN pr_number INTEGER NOT NULL DEFAULT 0`,
 			`ALTER TABLE sessions ADD COLUMN default_branch TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE sessions ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0`,
 		},
 	}
 }

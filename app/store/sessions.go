@@ -38,20 +38,22 @@ const (
 
 // Session is one request for an agent session.
 type Session struct {
-	ID              string
-	RepoID          int64
-	RepoOwner       string
-	RepoName        string
-	InstallationID  int64
-	Number          int
-	IsPR            bool
-	TriggerKind     string // "comment"
-	CommentID       int64
-	DeliveryID      string
-	RequesterLogin  string
-	RequesterID     int64
-	RequesterType   string
-	Instructions    string
+	ID             string
+	RepoID         int64
+	RepoOwner      string
+	RepoName       string
+	InstallationID int64
+	Number         int
+	IsPR           bool
+	TriggerKind    string // "comment"
+	CommentID      int64
+	DeliveryID     string
+	RequesterLogin string
+	RequesterID    int64
+	RequesterType  string
+	Instructions   string
+	// Truncated says the instructions were cut at policy's limit.
+	Truncated       bool
 	IgnoredCommands int
 	RetryOf         string
 
@@ -91,10 +93,10 @@ func (s Session) Active() bool { return s.State != Done }
 const sessionColumns = `id, repo_id, repo_owner, repo_name, installation_id, number, is_pr, trigger_kind,
 	comment_id, delivery_id, requester_login, requester_id, requester_type, instructions, ignored_commands,
 	retry_of, state, outcome, reason, detail, head_sha, check_run_id, progress_comment_id, reacted,
-	created_at, updated_at, attempt_id, deadline, commit_sha, branch, pr_number, default_branch`
+	created_at, updated_at, attempt_id, deadline, commit_sha, branch, pr_number, default_branch, truncated`
 
 const insertSessionSQL = `INSERT INTO sessions (` + sessionColumns + `)
-	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32)`
+	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33)`
 
 func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now time.Time) error {
 	if s.CreatedAt.IsZero() {
@@ -109,7 +111,7 @@ func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now 
 		s.ID, s.RepoID, s.RepoOwner, s.RepoName, s.InstallationID, s.Number, b2i(s.IsPR), s.TriggerKind,
 		commentID, s.DeliveryID, s.RequesterLogin, s.RequesterID, s.RequesterType, s.Instructions, s.IgnoredCommands,
 		s.RetryOf, string(s.State), string(s.Outcome), s.Reason, s.Detail, s.HeadSHA, s.CheckRunID, s.ProgressCommentID, b2i(s.Reacted),
-		ms(s.CreatedAt), ms(s.UpdatedAt), s.AttemptID, ms(s.Deadline), s.CommitSHA, s.Branch, s.PRNumber, s.DefaultBranch)
+		ms(s.CreatedAt), ms(s.UpdatedAt), s.AttemptID, ms(s.Deadline), s.CommitSHA, s.Branch, s.PRNumber, s.DefaultBranch, b2i(s.Truncated))
 	if err != nil {
 		return fmt.Errorf("inserting session: %w", err)
 	}
@@ -123,6 +125,7 @@ func scanSession(row rowScanner) (Session, error) {
 		s                Session
 		commentID        sql.NullInt64
 		isPR, reacted    int
+		truncated        int
 		state, outcome   string
 		created, updated int64
 		deadline         int64
@@ -130,11 +133,12 @@ func scanSession(row rowScanner) (Session, error) {
 	err := row.Scan(&s.ID, &s.RepoID, &s.RepoOwner, &s.RepoName, &s.InstallationID, &s.Number, &isPR, &s.TriggerKind,
 		&commentID, &s.DeliveryID, &s.RequesterLogin, &s.RequesterID, &s.RequesterType, &s.Instructions, &s.IgnoredCommands,
 		&s.RetryOf, &state, &outcome, &s.Reason, &s.Detail, &s.HeadSHA, &s.CheckRunID, &s.ProgressCommentID, &reacted,
-		&created, &updated, &s.AttemptID, &deadline, &s.CommitSHA, &s.Branch, &s.PRNumber, &s.DefaultBranch)
+		&created, &updated, &s.AttemptID, &deadline, &s.CommitSHA, &s.Branch, &s.PRNumber, &s.DefaultBranch, &truncated)
 	if err != nil {
 		return Session{}, err
 	}
 	s.Deadline = fromMS(deadline)
+	s.Truncated = truncated == 1
 	s.CommentID = commentID.Int64
 	s.IsPR = isPR == 1
 	s.Reacted = reacted == 1

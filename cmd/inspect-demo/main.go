@@ -166,8 +166,9 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 	return report(out, gh, sess, logFile.Name())
 }
 
-// waitForEnd watches the store until the session of commentID is done. The
-// demo shows the real server loop at work, so it polls rather than drives it.
+// waitForEnd watches the store until the session of commentID is done and
+// GitHub has been brought in line (no work pending). The demo shows the real
+// server loop at work, so it polls rather than drives it.
 func waitForEnd(ctx context.Context, st *store.Store, commentID int64) (store.Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -179,7 +180,16 @@ func waitForEnd(ctx context.Context, st *store.Store, commentID int64) (store.Se
 			return store.Session{}, err
 		}
 		for _, s := range sessions {
-			if s.CommentID == commentID && s.State == store.Done {
+			if s.CommentID != commentID || s.State != store.Done {
+				continue
+			}
+			// Done in the store comes first; the sync that concludes the
+			// check run and edits the comment follows. Wait for it too.
+			counts, err := st.WorkCounts(ctx)
+			if err != nil {
+				return store.Session{}, err
+			}
+			if counts["pending"] == 0 {
 				return s, nil
 			}
 		}

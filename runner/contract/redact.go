@@ -191,6 +191,8 @@ var redactRules = func() []redactRule {
 		// An Authorization header's value, in header, JSON, or Go's
 		// printed http.Header (map[Authorization:[Bearer x]]) form. A
 		// scheme word (Bearer, token, Basic, ...) is kept.
-		redactRule{re: regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?[ \t]*[:=][ \t]*["']?\[?(?:(?:bearer|token|basic|digest|bot|negotiate)[ \t]+)?([^\s"',;\]]+)`), group: 1},
+		// The marker is the first alternative, so a value redacted before
+		// is matched whole (and left alone) rather than as "[REDACTED".
+		redactRule{re: regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?[ \t]*[:=][ \t]*["']?\[?(?:(?:bearer|token|basic|digest|bot|negotiate)[ \t]+)?(\[REDACTED\]|[^\s"',;\]]+)`), group: 1},
 	)
 }()

@@ -48,9 +48,8 @@ func (s *Server) RequestsMatching(method, pathPattern string) []Request {
 }
 
 type failRule struct {
-	method, pattern string
-	status          int
-	retryAfter      string
+	status     int
+	retryAfter string
 }
 
 // FailNext makes the next request matching method ("" for any) and
@@ -63,39 +62,33 @@ type failRule struct {
 func (s *Server) FailNext(method, pathPattern string, status int, retryAfter string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.failures = append(s.failures, failRule{method: method, pattern: pathPattern, status: status, retryAfter: retryAfter})
+	s.failures.Add(method, pathPattern, failRule{status: status, retryAfter: retryAfter})
 }
 
 // takeFailure consumes the first matching rule. Callers hold s.mu.
 func (s *Server) takeFailure(method, p string) (response, bool) {
-	for i, f := range s.failures {
-		if f.method != "" && f.method != method {
-			continue
-		}
-		if ok, _ := path.Match(f.pattern, p); !ok {
-			continue
-		}
-		s.failures = append(s.failures[:i:i], s.failures[i+1:]...)
-		msg := http.StatusText(f.status)
-		if f.status == http.StatusTooManyRequests {
-			msg = "You have exceeded your API rate limit. Please wait before making more requests."
-		}
-		resp := errResp(f.status, msg)
-		resp.header = http.Header{}
-		if f.retryAfter != "" {
-			resp.header.Set("Retry-After", f.retryAfter)
-		}
-		if f.status == http.StatusTooManyRequests {
-			resp.header.Set("RateLimit-Remaining", "0")
-			reset := f.retryAfter
-			if reset == "" {
-				reset = "60"
-			}
-			resp.header.Set("RateLimit-Reset", reset)
-		}
-		return resp, true
+	f, ok := s.failures.Take(method, p)
+	if !ok {
+		return response{}, false
 	}
-	return response{}, false
+	msg := http.StatusText(f.status)
+	if f.status == http.StatusTooManyRequests {
+		msg = "You have exceeded your API rate limit. Please wait before making more requests."
+	}
+	resp := errResp(f.status, msg)
+	resp.header = http.Header{}
+	if f.retryAfter != "" {
+		resp.header.Set("Retry-After", f.retryAfter)
+	}
+	if f.status == http.StatusTooManyRequests {
+		resp.header.Set("RateLimit-Remaining", "0")
+		reset := f.retryAfter
+		if reset == "" {
+			reset = "60"
+		}
+		resp.header.Set("RateLimit-Reset", reset)
+	}
+	return resp, true
 }
 
 // Violations returns what was wrong with the pipeline YAML of builds

@@ -29,7 +29,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -37,6 +36,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/inspecthq/inspect/internal/standin"
 )
 
 const (
@@ -61,7 +62,7 @@ type Server struct {
 	builds      map[string][]*build  // by "org/slug", in creation order
 	blobs       map[string]*artifact // by blob key
 	requests    []Request
-	failures    []failRule
+	failures    standin.Rules[failRule]
 	violations  []string
 	expect      Expectations
 	runner      Runner
@@ -228,13 +229,13 @@ func (s *Server) routes() {
 
 // ServeHTTP authenticates, applies injected failures, routes and records.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, tooBig := readBody(r)
-	rw := &statusWriter{ResponseWriter: w}
+	body, tooBig := standin.ReadBody(r, maxBodyBytes)
+	rw := &standin.StatusWriter{ResponseWriter: w}
 
 	if strings.HasPrefix(r.URL.Path, blobPrefix) {
 		// The pre-signed storage URL: no API token needed, like S3.
 		s.serveBlob(rw, r)
-		s.record(r, body, "none", rw.status())
+		s.record(r, body, "none", rw.Status())
 		return
 	}
 
@@ -258,44 +259,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.mux.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), bodyKey{}, body)))
 	}
-	s.record(r, body, kind, rw.status())
-}
-
-func readBody(r *http.Request) ([]byte, bool) {
-	if r.Body == nil {
-		return nil, false
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
-	return b, err != nil || len(b) > maxBodyBytes
+	s.record(r, body, kind, rw.Status())
 }
 
 type bodyKey struct{}
-
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) status() int {
-	if w.code == 0 {
-		return http.StatusOK
-	}
-	return w.code
-}
 
 // call is one API request as a handler sees it.
 type call struct {

@@ -7,6 +7,8 @@ import (
 	"net/http/cgi"
 	"path/filepath"
 	"strings"
+
+	"github.com/inspecthq/inspect/internal/standin"
 )
 
 // git over HTTP: the smart protocol, served by git http-backend as a CGI
@@ -65,14 +67,14 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request, owner, name, e
 	s.mu.Lock()
 	kind, tok := s.identifyGit(r)
 	injected, failed := s.takeFailure(r.Method, recorded)
-	held := s.takeHold(r.Method, recorded)
+	held, _ := s.holds.Take(r.Method, recorded)
 	s.mu.Unlock()
 	if held != nil {
 		close(held.arrived)
 		<-held.release
 	}
 
-	rw := &statusWriter{ResponseWriter: w}
+	rw := &standin.StatusWriter{ResponseWriter: w}
 	var pushed *repoState
 	switch {
 	case failed:
@@ -100,7 +102,7 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request, owner, name, e
 		RawQuery:       r.URL.RawQuery,
 		Auth:           kind,
 		InstallationID: instID,
-		Status:         rw.status(),
+		Status:         rw.Status(),
 	})
 }
 

@@ -2,7 +2,6 @@ package fakegithub
 
 import (
 	"net/http"
-	"path"
 	"strings"
 	"sync"
 )
@@ -59,12 +58,6 @@ func (s *Server) ResetRequests() {
 	s.requests = nil
 }
 
-type failRule struct {
-	method  string
-	pattern string
-	status  int
-}
-
 // FailNext makes the next request matching method ("" for any) and
 // pathPattern (a path.Match pattern over the path without /api/v3, e.g.
 // "/repos/*/*/issues/*/comments") answer status with a GitHub-style error
@@ -75,37 +68,30 @@ type failRule struct {
 func (s *Server) FailNext(method, pathPattern string, status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.failures = append(s.failures, failRule{method: method, pattern: pathPattern, status: status})
+	s.failures.Add(method, pathPattern, status)
 }
 
 // takeFailure consumes the first rule matching the request. Callers hold
 // s.mu.
 func (s *Server) takeFailure(method, p string) (response, bool) {
-	for i, f := range s.failures {
-		if f.method != "" && f.method != method {
-			continue
-		}
-		if ok, _ := path.Match(f.pattern, p); !ok {
-			continue
-		}
-		s.failures = append(s.failures[:i:i], s.failures[i+1:]...)
-		msg := http.StatusText(f.status)
-		switch f.status {
-		case http.StatusUnauthorized:
-			msg = "Bad credentials"
-		case http.StatusUnprocessableEntity:
-			msg = "Validation Failed"
-		}
-		return errResp(f.status, msg, docsRoot), true
+	status, ok := s.failures.Take(method, p)
+	if !ok {
+		return response{}, false
 	}
-	return response{}, false
+	msg := http.StatusText(status)
+	switch status {
+	case http.StatusUnauthorized:
+		msg = "Bad credentials"
+	case http.StatusUnprocessableEntity:
+		msg = "Validation Failed"
+	}
+	return errResp(status, msg, docsRoot), true
 }
 
 // hold parks one matching request until released.
 type hold struct {
-	method, pattern string
-	arrived         chan struct{}
-	release         chan struct{}
+	arrived chan struct{}
+	release chan struct{}
 }
 
 // HoldNext parks the next request matching method and pathPattern (as in
@@ -114,25 +100,10 @@ type hold struct {
 // a client mid-flight, for example to prove a drain waits for it, without
 // sleeping.
 func (s *Server) HoldNext(method, pathPattern string) (arrived <-chan struct{}, release func()) {
-	h := &hold{method: method, pattern: pathPattern, arrived: make(chan struct{}), release: make(chan struct{})}
+	h := &hold{arrived: make(chan struct{}), release: make(chan struct{})}
 	s.mu.Lock()
-	s.holds = append(s.holds, h)
+	s.holds.Add(method, pathPattern, h)
 	s.mu.Unlock()
 	var once sync.Once
 	return h.arrived, func() { once.Do(func() { close(h.release) }) }
-}
-
-// takeHold consumes the first hold matching the request. Callers hold s.mu.
-func (s *Server) takeHold(method, p string) *hold {
-	for i, h := range s.holds {
-		if h.method != "" && h.method != method {
-			continue
-		}
-		if ok, _ := path.Match(h.pattern, p); !ok {
-			continue
-		}
-		s.holds = append(s.holds[:i], s.holds[i+1:]...)
-		return h
-	}
-	return nil
 }

@@ -33,7 +33,6 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -43,6 +42,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/inspecthq/inspect/internal/standin"
 )
 
 const (
@@ -82,8 +83,8 @@ type Server struct {
 	tokens        map[string]*token     // by token value
 	minted        []string
 	requests      []Request
-	failures      []failRule
-	holds         []*hold
+	failures      standin.Rules[int]
+	holds         standin.Rules[*hold]
 }
 
 // New starts a stand-in on a loopback port. It generates a fresh RSA-2048
@@ -181,19 +182,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	orig := r.URL.Path
 	stripped := stripPrefix(orig)
 
-	body, tooBig := readBody(r)
+	body, tooBig := standin.ReadBody(r, maxBodyBytes)
 
 	s.mu.Lock()
 	cred := s.identify(r.Header.Get("Authorization"))
 	injected, failed := s.takeFailure(r.Method, stripped)
-	held := s.takeHold(r.Method, stripped)
+	held, _ := s.holds.Take(r.Method, stripped)
 	s.mu.Unlock()
 	if held != nil {
 		close(held.arrived)
 		<-held.release
 	}
 
-	rw := &statusWriter{ResponseWriter: w}
+	rw := &standin.StatusWriter{ResponseWriter: w}
 	switch {
 	case failed:
 		injected.write(rw)
@@ -215,7 +216,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Body:           body,
 		Auth:           cred.kind,
 		InstallationID: cred.installationID(),
-		Status:         rw.status(),
+		Status:         rw.Status(),
 	})
 }
 
@@ -227,44 +228,6 @@ func stripPrefix(p string) string {
 		return strings.TrimPrefix(p, apiPrefix)
 	}
 	return p
-}
-
-func readBody(r *http.Request) (body []byte, tooBig bool) {
-	if r.Body == nil {
-		return nil, false
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
-	if err != nil {
-		return b, true
-	}
-	return b, len(b) > maxBodyBytes
-}
-
-// statusWriter remembers the status a handler answered, for Requests().
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) status() int {
-	if w.code == 0 {
-		return http.StatusOK
-	}
-	return w.code
 }
 
 // call is one request as a handler sees it.

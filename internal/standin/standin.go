@@ -1,0 +1,87 @@
+// Package standin holds what the service stand-ins (internal/fakegithub,
+// internal/fakebuildkite) share: one-shot rules matched by method and path
+// (failure injection, held requests), a status-recording ResponseWriter and
+// a capped body reader. Test support only.
+package standin
+
+import (
+	"io"
+	"net/http"
+	"path"
+)
+
+// Rules is a queue of one-shot rules, each matched by method ("" for any)
+// and a path.Match pattern over the request path. Callers hold their own
+// lock around it.
+type Rules[T any] struct {
+	rules []rule[T]
+}
+
+type rule[T any] struct {
+	method, pattern string
+	v               T
+}
+
+// Add queues a rule.
+func (q *Rules[T]) Add(method, pattern string, v T) {
+	q.rules = append(q.rules, rule[T]{method: method, pattern: pattern, v: v})
+}
+
+// Take consumes the first rule matching the request and returns its value.
+func (q *Rules[T]) Take(method, p string) (T, bool) {
+	for i, r := range q.rules {
+		if r.method != "" && r.method != method {
+			continue
+		}
+		if ok, _ := path.Match(r.pattern, p); !ok {
+			continue
+		}
+		q.rules = append(q.rules[:i:i], q.rules[i+1:]...)
+		return r.v, true
+	}
+	var zero T
+	return zero, false
+}
+
+// StatusWriter remembers the status a handler answered, for request logs.
+type StatusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+// WriteHeader records the first status written.
+func (w *StatusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write records an implicit 200.
+func (w *StatusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Status is the status answered (200 when the handler wrote nothing).
+func (w *StatusWriter) Status() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// ReadBody reads at most max bytes of the body; tooBig is true when there
+// was more, or the read failed.
+func ReadBody(r *http.Request, max int64) (body []byte, tooBig bool) {
+	if r.Body == nil {
+		return nil, false
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	if err != nil {
+		return b, true
+	}
+	return b, int64(len(b)) > max
+}

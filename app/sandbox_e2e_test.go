@@ -15,6 +15,7 @@ import (
 	"github.com/inspecthq/inspect/examples"
 	"github.com/inspecthq/inspect/internal/fakeclock"
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/runner/local"
 )
 
@@ -34,15 +35,10 @@ func inspectBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "inspect")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/inspect").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			binPath = string(out)
-		}
+		binPath, buildErr = sandboxtest.BuildInspect(dir)
 	})
 	if buildErr != nil {
-		t.Fatalf("building inspect: %v\n%s", buildErr, binPath)
+		t.Fatal(buildErr)
 	}
 	return binPath
 }
@@ -52,14 +48,7 @@ func inspectBinary(t *testing.T) string {
 // the sample repo's stand-in agent and `go test` in bubblewrap.
 func newSandboxHarness(t *testing.T) (*harness, *local.Executor) {
 	t.Helper()
-	work, err := os.MkdirTemp("", "inspect-e2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(work) })
-	if err := os.Chmod(work, 0o755); err != nil { // the sandbox uid must reach its workspace
-		t.Fatal(err)
-	}
+	work := sandboxtest.ReachableDir(t)
 	lx, err := local.New(local.Config{Binary: inspectBinary(t), Args: []string{"--work-dir", work}, MaxConcurrent: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/inspecthq/inspect/examples"
+	"github.com/inspecthq/inspect/internal/sandboxtest"
 )
 
 // gitRepo commits files into a new repository and returns its directory.
@@ -39,15 +40,7 @@ func gitRepo(t *testing.T, files map[string]string) string {
 // sandboxWorkDir is a work directory the sandbox's uid can reach.
 func sandboxWorkDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "inspect-run-cmd-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return sandboxtest.ReachableDir(t)
 }
 
 func TestRunUsageErrors(t *testing.T) {

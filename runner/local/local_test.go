@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
@@ -46,10 +47,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	inspectBin = filepath.Join(dir, "inspect")
-	build := exec.Command("go", "build", "-o", inspectBin, "github.com/inspecthq/inspect/cmd/inspect")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building cmd/inspect: %v\n%s", err, out)
+	if inspectBin, err = sandboxtest.BuildInspect(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}

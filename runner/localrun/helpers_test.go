@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/runner/sandbox"
 )
 
@@ -104,15 +105,7 @@ func writeFiles(t testing.TB, dir string, files map[string]string) {
 // reach (t.TempDir's parents are 0700).
 func workDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "inspect-localrun-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return sandboxtest.ReachableDir(t)
 }
 
 // options are the options of a test session on repo.

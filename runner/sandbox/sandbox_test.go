@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/inspecthq/inspect/internal/sandboxtest"
 )
 
 // These tests run the real bwrap; there are no mocks. A small static helper,
@@ -67,15 +69,7 @@ func sandboxIDs() (uid, gid uint32) {
 // parents are 0700).
 func newDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "sandbox-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return sandboxtest.ReachableDir(t)
 }
 
 func newWorkspace(t *testing.T) string {

@@ -29,6 +29,7 @@ import (
 	"github.com/google/go-github/v62/github"
 
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -384,15 +385,7 @@ func randomHex() string {
 // uid can reach (t.TempDir's parents are 0700), removed at the end.
 func WorkDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "inspect-runner-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return sandboxtest.ReachableDir(t)
 }
 
 // AttemptDir finds the one attempt directory the supervisor made in

@@ -28,7 +28,8 @@ type Executor interface {
 }
 
 // repoTokens remembers the read-only tokens minted per attempt, so they can
-// be revoked when the attempt ends and redacted from anything posted.
+// be revoked when the attempt ends. (They are in memory only: after a
+// restart they expire within the hour instead.)
 type repoTokens struct {
 	mu     sync.Mutex
 	tokens map[string][]string
@@ -141,13 +142,13 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		}
 		defaultBranch = repo.GetDefaultBranch()
 	}
-	entry, _, err := s.store.CachedRepoConfig(ctx, sess.RepoID, s.clock.Now())
+	cfg, err := s.sessionRepoConfig(ctx, c, sess)
+	var cfgErr *config.RepoConfigError
+	if errors.As(err, &cfgErr) {
+		return contract.Spec{}, configErrorReply(sess, cfgErr), nil
+	}
 	if err != nil {
 		return contract.Spec{}, "", err
-	}
-	cfg, err := config.ParseRepo([]byte(entry.Content))
-	if err != nil {
-		return contract.Spec{}, "", err // prepare refreshed it just now; a parse error here is ours
 	}
 	if len(cfg.Agent.Command) == 0 {
 		return contract.Spec{}, fmt.Sprintf("⚠️ @%s, this repository's `.github/inspect.yml` names no agent, so Inspect has nothing to run. "+
@@ -191,13 +192,6 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 			contract.ContextItem{Kind: contract.ContextTitle, Author: issue.GetUser().GetLogin(), Text: issue.GetTitle(), Untrusted: true},
 			contract.ContextItem{Kind: contract.ContextBody, Author: issue.GetUser().GetLogin(), Text: issue.GetBody(), Untrusted: true})
 	}
-	for _, v := range cfg.Verify {
-		timeout := v.Timeout
-		if timeout <= 0 {
-			timeout = s.cfg.Sessions.CommandTimeout
-		}
-		spec.Verify = append(spec.Verify, contract.Command{Name: v.Name, Argv: v.Run, Timeout: contract.Duration(timeout)})
-	}
 	timeout := s.cfg.Sessions.Timeout
 	if cfg.Limits.SessionTimeout > 0 && cfg.Limits.SessionTimeout < timeout {
 		timeout = cfg.Limits.SessionTimeout // a repo may only narrow
@@ -206,6 +200,7 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	if cfg.Limits.MaxFiles > 0 && cfg.Limits.MaxFiles < maxFiles {
 		maxFiles = cfg.Limits.MaxFiles
 	}
+	spec.Verify = cfg.VerifyCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Limits = contract.Limits{
 		Deadline: s.clock.Now().Add(timeout).UTC().Truncate(time.Second), Timeout: contract.Duration(timeout),
 		MaxOutputBytes: 64 << 10, MaxChangedFiles: maxFiles, MaxChangeBytes: s.cfg.Sessions.MaxChangeBytes,
@@ -230,6 +225,9 @@ func (s *Service) stopAttempt(ctx context.Context, attemptID string) {
 	if err := s.store.EndAttempt(ctx, attemptID, s.clock.Now()); err != nil {
 		log.Warn().Err(err).Msg("ending the attempt failed")
 	}
+	// Revoked whatever else fails below: a token minted for an attempt that
+	// never got an external id is still a live token.
+	s.revokeTokens(ctx, attemptID)
 	a, err := s.store.GetAttempt(ctx, attemptID)
 	if err != nil || a.ExternalID == "" || s.executor == nil {
 		return
@@ -237,7 +235,6 @@ func (s *Service) stopAttempt(ctx context.Context, attemptID string) {
 	if err := s.executor.Cancel(ctx, a.ExternalID); err != nil {
 		log.Warn().Err(err).Str("attempt_id", attemptID).Msg("cancelling the attempt failed")
 	}
-	s.revokeTokens(ctx, attemptID)
 }
 
 // deadlineGrace is how long past its deadline a session's result is still
@@ -304,4 +301,30 @@ func (s *Service) reconcileQuiet(ctx context.Context) error {
 		s.stopAttempt(ctx, a.ID)
 	}
 	return nil
+}
+
+// sessionRepoConfig is the repo config a session runs under: the cached
+// entry (prepare refreshed it), or, when the cache lost it meanwhile (an
+// org-wide push drops inherited entries), a fresh read. A file that does
+// not parse is a *config.RepoConfigError; callers fail closed on it.
+func (s *Service) sessionRepoConfig(ctx context.Context, c *github.Client, sess store.Session) (config.Repo, error) {
+	entry, found, err := s.store.CachedRepoConfig(ctx, sess.RepoID, s.clock.Now())
+	if err != nil {
+		return config.Repo{}, err
+	}
+	if !found {
+		repo, _, err := c.Repositories.Get(ctx, sess.RepoOwner, sess.RepoName)
+		if err != nil {
+			return config.Repo{}, fmt.Errorf("reading the repository: %w", err)
+		}
+		return s.loadRepoConfig(ctx, c, sess.RepoID, repo, s.clock.Now())
+	}
+	if entry.Status == store.ConfigInvalid {
+		return config.Repo{}, &config.RepoConfigError{Source: entry.Source, Path: ".github/inspect.yml", Err: errors.New(entry.Error)}
+	}
+	cfg, err := config.ParseRepo([]byte(entry.Content))
+	if err != nil {
+		return config.Repo{}, &config.RepoConfigError{Source: entry.Source, Path: ".github/inspect.yml", Err: err}
+	}
+	return cfg, nil
 }

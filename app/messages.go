@@ -94,7 +94,7 @@ func errorReply(sess store.Session) string {
 func configErrorReply(sess store.Session, err error) string {
 	return fmt.Sprintf("⚠️ @%s, Inspect cannot read this repository's configuration, so it did not start:\n\n```\n%s\n```\n\n"+
 		"Fix the file on the default branch and comment again. See the configuration reference for the allowed keys.",
-		sess.RequesterLogin, strings.ReplaceAll(err.Error(), "```", "'''"))
+		sess.RequesterLogin, fence(err.Error()))
 }
 
 func waitingBody(sess store.Session, blocker, commandWord string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -58,15 +59,19 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 	if up.Manifest == nil || len(up.Manifest.Files) == 0 {
 		return s.end(ctx, sess.ID, store.NoChange, "no_change", noChangeReply(sess, ev))
 	}
-	entry, _, err := s.store.CachedRepoConfig(ctx, sess.RepoID, s.clock.Now())
+	c, err := s.gh.Installation(ctx, sess.InstallationID)
 	if err != nil {
 		return err
 	}
-	repoCfg, err := config.ParseRepo([]byte(entry.Content))
-	if err != nil || entry.Status == store.ConfigInvalid {
+	repoCfg, err := s.sessionRepoConfig(ctx, c, sess)
+	var cfgErr *config.RepoConfigError
+	if errors.As(err, &cfgErr) {
 		// The repo's protected paths are in that file: fail closed.
 		return s.end(ctx, sess.ID, store.ChangeRefused, "config_invalid", fmt.Sprintf(
 			"🛑 @%s, this repository's `.github/inspect.yml` no longer parses, so Inspect cannot check the change against its protected paths and pushed nothing. Fix the file and try again.", sess.RequesterLogin))
+	}
+	if err != nil {
+		return err
 	}
 	decision, summary := policy.ValidateChange(changedFiles(up.Manifest), policy.ChangeLimits{
 		MaxFiles: spec.Limits.MaxChangedFiles, MaxBytes: spec.Limits.MaxChangeBytes, ProtectedPaths: repoCfg.ProtectedPaths,
@@ -76,10 +81,6 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 		return s.end(ctx, sess.ID, store.ChangeRefused, string(decision.Reason), "🛑 "+decision.Reply)
 	}
 	verified := verificationPassed(ev)
-	c, err := s.gh.Installation(ctx, sess.InstallationID)
-	if err != nil {
-		return err
-	}
 	if sess.CommitSHA == "" {
 		sha, err := s.createCommit(ctx, c, sess, spec, up.Manifest)
 		if err != nil {

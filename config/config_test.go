@@ -180,3 +180,23 @@ func TestParseRepo(t *testing.T) {
 		}
 	}
 }
+
+func TestVerifyCommandsNameAndBoundEveryStep(t *testing.T) {
+	r, err := ParseRepo([]byte("verify:\n  - run: [go, test, ./...]\n  - name: lint\n    run: [make, lint]\n    timeout: 2h\n  - name: lint\n    run: [make, vet]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.VerifyCommands(10*time.Minute, time.Hour)
+	want := []struct {
+		name    string
+		timeout time.Duration
+	}{{"verify 1", 10 * time.Minute}, {"lint", time.Hour}, {"lint (2)", 10 * time.Minute}}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i, w := range want {
+		if got[i].Name != w.name || got[i].Timeout.Std() != w.timeout {
+			t.Errorf("step %d = %s/%s, want %s/%s", i, got[i].Name, got[i].Timeout.Std(), w.name, w.timeout)
+		}
+	}
+}

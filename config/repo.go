@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/appconfig"
+
+	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // RepoConfigPaths are where a repository's config may live, in order. The
@@ -77,6 +79,9 @@ func (r Repo) validate() error {
 	}
 	if r.Agent.Preset == "command" && len(r.Agent.Command) == 0 {
 		add("agent.command", "must be an argv list when agent.preset is command")
+	}
+	if len(r.Verify) > contract.MaxCommandsPerPhase {
+		add("verify", "has %d steps; at most %d", len(r.Verify), contract.MaxCommandsPerPhase)
 	}
 	for i, c := range r.Verify {
 		if len(c.Run) == 0 {
@@ -151,4 +156,30 @@ func (l *RepoLoader) Load(ctx context.Context, client *github.Client, owner, rep
 		return LoadedRepo{}, &RepoConfigError{Source: c.Source, Path: c.Path, Err: err}
 	}
 	return LoadedRepo{Config: parsed, Source: c.Source, Path: c.Path, Raw: c.Content}, nil
+}
+
+// VerifyCommands turns the verify steps into the spec's commands, the one
+// way the app and `inspect run` both do it: every step gets a unique name
+// (the spec requires one), a timeout (def when the step sets none), and no
+// timeout beyond the session's own (max).
+func (r Repo) VerifyCommands(def, max time.Duration) []contract.Command {
+	var out []contract.Command
+	seen := map[string]bool{}
+	for i, v := range r.Verify {
+		base := strings.TrimSpace(v.Name)
+		if base == "" {
+			base = fmt.Sprintf("verify %d", i+1)
+		}
+		name := base
+		for n := 2; seen[name]; n++ {
+			name = fmt.Sprintf("%s (%d)", base, n)
+		}
+		seen[name] = true
+		t := v.Timeout
+		if t <= 0 {
+			t = def
+		}
+		out = append(out, contract.Command{Name: name, Argv: v.Run, Timeout: contract.Duration(min(t, max))})
+	}
+	return out
 }

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // Server is the server-wide configuration. Every field is documented in
@@ -251,8 +252,8 @@ func (c Server) Validate() error {
 	if c.Sessions.MaxChangedFiles < 1 || c.Sessions.MaxChangedFiles > 10000 {
 		add("sessions.max_changed_files", "must be between 1 and 10000")
 	}
-	if c.Sessions.MaxChangeBytes < 1<<10 || c.Sessions.MaxChangeBytes > 64<<20 {
-		add("sessions.max_change_bytes", "must be between 1 KiB and 64 MiB")
+	if c.Sessions.MaxChangeBytes < 1<<10 || c.Sessions.MaxChangeBytes > contract.HardMaxChangeBytes {
+		add("sessions.max_change_bytes", "must be between 1 KiB and %d MiB (the session contract's cap)", contract.HardMaxChangeBytes>>20)
 	}
 	switch c.Executor.Kind {
 	case "local", "none":
@@ -351,6 +352,10 @@ func checkURL(u string) error {
 	}
 	if parsed.Scheme != "http" && parsed.Scheme != "https" || parsed.Host == "" {
 		return fmt.Errorf("%q must be an absolute http(s) URL", u)
+	}
+	if parsed.User != nil {
+		// Credentials never go in URLs; and this message must not echo one.
+		return fmt.Errorf("must not carry a user name or password")
 	}
 	return nil
 }

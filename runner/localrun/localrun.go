@@ -373,23 +373,7 @@ func buildSpec(ctx context.Context, opt Options, co *checkout) (contract.Spec, s
 			MaxChangeBytes:  contract.HardMaxChangeBytes,
 		},
 	}
-	seen := map[string]bool{}
-	for i, v := range cfg.Verify {
-		base := strings.TrimSpace(v.Name)
-		if base == "" {
-			base = fmt.Sprintf("verify %d", i+1)
-		}
-		name := base
-		for n := 2; seen[name]; n++ {
-			name = fmt.Sprintf("%s (%d)", base, n)
-		}
-		seen[name] = true
-		t := v.Timeout
-		if t <= 0 {
-			t = DefaultCommandTimeout
-		}
-		spec.Verify = append(spec.Verify, contract.Command{Name: name, Argv: v.Run, Timeout: contract.Duration(min(t, timeout))})
-	}
+	spec.Verify = cfg.VerifyCommands(DefaultCommandTimeout, timeout)
 	// A token pasted into the instructions would make the spec invalid;
 	// redact it, as the app does.
 	contract.NewRedactor().RedactStrings(&spec)

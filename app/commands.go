@@ -74,7 +74,7 @@ func (s *Service) commandFacts(ctx context.Context, c *github.Client, t handlers
 		}
 		f.Target = policy.Target{State: issue.GetState(), Locked: issue.GetLocked()}
 	}
-	if !isBot(t.Sender.Login, t.Sender.Type) {
+	if !policy.IsBotSender(t.Sender.Login, t.Sender.Type) {
 		role, err := roleName(ctx, c, t.Repo.Owner, t.Repo.Name, t.Sender.Login)
 		if err != nil {
 			return f, err

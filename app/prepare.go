@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/go-github/v62/github"
@@ -92,7 +91,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		}
 		facts.Target = policy.Target{State: issue.GetState(), Locked: issue.GetLocked()}
 	}
-	if !isBot(sess.RequesterLogin, sess.RequesterType) {
+	if !policy.IsBotSender(sess.RequesterLogin, sess.RequesterType) {
 		role, err := roleName(ctx, c, owner, name, sess.RequesterLogin)
 		if err != nil {
 			return err
@@ -169,10 +168,6 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		s.wakeWorkers()
 	}
 	return err
-}
-
-func isBot(login, typ string) bool {
-	return typ == "Bot" || strings.HasSuffix(strings.ToLower(login), "[bot]")
 }
 
 func (s *Service) thread(c *github.Client, sess store.Session) thread {

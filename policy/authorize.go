@@ -142,7 +142,7 @@ func Authorize(f Facts) Decision {
 	}
 
 	trustedBot := false
-	if isBotSender(f.SenderLogin, f.SenderType) {
+	if IsBotSender(f.SenderLogin, f.SenderType) {
 		if !botAllowed(f.SenderLogin, f.AllowedBots) {
 			return deny(ReasonBotNotAllowed, who,
 				"Inspect doesn't take commands from bots unless the Inspect server's administrators allowlist the bot's exact login. A person with write access can run the command instead.")
@@ -196,9 +196,10 @@ func IsOwnApp(senderLogin, senderType, appSlug string) bool {
 	return appSlug != "" && asciiEqualFold(senderType, "Bot") && asciiEqualFold(senderLogin, appSlug+"[bot]")
 }
 
-// isBotSender: the payload says Bot, or the login ends in "[bot]". A login
-// merely ending in "[bot]" is never trusted as a person.
-func isBotSender(login, typ string) bool {
+// IsBotSender reports whether a sender is a bot for these rules: the
+// payload says Bot, or the login ends in "[bot]" (ASCII case ignored). A
+// login merely ending in "[bot]" is never trusted as a person.
+func IsBotSender(login, typ string) bool {
 	return asciiEqualFold(typ, "Bot") || hasSuffixFold(login, "[bot]")
 }
 

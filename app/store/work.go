@@ -159,16 +159,6 @@ func (s *Store) Fail(ctx context.Context, w *Work, now time.Time, cause string) 
 	return s.fenced(ctx, w, `state = 'failed', lease_until = 0, last_error = $3, updated_at = $4`, cause, ms(now))
 }
 
-// Extend renews a lease that is still held.
-func (s *Store) Extend(ctx context.Context, w *Work, now time.Time, lease time.Duration) error {
-	until := now.Add(lease)
-	if err := s.fenced(ctx, w, `lease_until = $3, updated_at = $4`, ms(until), ms(now)); err != nil {
-		return err
-	}
-	w.Until = until
-	return nil
-}
-
 // WorkCounts reports how many items are in each state (tests, metrics).
 func (s *Store) WorkCounts(ctx context.Context) (map[string]int, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT state, COUNT(*) FROM work GROUP BY state`)

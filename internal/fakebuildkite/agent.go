@@ -158,7 +158,8 @@ func (s *Server) agentEnv(b *build, workDir string) []string {
 
 // agentToken is the secret BUILDKITE_AGENT_ACCESS_TOKEN every job gets, as
 // a real agent's jobs do; tests can check it never reaches a sandbox.
-func (s *Server) agentToken() string { return "bkaj_" + s.token[5:] }
+// It is independent of the API token, so a job cannot rebuild that.
+func (s *Server) agentToken() string { return s.agentTok }
 
 // AgentAccessToken is the BUILDKITE_AGENT_ACCESS_TOKEN jobs are given.
 func (s *Server) AgentAccessToken() string { return s.agentToken() }

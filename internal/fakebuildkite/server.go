@@ -51,9 +51,10 @@ const (
 // test ends (Close may also be called earlier). Methods are safe for
 // concurrent use.
 type Server struct {
-	ts    *httptest.Server
-	mux   *http.ServeMux
-	token string
+	ts       *httptest.Server
+	mux      *http.ServeMux
+	token    string
+	agentTok string
 
 	// mu guards everything below.
 	mu          sync.Mutex
@@ -93,6 +94,7 @@ type Server struct {
 func New(t testing.TB) *Server {
 	s := &Server{
 		token:       "bkua_" + randHex(20),
+		agentTok:    "bkaj_" + randHex(20),
 		now:         time.Now,
 		pipelines:   map[string]*pipeline{},
 		builds:      map[string][]*build{},

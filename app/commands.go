@@ -186,6 +186,10 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 			return fmt.Errorf("concluding the check run: %w", err)
 		}
 	}
+	if sess.State == store.Done {
+		s.annotateRun(ctx, sess)
+	}
+	run := s.runOf(ctx, sess)
 	th := s.thread(c, sess)
 	progressID := sess.ProgressCommentID
 	if progressID == 0 {
@@ -195,7 +199,7 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 		}
 	}
 	if progressID != 0 {
-		return th.edit(ctx, progressID, sessionMarker(sess.ID), progressBody(sess, s.cfg.CommandWord))
+		return th.edit(ctx, progressID, sessionMarker(sess.ID), progressBody(sess, s.cfg.CommandWord, run))
 	}
 	if sess.State == store.Done && sess.Detail != "" && sess.Outcome != store.Cancelled {
 		// A cancelled session's news is the cancel command's own reply.

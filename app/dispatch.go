@@ -64,15 +64,36 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 	}
 	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Logger()
 	ctx = log.WithContext(ctx)
+	number := 1
+	var keepDeadline time.Time
 	if sess.AttemptID != "" {
-		// An earlier run created the attempt; if its start was not recorded,
-		// end it rather than guess, and make a fresh one below.
 		a, err := s.store.GetAttempt(ctx, sess.AttemptID)
-		if err == nil && a.ExternalID != "" {
-			return s.markDispatched(ctx, sess.ID, a.Deadline)
-		}
-		if err := s.store.EndAttempt(ctx, sess.AttemptID, s.clock.Now()); err != nil {
+		if err != nil {
 			return err
+		}
+		number = a.Number + 1
+		switch {
+		case a.State == store.AttemptEnded:
+			// Ended: lost and re-dispatched (see redispatch), or replaced
+			// below by an earlier run. A fresh attempt follows; if the old
+			// one ran, the new one keeps its deadline: a re-dispatch never
+			// buys time.
+			if a.ExternalID != "" {
+				keepDeadline = a.Deadline
+			}
+		case a.ExternalID != "":
+			return s.markDispatched(ctx, sess.ID, a.Deadline)
+		default:
+			// An earlier run created the attempt and may have started it
+			// without recording that: adopt the run if the executor can
+			// find it, else end the attempt rather than guess, and make a
+			// fresh one below.
+			if found, err := s.adoptRun(ctx, a); err != nil || found {
+				return err
+			}
+			if err := s.store.EndAttempt(ctx, a.ID, s.clock.Now()); err != nil {
+				return err
+			}
 		}
 	}
 	c, err := s.gh.Installation(ctx, sess.InstallationID)
@@ -86,16 +107,22 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 	if reply != "" {
 		return s.end(ctx, sess.ID, store.Errored, "config_invalid", reply)
 	}
+	if !keepDeadline.IsZero() {
+		spec.Limits.Deadline = keepDeadline.UTC()
+	}
 	specJSON, err := json.Marshal(spec)
 	if err != nil {
 		return err
 	}
 	claim := randomSecret()
-	a := store.Attempt{ID: spec.AttemptID, SessionID: sess.ID, Deadline: spec.Limits.Deadline, Spec: string(specJSON)}
+	a := store.Attempt{ID: spec.AttemptID, SessionID: sess.ID, Number: number, Deadline: spec.Limits.Deadline, Spec: string(specJSON)}
 	if err := s.store.CreateAttempt(ctx, a, claim, s.clock.Now()); err != nil {
 		return err
 	}
-	ext, err := s.executor.Start(ctx, runner.Attempt{SessionID: sess.ID, AttemptID: a.ID, ChannelURL: s.channelURL, ClaimCode: claim, Deadline: a.Deadline})
+	ext, err := s.executor.Start(ctx, runner.Attempt{
+		SessionID: sess.ID, AttemptID: a.ID, Number: a.Number, ChannelURL: s.channelURL, ClaimCode: claim, Deadline: a.Deadline,
+		RequesterLogin: sess.RequesterLogin, RequesterID: sess.RequesterID,
+	})
 	if errors.Is(err, local.ErrAtCapacity) {
 		// Not a failure: the session waits for a free slot. The attempt
 		// made for it is ended, and a fresh one is made on the next try.
@@ -120,6 +147,24 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 		s.stopAttempt(ctx, a.ID)
 	}
 	return nil
+}
+
+// adoptRun records the run an executor started for an attempt whose start
+// was not recorded. It reports whether there was one.
+func (s *Service) adoptRun(ctx context.Context, a store.Attempt) (bool, error) {
+	finder, ok := s.executor.(attemptFinder)
+	if !ok {
+		return false, nil
+	}
+	ext, found, err := finder.Find(ctx, a.SessionID, a.Number)
+	if err != nil || !found {
+		return false, err
+	}
+	if err := s.store.SetAttemptExternalID(ctx, a.ID, ext, s.clock.Now()); err != nil {
+		return false, err
+	}
+	zerolog.Ctx(ctx).Info().Str("attempt_id", a.ID).Str("external_id", ext).Msg("adopted a run started earlier")
+	return true, s.markDispatched(ctx, a.SessionID, a.Deadline)
 }
 
 func (s *Service) markDispatched(ctx context.Context, id string, deadline time.Time) error {
@@ -247,7 +292,10 @@ const deadlineGrace = 2 * time.Minute
 func (s *Service) reconcile(ctx context.Context) error {
 	// The grace lets a supervisor that stopped at the deadline still upload
 	// its (timed_out, partial) evidence, which says more than we can.
-	if err := s.reconcileQuiet(ctx); err != nil {
+	if err := s.reconcileAttempts(ctx); err != nil {
+		return err
+	}
+	if err := s.reconcileTargets(ctx); err != nil {
 		return err
 	}
 	overdue, err := s.store.SessionsPastDeadline(ctx, s.clock.Now().Add(-deadlineGrace), 50)
@@ -260,45 +308,6 @@ func (s *Service) reconcile(ctx context.Context) error {
 			return err
 		}
 		s.stopAttempt(ctx, sess.AttemptID)
-	}
-	return nil
-}
-
-// stateReporter is the optional part of an executor that can say where an
-// attempt is (runner.Executor has it).
-type stateReporter interface {
-	State(ctx context.Context, externalID string) (runner.AttemptState, error)
-}
-
-// reconcileQuiet asks the executor about sessions whose attempt has not
-// reported: one whose supervisor exited (or was lost) without a result ends
-// now, in error, instead of waiting for its deadline.
-func (s *Service) reconcileQuiet(ctx context.Context) error {
-	states, ok := s.executor.(stateReporter)
-	if !ok {
-		return nil
-	}
-	active, err := s.store.SessionsRunning(ctx, 100)
-	if err != nil {
-		return err
-	}
-	for _, sess := range active {
-		a, err := s.store.GetAttempt(ctx, sess.AttemptID)
-		if err != nil || a.ExternalID == "" || a.State == store.AttemptEnded {
-			continue // not started yet, or its result is being reported
-		}
-		st, err := states.State(ctx, a.ExternalID)
-		if err != nil || (st.Status != runner.StatusExited && st.Status != runner.StatusLost) {
-			continue
-		}
-		zerolog.Ctx(ctx).Warn().Str("session_id", sess.ID).Str("attempt_id", a.ID).Str("status", string(st.Status)).
-			Int("exit_code", st.ExitCode).Msg("runner ended without a result")
-		reply := fmt.Sprintf("⚠️ @%s, the session's runner stopped without reporting a result (%s), so nothing was pushed. "+
-			"You can try again with `%s retry`.", sess.RequesterLogin, st.Status, s.cfg.CommandWord)
-		if err := s.end(ctx, sess.ID, store.Errored, "runner_lost", reply); err != nil {
-			return err
-		}
-		s.stopAttempt(ctx, a.ID)
 	}
 	return nil
 }

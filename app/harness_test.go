@@ -60,6 +60,11 @@ type harness struct {
 	seq    atomic.Int64
 	// lastComment is the id of the comment event() seeded last.
 	lastComment int64
+	// channelURL, when set before start, is the channel URL the service
+	// hands executors: a front server that outlives restarts.
+	channelURL string
+	// handler is the running service's HTTP handler, for a front server.
+	handler atomic.Pointer[http.Handler]
 }
 
 type harnessOption func(*config.Server)
@@ -128,18 +133,25 @@ func (h *harness) start() {
 	// Unstarted first, so the service knows the channel's URL (supervisors
 	// started by a real executor call it).
 	srv := httptest.NewUnstartedServer(nil)
+	channelURL := h.channelURL
+	if channelURL == "" {
+		channelURL = "http://" + srv.Listener.Addr().String()
+	}
 	h.svc = app.NewService(app.Options{Config: h.cfg, Store: st, GitHub: clients, Clock: h.clock,
-		Logger: zerolog.New(h.logs), WorkerName: "test", Executor: h.exec, ChannelURL: "http://" + srv.Listener.Addr().String()})
+		Logger: zerolog.New(h.logs), WorkerName: "test", Executor: h.exec, ChannelURL: channelURL})
 	if err := h.svc.ResolveIdentity(ctx); err != nil {
 		h.t.Fatal(err)
 	}
-	srv.Config.Handler = h.svc.Handler()
+	handler := h.svc.Handler()
+	srv.Config.Handler = handler
+	h.handler.Store(&handler)
 	srv.Start()
 	h.srv = srv
 	h.t.Cleanup(h.stop)
 }
 
 func (h *harness) stop() {
+	h.handler.Store(nil)
 	if h.srv != nil {
 		h.srv.Close()
 		h.srv = nil

@@ -47,7 +47,13 @@ func quoteUntrusted(text string, max int) string {
 	return strings.Join(lines, "\n")
 }
 
-func progressBody(sess store.Session, commandWord string) string {
+// runLink is where an attempt runs, for the progress comment: a Buildkite
+// build's link and state, or nothing for the local executor.
+type runLink struct {
+	URL, State string
+}
+
+func progressBody(sess store.Session, commandWord string, run runLink) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "👀 **Inspect** is on it, @%s.\n\n", sess.RequesterLogin)
 	b.WriteString(quoteUntrusted(sess.Instructions, 500))
@@ -55,6 +61,9 @@ func progressBody(sess store.Session, commandWord string) string {
 	fmt.Fprintf(&b, "| | |\n|---|---|\n| Status | %s |\n| Session | `%s` |\n", statusWord(sess), sess.ID)
 	if sess.RetryOf != "" {
 		fmt.Fprintf(&b, "| Retry of | `%s` |\n", sess.RetryOf)
+	}
+	if run.URL != "" {
+		fmt.Fprintf(&b, "| Runs on | [%s](%s) |\n", cell(orWord(run.State, "build")), run.URL)
 	}
 	if sess.State == store.Done && sess.Detail != "" {
 		// Below the table, not in it: the detail may quote the agent, with
@@ -111,4 +120,11 @@ func waitingBody(sess store.Session, blocker, commandWord string) string {
 func cell(s string) string {
 	s = strings.ReplaceAll(s, "|", "\\|")
 	return strings.Join(strings.Fields(s), " ")
+}
+
+func orWord(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return s
 }

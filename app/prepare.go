@@ -131,7 +131,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if sess.ProgressCommentID == 0 {
 		next := sess
 		next.State = store.Preparing
-		body := progressBody(next, s.cfg.CommandWord)
+		body := progressBody(next, s.cfg.CommandWord, runLink{})
 		if blocker != "" {
 			body = waitingBody(sess, blocker, s.cfg.CommandWord)
 		}

@@ -92,6 +92,13 @@ func TestRealSessionOnAnIssueFixesTheFailingTest(t *testing.T) {
 	h.waitForAttempt(lx)
 	h.runWorkers()
 
+	assertIssueSessionOpenedPR(t, h)
+}
+
+// assertIssueSessionOpenedPR checks what an issue session that fixed the
+// sample repo's failing test leaves on GitHub, on any executor.
+func assertIssueSessionOpenedPR(t *testing.T, h *harness) store.Session {
+	t.Helper()
 	sess := h.onlySession()
 	if sess.Outcome != store.Changed {
 		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
@@ -134,6 +141,7 @@ func TestRealSessionOnAnIssueFixesTheFailingTest(t *testing.T) {
 			t.Error("a token appears in the PR body or the logs")
 		}
 	}
+	return sess
 }
 
 func TestRealSessionOnAPullRequestPushesOntoItsBranch(t *testing.T) {
@@ -147,6 +155,14 @@ func TestRealSessionOnAPullRequestPushesOntoItsBranch(t *testing.T) {
 	h.runWorkers()
 	h.waitForAttempt(lx)
 	h.runWorkers()
+	assertPRSessionPushed(t, h, head)
+}
+
+// assertPRSessionPushed checks what a PR session that fixed the sample
+// repo's failing test leaves on GitHub, on any executor: a commit on the
+// PR's branch, on top of its head.
+func assertPRSessionPushed(t *testing.T, h *harness, head string) store.Session {
+	t.Helper()
 	sess := h.onlySession()
 	if sess.Outcome != store.Changed || sess.Branch != "fix-add" {
 		t.Fatalf("session = %s on %q: %s\n%s", sess.Outcome, sess.Branch, sess.Detail, h.logs)
@@ -158,6 +174,7 @@ func TestRealSessionOnAPullRequestPushesOntoItsBranch(t *testing.T) {
 	if strings.TrimSpace(string(parent)) != head {
 		t.Errorf("parent = %s, want the PR head %s", parent, head)
 	}
+	return sess
 }
 
 // A hanging agent that also starts a setsid child is stopped at the

@@ -32,6 +32,9 @@ func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST "+WebhookPath, s.webhook(eventHandlers))
 	s.channelRoutes(mux)
+	if s.cfg.Buildkite.WebhookToken != "" {
+		mux.HandleFunc("POST "+BuildkiteHookPath, s.handleBuildkiteHook)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "ok\n") // a failed write to a gone client needs no handling

@@ -40,6 +40,8 @@ type Service struct {
 	executor   Executor
 	channelURL string
 	tokens     repoTokens
+	checks     executorChecks
+	targets    targetChecks
 	// WorkerName identifies this replica's workers in leases.
 	WorkerName string
 }

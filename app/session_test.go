@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-github/v62/github"
+
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/runner"
@@ -561,5 +563,61 @@ func TestRunnerThatExitsWithoutResultEndsTheSession(t *testing.T) {
 	}
 	if !found {
 		t.Error("nobody was told")
+	}
+}
+
+// A session whose pull request is closed while it runs is cancelled by
+// reconcile, and its run is stopped; one whose repository the installation
+// can no longer read, likewise.
+func TestReconcileCancelsSessionsWhoseTargetWentAway(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	startOnPR(t, h, ex, "/inspect fix it")
+	h.runWorkers()
+	if s := h.onlySession(); s.State != store.Running {
+		t.Fatalf("state = %s", s.State)
+	}
+	// Still open: nothing happens.
+	h.clock.Advance(h.cfg.Buildkite.ReconcileInterval)
+	h.runWorkers()
+	if s := h.onlySession(); s.State != store.Running {
+		t.Fatalf("cancelled an open PR's session: %s/%s", s.State, s.Reason)
+	}
+	if _, _, err := h.client(t).PullRequests.Edit(context.Background(), owner, repoName, prNumber, &github.PullRequest{State: github.String("closed")}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(h.cfg.Buildkite.ReconcileInterval)
+	h.runWorkers()
+	s := h.onlySession()
+	if s.Outcome != store.Cancelled || s.Reason != "pr_closed" {
+		t.Fatalf("session = %s/%s/%s", s.State, s.Outcome, s.Reason)
+	}
+	ex.mu.Lock()
+	cancelled := append([]string(nil), ex.cancelled...)
+	ex.mu.Unlock()
+	if len(cancelled) != 1 || cancelled[0] != "scripted-1" {
+		t.Errorf("cancelled = %v", cancelled)
+	}
+	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "cancelled" {
+		t.Errorf("check runs = %+v", runs)
+	}
+}
+
+func TestReconcileCancelsASessionWhoseRepositoryIsGone(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	h.claim(ex.last(t))
+	h.runWorkers()
+	h.gh.FailNext(http.MethodGet, "/repos/"+owner+"/"+repoName, http.StatusNotFound)
+	h.clock.Advance(h.cfg.Buildkite.ReconcileInterval)
+	h.runWorkers()
+	if s := h.onlySession(); s.Outcome != store.Cancelled || s.Reason != "repo_removed" {
+		for _, r := range h.gh.Requests() {
+			t.Log(r.Method, r.Path, r.Status)
+		}
+		t.Fatalf("session = %s/%s/%s\n%s", s.State, s.Outcome, s.Reason, h.logs)
 	}
 }

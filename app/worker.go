@@ -102,6 +102,7 @@ func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 	defer cancelBook()
 	now = s.clock.Now()
 	var wait *postponed
+	rateWait, refusal := classifyAPIError(runErr, now)
 	switch {
 	case runErr == nil:
 		err = s.store.Complete(book, w, now)
@@ -112,9 +113,17 @@ func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 		// Not a failure: the work waits its turn, uncounted.
 		log.Debug().Str("why", wait.why).Msg("work postponed")
 		err = s.store.Postpone(book, w, now, now.Add(wait.after))
+	case rateWait > 0:
+		// Not the work's fault: wait out the limit, uncounted.
+		log.Warn().Err(runErr).Dur("retry_in", rateWait).Msg("rate limited; work waits")
+		err = s.store.Postpone(book, w, now, now.Add(rateWait))
+	case refusal != nil:
+		log.Error().Err(runErr).Msg("work refused for good")
+		s.giveUp(log.WithContext(book), w, refusal)
+		err = s.store.Fail(book, w, now, runErr.Error())
 	case w.Attempts >= s.cfg.Workers.MaxAttempts:
 		log.Error().Err(runErr).Msg("work failed for good")
-		s.giveUp(log.WithContext(book), w)
+		s.giveUp(log.WithContext(book), w, nil)
 		err = s.store.Fail(book, w, now, runErr.Error())
 	default:
 		backoff := backoffFor(s.cfg.Workers.RetryBackoff, w.Attempts)
@@ -158,6 +167,8 @@ func (s *Service) runWork(ctx context.Context, w *store.Work) error {
 		return s.dispatch(ctx, w)
 	case store.ReportSession:
 		return s.report(ctx, w)
+	case store.CollectResult:
+		return s.collectResult(ctx, w)
 	}
 	// Unknown kinds come only from a newer replica's schema; failing them
 	// leaves them visible rather than silently done.
@@ -168,7 +179,7 @@ func (s *Service) runWork(ctx context.Context, w *store.Work) error {
 // stuck: the session is done with outcome error, and a sync (with its own
 // retries, since GitHub may be why we failed) tells the requester and
 // concludes the check run.
-func (s *Service) giveUp(ctx context.Context, w *store.Work) {
+func (s *Service) giveUp(ctx context.Context, w *store.Work, refusal *apiRefusal) {
 	if w.SessionID == "" || w.Kind == store.SyncSession {
 		return
 	}
@@ -178,6 +189,9 @@ func (s *Service) giveUp(ctx context.Context, w *store.Work) {
 		}
 		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "internal_error"
 		x.Detail = errorReply(*x)
+		if refusal != nil && x.CommitSHA == "" {
+			x.Reason, x.Detail = "api_refused", refusalReply(x.RequesterLogin, refusal)
+		}
 		return nil
 	}, store.NewWork{Kind: store.SyncSession})
 	switch {

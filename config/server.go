@@ -40,13 +40,14 @@ type Server struct {
 	// means http://<listen address> (right for the local executor).
 	ChannelURL string `yaml:"channel_url"`
 
-	GitHub   GitHub   `yaml:"github"`
-	Sessions Sessions `yaml:"sessions"`
-	Executor Executor `yaml:"executor"`
-	Database Database `yaml:"database"`
-	Workers  Workers  `yaml:"workers"`
-	HTTP     HTTP     `yaml:"http"`
-	Policy   Policy   `yaml:"policy"`
+	GitHub    GitHub    `yaml:"github"`
+	Sessions  Sessions  `yaml:"sessions"`
+	Executor  Executor  `yaml:"executor"`
+	Buildkite Buildkite `yaml:"buildkite"`
+	Database  Database  `yaml:"database"`
+	Workers   Workers   `yaml:"workers"`
+	HTTP      HTTP      `yaml:"http"`
+	Policy    Policy    `yaml:"policy"`
 }
 
 // GitHub is how the app reaches GitHub (or GitHub Enterprise Server).
@@ -79,13 +80,42 @@ type Sessions struct {
 // Executor says where sessions run.
 type Executor struct {
 	// Kind is "local" (the embedded default: `inspect runner` on this host,
-	// in bubblewrap) or "none" (accept and prepare sessions, never run them).
+	// in bubblewrap), "buildkite" (a build per attempt on the session
+	// pipeline; see Buildkite) or "none" (accept and prepare sessions,
+	// never run them).
 	Kind string `yaml:"kind"`
 	// MaxConcurrent caps the local executor's attempts at once.
 	MaxConcurrent int `yaml:"max_concurrent"`
 	// WorkDir holds the local attempts' workspaces ("" = the system temp
 	// dir). The sandbox user must be able to search every parent.
 	WorkDir string `yaml:"work_dir"`
+}
+
+// Buildkite is the Buildkite executor's settings (executor.kind
+// buildkite), and `inspect buildkite setup`'s.
+type Buildkite struct {
+	// APIURL is the REST base: https://api.buildkite.com/ .
+	APIURL string `yaml:"api_url"`
+	// Organization and Pipeline name the session pipeline.
+	Organization string `yaml:"organization"`
+	Pipeline     string `yaml:"pipeline"`
+	// Branch is the branch builds are created on; empty means the
+	// pipeline's default branch. The session's repo and commit come
+	// through the spec, never through Buildkite's checkout.
+	Branch string `yaml:"branch"`
+	// APIToken (or a file holding it) is a REST token with read_builds,
+	// write_builds, read_artifacts, read_pipelines and write_pipelines.
+	APIToken     string `yaml:"api_token"`
+	APITokenPath string `yaml:"api_token_path"`
+	// WebhookToken authenticates Buildkite's webhooks to
+	// /api/buildkite/hook: sent as X-Buildkite-Token, or used as the key of
+	// X-Buildkite-Signature, whichever the webhook is set to.
+	WebhookToken string `yaml:"webhook_token"`
+	// Queue is the agent queue the session step targets.
+	Queue string `yaml:"queue"`
+	// ReconcileInterval is how often unfinished attempts are checked
+	// against Buildkite (and at start-up).
+	ReconcileInterval time.Duration `yaml:"reconcile_interval"`
 }
 
 // Database selects the store.
@@ -144,6 +174,12 @@ func Defaults() Server {
 			MaxChangeBytes:  5 << 20,
 		},
 		Executor: Executor{Kind: "local", MaxConcurrent: 2},
+		Buildkite: Buildkite{
+			APIURL:            "https://api.buildkite.com/",
+			Pipeline:          "inspect-session",
+			Queue:             "inspect",
+			ReconcileInterval: time.Minute,
+		},
 		Database: Database{Driver: "sqlite", DSN: "inspect.db"},
 		Workers: Workers{
 			Count:        4,
@@ -257,8 +293,13 @@ func (c Server) Validate() error {
 	}
 	switch c.Executor.Kind {
 	case "local", "none":
+	case "buildkite":
+		c.Buildkite.validate(add)
+		if c.ChannelURL == "" {
+			add("channel_url", "must be the app's public URL when executor.kind is buildkite: agents reach the session channel there")
+		}
 	default:
-		add("executor.kind", "%q must be local or none", c.Executor.Kind)
+		add("executor.kind", "%q must be local, buildkite or none", c.Executor.Kind)
 	}
 	if c.Executor.MaxConcurrent < 1 || c.Executor.MaxConcurrent > 256 {
 		add("executor.max_concurrent", "must be between 1 and 256")
@@ -389,4 +430,50 @@ func (c Server) ForkPRAllowed(repo string) bool {
 		}
 	}
 	return false
+}
+
+var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,99}$`)
+
+// QueueRE is what a Buildkite queue name may be: it is written into the
+// pipeline's YAML by `inspect buildkite setup`.
+var QueueRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
+
+func (b Buildkite) validate(add func(key, format string, args ...any)) {
+	if err := checkURL(b.APIURL); err != nil {
+		add("buildkite.api_url", "%v", err)
+	}
+	if !slugRE.MatchString(b.Organization) {
+		add("buildkite.organization", "must be the organization's slug (lower-case letters, digits, - and _)")
+	}
+	if !slugRE.MatchString(b.Pipeline) {
+		add("buildkite.pipeline", "must be the session pipeline's slug (lower-case letters, digits, - and _)")
+	}
+	if b.APIToken == "" && b.APITokenPath == "" {
+		add("buildkite.api_token", "set it or buildkite.api_token_path")
+	}
+	if b.APIToken != "" && b.APITokenPath != "" {
+		add("buildkite.api_token", "set only one of it and buildkite.api_token_path")
+	}
+	if len(strings.TrimSpace(b.WebhookToken)) < 16 {
+		add("buildkite.webhook_token", "must be at least 16 characters: it is all that authenticates Buildkite's webhooks")
+	}
+	if !QueueRE.MatchString(b.Queue) {
+		add("buildkite.queue", "must be 1-100 of letters, digits, '_', '.' and '-'")
+	}
+	if b.ReconcileInterval < time.Second {
+		add("buildkite.reconcile_interval", "must be at least 1s")
+	}
+}
+
+// BuildkiteAPIToken returns the Buildkite API token, read from its file
+// when api_token_path is set.
+func (c Server) BuildkiteAPIToken() (string, error) {
+	if c.Buildkite.APITokenPath == "" {
+		return c.Buildkite.APIToken, nil
+	}
+	b, err := os.ReadFile(c.Buildkite.APITokenPath)
+	if err != nil {
+		return "", fmt.Errorf("buildkite.api_token_path: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }

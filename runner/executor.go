@@ -2,8 +2,13 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"time"
 )
+
+// ErrNoResult is returned by an executor asked for a finished attempt's
+// result (its evidence) when the attempt left none.
+var ErrNoResult = errors.New("the attempt left no result")
 
 // Attempt is what an executor needs to start `inspect runner` for one
 // attempt of a session. It carries no standing credential: ClaimCode is
@@ -18,6 +23,14 @@ type Attempt struct {
 	// local executor, the app's public URL on Buildkite.
 	ChannelURL string
 	ClaimCode  string
+	// Number counts the session's attempts from 1; a re-dispatch of a lost
+	// attempt is 2. With SessionID it names the attempt to an executor that
+	// must find it again (Buildkite meta-data).
+	Number int
+	// RequesterLogin and RequesterID name who asked for the session (an
+	// executor may show them, as a Buildkite build's message and author).
+	RequesterLogin string
+	RequesterID    int64
 	// Deadline is the session's deadline. The supervisor enforces it
 	// itself (it is also in the spec); an executor may use it as a
 	// backstop, for an attempt whose supervisor stopped answering.
@@ -59,7 +72,7 @@ type AttemptState struct {
 // loop), to tell an attempt that is still working from one that is gone.
 //
 // Implementations: runner/local (a child process per attempt on the app's
-// host) and, later, Buildkite.
+// host) and runner/buildkite (a build per attempt).
 type Executor interface {
 	// Start launches the attempt and returns the executor's id for it,
 	// which the app records and passes back to Cancel and State. It does

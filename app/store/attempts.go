@@ -28,13 +28,18 @@ const (
 // code and session token are stored, so a copy of the database grants
 // nothing.
 type Attempt struct {
-	ID          string
-	SessionID   string
-	ExternalID  string
-	State       AttemptState
-	Deadline    time.Time
-	ProgressSeq int64
-	Progress    string
+	ID         string
+	SessionID  string
+	ExternalID string
+	// Number counts the session's attempts from 1.
+	Number int
+	// ExternalState is the executor's last reported state of the attempt
+	// (a Buildkite build's "scheduled", "running", "passed", ...).
+	ExternalState string
+	State         AttemptState
+	Deadline      time.Time
+	ProgressSeq   int64
+	Progress      string
 	// Spec is the contract.Spec the attempt runs, as JSON.
 	Spec string
 	// Result is the uploaded contract.ResultUpload, as JSON.
@@ -58,8 +63,12 @@ func HashSecret(secret string) string {
 // session's current one, in one transaction.
 func (s *Store) CreateAttempt(ctx context.Context, a Attempt, claimCode string, now time.Time) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, session_id, claim_hash, state, deadline, spec, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`, a.ID, a.SessionID, HashSecret(claimCode), string(AttemptStarted), ms(a.Deadline), a.Spec, ms(now))
+		number := a.Number
+		if number < 1 {
+			number = 1
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, session_id, claim_hash, state, deadline, spec, number, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`, a.ID, a.SessionID, HashSecret(claimCode), string(AttemptStarted), ms(a.Deadline), a.Spec, number, ms(now))
 		if err != nil {
 			return fmt.Errorf("creating attempt: %w", err)
 		}
@@ -144,8 +153,9 @@ func (s *Store) attemptRow(ctx context.Context, q querier, id string) (Attempt, 
 		claimHash, tokenHash string
 	)
 	err := q.QueryRowContext(ctx, `SELECT id, session_id, external_id, state, deadline, progress_seq, progress, spec, result,
-		created_at, claim_hash, token_hash FROM attempts WHERE id = $1`, id).
-		Scan(&a.ID, &a.SessionID, &a.ExternalID, &state, &deadline, &a.ProgressSeq, &a.Progress, &a.Spec, &a.Result, &created, &claimHash, &tokenHash)
+		created_at, claim_hash, token_hash, number, external_state FROM attempts WHERE id = $1`, id).
+		Scan(&a.ID, &a.SessionID, &a.ExternalID, &state, &deadline, &a.ProgressSeq, &a.Progress, &a.Spec, &a.Result, &created, &claimHash, &tokenHash,
+			&a.Number, &a.ExternalState)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attempt{}, "", "", fmt.Errorf("attempt %s: %w", id, ErrNotFound)
 	}
@@ -160,6 +170,31 @@ func (s *Store) attemptRow(ctx context.Context, q querier, id string) (Attempt, 
 func (s *Store) GetAttempt(ctx context.Context, id string) (Attempt, error) {
 	a, _, _, err := s.attemptRow(ctx, s.db, id)
 	return a, err
+}
+
+// AttemptByNumber finds a session's attempt by its number.
+func (s *Store) AttemptByNumber(ctx context.Context, sessionID string, number int) (Attempt, error) {
+	var id string
+	err := s.db.QueryRowContext(ctx, `SELECT id FROM attempts WHERE session_id = $1 AND number = $2`, sessionID, number).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Attempt{}, fmt.Errorf("attempt %d of session %s: %w", number, sessionID, ErrNotFound)
+	}
+	if err != nil {
+		return Attempt{}, err
+	}
+	return s.GetAttempt(ctx, id)
+}
+
+// SetAttemptExternalState records the executor's view of the attempt. It
+// reports whether that changed, so a repeated webhook queues nothing.
+func (s *Store) SetAttemptExternalState(ctx context.Context, id, state string, now time.Time) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE attempts SET external_state = $2, updated_at = $3 WHERE id = $1 AND external_state <> $2`,
+		id, state, ms(now))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
 }
 
 // RecordProgress keeps the newest progress message; a repeated or older

@@ -34,6 +34,10 @@ const (
 	// ReportSession turns an attempt's result into a commit, a pull request
 	// and a concluded check run.
 	ReportSession WorkKind = "report_session"
+	// CollectResult reads a finished attempt's result from its executor
+	// (a Buildkite build's artifacts) when the supervisor's upload never
+	// came.
+	CollectResult WorkKind = "collect_result"
 )
 
 // NewWork is work to queue.

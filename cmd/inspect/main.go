@@ -33,6 +33,8 @@ Usage:
   inspect run [flags] -- INSTR    run a session locally on a checkout, in the sandbox,
                                   with no GitHub; prints the evidence, writes a patch
                                   (inspect run -h for the flags)
+  inspect buildkite setup [--config FILE]
+                                  create or update the Buildkite session pipeline
   inspect version                 print the version
 
 Configuration: docs/configuration.md. Every key can also be set with an
@@ -55,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runnerCmd(args[1:], stderr)
 	case "run":
 		return runCmd(args[1:], stdout, stderr)
+	case "buildkite":
+		return buildkiteCmd(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return 0
@@ -116,6 +120,13 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 		channelURL = fmt.Sprintf("http://127.0.0.1:%d", ln.Addr().(*net.TCPAddr).Port)
 	}
 	var exec app.Executor
+	if cfg.Executor.Kind == "buildkite" {
+		bx, err := buildkiteExecutor(cfg)
+		if err != nil {
+			return err
+		}
+		exec = bx
+	}
 	if cfg.Executor.Kind == "local" {
 		if err := sandbox.Available(); err != nil {
 			return fmt.Errorf("executor.kind local needs the sandbox: %w", err)

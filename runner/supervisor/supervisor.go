@@ -624,6 +624,12 @@ func (s *session) writeOut(u *contract.ResultUpload) {
 	if s.cfg.OutDir == "" {
 		return
 	}
+	// Created here: on Buildkite it is a fresh directory under the job's
+	// (skipped) checkout, where artifact_paths look for the files.
+	if err := os.MkdirAll(s.cfg.OutDir, 0o755); err != nil {
+		s.log.Warn().Err(err).Msg("creating the out dir")
+		return
+	}
 	write := func(name string, v any) {
 		b, err := json.MarshalIndent(v, "", "  ")
 		if err == nil {

@@ -1,0 +1,58 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+
+	"github.com/inspecthq/inspect/runner/buildkite"
+)
+
+func TestClassifyAPIError(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	resp := func(code int, h http.Header) *http.Response {
+		return &http.Response{StatusCode: code, Header: h, Request: &http.Request{Method: "GET"}}
+	}
+	ghErr := func(code int, h http.Header) error {
+		return fmt.Errorf("reading: %w", &github.ErrorResponse{Response: resp(code, h), Message: "Not Found"})
+	}
+	for name, c := range map[string]struct {
+		err       error
+		wait      time.Duration
+		refusedBy string
+	}{
+		"plain error":            {err: errors.New("connection reset")},
+		"github 500":             {err: ghErr(500, nil)},
+		"github 408":             {err: ghErr(408, nil)},
+		"github 404 is final":    {err: ghErr(404, nil), refusedBy: "GitHub"},
+		"github 422 is final":    {err: ghErr(422, nil), refusedBy: "GitHub"},
+		"github 429 retry-after": {err: ghErr(429, http.Header{"Retry-After": {"30"}}), wait: 30 * time.Second},
+		"github 429 bare":        {err: ghErr(429, nil), wait: time.Minute},
+		"primary rate limit": {err: &github.RateLimitError{Response: resp(403, nil),
+			Rate: github.Rate{Reset: github.Timestamp{Time: now.Add(90 * time.Second)}}}, wait: 90 * time.Second},
+		"reset in the past": {err: &github.RateLimitError{Response: resp(403, nil),
+			Rate: github.Rate{Reset: github.Timestamp{Time: now.Add(-time.Hour)}}}, wait: time.Second},
+		"secondary rate limit": {err: &github.AbuseRateLimitError{Response: resp(403, nil), RetryAfter: ptr(2 * time.Minute)}, wait: 2 * time.Minute},
+		"buildkite final":      {err: fmt.Errorf("starting: %w", &buildkite.FinalError{Status: 403, Message: "forbidden"}), refusedBy: "Buildkite"},
+		"buildkite rate":       {err: &buildkite.RateLimitedError{RetryAfter: 5 * time.Hour}, wait: time.Hour},
+	} {
+		t.Run(name, func(t *testing.T) {
+			wait, refusal := classifyAPIError(c.err, now)
+			if wait != c.wait {
+				t.Errorf("wait = %v, want %v", wait, c.wait)
+			}
+			switch {
+			case c.refusedBy == "" && refusal != nil:
+				t.Errorf("refused: %v", refusal)
+			case c.refusedBy != "" && (refusal == nil || refusal.service != c.refusedBy):
+				t.Errorf("refusal = %v, want one by %s", refusal, c.refusedBy)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/runner/buildkite"
+)
+
+// buildkiteStepSlack is what the session step's timeout_in_minutes adds to
+// sessions.timeout: fetching before the session's clock starts, and
+// uploading after it stops. The supervisor enforces each session's own
+// deadline; Buildkite's timeout is only the backstop.
+const buildkiteStepSlack = 5 * time.Minute
+
+// buildkiteExecutor builds the Buildkite executor from server config.
+func buildkiteExecutor(cfg config.Server) (*buildkite.Executor, error) {
+	token, err := cfg.BuildkiteAPIToken()
+	if err != nil {
+		return nil, err
+	}
+	return buildkite.New(buildkiteConfig(cfg, token))
+}
+
+func buildkiteConfig(cfg config.Server, token string) buildkite.Config {
+	return buildkite.Config{
+		BaseURL: cfg.Buildkite.APIURL, Token: token,
+		Org: cfg.Buildkite.Organization, Pipeline: cfg.Buildkite.Pipeline, Branch: cfg.Buildkite.Branch,
+		UserAgent: "inspect/" + version,
+	}
+}
+
+// stepTimeoutMinutes is the session step's timeout_in_minutes: the
+// server's longest session plus buildkiteStepSlack, rounded up.
+func stepTimeoutMinutes(cfg config.Server) int {
+	d := cfg.Sessions.Timeout + buildkiteStepSlack
+	return int((d + time.Minute - 1) / time.Minute)
+}
+
+// buildkiteCmd is `inspect buildkite setup`: create or update the session
+// pipeline through the API, from the same config `inspect serve` reads.
+func buildkiteCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "setup" {
+		fmt.Fprintln(stderr, "usage: inspect buildkite setup [--config FILE] [--repository URL] [--default-branch NAME]")
+		return 2
+	}
+	fs := flag.NewFlagSet("buildkite setup", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "YAML config file (optional; INSPECT_* variables override it)")
+	repository := fs.String("repository", "", "repository URL Buildkite records for the pipeline (its checkout is skipped; default: Inspect's own)")
+	branch := fs.String("default-branch", "", "the pipeline's default branch (default: main)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*configPath, os.LookupEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect: %v\n", err)
+		return 2
+	}
+	if cfg.Executor.Kind != "buildkite" {
+		fmt.Fprintln(stderr, "inspect: executor.kind is not buildkite; set it (and the buildkite.* keys) first")
+		return 2
+	}
+	token, err := cfg.BuildkiteAPIToken()
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	opts := buildkite.SetupOptions{Repository: *repository, DefaultBranch: *branch, Queue: cfg.Buildkite.Queue, TimeoutMinutes: stepTimeoutMinutes(cfg)}
+	created, err := buildkite.Setup(ctx, buildkiteConfig(cfg, token), opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect: setting up the session pipeline: %v\n", err)
+		return 1
+	}
+	what := "updated"
+	if created {
+		what = "created"
+	}
+	fmt.Fprintf(stdout, "%s pipeline %s/%s (queue %s, timeout %d minutes)\n", what, cfg.Buildkite.Organization, cfg.Buildkite.Pipeline, opts.Queue, opts.TimeoutMinutes)
+	return 0
+}

@@ -1,0 +1,181 @@
+package buildkite
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	bk "github.com/buildkite/go-buildkite/v3/buildkite"
+	"gopkg.in/yaml.v3"
+)
+
+// The session step, as .buildkite/inspect-session.yml ships it.
+const (
+	sessionStepLabel = ":mag: inspect session"
+	sessionStepKey   = "session"
+	sessionCommand   = "inspect runner --out-dir " + outDir
+	// cancelGraceSeconds is how long the agent waits between SIGTERM and
+	// SIGKILL on a cancel: the supervisor's time to upload partial
+	// evidence.
+	cancelGraceSeconds = 30
+	// maxTimeoutMinutes is the longest step timeout Setup accepts: a day.
+	maxTimeoutMinutes = 24 * 60
+)
+
+// Defaults for SetupOptions' zero values.
+const (
+	DefaultPipelineName = "Inspect session"
+	// DefaultRepository is only there because Buildkite requires a
+	// pipeline to have a repository: the step skips checkout.
+	DefaultRepository     = "https://github.com/inspecthq/inspect.git"
+	DefaultPipelineBranch = "main"
+)
+
+// pipelineFile is a pipeline's YAML, as much of it as the session pipeline
+// uses. Field order is the order written.
+type pipelineFile struct {
+	Steps []commandStep `yaml:"steps"`
+}
+
+type commandStep struct {
+	Label                    string       `yaml:"label"`
+	Key                      string       `yaml:"key"`
+	Command                  string       `yaml:"command"`
+	Checkout                 stepCheckout `yaml:"checkout"`
+	Agents                   stepAgents   `yaml:"agents"`
+	TimeoutInMinutes         int          `yaml:"timeout_in_minutes"`
+	CancelGracePeriodSeconds int          `yaml:"cancel_grace_period_seconds"`
+	ArtifactPaths            []string     `yaml:"artifact_paths"`
+}
+
+type stepCheckout struct {
+	Skip bool `yaml:"skip"`
+}
+
+type stepAgents struct {
+	Queue string `yaml:"queue"`
+}
+
+// pipelineHeader heads the YAML that Setup installs, for whoever opens the
+// pipeline's settings in Buildkite.
+const pipelineHeader = "# Inspect's session pipeline, installed by `runner/buildkite.Setup`.\n" +
+	"# It is static: a build's environment carries the session's ids, channel\n" +
+	"# URL and single-use claim code; `inspect runner` fetches the rest.\n"
+
+// SessionPipelineYAML renders the session pipeline: one command step that
+// runs `inspect runner` on an agent of queue, with checkout skipped (the
+// supervisor fetches the pinned commit itself), a timeout, a grace period
+// for the supervisor to upload partial evidence when cancelled, and the
+// evidence and manifest as artifacts. It is static: nothing of a session
+// is in it. It is marshalled from structs, so no value can change its
+// structure; Setup checks queue and timeoutMinutes.
+func SessionPipelineYAML(queue string, timeoutMinutes int) []byte {
+	file := pipelineFile{Steps: []commandStep{{
+		Label:                    sessionStepLabel,
+		Key:                      sessionStepKey,
+		Command:                  sessionCommand,
+		Checkout:                 stepCheckout{Skip: true},
+		Agents:                   stepAgents{Queue: queue},
+		TimeoutInMinutes:         timeoutMinutes,
+		CancelGracePeriodSeconds: cancelGraceSeconds,
+		ArtifactPaths:            []string{EvidenceArtifact, ManifestArtifact},
+	}}}
+	var buf bytes.Buffer
+	buf.WriteString(pipelineHeader)
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(file); err != nil {
+		// Strings and ints in fixed structs always encode; failing here
+		// is a bug in this file, not a condition to handle.
+		panic("buildkite: encoding the session pipeline: " + err.Error())
+	}
+	if err := enc.Close(); err != nil {
+		panic("buildkite: encoding the session pipeline: " + err.Error())
+	}
+	return buf.Bytes()
+}
+
+// SetupOptions describes the session pipeline Setup installs.
+type SetupOptions struct {
+	// Name is the pipeline's name (DefaultPipelineName when empty).
+	// Buildkite derives the slug from it, so on creation it must give
+	// Config.Pipeline.
+	Name string
+	// Repository is required by Buildkite although the step skips
+	// checkout (DefaultRepository when empty).
+	Repository string
+	// DefaultBranch is the pipeline's default branch, on which builds are
+	// created when Config.Branch is empty (DefaultPipelineBranch when
+	// empty).
+	DefaultBranch string
+	// Queue is the agent queue the step targets: letters, digits, '_', '.'
+	// and '-'.
+	Queue string
+	// TimeoutMinutes is the step's timeout_in_minutes, 1 to 1440: a
+	// backstop behind the supervisor's own deadline.
+	TimeoutMinutes int
+}
+
+// Setup installs the session pipeline: it creates Config.Pipeline with
+// SessionPipelineYAML when Buildkite says it does not exist, and otherwise
+// replaces its configuration (and nothing else). created says which it did.
+// The options are checked before any request. Running Setup again is safe.
+func Setup(ctx context.Context, cfg Config, opts SetupOptions) (created bool, err error) {
+	switch {
+	case !isName(opts.Queue):
+		return false, fmt.Errorf("buildkite: queue %q; want letters, digits, '_', '.' and '-' only", opts.Queue)
+	case opts.TimeoutMinutes < 1 || opts.TimeoutMinutes > maxTimeoutMinutes:
+		return false, fmt.Errorf("buildkite: timeout of %d minutes; want 1 to %d", opts.TimeoutMinutes, maxTimeoutMinutes)
+	}
+	if opts.Name == "" {
+		opts.Name = DefaultPipelineName
+	}
+	if opts.Repository == "" {
+		opts.Repository = DefaultRepository
+	}
+	if opts.DefaultBranch == "" {
+		opts.DefaultBranch = DefaultPipelineBranch
+	}
+	e, err := New(cfg)
+	if err != nil {
+		return false, err
+	}
+	return e.setup(ctx, opts)
+}
+
+func (e *Executor) setup(ctx context.Context, opts SetupOptions) (bool, error) {
+	config := string(SessionPipelineYAML(opts.Queue, opts.TimeoutMinutes))
+	path := e.pipelinePath(e.cfg.Org, e.cfg.Pipeline)
+	var existing bk.Pipeline
+	_, err := e.do(ctx, http.MethodGet, path, nil, &existing)
+	switch {
+	case status(err) == http.StatusNotFound:
+		create := &bk.CreatePipeline{
+			Name:          opts.Name,
+			Repository:    opts.Repository,
+			Configuration: config,
+			DefaultBranch: opts.DefaultBranch,
+		}
+		var p bk.Pipeline
+		if _, err := e.do(ctx, http.MethodPost, "v2/organizations/"+url.PathEscape(e.cfg.Org)+"/pipelines", create, &p); err != nil {
+			return false, e.fail("creating the session pipeline", err)
+		}
+		if p.Slug == nil || *p.Slug != e.cfg.Pipeline {
+			slug := ""
+			if p.Slug != nil {
+				slug = *p.Slug
+			}
+			return true, fmt.Errorf("buildkite: created pipeline %q (slug %q), but the configured pipeline is %q: name it so that its slug matches", opts.Name, slug, e.cfg.Pipeline)
+		}
+		return true, nil
+	case err != nil:
+		return false, e.fail("reading the session pipeline", err)
+	}
+	update := &bk.UpdatePipeline{Configuration: config}
+	if _, err := e.do(ctx, http.MethodPatch, path, update, nil); err != nil {
+		return false, e.fail("updating the session pipeline", err)
+	}
+	return false, nil
+}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -46,6 +48,9 @@ type bkHarness struct {
 	mu             sync.Mutex
 	waits          []time.Duration // what the executor waited between retries
 	resultAttempts atomic.Int32
+	// agentStarted is closed when a supervisor reports the agent phase.
+	agentStarted chan struct{}
+	agentOnce    sync.Once
 }
 
 func newBuildkiteHarness(t *testing.T) *bkHarness {
@@ -62,7 +67,7 @@ func newBuildkiteHarness(t *testing.T) *bkHarness {
 	}
 	bk.AddPipeline(bkOrg, bkPipeline, string(pipelineYAML))
 
-	b := &bkHarness{bk: bk}
+	b := &bkHarness{bk: bk, agentStarted: make(chan struct{})}
 	b.front = httptest.NewServer(http.HandlerFunc(b.serveFront))
 	t.Cleanup(b.front.Close)
 
@@ -106,6 +111,18 @@ func (b *bkHarness) serveFront(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, `{"code":"invalid","message":"refused by the test"}`, http.StatusBadRequest)
 			return
 		}
+	}
+	if strings.HasSuffix(r.URL.Path, "/progress") {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		var ev contract.ProgressEvent
+		if json.Unmarshal(body, &ev) == nil && ev.Phase == contract.PhaseAgent {
+			b.agentOnce.Do(func() { close(b.agentStarted) })
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	hp := b.handler.Load()
 	if hp == nil {
@@ -503,5 +520,56 @@ func TestBuildkiteRefusalEndsTheSessionWithAClearError(t *testing.T) {
 	}
 	if strings.Contains(s.Detail, b.bk.Token()) {
 		t.Error("the reply holds the API token")
+	}
+}
+
+// `/inspect cancel` on a running Buildkite session cancels the build: the
+// agent's SIGTERM reaches the supervisor, which stops the sandbox, leaves
+// partial evidence in its artifacts and exits; nothing is left running.
+func TestBuildkiteCancelStopsTheBuildWithPartialEvidence(t *testing.T) {
+	b := newBuildkiteHarness(t)
+	marker := fmt.Sprintf("inspect-bk-hang-%d", time.Now().UnixNano())
+	b.gh.CommitFiles(owner, repoName, "main", map[string]string{
+		"hang.sh":             "#!/bin/sh\nsh -c 'sleep 1000; : " + marker + "'\n",
+		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"hang.sh\"]\n",
+	}, "an agent that hangs")
+	withRealPR(t, b.harness)
+	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect hang", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	b.runWorkers()
+	select {
+	case <-b.agentStarted:
+	case <-time.After(2 * time.Minute): // a failure guard, not a synchronisation
+		t.Fatalf("the agent never started\nbuild log:\n%s\n%s", b.buildLogs(), b.logs)
+	}
+	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect cancel", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	b.runWorkers()
+	b.settle()
+	if s := b.onlySession(); s.Outcome != store.Cancelled {
+		t.Fatalf("session = %s/%s: %s", s.State, s.Outcome, s.Detail)
+	}
+	bs := b.builds()
+	if len(bs) != 1 || bs[0].State != "canceled" {
+		t.Fatalf("builds = %+v", bs)
+	}
+	var ev contract.Evidence
+	for _, art := range bs[0].Artifacts {
+		if art.Path == buildkite.EvidenceArtifact {
+			if err := json.Unmarshal(art.Data, &ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if ev.Outcome != contract.OutcomeCancelled || !ev.Partial {
+		t.Errorf("evidence = %s partial %v, want cancelled and partial\nbuild log:\n%s", ev.Outcome, ev.Partial, bs[0].Log)
+	}
+	if left := processesWith(t, marker); len(left) > 0 {
+		t.Errorf("processes left behind: %v", left)
+	}
+	if runs := b.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "cancelled" {
+		t.Errorf("check runs = %+v", runs)
 	}
 }

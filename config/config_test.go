@@ -88,6 +88,14 @@ policy: {allowed_bots: [renovate]}`, nil, []string{"policy.allowed_bots[0]:"}},
 		{"sqlite in memory", minimalYAML, map[string]string{"INSPECT_DATABASE_DSN": ":memory:"}, []string{"database.dsn:"}},
 		{"unbounded attempts", minimalYAML, map[string]string{"INSPECT_WORKERS_MAX_ATTEMPTS": "1000"}, []string{"workers.max_attempts: must be between 1 and 50"}},
 		{"command word too short", minimalYAML, map[string]string{"INSPECT_COMMAND_WORD": "/a"}, []string{"command_word:"}},
+		{"buildkite needs its keys and a public channel", minimalYAML + `
+executor: {kind: buildkite}`, nil, []string{"buildkite.organization:", "buildkite.api_token: set it", "buildkite.webhook_token: must be at least 16", "channel_url: must be the app's public URL"}},
+		{"buildkite queue goes into YAML, so it is checked", minimalYAML + `
+executor: {kind: buildkite}
+channel_url: https://inspect.example.com
+buildkite: {organization: acme, api_token: t, api_token_path: /x, webhook_token: 0123456789abcdef, queue: "a: b", reconcile_interval: 10ms}`, nil,
+			[]string{"buildkite.queue:", "buildkite.api_token: set only one", "buildkite.reconcile_interval:"}},
+		{"unknown executor", minimalYAML, map[string]string{"INSPECT_EXECUTOR_KIND": "k8s"}, []string{"executor.kind: \"k8s\" must be local, buildkite or none"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

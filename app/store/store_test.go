@@ -455,6 +455,48 @@ func TestAttemptClaimIsSingleUseAndTokensAreChecked(t *testing.T) {
 	})
 }
 
+// Attempts are found again by session and number (a Buildkite build's
+// meta-data), and an executor's state is recorded only when it changes.
+func TestAttemptsByNumberAndExternalState(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if _, err := s.Accept(ctx, acceptance("d", 1, "s")); err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range []string{"a1", "a2"} {
+			a := store.Attempt{ID: id, SessionID: "s", Number: i + 1, Deadline: t0.Add(time.Hour)}
+			if err := s.CreateAttempt(ctx, a, "claim-code-0123456789-"+id, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.AttemptByNumber(ctx, "s", 2)
+		if err != nil || got.ID != "a2" || got.Number != 2 {
+			t.Fatalf("attempt 2 = %+v (%v)", got, err)
+		}
+		if _, err := s.AttemptByNumber(ctx, "s", 3); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("attempt 3: %v", err)
+		}
+		if _, err := s.AttemptByNumber(ctx, "other", 1); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("another session's: %v", err)
+		}
+		for i, c := range []struct {
+			state   string
+			changed bool
+		}{{"running", true}, {"running", false}, {"passed", true}} {
+			changed, err := s.SetAttemptExternalState(ctx, "a2", c.state, t0)
+			if err != nil || changed != c.changed {
+				t.Errorf("step %d (%s): changed = %v (%v), want %v", i, c.state, changed, err, c.changed)
+			}
+		}
+		if a, _ := s.GetAttempt(ctx, "a2"); a.ExternalState != "passed" {
+			t.Errorf("external state = %q", a.ExternalState)
+		}
+		if a, _ := s.GetAttempt(ctx, "a1"); a.ExternalState != "" || a.Number != 1 {
+			t.Errorf("attempt 1 = %+v", a)
+		}
+	})
+}
+
 // Replicas that start together on a fresh database must not race on the
 // schema (PostgreSQL takes turns under an advisory lock).
 func TestConcurrentOpenMigratesOnce(t *testing.T) {

@@ -50,19 +50,45 @@ func (s *Server) RunCommand(ctx context.Context, b BuildInfo, step Step, env []s
 
 type logKey struct{}
 
-// defaultRunner runs the command as a real local process. Its combined
-// output becomes the job's log (Build.Log).
+// defaultRunner runs the command as a real local process in its own
+// process group, as buildkite-agent runs a job: cancelling sends SIGTERM to
+// the whole group, and SIGKILL to it after the cancel grace period. Its
+// combined output becomes the job's log (Build.Log).
 func (s *Server) defaultRunner(ctx context.Context, _ BuildInfo, step Step, env []string, workDir string) int {
 	s.mu.Lock()
 	grace := s.grace
 	s.mu.Unlock()
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", step.Command)
+	cmd := exec.Command("/bin/sh", "-c", step.Command)
 	cmd.Dir, cmd.Env = workDir, env
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A process that escaped the group may hold the output pipe open; do
+	// not wait for it past the grace period.
 	cmd.WaitDelay = grace
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		exited := make(chan struct{})
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			select {
+			case <-exited:
+				return
+			case <-ctx.Done():
+			}
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // the group may be gone already
+			t := time.NewTimer(grace)
+			defer t.Stop()
+			select {
+			case <-exited:
+			case <-t.C:
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // as above
+			}
+		}()
+		err = cmd.Wait()
+		close(exited)
+	}
 	if buf, ok := ctx.Value(logKey{}).(*bytes.Buffer); ok {
 		buf.Write(out.Bytes())
 	}

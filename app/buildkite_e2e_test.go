@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"github.com/inspecthq/inspect/internal/fakebuildkite"
 	"github.com/inspecthq/inspect/internal/fakeclock"
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/buildkite"
 	"github.com/inspecthq/inspect/runner/contract"
 )
@@ -571,5 +573,56 @@ func TestBuildkiteCancelStopsTheBuildWithPartialEvidence(t *testing.T) {
 	}
 	if runs := b.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "cancelled" {
 		t.Errorf("check runs = %+v", runs)
+	}
+}
+
+// answerLostExecutor creates the build and then reports failure, as when
+// Buildkite's answer to the create is lost on the way back.
+type answerLostExecutor struct {
+	*buildkite.Executor
+	lost atomic.Int32
+}
+
+func (e *answerLostExecutor) Start(ctx context.Context, a runner.Attempt) (string, error) {
+	if _, err := e.Executor.Start(ctx, a); err != nil {
+		return "", err
+	}
+	if e.lost.Add(1) == 1 {
+		return "", errors.New("connection reset by peer")
+	}
+	return "", errors.New("the test expected one Start only")
+}
+
+// A dispatch whose build was created but not recorded finds that build by
+// its meta-data on the retry and adopts it: never a second build.
+func TestBuildkiteUnrecordedBuildIsAdoptedNotDuplicated(t *testing.T) {
+	b := newBuildkiteHarness(t)
+	b.bk.HoldBuilds(true)
+	b.stop()
+	b.exec = &answerLostExecutor{Executor: b.exec.(*buildkite.Executor)}
+	b.start()
+	withRealPR(t, b.harness)
+	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	b.runWorkers()
+	if s := b.onlySession(); s.State != store.Preparing {
+		t.Fatalf("state = %s, want preparing (the dispatch failed)", s.State)
+	}
+	b.clock.Advance(b.cfg.Workers.RetryBackoff)
+	b.runWorkers()
+	builds := b.builds()
+	s := b.onlySession()
+	a, err := b.st.GetAttempt(context.Background(), s.AttemptID)
+	if len(builds) != 1 || err != nil || a.ExternalID != builds[0].WebURL || s.State != store.Dispatched {
+		t.Fatalf("builds = %d, attempt = %+v (%v), session %s", len(builds), a, err, s.State)
+	}
+	b.bk.HoldBuilds(false)
+	b.settle()
+	if s := b.onlySession(); s.Outcome != store.Changed {
+		t.Fatalf("session = %s/%s: %s\n%s", s.State, s.Outcome, s.Detail, b.logs)
+	}
+	if n := len(b.builds()); n != 1 {
+		t.Errorf("builds = %d, want 1", n)
 	}
 }

@@ -99,6 +99,14 @@ func (s *Service) handleBuildkiteHook(w http.ResponseWriter, r *http.Request) {
 	log = log.With().Str("session_id", sessionID).Int("attempt", number).Logger()
 	ctx := log.WithContext(r.Context())
 	a, err := s.store.AttemptByNumber(ctx, sessionID, number)
+	if err == nil && a.ExternalID == "" && ev.Build.WebURL != "" && a.State != store.AttemptEnded {
+		// The build's creation was not recorded (its answer was lost):
+		// this authenticated webhook names it, so adopt it.
+		if err = s.store.SetAttemptExternalID(ctx, a.ID, ev.Build.WebURL, s.clock.Now()); err == nil {
+			a.ExternalID = ev.Build.WebURL
+			log.Info().Str("external_id", a.ExternalID).Msg("adopted a build from its webhook")
+		}
+	}
 	if errors.Is(err, store.ErrNotFound) || (err == nil && a.ExternalID != ev.Build.WebURL) {
 		log.Info().Msg("buildkite webhook for no current run; ignored")
 		w.WriteHeader(http.StatusOK)

@@ -101,8 +101,16 @@ func (s *Service) reconcileAttempts(ctx context.Context) error {
 	}
 	for _, sess := range active {
 		a, err := s.store.GetAttempt(ctx, sess.AttemptID)
-		if err != nil || a.ExternalID == "" || a.State == store.AttemptEnded {
-			continue // not started yet, or its result is being reported
+		if err != nil || a.State == store.AttemptEnded {
+			continue // its result is being reported
+		}
+		if a.ExternalID == "" {
+			// Started, but the start was not recorded (the executor's
+			// answer was lost, or the app stopped): find the run.
+			if _, err := s.adoptRun(ctx, a); err != nil {
+				zerolog.Ctx(ctx).Warn().Err(err).Str("session_id", sess.ID).Str("attempt_id", a.ID).Msg("looking for the attempt's run failed")
+			}
+			continue
 		}
 		st, err := states.State(ctx, a.ExternalID)
 		if err != nil {

@@ -142,7 +142,7 @@ func TestEveryEnvVarSetsItsKey(t *testing.T) {
 			v = "7m"
 		case strings.HasSuffix(ev.Name, "PAUSED"):
 			v = "true"
-		case strings.Contains(ev.Name, "TIMEOUT") || strings.Contains(ev.Name, "LEASE") || strings.Contains(ev.Name, "INTERVAL") || strings.Contains(ev.Name, "BACKOFF") || strings.HasSuffix(ev.Name, "MAX_AGE"):
+		case strings.Contains(ev.Name, "TIMEOUT") || strings.Contains(ev.Name, "LEASE") || strings.Contains(ev.Name, "INTERVAL") || strings.Contains(ev.Name, "BACKOFF") || strings.HasSuffix(ev.Name, "MAX_AGE") || strings.HasSuffix(ev.Name, "REFRESH"):
 			v = "7s"
 		}
 		got := base
@@ -170,8 +170,12 @@ func TestParseRepo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Verify[0].Timeout != 5*time.Minute || r.Agent.Command[1] != "--fast" {
+	if r.Verify[0].Timeout != 5*time.Minute || r.Agent.Command[1] != "--fast" || r.WantsSnapshots() {
 		t.Errorf("parsed %+v", r)
+	}
+	r, err = ParseRepo([]byte("env: {GOFLAGS: -trimpath}\nsnapshot:\n  setup: [{name: deps, run: [go, mod, download]}]\n  caches: [{path: /cache/go, lockfiles: [go.sum]}]\n"))
+	if err != nil || !r.WantsSnapshots() || r.Snapshot.Caches[0].Path != "/cache/go" || r.Env["GOFLAGS"] != "-trimpath" {
+		t.Fatalf("snapshot config: %+v %v", r, err)
 	}
 	for input, want := range map[string]string{
 		"enabled: maybe\n":                 "line 1",
@@ -181,6 +185,13 @@ func TestParseRepo(t *testing.T) {
 		"verify:\n  - name: x\n":           "verify[0].run",
 		"limits: {session_timeout: -1s}\n": "limits.session_timeout",
 		"api_token: abc\n":                 "unknown key `api_token`",
+		"snapshot: {caches: [{path: cache, lockfiles: [go.sum]}]}\n":                                 "snapshot.caches[0].path",
+		"snapshot: {caches: [{path: /cache/go}]}\n":                                                  "snapshot.caches[0].lockfiles",
+		"snapshot: {caches: [{path: /c, lockfiles: [a]}, {path: /c/go, lockfiles: [b]}]}\n":          "overlaps snapshot.caches[0].path",
+		"snapshot: {setup: [{name: x}]}\n":                                                           "snapshot.setup[0].run",
+		"env: {INSPECT_SESSION_ID: x}\n":                                                             "env",
+		"env: {GITHUB_TOKEN: ghp_0123456789abcdefghijklmnopqrstuvwxyzAB}\n":                          "env",
+		"snapshot: {caches: [{path: /workspace/node_modules, lockfiles: [../package-lock.json]}]}\n": "snapshot.caches[0].lockfiles[0]",
 	} {
 		_, err := ParseRepo([]byte(input))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -29,7 +29,36 @@ type Repo struct {
 	// the server's own (.github/workflows/** is always protected).
 	ProtectedPaths []string  `yaml:"protected_paths"`
 	Limits         RepoLimit `yaml:"limits"`
+	// Env is added to every sandboxed command's environment, in snapshot
+	// builds and sessions alike (GOFLAGS=-trimpath, GOMODCACHE=/cache/...),
+	// so both see the caches at the same paths. No credentials.
+	Env map[string]string `yaml:"env"`
+	// Snapshot describes the repo's prepared environment (issue 5).
+	Snapshot RepoSnapshot `yaml:"snapshot"`
 }
+
+// RepoSnapshot is how to prepare the repo's snapshot image.
+type RepoSnapshot struct {
+	// Setup runs in the sandbox after the default branch is cloned into
+	// /workspace (installing dependencies, warming build caches), and
+	// again in a session whose lockfiles differ from the snapshot's.
+	Setup []RepoCommand `yaml:"setup"`
+	// Caches are directories setup fills, each its own image layer keyed
+	// by its lockfiles, so an unchanged key reuses the layer as is.
+	Caches []RepoCache `yaml:"caches"`
+}
+
+// RepoCache is one dependency cache.
+type RepoCache struct {
+	// Path is absolute in the sandbox, e.g. /cache/go or
+	// /workspace/node_modules.
+	Path string `yaml:"path"`
+	// Lockfiles are relative to the repository root, e.g. [go.sum].
+	Lockfiles []string `yaml:"lockfiles"`
+}
+
+// WantsSnapshots reports whether the repo asks for snapshot images.
+func (r Repo) WantsSnapshots() bool { return len(r.Snapshot.Setup) > 0 || len(r.Snapshot.Caches) > 0 }
 
 // Agent chooses what runs in the sandbox.
 type Agent struct {
@@ -92,6 +121,35 @@ func (r Repo) validate() error {
 		if len(c.Run) == 0 {
 			add(fmt.Sprintf("setup[%d].run", i), "must be a non-empty argv list")
 		}
+	}
+	for i, c := range r.Snapshot.Setup {
+		if len(c.Run) == 0 {
+			add(fmt.Sprintf("snapshot.setup[%d].run", i), "must be a non-empty argv list")
+		}
+	}
+	if len(r.Snapshot.Caches) > contract.MaxCaches {
+		add("snapshot.caches", "has %d caches; at most %d", len(r.Snapshot.Caches), contract.MaxCaches)
+	}
+	for i, c := range r.Snapshot.Caches {
+		if err := contract.ValidateCachePath(c.Path); err != nil {
+			add(fmt.Sprintf("snapshot.caches[%d].path", i), "%v", err)
+		}
+		if len(c.Lockfiles) == 0 || len(c.Lockfiles) > contract.MaxLockfiles {
+			add(fmt.Sprintf("snapshot.caches[%d].lockfiles", i), "must list 1 to %d files relative to the repository root", contract.MaxLockfiles)
+		}
+		for j, l := range c.Lockfiles {
+			if err := contract.ValidatePath(l); err != nil {
+				add(fmt.Sprintf("snapshot.caches[%d].lockfiles[%d]", i, j), "%v", err)
+			}
+		}
+		for j := range i {
+			if o := r.Snapshot.Caches[j].Path; o == c.Path || strings.HasPrefix(c.Path, o+"/") || strings.HasPrefix(o, c.Path+"/") {
+				add(fmt.Sprintf("snapshot.caches[%d].path", i), "overlaps snapshot.caches[%d].path", j)
+			}
+		}
+	}
+	if err := contract.ValidateEnv(r.Env); err != nil {
+		add("env", "%v", err)
 	}
 	if r.Limits.SessionTimeout < 0 {
 		add("limits.session_timeout", "must not be negative")

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ type Server struct {
 	Sessions  Sessions  `yaml:"sessions"`
 	Executor  Executor  `yaml:"executor"`
 	Buildkite Buildkite `yaml:"buildkite"`
+	Snapshots Snapshots `yaml:"snapshots"`
 	Database  Database  `yaml:"database"`
 	Workers   Workers   `yaml:"workers"`
 	HTTP      HTTP      `yaml:"http"`
@@ -118,6 +120,24 @@ type Buildkite struct {
 	ReconcileInterval time.Duration `yaml:"reconcile_interval"`
 }
 
+// Snapshots is where snapshot images live and how fresh they are kept.
+type Snapshots struct {
+	// Store is "oci:" and a directory holding an OCI image layout (the
+	// embedded default; a relative path is taken from the working
+	// directory), or a registry repository prefix such as
+	// "registry.example.com/inspect" (auth from the usual keychains). ""
+	// turns snapshots off: every session starts with a cold clone.
+	Store string `yaml:"store"`
+	// BaseImage is the toolchain image snapshots start from, pinned by
+	// digest in a registry ("" = an empty base: the sandbox binds the
+	// host's toolchain read-only).
+	BaseImage string `yaml:"base_image"`
+	// Refresh is how often each enabled repo's snapshot is rebuilt.
+	Refresh time.Duration `yaml:"refresh"`
+	// Keep is how many snapshots per repo garbage collection keeps.
+	Keep int `yaml:"keep"`
+}
+
 // Database selects the store.
 type Database struct {
 	// Driver is "sqlite" (embedded default, one file) or "postgres".
@@ -180,7 +200,8 @@ func Defaults() Server {
 			Queue:             "inspect",
 			ReconcileInterval: time.Minute,
 		},
-		Database: Database{Driver: "sqlite", DSN: "inspect.db"},
+		Snapshots: Snapshots{Store: "oci:inspect-snapshots", Refresh: 30 * time.Minute, Keep: 5},
+		Database:  Database{Driver: "sqlite", DSN: "inspect.db"},
 		Workers: Workers{
 			Count:        4,
 			Lease:        2 * time.Minute,
@@ -217,6 +238,13 @@ func Load(path string, env func(string) (string, bool)) (Server, error) {
 	}
 	if err := applyEnv(&cfg, env); err != nil {
 		return Server{}, err
+	}
+	if dir, ok := strings.CutPrefix(cfg.Snapshots.Store, "oci:"); ok && dir != "" && !filepath.IsAbs(dir) {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return Server{}, fmt.Errorf("snapshots.store: %w", err)
+		}
+		cfg.Snapshots.Store = "oci:" + abs
 	}
 	if err := cfg.Validate(); err != nil {
 		return Server{}, err
@@ -304,6 +332,7 @@ func (c Server) Validate() error {
 	if c.Executor.MaxConcurrent < 1 || c.Executor.MaxConcurrent > 256 {
 		add("executor.max_concurrent", "must be between 1 and 256")
 	}
+	c.Snapshots.validate(add)
 	if c.RepoConfigMaxAge <= 0 {
 		add("repo_config_max_age", "must be positive")
 	}
@@ -462,6 +491,24 @@ func (b Buildkite) validate(add func(key, format string, args ...any)) {
 	}
 	if b.ReconcileInterval < time.Second {
 		add("buildkite.reconcile_interval", "must be at least 1s")
+	}
+}
+
+func (s Snapshots) validate(add func(key, format string, args ...any)) {
+	if s.Store != "" {
+		store := s.Store
+		if dir, ok := strings.CutPrefix(store, "oci:"); ok && dir != "" && !filepath.IsAbs(dir) {
+			store = "oci:/" + filepath.Clean(dir) // checked as if absolute; Load makes it so
+		}
+		if err := contract.ValidateSnapshotStore(store); err != nil {
+			add("snapshots.store", "%v", err)
+		}
+	}
+	if s.Refresh < time.Minute {
+		add("snapshots.refresh", "must be at least 1m")
+	}
+	if s.Keep < 1 || s.Keep > 100 {
+		add("snapshots.keep", "must be between 1 and 100")
 	}
 }
 

@@ -207,12 +207,16 @@ func TestRedactedSpecPasses(t *testing.T) {
 		b.WriteString(tok + "\n")
 	}
 	s.Context[1].Text = b.String()
+	s.Env["PASTED"] = fakeTokens()["ghp"] // a map value is redacted too
 	if s.Validate() == nil {
 		t.Fatal("the spec with tokens was accepted")
 	}
 	r.RedactStrings(&s)
 	if err := s.Validate(); err != nil {
 		t.Fatalf("redacted spec refused: %v", err)
+	}
+	if s.Env["PASTED"] != Redacted || s.Env["GOFLAGS"] != "-trimpath" {
+		t.Errorf("env after redaction = %v", s.Env)
 	}
 }
 

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -80,8 +81,9 @@ func scanSecrets(f *faults, prefix string, v reflect.Value) {
 // walkStrings calls fn for every string reachable from v through exported
 // struct fields, pointers, interfaces, slices and arrays. Paths use JSON
 // names. Byte slices are data, not text, and are skipped (a manifest's file
-// content is the change itself). Maps are not used by this package's
-// documents and are not walked.
+// content is the change itself). Map values are walked through a copy that
+// is stored back, so fn may change them as it may change any other string
+// (keys are names, never secrets, and are not walked).
 func walkStrings(v reflect.Value, path string, fn func(path string, s reflect.Value)) {
 	switch v.Kind() {
 	case reflect.String:
@@ -102,6 +104,14 @@ func walkStrings(v reflect.Value, path string, fn func(path string, s reflect.Va
 				continue
 			}
 			walkStrings(v.Field(i), at(path, name), fn)
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			val := reflect.New(iter.Value().Type()).Elem()
+			val.Set(iter.Value())
+			walkStrings(val, at(path, fmt.Sprint(iter.Key().Interface())), fn)
+			v.SetMapIndex(iter.Key(), val)
 		}
 	case reflect.Slice, reflect.Array:
 		if v.Type().Elem().Kind() == reflect.Uint8 {

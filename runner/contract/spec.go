@@ -1,9 +1,12 @@
 package contract
 
 import (
+	"errors"
 	"io"
 	"net/url"
+	"path"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -11,7 +14,7 @@ import (
 
 // SpecVersion is the version of the session spec this build writes and
 // reads. Bump it with any change to Spec's fields or their meaning.
-const SpecVersion = "inspect.session-spec/v1"
+const SpecVersion = "inspect.session-spec/v2"
 
 // Caps on a spec. A spec is built from gathered text (issue bodies, comments,
 // check output), so each part is bounded, and so is the whole.
@@ -56,10 +59,13 @@ type Spec struct {
 	PinnedSHA string `json:"pinned_sha"`
 	// Target is the pull request or issue the session works on.
 	Target Target `json:"target"`
-	// SnapshotDigest pins the snapshot image to restore ("sha256:" + 64
-	// hex). Empty means a cold clone (until snapshot images land).
-	// Extended by: snapshot images (issue 5).
-	SnapshotDigest string `json:"snapshot_digest,omitempty"`
+	// Snapshot is the prepared environment to restore; nil means a cold
+	// clone.
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
+	// Env is added to every command's environment in the sandbox (the
+	// repo's `env:`, e.g. GOFLAGS=-trimpath or GOMODCACHE pointing into a
+	// cache), so sessions use caches at the paths the snapshot put them.
+	Env map[string]string `json:"env,omitempty"`
 	// Instructions are what the requester asked for, as written after the
 	// command word. For label and repair triggers the app writes a default
 	// request. They are untrusted text.
@@ -199,6 +205,126 @@ type Command struct {
 	Timeout Duration `json:"timeout"`
 }
 
+// Snapshot pins a snapshot image and says how to catch it up.
+type Snapshot struct {
+	// Store is where the image lives: a registry repository prefix
+	// ("registry.example.com/inspect", the repo's images under
+	// "<prefix>/<owner>/<name>"), or "oci:" and the absolute path of an OCI
+	// image layout on the executor's host.
+	Store string `json:"store"`
+	// Digest pins the image ("sha256:" + 64 hex).
+	Digest string `json:"digest"`
+	// Caches are the image's dependency caches and the lockfiles
+	// (relative to /workspace) that key them. When a lockfile at the
+	// pinned SHA differs from the snapshot's, Setup runs again.
+	Caches []Cache `json:"caches,omitempty"`
+	// Setup is the repo's snapshot setup (from the default branch).
+	Setup []Command `json:"setup,omitempty"`
+}
+
+// Cache is a dependency cache at a fixed absolute path in the sandbox.
+type Cache struct {
+	Path      string   `json:"path"`
+	Lockfiles []string `json:"lockfiles"`
+}
+
+// Caps on a spec's snapshot and environment.
+const (
+	MaxCaches    = 8
+	MaxLockfiles = 16
+	MaxEnvVars   = 32
+	MaxEnvBytes  = 4 << 10
+)
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+func (sn *Snapshot) validate(f *faults, prefix string) {
+	if err := ValidateSnapshotStore(sn.Store); err != nil {
+		f.add(at(prefix, "store"), "%v", err)
+	}
+	if !IsImageDigest(sn.Digest) {
+		f.add(at(prefix, "digest"), `must be "sha256:" followed by 64 lowercase hex digits`)
+	}
+	if len(sn.Caches) > MaxCaches {
+		f.add(at(prefix, "caches"), "has %d caches, more than the %d allowed", len(sn.Caches), MaxCaches)
+	}
+	for i, c := range sn.Caches {
+		p := index(at(prefix, "caches"), i)
+		if err := ValidateCachePath(c.Path); err != nil {
+			f.add(at(p, "path"), "%v", err)
+		}
+		if len(c.Lockfiles) == 0 || len(c.Lockfiles) > MaxLockfiles {
+			f.add(at(p, "lockfiles"), "must list 1 to %d files", MaxLockfiles)
+		}
+		for j, l := range c.Lockfiles {
+			if err := ValidatePath(l); err != nil {
+				f.add(index(at(p, "lockfiles"), j), "%v", err)
+			}
+		}
+	}
+	validateCommands(f, at(prefix, "setup"), sn.Setup)
+}
+
+// ValidateSnapshotStore checks a snapshot store: "oci:" and an absolute,
+// clean path, or a registry repository prefix (host[:port]/path, no scheme,
+// tag or digest).
+func ValidateSnapshotStore(store string) error {
+	if dir, ok := strings.CutPrefix(store, "oci:"); ok {
+		if !path.IsAbs(dir) || path.Clean(dir) != dir {
+			return errors.New(`an "oci:" store must name an absolute, clean path`)
+		}
+		return nil
+	}
+	if store == "" || strings.Contains(store, "://") || strings.ContainsAny(store, "@ \t\n") || strings.HasSuffix(store, "/") {
+		return errors.New(`must be a registry repository prefix such as "registry.example.com/inspect", or "oci:/abs/path"`)
+	}
+	host, _, _ := strings.Cut(store, "/")
+	if !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return errors.New("must start with a registry host (with a dot or a port)")
+	}
+	return nil
+}
+
+// ValidateCachePath checks a cache's path: absolute, clean, not the root,
+// and not /workspace itself (a cache inside it, like node_modules, is
+// fine).
+func ValidateCachePath(p string) error {
+	switch {
+	case !path.IsAbs(p) || path.Clean(p) != p:
+		return errors.New("must be an absolute, clean path")
+	case p == "/" || p == "/workspace":
+		return errors.New("must not be / or /workspace itself")
+	case strings.HasPrefix(p, "/proc") || strings.HasPrefix(p, "/dev") || strings.HasPrefix(p, "/tmp"):
+		return errors.New("must not be under /proc, /dev or /tmp, which the sandbox makes fresh")
+	}
+	return nil
+}
+
+// ValidateEnv checks an environment for the sandbox as Spec.Validate does
+// (repo config uses it to report faults early).
+func ValidateEnv(env map[string]string) error {
+	var f faults
+	validateEnv(&f, "env", env)
+	scanSecrets(&f, "env", reflect.ValueOf(env))
+	return f.err("environment")
+}
+
+func validateEnv(f *faults, prefix string, env map[string]string) {
+	if len(env) > MaxEnvVars {
+		f.add(prefix, "has %d variables, more than the %d allowed", len(env), MaxEnvVars)
+	}
+	for k, v := range env {
+		switch {
+		case !envNameRE.MatchString(k):
+			f.add(prefix, "%s is not a variable name", safeQuote(k))
+		case strings.HasPrefix(k, "INSPECT_") || k == "HOME" || k == "LD_PRELOAD" || k == "LD_LIBRARY_PATH":
+			f.add(at(prefix, k), "is set by Inspect and may not be overridden")
+		case len(v) > MaxEnvBytes || strings.ContainsRune(v, 0):
+			f.add(at(prefix, k), "must be at most %d bytes with no NUL", MaxEnvBytes)
+		}
+	}
+}
+
 // Limits bound one attempt. The supervisor enforces them; the app enforces
 // them again on what comes back.
 type Limits struct {
@@ -246,9 +372,10 @@ func (s *Spec) Validate() error {
 	s.Repo.validate(&f, "repo")
 	checkSHA(&f, "pinned_sha", s.PinnedSHA)
 	s.Target.validate(&f, "target")
-	if s.SnapshotDigest != "" && !IsImageDigest(s.SnapshotDigest) {
-		f.add("snapshot_digest", `must be "sha256:" followed by 64 lowercase hex digits`)
+	if s.Snapshot != nil {
+		s.Snapshot.validate(&f, "snapshot")
 	}
+	validateEnv(&f, "env", s.Env)
 	checkText(&f, "instructions", s.Instructions, MaxInstructionsBytes, true)
 	checkLogin(&f, "requester.login", s.Requester.Login)
 	if s.Requester.ID <= 0 {

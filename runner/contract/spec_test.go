@@ -21,13 +21,13 @@ func TestSpecValidate(t *testing.T) {
 		{"valid", func(*Spec) {}, nil},
 		{"valid issue", func(s *Spec) { s.Target = Target{Kind: TargetIssue, Number: 7, BaseBranch: "main"} }, nil},
 		{"valid without optional parts", func(s *Spec) {
-			s.SnapshotDigest, s.Context, s.Setup, s.Verify, s.Agent.Model = "", nil, nil, nil, ""
+			s.Snapshot, s.Env, s.Context, s.Setup, s.Verify, s.Agent.Model = nil, nil, nil, nil, nil, ""
 		}, nil},
 		{"valid bot requester", func(s *Spec) { s.Requester.Login = "dependabot[bot]" }, nil},
 		{"valid http stand-in URL", func(s *Spec) { s.Repo.CloneURL = "http://127.0.0.1:8080/o/r.git" }, nil},
 
 		{"version missing", func(s *Spec) { s.Version = "" }, []string{"version"}},
-		{"version other", func(s *Spec) { s.Version = "inspect.session-spec/v2" }, []string{"version"}},
+		{"version other", func(s *Spec) { s.Version = "inspect.session-spec/v1" }, []string{"version"}},
 		{"session id missing", func(s *Spec) { s.SessionID = "" }, []string{"session_id"}},
 		{"session id with slash", func(s *Spec) { s.SessionID = "a/b" }, []string{"session_id"}},
 		{"session id leading dash", func(s *Spec) { s.SessionID = "-x" }, []string{"session_id"}},
@@ -75,8 +75,15 @@ func TestSpecValidate(t *testing.T) {
 		{"head branch bidi", func(s *Spec) { s.Target.HeadBranch = "fix\u202etxt.exe" }, []string{"target.head_branch"}},
 		{"head branch too long", func(s *Spec) { s.Target.HeadBranch = long(MaxNameBytes + 1) }, []string{"target.head_branch"}},
 
-		{"snapshot digest bad", func(s *Spec) { s.SnapshotDigest = "sha256:abc" }, []string{"snapshot_digest"}},
-		{"snapshot digest other algorithm", func(s *Spec) { s.SnapshotDigest = "sha512:" + strings.Repeat("ab", 32) }, []string{"snapshot_digest"}},
+		{"snapshot digest bad", func(s *Spec) { s.Snapshot.Digest = "sha256:abc" }, []string{"snapshot.digest"}},
+		{"snapshot digest other algorithm", func(s *Spec) { s.Snapshot.Digest = "sha512:" + strings.Repeat("ab", 32) }, []string{"snapshot.digest"}},
+		{"snapshot store with a scheme", func(s *Spec) { s.Snapshot.Store = "https://registry.example.com/x" }, []string{"snapshot.store"}},
+		{"snapshot store relative layout", func(s *Spec) { s.Snapshot.Store = "oci:snapshots" }, []string{"snapshot.store"}},
+		{"cache at the root", func(s *Spec) { s.Snapshot.Caches[0].Path = "/" }, []string{"snapshot.caches[0].path"}},
+		{"cache lockfile escapes", func(s *Spec) { s.Snapshot.Caches[0].Lockfiles = []string{"../go.sum"} }, []string{"snapshot.caches[0].lockfiles[0]"}},
+		{"env overrides HOME", func(s *Spec) { s.Env["HOME"] = "/root" }, []string{"env.HOME"}},
+		{"env bad name", func(s *Spec) { s.Env["A-B"] = "x" }, []string{"env"}},
+		{"env carries a token", func(s *Spec) { s.Env["GH"] = "ghp_" + strings.Repeat("a", 36) }, []string{"env.GH"}},
 
 		{"instructions missing", func(s *Spec) { s.Instructions = "" }, []string{"instructions"}},
 		{"instructions too long", func(s *Spec) { s.Instructions = long(MaxInstructionsBytes + 1) }, []string{"instructions"}},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 
+	"github.com/inspecthq/inspect/internal/retryafter"
 	"github.com/inspecthq/inspect/runner/buildkite"
 )
 
@@ -18,12 +19,17 @@ const (
 	maxRateWait = time.Hour
 )
 
-// apiRefusal is a request an API refused for good: a 4xx other than 429
-// (and 408), which no retry will change. The session ends with it.
+// apiRefusal is a request an API refused: a 4xx other than 408 and 429.
+// A final one (bad request, bad credentials, forbidden, gone) ends the
+// session at once, since no retry changes it. Others (404, 409, 422) may
+// be GitHub's eventual consistency just after a write, so they are retried
+// like any failure, and end the session with this clear message only when
+// the retries run out.
 type apiRefusal struct {
 	service string
 	status  int
 	message string
+	final   bool
 }
 
 func (e *apiRefusal) Error() string {
@@ -44,7 +50,7 @@ func classifyAPIError(err error, now time.Time) (wait time.Duration, refusal *ap
 	case errors.As(err, &refused):
 		return 0, refused
 	case errors.As(err, &bkFinal):
-		return 0, &apiRefusal{service: "Buildkite", status: bkFinal.Status, message: bkFinal.Message}
+		return 0, &apiRefusal{service: "Buildkite", status: bkFinal.Status, message: bkFinal.Message, final: true}
 	case errors.As(err, &bkRate):
 		return clampWait(bkRate.RetryAfter), nil
 	case errors.As(err, &rate):
@@ -57,32 +63,17 @@ func classifyAPIError(err error, now time.Time) (wait time.Duration, refusal *ap
 	case errors.As(err, &resp) && resp.Response != nil:
 		code := resp.Response.StatusCode
 		if code == http.StatusTooManyRequests {
-			if d, ok := retryAfter(resp.Response.Header, now); ok {
-				return d, nil
+			if d, ok := retryafter.Parse(resp.Response.Header, now); ok {
+				return clampWait(d), nil
 			}
 			return time.Minute, nil
 		}
 		if code >= 400 && code < 500 && code != http.StatusRequestTimeout {
-			return 0, &apiRefusal{service: "GitHub", status: code, message: resp.Message}
+			retryable := code == http.StatusNotFound || code == http.StatusConflict || code == http.StatusUnprocessableEntity
+			return 0, &apiRefusal{service: "GitHub", status: code, message: resp.Message, final: !retryable}
 		}
 	}
 	return 0, nil
-}
-
-// retryAfter reads Retry-After (seconds or an HTTP date).
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0, false
-	}
-	var secs int
-	if _, err := fmt.Sscanf(v, "%d", &secs); err == nil {
-		return clampWait(time.Duration(secs) * time.Second), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return clampWait(t.Sub(now)), true
-	}
-	return 0, false
 }
 
 func clampWait(d time.Duration) time.Duration {

@@ -24,12 +24,15 @@ func TestClassifyAPIError(t *testing.T) {
 		err       error
 		wait      time.Duration
 		refusedBy string
+		final     bool
 	}{
 		"plain error":            {err: errors.New("connection reset")},
 		"github 500":             {err: ghErr(500, nil)},
 		"github 408":             {err: ghErr(408, nil)},
-		"github 404 is final":    {err: ghErr(404, nil), refusedBy: "GitHub"},
-		"github 422 is final":    {err: ghErr(422, nil), refusedBy: "GitHub"},
+		"github 404 retried":     {err: ghErr(404, nil), refusedBy: "GitHub"},
+		"github 422 retried":     {err: ghErr(422, nil), refusedBy: "GitHub"},
+		"github 401 final":       {err: ghErr(401, nil), refusedBy: "GitHub", final: true},
+		"github 403 final":       {err: ghErr(403, nil), refusedBy: "GitHub", final: true},
 		"github 429 retry-after": {err: ghErr(429, http.Header{"Retry-After": {"30"}}), wait: 30 * time.Second},
 		"github 429 bare":        {err: ghErr(429, nil), wait: time.Minute},
 		"primary rate limit": {err: &github.RateLimitError{Response: resp(403, nil),
@@ -37,7 +40,7 @@ func TestClassifyAPIError(t *testing.T) {
 		"reset in the past": {err: &github.RateLimitError{Response: resp(403, nil),
 			Rate: github.Rate{Reset: github.Timestamp{Time: now.Add(-time.Hour)}}}, wait: time.Second},
 		"secondary rate limit": {err: &github.AbuseRateLimitError{Response: resp(403, nil), RetryAfter: ptr(2 * time.Minute)}, wait: 2 * time.Minute},
-		"buildkite final":      {err: fmt.Errorf("starting: %w", &buildkite.FinalError{Status: 403, Message: "forbidden"}), refusedBy: "Buildkite"},
+		"buildkite final":      {err: fmt.Errorf("starting: %w", &buildkite.FinalError{Status: 403, Message: "forbidden"}), refusedBy: "Buildkite", final: true},
 		"buildkite rate":       {err: &buildkite.RateLimitedError{RetryAfter: 5 * time.Hour}, wait: time.Hour},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -48,8 +51,8 @@ func TestClassifyAPIError(t *testing.T) {
 			switch {
 			case c.refusedBy == "" && refusal != nil:
 				t.Errorf("refused: %v", refusal)
-			case c.refusedBy != "" && (refusal == nil || refusal.service != c.refusedBy):
-				t.Errorf("refusal = %v, want one by %s", refusal, c.refusedBy)
+			case c.refusedBy != "" && (refusal == nil || refusal.service != c.refusedBy || refusal.final != c.final):
+				t.Errorf("refusal = %+v, want one by %s, final %v", refusal, c.refusedBy, c.final)
 			}
 		})
 	}

@@ -146,6 +146,17 @@ func (b *bkHarness) settle() {
 	b.runWorkers()
 }
 
+// startOnRealPR opens a PR on a real branch, comments body on it and runs
+// the app's work: the session is dispatched.
+func (b *bkHarness) startOnRealPR(body string) {
+	b.t.Helper()
+	withRealPR(b.t, b.harness)
+	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: body, onPR: true})); code != 200 {
+		b.t.Fatal(code)
+	}
+	b.runWorkers()
+}
+
 func (b *bkHarness) builds() []fakebuildkite.Build { return b.bk.Builds(bkOrg, bkPipeline) }
 
 func (b *bkHarness) buildLogs() string {
@@ -283,11 +294,7 @@ func TestBuildkiteSessionOnAPullRequestAndTheSandboxSeesNoBuildkiteSecret(t *tes
 func TestBuildkiteFailedUploadIsReplacedByTheArtifacts(t *testing.T) {
 	b := newBuildkiteHarness(t)
 	b.refuseUploads.Store(true)
-	withRealPR(t, b.harness)
-	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	b.runWorkers()
+	b.startOnRealPR("/inspect make TestAdd pass")
 	b.settle()
 	s := b.onlySession()
 	if s.Outcome != store.Changed {
@@ -295,6 +302,12 @@ func TestBuildkiteFailedUploadIsReplacedByTheArtifacts(t *testing.T) {
 	}
 	if n := b.resultAttempts.Load(); n < 1 {
 		t.Error("the supervisor never tried to upload")
+	}
+	// The result was handled once, though the webhooks queued its
+	// collection twice (job.finished, build.finished).
+	log, err := exec.Command("git", "--git-dir", b.gh.GitDir(owner, repoName), "log", "--format=%H", "fix-flaky", "--grep=Inspect-Session: "+s.ID).Output()
+	if err != nil || len(strings.Fields(string(log))) != 1 {
+		t.Errorf("Inspect's commits on the branch: %q (%v), want one", log, err)
 	}
 	if bs := b.builds(); len(bs) != 1 || bs[0].State != "failed" {
 		t.Errorf("builds = %+v (the supervisor exits 1 when its upload fails)", bs)
@@ -310,16 +323,12 @@ func TestBuildkiteWithoutWebhooksReconcileFinishesFromArtifacts(t *testing.T) {
 	b := newBuildkiteHarness(t)
 	b.bk.DropWebhooks(1 << 20)
 	b.refuseUploads.Store(true)
-	withRealPR(t, b.harness)
-	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	b.runWorkers()
+	b.startOnRealPR("/inspect make TestAdd pass")
 	b.settle()
 	if s := b.onlySession(); s.State == store.Done {
 		t.Fatalf("the session ended before reconcile looked: %s", s.Outcome)
 	}
-	b.clock.Advance(b.cfg.Buildkite.ReconcileInterval)
+	b.clock.Advance(b.cfg.Workers.ReconcileInterval)
 	b.runWorkers()
 	s := b.onlySession()
 	if s.Outcome != store.Changed {
@@ -340,11 +349,7 @@ func TestBuildkiteWithoutWebhooksReconcileFinishesFromArtifacts(t *testing.T) {
 func TestBuildkiteRateLimitThenSuccessMakesExactlyOneBuild(t *testing.T) {
 	b := newBuildkiteHarness(t)
 	b.bk.FailNext(http.MethodPost, "/v2/organizations/*/pipelines/*/builds", http.StatusTooManyRequests, "3")
-	withRealPR(t, b.harness)
-	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	b.runWorkers()
+	b.startOnRealPR("/inspect make TestAdd pass")
 	b.settle()
 	if s := b.onlySession(); s.Outcome != store.Changed {
 		t.Fatalf("session = %s/%s: %s\n%s", s.State, s.Outcome, s.Detail, b.logs)
@@ -374,11 +379,7 @@ func TestBuildkiteAppRestartWhileTheBuildRuns(t *testing.T) {
 		}
 		return b.bk.RunCommand(ctx, info, step, env, dir)
 	})
-	withRealPR(t, b.harness)
-	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	b.runWorkers()
+	b.startOnRealPR("/inspect make TestAdd pass")
 	<-started
 	b.stop()
 	b.start()
@@ -398,24 +399,23 @@ func TestBuildkiteAppRestartWhileTheBuildRuns(t *testing.T) {
 func TestBuildkiteLostBuildsAreRedispatchedOnceThenTimeOut(t *testing.T) {
 	b := newBuildkiteHarness(t)
 	b.bk.HoldBuilds(true) // no agent picks them up
-	withRealPR(t, b.harness)
-	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	b.runWorkers()
+	b.startOnRealPR("/inspect make TestAdd pass")
 	if n := len(b.builds()); n != 1 {
 		t.Fatalf("builds = %d", n)
 	}
+	first := b.onlySession()
 	b.bk.LoseBuild(bkOrg, bkPipeline, 1)
-	b.clock.Advance(b.cfg.Buildkite.ReconcileInterval)
+	b.clock.Advance(b.cfg.Workers.ReconcileInterval)
 	b.runWorkers()
 	builds := b.builds()
 	if len(builds) != 2 || builds[1].MetaData["inspect:attempt"] != "2" {
 		t.Fatalf("builds after the first loss = %+v\n%s", builds, b.logs)
 	}
-	first := b.onlySession()
+	if s := b.onlySession(); s.Redispatches != 1 || !s.Deadline.Equal(first.Deadline) {
+		t.Fatalf("after the re-dispatch: redispatches %d, deadline %v (was %v)", s.Redispatches, s.Deadline, first.Deadline)
+	}
 	b.bk.LoseBuild(bkOrg, bkPipeline, 2)
-	b.clock.Advance(b.cfg.Buildkite.ReconcileInterval)
+	b.clock.Advance(b.cfg.Workers.ReconcileInterval)
 	b.runWorkers()
 	if n := len(b.builds()); n != 2 {
 		t.Fatalf("builds after the second loss = %d, want no third", n)
@@ -440,11 +440,7 @@ func TestBuildkiteLostBuildsAreRedispatchedOnceThenTimeOut(t *testing.T) {
 func TestBuildkiteForgedOrStaleWebhookIsRefused(t *testing.T) {
 	b := newBuildkiteHarness(t)
 	b.bk.HoldBuilds(true)
-	withRealPR(t, b.harness)
-	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	b.runWorkers()
+	b.startOnRealPR("/inspect make TestAdd pass")
 	bd := b.builds()[0]
 	body, _ := json.Marshal(map[string]any{"event": "build.running", "build": map[string]any{
 		"web_url": bd.WebURL, "state": "running", "meta_data": bd.MetaData}})
@@ -505,11 +501,7 @@ func TestBuildkiteForgedOrStaleWebhookIsRefused(t *testing.T) {
 func TestBuildkiteRefusalEndsTheSessionWithAClearError(t *testing.T) {
 	b := newBuildkiteHarness(t)
 	b.bk.FailNext(http.MethodPost, "/v2/organizations/*/pipelines/*/builds", http.StatusForbidden, "")
-	withRealPR(t, b.harness)
-	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	b.runWorkers()
+	b.startOnRealPR("/inspect make TestAdd pass")
 	s := b.onlySession()
 	if s.Outcome != store.Errored || s.Reason != "api_refused" || !strings.Contains(s.Detail, "Buildkite refused") || !strings.Contains(s.Detail, "403") {
 		t.Fatalf("session = %s/%s/%s: %s", s.State, s.Outcome, s.Reason, s.Detail)
@@ -535,11 +527,7 @@ func TestBuildkiteCancelStopsTheBuildWithPartialEvidence(t *testing.T) {
 		"hang.sh":             "#!/bin/sh\nsh -c 'sleep 1000; : " + marker + "'\n",
 		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"hang.sh\"]\n",
 	}, "an agent that hangs")
-	withRealPR(t, b.harness)
-	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect hang", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	b.runWorkers()
+	b.startOnRealPR("/inspect hang")
 	select {
 	case <-b.agentStarted:
 	case <-time.After(2 * time.Minute): // a failure guard, not a synchronisation
@@ -601,11 +589,7 @@ func TestBuildkiteUnrecordedBuildIsAdoptedNotDuplicated(t *testing.T) {
 	b.stop()
 	b.exec = &answerLostExecutor{Executor: b.exec.(*buildkite.Executor)}
 	b.start()
-	withRealPR(t, b.harness)
-	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	b.runWorkers()
+	b.startOnRealPR("/inspect make TestAdd pass")
 	if s := b.onlySession(); s.State != store.Preparing {
 		t.Fatalf("state = %s, want preparing (the dispatch failed)", s.State)
 	}
@@ -624,5 +608,53 @@ func TestBuildkiteUnrecordedBuildIsAdoptedNotDuplicated(t *testing.T) {
 	}
 	if n := len(b.builds()); n != 1 {
 		t.Errorf("builds = %d, want 1", n)
+	}
+}
+
+// A build that exits before claiming its attempt (no inspect on the agent,
+// say) ends the session runner_lost at once, with a pointer to the build.
+func TestBuildkiteBuildThatNeverClaimsEndsTheSessionWithAHint(t *testing.T) {
+	b := newBuildkiteHarness(t)
+	b.bk.SetRunner(func(context.Context, fakebuildkite.BuildInfo, fakebuildkite.Step, []string, string) int {
+		return 127 // inspect: not found
+	})
+	b.startOnRealPR("/inspect make TestAdd pass")
+	b.settle()
+	s := b.onlySession()
+	bd := b.builds()[0]
+	if s.Outcome != store.Errored || s.Reason != "runner_lost" || !strings.Contains(s.Detail, "never reached Inspect") || !strings.Contains(s.Detail, bd.WebURL) {
+		t.Fatalf("session = %s/%s/%s: %s", s.State, s.Outcome, s.Reason, s.Detail)
+	}
+	if runs := b.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "failure" {
+		t.Errorf("check runs = %+v", runs)
+	}
+}
+
+// A correctly signed webhook about a build that is not the attempt's
+// recorded one (another pipeline's build carrying the same meta-data) is
+// acknowledged and changes nothing.
+func TestBuildkiteWebhookForAnotherBuildIsIgnored(t *testing.T) {
+	b := newBuildkiteHarness(t)
+	b.bk.HoldBuilds(true)
+	b.startOnRealPR("/inspect make TestAdd pass")
+	bd := b.builds()[0]
+	body, _ := json.Marshal(map[string]any{"event": "build.finished", "build": map[string]any{
+		"web_url": "https://buildkite.example/mallory/other/builds/1", "state": "passed", "meta_data": bd.MetaData}})
+	req, _ := http.NewRequest(http.MethodPost, b.front.URL+app.BuildkiteHookPath, bytes.NewReader(body))
+	req.Header.Set("X-Buildkite-Event", "build.finished")
+	req.Header.Set("X-Buildkite-Signature", fakebuildkite.Sign(bkHookToken, b.clock.Now(), body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	b.runWorkers()
+	s := b.onlySession()
+	a, _ := b.st.GetAttempt(context.Background(), s.AttemptID)
+	if s.State != store.Dispatched || a.ExternalID != bd.WebURL || a.ExternalState != "" {
+		t.Errorf("session %s, attempt %+v", s.State, a)
 	}
 }

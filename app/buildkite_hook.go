@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/runner/buildkite"
 )
 
 // BuildkiteHookPath is where Buildkite delivers webhooks (build.running,
@@ -30,13 +31,6 @@ const (
 	// buildkiteHookMaxAge is how far a signed webhook's timestamp may be
 	// from our clock, either way, before it is refused as a replay.
 	buildkiteHookMaxAge = 5 * time.Minute
-)
-
-// Meta-data keys that name a build's session and attempt (runner/buildkite
-// sets them when it creates the build).
-const (
-	metaSession = "inspect:session"
-	metaAttempt = "inspect:attempt"
 )
 
 // buildkiteEvent is the part of a Buildkite webhook we read.
@@ -90,8 +84,8 @@ func (s *Service) handleBuildkiteHook(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK) // ping and the rest: acknowledged, ignored
 		return
 	}
-	sessionID := ev.Build.MetaData[metaSession]
-	number, err := strconv.Atoi(ev.Build.MetaData[metaAttempt])
+	sessionID := ev.Build.MetaData[buildkite.MetaSession]
+	number, err := strconv.Atoi(ev.Build.MetaData[buildkite.MetaAttempt])
 	if sessionID == "" || err != nil {
 		w.WriteHeader(http.StatusOK) // a build of the pipeline not started by us
 		return
@@ -99,15 +93,11 @@ func (s *Service) handleBuildkiteHook(w http.ResponseWriter, r *http.Request) {
 	log = log.With().Str("session_id", sessionID).Int("attempt", number).Logger()
 	ctx := log.WithContext(r.Context())
 	a, err := s.store.AttemptByNumber(ctx, sessionID, number)
-	if err == nil && a.ExternalID == "" && ev.Build.WebURL != "" && a.State != store.AttemptEnded {
-		// The build's creation was not recorded (its answer was lost):
-		// this authenticated webhook names it, so adopt it.
-		if err = s.store.SetAttemptExternalID(ctx, a.ID, ev.Build.WebURL, s.clock.Now()); err == nil {
-			a.ExternalID = ev.Build.WebURL
-			log.Info().Str("external_id", a.ExternalID).Msg("adopted a build from its webhook")
-		}
-	}
-	if errors.Is(err, store.ErrNotFound) || (err == nil && a.ExternalID != ev.Build.WebURL) {
+	// Only the attempt's recorded build counts. Meta-data alone proves
+	// nothing (anyone who can create a build can set it), so a build whose
+	// creation was not recorded is adopted by reconcile, which finds it on
+	// the configured pipeline, never from a webhook.
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (a.ExternalID == "" || a.ExternalID != ev.Build.WebURL)) {
 		log.Info().Msg("buildkite webhook for no current run; ignored")
 		w.WriteHeader(http.StatusOK)
 		return
@@ -130,18 +120,22 @@ func (s *Service) onBuildkiteEvent(ctx context.Context, a store.Attempt, ev buil
 	if ev.Event == "job.finished" && ev.Job != nil && ev.Job.State != "" {
 		state = "job " + ev.Job.State
 	}
-	changed, err := s.store.SetAttemptExternalState(ctx, a.ID, state, s.clock.Now())
-	if err != nil || !changed || a.State == store.AttemptEnded {
-		return err // a repeat, or the attempt already reported
+	if ev.Event == "build.running" && a.ExternalState != "" && a.ExternalState != "scheduled" {
+		return nil // late: webhooks may arrive out of order; never go back to running
 	}
-	zerolog.Ctx(ctx).Info().Str("build_state", state).Msg("buildkite build changed")
 	kind := store.SyncSession
 	if ev.Event != "build.running" {
 		kind = store.CollectResult
 	}
-	if err := s.store.Enqueue(ctx, store.NewWork{Kind: kind, SessionID: a.SessionID, Payload: a.ID}, s.clock.Now()); err != nil {
-		return err
+	var then []store.NewWork
+	if a.State != store.AttemptEnded { // once reported, the state is only for show
+		then = append(then, store.NewWork{Kind: kind, SessionID: a.SessionID, Payload: a.ID})
 	}
+	changed, err := s.store.SetAttemptExternalState(ctx, a.ID, state, s.clock.Now(), then...)
+	if err != nil || !changed {
+		return err // a repeat
+	}
+	zerolog.Ctx(ctx).Info().Str("build_state", state).Msg("buildkite build changed")
 	s.wakeWorkers()
 	return nil
 }

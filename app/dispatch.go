@@ -65,7 +65,6 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Logger()
 	ctx = log.WithContext(ctx)
 	number := 1
-	var keepDeadline time.Time
 	if sess.AttemptID != "" {
 		a, err := s.store.GetAttempt(ctx, sess.AttemptID)
 		if err != nil {
@@ -75,12 +74,7 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 		switch {
 		case a.State == store.AttemptEnded:
 			// Ended: lost and re-dispatched (see redispatch), or replaced
-			// below by an earlier run. A fresh attempt follows; if the old
-			// one ran, the new one keeps its deadline: a re-dispatch never
-			// buys time.
-			if a.ExternalID != "" {
-				keepDeadline = a.Deadline
-			}
+			// below by an earlier run. A fresh attempt follows.
 		case a.ExternalID != "":
 			return s.markDispatched(ctx, sess.ID, a.Deadline)
 		default:
@@ -107,8 +101,9 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 	if reply != "" {
 		return s.end(ctx, sess.ID, store.Errored, "config_invalid", reply)
 	}
-	if !keepDeadline.IsZero() {
-		spec.Limits.Deadline = keepDeadline.UTC()
+	if sess.Redispatches > 0 && !sess.Deadline.IsZero() {
+		// A re-dispatch never buys time, however many tries its start takes.
+		spec.Limits.Deadline = sess.Deadline.UTC()
 	}
 	specJSON, err := json.Marshal(spec)
 	if err != nil {
@@ -246,6 +241,7 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		maxFiles = cfg.Limits.MaxFiles
 	}
 	spec.Verify = cfg.VerifyCommands(s.cfg.Sessions.CommandTimeout, timeout)
+	spec.Env = cfg.Env
 	spec.Limits = contract.Limits{
 		Deadline: s.clock.Now().Add(timeout).UTC().Truncate(time.Second), Timeout: contract.Duration(timeout),
 		MaxOutputBytes: 64 << 10, MaxChangedFiles: maxFiles, MaxChangeBytes: s.cfg.Sessions.MaxChangeBytes,
@@ -280,36 +276,6 @@ func (s *Service) stopAttempt(ctx context.Context, attemptID string) {
 	if err := s.executor.Cancel(ctx, a.ExternalID); err != nil {
 		log.Warn().Err(err).Str("attempt_id", attemptID).Msg("cancelling the attempt failed")
 	}
-}
-
-// deadlineGrace is how long past its deadline a session's result is still
-// awaited before reconcile ends it: the supervisor's finish timeout (30 s)
-// with room for the upload.
-const deadlineGrace = 2 * time.Minute
-
-// reconcile ends sessions past their deadline: no session outlives it, and
-// every check run is concluded (through the sync the ending queues).
-func (s *Service) reconcile(ctx context.Context) error {
-	// The grace lets a supervisor that stopped at the deadline still upload
-	// its (timed_out, partial) evidence, which says more than we can.
-	if err := s.reconcileAttempts(ctx); err != nil {
-		return err
-	}
-	if err := s.reconcileTargets(ctx); err != nil {
-		return err
-	}
-	overdue, err := s.store.SessionsPastDeadline(ctx, s.clock.Now().Add(-deadlineGrace), 50)
-	if err != nil {
-		return err
-	}
-	for _, sess := range overdue {
-		if err := s.end(ctx, sess.ID, store.TimedOut, "timed_out",
-			fmt.Sprintf("⏱️ @%s, the session ran past its deadline and was stopped. Nothing was pushed.", sess.RequesterLogin)); err != nil {
-			return err
-		}
-		s.stopAttempt(ctx, sess.AttemptID)
-	}
-	return nil
 }
 
 // sessionRepoConfig is the repo config a session runs under: the cached

@@ -40,8 +40,9 @@ type Service struct {
 	executor   Executor
 	channelURL string
 	tokens     repoTokens
-	checks     executorChecks
-	targets    targetChecks
+	// attemptChecks and targetChecks pace reconcile's remote questions.
+	attemptChecks intervalGate
+	targetChecks  intervalGate
 	// WorkerName identifies this replica's workers in leases.
 	WorkerName string
 }

@@ -578,7 +578,7 @@ func TestReconcileCancelsSessionsWhoseTargetWentAway(t *testing.T) {
 		t.Fatalf("state = %s", s.State)
 	}
 	// Still open: nothing happens.
-	h.clock.Advance(h.cfg.Buildkite.ReconcileInterval)
+	h.clock.Advance(h.cfg.Workers.ReconcileInterval)
 	h.runWorkers()
 	if s := h.onlySession(); s.State != store.Running {
 		t.Fatalf("cancelled an open PR's session: %s/%s", s.State, s.Reason)
@@ -586,7 +586,7 @@ func TestReconcileCancelsSessionsWhoseTargetWentAway(t *testing.T) {
 	if _, _, err := h.client(t).PullRequests.Edit(context.Background(), owner, repoName, prNumber, &github.PullRequest{State: github.String("closed")}); err != nil {
 		t.Fatal(err)
 	}
-	h.clock.Advance(h.cfg.Buildkite.ReconcileInterval)
+	h.clock.Advance(h.cfg.Workers.ReconcileInterval)
 	h.runWorkers()
 	s := h.onlySession()
 	if s.Outcome != store.Cancelled || s.Reason != "pr_closed" {
@@ -612,12 +612,30 @@ func TestReconcileCancelsASessionWhoseRepositoryIsGone(t *testing.T) {
 	h.claim(ex.last(t))
 	h.runWorkers()
 	h.gh.FailNext(http.MethodGet, "/repos/"+owner+"/"+repoName, http.StatusNotFound)
-	h.clock.Advance(h.cfg.Buildkite.ReconcileInterval)
+	h.clock.Advance(h.cfg.Workers.ReconcileInterval)
 	h.runWorkers()
 	if s := h.onlySession(); s.Outcome != store.Cancelled || s.Reason != "repo_removed" {
 		for _, r := range h.gh.Requests() {
 			t.Log(r.Method, r.Path, r.Status)
 		}
 		t.Fatalf("session = %s/%s/%s\n%s", s.State, s.Outcome, s.Reason, h.logs)
+	}
+}
+
+// A rate limit while checking a session's target is not a removed
+// repository: go-github reports it with a 403 too, and the session goes on.
+func TestReconcileDoesNotTakeARateLimitForARemovedRepository(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	startOnPR(t, h, ex, "/inspect fix it")
+	h.runWorkers()
+	h.gh.RateLimitNext(http.MethodGet, "/repos/"+owner+"/"+repoName+"/pulls/*")
+	h.clock.Advance(h.cfg.Workers.ReconcileInterval)
+	h.runWorkers()
+	if s := h.onlySession(); s.State != store.Running {
+		t.Fatalf("session = %s/%s/%s after a rate limit", s.State, s.Outcome, s.Reason)
+	}
+	if n := len(h.gh.RequestsMatching(http.MethodGet, "/repos/"+owner+"/"+repoName+"/pulls/2")); n == 0 {
+		t.Error("the target was never checked")
 	}
 }

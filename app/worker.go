@@ -117,7 +117,7 @@ func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 		// Not the work's fault: wait out the limit, uncounted.
 		log.Warn().Err(runErr).Dur("retry_in", rateWait).Msg("rate limited; work waits")
 		err = s.store.Postpone(book, w, now, now.Add(rateWait))
-	case refusal != nil:
+	case refusal != nil && (refusal.final || w.Attempts >= s.cfg.Workers.MaxAttempts):
 		log.Error().Err(runErr).Msg("work refused for good")
 		s.giveUp(log.WithContext(book), w, refusal)
 		err = s.store.Fail(book, w, now, runErr.Error())

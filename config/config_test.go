@@ -93,8 +93,9 @@ executor: {kind: buildkite}`, nil, []string{"buildkite.organization:", "buildkit
 		{"buildkite queue goes into YAML, so it is checked", minimalYAML + `
 executor: {kind: buildkite}
 channel_url: https://inspect.example.com
-buildkite: {organization: acme, api_token: t, api_token_path: /x, webhook_token: 0123456789abcdef, queue: "a: b", reconcile_interval: 10ms}`, nil,
-			[]string{"buildkite.queue:", "buildkite.api_token: set only one", "buildkite.reconcile_interval:"}},
+buildkite: {organization: acme, api_token: t, api_token_path: /x, webhook_token: 0123456789abcdef, queue: "a: b"}
+workers: {reconcile_interval: 10ms}`, nil,
+			[]string{"buildkite.queue:", "buildkite.api_token: set only one", "workers.reconcile_interval:"}},
 		{"unknown executor", minimalYAML, map[string]string{"INSPECT_EXECUTOR_KIND": "k8s"}, []string{"executor.kind: \"k8s\" must be local, buildkite or none"}},
 	}
 	for _, tc := range cases {

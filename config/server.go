@@ -115,9 +115,6 @@ type Buildkite struct {
 	WebhookToken string `yaml:"webhook_token"`
 	// Queue is the agent queue the session step targets.
 	Queue string `yaml:"queue"`
-	// ReconcileInterval is how often unfinished attempts are checked
-	// against Buildkite (and at start-up).
-	ReconcileInterval time.Duration `yaml:"reconcile_interval"`
 }
 
 // Snapshots is where snapshot images live and how fresh they are kept.
@@ -153,6 +150,11 @@ type Workers struct {
 	PollInterval time.Duration `yaml:"poll_interval"`
 	MaxAttempts  int           `yaml:"max_attempts"`
 	RetryBackoff time.Duration `yaml:"retry_backoff"`
+	// ReconcileInterval is how often (and at start-up) each replica asks
+	// remote services about active sessions: Buildkite about unfinished
+	// builds, GitHub whether each session's PR or repository is still
+	// there. Every question is an API call, so it is not every poll.
+	ReconcileInterval time.Duration `yaml:"reconcile_interval"`
 }
 
 // HTTP holds the server's timeouts and limits.
@@ -195,19 +197,19 @@ func Defaults() Server {
 		},
 		Executor: Executor{Kind: "local", MaxConcurrent: 2},
 		Buildkite: Buildkite{
-			APIURL:            "https://api.buildkite.com/",
-			Pipeline:          "inspect-session",
-			Queue:             "inspect",
-			ReconcileInterval: time.Minute,
+			APIURL:   "https://api.buildkite.com/",
+			Pipeline: "inspect-session",
+			Queue:    "inspect",
 		},
 		Snapshots: Snapshots{Store: "oci:inspect-snapshots", Refresh: 30 * time.Minute, Keep: 5},
 		Database:  Database{Driver: "sqlite", DSN: "inspect.db"},
 		Workers: Workers{
-			Count:        4,
-			Lease:        2 * time.Minute,
-			PollInterval: time.Second,
-			MaxAttempts:  5,
-			RetryBackoff: 5 * time.Second,
+			Count:             4,
+			Lease:             2 * time.Minute,
+			PollInterval:      time.Second,
+			MaxAttempts:       5,
+			RetryBackoff:      5 * time.Second,
+			ReconcileInterval: time.Minute,
 		},
 		HTTP: HTTP{
 			ReadHeaderTimeout: 5 * time.Second,
@@ -333,6 +335,9 @@ func (c Server) Validate() error {
 		add("executor.max_concurrent", "must be between 1 and 256")
 	}
 	c.Snapshots.validate(add)
+	if c.Workers.ReconcileInterval < time.Second {
+		add("workers.reconcile_interval", "must be at least 1s")
+	}
 	if c.RepoConfigMaxAge <= 0 {
 		add("repo_config_max_age", "must be positive")
 	}
@@ -488,9 +493,6 @@ func (b Buildkite) validate(add func(key, format string, args ...any)) {
 	}
 	if !QueueRE.MatchString(b.Queue) {
 		add("buildkite.queue", "must be 1-100 of letters, digits, '_', '.' and '-'")
-	}
-	if b.ReconcileInterval < time.Second {
-		add("buildkite.reconcile_interval", "must be at least 1s")
 	}
 }
 

@@ -175,7 +175,10 @@ func (s *Store) GetAttempt(ctx context.Context, id string) (Attempt, error) {
 // AttemptByNumber finds a session's attempt by its number.
 func (s *Store) AttemptByNumber(ctx context.Context, sessionID string, number int) (Attempt, error) {
 	var id string
-	err := s.db.QueryRowContext(ctx, `SELECT id FROM attempts WHERE session_id = $1 AND number = $2`, sessionID, number).Scan(&id)
+	// Newest first: numbers are unique per session from migration 3 on,
+	// but rows from before it all say 1.
+	err := s.db.QueryRowContext(ctx, `SELECT id FROM attempts WHERE session_id = $1 AND number = $2
+		ORDER BY created_at DESC, id DESC LIMIT 1`, sessionID, number).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attempt{}, fmt.Errorf("attempt %d of session %s: %w", number, sessionID, ErrNotFound)
 	}
@@ -185,16 +188,29 @@ func (s *Store) AttemptByNumber(ctx context.Context, sessionID string, number in
 	return s.GetAttempt(ctx, id)
 }
 
-// SetAttemptExternalState records the executor's view of the attempt. It
-// reports whether that changed, so a repeated webhook queues nothing.
-func (s *Store) SetAttemptExternalState(ctx context.Context, id, state string, now time.Time) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE attempts SET external_state = $2, updated_at = $3 WHERE id = $1 AND external_state <> $2`,
-		id, state, ms(now))
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+// SetAttemptExternalState records the executor's view of the attempt and,
+// when that changed, queues then in the same transaction: a repeated
+// webhook queues nothing, and a recorded state always has its work queued.
+func (s *Store) SetAttemptExternalState(ctx context.Context, id, state string, now time.Time, then ...NewWork) (changed bool, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE attempts SET external_state = $2, updated_at = $3 WHERE id = $1 AND external_state <> $2`,
+			id, state, ms(now))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n == 0 {
+			return err
+		}
+		changed = true
+		for _, w := range then {
+			if err := s.insertWork(ctx, tx, w, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return changed, err
 }
 
 // RecordProgress keeps the newest progress message; a repeated or older

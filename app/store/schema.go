@@ -123,9 +123,11 @@ func migrations(d dialect) [][]string {
 			`ALTER TABLE sessions ADD COLUMN default_branch TEXT NOT NULL DEFAULT ''`,
 			`ALTER TABLE sessions ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0`,
 		},
-		// 3: an attempt's number within its session (a re-dispatch is 2),
-		// and its executor's last reported state (a Buildkite build's).
+		// 3: an attempt's number within its session, its executor's last
+		// reported state (a Buildkite build's), and how often a session's
+		// lost attempt was re-dispatched.
 		{
+			`ALTER TABLE sessions ADD COLUMN redispatches INTEGER NOT NULL DEFAULT 0`,
 			`ALTER TABLE attempts ADD COLUMN number INTEGER NOT NULL DEFAULT 1`,
 			`ALTER TABLE attempts ADD COLUMN external_state TEXT NOT NULL DEFAULT ''`,
 			`CREATE INDEX attempts_session_number ON attempts (session_id, number)`,

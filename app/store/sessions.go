@@ -79,6 +79,9 @@ type Session struct {
 	PRNumber  int
 	// DefaultBranch is the repo's, as preparation saw it.
 	DefaultBranch string
+	// Redispatches counts attempts re-dispatched because their executor
+	// lost them; a session gets one, and keeps its deadline through it.
+	Redispatches int
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -93,10 +96,10 @@ func (s Session) Active() bool { return s.State != Done }
 const sessionColumns = `id, repo_id, repo_owner, repo_name, installation_id, number, is_pr, trigger_kind,
 	comment_id, delivery_id, requester_login, requester_id, requester_type, instructions, ignored_commands,
 	retry_of, state, outcome, reason, detail, head_sha, check_run_id, progress_comment_id, reacted,
-	created_at, updated_at, attempt_id, deadline, commit_sha, branch, pr_number, default_branch, truncated`
+	created_at, updated_at, attempt_id, deadline, commit_sha, branch, pr_number, default_branch, truncated, redispatches`
 
 const insertSessionSQL = `INSERT INTO sessions (` + sessionColumns + `)
-	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33)`
+	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,$34)`
 
 func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now time.Time) error {
 	if s.CreatedAt.IsZero() {
@@ -111,7 +114,7 @@ func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now 
 		s.ID, s.RepoID, s.RepoOwner, s.RepoName, s.InstallationID, s.Number, b2i(s.IsPR), s.TriggerKind,
 		commentID, s.DeliveryID, s.RequesterLogin, s.RequesterID, s.RequesterType, s.Instructions, s.IgnoredCommands,
 		s.RetryOf, string(s.State), string(s.Outcome), s.Reason, s.Detail, s.HeadSHA, s.CheckRunID, s.ProgressCommentID, b2i(s.Reacted),
-		ms(s.CreatedAt), ms(s.UpdatedAt), s.AttemptID, ms(s.Deadline), s.CommitSHA, s.Branch, s.PRNumber, s.DefaultBranch, b2i(s.Truncated))
+		ms(s.CreatedAt), ms(s.UpdatedAt), s.AttemptID, ms(s.Deadline), s.CommitSHA, s.Branch, s.PRNumber, s.DefaultBranch, b2i(s.Truncated), s.Redispatches)
 	if err != nil {
 		return fmt.Errorf("inserting session: %w", err)
 	}
@@ -133,7 +136,7 @@ func scanSession(row rowScanner) (Session, error) {
 	err := row.Scan(&s.ID, &s.RepoID, &s.RepoOwner, &s.RepoName, &s.InstallationID, &s.Number, &isPR, &s.TriggerKind,
 		&commentID, &s.DeliveryID, &s.RequesterLogin, &s.RequesterID, &s.RequesterType, &s.Instructions, &s.IgnoredCommands,
 		&s.RetryOf, &state, &outcome, &s.Reason, &s.Detail, &s.HeadSHA, &s.CheckRunID, &s.ProgressCommentID, &reacted,
-		&created, &updated, &s.AttemptID, &deadline, &s.CommitSHA, &s.Branch, &s.PRNumber, &s.DefaultBranch, &truncated)
+		&created, &updated, &s.AttemptID, &deadline, &s.CommitSHA, &s.Branch, &s.PRNumber, &s.DefaultBranch, &truncated, &s.Redispatches)
 	if err != nil {
 		return Session{}, err
 	}
@@ -200,10 +203,10 @@ func (s *Store) MutateSessionThen(ctx context.Context, id string, now time.Time,
 		after.UpdatedAt = now
 		_, err = tx.ExecContext(ctx, `UPDATE sessions SET state=$2, outcome=$3, reason=$4, detail=$5, head_sha=$6,
 			check_run_id=$7, progress_comment_id=$8, reacted=$9, updated_at=$10, attempt_id=$11, deadline=$12,
-			commit_sha=$13, branch=$14, pr_number=$15, default_branch=$16 WHERE id=$1`,
+			commit_sha=$13, branch=$14, pr_number=$15, default_branch=$16, redispatches=$17 WHERE id=$1`,
 			id, string(after.State), string(after.Outcome), after.Reason, after.Detail, after.HeadSHA,
 			after.CheckRunID, after.ProgressCommentID, b2i(after.Reacted), ms(after.UpdatedAt),
-			after.AttemptID, ms(after.Deadline), after.CommitSHA, after.Branch, after.PRNumber, after.DefaultBranch)
+			after.AttemptID, ms(after.Deadline), after.CommitSHA, after.Branch, after.PRNumber, after.DefaultBranch, after.Redispatches)
 		if err != nil {
 			return err
 		}
@@ -252,9 +255,11 @@ func (s *Store) CountSessions(ctx context.Context) (int, error) {
 }
 
 // SessionsPastDeadline lists dispatched or running sessions whose deadline
-// has passed.
+// has passed, and re-dispatched ones still waiting for their new attempt
+// (a re-dispatch keeps the deadline, however long the new start takes).
 func (s *Store) SessionsPastDeadline(ctx context.Context, now time.Time, limit int) ([]Session, error) {
-	return s.querySessions(ctx, `WHERE state IN ('dispatched', 'running') AND deadline > 0 AND deadline <= $1 ORDER BY deadline LIMIT $2`, ms(now), limit)
+	return s.querySessions(ctx, `WHERE (state IN ('dispatched', 'running') OR (state = 'preparing' AND redispatches > 0))
+		AND deadline > 0 AND deadline <= $1 ORDER BY deadline LIMIT $2`, ms(now), limit)
 }
 
 // ActiveSessionBefore returns the id of an unfinished session on the same

@@ -61,6 +61,19 @@ func TestBuildkiteSetupCreatesThenUpdatesThePipeline(t *testing.T) {
 	if v := bk.Violations(); len(v) != 0 {
 		t.Errorf("violations: %v", v)
 	}
+	if v := bk.PipelineVisibility("acme", "inspect-session"); v != "private" {
+		t.Errorf("visibility = %q", v)
+	}
+	// Made public by hand: setup refuses to touch it, and says why.
+	bk.SetPipelineVisibility("acme", "inspect-session", "public")
+	before, _ := bk.PipelineConfig("acme", "inspect-session")
+	errOut.Reset()
+	if code := run([]string{"buildkite", "setup"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "private") {
+		t.Errorf("public pipeline: %d %q", code, errOut.String())
+	}
+	if after, _ := bk.PipelineConfig("acme", "inspect-session"); after != before {
+		t.Error("setup changed a public pipeline")
+	}
 	for _, r := range bk.Requests() {
 		if strings.Contains(string(r.Body), bk.Token()) {
 			t.Error("the token was sent in a body")

@@ -43,6 +43,7 @@ func (s *Server) SetExpectations(e Expectations) {
 type pipeline struct {
 	id, org, slug, name, description, repository, defaultBranch string
 	config                                                      string
+	visibility                                                  string // "private" (Buildkite's default) or "public"
 	env                                                         map[string]string
 	createdAt                                                   time.Time
 	nextNumber                                                  int
@@ -59,8 +60,29 @@ func (s *Server) AddPipeline(org, slug, yamlConfig string) {
 	}
 	s.pipelines[key(org, slug)] = &pipeline{
 		id: uuid(), org: org, slug: slug, name: slug, config: yamlConfig,
-		defaultBranch: "main", createdAt: s.now(), nextNumber: 1,
+		defaultBranch: "main", createdAt: s.now(), nextNumber: 1, visibility: "private",
 	}
+}
+
+// SetPipelineVisibility makes a pipeline "public" or "private", as in
+// Buildkite's UI.
+func (s *Server) SetPipelineVisibility(org, slug, visibility string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.pipelines[key(org, slug)]; p != nil {
+		p.visibility = visibility
+	}
+}
+
+// PipelineVisibility returns a pipeline's visibility ("" when it does not
+// exist).
+func (s *Server) PipelineVisibility(org, slug string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.pipelines[key(org, slug)]; p != nil {
+		return p.visibility
+	}
+	return ""
 }
 
 // PipelineConfig returns a pipeline's YAML, and whether it exists.
@@ -104,7 +126,7 @@ func (s *Server) pipelineJSON(p *pipeline) map[string]any {
 		"name":    p.name, "description": p.description, "slug": p.slug,
 		"repository": p.repository, "default_branch": p.defaultBranch,
 		"branch_configuration": nil, "skip_queued_branch_builds": false,
-		"cancel_running_branch_builds": false, "visibility": "private", "tags": nil,
+		"cancel_running_branch_builds": false, "visibility": p.visibility, "tags": nil,
 		"provider":      map[string]any{"id": "github", "settings": map[string]any{}},
 		"builds_url":    api + "/builds",
 		"badge_url":     fmt.Sprintf("%s/badges/%s.svg", webHost, p.id),
@@ -151,6 +173,19 @@ type pipelineBody struct {
 	Configuration string            `json:"configuration"`
 	Steps         []map[string]any  `json:"steps"`
 	Env           map[string]string `json:"env"`
+	Visibility    *string           `json:"visibility"`
+}
+
+// visibility checks a body's visibility: "private" or "public", or none.
+func (b pipelineBody) visibility() (string, bool) {
+	if b.Visibility == nil {
+		return "", true
+	}
+	switch *b.Visibility {
+	case "private", "public":
+		return *b.Visibility, true
+	}
+	return "", false
 }
 
 func (b pipelineBody) config() (string, error) {
@@ -180,6 +215,13 @@ func (s *Server) createPipeline(c *call) response {
 	if body.Repository == nil || *body.Repository == "" {
 		errs = append(errs, map[string]string{"field": "repository", "code": "blank", "message": "Repository can't be blank"})
 	}
+	vis, ok := body.visibility()
+	if !ok {
+		errs = append(errs, map[string]string{"field": "visibility", "code": "invalid", "message": "Visibility must be public or private"})
+	}
+	if vis == "" {
+		vis = "private"
+	}
 	cfg, err := body.config()
 	if err != nil || (cfg == "" && len(body.Steps) == 0) {
 		errs = append(errs, map[string]string{"field": "configuration", "code": "blank", "message": "Configuration or steps must be given"})
@@ -195,7 +237,7 @@ func (s *Server) createPipeline(c *call) response {
 	}
 	p := &pipeline{
 		id: uuid(), org: org, slug: slug, name: *body.Name, repository: *body.Repository,
-		config: cfg, env: body.Env, defaultBranch: "main", createdAt: s.now(), nextNumber: 1,
+		config: cfg, env: body.Env, defaultBranch: "main", createdAt: s.now(), nextNumber: 1, visibility: vis,
 	}
 	if body.Description != nil {
 		p.description = *body.Description
@@ -237,6 +279,13 @@ func (s *Server) updatePipeline(c *call) response {
 	}
 	if body.Env != nil {
 		p.env = body.Env
+	}
+	vis, ok := body.visibility()
+	if !ok {
+		return unprocessable("Validation Failed: visibility must be public or private")
+	}
+	if vis != "" {
+		p.visibility = vis
 	}
 	return jsonResp(http.StatusOK, s.pipelineJSON(p))
 }

@@ -2,8 +2,10 @@ package fakegithub
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Request is one request the server answered, for assertions. git over
@@ -68,15 +70,41 @@ func (s *Server) ResetRequests() {
 func (s *Server) FailNext(method, pathPattern string, status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.failures.Add(method, pathPattern, status)
+	s.failures.Add(method, pathPattern, failure{status: status})
+}
+
+// RateLimitNext makes the next matching request answer as GitHub does when
+// the installation's primary rate limit is spent: 403 "API rate limit
+// exceeded" with X-RateLimit-Remaining: 0 and X-RateLimit-Reset a minute
+// from the server's clock.
+func (s *Server) RateLimitNext(method, pathPattern string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures.Add(method, pathPattern, failure{status: http.StatusForbidden, rateLimited: true})
+}
+
+type failure struct {
+	status      int
+	rateLimited bool
 }
 
 // takeFailure consumes the first rule matching the request. Callers hold
 // s.mu.
 func (s *Server) takeFailure(method, p string) (response, bool) {
-	status, ok := s.failures.Take(method, p)
+	f, ok := s.failures.Take(method, p)
 	if !ok {
 		return response{}, false
+	}
+	status := f.status
+	if f.rateLimited {
+		resp := errResp(status, "API rate limit exceeded for installation ID 1.", docsRoot+"/rest/using-the-rest-api/rate-limits-for-the-rest-api")
+		resp.header = http.Header{}
+		resp.header.Set("X-RateLimit-Limit", "5000")
+		resp.header.Set("X-RateLimit-Remaining", "0")
+		resp.header.Set("X-RateLimit-Used", "5000")
+		resp.header.Set("X-RateLimit-Reset", strconv.FormatInt(s.now().Add(time.Minute).Unix(), 10))
+		resp.header.Set("X-RateLimit-Resource", "core")
+		return resp, true
 	}
 	msg := http.StatusText(status)
 	switch status {

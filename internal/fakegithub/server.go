@@ -83,7 +83,7 @@ type Server struct {
 	tokens        map[string]*token     // by token value
 	minted        []string
 	requests      []Request
-	failures      standin.Rules[int]
+	failures      standin.Rules[failure]
 	holds         standin.Rules[*hold]
 }
 

@@ -17,9 +17,9 @@
 // Every request goes through go-buildkite's types and Client.Do, with the
 // caller's context attached, and through a transport that retries rate
 // limits and gateway errors itself (transport.go). Errors that no retry
-// will fix (a 4xx: a bad token, a missing scope, a pipeline that refuses
-// the build) come back as *FinalError, so the app can end the session with
-// a clear message instead of retrying.
+// will fix (a 4xx but 408 and 429: a bad token, a missing scope, a pipeline
+// that refuses the build) come back as *FinalError, so the app can end the
+// session with a clear message instead of retrying.
 package buildkite
 
 import (
@@ -54,11 +54,20 @@ const (
 	DefaultTimeout    = 30 * time.Second
 )
 
+// Build meta-data keys naming the attempt a build runs: Start sets them,
+// Find filters on them, and the app's webhook handler reads them to tell
+// which attempt a build event is about. Builds already made carry them, so
+// changing either would make Find miss those builds and Start make a
+// second one.
+const (
+	// MetaSession's value is the session id.
+	MetaSession = "inspect:session"
+	// MetaAttempt's value is the attempt number, in decimal from 1.
+	MetaAttempt = "inspect:attempt"
+)
+
 const (
 	outDir = ".inspect-out"
-	// Build meta-data keys naming the attempt a build runs.
-	metaSession = "inspect:session"
-	metaAttempt = "inspect:attempt"
 	// annotationContext is the one annotation Inspect keeps on a build;
 	// annotating again replaces it.
 	annotationContext = "inspect"
@@ -74,10 +83,19 @@ const (
 // so the app can test for it without knowing the executor.
 var ErrNoResult = runner.ErrNoResult
 
+// ErrResultTooLarge is what FetchResult's error wraps when the evidence or
+// manifest artifact is over its cap, by its listed size or by what a
+// download turned out to hold. The build did finish and upload it, and
+// fetching it again will find it just as large: the caller should treat
+// the attempt as having left an invalid result, not retry the fetch.
+var ErrResultTooLarge = errors.New("the attempt's result is larger than the contract allows")
+
 // FinalError is a 4xx answer from Buildkite that retrying will not change:
 // a bad token (401), a token without a scope (403), a pipeline or build
 // that does not exist where one must (404), a request Buildkite refused
 // (422). Message is Buildkite's own explanation, with the token redacted.
+// A 408 Request Timeout is never one (it says the request did not arrive
+// in time, not that it was wrong), nor is a 429 (a *RateLimitedError).
 type FinalError struct {
 	Status  int
 	Message string
@@ -310,12 +328,12 @@ func (e *Executor) createBuild(ctx context.Context, a runner.Attempt, branch str
 			contract.EnvClaimCode:  a.ClaimCode,
 		},
 		MetaData: map[string]string{
-			metaSession: a.SessionID,
-			metaAttempt: strconv.Itoa(a.Number),
+			MetaSession: a.SessionID,
+			MetaAttempt: strconv.Itoa(a.Number),
 		},
 	}
 	var b bk.Build
-	if _, err := e.do(ctx, http.MethodPost, e.pipelinePath(e.cfg.Org, e.cfg.Pipeline)+"/builds", create, &b); err != nil {
+	if _, err := e.do(ctx, http.MethodPost, pipelinePath(e.cfg.Org, e.cfg.Pipeline)+"/builds", create, &b); err != nil {
 		return nil, err
 	}
 	return &b, nil
@@ -330,7 +348,9 @@ func ambiguous(ctx context.Context, err error) bool {
 	case ctx.Err() != nil, errors.As(err, &rl):
 		return false
 	case errors.As(err, &er):
-		return er.Response != nil && er.Response.StatusCode >= 500
+		// A 408 may come from a proxy that gave up waiting on Buildkite,
+		// which may still have made the build: as uncertain as a 5xx.
+		return er.Response != nil && (er.Response.StatusCode >= 500 || er.Response.StatusCode == http.StatusRequestTimeout)
 	default:
 		// A transport error, or a 2xx whose body did not decode: the
 		// request may well have been processed.
@@ -351,7 +371,7 @@ func (e *Executor) buildBranch(ctx context.Context) (string, error) {
 		return branch, nil
 	}
 	var p bk.Pipeline
-	if _, err := e.do(ctx, http.MethodGet, e.pipelinePath(e.cfg.Org, e.cfg.Pipeline), nil, &p); err != nil {
+	if _, err := e.do(ctx, http.MethodGet, pipelinePath(e.cfg.Org, e.cfg.Pipeline), nil, &p); err != nil {
 		return "", e.fail("reading the pipeline's default branch", err)
 	}
 	if p.DefaultBranch == nil || *p.DefaultBranch == "" {
@@ -364,7 +384,7 @@ func (e *Executor) buildBranch(ctx context.Context) (string, error) {
 }
 
 // Find looks up the build of a session's attempt by its meta-data
-// (inspect:session and inspect:attempt) and returns its id; found is false
+// (MetaSession and MetaAttempt) and returns its id; found is false
 // when there is none. Should there be several, the newest is returned.
 func (e *Executor) Find(ctx context.Context, sessionID string, number int) (string, bool, error) {
 	if sessionID == "" || strings.ContainsAny(sessionID, "\x00\n\r") || number < 1 {
@@ -372,20 +392,20 @@ func (e *Executor) Find(ctx context.Context, sessionID string, number int) (stri
 	}
 	attempt := strconv.Itoa(number)
 	q := url.Values{}
-	q.Set("meta_data["+metaSession+"]", sessionID)
-	q.Set("meta_data["+metaAttempt+"]", attempt)
+	q.Set("meta_data["+MetaSession+"]", sessionID)
+	q.Set("meta_data["+MetaAttempt+"]", attempt)
 	q.Set("per_page", strconv.Itoa(perPage))
 	for page := 1; ; {
 		q.Set("page", strconv.Itoa(page))
 		var builds []bk.Build
-		resp, err := e.do(ctx, http.MethodGet, e.pipelinePath(e.cfg.Org, e.cfg.Pipeline)+"/builds?"+q.Encode(), nil, &builds)
+		resp, err := e.do(ctx, http.MethodGet, pipelinePath(e.cfg.Org, e.cfg.Pipeline)+"/builds?"+q.Encode(), nil, &builds)
 		if err != nil {
 			return "", false, e.fail("finding the attempt's build", err)
 		}
 		for i := range builds {
 			// Check again what the filter should have done: a build of
 			// another attempt must never be taken for this one.
-			if b := &builds[i]; b.MetaData[metaSession] == sessionID && b.MetaData[metaAttempt] == attempt {
+			if b := &builds[i]; b.MetaData[MetaSession] == sessionID && b.MetaData[MetaAttempt] == attempt {
 				id, err := e.externalID(b)
 				return id, err == nil, err
 			}
@@ -469,11 +489,12 @@ func exitStatus(jobs []*bk.Job) int {
 }
 
 // FetchResult downloads the build's evidence and change manifest artifacts,
-// each within the contract's cap (more is an error; nothing is read past
-// the cap). Its error wraps ErrNoResult when there is no evidence artifact (or
-// no build); manifest is nil when there is no manifest artifact. The bytes
-// are as the supervisor wrote them: decode and validate them with
-// contract.DecodeEvidence and contract.DecodeManifest.
+// each within the contract's cap (nothing is read past the cap). Its error
+// wraps ErrNoResult when there is no evidence artifact (or no build), and
+// ErrResultTooLarge when an artifact is over its cap; manifest is nil when
+// there is no manifest artifact. The bytes are as the supervisor wrote
+// them: decode and validate them with contract.DecodeEvidence and
+// contract.DecodeManifest.
 func (e *Executor) FetchResult(ctx context.Context, externalID string) (evidence, manifest []byte, err error) {
 	path, err := buildPath(externalID)
 	if err != nil {
@@ -527,7 +548,7 @@ func (e *Executor) FetchResult(ctx context.Context, externalID string) (evidence
 func (e *Executor) download(ctx context.Context, a *bk.Artifact, limit int64) ([]byte, error) {
 	name := *a.Path
 	if a.FileSize != nil && *a.FileSize > limit {
-		return nil, fmt.Errorf("buildkite: artifact %s is %d bytes, more than the %d allowed", name, *a.FileSize, limit)
+		return nil, fmt.Errorf("buildkite: artifact %s is %d bytes, more than the %d allowed: %w", name, *a.FileSize, limit, ErrResultTooLarge)
 	}
 	if a.DownloadURL == nil {
 		return nil, fmt.Errorf("buildkite: artifact %s has no download URL", name)
@@ -559,7 +580,8 @@ func (e *Executor) download(ctx context.Context, a *bk.Artifact, limit int64) ([
 		return nil, e.fail("downloading "+name, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("buildkite: artifact %s is more than the %d bytes allowed", name, limit)
+		// The listed size was wrong, or absent: the same verdict.
+		return nil, fmt.Errorf("buildkite: artifact %s is more than the %d bytes allowed: %w", name, limit, ErrResultTooLarge)
 	}
 	return data, nil
 }
@@ -604,8 +626,15 @@ func (e *Executor) do(ctx context.Context, method, path string, body, out any) (
 	return e.client.Do(req.WithContext(ctx), out)
 }
 
-func (e *Executor) pipelinePath(org, pipeline string) string {
-	return "v2/organizations/" + url.PathEscape(org) + "/pipelines/" + url.PathEscape(pipeline)
+// pipelinesPath is the API path of an organization's pipelines, where a
+// pipeline is created.
+func pipelinesPath(org string) string {
+	return "v2/organizations/" + url.PathEscape(org) + "/pipelines"
+}
+
+// pipelinePath is the API path of one pipeline; its builds are under it.
+func pipelinePath(org, pipeline string) string {
+	return pipelinesPath(org) + "/" + url.PathEscape(pipeline)
 }
 
 // buildPath is the API path of the build an external id names.
@@ -614,7 +643,7 @@ func buildPath(externalID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "v2/organizations/" + url.PathEscape(org) + "/pipelines/" + url.PathEscape(pipeline) + "/builds/" + strconv.Itoa(number), nil
+	return pipelinePath(org, pipeline) + "/builds/" + strconv.Itoa(number), nil
 }
 
 // externalID is a build's id for the app: its web_url, checked to parse.
@@ -680,10 +709,10 @@ func status(err error) int {
 }
 
 // fail describes a failed operation with the token redacted from the whole
-// text, and turns a 4xx answer into a *FinalError.
+// text, and turns a final answer (see finalStatus) into a *FinalError.
 func (e *Executor) fail(op string, err error) error {
 	var er *bk.ErrorResponse
-	if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode >= 400 && er.Response.StatusCode < 500 {
+	if errors.As(err, &er) && er.Response != nil && finalStatus(er.Response.StatusCode) {
 		msg := er.Message
 		if msg == "" {
 			msg = http.StatusText(er.Response.StatusCode)
@@ -691,6 +720,14 @@ func (e *Executor) fail(op string, err error) error {
 		err = &FinalError{Status: er.Response.StatusCode, Message: redact(msg, e.token)}
 	}
 	return &opError{text: "buildkite: " + op + ": " + redact(err.Error(), e.token), err: err}
+}
+
+// finalStatus reports whether an answer's status is one that no retry will
+// change: a 4xx, but for a 408, which the transport retried as it does a
+// 5xx and which, like a 5xx, may pass later. A 429 never gets here as an
+// answer: the transport turns it into a *RateLimitedError.
+func finalStatus(status int) bool {
+	return status >= 400 && status < 500 && status != http.StatusRequestTimeout
 }
 
 // opError is an error whose text has been redacted; the error it wraps is

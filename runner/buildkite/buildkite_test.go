@@ -213,6 +213,9 @@ func TestStartCreatesOneBuildAndIsIdempotent(t *testing.T) {
 	if b.Commit != "HEAD" || b.Branch != "main" {
 		t.Errorf("commit %q on branch %q, want HEAD on main", b.Commit, b.Branch)
 	}
+	// The keys spelled out, not MetaSession and MetaAttempt: they are a
+	// format that builds already made and the app's webhook handler rely
+	// on, which a changed constant would break.
 	if want := map[string]string{"inspect:session": "ses_01", "inspect:attempt": "1"}; !maps.Equal(b.MetaData, want) {
 		t.Errorf("meta-data = %v, want %v", b.MetaData, want)
 	}
@@ -334,6 +337,25 @@ func TestStartFindsBeforeRetryingAFailedCreate(t *testing.T) {
 	idle(t, s)
 }
 
+func TestStartFindsBeforeRetryingATimedOutCreate(t *testing.T) {
+	s := standIn(t)
+	e, p := newExecutor(t, s)
+	s.FailNext("POST", buildsPath, http.StatusRequestTimeout, "")
+	start(t, e, attempt(1))
+	if n := len(s.Builds(org, pipelineSlug)); n != 1 {
+		t.Fatalf("%d builds, want 1", n)
+	}
+	// The transport does not retry a POST; Start does, after a Find.
+	want := []string{"GET 200", "POST 408", "GET 200", "POST 201"}
+	if got := summary(p.requests("", buildsPath)); !slices.Equal(got, want) {
+		t.Fatalf("requests = %v, want %v", got, want)
+	}
+	if got := p.waited(); !slices.Equal(got, []time.Duration{time.Second}) {
+		t.Fatalf("waits = %v, want [1s]", got)
+	}
+	idle(t, s)
+}
+
 func TestStartFindsTheBuildOfALostAnswer(t *testing.T) {
 	s := standIn(t)
 	p := &probe{lose: "POST " + buildsPath}
@@ -435,7 +457,7 @@ func newControlled(s *fakebuildkite.Server, attempts ...string) *controlled {
 		c.release[a] = make(chan int, 1)
 	}
 	s.SetRunner(func(ctx context.Context, b fakebuildkite.BuildInfo, _ fakebuildkite.Step, _ []string, _ string) int {
-		a := b.MetaData["inspect:attempt"]
+		a := b.MetaData[MetaAttempt]
 		started, release := c.started[a], c.release[a]
 		if started == nil {
 			return 0
@@ -603,15 +625,21 @@ func TestFetchResult(t *testing.T) {
 		t.Fatalf("FetchResult = %q, %q", gotEvidence, gotManifest)
 	}
 
-	// Over a cap: an error, not a truncated document.
+	// Over a cap, by the listed size: ErrResultTooLarge, not a truncated
+	// document, and not ErrNoResult.
 	e.maxManifestBytes = int64(len(manifest) - 1)
-	if _, _, err := e.FetchResult(ctxFor(t), id); err == nil || errors.Is(err, ErrNoResult) {
-		t.Fatalf("manifest over the cap: %v", err)
+	if _, _, err := e.FetchResult(ctxFor(t), id); !errors.Is(err, ErrResultTooLarge) || errors.Is(err, ErrNoResult) {
+		t.Fatalf("manifest over the cap: %v, want ErrResultTooLarge", err)
 	}
 	e.maxManifestBytes = contract.MaxManifestBytes
 	e.maxEvidenceBytes = int64(len(evidence) - 1)
-	if _, _, err := e.FetchResult(ctxFor(t), id); err == nil || errors.Is(err, ErrNoResult) {
-		t.Fatalf("evidence over the cap: %v", err)
+	if _, _, err := e.FetchResult(ctxFor(t), id); !errors.Is(err, ErrResultTooLarge) || errors.Is(err, ErrNoResult) {
+		t.Fatalf("evidence over the cap: %v, want ErrResultTooLarge", err)
+	}
+	// At the cap exactly is within it.
+	e.maxEvidenceBytes = int64(len(evidence))
+	if _, _, err := e.FetchResult(ctxFor(t), id); err != nil {
+		t.Fatalf("evidence at the cap: %v", err)
 	}
 }
 
@@ -630,11 +658,15 @@ func TestFetchResultDownloadCapDoesNotTrustTheListedSize(t *testing.T) {
 	if _, err := e.do(ctxFor(t), http.MethodGet, path+"/artifacts", nil, &arts); err != nil || len(arts) != 1 {
 		t.Fatalf("artifacts = %+v, %v", arts, err)
 	}
-	// Listed as small, the download is still cut at the cap.
+	// Listed as small, or not listed, the download is still cut at the
+	// cap, and is as much too large as one listed so.
 	small := int64(1)
-	arts[0].FileSize = &small
-	if _, err := e.download(ctxFor(t), &arts[0], 8); err == nil || !strings.Contains(err.Error(), "more than the 8 bytes") {
-		t.Fatalf("download over the cap: %v", err)
+	for _, size := range []*int64{&small, nil} {
+		arts[0].FileSize = size
+		_, err := e.download(ctxFor(t), &arts[0], 8)
+		if !errors.Is(err, ErrResultTooLarge) || !strings.Contains(err.Error(), "more than the 8 bytes") {
+			t.Fatalf("download over the cap, listed size %v: %v, want ErrResultTooLarge", size, err)
+		}
 	}
 }
 
@@ -756,6 +788,46 @@ func TestGatewayErrorsBackOffAndEndInAnError(t *testing.T) {
 	}
 }
 
+func TestRequestTimeoutIsRetriedLikeAGatewayError(t *testing.T) {
+	s := standIn(t)
+	e, p := newExecutor(t, s)
+	s.HoldBuilds(true)
+	id := start(t, e, attempt(1))
+	s.FailNext("GET", build1Path, http.StatusRequestTimeout, "")
+	s.FailNext("PUT", build1Path+"/cancel", http.StatusRequestTimeout, "")
+	if st := state(t, e, id); st.Status != runner.StatusPending {
+		t.Fatalf("State after a 408 = %+v, want pending", st)
+	}
+	if err := e.Cancel(ctxFor(t), id); err != nil {
+		t.Fatalf("Cancel after a 408: %v", err)
+	}
+	if got := summary(p.requests("GET", build1Path)); !slices.Equal(got, []string{"GET 408", "GET 200"}) {
+		t.Fatalf("reads = %v", got)
+	}
+	if got := summary(p.requests("PUT", build1Path+"/cancel")); !slices.Equal(got, []string{"PUT 408", "PUT 200"}) {
+		t.Fatalf("cancels = %v", got)
+	}
+	if got := p.waited(); !slices.Equal(got, []time.Duration{time.Second, time.Second}) {
+		t.Fatalf("waits = %v, want [1s 1s]", got)
+	}
+}
+
+func TestRequestTimeoutsToTheLastRetryAreNotFinal(t *testing.T) {
+	s := standIn(t)
+	e, p := newExecutor(t, s)
+	for range DefaultMaxRetries + 1 {
+		s.FailNext("GET", build1Path, http.StatusRequestTimeout, "")
+	}
+	_, err := e.State(ctxFor(t), "https://buildkite.example/acme/inspect-session/builds/1")
+	var final *FinalError
+	if err == nil || errors.As(err, &final) || status(err) != http.StatusRequestTimeout {
+		t.Fatalf("State = %v, want the 408, not a *FinalError", err)
+	}
+	if n := len(p.requests("GET", build1Path)); n != DefaultMaxRetries+1 {
+		t.Fatalf("%d tries, want %d", n, DefaultMaxRetries+1)
+	}
+}
+
 func TestAnnotate(t *testing.T) {
 	s := standIn(t)
 	e, p := newExecutor(t, s)
@@ -820,6 +892,22 @@ func TestNewChecksTheConfig(t *testing.T) {
 	cfg.BaseURL = "https://proxy.example/buildkite"
 	if e, err := New(cfg); err != nil || e.base.String() != "https://proxy.example/buildkite/" {
 		t.Fatalf("New without the slash = %v, %v", e.base, err)
+	}
+}
+
+func TestPaths(t *testing.T) {
+	if got, want := pipelinesPath("acme"), "v2/organizations/acme/pipelines"; got != want {
+		t.Errorf("pipelinesPath = %q, want %q", got, want)
+	}
+	if got, want := pipelinePath("acme", "inspect-session"), "v2/organizations/acme/pipelines/inspect-session"; got != want {
+		t.Errorf("pipelinePath = %q, want %q", got, want)
+	}
+	got, err := buildPath("https://buildkite.com/acme/inspect-session/builds/42")
+	if want := "v2/organizations/acme/pipelines/inspect-session/builds/42"; err != nil || got != want {
+		t.Errorf("buildPath = %q, %v; want %q", got, err, want)
+	}
+	if _, err := buildPath("https://buildkite.com/acme/inspect-session/jobs/42"); err == nil {
+		t.Error("buildPath of a job's URL succeeded")
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 
 	bk "github.com/buildkite/go-buildkite/v3/buildkite"
 	"gopkg.in/yaml.v3"
@@ -22,6 +21,9 @@ const (
 	cancelGraceSeconds = 30
 	// maxTimeoutMinutes is the longest step timeout Setup accepts: a day.
 	maxTimeoutMinutes = 24 * 60
+	// privateVisibility is the pipeline visibility that shows its builds
+	// to members of the organization only; the other is "public".
+	privateVisibility = "private"
 )
 
 // Defaults for SetupOptions' zero values.
@@ -119,9 +121,12 @@ type SetupOptions struct {
 }
 
 // Setup installs the session pipeline: it creates Config.Pipeline with
-// SessionPipelineYAML when Buildkite says it does not exist, and otherwise
-// replaces its configuration (and nothing else). created says which it did.
-// The options are checked before any request. Running Setup again is safe.
+// SessionPipelineYAML, private, when Buildkite says it does not exist, and
+// otherwise replaces its configuration (and nothing else). created says
+// which it did. An existing pipeline that is not private is refused before
+// any change: a build's environment holds the attempt's claim code, which
+// anyone who can view the pipeline could read. The options are checked
+// before any request. Running Setup again is safe.
 func Setup(ctx context.Context, cfg Config, opts SetupOptions) (created bool, err error) {
 	switch {
 	case !isName(opts.Queue):
@@ -147,7 +152,7 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (created bool, er
 
 func (e *Executor) setup(ctx context.Context, opts SetupOptions) (bool, error) {
 	config := string(SessionPipelineYAML(opts.Queue, opts.TimeoutMinutes))
-	path := e.pipelinePath(e.cfg.Org, e.cfg.Pipeline)
+	path := pipelinePath(e.cfg.Org, e.cfg.Pipeline)
 	var existing bk.Pipeline
 	_, err := e.do(ctx, http.MethodGet, path, nil, &existing)
 	switch {
@@ -157,25 +162,60 @@ func (e *Executor) setup(ctx context.Context, opts SetupOptions) (bool, error) {
 			Repository:    opts.Repository,
 			Configuration: config,
 			DefaultBranch: opts.DefaultBranch,
+			// Private, whatever the organization's default: a build's
+			// environment holds the attempt's single-use claim code, and
+			// anyone who can view the pipeline can read it there and
+			// claim the attempt before its agent does.
+			Visibility: bk.String(privateVisibility),
 		}
 		var p bk.Pipeline
-		if _, err := e.do(ctx, http.MethodPost, "v2/organizations/"+url.PathEscape(e.cfg.Org)+"/pipelines", create, &p); err != nil {
+		if _, err := e.do(ctx, http.MethodPost, pipelinesPath(e.cfg.Org), create, &p); err != nil {
 			return false, e.fail("creating the session pipeline", err)
 		}
 		if p.Slug == nil || *p.Slug != e.cfg.Pipeline {
-			slug := ""
-			if p.Slug != nil {
-				slug = *p.Slug
-			}
-			return true, fmt.Errorf("buildkite: created pipeline %q (slug %q), but the configured pipeline is %q: name it so that its slug matches", opts.Name, slug, e.cfg.Pipeline)
+			return true, fmt.Errorf("buildkite: created pipeline %q (slug %q), but the configured pipeline is %q: name it so that its slug matches", opts.Name, deref(p.Slug), e.cfg.Pipeline)
+		}
+		// Should Buildkite have ignored the visibility asked for, say so
+		// now rather than let sessions run in the open.
+		if what := notPrivate(&p); what != "" {
+			return true, fmt.Errorf("buildkite: created pipeline %s/%s, but it %s, not private; anyone who can view it could read each build's environment, which holds the attempt's single-use claim code: make it private in its settings in Buildkite before running sessions",
+				e.cfg.Org, e.cfg.Pipeline, what)
 		}
 		return true, nil
 	case err != nil:
 		return false, e.fail("reading the session pipeline", err)
+	}
+	if what := notPrivate(&existing); what != "" {
+		// Refused before any write: installing the configuration would
+		// leave a pipeline ready to run sessions in the open.
+		return false, fmt.Errorf("buildkite: pipeline %s/%s %s, not private; anyone who can view it could read each build's environment, which holds the attempt's single-use claim code, so sessions must not run on it: make it private in its settings in Buildkite and run setup again (nothing was changed)",
+			e.cfg.Org, e.cfg.Pipeline, what)
 	}
 	update := &bk.UpdatePipeline{Configuration: config}
 	if _, err := e.do(ctx, http.MethodPatch, path, update, nil); err != nil {
 		return false, e.fail("updating the session pipeline", err)
 	}
 	return false, nil
+}
+
+// notPrivate says how a pipeline falls short of private, or "" when it is
+// private. One whose visibility Buildkite did not state falls short too:
+// nothing shows that strangers cannot view it.
+func notPrivate(p *bk.Pipeline) string {
+	switch v := deref(p.Visibility); v {
+	case privateVisibility:
+		return ""
+	case "":
+		return "has no stated visibility"
+	default:
+		return fmt.Sprintf("has visibility %q", v)
+	}
+}
+
+// deref is *s, or "" when s is nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	bk "github.com/buildkite/go-buildkite/v3/buildkite"
 	"gopkg.in/yaml.v3"
 
 	"github.com/inspecthq/inspect/internal/fakebuildkite"
@@ -64,9 +66,19 @@ func TestSetupCreatesThenUpdates(t *testing.T) {
 		t.Fatalf("pipeline config = %q (exists %v)", got, ok)
 	}
 	creates := p.requests("POST", "/v2/organizations/acme/pipelines")
-	if len(creates) != 1 || !strings.Contains(string(creates[0].Body), `"repository":"https://github.com/inspecthq/inspect.git"`) ||
-		!strings.Contains(string(creates[0].Body), `"default_branch":"main"`) || !strings.Contains(string(creates[0].Body), `"name":"Inspect session"`) {
-		t.Fatalf("create requests = %+v", creates)
+	if len(creates) != 1 {
+		t.Fatalf("%d create requests, want 1", len(creates))
+	}
+	for _, field := range []string{
+		`"repository":"https://github.com/inspecthq/inspect.git"`,
+		`"default_branch":"main"`,
+		`"name":"Inspect session"`,
+		// The stand-in drops it, so only the request can show it.
+		`"visibility":"private"`,
+	} {
+		if !strings.Contains(string(creates[0].Body), field) {
+			t.Errorf("the create request has no %s: %s", field, creates[0].Body)
+		}
 	}
 
 	// The pipeline Setup made runs a session build as Start makes it.
@@ -88,8 +100,31 @@ func TestSetupCreatesThenUpdates(t *testing.T) {
 	if got, _ := s.PipelineConfig(org, pipelineSlug); got != string(SessionPipelineYAML("big.queue_2", 30)) {
 		t.Fatalf("updated config = %q", got)
 	}
-	if n := len(p.requests("PATCH", "/v2/organizations/acme/pipelines/inspect-session")); n != 1 {
-		t.Fatalf("%d updates, want 1", n)
+	// The update came after a read, which checked the pipeline private
+	// before anything was written.
+	want := []string{"GET 404", "GET 200", "GET 200", "PATCH 200"}
+	if got := summary(p.requests("", "/v2/organizations/acme/pipelines/inspect-session")); !slices.Equal(got, want) {
+		t.Fatalf("pipeline requests = %v, want %v", got, want)
+	}
+}
+
+// The stand-in always answers that a pipeline is private, so a refusal
+// through Setup cannot be shown with it; this is the check Setup makes of
+// the pipeline it read (before any write) or created.
+func TestNotPrivate(t *testing.T) {
+	for _, c := range []struct {
+		visibility *string
+		want       string
+	}{
+		{bk.String("private"), ""},
+		{bk.String("public"), `has visibility "public"`},
+		{bk.String("Private"), `has visibility "Private"`},
+		{bk.String(""), "has no stated visibility"},
+		{nil, "has no stated visibility"},
+	} {
+		if got := notPrivate(&bk.Pipeline{Visibility: c.visibility}); got != c.want {
+			t.Errorf("notPrivate(%v) = %q, want %q", deref(c.visibility), got, c.want)
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inspecthq/inspect/internal/retryafter"
 )
 
 // RateLimitedError is returned when Buildkite still answers 429 Too Many
@@ -41,11 +43,12 @@ const discardLimit = 4 << 10
 
 // retryTransport retries what Buildkite asks to be retried (429, from any
 // method: the rate limiter refuses a request before it is processed) and
-// what is safe to retry (502, 503 and 504, for idempotent methods only: a
-// POST may have been processed behind a failing proxy, so its caller must
-// find out first, as Executor.Start does). Every other answer, and every
-// transport error, goes up unchanged, except a 429 left after the last
-// retry, which becomes a *RateLimitedError.
+// what is safe to retry (408, 502, 503 and 504, for idempotent methods
+// only: a POST may have been processed behind a failing proxy, or a proxy
+// that gave up waiting, so its caller must find out first, as
+// Executor.Start does). Every other answer, and every transport error, goes
+// up unchanged, except a 429 left after the last retry, which becomes a
+// *RateLimitedError.
 //
 // It also applies the base client's Timeout to each try, body included,
 // rather than to the whole call: a single timeout spanning the retries
@@ -122,7 +125,7 @@ func retryable(method string, status int) bool {
 	switch status {
 	case http.StatusTooManyRequests:
 		return true
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	case http.StatusRequestTimeout, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		switch method {
 		case http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodDelete:
 			return true
@@ -132,16 +135,12 @@ func retryable(method string, status int) bool {
 }
 
 // advisedWait reads how long the response asks the client to wait:
-// Retry-After (delay-seconds or an HTTP date), else RateLimit-Reset
-// (seconds until Buildkite's rate-limit window resets).
+// Retry-After (delay-seconds or an HTTP-date, read by retryafter.Parse),
+// else RateLimit-Reset (seconds until Buildkite's rate-limit window
+// resets). Either is capped at maxAdvisedWait.
 func advisedWait(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if d, ok := parseSeconds(v); ok {
-			return d, true
-		}
-		if at, err := http.ParseTime(v); err == nil {
-			return min(max(at.Sub(now), 0), maxAdvisedWait), true
-		}
+	if d, ok := retryafter.Parse(h, now); ok {
+		return min(d, maxAdvisedWait), true
 	}
 	if d, ok := parseSeconds(strings.TrimSpace(h.Get("RateLimit-Reset"))); ok {
 		return d, true

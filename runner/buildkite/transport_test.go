@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// TestAdvisedWait covers what advisedWait adds to retryafter.Parse, whose
+// own test covers the forms of Retry-After: the cap, and RateLimit-Reset
+// when Retry-After gives no answer.
 func TestAdvisedWait(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
@@ -18,6 +21,8 @@ func TestAdvisedWait(t *testing.T) {
 		{http.Header{"Retry-After": {now.Add(90 * time.Second).Format(http.TimeFormat)}}, 90 * time.Second, true},
 		{http.Header{"Retry-After": {now.Add(-time.Minute).Format(http.TimeFormat)}}, 0, true},
 		{http.Header{"Retry-After": {"99999999999999999"}}, maxAdvisedWait, true},
+		{http.Header{"Retry-After": {now.Add(48 * time.Hour).Format(http.TimeFormat)}}, maxAdvisedWait, true},
+		{http.Header{"Retry-After": {"5"}, "Ratelimit-Reset": {"12"}}, 5 * time.Second, true},
 		{http.Header{"Retry-After": {"soon"}, "Ratelimit-Reset": {"12"}}, 12 * time.Second, true},
 		{http.Header{"Ratelimit-Reset": {"12"}}, 12 * time.Second, true},
 		{http.Header{"Retry-After": {"-3"}}, 0, false},
@@ -54,10 +59,22 @@ func TestRetryable(t *testing.T) {
 	}{
 		{"POST", 429, true}, {"GET", 429, true},
 		{"GET", 503, true}, {"PUT", 502, true}, {"PATCH", 504, true}, {"DELETE", 503, true},
-		{"POST", 503, false}, {"GET", 500, false}, {"GET", 404, false}, {"GET", 200, false},
+		{"GET", 408, true}, {"PUT", 408, true}, {"PATCH", 408, true}, {"DELETE", 408, true},
+		{"POST", 503, false}, {"POST", 408, false}, {"GET", 500, false}, {"GET", 404, false}, {"GET", 200, false},
 	} {
 		if got := retryable(c.method, c.status); got != c.want {
 			t.Errorf("retryable(%s, %d) = %v", c.method, c.status, got)
+		}
+	}
+}
+
+func TestFinalStatus(t *testing.T) {
+	for status, want := range map[int]bool{
+		400: true, 401: true, 403: true, 404: true, 422: true,
+		408: false, 200: false, 302: false, 500: false, 503: false,
+	} {
+		if got := finalStatus(status); got != want {
+			t.Errorf("finalStatus(%d) = %v, want %v", status, got, want)
 		}
 	}
 }

@@ -45,9 +45,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -406,14 +408,31 @@ func (s *session) prepare(ctx context.Context) bool {
 // sandboxEnv is the sandbox's whole environment. It holds no credential of
 // any kind; keep it that way.
 func (s *session) sandboxEnv() []string {
-	return []string{
-		"HOME=/tmp",
-		"PATH=" + s.cfg.SandboxPath,
-		"LANG=C.UTF-8",
-		"INSPECT_SESSION_ID=" + s.spec.SessionID,
-		"INSPECT_PROMPT_FILE=" + PromptFile,
-		"INSPECT_ANSWER_FILE=" + AnswerFile,
+	return sandboxEnv(s.cfg.SandboxPath, s.spec.Env,
+		"INSPECT_SESSION_ID="+s.spec.SessionID,
+		"INSPECT_PROMPT_FILE="+PromptFile,
+		"INSPECT_ANSWER_FILE="+AnswerFile)
+}
+
+// sandboxEnv is a sandboxed command's environment: the repo's env (spec.Env,
+// checked by the contract: no credentials, no INSPECT_*, HOME or loader
+// variables) with PATH and LANG defaulting to path and C.UTF-8, then
+// HOME and Inspect's own variables (own, "K=V"), which win. Each name
+// appears once, sorted: a duplicate would leave which one a program sees
+// to its libc.
+func sandboxEnv(path string, repoEnv map[string]string, own ...string) []string {
+	m := map[string]string{"PATH": path, "LANG": "C.UTF-8"}
+	maps.Copy(m, repoEnv)
+	m["HOME"] = "/tmp"
+	for _, kv := range own {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
 	}
+	out := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, k+"="+m[k])
+	}
+	return out
 }
 
 // command runs argv in a fresh sandbox and records it in the evidence. ok is

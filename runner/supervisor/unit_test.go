@@ -258,3 +258,18 @@ func TestPromptNeverFollowsTheRepositorysSymlinks(t *testing.T) {
 		})
 	}
 }
+
+func TestSandboxEnvLetsTheRepoAddButNotOverride(t *testing.T) {
+	got := sandboxEnv("/usr/bin:/bin", map[string]string{"GOFLAGS": "-trimpath", "LANG": "en_US.UTF-8", "PATH": "/cache/bin:/usr/bin"},
+		"INSPECT_SESSION_ID=s1")
+	want := []string{"GOFLAGS=-trimpath", "HOME=/tmp", "INSPECT_SESSION_ID=s1", "LANG=en_US.UTF-8", "PATH=/cache/bin:/usr/bin"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("env = %q, want %q", got, want)
+	}
+	// HOME and Inspect's own always win, even if a repo env slipped one in.
+	got = sandboxEnv("/usr/bin", map[string]string{"HOME": "/root", "INSPECT_SESSION_ID": "forged"}, "INSPECT_SESSION_ID=s1")
+	want = []string{"HOME=/tmp", "INSPECT_SESSION_ID=s1", "LANG=C.UTF-8", "PATH=/usr/bin"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("env = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,255 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/runner"
+)
+
+// deadlineGrace is how long past its deadline a session's result is still
+// awaited before reconcile ends it: the supervisor's finish timeout (30 s)
+// with room for the upload.
+const deadlineGrace = 2 * time.Minute
+
+// minRedispatchTime is the least time before the deadline for which a lost
+// attempt is re-dispatched: less cannot fetch, run and report.
+const minRedispatchTime = 2 * time.Minute
+
+// reconcileBatch bounds the sessions one reconcile pass looks at.
+const reconcileBatch = 1000
+
+// reconcile makes sure every session reaches an end. Every poll: sessions
+// past their deadline end timed_out (their run is cancelled; the check run
+// concludes through the sync the ending queues). Every
+// workers.reconcile_interval, and at start-up: the executor is asked about
+// unfinished attempts, and GitHub about each session's target.
+func (s *Service) reconcile(ctx context.Context) error {
+	if s.attemptChecks.due(s.clock.Now(), s.attemptCheckInterval()) {
+		if err := s.reconcileAttempts(ctx); err != nil {
+			return err
+		}
+	}
+	if s.targetChecks.due(s.clock.Now(), s.cfg.Workers.ReconcileInterval) {
+		if err := s.reconcileTargets(ctx); err != nil {
+			return err
+		}
+	}
+	// The grace lets a supervisor that stopped at the deadline still upload
+	// its (timed_out, partial) evidence, which says more than we can.
+	overdue, err := s.store.SessionsPastDeadline(ctx, s.clock.Now().Add(-deadlineGrace), 50)
+	if err != nil {
+		return err
+	}
+	for _, sess := range overdue {
+		if err := s.endRun(ctx, sess.ID, sess.AttemptID, store.TimedOut, "timed_out",
+			fmt.Sprintf("⏱️ @%s, the session ran past its deadline and was stopped. Nothing was pushed.", sess.RequesterLogin)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// intervalGate lets something run at most once per interval per replica;
+// the first call is always due (start-up).
+type intervalGate struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (g *intervalGate) due(now time.Time, every time.Duration) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.last.IsZero() && now.Sub(g.last) < every {
+		return false
+	}
+	g.last = now
+	return true
+}
+
+// attemptCheckInterval is workers.reconcile_interval on Buildkite, where
+// every question is an API call; the local executor answers from memory,
+// so it is asked every poll.
+func (s *Service) attemptCheckInterval() time.Duration {
+	if s.cfg.Executor.Kind == "buildkite" {
+		return s.cfg.Workers.ReconcileInterval
+	}
+	return 0
+}
+
+// endRun ends a session whose attempt attemptID is still its current one
+// and still running (preparing, dispatched or running), then stops that
+// attempt. A session that moved on meanwhile (its result came and is being
+// reported, it ended, it was re-dispatched) is left alone: the run's news
+// is stale.
+func (s *Service) endRun(ctx context.Context, sessionID, attemptID string, outcome store.Outcome, reason, reply string) error {
+	_, err := s.store.MutateSession(ctx, sessionID, s.clock.Now(), func(x *store.Session) error {
+		switch {
+		case x.AttemptID != attemptID:
+			return errAlreadyDone
+		case x.State != store.Preparing && x.State != store.Dispatched && x.State != store.Running:
+			return errAlreadyDone
+		}
+		x.State, x.Outcome, x.Reason, x.Detail = store.Done, outcome, reason, reply
+		return nil
+	}, store.NewWork{Kind: store.SyncSession})
+	if errors.Is(err, errAlreadyDone) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.stopAttempt(ctx, attemptID)
+	return nil
+}
+
+// reconcileAttempts asks the executor about sessions whose attempt has not
+// reported. A run whose start was not recorded is adopted; a run that
+// finished without uploading has its result read from the executor (or
+// the session ends runner_lost); a run the executor lost is re-dispatched
+// once while the deadline allows, and otherwise left for the deadline. One
+// session's trouble is logged and does not hold up the others.
+func (s *Service) reconcileAttempts(ctx context.Context) error {
+	states, ok := s.executor.(stateReporter)
+	if !ok {
+		return nil
+	}
+	active, err := s.store.SessionsRunning(ctx, reconcileBatch)
+	if err != nil {
+		return err
+	}
+	for _, sess := range active {
+		log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Logger()
+		if err := s.reconcileAttempt(log.WithContext(ctx), states, sess); err != nil {
+			log.Warn().Err(err).Msg("reconciling the attempt failed; trying again next time")
+		}
+	}
+	return nil
+}
+
+func (s *Service) reconcileAttempt(ctx context.Context, states stateReporter, sess store.Session) error {
+	a, err := s.store.GetAttempt(ctx, sess.AttemptID)
+	if err != nil || a.State == store.AttemptEnded {
+		return err // an ended attempt's result is being reported
+	}
+	if a.ExternalID == "" {
+		// The supervisor claimed the attempt (so the session runs) before
+		// its start was recorded: find the run.
+		_, err := s.adoptRun(ctx, a)
+		return err
+	}
+	st, err := states.State(ctx, a.ExternalID)
+	if err != nil {
+		return err
+	}
+	switch st.Status {
+	case runner.StatusExited:
+		return s.collect(ctx, sess.ID, a.ID, st)
+	case runner.StatusLost:
+		return s.redispatch(ctx, sess, a)
+	}
+	return nil
+}
+
+// redispatch replaces an attempt the executor lost with a new one, once
+// per session and only while the deadline leaves time to run; otherwise
+// the session waits for its deadline, where reconcile ends it timed_out
+// (the run may only be out of sight, and a deadline is what was promised).
+// The new attempt keeps the session's deadline (see dispatch).
+func (s *Service) redispatch(ctx context.Context, sess store.Session, a store.Attempt) error {
+	log := zerolog.Ctx(ctx)
+	if sess.Redispatches >= 1 || sess.Deadline.Sub(s.clock.Now()) < minRedispatchTime {
+		log.Warn().Int("redispatches", sess.Redispatches).Msg("attempt lost; not re-dispatched, the deadline will end the session")
+		return nil
+	}
+	_, err := s.store.MutateSession(ctx, sess.ID, s.clock.Now(), func(x *store.Session) error {
+		if x.State != store.Dispatched && x.State != store.Running || x.AttemptID != a.ID {
+			return errAlreadyDone
+		}
+		x.State = store.Preparing
+		x.Redispatches++
+		return nil
+	}, store.NewWork{Kind: store.SyncSession}, store.NewWork{Kind: store.DispatchSession})
+	if errors.Is(err, errAlreadyDone) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// Only now that the session no longer waits for it: if the mutation had
+	// failed, the session would still be waiting on a live attempt.
+	log.Warn().Msg("attempt lost; re-dispatched")
+	s.stopAttempt(ctx, a.ID)
+	s.wakeWorkers()
+	return nil
+}
+
+// reconcileTargets cancels active sessions whose target went away: a pull
+// request that was closed (or merged), or a repository the installation can
+// no longer read (removed from it, or deleted). Their results would have
+// nowhere to go.
+func (s *Service) reconcileTargets(ctx context.Context) error {
+	active, err := s.store.SessionsRunning(ctx, reconcileBatch)
+	if err != nil {
+		return err
+	}
+	for _, sess := range active {
+		log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Logger()
+		why, err := s.targetGone(ctx, sess)
+		if err != nil {
+			log.Warn().Err(err).Msg("checking the session's target failed; trying again next time")
+			continue
+		}
+		if why == "" {
+			continue
+		}
+		log.Info().Str("reason", why).Msg("target gone; cancelling the session")
+		reply := "The pull request was closed, so Inspect cancelled the session. Nothing was pushed."
+		if why == "repo_removed" {
+			reply = "Inspect can no longer reach this repository, so it cancelled the session. Nothing was pushed."
+		}
+		if err := s.endRun(ctx, sess.ID, sess.AttemptID, store.Cancelled, why, reply); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// targetGone says why a session's target is gone ("pr_closed",
+// "repo_removed"), or "" when it is still there. A rate limit is an error,
+// never "gone": go-github reports those with a 403 response too.
+func (s *Service) targetGone(ctx context.Context, sess store.Session) (string, error) {
+	c, err := s.gh.Installation(ctx, sess.InstallationID)
+	if err != nil {
+		return "", err
+	}
+	var resp *github.Response
+	if sess.IsPR {
+		var pr *github.PullRequest
+		pr, resp, err = c.PullRequests.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
+		if err == nil && pr.GetState() == "closed" {
+			return "pr_closed", nil
+		}
+	} else {
+		_, resp, err = c.Repositories.Get(ctx, sess.RepoOwner, sess.RepoName)
+	}
+	var rate *github.RateLimitError
+	var abuse *github.AbuseRateLimitError
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.As(err, &rate) || errors.As(err, &abuse):
+		return "", err
+	case resp != nil && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusForbidden):
+		return "repo_removed", nil
+	}
+	return "", err
+}

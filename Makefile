@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test demo bench vet fmt-check ensure-go ensure-postgres ensure-bubblewrap clean
+.PHONY: all build test demo bench vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo clean
 
 all: build
 
@@ -18,6 +18,10 @@ ensure-postgres:
 ensure-bubblewrap:
 	@.ci/ensure-bubblewrap
 
+# skopeo reads pushed snapshot images as an independent client (images tests).
+ensure-skopeo:
+	@.ci/ensure-skopeo
+
 build: ensure-go
 	$(GO) build -o bin/inspect ./cmd/inspect
 
@@ -29,7 +33,7 @@ vet: ensure-go
 	$(GO) vet $(PKGS)
 
 # The store suite and the end-to-end tests run against SQLite and PostgreSQL.
-test: ensure-go ensure-postgres ensure-bubblewrap fmt-check vet
+test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo fmt-check vet
 	$(GO) test -race -count=1 $(PKGS)
 
 demo: ensure-go ensure-bubblewrap

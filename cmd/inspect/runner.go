@@ -30,6 +30,7 @@ func runnerCmd(args []string, stderr io.Writer) int {
 	gid := fs.Int("sandbox-gid", -1, "host gid the sandbox runs as (default: 65534 when root, else your own)")
 	fs.StringVar(&cfg.SandboxPath, "sandbox-path", supervisor.DefaultSandboxPath, "PATH inside the sandbox")
 	fs.BoolVar(&cfg.KeepWorkspace, "keep-workspace", false, "leave the attempt's directory in place (debugging)")
+	fs.StringVar(&cfg.LayerCache, "layer-cache", "", "where snapshot layers are extracted, once per digest (default: WORK_DIR/inspect-layers); the sandbox user must be able to search it")
 	fs.StringVar(&cfg.OutDir, "out-dir", "", "also write evidence.json and manifest.json here")
 	fs.DurationVar(&cfg.FinishTimeout, "finish-timeout", supervisor.DefaultFinishTimeout, "time allowed to collect and upload the result after the run ends, SIGTERM included")
 	if err := fs.Parse(args); err != nil {

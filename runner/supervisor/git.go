@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -200,50 +201,92 @@ func (w *workspace) private(ctx context.Context, g *git, extraEnv []string, stdi
 // token, and gives it its own .git at that commit with no remote and no
 // credential. A commit the remote no longer has is a *shaGoneError.
 func (w *workspace) fetch(ctx context.Context, g *git, cloneURL, sha, token string) error {
+	_, err := w.fetchOnto(ctx, g, cloneURL, sha, token, "")
+	return err
+}
+
+// driftDepth bounds the history fetched to catch a snapshot up: drift
+// beyond it is counted as driftDepth.
+const driftDepth = 64
+
+// fetchOnto is fetch for a workspace that may already hold a restored
+// snapshot at commit base ("" for none): the objects base has are taken
+// from the workspace's own .git, so the remote sends only what changed
+// since (the commits between base and sha, and their new objects), and
+// the files are moved from base's tree to sha's, deleting what sha
+// deleted and keeping untracked files (caches such as node_modules). It
+// returns how many commits sha is ahead of base.
+func (w *workspace) fetchOnto(ctx context.Context, g *git, cloneURL, sha, token, base string) (drift int, err error) {
 	if _, err := g.run(ctx, w.dir, nil, nil, "--git-dir="+w.gitDir, "init", "--quiet"); err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := w.private(ctx, g, nil, nil, "config", "core.bare", "false"); err != nil {
-		return err
+		return 0, err
 	}
-	_, err := w.private(ctx, g, authEnv(token), nil,
-		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth=1", cloneURL, sha)
+	depth := "--depth=1"
+	if base != "" {
+		// Local and fast: the restored snapshot's commit, as a "have" for
+		// the remote fetch.
+		if _, err := w.private(ctx, g, nil, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth=1",
+			filepath.Join(w.work, ".git"), pinnedRef); err != nil {
+			return 0, fmt.Errorf("reading the snapshot's commit: %w", err)
+		}
+		if _, err := w.private(ctx, g, nil, nil, "read-tree", base); err != nil {
+			return 0, fmt.Errorf("reading the snapshot's tree: %w", err)
+		}
+		depth = fmt.Sprintf("--depth=%d", driftDepth)
+	}
+	_, err = w.private(ctx, g, authEnv(token), nil,
+		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", depth, cloneURL, sha)
 	if err != nil {
 		var ge *gitError
 		if errors.As(err, &ge) {
 			low := strings.ToLower(ge.stderr)
 			for _, h := range shaGoneHints {
 				if strings.Contains(low, h) {
-					return &shaGoneError{err}
+					return 0, &shaGoneError{err}
 				}
 			}
 		}
-		return err
+		return 0, err
 	}
 	if _, err := w.private(ctx, g, nil, nil, "cat-file", "-e", sha+"^{commit}"); err != nil {
-		return &shaGoneError{fmt.Errorf("the fetch did not bring it: %w", err)}
+		return 0, &shaGoneError{fmt.Errorf("the fetch did not bring it: %w", err)}
+	}
+	if base != "" {
+		out, err := w.private(ctx, g, nil, nil, "rev-list", "--count", sha, "^"+base)
+		if err != nil {
+			return 0, fmt.Errorf("counting the snapshot's drift: %w", err)
+		}
+		if drift, err = strconv.Atoi(strings.TrimSpace(string(out))); err != nil {
+			return 0, fmt.Errorf("counting the snapshot's drift: %q", out)
+		}
 	}
 	if _, err := w.private(ctx, g, nil, nil, "update-ref", pinnedRef, sha); err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := w.private(ctx, g, nil, nil, "checkout", "--quiet", "--force", "--detach", sha); err != nil {
-		return err
+		return 0, err
 	}
 	// The workspace's own .git, for the agent: a local, shallow copy of the
-	// pinned commit, detached, with no remote configured.
+	// pinned commit, detached, with no remote configured. A restored
+	// snapshot's .git is replaced, so the agent sees the same either way.
+	if err := os.RemoveAll(filepath.Join(w.work, ".git")); err != nil {
+		return 0, err
+	}
 	if _, err := g.run(ctx, w.work, nil, nil, "init", "--quiet"); err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := g.run(ctx, w.work, nil, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth=1", w.gitDir, pinnedRef+":"+pinnedRef); err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := g.run(ctx, w.work, nil, nil, "update-ref", "--no-deref", "HEAD", sha); err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := g.run(ctx, w.work, nil, nil, "reset", "--quiet"); err != nil {
-		return err
+		return 0, err
 	}
-	return nil
+	return drift, nil
 }
 
 // chownTree gives the workspace to the sandbox's uid and gid, so the agent

@@ -113,6 +113,11 @@ type Config struct {
 	// network errors and 5xx, RetryDelay doubling each time.
 	UploadAttempts int
 	RetryDelay     time.Duration
+	// LayerCache is where snapshot layers are extracted, once per digest
+	// and shared by attempts (default: WorkDir/inspect-layers). The
+	// sandbox uid must be able to search it: an image root is bound from
+	// there.
+	LayerCache string
 	// Git is the git binary ("git" on PATH when empty).
 	Git string
 	// Log receives the supervisor's log; the zero Logger discards.
@@ -298,7 +303,8 @@ type session struct {
 
 	git      *git
 	ws       *workspace
-	prepared bool // the workspace holds the pinned commit: a change can be collected
+	restored *restored // the snapshot restored, or nil for a cold clone
+	prepared bool      // the workspace holds the pinned commit: a change can be collected
 	phase    contract.Phase
 	seq      int64
 	tests    *goTestParser
@@ -317,7 +323,10 @@ func (s *session) run(ctx context.Context) {
 	if !s.prepare(ctx) {
 		return
 	}
-	s.ev.Workspace = &contract.Workspace{Source: contract.WorkspaceClone, PrepareMS: max(s.cfg.Now().Sub(s.ev.StartedAt).Milliseconds(), 0)}
+	if !s.setup(ctx) {
+		return
+	}
+	s.ev.Workspace.PrepareMS = max(s.cfg.Now().Sub(s.ev.StartedAt).Milliseconds(), 0)
 
 	s.enter(contract.PhaseAgent, "running the agent")
 	argv := append(append([]string(nil), s.spec.Agent.Command...), PromptFile)
@@ -374,7 +383,29 @@ func (s *session) prepare(ctx context.Context) bool {
 	if s.git.path == "" {
 		s.git.path = DefaultSandboxPath
 	}
-	err = ws.fetch(ctx, s.git, s.spec.Repo.CloneURL, s.spec.PinnedSHA, tok.Token)
+	s.ev.Workspace = &contract.Workspace{Source: contract.WorkspaceClone}
+	base := ""
+	if s.spec.Snapshot != nil {
+		r, err := s.restore(ctx)
+		switch {
+		case err == nil:
+			s.restored, base = r, r.snap.SHA
+		case ctx.Err() != nil:
+			return s.fail(ctx, "restoring the snapshot", err)
+		default:
+			// A snapshot is an optimisation: without it the session starts
+			// cold, and the evidence says so.
+			s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("snapshot restore failed; cloning cold")
+			if err := resetDir(ws.work); err != nil {
+				return s.fail(ctx, "clearing the workspace after a failed restore", err)
+			}
+		}
+	}
+	drift, err := ws.fetchOnto(ctx, s.git, s.spec.Repo.CloneURL, s.spec.PinnedSHA, tok.Token, base)
+	if s.restored != nil && err == nil {
+		s.ev.Workspace = &contract.Workspace{Source: contract.WorkspaceSnapshot, SnapshotDigest: s.restored.snap.Digest.String(),
+			SnapshotCreatedAt: s.restored.snap.Built, DriftCommits: drift}
+	}
 	var gone *shaGoneError
 	if errors.As(err, &gone) && ctx.Err() == nil {
 		s.ev.Outcome = contract.OutcomeError
@@ -398,11 +429,67 @@ func (s *session) prepare(ctx context.Context) bool {
 		}
 	}
 	if uid, gid := int(s.cfg.SandboxUID), int(s.cfg.SandboxGID); uid != os.Geteuid() || gid != os.Getegid() {
-		if err := chownTree(ws.work, uid, gid); err != nil {
-			return s.fail(ctx, "handing the workspace to the sandbox user", err)
+		dirs := []string{ws.work}
+		if s.restored != nil {
+			for _, m := range s.restored.mounts {
+				dirs = append(dirs, m.Source)
+			}
+		}
+		for _, d := range dirs {
+			if err := chownTree(d, uid, gid); err != nil {
+				return s.fail(ctx, "handing the workspace to the sandbox user", err)
+			}
 		}
 	}
 	return true
+}
+
+// setup runs, in the setup phase, the repo's snapshot setup when the
+// restored caches are stale (a lockfile changed since the snapshot), then
+// the repo's session setup. A failing command fails the session: the agent
+// would work on a broken environment.
+func (s *session) setup(ctx context.Context) bool {
+	var cmds []contract.Command
+	if s.restored != nil {
+		stale, err := s.snapshotSetupNeeded(s.restored)
+		if err != nil {
+			return s.fail(ctx, "comparing the lockfiles with the snapshot's", err)
+		}
+		if stale {
+			cmds = append(cmds, s.spec.Snapshot.Setup...)
+		}
+	}
+	cmds = append(cmds, s.spec.Setup...)
+	if len(cmds) == 0 {
+		return true
+	}
+	s.enter(contract.PhaseSetup, fmt.Sprintf("setting up (%d commands)", len(cmds)))
+	for _, c := range cmds {
+		r, ok := s.command(ctx, c.Name, c.Argv, c.Timeout.Std())
+		if !ok || s.cutShort(ctx) {
+			return false
+		}
+		if !r.Succeeded() {
+			s.ev.Outcome = contract.OutcomeError
+			s.ev.Reason = "setup failed: " + c.Name + " " + describeExit(r)
+			return false
+		}
+	}
+	return true
+}
+
+// resetDir empties dir, keeping it (and its mode and owner).
+func resetDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sandboxEnv is the sandbox's whole environment. It holds no credential of
@@ -442,15 +529,22 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 	if s.phase == contract.PhaseVerify {
 		out.tests = s.tests
 	}
+	var rootFS string
+	var mounts []sandbox.Mount
+	if s.restored != nil {
+		rootFS, mounts = s.restored.rootFS, s.restored.mounts
+	}
 	res, err := sandbox.Run(ctx, sandbox.Spec{
-		Workspace: s.ws.work,
-		Argv:      argv,
-		Env:       s.sandboxEnv(),
-		UID:       s.cfg.SandboxUID,
-		GID:       s.cfg.SandboxGID,
-		Timeout:   timeout,
-		Stdout:    out,
-		Stderr:    out,
+		Workspace:   s.ws.work,
+		RootFS:      rootFS,
+		ExtraMounts: mounts,
+		Argv:        argv,
+		Env:         s.sandboxEnv(),
+		UID:         s.cfg.SandboxUID,
+		GID:         s.cfg.SandboxGID,
+		Timeout:     timeout,
+		Stdout:      out,
+		Stderr:      out,
 		// TODO(egress proxy): the supervisor will serve the egress proxy
 		// on a Unix socket in the attempt's directory and bind it here
 		// (ExtraMounts, e.g. /run/inspect/egress.sock), together with the

@@ -1,0 +1,196 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/inspecthq/inspect/images"
+	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/internal/channeltest"
+)
+
+// snapshotFixture is a repo on the GitHub stand-in with a snapshot of its
+// first commit in an OCI layout: /workspace at that commit (with its own
+// .git, as a snapshot build leaves it) and a cache at /cache/deps keyed by
+// deps.lock.
+type snapshotFixture struct {
+	t      *testing.T
+	ch     *channeltest.Server
+	store  string
+	digest string
+	first  string
+}
+
+var depsCache = []contract.Cache{{Path: "/cache/deps", Lockfiles: []string{"deps.lock"}}}
+
+func newSnapshotFixture(t *testing.T) *snapshotFixture {
+	t.Helper()
+	ctx := context.Background()
+	ch := channeltest.New(t)
+	first := ch.Seed(map[string]string{"deps.lock": "v1\n", "main.txt": "zero\n", "old.txt": "deleted later\n"})
+
+	// The snapshot's workspace, made as a snapshot build makes it.
+	ws, err := newWorkspace(channeltest.WorkDir(t), "snapshot-build")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &git{bin: "git", home: ws.homeDir, path: os.Getenv("PATH")}
+	if err := ws.fetch(ctx, g, ch.GitHub.GitDir(channeltest.Owner, channeltest.Repo), first, ""); err != nil {
+		t.Fatal(err)
+	}
+	cacheHost := t.TempDir()
+	if err := os.WriteFile(filepath.Join(cacheHost, "marker"), []byte("from-snapshot\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key, err := images.LockfileKey(ws.work, "/cache/deps", []string{"deps.lock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	built, err := images.Assemble(images.Input{
+		Base: base, Repo: channeltest.Owner + "/" + channeltest.Repo, SHA: first, Version: "test", Built: time.Now().UTC(),
+		WorkspaceDir: ws.work, Caches: []images.Cache{{Path: "/cache/deps", HostDir: cacheHost, Key: key}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(channeltest.WorkDir(t), "snapshots")
+	store, err := images.NewLayoutStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := store.Push(ctx, built.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &snapshotFixture{t: t, ch: ch, store: images.LayoutPrefix + dir, digest: snap.Digest.String(), first: first}
+}
+
+// drift makes three commits after the snapshot's: one edits, one deletes,
+// one adds (and, when lock is set, changes deps.lock).
+func (f *snapshotFixture) drift(lock string) string {
+	f.ch.Seed(map[string]string{"main.txt": "one\n"})
+	f.deleteFile("old.txt")
+	files := map[string]string{"new.txt": "new\n"}
+	if lock != "" {
+		files["deps.lock"] = lock
+	}
+	return f.ch.Seed(files)
+}
+
+// deleteFile commits the removal of name onto main, with git, behind the
+// stand-in's back (its CommitFiles only adds and changes).
+func (f *snapshotFixture) deleteFile(name string) {
+	f.t.Helper()
+	bare := f.ch.GitHub.GitDir(channeltest.Owner, channeltest.Repo)
+	work := f.t.TempDir()
+	for _, args := range [][]string{
+		{"clone", "-q", bare, work},
+		{"-C", work, "rm", "-q", name},
+		{"-C", work, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "delete " + name},
+		{"-C", work, "push", "-q", "origin", "HEAD:main"},
+	} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			f.t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	f.ch.GitHub.ResyncRefs(channeltest.Owner, channeltest.Repo)
+}
+
+// The agent sees what it reports in seen.txt: the pinned tree, the cache.
+var reportAgent = []string{"sh", "-c", "test ! -e old.txt && cat main.txt new.txt /cache/deps/marker > seen.txt"}
+
+func (f *snapshotFixture) spec(pinned string) contract.Spec {
+	spec := f.ch.Spec("s-snap", "a-snap", pinned, reportAgent)
+	spec.Snapshot = &contract.Snapshot{
+		Store: f.store, Digest: f.digest, Caches: depsCache,
+		Setup: []contract.Command{{Name: "deps", Argv: []string{"sh", "-c", "echo rebuilt > /cache/deps/marker"}, Timeout: contract.Duration(time.Minute)}},
+	}
+	return spec
+}
+
+func seenFile(t *testing.T, u contract.ResultUpload) string {
+	t.Helper()
+	if u.Manifest == nil {
+		t.Fatalf("no manifest; evidence: %+v", u.Evidence)
+	}
+	for _, fc := range u.Manifest.Files {
+		if fc.Path == "seen.txt" {
+			return string(fc.Content)
+		}
+	}
+	t.Fatalf("the agent wrote no seen.txt: %+v", u.Manifest.Files)
+	return ""
+}
+
+func TestRestoredSnapshotCatchesUpToThePinnedCommit(t *testing.T) {
+	f := newSnapshotFixture(t)
+	pinned := f.drift("")
+	h := newHarness(t, f.ch, f.spec(pinned))
+	u := h.result(t, h.run(t, context.Background()))
+	ev := u.Evidence
+	if ev.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s\n%+v", ev.Outcome, ev.Reason, ev.Commands)
+	}
+	w := ev.Workspace
+	if w == nil || w.Source != contract.WorkspaceSnapshot || w.SnapshotDigest != f.digest || w.DriftCommits != 3 || w.SnapshotCreatedAt.IsZero() {
+		t.Fatalf("workspace evidence = %+v", w)
+	}
+	if got := seenFile(t, u); got != "one\nnew\nfrom-snapshot\n" {
+		t.Errorf("the agent saw %q", got)
+	}
+	for _, c := range ev.Commands {
+		if c.Phase == contract.PhaseSetup {
+			t.Errorf("setup ran though no lockfile changed: %+v", c)
+		}
+	}
+}
+
+func TestChangedLockfileRerunsTheSnapshotSetup(t *testing.T) {
+	f := newSnapshotFixture(t)
+	pinned := f.drift("v2\n")
+	h := newHarness(t, f.ch, f.spec(pinned))
+	u := h.result(t, h.run(t, context.Background()))
+	if u.Evidence.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s", u.Evidence.Outcome, u.Evidence.Reason)
+	}
+	ran := false
+	for _, c := range u.Evidence.Commands {
+		ran = ran || (c.Phase == contract.PhaseSetup && c.Name == "deps" && c.ExitCode == 0)
+	}
+	if !ran {
+		t.Errorf("the snapshot setup did not run: %+v", u.Evidence.Commands)
+	}
+	if got := seenFile(t, u); got != "one\nnew\nrebuilt\n" {
+		t.Errorf("the agent saw %q", got)
+	}
+}
+
+// A snapshot that cannot be restored is not fatal: the session clones
+// cold, and the evidence says so.
+func TestUnrestorableSnapshotFallsBackToAColdClone(t *testing.T) {
+	f := newSnapshotFixture(t)
+	pinned := f.drift("")
+	spec := f.spec(pinned)
+	spec.Snapshot.Digest = "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	spec.Agent.Command = []string{"sh", "-c", "cat main.txt new.txt > seen.txt"}
+	h := newHarness(t, f.ch, spec)
+	u := h.result(t, h.run(t, context.Background()))
+	if u.Evidence.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s", u.Evidence.Outcome, u.Evidence.Reason)
+	}
+	if w := u.Evidence.Workspace; w == nil || w.Source != contract.WorkspaceClone || w.SnapshotDigest != "" {
+		t.Fatalf("workspace evidence = %+v", w)
+	}
+	if got := seenFile(t, u); got != "one\nnew\n" {
+		t.Errorf("the agent saw %q", got)
+	}
+}

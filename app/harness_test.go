@@ -105,6 +105,7 @@ func newHarnessOn(t *testing.T, driver string, opts ...harnessOption) *harness {
 	cfg.Workers.Count = 0 // tests drive the workers with RunPending
 	cfg.Workers.MaxAttempts = 3
 	cfg.Workers.RetryBackoff = time.Second
+	cfg.Snapshots.Store = "oci:" + t.TempDir()
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -41,6 +41,7 @@ type Service struct {
 	channelURL string
 	tokens     repoTokens
 	// attemptChecks and targetChecks pace reconcile's remote questions.
+	snapStore     snapshotStore
 	attemptChecks intervalGate
 	targetChecks  intervalGate
 	// WorkerName identifies this replica's workers in leases.

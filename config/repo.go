@@ -216,17 +216,45 @@ func (l *RepoLoader) Load(ctx context.Context, client *github.Client, owner, rep
 	return LoadedRepo{Config: parsed, Source: c.Source, Path: c.Path, Raw: c.Content}, nil
 }
 
-// VerifyCommands turns the verify steps into the spec's commands, the one
-// way the app and `inspect run` both do it: every step gets a unique name
-// (the spec requires one), a timeout (def when the step sets none), and no
-// timeout beyond the session's own (max).
+// VerifyCommands maps the repo's verify steps to spec commands: every
+// step named (unnamed ones "verify N"), names unique (a repeat gets " (2)"),
+// and every timeout set (def when the step has none) and at most max.
 func (r Repo) VerifyCommands(def, max time.Duration) []contract.Command {
+	return specCommands(r.Verify, "verify", def, max)
+}
+
+// SetupCommands maps the repo's session setup steps, as VerifyCommands does.
+func (r Repo) SetupCommands(def, max time.Duration) []contract.Command {
+	return specCommands(r.Setup, "setup", def, max)
+}
+
+// SnapshotSetupCommands maps the repo's snapshot setup steps, as
+// VerifyCommands does. Their names start "snapshot " so they never clash
+// with session setup steps, which run in the same phase.
+func (r Repo) SnapshotSetupCommands(def, max time.Duration) []contract.Command {
+	cmds := specCommands(r.Snapshot.Setup, "setup", def, max)
+	for i := range cmds {
+		cmds[i].Name = "snapshot " + cmds[i].Name
+	}
+	return cmds
+}
+
+// SnapshotCaches maps the repo's caches to the spec's.
+func (r Repo) SnapshotCaches() []contract.Cache {
+	var out []contract.Cache
+	for _, c := range r.Snapshot.Caches {
+		out = append(out, contract.Cache{Path: c.Path, Lockfiles: c.Lockfiles})
+	}
+	return out
+}
+
+func specCommands(steps []RepoCommand, label string, def, max time.Duration) []contract.Command {
 	var out []contract.Command
 	seen := map[string]bool{}
-	for i, v := range r.Verify {
+	for i, v := range steps {
 		base := strings.TrimSpace(v.Name)
 		if base == "" {
-			base = fmt.Sprintf("verify %d", i+1)
+			base = fmt.Sprintf("%s %d", label, i+1)
 		}
 		name := base
 		for n := 2; seen[name]; n++ {

@@ -294,7 +294,7 @@ func (s *Service) sessionRepoConfig(ctx context.Context, c *github.Client, sess 
 		if err != nil {
 			return config.Repo{}, fmt.Errorf("reading the repository: %w", err)
 		}
-		return s.loadRepoConfig(ctx, c, sess.RepoID, repo, s.clock.Now())
+		return s.loadRepoConfig(ctx, c, sess.InstallationID, sess.RepoID, repo, s.clock.Now())
 	}
 	if entry.Status == store.ConfigInvalid {
 		return config.Repo{}, &config.RepoConfigError{Source: entry.Source, Path: ".github/inspect.yml", Err: errors.New(entry.Error)}

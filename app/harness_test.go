@@ -65,6 +65,8 @@ type harness struct {
 	channelURL string
 	// handler is the running service's HTTP handler, for a front server.
 	handler atomic.Pointer[http.Handler]
+	// snapshotBuilder, when set before start, builds snapshots.
+	snapshotBuilder app.SnapshotBuilder
 }
 
 type harnessOption func(*config.Server)
@@ -139,7 +141,8 @@ func (h *harness) start() {
 		channelURL = "http://" + srv.Listener.Addr().String()
 	}
 	h.svc = app.NewService(app.Options{Config: h.cfg, Store: st, GitHub: clients, Clock: h.clock,
-		Logger: zerolog.New(h.logs), WorkerName: "test", Executor: h.exec, ChannelURL: channelURL})
+		Logger: zerolog.New(h.logs), WorkerName: "test", Executor: h.exec, ChannelURL: channelURL,
+		SnapshotBuilder: h.snapshotBuilder, Version: "test"})
 	if err := h.svc.ResolveIdentity(ctx); err != nil {
 		h.t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return fmt.Errorf("reading the repository: %w", err)
 	}
-	repoCfg, err := s.loadRepoConfig(ctx, c, sess.RepoID, repo, fetchStart)
+	repoCfg, err := s.loadRepoConfig(ctx, c, sess.InstallationID, sess.RepoID, repo, fetchStart)
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
 		return s.end(ctx, sess.ID, store.Errored, "config_invalid", configErrorReply(sess, cfgErr))
@@ -236,7 +236,7 @@ func (s *Service) end(ctx context.Context, id string, outcome store.Outcome, rea
 // loadRepoConfig reads the config from the default branch and refreshes the
 // cache, as every session does.
 // fetchStart orders concurrent refreshes (see store.PutRepoConfig).
-func (s *Service) loadRepoConfig(ctx context.Context, c *github.Client, repoID int64, repo *github.Repository, fetchStart time.Time) (config.Repo, error) {
+func (s *Service) loadRepoConfig(ctx context.Context, c *github.Client, installationID, repoID int64, repo *github.Repository, fetchStart time.Time) (config.Repo, error) {
 	loaded, err := s.loader.Load(ctx, c, repo.GetOwner().GetLogin(), repo.GetName(), repo.GetDefaultBranch())
 	entry := store.RepoConfigEntry{RepoID: repoID, FullName: repo.GetFullName(), FetchedAt: fetchStart}
 	var cfgErr *config.RepoConfigError
@@ -252,6 +252,11 @@ func (s *Service) loadRepoConfig(ctx context.Context, c *github.Client, repoID i
 	}
 	if putErr := s.store.PutRepoConfig(ctx, entry); putErr != nil {
 		return config.Repo{}, putErr
+	}
+	if err == nil {
+		if schedErr := s.scheduleSnapshots(ctx, installationID, repoID, repo.GetFullName(), loaded.Config); schedErr != nil {
+			return config.Repo{}, schedErr
+		}
 	}
 	return loaded.Config, err
 }
@@ -277,7 +282,7 @@ func (s *Service) refreshFromPush(ctx context.Context, w *store.Work) error {
 		ID: github.Int64(p.Repo.ID), Name: github.String(p.Repo.Name), FullName: github.String(p.Repo.Owner + "/" + p.Repo.Name),
 		Owner: &github.User{Login: github.String(p.Repo.Owner)}, DefaultBranch: github.String(p.Repo.DefaultBranch),
 	}
-	_, err = s.loadRepoConfig(ctx, c, p.Repo.ID, repo, s.clock.Now())
+	_, err = s.loadRepoConfig(ctx, c, p.InstallationID, p.Repo.ID, repo, s.clock.Now())
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
 		// Cached as invalid; the next trigger reports it to its requester.

@@ -43,6 +43,9 @@ func (s *Service) reconcile(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.queueSnapshotBuilds(ctx); err != nil {
+		return err
+	}
 	// The grace lets a supervisor that stopped at the deadline still upload
 	// its (timed_out, partial) evidence, which says more than we can.
 	overdue, err := s.store.SessionsPastDeadline(ctx, s.clock.Now().Add(-deadlineGrace), 50)

@@ -131,14 +131,22 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 
 func (s *Service) revokeTokens(ctx context.Context, attemptID string) {
 	for _, tok := range s.takeTokens(attemptID) {
-		c := github.NewClient(nil).WithAuthToken(tok)
-		if base, err := c.BaseURL.Parse(s.cfg.GitHub.APIURL); err == nil {
-			c.BaseURL = base
-		}
-		if _, err := c.Apps.RevokeInstallationToken(ctx); err != nil {
-			// It expires within the hour anyway; the attempt is over.
-			zerolog.Ctx(ctx).Warn().Err(err).Msg("revoking the repo token failed")
-		}
+		s.revokeToken(ctx, tok)
+	}
+}
+
+// revokeToken revokes an installation token the app minted for a
+// supervisor or a snapshot build, with the token itself (GitHub's DELETE
+// /installation/token). Best effort: it expires within the hour anyway.
+func (s *Service) revokeToken(ctx context.Context, tok string) {
+	c := github.NewClient(nil).WithAuthToken(tok)
+	c.UserAgent = s.userAgent()
+	// BaseURL must end in a slash or paths resolve against its parent.
+	if base, err := c.BaseURL.Parse(strings.TrimSuffix(s.cfg.GitHub.APIURL, "/") + "/"); err == nil {
+		c.BaseURL = base
+	}
+	if _, err := c.Apps.RevokeInstallationToken(ctx); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("revoking a repo token failed")
 	}
 }
 

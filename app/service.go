@@ -41,9 +41,12 @@ type Service struct {
 	channelURL string
 	tokens     repoTokens
 	// attemptChecks and targetChecks pace reconcile's remote questions.
-	snapStore     snapshotStore
-	attemptChecks intervalGate
-	targetChecks  intervalGate
+	snapStore snapshotStore
+	// buildSnapshotFn builds snapshots (Options.SnapshotBuilder).
+	buildSnapshotFn SnapshotBuilder
+	version         string
+	attemptChecks   intervalGate
+	targetChecks    intervalGate
 	// WorkerName identifies this replica's workers in leases.
 	WorkerName string
 }
@@ -59,6 +62,12 @@ type Options struct {
 	Executor   Executor
 	// ChannelURL overrides config's channel_url (tests, the demo).
 	ChannelURL string
+	// Version is `inspect version`, for user agents and snapshot labels.
+	Version string
+	// SnapshotBuilder builds snapshots on this host (supervisor.BuildSnapshot
+	// with the local executor); nil means snapshot builds fail with a clear
+	// error and sessions clone cold.
+	SnapshotBuilder SnapshotBuilder
 }
 
 // NewService wires a Service.
@@ -73,6 +82,10 @@ func NewService(o Options) *Service {
 		cfg: o.Config, store: o.Store, gh: o.GitHub, clock: o.Clock, log: o.Logger,
 		loader: config.NewRepoLoader(), wake: make(chan struct{}, 1), WorkerName: o.WorkerName,
 		executor: o.Executor, channelURL: o.ChannelURL,
+		buildSnapshotFn: o.SnapshotBuilder, version: o.Version,
+	}
+	if s.version == "" {
+		s.version = "dev"
 	}
 	if s.channelURL == "" {
 		s.channelURL = o.Config.ChannelURL
@@ -80,6 +93,8 @@ func NewService(o Options) *Service {
 	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})
 	return s
 }
+
+func (s *Service) userAgent() string { return "inspect/" + s.version }
 
 // Identity is our own app, used to ignore our own events.
 func (s *Service) Identity() handlers.Identity { return *s.self.Load() }
@@ -254,6 +269,22 @@ func (s *Service) AcceptConfigPush(ctx context.Context, p handlers.ConfigPush) e
 	zerolog.Ctx(ctx).Info().Str("result", res.String()).Str("repo", p.Repo.FullName()).Bool("org_wide", p.OrgWide).Msg("config refresh queued")
 	s.wakeWorkers()
 	return nil
+}
+
+// snapshotPushDebounce is how long after a push to a default branch its
+// snapshot is rebuilt: pushes in a burst share one build.
+const snapshotPushDebounce = time.Minute
+
+// DefaultBranchMoved implements handlers.Sink: a repo that wants snapshots
+// gets its next build within snapshotPushDebounce. A failure only delays
+// the rebuild to the regular refresh, so it is logged, not answered 503.
+func (s *Service) DefaultBranchMoved(ctx context.Context, repo handlers.Repo) {
+	if s.cfg.Snapshots.Store == "" {
+		return
+	}
+	if err := s.store.SnapshotSoon(ctx, repo.ID, s.clock.Now().Add(snapshotPushDebounce)); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("repo", repo.FullName()).Msg("bringing the snapshot rebuild forward failed")
+	}
 }
 
 func (s *Service) wakeWorkers() {

@@ -3,17 +3,25 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
 // snapshotStore is the configured snapshot store, opened on first use.
@@ -76,4 +84,161 @@ func (s *Service) pinSnapshot(ctx context.Context, sess store.Session, cfg confi
 		Caches: cfg.SnapshotCaches(),
 		Setup:  cfg.SnapshotSetupCommands(s.cfg.Sessions.CommandTimeout, timeout),
 	}
+}
+
+// scheduleSnapshots keeps the snapshot schedule in step with a repo's
+// config, each time it is read: a repo that asks for snapshots is on it
+// (due at once when new), one that no longer does is taken off.
+func (s *Service) scheduleSnapshots(ctx context.Context, installationID, repoID int64, fullName string, cfg config.Repo) error {
+	if s.cfg.Snapshots.Store == "" || repoID == 0 {
+		return nil
+	}
+	if cfg.WantsSnapshots() && cfg.IsEnabled() {
+		return s.store.WantSnapshots(ctx, repoID, fullName, installationID, s.clock.Now())
+	}
+	return s.store.ForgetSnapshots(ctx, repoID)
+}
+
+// snapshotBuildLease bounds one snapshot build: past it, a build that never
+// reported is presumed dead and the repo may build again.
+const snapshotBuildLease = time.Hour
+
+// queueSnapshotBuilds queues a build for each repo whose snapshot is due
+// (snapshots.refresh, or sooner after a push to its default branch).
+func (s *Service) queueSnapshotBuilds(ctx context.Context) error {
+	if s.cfg.Snapshots.Store == "" {
+		return nil
+	}
+	n, err := s.store.ScheduleSnapshotBuilds(ctx, s.clock.Now(), s.cfg.Snapshots.Refresh, snapshotBuildLease, 20)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		zerolog.Ctx(ctx).Info().Int("builds", n).Msg("snapshot builds queued")
+		s.wakeWorkers()
+	}
+	return nil
+}
+
+// SnapshotBuilder builds and pushes one snapshot (supervisor.BuildSnapshot
+// on this host). Tests and executors without a local sandbox swap it.
+type SnapshotBuilder func(ctx context.Context, b supervisor.SnapshotBuild) (supervisor.SnapshotResult, error)
+
+// buildSnapshot is the BuildSnapshot work item: it builds the repo's
+// snapshot at its default branch's head, on this host. Whatever happens is
+// recorded on the repo's schedule and logged, and the work completes: a
+// failed build keeps the previous snapshot, and the next refresh tries
+// again.
+func (s *Service) buildSnapshot(ctx context.Context, w *store.Work) error {
+	repoID, err := strconv.ParseInt(w.Payload, 10, 64)
+	if err != nil {
+		return fmt.Errorf("snapshot build payload %q: %w", w.Payload, err)
+	}
+	r, err := s.store.GetSnapshotRepo(ctx, repoID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // no longer wanted
+	}
+	if err != nil {
+		return err
+	}
+	log := zerolog.Ctx(ctx).With().Str("repo", r.FullName).Logger()
+	ctx = log.WithContext(ctx)
+	snap, err := s.buildSnapshotOf(ctx, r)
+	digest, why := "", ""
+	if err != nil {
+		why = contract.NewRedactor().Redact(err.Error())
+		log.Error().Str("error", why).Msg("snapshot build failed; the previous snapshot stays")
+	} else {
+		digest = snap.Digest.String()
+		log.Info().Str("digest", digest).Str("sha", snap.SHA).Msg("snapshot built")
+	}
+	return s.store.FinishSnapshotBuild(ctx, repoID, digest, why, s.clock.Now())
+}
+
+func (s *Service) buildSnapshotOf(ctx context.Context, r store.SnapshotRepo) (images.Snapshot, error) {
+	if s.buildSnapshotFn == nil {
+		return images.Snapshot{}, fmt.Errorf("snapshot builds need the local executor (executor.kind %s)", s.cfg.Executor.Kind)
+	}
+	st, storeName, err := s.snapshots()
+	if err != nil {
+		return images.Snapshot{}, err
+	}
+	owner, name, _ := strings.Cut(r.FullName, "/")
+	c, err := s.gh.Installation(ctx, r.InstallationID)
+	if err != nil {
+		return images.Snapshot{}, err
+	}
+	repo, _, err := c.Repositories.Get(ctx, owner, name)
+	if err != nil {
+		return images.Snapshot{}, fmt.Errorf("reading the repository: %w", err)
+	}
+	ref, _, err := c.Git.GetRef(ctx, owner, name, "heads/"+repo.GetDefaultBranch())
+	if err != nil {
+		return images.Snapshot{}, fmt.Errorf("reading the default branch: %w", err)
+	}
+	cfg, err := s.loadRepoConfig(ctx, c, r.InstallationID, r.RepoID, repo, s.clock.Now())
+	if err != nil {
+		return images.Snapshot{}, fmt.Errorf("reading the repo's config: %w", err)
+	}
+	if !cfg.WantsSnapshots() {
+		return images.Snapshot{}, errors.New("the repo's config no longer asks for snapshots")
+	}
+	appClient, err := s.gh.App(ctx)
+	if err != nil {
+		return images.Snapshot{}, err
+	}
+	tok, _, err := appClient.Apps.CreateInstallationToken(ctx, r.InstallationID, &github.InstallationTokenOptions{
+		RepositoryIDs: []int64{r.RepoID},
+		Permissions:   &github.InstallationPermissions{Contents: github.String("read")},
+	})
+	if err != nil {
+		return images.Snapshot{}, fmt.Errorf("minting a read token: %w", err)
+	}
+	defer s.revokeToken(ctx, tok.GetToken())
+	base, err := s.baseImage(ctx)
+	if err != nil {
+		return images.Snapshot{}, err
+	}
+	res, err := s.buildSnapshotFn(ctx, supervisor.SnapshotBuild{
+		Repo: contract.Repo{
+			Owner: owner, Name: name, ID: r.RepoID, DefaultBranch: repo.GetDefaultBranch(),
+			CloneURL: strings.TrimSuffix(s.cfg.GitHub.WebURL, "/") + "/" + owner + "/" + name + ".git",
+		},
+		SHA:     ref.GetObject().GetSHA(),
+		Token:   tok.GetToken(),
+		Setup:   cfg.SnapshotSetupCommands(s.cfg.Sessions.CommandTimeout, snapshotBuildLease),
+		Caches:  cfg.SnapshotCaches(),
+		Env:     cfg.Env,
+		Base:    base,
+		Store:   st,
+		Version: s.version,
+		WorkDir: s.cfg.Executor.WorkDir,
+		Log:     *zerolog.Ctx(ctx),
+	})
+	if err != nil {
+		return images.Snapshot{}, err
+	}
+	if removed, err := st.GC(ctx, r.FullName, s.cfg.Snapshots.Keep); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("store", storeName).Msg("snapshot garbage collection failed")
+	} else if len(removed) > 0 {
+		zerolog.Ctx(ctx).Info().Int("removed", len(removed)).Msg("old snapshots collected")
+	}
+	return res.Snapshot, nil
+}
+
+// baseImage pulls snapshots.base_image (by reference, with the default
+// keychain); nil when none is set.
+func (s *Service) baseImage(ctx context.Context) (v1.Image, error) {
+	if s.cfg.Snapshots.BaseImage == "" {
+		return nil, nil
+	}
+	ref, err := name.ParseReference(s.cfg.Snapshots.BaseImage)
+	if err != nil {
+		return nil, fmt.Errorf("snapshots.base_image: %w", err)
+	}
+	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	if err != nil {
+		return nil, fmt.Errorf("pulling the base image: %w", err)
+	}
+	return img, nil
 }

@@ -5,14 +5,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/google/go-github/v62/github"
 
 	"github.com/inspecthq/inspect/images"
+	runsupervisor "github.com/inspecthq/inspect/runner/supervisor"
 )
 
 // A session on a repo with a snapshot gets the newest one pinned by digest
@@ -73,5 +76,93 @@ func TestDispatchWithoutASnapshotClonesCold(t *testing.T) {
 	_, spec := startOnPR(t, h, ex, "/inspect fix it")
 	if spec.Snapshot != nil {
 		t.Fatalf("snapshot = %+v, want none", spec.Snapshot)
+	}
+}
+
+// fakeBuilds stands in for supervisor.BuildSnapshot: it records each build
+// and pushes a minimal snapshot of the build's SHA, as a real build would.
+type fakeBuilds struct {
+	mu     sync.Mutex
+	builds []runsupervisor.SnapshotBuild
+}
+
+func (f *fakeBuilds) build(ctx context.Context, b runsupervisor.SnapshotBuild) (runsupervisor.SnapshotResult, error) {
+	f.mu.Lock()
+	f.builds = append(f.builds, b)
+	f.mu.Unlock()
+	ws, err := os.MkdirTemp("", "fake-snapshot-")
+	if err != nil {
+		return runsupervisor.SnapshotResult{}, err
+	}
+	defer os.RemoveAll(ws)
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	built, err := images.Assemble(images.Input{Base: base, Repo: b.Repo.Owner + "/" + b.Repo.Name, SHA: b.SHA, Version: b.Version,
+		Built: time.Now().UTC(), WorkspaceDir: ws})
+	if err != nil {
+		return runsupervisor.SnapshotResult{}, err
+	}
+	snap, err := b.Store.Push(ctx, built.Image)
+	return runsupervisor.SnapshotResult{Snapshot: snap}, err
+}
+
+func (f *fakeBuilds) all() []runsupervisor.SnapshotBuild {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]runsupervisor.SnapshotBuild(nil), f.builds...)
+}
+
+// A repo whose config asks for snapshots is built once it is known, then
+// every snapshots.refresh, and within a minute of a push to its default
+// branch; one build at a time, with a read token that is revoked after.
+// The next session pins what was built.
+func TestSnapshotsAreBuiltOnScheduleAndAfterAPush(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	fb := &fakeBuilds{}
+	h.stop()
+	h.snapshotBuilder = fb.build
+	h.start()
+	withRealPR(t, h)
+	head := h.gh.CommitFiles(owner, repoName, "main", map[string]string{".github/inspect.yml": "agent: {preset: command, command: [./agent.sh]}\n" +
+		"snapshot:\n  setup: [{name: deps, run: [go, mod, download]}]\n  caches: [{path: /cache/go, lockfiles: [go.sum]}]\n"}, "snapshots on")
+
+	// The first session reads the config: the repo goes on the schedule,
+	// and the next pass of the workers builds it.
+	startOnPR(t, h, ex, "/inspect fix it")
+	h.runWorkers()
+	builds := fb.all()
+	if len(builds) != 1 {
+		t.Fatalf("builds = %d, want 1\n%s", len(builds), h.logs)
+	}
+	b := builds[0]
+	if b.SHA != head || b.Repo.Owner != owner || b.Token == "" || len(b.Caches) != 1 || len(b.Setup) != 1 || b.Setup[0].Name != "snapshot deps" {
+		t.Errorf("build = %+v", b)
+	}
+	// The token is dead once the build is over.
+	tc := github.NewClient(nil).WithAuthToken(b.Token)
+	tc.BaseURL, _ = tc.BaseURL.Parse(h.gh.APIURL())
+	if _, resp, err := tc.Repositories.Get(context.Background(), owner, repoName); err == nil || resp == nil || resp.StatusCode != 401 {
+		t.Errorf("the build's token still works: %v", err)
+	}
+
+	// Nothing more before the refresh interval.
+	h.clock.Advance(time.Minute)
+	h.runWorkers()
+	if n := len(fb.all()); n != 1 {
+		t.Fatalf("builds = %d before the refresh, want 1", n)
+	}
+	// A push to main: built again within a minute.
+	if code, _ := h.deliver("push", pushEvent(t, repoName, "calc.go")); code != 200 {
+		t.Fatal(code)
+	}
+	h.clock.Advance(time.Minute)
+	h.runWorkers()
+	if n := len(fb.all()); n != 2 {
+		t.Fatalf("builds = %d after a push, want 2", n)
+	}
+	// And every refresh after that.
+	h.clock.Advance(h.cfg.Snapshots.Refresh)
+	h.runWorkers()
+	if n := len(fb.all()); n != 3 {
+		t.Fatalf("builds = %d after the refresh, want 3", n)
 	}
 }

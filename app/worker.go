@@ -92,7 +92,16 @@ func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 	}
 	log := s.log.With().Int64("work_id", w.ID).Str("kind", string(w.Kind)).Str("session_id", w.SessionID).
 		Int("attempt", w.Attempts).Logger()
-	stepCtx, cancel := context.WithTimeout(log.WithContext(ctx), s.cfg.Workers.Lease)
+	lease := s.cfg.Workers.Lease
+	if w.Kind == store.BuildSnapshot {
+		// A build takes minutes: hold it for as long as it may run, so no
+		// other worker starts it again meanwhile.
+		lease = snapshotBuildLease
+		if err := s.store.ExtendLease(ctx, w, now.Add(lease), now); err != nil {
+			return true, err
+		}
+	}
+	stepCtx, cancel := context.WithTimeout(log.WithContext(ctx), lease)
 	runErr := s.runSafely(stepCtx, w)
 	cancel()
 
@@ -169,6 +178,8 @@ func (s *Service) runWork(ctx context.Context, w *store.Work) error {
 		return s.report(ctx, w)
 	case store.CollectResult:
 		return s.collectResult(ctx, w)
+	case store.BuildSnapshot:
+		return s.buildSnapshot(ctx, w)
 	}
 	// Unknown kinds come only from a newer replica's schema; failing them
 	// leaves them visible rather than silently done.

@@ -33,6 +33,13 @@ type fakeSink struct {
 	mu       sync.Mutex
 	triggers []handlers.Trigger
 	pushes   []handlers.ConfigPush
+	moved    []handlers.Repo
+}
+
+func (s *fakeSink) DefaultBranchMoved(_ context.Context, r handlers.Repo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.moved = append(s.moved, r)
 }
 
 var _ handlers.Sink = (*fakeSink)(nil)

@@ -37,6 +37,9 @@ func (h *Push) Handle(ctx context.Context, eventType, deliveryID string, payload
 	if repo.DefaultBranch == "" || ev.Ref != "refs/heads/"+repo.DefaultBranch || ev.Deleted {
 		return nil
 	}
+	if repo.ID != 0 {
+		h.Sink.DefaultBranchMoved(ctx, repo)
+	}
 	orgWide := repo.Name == ".github"
 	if !touchesConfig(ev, orgWide) {
 		return nil

@@ -58,6 +58,10 @@ type ConfigPush struct {
 type Sink interface {
 	AcceptTrigger(ctx context.Context, t Trigger) error
 	AcceptConfigPush(ctx context.Context, p ConfigPush) error
+	// DefaultBranchMoved says a repo's default branch got new commits, so
+	// its snapshot may be rebuilt sooner. Best effort: an error is logged
+	// by the sink, never failed back to GitHub.
+	DefaultBranchMoved(ctx context.Context, repo Repo)
 }
 
 // Identity is our own app, so its events are ignored.

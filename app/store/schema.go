@@ -132,5 +132,19 @@ func migrations(d dialect) [][]string {
 			`ALTER TABLE attempts ADD COLUMN external_state TEXT NOT NULL DEFAULT ''`,
 			`CREATE INDEX attempts_session_number ON attempts (session_id, number)`,
 		},
+		// 4: repos that want snapshot images, and when each is built next.
+		{
+			`CREATE TABLE snapshot_repos (
+				repo_id         BIGINT PRIMARY KEY,
+				full_name       TEXT NOT NULL,
+				installation_id BIGINT NOT NULL,
+				next_build_at   BIGINT NOT NULL,
+				building_until  BIGINT NOT NULL DEFAULT 0,
+				last_digest     TEXT NOT NULL DEFAULT '',
+				last_built_at   BIGINT NOT NULL DEFAULT 0,
+				last_error      TEXT NOT NULL DEFAULT '',
+				updated_at      BIGINT NOT NULL
+			)` + clustered,
+		},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -493,6 +494,63 @@ func TestAttemptsByNumberAndExternalState(t *testing.T) {
 		}
 		if a, _ := s.GetAttempt(ctx, "a1"); a.ExternalState != "" || a.Number != 1 {
 			t.Errorf("attempt 1 = %+v", a)
+		}
+	})
+}
+
+// A repo that wants snapshots is due at once, gets one build at a time,
+// then waits for its refresh interval, or a push brings it forward.
+func TestSnapshotScheduleOneBuildPerRepo(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if err := s.WantSnapshots(ctx, 7, "acme/widgets", 1, t0); err != nil {
+			t.Fatal(err)
+		}
+		schedule := func(at time.Time) int {
+			n, err := s.ScheduleSnapshotBuilds(ctx, at, 30*time.Minute, 20*time.Minute, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := schedule(t0); n != 1 {
+			t.Fatalf("first schedule queued %d, want 1", n)
+		}
+		w, err := s.Claim(ctx, "w", t0, time.Minute)
+		if err != nil || w == nil || w.Kind != store.BuildSnapshot || w.Payload != "7" {
+			t.Fatalf("work = %+v (%v)", w, err)
+		}
+		// A push while it builds: brought forward, but not started twice.
+		if err := s.SnapshotSoon(ctx, 7, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if n := schedule(t0.Add(2 * time.Minute)); n != 0 {
+			t.Fatalf("queued %d while building", n)
+		}
+		if err := s.FinishSnapshotBuild(ctx, 7, "sha256:"+strings.Repeat("a", 64), "", t0.Add(3*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if n := schedule(t0.Add(3 * time.Minute)); n != 1 {
+			t.Fatalf("the push's build was not queued after the first ended: %d", n)
+		}
+		if err := s.FinishSnapshotBuild(ctx, 7, "", "setup failed", t0.Add(4*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.GetSnapshotRepo(ctx, 7)
+		if err != nil || r.LastError != "setup failed" || r.LastDigest != "sha256:"+strings.Repeat("a", 64) || !r.BuildingUntil.IsZero() {
+			t.Fatalf("repo = %+v (%v)", r, err)
+		}
+		if n := schedule(t0.Add(10 * time.Minute)); n != 0 {
+			t.Fatalf("queued %d before the refresh interval", n)
+		}
+		if n := schedule(t0.Add(34 * time.Minute)); n != 1 {
+			t.Fatalf("refresh: queued %d", n)
+		}
+		if err := s.ForgetSnapshots(ctx, 7); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetSnapshotRepo(ctx, 7); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("forgotten repo: %v", err)
 		}
 	})
 }

@@ -140,6 +140,17 @@ func (s *Store) Complete(ctx context.Context, w *Work, now time.Time) error {
 	return s.fenced(ctx, w, `state = 'done', lease_until = 0, updated_at = $3`, ms(now))
 }
 
+// ExtendLease holds claimed work until until: for work that takes longer
+// than the usual lease (a snapshot build), so no other worker takes it
+// over meanwhile.
+func (s *Store) ExtendLease(ctx context.Context, w *Work, until, now time.Time) error {
+	if err := s.fenced(ctx, w, `lease_until = $3, updated_at = $4`, ms(until), ms(now)); err != nil {
+		return err
+	}
+	w.Until = until
+	return nil
+}
+
 // Retry releases claimed work to run again after runAfter.
 func (s *Store) Retry(ctx context.Context, w *Work, now, runAfter time.Time, cause string) error {
 	return s.fenced(ctx, w, `lease_until = 0, lease_owner = '', run_after = $3, last_error = $4, updated_at = $5`,

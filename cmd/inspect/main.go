@@ -20,6 +20,7 @@ import (
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/local"
 	"github.com/inspecthq/inspect/runner/sandbox"
+	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -35,6 +36,8 @@ Usage:
                                   (inspect run -h for the flags)
   inspect buildkite setup [--config FILE]
                                   create or update the Buildkite session pipeline
+  inspect snapshot build|list|gc  build a snapshot image of a checkout, list or collect
+                                  a repository's snapshots (inspect snapshot -h)
   inspect version                 print the version
 
 Configuration: docs/configuration.md. Every key can also be set with an
@@ -59,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCmd(args[1:], stdout, stderr)
 	case "buildkite":
 		return buildkiteCmd(args[1:], stdout, stderr)
+	case "snapshot":
+		return snapshotCmd(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return 0
@@ -149,7 +154,14 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 		}()
 		exec = lx
 	}
-	svc := app.NewService(app.Options{Config: cfg, Store: st, GitHub: gh, Logger: log, Executor: exec, ChannelURL: channelURL})
+	var builder app.SnapshotBuilder
+	if cfg.Executor.Kind == "local" {
+		// Snapshots are built on this host, in the same sandbox sessions
+		// use. (On Buildkite they will be builds of the snapshot step.)
+		builder = supervisor.BuildSnapshot
+	}
+	svc := app.NewService(app.Options{Config: cfg, Store: st, GitHub: gh, Logger: log, Executor: exec, ChannelURL: channelURL,
+		Version: version, SnapshotBuilder: builder})
 	if err := svc.ResolveIdentity(ctx); err != nil {
 		return err
 	}

@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// BuildSnapshot is the work that builds one repo's snapshot; its payload
+// is the repo id.
+const BuildSnapshot WorkKind = "build_snapshot"
+
+// SnapshotRepo is a repo that wants snapshot images, and its schedule.
+type SnapshotRepo struct {
+	RepoID         int64
+	FullName       string
+	InstallationID int64
+	NextBuildAt    time.Time
+	// BuildingUntil is when a build that started may be presumed dead:
+	// until then no other starts, so a repo has one build at a time.
+	BuildingUntil time.Time
+	LastDigest    string
+	LastBuiltAt   time.Time
+	LastError     string
+}
+
+// WantSnapshots records that a repo wants snapshots (its config has a
+// snapshot section). A repo new to the list is due at once; one already
+// there keeps its schedule.
+func (s *Store) WantSnapshots(ctx context.Context, repoID int64, fullName string, installationID int64, now time.Time) error {
+	q := `INSERT INTO snapshot_repos (repo_id, full_name, installation_id, next_build_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+		ON CONFLICT (repo_id) DO UPDATE SET full_name = excluded.full_name, installation_id = excluded.installation_id, updated_at = excluded.updated_at`
+	_, err := s.db.ExecContext(ctx, q, repoID, fullName, installationID, ms(now))
+	return err
+}
+
+// ForgetSnapshots drops a repo from the schedule (its config no longer
+// asks for snapshots). Its images stay until garbage-collected.
+func (s *Store) ForgetSnapshots(ctx context.Context, repoID int64) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM snapshot_repos WHERE repo_id = $1`, repoID)
+	return err
+}
+
+// SnapshotSoon brings a repo's next build forward to at (a push to its
+// default branch, debounced by the caller's choice of at); a build already
+// due sooner keeps its time. A repo not in the list is ignored.
+func (s *Store) SnapshotSoon(ctx context.Context, repoID int64, at time.Time) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE snapshot_repos SET next_build_at = $2 WHERE repo_id = $1 AND next_build_at > $2`, repoID, ms(at))
+	return err
+}
+
+// ScheduleSnapshotBuilds queues a build for every repo that is due and not
+// building, in one transaction: each gets building_until = now+lease and
+// next_build_at = now+every, so two replicas never queue the same repo's
+// build. It returns how many it queued.
+func (s *Store) ScheduleSnapshotBuilds(ctx context.Context, now time.Time, every, lease time.Duration, limit int) (int, error) {
+	n := 0
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		q := `SELECT repo_id FROM snapshot_repos WHERE next_build_at <= $1 AND building_until <= $1 ORDER BY next_build_at LIMIT $2`
+		if s.dialect == postgres {
+			q += ` FOR UPDATE SKIP LOCKED`
+		}
+		rows, err := tx.QueryContext(ctx, q, ms(now), limit)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				_ = rows.Close() // the scan error is the one to report
+				return err
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, `UPDATE snapshot_repos SET building_until = $2, next_build_at = $3, updated_at = $4 WHERE repo_id = $1`,
+				id, ms(now.Add(lease)), ms(now.Add(every)), ms(now)); err != nil {
+				return err
+			}
+			if err := s.insertWork(ctx, tx, NewWork{Kind: BuildSnapshot, Payload: strconv.FormatInt(id, 10)}, now); err != nil {
+				return err
+			}
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, err
+}
+
+// GetSnapshotRepo reads one repo's schedule.
+func (s *Store) GetSnapshotRepo(ctx context.Context, repoID int64) (SnapshotRepo, error) {
+	var (
+		r                     SnapshotRepo
+		next, building, built int64
+	)
+	err := s.db.QueryRowContext(ctx, `SELECT repo_id, full_name, installation_id, next_build_at, building_until, last_digest, last_built_at, last_error
+		FROM snapshot_repos WHERE repo_id = $1`, repoID).Scan(&r.RepoID, &r.FullName, &r.InstallationID, &next, &building, &r.LastDigest, &built, &r.LastError)
+	if errors.Is(err, sql.ErrNoRows) {
+		return SnapshotRepo{}, fmt.Errorf("snapshot repo %d: %w", repoID, ErrNotFound)
+	}
+	if err != nil {
+		return SnapshotRepo{}, err
+	}
+	r.NextBuildAt, r.BuildingUntil, r.LastBuiltAt = fromMS(next), fromMS(building), fromMS(built)
+	return r, nil
+}
+
+// FinishSnapshotBuild records a build's end: its digest, or its error (the
+// previous snapshot stays the latest). Either way the repo may build again.
+func (s *Store) FinishSnapshotBuild(ctx context.Context, repoID int64, digest, buildErr string, now time.Time) error {
+	q := `UPDATE snapshot_repos SET building_until = 0, last_error = $2, updated_at = $3 WHERE repo_id = $1`
+	args := []any{repoID, buildErr, ms(now)}
+	if digest != "" {
+		q = `UPDATE snapshot_repos SET building_until = 0, last_error = '', last_digest = $2, last_built_at = $3, updated_at = $3 WHERE repo_id = $1`
+		args = []any{repoID, digest, ms(now)}
+	}
+	_, err := s.db.ExecContext(ctx, q, args...)
+	return err
+}

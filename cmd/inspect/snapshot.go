@@ -1,0 +1,434 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/images"
+	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/supervisor"
+)
+
+const snapshotUsage = `Usage:
+  inspect snapshot build --repo OWNER/NAME [--dir CHECKOUT] [--ref REF] [flags]
+  inspect snapshot list  --repo OWNER/NAME [--store STORE] [--config FILE]
+  inspect snapshot gc    --repo OWNER/NAME [--keep N] [--store STORE] [--config FILE]
+
+build makes a snapshot image of a local git checkout at REF (default HEAD;
+uncommitted changes are not included): the commit is cloned into a fresh
+workspace, the snapshot setup of .github/inspect.yml as committed at REF runs
+in the sandbox with the caches at their paths, and the result is pushed to
+the store as OWNER/NAME. list prints the repository's snapshots, newest
+first: digest, commit, build time. gc removes all but the newest N (and the
+latest) and prints the removed digests.
+
+The store is --store, else snapshots.store of --config, else
+INSPECT_SNAPSHOTS_STORE, else the default, oci:inspect-snapshots (an OCI
+image layout; a relative path is taken from the current directory).
+
+Exit status: 0 on success, 1 when the command failed, 2 for usage errors.
+`
+
+// snapshotDefaultTimeout bounds a whole `inspect snapshot build`.
+const snapshotDefaultTimeout = time.Hour
+
+// snapshotCmd is `inspect snapshot build|list|gc`.
+func snapshotCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, snapshotUsage)
+		return 2
+	}
+	switch args[0] {
+	case "build":
+		return snapshotBuildCmd(args[1:], stdout, stderr)
+	case "list":
+		return snapshotListCmd(args[1:], stdout, stderr)
+	case "gc":
+		return snapshotGCCmd(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, snapshotUsage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "inspect snapshot: unknown command %q\n\n%s", args[0], snapshotUsage)
+	return 2
+}
+
+// snapshotFlags are the flags every snapshot command shares.
+type snapshotFlags struct {
+	fs         *flag.FlagSet
+	repo       string
+	store      string
+	configPath string
+}
+
+func newSnapshotFlags(cmd string, stderr io.Writer) *snapshotFlags {
+	f := &snapshotFlags{fs: flag.NewFlagSet("snapshot "+cmd, flag.ContinueOnError)}
+	f.fs.SetOutput(stderr)
+	f.fs.Usage = func() {
+		fmt.Fprint(stderr, snapshotUsage+"\nFlags of "+cmd+":\n")
+		f.fs.PrintDefaults()
+	}
+	f.fs.StringVar(&f.repo, "repo", "", "the repository, OWNER/NAME, as the store names it (required)")
+	f.fs.StringVar(&f.store, "store", "", `the snapshot store: "oci:DIR" or a registry repository prefix (default: see above)`)
+	f.fs.StringVar(&f.configPath, "config", "", "the server's YAML config file, for snapshots.store, snapshots.keep and snapshots.base_image")
+	return f
+}
+
+// parse parses args; code is -1 to go on, else the exit status.
+func (f *snapshotFlags) parse(args []string, stderr io.Writer) int {
+	if err := f.fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if f.fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "inspect %s: unexpected argument %q\n", f.fs.Name(), f.fs.Arg(0))
+		return 2
+	}
+	owner, repoName, ok := strings.Cut(f.repo, "/")
+	if !ok || owner == "" || repoName == "" || strings.Contains(repoName, "/") {
+		fmt.Fprintf(stderr, "inspect %s: --repo must be OWNER/NAME (got %q)\n", f.fs.Name(), f.repo)
+		return 2
+	}
+	return -1
+}
+
+// snapshotSettings are the server settings a snapshot command uses.
+type snapshotSettings struct {
+	store     string // as a spec names it: a layout's directory absolute
+	keep      int
+	baseImage string
+	commandTO time.Duration
+}
+
+// settings resolves the store (and the rest) from the flags, the server
+// config and the environment. Its errors are usage errors.
+func (f *snapshotFlags) settings() (snapshotSettings, error) {
+	cfg := config.Defaults()
+	if f.configPath != "" {
+		loaded, err := config.Load(f.configPath, os.LookupEnv)
+		if err != nil {
+			return snapshotSettings{}, err
+		}
+		cfg = loaded
+	} else if v, ok := os.LookupEnv("INSPECT_SNAPSHOTS_STORE"); ok {
+		cfg.Snapshots.Store = v
+	}
+	s := snapshotSettings{store: cfg.Snapshots.Store, keep: cfg.Snapshots.Keep, baseImage: cfg.Snapshots.BaseImage, commandTO: cfg.Sessions.CommandTimeout}
+	if f.store != "" {
+		s.store = f.store
+	}
+	if s.store == "" {
+		return snapshotSettings{}, errors.New("no snapshot store: snapshots.store is empty (snapshots are off); give --store")
+	}
+	if dir, ok := strings.CutPrefix(s.store, images.LayoutPrefix); ok && dir != "" && !filepath.IsAbs(dir) {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return snapshotSettings{}, fmt.Errorf("store %s: %w", s.store, err)
+		}
+		s.store = images.LayoutPrefix + abs
+	}
+	if err := contract.ValidateSnapshotStore(s.store); err != nil {
+		return snapshotSettings{}, fmt.Errorf("store %q: %w", s.store, err)
+	}
+	return s, nil
+}
+
+func snapshotBuildCmd(args []string, stdout, stderr io.Writer) int {
+	f := newSnapshotFlags("build", stderr)
+	dir := f.fs.String("dir", ".", "the git checkout to build from")
+	ref := f.fs.String("ref", "HEAD", "the commit to build (any git revision of the checkout)")
+	base := f.fs.String("base", "", "the toolchain image, a registry reference pinned by digest (default: snapshots.base_image of --config; none: the sandbox binds this host's toolchain)")
+	timeout := f.fs.Duration("timeout", snapshotDefaultTimeout, "time limit for the whole build (each setup command's own timeout is at most this)")
+	workDir := f.fs.String("work-dir", "", "directory for the build's workspace and the extracted layer cache (default: the system temp dir); the sandbox user must be able to search every parent")
+	uid := f.fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65534 when root, else your own)")
+	gid := f.fs.Int("sandbox-gid", -1, "host gid the sandbox runs as (default: 65534 when root, else your own)")
+	sandboxPath := f.fs.String("sandbox-path", supervisor.DefaultSandboxPath, "PATH inside the sandbox")
+	verbose := f.fs.Bool("verbose", false, "log the build's steps to stderr")
+	if code := f.parse(args, stderr); code >= 0 {
+		return code
+	}
+	if *timeout <= 0 {
+		fmt.Fprintln(stderr, "inspect snapshot build: --timeout must be positive")
+		return 2
+	}
+	if (*uid < 0) != (*gid < 0) || *uid > 1<<31 || *gid > 1<<31 {
+		fmt.Fprintln(stderr, "inspect snapshot build: give both --sandbox-uid and --sandbox-gid, or neither")
+		return 2
+	}
+	settings, err := f.settings()
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect snapshot build: %v\n", err)
+		return 2
+	}
+	if *base != "" {
+		settings.baseImage = *base
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	checkout, err := filepath.Abs(*dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect snapshot build: --dir: %v\n", err)
+		return 2
+	}
+	if err := snapshotCheckOwner(ctx, checkout); err != nil {
+		fmt.Fprintf(stderr, "inspect snapshot build: %v\n", err)
+		return 2
+	}
+	out, err := snapshotGit(ctx, checkout, "rev-parse", "--verify", "--quiet", "--end-of-options", *ref+"^{commit}")
+	sha := strings.TrimSpace(string(out))
+	if err != nil || len(sha) != 40 {
+		fmt.Fprintf(stderr, "inspect snapshot build: %s has no commit %q\n", *dir, *ref)
+		return 2
+	}
+	repoCfg, source, err := snapshotRepoConfig(ctx, checkout, sha)
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect snapshot build: %v\n", err)
+		return 2
+	}
+	if !repoCfg.WantsSnapshots() {
+		fmt.Fprintf(stderr, "inspect snapshot build: %s has no snapshot section (snapshot: {setup: [...], caches: [...]})\n", source)
+		return 2
+	}
+	store, err := images.OpenStore(settings.store)
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect snapshot build: %v\n", err)
+		return 1
+	}
+	var baseImg v1.Image
+	if settings.baseImage != "" {
+		if baseImg, err = pullBaseImage(ctx, settings.baseImage); err != nil {
+			fmt.Fprintf(stderr, "inspect snapshot build: %v\n", err)
+			return 1
+		}
+	}
+
+	level := zerolog.WarnLevel
+	if *verbose {
+		level = zerolog.InfoLevel
+	}
+	owner, repoName, _ := strings.Cut(f.repo, "/")
+	b := supervisor.SnapshotBuild{
+		Repo:        contract.Repo{Owner: owner, Name: repoName, CloneURL: checkout},
+		SHA:         sha,
+		Setup:       repoCfg.SnapshotSetupCommands(settings.commandTO, *timeout),
+		Caches:      repoCfg.SnapshotCaches(),
+		Env:         repoCfg.Env,
+		Base:        baseImg,
+		Store:       store,
+		Version:     version,
+		WorkDir:     *workDir,
+		SandboxPath: *sandboxPath,
+		Log:         zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true}).Level(level).With().Timestamp().Logger(),
+		Stdout:      stderr, // setup's output is progress; stdout gets the result
+	}
+	if *uid >= 0 {
+		b.SandboxUID, b.SandboxGID = uint32(*uid), uint32(*gid)
+	}
+	res, err := supervisor.BuildSnapshot(ctx, b)
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect snapshot build: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "digest   %s\n", res.Snapshot.Digest)
+	fmt.Fprintf(stdout, "repo     %s\n", res.Snapshot.Repo)
+	fmt.Fprintf(stdout, "sha      %s\n", res.Snapshot.SHA)
+	fmt.Fprintf(stdout, "store    %s\n", settings.store)
+	switch {
+	case res.SetupRan:
+		fmt.Fprintf(stdout, "setup    ran (%d commands)\n", len(res.Setup))
+	case len(b.Setup) > 0:
+		fmt.Fprintln(stdout, "setup    skipped: every cache's lockfiles are unchanged")
+	default:
+		fmt.Fprintln(stdout, "setup    none")
+	}
+	for _, p := range res.Reused {
+		fmt.Fprintf(stdout, "reused   %s\n", p)
+	}
+	for _, p := range res.Rebuilt {
+		fmt.Fprintf(stdout, "rebuilt  %s\n", p)
+	}
+	return 0
+}
+
+func snapshotListCmd(args []string, stdout, stderr io.Writer) int {
+	f := newSnapshotFlags("list", stderr)
+	if code := f.parse(args, stderr); code >= 0 {
+		return code
+	}
+	settings, err := f.settings()
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect snapshot list: %v\n", err)
+		return 2
+	}
+	store, err := images.OpenStore(settings.store)
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect snapshot list: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	snaps, err := store.List(ctx, f.repo)
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect snapshot list: %v\n", err)
+		return 1
+	}
+	if len(snaps) == 0 {
+		fmt.Fprintf(stderr, "inspect snapshot list: no snapshots of %s in %s\n", f.repo, settings.store)
+	}
+	for _, s := range snaps {
+		fmt.Fprintf(stdout, "%s  %s  %s\n", s.Digest, s.SHA, s.Built.Format(time.RFC3339))
+	}
+	return 0
+}
+
+func snapshotGCCmd(args []string, stdout, stderr io.Writer) int {
+	f := newSnapshotFlags("gc", stderr)
+	keep := f.fs.Int("keep", 0, "how many of the newest snapshots to keep, at least 1 (default: snapshots.keep, 5)")
+	if code := f.parse(args, stderr); code >= 0 {
+		return code
+	}
+	settings, err := f.settings()
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect snapshot gc: %v\n", err)
+		return 2
+	}
+	n := settings.keep
+	if isFlagSet(f.fs, "keep") {
+		n = *keep
+	}
+	if n < 1 {
+		fmt.Fprintln(stderr, "inspect snapshot gc: --keep must be at least 1")
+		return 2
+	}
+	store, err := images.OpenStore(settings.store)
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect snapshot gc: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	removed, err := store.GC(ctx, f.repo, n)
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect snapshot gc: %v\n", err)
+		return 1
+	}
+	for _, d := range removed {
+		fmt.Fprintf(stdout, "removed  %s\n", d)
+	}
+	fmt.Fprintf(stderr, "inspect snapshot gc: removed %d snapshots of %s, kept the newest %d (and latest)\n", len(removed), f.repo, n)
+	return 0
+}
+
+func isFlagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// snapshotGit runs the user's git on their checkout, with their own
+// configuration but no GIT_* variable from our environment that could
+// point it elsewhere.
+func snapshotGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-optional-locks", "-C", dir}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return stdout.Bytes(), errors.New(msg)
+	}
+	return stdout.Bytes(), nil
+}
+
+// snapshotCheckOwner fails early, and clearly, when dir is not a git
+// checkout, or its git directory belongs to another user: the build clones
+// it with the supervisor's git, which reads no user configuration (so no
+// safe.directory exception) and would refuse it as of dubious ownership.
+func snapshotCheckOwner(ctx context.Context, dir string) error {
+	owner := func(p string) error {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+			return fmt.Errorf("%s belongs to uid %d, not to you (uid %d): the build's git refuses another user's repository; run the build as its owner, or on a clone of your own", p, st.Uid, os.Geteuid())
+		}
+		return nil
+	}
+	out, err := snapshotGit(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		if err := owner(dir); err != nil {
+			return err // your own git may refuse it too, for the same reason
+		}
+		return fmt.Errorf("%s is not a git checkout: %v", dir, err)
+	}
+	return owner(strings.TrimSpace(string(out)))
+}
+
+// snapshotRepoConfig reads .github/inspect.yml (or .yaml) as committed at
+// sha.
+func snapshotRepoConfig(ctx context.Context, checkout, sha string) (config.Repo, string, error) {
+	for _, p := range config.RepoConfigPaths {
+		spec := sha + ":" + p
+		if _, err := snapshotGit(ctx, checkout, "cat-file", "-e", spec); err != nil {
+			continue
+		}
+		data, err := snapshotGit(ctx, checkout, "cat-file", "blob", spec)
+		if err != nil {
+			return config.Repo{}, "", fmt.Errorf("reading %s at %s: %v", p, sha[:12], err)
+		}
+		source := p + " at " + sha[:12]
+		cfg, err := config.ParseRepo(data)
+		if err != nil {
+			return config.Repo{}, "", fmt.Errorf("%s: %v", source, err)
+		}
+		return cfg, source, nil
+	}
+	return config.Repo{}, "", fmt.Errorf("no %s is committed at %s", strings.Join(config.RepoConfigPaths, " or "), sha[:12])
+}
+
+// pullBaseImage pulls the toolchain image by reference, with the default
+// keychain (as the app does for snapshots.base_image).
+func pullBaseImage(ctx context.Context, reference string) (v1.Image, error) {
+	ref, err := name.ParseReference(reference)
+	if err != nil {
+		return nil, fmt.Errorf("base image %q: %w", reference, err)
+	}
+	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	if err != nil {
+		return nil, fmt.Errorf("pulling the base image %s: %w", reference, err)
+	}
+	return img, nil
+}

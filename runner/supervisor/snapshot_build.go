@@ -1,0 +1,809 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/images"
+	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/sandbox"
+)
+
+// A snapshot build prepares a repository's environment before any session
+// asks for it (issue 5). What ends up in the image:
+//
+//   - the workspace layer is the checkout exactly as the supervisor's git
+//     left it (files at SHA, and a shallow .git of its own at SHA from which
+//     a session catches up). Setup never touches it: setup runs in a copy,
+//     so whatever setup writes into /workspace outside a cache is dropped,
+//     and a tracked file setup rewrites never reaches a session (where it
+//     would read as the agent's change). Nor can repository code running in
+//     setup alter the .git a session's supervisor later reads. The layer is
+//     the same whether setup ran or was skipped.
+//   - each cache is a layer of its own, keyed by its lockfiles: what setup
+//     left at the cache's path. A cache outside /workspace (/cache/go) is a
+//     host directory bound writable at its path; one inside it
+//     (/workspace/node_modules) is simply that directory of setup's copy of
+//     the workspace. Either way it is left out of the workspace layer.
+//
+// When every cache's key equals the previous snapshot's, setup is skipped
+// and every cache layer is reused as it is (no tar, no upload): a source
+// change costs a workspace layer. Otherwise setup runs, with the caches
+// whose key is unchanged pre-filled from the previous snapshot (so it is
+// incremental) and the others empty; Assemble still reuses the unchanged
+// caches' previous layers as they are, so only the changed caches' layers
+// are new.
+
+// SnapshotBuild is one snapshot build: clone the repo at SHA into a fresh
+// workspace, run the repo's snapshot setup in the sandbox with each cache
+// directory bound writable at its fixed path, then package the result as
+// layers on the base image and push it.
+type SnapshotBuild struct {
+	// Repo names the repository (owner, name) and where to clone it from:
+	// an http(s) URL, or for tests and the CLI a local path or file URL.
+	Repo contract.Repo
+	// SHA is the commit to build: 40 lowercase hex digits.
+	SHA string
+	// Token is the read token for the clone ("" for none). It reaches git
+	// only as it does in a session (see git.go), never the sandbox, the
+	// image, a log or an error.
+	Token string
+	// Setup is the repo's snapshot setup, run in order in the sandbox with
+	// cwd /workspace. A command's Timeout bounds it (0: only ctx does); an
+	// empty Name becomes "setup N".
+	Setup []contract.Command
+	// Caches are the dependency caches, each a layer keyed by its
+	// lockfiles (images.LockfileKey at SHA).
+	Caches []contract.Cache
+	// Env is the repo's env, added to every sandboxed command (see
+	// sandboxEnv). It must pass contract.ValidateEnv.
+	Env map[string]string
+	// Base is the toolchain image. nil means an empty image (OCI media
+	// types): the sandbox then binds the host's toolchain read-only, as a
+	// session without a snapshot does. A base whose one layer holds
+	// /usr/bin is used as the sandbox's root instead (the rule a session's
+	// restore follows too, so both see the same toolchain).
+	Base    v1.Image
+	Store   images.Store
+	Version string
+	// WorkDir is where the build's directory goes (default os.TempDir());
+	// the sandbox uid must be able to search every parent.
+	WorkDir string
+	// LayerCache is where layers are extracted, by digest (default
+	// WorkDir/inspect-layers, the same place a session's restore uses, so a
+	// layer extracted by either is reused by the other).
+	LayerCache string
+	// SandboxUID and SandboxGID are as Config's (defaults: 65534 when
+	// root, else yourself).
+	SandboxUID, SandboxGID uint32
+	// SandboxPath is PATH inside the sandbox (default DefaultSandboxPath).
+	SandboxPath string
+	// Git is the git binary ("git" on PATH when empty).
+	Git string
+	// Now stamps the snapshot (LabelBuilt); default time.Now.
+	Now func() time.Time
+	// Log receives the build's log; the zero Logger discards.
+	Log zerolog.Logger
+	// Stdout receives setup's output, stdout and stderr together, line by
+	// line, redacted of Token (nil discards it).
+	Stdout io.Writer
+}
+
+// SnapshotResult is what a build did.
+type SnapshotResult struct {
+	// Snapshot is the pushed snapshot (zero when the build failed).
+	Snapshot images.Snapshot
+	// Reused are the cache paths whose layer came from the previous
+	// snapshot as it was; Rebuilt are those packaged anew.
+	Reused, Rebuilt []string
+	// SetupRan is false when every cache key was unchanged.
+	SetupRan bool
+	// Setup are the setup commands that ran, in order, with their
+	// redacted output tails (also on failure, up to the failing one).
+	Setup []contract.CommandResult
+}
+
+// snapshotSetupOutputTail is how much of each setup command's output its
+// CommandResult keeps.
+const snapshotSetupOutputTail = 64 << 10
+
+// BuildSnapshot builds and pushes one snapshot. A failed build pushes
+// nothing, so the repository's latest snapshot stays what it was. The
+// build's directory is removed afterwards, whatever happened.
+//
+// The sandbox has no network yet (the egress proxy comes later), so a setup
+// that downloads dependencies cannot work until then; one that builds or
+// warms caches from what the repository holds can.
+func BuildSnapshot(ctx context.Context, b SnapshotBuild) (SnapshotResult, error) {
+	red := contract.NewRedactor()
+	if b.Token != "" {
+		red.Add(b.Token, basicCredential(b.Token))
+	}
+	fail := func(err error) error {
+		return &snapshotBuildError{msg: red.Redact(fmt.Sprintf("snapshot build of %s/%s@%s: %v", b.Repo.Owner, b.Repo.Name, snapshotShortSHA(b.SHA), err)), err: err}
+	}
+	b, err := b.withDefaults()
+	if err != nil {
+		return SnapshotResult{}, fail(err)
+	}
+	if err := b.validate(); err != nil {
+		return SnapshotResult{}, fail(err)
+	}
+	sb := &snapshotBuilder{
+		b:    b,
+		red:  red,
+		repo: b.Repo.Owner + "/" + b.Repo.Name,
+		log:  b.Log.With().Str("repo", b.Repo.Owner+"/"+b.Repo.Name).Str("sha", b.SHA).Logger(),
+	}
+	res, err := sb.build(ctx)
+	if err != nil {
+		return res, fail(err)
+	}
+	return res, nil
+}
+
+// snapshotBuildError is a failed build: its message is redacted, and the
+// cause stays reachable for errors.Is (context.Canceled and the like).
+type snapshotBuildError struct {
+	msg string
+	err error
+}
+
+func (e *snapshotBuildError) Error() string { return e.msg }
+func (e *snapshotBuildError) Unwrap() error { return e.err }
+
+func snapshotShortSHA(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func (b SnapshotBuild) withDefaults() (SnapshotBuild, error) {
+	if b.WorkDir == "" {
+		b.WorkDir = os.TempDir()
+	}
+	if !filepath.IsAbs(b.WorkDir) {
+		abs, err := filepath.Abs(b.WorkDir)
+		if err != nil {
+			return b, err
+		}
+		b.WorkDir = abs
+	}
+	if b.LayerCache == "" {
+		b.LayerCache = filepath.Join(b.WorkDir, "inspect-layers")
+	}
+	if b.SandboxUID == 0 && b.SandboxGID == 0 {
+		if os.Geteuid() == 0 {
+			b.SandboxUID, b.SandboxGID = defaultSandboxID, defaultSandboxID
+		} else {
+			b.SandboxUID, b.SandboxGID = uint32(os.Getuid()), uint32(os.Getgid())
+		}
+	}
+	if b.SandboxPath == "" {
+		b.SandboxPath = DefaultSandboxPath
+	}
+	if b.Git == "" {
+		b.Git = "git"
+	}
+	if !filepath.IsAbs(b.Git) {
+		p, err := exec.LookPath(b.Git)
+		if err != nil {
+			return b, fmt.Errorf("git is not on PATH: %w", err)
+		}
+		b.Git = p
+	}
+	if b.Now == nil {
+		b.Now = time.Now
+	}
+	if b.Stdout == nil {
+		b.Stdout = io.Discard
+	}
+	return b, nil
+}
+
+func (b SnapshotBuild) validate() error {
+	var problems []error
+	if b.Repo.Owner == "" || b.Repo.Name == "" {
+		problems = append(problems, errors.New("the repository's owner and name are required"))
+	}
+	if b.Repo.CloneURL == "" {
+		problems = append(problems, errors.New("the repository has no clone URL"))
+	}
+	if len(b.SHA) != 40 || strings.Trim(b.SHA, "0123456789abcdef") != "" {
+		problems = append(problems, fmt.Errorf("SHA %q is not 40 lowercase hex digits", b.SHA))
+	}
+	if b.Store == nil {
+		problems = append(problems, errors.New("no snapshot store"))
+	}
+	if len(b.Caches) > contract.MaxCaches {
+		problems = append(problems, fmt.Errorf("%d caches, more than the %d allowed", len(b.Caches), contract.MaxCaches))
+	}
+	for i, c := range b.Caches {
+		if err := contract.ValidateCachePath(c.Path); err != nil {
+			problems = append(problems, fmt.Errorf("cache %q: %w", c.Path, err))
+			continue
+		}
+		if len(c.Lockfiles) == 0 || len(c.Lockfiles) > contract.MaxLockfiles {
+			problems = append(problems, fmt.Errorf("cache %s: must list 1 to %d lockfiles", c.Path, contract.MaxLockfiles))
+		}
+		for _, l := range c.Lockfiles {
+			if err := contract.ValidatePath(l); err != nil {
+				problems = append(problems, fmt.Errorf("cache %s: lockfile %q: %w", c.Path, l, err))
+			}
+		}
+		for _, o := range b.Caches[:i] {
+			switch {
+			case o.Path == c.Path:
+				problems = append(problems, fmt.Errorf("cache %s is listed twice", c.Path))
+			case strings.HasPrefix(c.Path, o.Path+"/") || strings.HasPrefix(o.Path, c.Path+"/"):
+				problems = append(problems, fmt.Errorf("caches %s and %s nest", o.Path, c.Path))
+			}
+		}
+	}
+	for i, c := range b.Setup {
+		if len(c.Argv) == 0 || c.Argv[0] == "" {
+			problems = append(problems, fmt.Errorf("setup command %d (%s) has no argv", i+1, c.Name))
+		}
+		if c.Timeout < 0 {
+			problems = append(problems, fmt.Errorf("setup command %d (%s) has a negative timeout", i+1, c.Name))
+		}
+	}
+	if err := contract.ValidateEnv(b.Env); err != nil {
+		problems = append(problems, err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("invalid build: %w", errors.Join(problems...))
+	}
+	return nil
+}
+
+// snapshotBuilder is one BuildSnapshot call in progress.
+type snapshotBuilder struct {
+	b    SnapshotBuild
+	red  *contract.Redactor
+	repo string
+	log  zerolog.Logger
+
+	ws  *workspace
+	git *git
+	// previous is the repository's latest snapshot (nil when there is none,
+	// or when it was built on another base image), and prevCaches its
+	// cache layers by path and key, from the manifest's annotations, as
+	// Assemble matches them.
+	previous   v1.Image
+	prevCaches map[images.CacheInfo]v1.Layer
+}
+
+func (sb *snapshotBuilder) build(ctx context.Context) (SnapshotResult, error) {
+	b := sb.b
+	var res SnapshotResult
+	base := b.Base
+	if base == nil {
+		base = empty.Image
+	}
+	if err := sb.loadPrevious(ctx, base); err != nil {
+		return res, err
+	}
+
+	ws, err := newWorkspace(b.WorkDir, "snapshot")
+	if err != nil {
+		return res, fmt.Errorf("creating the build directory: %w", err)
+	}
+	sb.ws = ws
+	defer func() {
+		if err := removeAll(ws.dir); err != nil {
+			sb.log.Warn().Str("error", sb.red.Redact(err.Error())).Msg("removing the snapshot build directory")
+		}
+	}()
+	sb.git = &git{bin: b.Git, home: ws.homeDir, path: os.Getenv("PATH")}
+	if sb.git.path == "" {
+		sb.git.path = DefaultSandboxPath
+	}
+	err = ws.fetch(ctx, sb.git, b.Repo.CloneURL, b.SHA, b.Token)
+	var gone *shaGoneError
+	if errors.As(err, &gone) && ctx.Err() == nil {
+		return res, fmt.Errorf("commit %s is not in the repository (a force-push or a deleted branch?): %w", b.SHA, err)
+	}
+	if err != nil {
+		return res, fmt.Errorf("cloning: %w", err)
+	}
+	sb.log.Info().Msg("snapshot build: cloned")
+
+	caches := make([]images.Cache, len(b.Caches))
+	unchanged := make([]bool, len(b.Caches))
+	allUnchanged := sb.previous != nil && len(b.Caches) > 0
+	for i, c := range b.Caches {
+		key, err := images.LockfileKey(ws.work, c.Path, c.Lockfiles)
+		if err != nil {
+			return res, fmt.Errorf("cache %s: %w", c.Path, err)
+		}
+		caches[i] = images.Cache{Path: c.Path, Key: key}
+		_, unchanged[i] = sb.prevCaches[images.CacheInfo{Path: c.Path, Key: key}]
+		allUnchanged = allUnchanged && unchanged[i]
+	}
+
+	if allUnchanged {
+		// Every cache layer is reused as it is; HostDir stays empty.
+		sb.log.Info().Msg("snapshot build: every cache key is unchanged; setup skipped")
+	} else {
+		res.SetupRan = len(b.Setup) > 0
+		results, err := sb.setup(ctx, base, caches, unchanged)
+		res.Setup = results
+		if err != nil {
+			return res, err
+		}
+	}
+
+	asm, err := images.Assemble(images.Input{
+		Base:         base,
+		Repo:         sb.repo,
+		SHA:          b.SHA,
+		Version:      b.Version,
+		Built:        b.Now().UTC(),
+		WorkspaceDir: ws.work,
+		Caches:       caches,
+		Previous:     sb.previous,
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Reused, res.Rebuilt = asm.Reused, asm.Rebuilt
+	snap, err := b.Store.Push(ctx, asm.Image)
+	if err != nil {
+		return res, fmt.Errorf("pushing: %w", err)
+	}
+	res.Snapshot = snap
+	sb.log.Info().Str("digest", snap.Digest.String()).Strs("reused", asm.Reused).Strs("rebuilt", asm.Rebuilt).Bool("setup_ran", res.SetupRan).Msg("snapshot pushed")
+	return res, nil
+}
+
+// loadPrevious reads the repository's latest snapshot, if any. One built on
+// another base image is not a previous at all: its caches were made with
+// another toolchain, so nothing of it is reused.
+func (sb *snapshotBuilder) loadPrevious(ctx context.Context, base v1.Image) error {
+	latest, err := sb.b.Store.Latest(ctx, sb.repo)
+	if errors.Is(err, images.ErrNoSnapshot) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the latest snapshot: %w", err)
+	}
+	prev, err := sb.b.Store.Image(ctx, sb.repo, latest.Digest)
+	if err != nil {
+		return fmt.Errorf("reading the latest snapshot %s: %w", latest.Digest, err)
+	}
+	manifest, err := prev.Manifest()
+	if err != nil {
+		return fmt.Errorf("reading the latest snapshot's manifest: %w", err)
+	}
+	baseManifest, err := base.Manifest()
+	if err != nil {
+		return fmt.Errorf("reading the base image's manifest: %w", err)
+	}
+	if !snapshotSameBase(baseManifest.Layers, manifest.Layers) {
+		sb.log.Info().Str("previous", latest.Digest.String()).Msg("snapshot build: the latest snapshot has another base image; nothing of it is reused")
+		return nil
+	}
+	found := map[images.CacheInfo]v1.Layer{}
+	for _, desc := range manifest.Layers {
+		if desc.Annotations[images.AnnotationLayer] != images.LayerKindCache {
+			continue
+		}
+		layer, err := prev.LayerByDigest(desc.Digest)
+		if err != nil {
+			return fmt.Errorf("reading the latest snapshot's layer %s: %w", desc.Digest, err)
+		}
+		found[images.CacheInfo{Path: desc.Annotations[images.AnnotationCachePath], Key: desc.Annotations[images.AnnotationCacheKey]}] = layer
+	}
+	sb.previous, sb.prevCaches = prev, found
+	return nil
+}
+
+// sameBase reports whether a snapshot's layers start with the base's and
+// the next one is Inspect's own.
+func snapshotSameBase(base, snapshot []v1.Descriptor) bool {
+	if len(snapshot) <= len(base) {
+		return false
+	}
+	for i, d := range base {
+		if snapshot[i].Digest != d.Digest {
+			return false
+		}
+	}
+	return snapshot[len(base)].Annotations[images.AnnotationLayer] != ""
+}
+
+// setup runs the setup commands in the sandbox, in a copy of the checkout,
+// with each cache's directory in place, and sets each cache's HostDir.
+func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []images.Cache, unchanged []bool) ([]contract.CommandResult, error) {
+	b := sb.b
+	run := len(b.Setup) > 0 // with no command, the caches are just empty
+	rootFS := ""
+	if run {
+		if err := sandbox.Available(); err != nil {
+			return nil, err
+		}
+		if err := checkReachable(b.WorkDir, b.SandboxUID, b.SandboxGID); err != nil {
+			return nil, err
+		}
+		var err error
+		if rootFS, err = sb.rootFS(ctx, base); err != nil {
+			return nil, err
+		}
+	}
+
+	setupDir := filepath.Join(sb.ws.dir, "setup")
+	if err := snapshotCopyTree(sb.ws.work, setupDir); err != nil {
+		return nil, fmt.Errorf("copying the checkout for setup: %w", err)
+	}
+	if err := os.Chmod(setupDir, 0o700); err != nil {
+		return nil, err
+	}
+	cachesDir := filepath.Join(sb.ws.dir, "caches")
+	if err := os.Mkdir(cachesDir, 0o711); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(cachesDir, 0o711); err != nil { // past the umask
+		return nil, err
+	}
+	var mounts []sandbox.Mount
+	var owned []string // directories to give to the sandbox uid
+	for i := range caches {
+		c := &caches[i]
+		var host string
+		if rel, inside := strings.CutPrefix(c.Path, images.WorkspacePath+"/"); inside {
+			// The checkout is the repository's: a symlink it holds where
+			// the cache goes would send the pre-fill, and the packaging,
+			// anywhere on the host.
+			if err := snapshotRealDirs(setupDir, rel); err != nil {
+				return nil, fmt.Errorf("cache %s: the checkout has %w", c.Path, err)
+			}
+			host = filepath.Join(setupDir, filepath.FromSlash(rel))
+			if err := os.MkdirAll(host, 0o755); err != nil {
+				return nil, fmt.Errorf("cache %s: %w", c.Path, err)
+			}
+		} else {
+			host = filepath.Join(cachesDir, fmt.Sprint(i))
+			if err := os.Mkdir(host, 0o700); err != nil {
+				return nil, fmt.Errorf("cache %s: %w", c.Path, err)
+			}
+			mounts = append(mounts, sandbox.Mount{Source: host, Target: c.Path})
+			owned = append(owned, host)
+		}
+		if unchanged[i] && run {
+			if err := sb.prefill(ctx, *c, host); err != nil {
+				return nil, fmt.Errorf("cache %s: pre-filling from the latest snapshot: %w", c.Path, err)
+			}
+		}
+		c.HostDir = host
+	}
+	if uid, gid := int(b.SandboxUID), int(b.SandboxGID); uid != os.Geteuid() || gid != os.Getegid() {
+		for _, d := range append([]string{setupDir}, owned...) {
+			if err := chownTree(d, uid, gid); err != nil {
+				return nil, fmt.Errorf("handing the setup directories to the sandbox user: %w", err)
+			}
+		}
+	}
+
+	env := sandboxEnv(b.SandboxPath, b.Env)
+	var results []contract.CommandResult
+	for i, c := range b.Setup {
+		name := c.Name
+		if name == "" {
+			name = fmt.Sprintf("setup %d", i+1)
+		}
+		r, err := sb.runSetup(ctx, name, c, setupDir, rootFS, mounts, env)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, r)
+		if !r.Succeeded() {
+			return results, fmt.Errorf("setup command %q %s; nothing was pushed", name, describeExit(r))
+		}
+	}
+	// Setup is over and the sandbox with it (sandbox.Run leaves no process
+	// behind), so nothing changes these directories any more. A cache
+	// inside the workspace is setup's to change, and setup may have put a
+	// symlink at its path or a parent's: DirLayer would follow it out of
+	// the workspace and package the host's files.
+	for _, c := range caches {
+		if rel, inside := strings.CutPrefix(c.Path, images.WorkspacePath+"/"); inside {
+			if err := snapshotRealDirs(setupDir, rel); err != nil {
+				return results, fmt.Errorf("cache %s: setup left %w; nothing was pushed", c.Path, err)
+			}
+			if err := os.MkdirAll(c.HostDir, 0o755); err != nil { // setup may have removed it: an empty cache
+				return results, fmt.Errorf("cache %s: %w", c.Path, err)
+			}
+		}
+	}
+	return results, nil
+}
+
+// snapshotRealDirs checks that each existing component of rel (slash
+// separated) under dir is a directory, not a symlink or a file; missing
+// ones are fine. The error completes "the checkout has ...".
+func snapshotRealDirs(dir, rel string) error {
+	p := dir
+	for _, part := range strings.Split(rel, "/") {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("a %s at %s, where only a directory may be", snapshotFileKind(fi.Mode()), path.Join(images.WorkspacePath, filepath.ToSlash(strings.TrimPrefix(p, dir+string(filepath.Separator)))))
+		}
+	}
+	return nil
+}
+
+func snapshotFileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m.IsRegular():
+		return "file"
+	default:
+		return "special file"
+	}
+}
+
+// runSetup runs one setup command in a fresh sandbox.
+func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract.Command, setupDir, rootFS string, mounts []sandbox.Mount, env []string) (contract.CommandResult, error) {
+	out := &setupOutput{tail: newTailBuffer(snapshotSetupOutputTail), out: sb.b.Stdout, red: sb.red}
+	out.header(name, c.Argv)
+	res, err := sandbox.Run(ctx, sandbox.Spec{
+		Workspace:   setupDir,
+		RootFS:      rootFS,
+		ExtraMounts: mounts,
+		Argv:        c.Argv,
+		Env:         env,
+		UID:         sb.b.SandboxUID,
+		GID:         sb.b.SandboxGID,
+		Timeout:     c.Timeout.Std(),
+		Stdout:      out,
+		Stderr:      out,
+		// TODO(egress proxy): no network at all until the egress proxy's
+		// socket is bound here, as in a session (see session.command).
+	})
+	out.flush()
+	if err != nil && res.Duration == 0 {
+		if ctx.Err() != nil {
+			return contract.CommandResult{}, fmt.Errorf("setup command %q: %w", name, context.Cause(ctx))
+		}
+		return contract.CommandResult{}, fmt.Errorf("the sandbox could not run setup command %q: %w", name, err)
+	}
+	if err != nil {
+		sb.log.Warn().Err(err).Str("command", name).Msg("sandbox cleanup reported an error")
+	}
+	if res.Cancelled {
+		return contract.CommandResult{}, fmt.Errorf("setup command %q: %w", name, context.Cause(ctx))
+	}
+	r := contract.CommandResult{
+		Phase:      contract.PhaseSetup,
+		Name:       name,
+		Argv:       c.Argv,
+		ExitCode:   res.ExitCode,
+		Signal:     res.Signal,
+		TimedOut:   res.TimedOut,
+		DurationMS: res.Duration.Milliseconds(),
+	}
+	if r.Signal != "" {
+		r.ExitCode = -1
+		if !strings.HasPrefix(r.Signal, "SIG") {
+			r.Signal = ""
+		}
+	}
+	r.OutputTail, r.OutputTruncated = out.tail.tail(sb.red, snapshotSetupOutputTail)
+	sb.red.RedactStrings(&r)
+	sb.log.Info().Str("command", name).Int("exit_code", r.ExitCode).Str("signal", r.Signal).Bool("timed_out", r.TimedOut).Int64("duration_ms", r.DurationMS).Msg("snapshot setup command ended")
+	return r, nil
+}
+
+// rootFS is the sandbox's root for the build: the base image's root when
+// it is one layer holding /usr/bin, else "" (the host's toolchain, bound
+// read-only). A session's restore applies the same rule, so setup and the
+// session see the same toolchain.
+func (sb *snapshotBuilder) rootFS(ctx context.Context, base v1.Image) (string, error) {
+	layers, err := base.Layers()
+	if err != nil {
+		return "", fmt.Errorf("reading the base image's layers: %w", err)
+	}
+	switch len(layers) {
+	case 0:
+		return "", nil
+	case 1:
+	default:
+		sb.log.Warn().Int("layers", len(layers)).Msg("snapshot build: the base image has several layers, which are not merged yet; setup uses the host's toolchain")
+		return "", nil
+	}
+	dir, err := images.ExtractLayer(ctx, layers[0], sb.b.LayerCache)
+	if err != nil {
+		return "", fmt.Errorf("extracting the base image: %w", err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "usr", "bin")); err == nil && fi.IsDir() {
+		return dir, nil
+	}
+	return "", nil
+}
+
+// prefill copies the latest snapshot's layer for the cache into host.
+func (sb *snapshotBuilder) prefill(ctx context.Context, c images.Cache, host string) error {
+	layer := sb.prevCaches[images.CacheInfo{Path: c.Path, Key: c.Key}]
+	dir, err := images.ExtractLayer(ctx, layer, sb.b.LayerCache)
+	if err != nil {
+		return err
+	}
+	return snapshotCopyTree(filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(c.Path, "/"))), host)
+}
+
+// snapshotCopyTree copies the directory src into dst (created if missing),
+// keeping permission bits and symlinks, over whatever dst holds. Nothing is
+// followed: src is walked without following symlinks, and dst is written
+// through an os.Root, each directory made a real one before anything goes
+// in it, so a symlink already in dst (a checkout's, say) is replaced, never
+// written through. Directories are made owner-writable, so setup can change
+// the copy. A missing src is an empty tree.
+func snapshotCopyTree(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = root.Close() }() // every write was checked already
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if p == src && errors.Is(err, fs.ErrNotExist) {
+			return filepath.SkipDir
+		}
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if rel == "." {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		existing, err := root.Lstat(rel)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			existing = nil
+		case err != nil:
+			return err
+		}
+		if d.IsDir() {
+			if existing != nil && !existing.IsDir() {
+				if err := root.Remove(rel); err != nil {
+					return err
+				}
+				existing = nil
+			}
+			if existing == nil {
+				if err := root.Mkdir(rel, 0o700); err != nil {
+					return err
+				}
+			}
+			return root.Chmod(rel, info.Mode().Perm()|0o700)
+		}
+		if existing != nil {
+			if existing.IsDir() {
+				return fmt.Errorf("%s would replace a directory", rel)
+			}
+			if err := root.Remove(rel); err != nil {
+				return err
+			}
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return root.Symlink(link, rel)
+		case d.Type().IsRegular():
+			return snapshotCopyFile(root, p, rel, info.Mode().Perm())
+		}
+		return nil // sockets, devices, fifos: nothing to keep
+	})
+}
+
+// snapshotCopyFile copies the file src to rel, which does not exist, in
+// root.
+func snapshotCopyFile(root *os.Root, src, rel string, mode fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = in.Close() }() // read-only
+	out, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return root.Chmod(rel, mode)
+}
+
+// setupOutput is where a setup command's stdout and stderr go: a tail for
+// its CommandResult, and the build's Stdout, a whole line at a time so each
+// line is redacted whole.
+type setupOutput struct {
+	mu   sync.Mutex
+	tail *tailBuffer
+	out  io.Writer
+	red  *contract.Redactor
+	line []byte
+}
+
+// maxSetupLine is where a line with no newline yet is passed on anyway.
+const maxSetupLine = 64 << 10
+
+func (o *setupOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, _ = o.tail.Write(p) // never fails
+	o.line = append(o.line, p...)
+	if i := bytes.LastIndexByte(o.line, '\n'); i >= 0 {
+		o.emit(o.line[:i+1])
+		o.line = append(o.line[:0], o.line[i+1:]...)
+	}
+	if len(o.line) > maxSetupLine {
+		o.emit(o.line)
+		o.line = o.line[:0]
+	}
+	return len(p), nil
+}
+
+// header announces a command on Stdout.
+func (o *setupOutput) header(name string, argv []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.emit([]byte(fmt.Sprintf("--- snapshot setup %q: %q\n", name, argv)))
+}
+
+// flush passes on an unfinished last line.
+func (o *setupOutput) flush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.line) > 0 {
+		o.emit(append(o.line, '\n'))
+		o.line = o.line[:0]
+	}
+}
+
+// emit writes redacted text to Stdout. A write error does not stop the
+// command; its output just goes nowhere.
+func (o *setupOutput) emit(b []byte) {
+	_, _ = o.out.Write(o.red.RedactBytes(b))
+}

@@ -2,12 +2,8 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -144,67 +140,4 @@ func (c Config) layerCache() string {
 		root = os.TempDir()
 	}
 	return filepath.Join(root, "inspect-layers")
-}
-
-// copyTree copies the directory src into dst (created), keeping modes and
-// symlinks (never following them). A missing src is an empty tree.
-func copyTree(src, dst string) error {
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return err
-	}
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) && p == src {
-			return filepath.SkipDir
-		}
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		if !filepath.IsLocal(rel) || path.IsAbs(rel) {
-			return fmt.Errorf("refusing %s", p)
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
-			return os.Chmod(target, info.Mode().Perm()|0o700) // the owner must be able to fill it
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			_ = os.Remove(target) // replacing what a lower layer put there
-			return os.Symlink(link, target)
-		case d.Type().IsRegular():
-			return copyFile(p, target, info.Mode().Perm())
-		}
-		return nil // devices, sockets, fifos: never in our layers
-	})
-}
-
-func copyFile(src, dst string, mode fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	_ = os.Remove(dst) // a symlink there would otherwise be followed
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		_ = out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -2,12 +2,17 @@ package supervisor
 
 import (
 	"context"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -62,8 +67,12 @@ func newSnapshotFixture(t *testing.T) *snapshotFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(channeltest.WorkDir(t), "snapshots")
-	store, err := images.NewLayoutStore(dir)
+	// In an OCI registry (go-containerregistry's, in process), as on
+	// Buildkite; the layout store is the images package's to test.
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	storeName := strings.TrimPrefix(reg.URL, "http://") + "/inspect"
+	store, err := images.OpenStore(storeName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +80,7 @@ func newSnapshotFixture(t *testing.T) *snapshotFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &snapshotFixture{t: t, ch: ch, store: images.LayoutPrefix + dir, digest: snap.Digest.String(), first: first}
+	return &snapshotFixture{t: t, ch: ch, store: storeName, digest: snap.Digest.String(), first: first}
 }
 
 // drift makes three commits after the snapshot's: one edits, one deletes,

@@ -220,17 +220,24 @@ func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess sto
 // first, with a sync queued in the same transaction that posts the one reply
 // and concludes anything an earlier attempt created.
 func (s *Service) end(ctx context.Context, id string, outcome store.Outcome, reason, reply string) error {
+	_, err := s.endIf(ctx, id, func(*store.Session) bool { return true }, outcome, reason, reply)
+	return err
+}
+
+// endIf ends a session that is not done yet and passes cond, queueing the
+// sync that tells GitHub, in one transaction. It reports whether it did.
+func (s *Service) endIf(ctx context.Context, id string, cond func(*store.Session) bool, outcome store.Outcome, reason, reply string) (bool, error) {
 	_, err := s.store.MutateSession(ctx, id, s.clock.Now(), func(x *store.Session) error {
-		if x.State == store.Done {
+		if x.State == store.Done || !cond(x) {
 			return errAlreadyDone
 		}
 		x.State, x.Outcome, x.Reason, x.Detail = store.Done, outcome, reason, reply
 		return nil
 	}, store.NewWork{Kind: store.SyncSession})
 	if errors.Is(err, errAlreadyDone) {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 // loadRepoConfig reads the config from the default branch and refreshes the

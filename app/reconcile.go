@@ -94,24 +94,13 @@ func (s *Service) attemptCheckInterval() time.Duration {
 // reported, it ended, it was re-dispatched) is left alone: the run's news
 // is stale.
 func (s *Service) endRun(ctx context.Context, sessionID, attemptID string, outcome store.Outcome, reason, reply string) error {
-	_, err := s.store.MutateSession(ctx, sessionID, s.clock.Now(), func(x *store.Session) error {
-		switch {
-		case x.AttemptID != attemptID:
-			return errAlreadyDone
-		case x.State != store.Preparing && x.State != store.Dispatched && x.State != store.Running:
-			return errAlreadyDone
-		}
-		x.State, x.Outcome, x.Reason, x.Detail = store.Done, outcome, reason, reply
-		return nil
-	}, store.NewWork{Kind: store.SyncSession})
-	if errors.Is(err, errAlreadyDone) {
-		return nil
+	ended, err := s.endIf(ctx, sessionID, func(x *store.Session) bool {
+		return x.AttemptID == attemptID && (x.State == store.Preparing || x.State == store.Dispatched || x.State == store.Running)
+	}, outcome, reason, reply)
+	if ended {
+		s.stopAttempt(ctx, attemptID)
 	}
-	if err != nil {
-		return err
-	}
-	s.stopAttempt(ctx, attemptID)
-	return nil
+	return err
 }
 
 // reconcileAttempts asks the executor about sessions whose attempt has not

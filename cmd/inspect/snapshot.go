@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -24,6 +22,7 @@ import (
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/localrun"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
@@ -198,7 +197,7 @@ func snapshotBuildCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "inspect snapshot build: %v\n", err)
 		return 2
 	}
-	out, err := snapshotGit(ctx, checkout, "rev-parse", "--verify", "--quiet", "--end-of-options", *ref+"^{commit}")
+	out, err := localrun.UserGit(ctx, "git", checkout, "rev-parse", "--verify", "--quiet", "--end-of-options", *ref+"^{commit}")
 	sha := strings.TrimSpace(string(out))
 	if err != nil || len(sha) != 40 {
 		fmt.Fprintf(stderr, "inspect snapshot build: %s has no commit %q\n", *dir, *ref)
@@ -349,28 +348,6 @@ func isFlagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// snapshotGit runs the user's git on their checkout, with their own
-// configuration but no GIT_* variable from our environment that could
-// point it elsewhere.
-func snapshotGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-optional-locks", "-C", dir}, args...)...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return stdout.Bytes(), errors.New(msg)
-	}
-	return stdout.Bytes(), nil
-}
 
 // snapshotCheckOwner fails early, and clearly, when dir is not a git
 // checkout, or its git directory belongs to another user: the build clones
@@ -387,7 +364,7 @@ func snapshotCheckOwner(ctx context.Context, dir string) error {
 		}
 		return nil
 	}
-	out, err := snapshotGit(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	out, err := localrun.UserGit(ctx, "git", dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		if err := owner(dir); err != nil {
 			return err // your own git may refuse it too, for the same reason
@@ -402,10 +379,10 @@ func snapshotCheckOwner(ctx context.Context, dir string) error {
 func snapshotRepoConfig(ctx context.Context, checkout, sha string) (config.Repo, string, error) {
 	for _, p := range config.RepoConfigPaths {
 		spec := sha + ":" + p
-		if _, err := snapshotGit(ctx, checkout, "cat-file", "-e", spec); err != nil {
+		if _, err := localrun.UserGit(ctx, "git", checkout, "cat-file", "-e", spec); err != nil {
 			continue
 		}
-		data, err := snapshotGit(ctx, checkout, "cat-file", "blob", spec)
+		data, err := localrun.UserGit(ctx, "git", checkout, "cat-file", "blob", spec)
 		if err != nil {
 			return config.Repo{}, "", fmt.Errorf("reading %s at %s: %v", p, sha[:12], err)
 		}

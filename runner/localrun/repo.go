@@ -25,11 +25,11 @@ type checkout struct {
 	dirty     bool   // uncommitted or untracked files, which the session does not see
 }
 
-// userGit runs the user's git on the user's repository, with their own
+// UserGit runs the user's git on the user's repository, with their own
 // configuration (it is their repository, so their safe.directory and the
 // like apply), but with no GIT_* variable from our environment that could
 // point it elsewhere.
-func userGit(ctx context.Context, bin, dir string, args ...string) ([]byte, error) {
+func UserGit(ctx context.Context, bin, dir string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--no-optional-locks", "-C", dir}, args...)...)
 	cmd.Env = append(withoutGitEnv(os.Environ()), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
 	var stdout, stderr bytes.Buffer
@@ -70,7 +70,7 @@ func openCheckout(ctx context.Context, gitBin, dir string) (*checkout, error) {
 		return nil, usageErrorf("--repo %s is not a directory", dir)
 	}
 	c := &checkout{dir: abs}
-	out, err := userGit(ctx, gitBin, abs, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-path", "objects")
+	out, err := UserGit(ctx, gitBin, abs, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-path", "objects")
 	if err != nil {
 		return nil, usageErrorf("%s is not a git checkout: %v", dir, err)
 	}
@@ -79,21 +79,21 @@ func openCheckout(ctx context.Context, gitBin, dir string) (*checkout, error) {
 		return nil, fmt.Errorf("git rev-parse printed %q", out)
 	}
 	c.commonDir, c.objects = filepath.Clean(lines[0]), filepath.Clean(lines[1])
-	out, err = userGit(ctx, gitBin, abs, "rev-parse", "--verify", "--quiet", "--end-of-options", "HEAD^{commit}")
+	out, err = UserGit(ctx, gitBin, abs, "rev-parse", "--verify", "--quiet", "--end-of-options", "HEAD^{commit}")
 	if err != nil || len(bytes.TrimSpace(out)) != 40 {
 		return nil, usageErrorf("%s has no commit yet: the session runs on HEAD, so commit something first", dir)
 	}
 	c.head = string(bytes.TrimSpace(out))
-	if out, err := userGit(ctx, gitBin, abs, "symbolic-ref", "--quiet", "--short", "HEAD"); err == nil {
+	if out, err := UserGit(ctx, gitBin, abs, "symbolic-ref", "--quiet", "--short", "HEAD"); err == nil {
 		c.branch = strings.TrimSpace(string(out))
 	}
-	if out, err := userGit(ctx, gitBin, abs, "rev-parse", "--is-inside-work-tree"); err == nil && strings.TrimSpace(string(out)) == "true" {
-		top, err := userGit(ctx, gitBin, abs, "rev-parse", "--show-toplevel")
+	if out, err := UserGit(ctx, gitBin, abs, "rev-parse", "--is-inside-work-tree"); err == nil && strings.TrimSpace(string(out)) == "true" {
+		top, err := UserGit(ctx, gitBin, abs, "rev-parse", "--show-toplevel")
 		if err != nil {
 			return nil, err
 		}
 		c.top = strings.TrimSpace(string(top))
-		status, err := userGit(ctx, gitBin, abs, "status", "--porcelain", "-z", "--untracked-files=normal")
+		status, err := UserGit(ctx, gitBin, abs, "status", "--porcelain", "-z", "--untracked-files=normal")
 		if err != nil {
 			return nil, fmt.Errorf("git status: %v", err)
 		}
@@ -142,10 +142,10 @@ func (c *checkout) repoConfig(ctx context.Context, gitBin, file string) (cfg con
 	} else {
 		for _, p := range config.RepoConfigPaths {
 			spec := c.head + ":" + p
-			if _, err := userGit(ctx, gitBin, c.dir, "cat-file", "-e", spec); err != nil {
+			if _, err := UserGit(ctx, gitBin, c.dir, "cat-file", "-e", spec); err != nil {
 				continue
 			}
-			data, err = userGit(ctx, gitBin, c.dir, "cat-file", "blob", spec)
+			data, err = UserGit(ctx, gitBin, c.dir, "cat-file", "blob", spec)
 			if err != nil {
 				return config.Repo{}, "", false, fmt.Errorf("reading %s at HEAD: %v", p, err)
 			}

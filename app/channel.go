@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -24,29 +22,12 @@ import (
 // still works, for the result upload.
 const sessionTokenTTLGrace = 10 * time.Minute
 
-func randomSecret() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail on Linux
-	return hex.EncodeToString(b[:])
-}
-
 func (s *Service) channelRoutes(mux *http.ServeMux) {
 	mux.HandleFunc(contract.RouteClaim, s.handleClaim)
 	mux.HandleFunc(contract.RouteSpec, s.authed(s.handleSpec))
 	mux.HandleFunc(contract.RouteRepoToken, s.authed(s.handleRepoToken))
 	mux.HandleFunc(contract.RouteProgress, s.authed(s.handleProgress))
 	mux.HandleFunc(contract.RouteResult, s.authed(s.handleResult))
-}
-
-func channelError(w http.ResponseWriter, status int, code contract.ErrorCode, msg string) {
-	w.Header().Set("Content-Type", contract.ContentTypeJSON)
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(contract.ErrorResponse{Code: code, Message: msg}) // the peer may be gone; nothing to do
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", contract.ContentTypeJSON)
-	_ = json.NewEncoder(w).Encode(v) // as above
 }
 
 func (s *Service) channelLog(r *http.Request) *zerolog.Logger {
@@ -58,33 +39,33 @@ func (s *Service) handleClaim(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue(contract.PathValueAttempt)
 	req, err := contract.DecodeClaimRequest(r.Body)
 	if err != nil {
-		channelError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid claim request")
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid claim request")
 		return
 	}
 	if req.SpecVersion != contract.SpecVersion {
-		channelError(w, http.StatusConflict, contract.ErrorVersionMismatch, "this server sends "+contract.SpecVersion)
+		contract.WriteError(w, http.StatusConflict, contract.ErrorVersionMismatch, "this server sends "+contract.SpecVersion)
 		return
 	}
 	if req.AttemptID != id {
-		channelError(w, http.StatusBadRequest, contract.ErrorInvalid, "attempt id mismatch")
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "attempt id mismatch")
 		return
 	}
-	token := randomSecret()
+	token := contract.NewSecret()
 	now := s.clock.Now()
 	a, err := s.store.ClaimAttempt(r.Context(), id, req.ClaimCode, token, now)
 	switch {
 	case errors.Is(err, store.ErrClaimRefused):
 		s.channelLog(r).Warn().Msg("claim refused")
-		channelError(w, http.StatusUnauthorized, contract.ErrorClaimUsed, "claim refused")
+		contract.WriteError(w, http.StatusUnauthorized, contract.ErrorClaimUsed, "claim refused")
 		return
 	case err != nil:
 		// Nothing was spent: the transaction rolled back. Try again.
 		s.channelLog(r).Error().Err(err).Msg("claim failed")
-		channelError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
+		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
 		return
 	}
 	s.wakeWorkers()
-	writeJSON(w, contract.ClaimResponse{SessionToken: token, ExpiresAt: a.Deadline.Add(sessionTokenTTLGrace)})
+	contract.WriteJSON(w, 0, contract.ClaimResponse{SessionToken: token, ExpiresAt: a.Deadline.Add(sessionTokenTTLGrace)})
 }
 
 type attemptKey struct{}
@@ -95,15 +76,15 @@ func (s *Service) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		a, err := s.store.AuthenticateAttempt(r.Context(), r.PathValue(contract.PathValueAttempt), r.Header.Get(contract.HeaderSessionToken))
 		if err != nil {
-			channelError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "bad session token")
+			contract.WriteError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "bad session token")
 			return
 		}
 		if a.State == store.AttemptEnded && r.Pattern != contract.RouteResult {
-			channelError(w, http.StatusGone, contract.ErrorAttemptEnded, "the attempt has ended")
+			contract.WriteError(w, http.StatusGone, contract.ErrorAttemptEnded, "the attempt has ended")
 			return
 		}
 		if s.clock.Now().After(a.Deadline.Add(sessionTokenTTLGrace)) {
-			channelError(w, http.StatusGone, contract.ErrorAttemptEnded, "the attempt's token has expired")
+			contract.WriteError(w, http.StatusGone, contract.ErrorAttemptEnded, "the attempt's token has expired")
 			return
 		}
 		next(w, r.WithContext(context.WithValue(r.Context(), attemptKey{}, a)))
@@ -123,12 +104,12 @@ func (s *Service) handleRepoToken(w http.ResponseWriter, r *http.Request) {
 	a := attemptOf(r)
 	sess, err := s.store.GetSession(r.Context(), a.SessionID)
 	if err != nil {
-		channelError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
+		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
 		return
 	}
 	appClient, err := s.gh.App(r.Context())
 	if err != nil {
-		channelError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
+		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
 		return
 	}
 	tok, _, err := appClient.Apps.CreateInstallationToken(r.Context(), sess.InstallationID, &github.InstallationTokenOptions{
@@ -137,21 +118,21 @@ func (s *Service) handleRepoToken(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		s.channelLog(r).Error().Err(err).Msg("minting the repo token failed")
-		channelError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "could not mint a repository token")
+		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "could not mint a repository token")
 		return
 	}
 	s.rememberToken(a.ID, tok.GetToken())
-	writeJSON(w, contract.RepoTokenResponse{Token: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().Time})
+	contract.WriteJSON(w, 0, contract.RepoTokenResponse{Token: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().Time})
 }
 
 func (s *Service) handleProgress(w http.ResponseWriter, r *http.Request) {
 	ev, err := contract.DecodeProgressEvent(r.Body)
 	if err != nil {
-		channelError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid progress event")
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid progress event")
 		return
 	}
 	if _, err := s.store.RecordProgress(r.Context(), attemptOf(r).ID, ev.Seq, contract.CleanProgressMessage(ev.Message), s.clock.Now()); err != nil {
-		channelError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
+		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -161,27 +142,27 @@ func (s *Service) handleResult(w http.ResponseWriter, r *http.Request) {
 	a := attemptOf(r)
 	var spec contract.Spec
 	if err := json.Unmarshal([]byte(a.Spec), &spec); err != nil {
-		channelError(w, http.StatusInternalServerError, contract.ErrorInvalid, "stored spec unreadable")
+		contract.WriteError(w, http.StatusInternalServerError, contract.ErrorInvalid, "stored spec unreadable")
 		return
 	}
 	up, err := contract.DecodeResultUpload(r.Body, spec.Limits.Manifest())
 	var tooLarge *contract.TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
-		channelError(w, http.StatusRequestEntityTooLarge, contract.ErrorTooLarge, "result too large")
+		contract.WriteError(w, http.StatusRequestEntityTooLarge, contract.ErrorTooLarge, "result too large")
 		return
 	case err != nil:
 		s.channelLog(r).Warn().Err(err).Msg("invalid result")
-		channelError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid result: "+err.Error())
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid result: "+err.Error())
 		return
 	}
 	body, err := json.Marshal(up)
 	if err != nil {
-		channelError(w, http.StatusInternalServerError, contract.ErrorInvalid, "could not store the result")
+		contract.WriteError(w, http.StatusInternalServerError, contract.ErrorInvalid, "could not store the result")
 		return
 	}
 	if _, err := s.store.RecordResult(r.Context(), a.ID, string(body), s.clock.Now()); err != nil {
-		channelError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
+		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
 		return
 	}
 	s.wakeWorkers()

@@ -109,7 +109,7 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	claim := randomSecret()
+	claim := contract.NewSecret()
 	a := store.Attempt{ID: spec.AttemptID, SessionID: sess.ID, Number: number, Deadline: spec.Limits.Deadline, Spec: string(specJSON)}
 	if err := s.store.CreateAttempt(ctx, a, claim, s.clock.Now()); err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -101,7 +100,7 @@ func (s *server) start(spec contract.Spec) {
 	mux.HandleFunc(contract.RouteResult, s.authed(s.serveResult))
 	mux.HandleFunc(gitRepoPath+"/", s.serveGit)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, contract.ErrorInvalid, "no such route")
+		contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "no such route")
 	})
 	s.http = &http.Server{
 		Handler:           mux,
@@ -153,22 +152,22 @@ func (s *server) fault(format string, args ...any) {
 func (s *server) claim(w http.ResponseWriter, r *http.Request) {
 	if r.PathValue(contract.PathValueAttempt) != s.spec.AttemptID {
 		s.fault("claim for an unknown attempt")
-		writeError(w, http.StatusNotFound, contract.ErrorInvalid, "unknown attempt")
+		contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "unknown attempt")
 		return
 	}
 	req, err := contract.DecodeClaimRequest(r.Body)
 	if err != nil {
 		s.fault("claim: %v", err)
-		writeError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
 		return
 	}
 	if req.AttemptID != s.spec.AttemptID || !equal(req.ClaimCode, s.claimCode) {
 		s.fault("claim with a wrong attempt or claim code")
-		writeError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "wrong claim code")
+		contract.WriteError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "wrong claim code")
 		return
 	}
 	if req.SpecVersion != contract.SpecVersion {
-		writeError(w, http.StatusConflict, contract.ErrorVersionMismatch,
+		contract.WriteError(w, http.StatusConflict, contract.ErrorVersionMismatch,
 			fmt.Sprintf("this inspect serves %s, the supervisor reads %s", contract.SpecVersion, req.SpecVersion))
 		return
 	}
@@ -178,10 +177,10 @@ func (s *server) claim(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if used {
 		s.fault("the claim code was used twice")
-		writeError(w, http.StatusConflict, contract.ErrorClaimUsed, "the claim code was already used")
+		contract.WriteError(w, http.StatusConflict, contract.ErrorClaimUsed, "the claim code was already used")
 		return
 	}
-	writeJSON(w, contract.ClaimResponse{SessionToken: s.session, ExpiresAt: s.expiry()})
+	contract.WriteJSON(w, 0, contract.ClaimResponse{SessionToken: s.session, ExpiresAt: s.expiry()})
 }
 
 // expiry is when the tokens stop being useful: the deadline, and a margin
@@ -196,7 +195,7 @@ func (s *server) authed(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.PathValue(contract.PathValueAttempt) != s.spec.AttemptID {
 			s.fault("%s %s: unknown attempt", r.Method, r.URL.Path)
-			writeError(w, http.StatusNotFound, contract.ErrorInvalid, "unknown attempt")
+			contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "unknown attempt")
 			return
 		}
 		s.mu.Lock()
@@ -204,7 +203,7 @@ func (s *server) authed(h http.HandlerFunc) http.HandlerFunc {
 		s.mu.Unlock()
 		if !claimed || !equal(r.Header.Get(contract.HeaderSessionToken), s.session) {
 			s.fault("%s %s: missing or wrong session token", r.Method, r.URL.Path)
-			writeError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "missing or wrong session token")
+			contract.WriteError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "missing or wrong session token")
 			return
 		}
 		h(w, r)
@@ -212,21 +211,21 @@ func (s *server) authed(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func (s *server) serveSpec(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, s.spec)
+	contract.WriteJSON(w, 0, s.spec)
 }
 
 func (s *server) serveRepoToken(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	s.tokenIssued = true
 	s.mu.Unlock()
-	writeJSON(w, contract.RepoTokenResponse{Token: s.repoToken, ExpiresAt: s.expiry()})
+	contract.WriteJSON(w, 0, contract.RepoTokenResponse{Token: s.repoToken, ExpiresAt: s.expiry()})
 }
 
 func (s *server) serveProgress(w http.ResponseWriter, r *http.Request) {
 	ev, err := contract.DecodeProgressEvent(r.Body)
 	if err != nil {
 		s.fault("progress: %v", err)
-		writeError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
 		return
 	}
 	// The message is single-line by the contract; clean it again anyway,
@@ -253,7 +252,7 @@ func (s *server) serveResult(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, contract.ErrTooLarge) {
 			status, code = http.StatusRequestEntityTooLarge, contract.ErrorTooLarge
 		}
-		writeError(w, status, code, err.Error())
+		contract.WriteError(w, status, code, err.Error())
 		return
 	}
 	s.mu.Lock()
@@ -335,22 +334,6 @@ func gitText(w http.ResponseWriter, status int, msg string, header http.Header) 
 	_, _ = io.WriteString(w, msg+"\n")
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, contract.ErrorInvalid, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", contract.ContentTypeJSON)
-	_, _ = w.Write(append(b, '\n'))
-}
-
-func writeError(w http.ResponseWriter, status int, code contract.ErrorCode, msg string) {
-	w.Header().Set("Content-Type", contract.ContentTypeJSON)
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(contract.ErrorResponse{Code: code, Message: contract.CleanProgressMessage(msg)})
-}
-
 // equal compares a presented credential with the expected one in constant
 // time.
 func equal(got, want string) bool {
@@ -358,13 +341,7 @@ func equal(got, want string) bool {
 }
 
 // randomToken is a fresh 256-bit credential.
-func randomToken(prefix string) string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return prefix + hex.EncodeToString(b)
-}
+func randomToken(prefix string) string { return prefix + contract.NewSecret() }
 
 // randomID is a short random id for the session and the attempt.
 func randomID() string {

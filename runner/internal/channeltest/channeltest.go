@@ -13,7 +13,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -110,7 +109,7 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc(contract.RouteResult, s.authed(s.result))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.violate("unexpected request %s %s", r.Method, r.URL.Path)
-		writeError(w, http.StatusNotFound, contract.ErrorInvalid, "no such route")
+		contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "no such route")
 	})
 	s.http = httptest.NewServer(mux)
 	t.Cleanup(s.http.Close)
@@ -267,27 +266,27 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
 	req, err := contract.DecodeClaimRequest(r.Body)
 	if err != nil {
 		s.violate("claim: %v", err)
-		writeError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
 		return
 	}
 	a := s.lookup(r)
 	if a == nil || req.AttemptID != a.Spec.AttemptID || req.ClaimCode != a.ClaimCode {
 		s.violate("claim with a wrong attempt or code")
-		writeError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "bad claim")
+		contract.WriteError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "bad claim")
 		return
 	}
 	if req.SpecVersion != contract.SpecVersion {
-		writeError(w, http.StatusConflict, contract.ErrorVersionMismatch, "spec version")
+		contract.WriteError(w, http.StatusConflict, contract.ErrorVersionMismatch, "spec version")
 		return
 	}
 	used := false
 	s.record(a, func() { used, a.claimed = a.claimed, true })
 	if used {
 		s.violate("claim code used twice")
-		writeError(w, http.StatusConflict, contract.ErrorClaimUsed, "claim code already used")
+		contract.WriteError(w, http.StatusConflict, contract.ErrorClaimUsed, "claim code already used")
 		return
 	}
-	writeJSON(w, contract.ClaimResponse{SessionToken: a.SessionToken, ExpiresAt: time.Now().Add(2 * time.Hour).UTC()})
+	contract.WriteJSON(w, 0, contract.ClaimResponse{SessionToken: a.SessionToken, ExpiresAt: time.Now().Add(2 * time.Hour).UTC()})
 }
 
 // authed checks the session token before h runs.
@@ -296,12 +295,12 @@ func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *Attempt)) ht
 		a := s.lookup(r)
 		if a == nil {
 			s.violate("%s %s: unknown attempt", r.Method, r.URL.Path)
-			writeError(w, http.StatusNotFound, contract.ErrorInvalid, "unknown attempt")
+			contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "unknown attempt")
 			return
 		}
 		if got := r.Header.Get(contract.HeaderSessionToken); got != a.SessionToken {
 			s.violate("%s %s: missing or wrong session token", r.Method, r.URL.Path)
-			writeError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "session token")
+			contract.WriteError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "session token")
 			return
 		}
 		if r.Header.Get(contract.HeaderRunnerVersion) == "" {
@@ -312,7 +311,7 @@ func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *Attempt)) ht
 }
 
 func (s *Server) spec(w http.ResponseWriter, _ *http.Request, a *Attempt) {
-	writeJSON(w, a.Spec)
+	contract.WriteJSON(w, 0, a.Spec)
 }
 
 func (s *Server) repoToken(w http.ResponseWriter, r *http.Request, a *Attempt) {
@@ -327,18 +326,18 @@ func (s *Server) repoToken(w http.ResponseWriter, r *http.Request, a *Attempt) {
 		Permissions:   &github.InstallationPermissions{Contents: github.String("read")},
 	})
 	if err != nil {
-		writeError(w, http.StatusBadGateway, contract.ErrorInvalid, "minting: "+err.Error())
+		contract.WriteError(w, http.StatusBadGateway, contract.ErrorInvalid, "minting: "+err.Error())
 		return
 	}
 	s.record(a, func() { a.RepoTokens = append(a.RepoTokens, tok.GetToken()) })
-	writeJSON(w, contract.RepoTokenResponse{Token: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().UTC()})
+	contract.WriteJSON(w, 0, contract.RepoTokenResponse{Token: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().UTC()})
 }
 
 func (s *Server) progress(w http.ResponseWriter, r *http.Request, a *Attempt) {
 	ev, err := contract.DecodeProgressEvent(r.Body)
 	if err != nil {
 		s.violate("progress: %v", err)
-		writeError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
 		return
 	}
 	s.record(a, func() { a.Progress = append(a.Progress, ev) })
@@ -348,13 +347,13 @@ func (s *Server) progress(w http.ResponseWriter, r *http.Request, a *Attempt) {
 func (s *Server) result(w http.ResponseWriter, r *http.Request, a *Attempt) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, contract.MaxResultUploadBytes+1))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
 		return
 	}
 	u, err := contract.DecodeResultUpload(bytes.NewReader(body), a.Spec.Limits.Manifest())
 	if err != nil {
 		s.violate("result: %v", err)
-		writeError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
 		return
 	}
 	s.record(a, func() {
@@ -362,17 +361,6 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request, a *Attempt) {
 		a.RawResults = append(a.RawResults, body)
 	})
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", contract.ContentTypeJSON)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, code contract.ErrorCode, msg string) {
-	w.Header().Set("Content-Type", contract.ContentTypeJSON)
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(contract.ErrorResponse{Code: code, Message: contract.CleanProgressMessage(msg)})
 }
 
 func randomHex() string {

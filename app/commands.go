@@ -97,7 +97,15 @@ func (s *Service) status(ctx context.Context, t handlers.Trigger, reply func(str
 	for _, sess := range sessions {
 		// Logins without "@": anyone may ask for status, and it must not
 		// become a way to make the bot ping people.
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", sess.ID, sess.RequesterLogin, statusWord(sess), sess.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"))
+		status := statusWord(sess)
+		if sess.Active() && sess.AttemptID != "" {
+			// The supervisor's latest progress report (fixed phrases and
+			// names, cleaned on arrival), so a long run shows where it is.
+			if a, err := s.store.GetAttempt(ctx, sess.AttemptID); err == nil && a.Progress != "" {
+				status += ": " + a.Progress
+			}
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", sess.ID, sess.RequesterLogin, cell(status), sess.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"))
 	}
 	return reply(b.String())
 }

@@ -639,3 +639,23 @@ func TestReconcileDoesNotTakeARateLimitForARemovedRepository(t *testing.T) {
 		t.Error("the target was never checked")
 	}
 }
+
+// `status` shows a running session's latest progress report.
+func TestStatusShowsTheLatestProgress(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	sv, _ := startOnPR(t, h, ex, "/inspect fix it")
+	sv.call(http.MethodPost, contract.PathProgress, contract.ProgressEvent{Seq: 1, Time: time.Now().UTC(), Phase: contract.PhaseAgent, Message: "running the agent | now"}, nil, http.StatusNoContent)
+	h.runWorkers()
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect status", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	found := false
+	for _, c := range h.comments(prNumber) {
+		found = found || strings.Contains(c.Body, `running: running the agent \| now`)
+	}
+	if !found {
+		t.Errorf("status does not show the progress:\n%+v", h.comments(prNumber))
+	}
+}

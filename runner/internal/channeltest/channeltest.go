@@ -10,7 +10,6 @@ package channeltest
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -80,7 +79,6 @@ type Attempt struct {
 	// sent, for searching the bytes for secrets.
 	Results    []contract.ResultUpload
 	RawResults [][]byte
-	changed    chan struct{} // closed and replaced at every recorded message
 }
 
 // New starts a fake channel and a GitHub stand-in holding acme/widgets.
@@ -164,7 +162,7 @@ func (s *Server) AddAttempt(spec contract.Spec) string {
 	if err := spec.Validate(); err != nil {
 		panic(fmt.Sprintf("channeltest: %v", err))
 	}
-	a := &Attempt{Spec: spec, ClaimCode: "claim-" + randomHex(), SessionToken: "session-" + randomHex(), changed: make(chan struct{})}
+	a := &Attempt{Spec: spec, ClaimCode: "claim-" + randomHex(), SessionToken: "session-" + randomHex()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.attempts[spec.AttemptID] = a
@@ -195,43 +193,6 @@ func (s *Server) Violations() []string {
 	return append([]string(nil), s.violations...)
 }
 
-// WaitFor blocks until cond holds for the attempt's record, or ctx ends.
-func (s *Server) WaitFor(ctx context.Context, attemptID string, cond func(Attempt) bool) (Attempt, error) {
-	for {
-		s.mu.Lock()
-		a := s.attempts[attemptID]
-		if a == nil {
-			s.mu.Unlock()
-			return Attempt{}, fmt.Errorf("channeltest: unknown attempt %s", attemptID)
-		}
-		ch := a.changed
-		s.mu.Unlock()
-		if snap := s.Attempt(attemptID); cond(snap) {
-			return snap, nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return s.Attempt(attemptID), ctx.Err()
-		}
-	}
-}
-
-// HasPhase is a WaitFor condition: a progress event of phase p arrived.
-func HasPhase(p contract.Phase) func(Attempt) bool {
-	return func(a Attempt) bool {
-		for _, ev := range a.Progress {
-			if ev.Phase == p {
-				return true
-			}
-		}
-		return false
-	}
-}
-
-// HasResult is a WaitFor condition: a result arrived.
-func HasResult(a Attempt) bool { return len(a.Results) > 0 }
-
 // Secrets are every credential the attempt involved, for searching
 // evidence and workspaces.
 func (a Attempt) Secrets() []string {
@@ -244,13 +205,11 @@ func (s *Server) violate(format string, args ...any) {
 	s.violations = append(s.violations, fmt.Sprintf(format, args...))
 }
 
-// record runs f on the attempt under the lock and wakes WaitFor.
+// record runs f on the attempt under the lock.
 func (s *Server) record(a *Attempt, f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f()
-	close(a.changed)
-	a.changed = make(chan struct{})
 }
 
 func (s *Server) lookup(r *http.Request) *Attempt {

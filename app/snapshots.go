@@ -54,36 +54,36 @@ func (s *Service) snapshots() (images.Store, string, error) {
 	return s.snapStore.store, s.snapStore.name, s.snapStore.err
 }
 
-// pinSnapshot resolves the repo's newest snapshot and pins its digest for
-// the spec, with what the supervisor needs to catch it up. nil means a cold
-// clone: snapshots are off, the repo asks for none, it has none yet, or the
-// store cannot be read (a snapshot only makes a session faster, so its
-// absence never stops one; it is logged).
+// pinSnapshot gives the spec the repo's caches and snapshot setup, and
+// pins its newest snapshot by digest when there is one. nil means the repo
+// asks for no snapshot. Without a digest the session clones cold and runs
+// the setup itself: snapshots are off, the repo has none yet, or the store
+// cannot be read (a snapshot only makes a session faster, so its absence
+// never stops one; it is logged).
 func (s *Service) pinSnapshot(ctx context.Context, sess store.Session, cfg config.Repo, timeout time.Duration) *contract.Snapshot {
 	if !cfg.WantsSnapshots() {
 		return nil
+	}
+	out := &contract.Snapshot{
+		Caches: cfg.SnapshotCaches(),
+		Setup:  cfg.SnapshotSetupCommands(s.cfg.Sessions.CommandTimeout, timeout),
 	}
 	st, storeName, err := s.snapshots()
 	if st == nil || err != nil {
 		if err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Msg("snapshot store unavailable; cold clone")
 		}
-		return nil
+		return out
 	}
 	snap, err := st.Latest(ctx, sess.FullName())
-	if errors.Is(err, images.ErrNoSnapshot) {
-		return nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, images.ErrNoSnapshot):
+	case err != nil:
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("resolving the newest snapshot failed; cold clone")
-		return nil
+	default:
+		out.Store, out.Digest = storeName, snap.Digest.String()
 	}
-	return &contract.Snapshot{
-		Store:  storeName,
-		Digest: snap.Digest.String(),
-		Caches: cfg.SnapshotCaches(),
-		Setup:  cfg.SnapshotSetupCommands(s.cfg.Sessions.CommandTimeout, timeout),
-	}
+	return out
 }
 
 // scheduleSnapshots keeps the snapshot schedule in step with a repo's

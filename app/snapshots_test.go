@@ -74,8 +74,8 @@ func TestDispatchWithoutASnapshotClonesCold(t *testing.T) {
 	h.gh.CommitFiles(owner, repoName, "main", map[string]string{".github/inspect.yml": "agent: {preset: command, command: [./agent.sh]}\n" +
 		"snapshot:\n  caches: [{path: /cache/go, lockfiles: [go.sum]}]\n"}, "snapshots on")
 	_, spec := startOnPR(t, h, ex, "/inspect fix it")
-	if spec.Snapshot != nil {
-		t.Fatalf("snapshot = %+v, want none", spec.Snapshot)
+	if sn := spec.Snapshot; sn == nil || sn.Digest != "" || sn.Store != "" || len(sn.Caches) != 1 {
+		t.Fatalf("snapshot = %+v, want the caches and no image", spec.Snapshot)
 	}
 }
 

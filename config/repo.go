@@ -143,7 +143,7 @@ func (r Repo) validate() error {
 			}
 		}
 		for j := range i {
-			if o := r.Snapshot.Caches[j].Path; o == c.Path || strings.HasPrefix(c.Path, o+"/") || strings.HasPrefix(o, c.Path+"/") {
+			if contract.CachePathsConflict(r.Snapshot.Caches[j].Path, c.Path) {
 				add(fmt.Sprintf("snapshot.caches[%d].path", i), "overlaps snapshot.caches[%d].path", j)
 			}
 		}

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/inspecthq/inspect/runner/contract"
 	"maps"
-	"path"
 	"strings"
 	"time"
 
@@ -234,8 +234,8 @@ func validateInput(in Input) error {
 		problems = append(problems, errors.New("no workspace dir"))
 	}
 	for i, c := range in.Caches {
-		if err := validateCachePath(c.Path); err != nil {
-			problems = append(problems, err)
+		if err := contract.ValidateCachePath(c.Path); err != nil {
+			problems = append(problems, fmt.Errorf("cache path %q: %w", c.Path, err))
 			continue
 		}
 		if _, err := v1.NewHash(c.Key); err != nil || !strings.HasPrefix(c.Key, "sha256:") {
@@ -245,7 +245,7 @@ func validateInput(in Input) error {
 			switch {
 			case other.Path == c.Path:
 				problems = append(problems, fmt.Errorf("cache %s listed twice", c.Path))
-			case within(c.Path, other.Path) || within(other.Path, c.Path):
+			case contract.CachePathsConflict(c.Path, other.Path):
 				problems = append(problems, fmt.Errorf("caches %s and %s nest", other.Path, c.Path))
 			}
 		}
@@ -254,22 +254,4 @@ func validateInput(in Input) error {
 		return fmt.Errorf("images: invalid input: %w", errors.Join(problems...))
 	}
 	return nil
-}
-
-func validateCachePath(p string) error {
-	switch {
-	case !path.IsAbs(p) || path.Clean(p) != p:
-		return fmt.Errorf("cache path %q must be absolute and clean", p)
-	case p == "/":
-		return errors.New(`cache path "/" would cover the whole image`)
-	case p == WorkspacePath:
-		return fmt.Errorf("cache path %s is the workspace itself", p)
-	}
-	return nil
-}
-
-// within reports whether p lies strictly under dir; both are clean and
-// absolute.
-func within(p, dir string) bool {
-	return strings.HasPrefix(p, dir+"/")
 }

@@ -59,8 +59,9 @@ type Spec struct {
 	PinnedSHA string `json:"pinned_sha"`
 	// Target is the pull request or issue the session works on.
 	Target Target `json:"target"`
-	// Snapshot is the prepared environment to restore; nil means a cold
-	// clone.
+	// Snapshot is the repo's prepared environment: its caches and setup,
+	// and the image to restore (Digest) when one exists. nil means the
+	// repo asks for none: a plain cold clone.
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
 	// Env is added to every command's environment in the sandbox (the
 	// repo's `env:`, e.g. GOFLAGS=-trimpath or GOMODCACHE pointing into a
@@ -205,15 +206,18 @@ type Command struct {
 	Timeout Duration `json:"timeout"`
 }
 
-// Snapshot pins a snapshot image and says how to catch it up.
+// Snapshot pins a snapshot image and says how to catch it up. With no
+// Digest (the repo has no snapshot yet) the session clones cold, binds an
+// empty directory at each cache path and runs Setup, so a repo whose env
+// points into its caches works before its first snapshot too.
 type Snapshot struct {
 	// Store is where the image lives: a registry repository prefix
 	// ("registry.example.com/inspect", the repo's images under
 	// "<prefix>/<owner>/<name>"), or "oci:" and the absolute path of an OCI
 	// image layout on the executor's host.
-	Store string `json:"store"`
-	// Digest pins the image ("sha256:" + 64 hex).
-	Digest string `json:"digest"`
+	Store string `json:"store,omitempty"`
+	// Digest pins the image ("sha256:" + 64 hex); empty for none.
+	Digest string `json:"digest,omitempty"`
 	// Caches are the image's dependency caches and the lockfiles
 	// (relative to /workspace) that key them. When a lockfile at the
 	// pinned SHA differs from the snapshot's, Setup runs again.
@@ -239,17 +243,36 @@ const (
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
 func (sn *Snapshot) validate(f *faults, prefix string) {
-	if err := ValidateSnapshotStore(sn.Store); err != nil {
-		f.add(at(prefix, "store"), "%v", err)
+	switch {
+	case sn.Digest == "" && sn.Store != "":
+		f.add(at(prefix, "digest"), "is required with a store")
+	case sn.Digest != "":
+		if err := ValidateSnapshotStore(sn.Store); err != nil {
+			f.add(at(prefix, "store"), "%v", err)
+		}
+		if !IsImageDigest(sn.Digest) {
+			f.add(at(prefix, "digest"), `must be "sha256:" followed by 64 lowercase hex digits`)
+		}
 	}
-	if !IsImageDigest(sn.Digest) {
-		f.add(at(prefix, "digest"), `must be "sha256:" followed by 64 lowercase hex digits`)
+	validateCaches(f, at(prefix, "caches"), sn.Caches)
+	validateCommands(f, at(prefix, "setup"), sn.Setup)
+}
+
+// ValidateCaches checks a list of caches as a spec does: each path valid,
+// 1 to MaxLockfiles lockfiles with valid paths, no path listed twice or
+// inside another.
+func ValidateCaches(caches []Cache) error {
+	var f faults
+	validateCaches(&f, "caches", caches)
+	return f.err("caches")
+}
+
+func validateCaches(f *faults, prefix string, caches []Cache) {
+	if len(caches) > MaxCaches {
+		f.add(prefix, "has %d caches, more than the %d allowed", len(caches), MaxCaches)
 	}
-	if len(sn.Caches) > MaxCaches {
-		f.add(at(prefix, "caches"), "has %d caches, more than the %d allowed", len(sn.Caches), MaxCaches)
-	}
-	for i, c := range sn.Caches {
-		p := index(at(prefix, "caches"), i)
+	for i, c := range caches {
+		p := index(prefix, i)
 		if err := ValidateCachePath(c.Path); err != nil {
 			f.add(at(p, "path"), "%v", err)
 		}
@@ -261,8 +284,18 @@ func (sn *Snapshot) validate(f *faults, prefix string) {
 				f.add(index(at(p, "lockfiles"), j), "%v", err)
 			}
 		}
+		for j, o := range caches[:i] {
+			if CachePathsConflict(o.Path, c.Path) {
+				f.add(at(p, "path"), "is the same as, or nests with, %s", index(prefix, j))
+			}
+		}
 	}
-	validateCommands(f, at(prefix, "setup"), sn.Setup)
+}
+
+// CachePathsConflict reports whether two cache paths are the same or one
+// lies inside the other (each would then hold part of the other's layer).
+func CachePathsConflict(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
 }
 
 // ValidateSnapshotStore checks a snapshot store: "oci:" and an absolute,
@@ -294,8 +327,14 @@ func ValidateCachePath(p string) error {
 		return errors.New("must be an absolute, clean path")
 	case p == "/" || p == "/workspace":
 		return errors.New("must not be / or /workspace itself")
-	case strings.HasPrefix(p, "/proc") || strings.HasPrefix(p, "/dev") || strings.HasPrefix(p, "/tmp"):
+	case p == "/proc" || p == "/dev" || p == "/tmp" || strings.HasPrefix(p, "/proc/") || strings.HasPrefix(p, "/dev/") || strings.HasPrefix(p, "/tmp/"):
 		return errors.New("must not be under /proc, /dev or /tmp, which the sandbox makes fresh")
+	case slices.Contains(strings.Split(p, "/"), ".git"):
+		// Setup (repo code) fills caches; a .git it wrote would be read by
+		// the supervisor's own git.
+		return errors.New("must not be or lie inside a .git directory")
+	case p == "/workspace/.inspect" || strings.HasPrefix(p, "/workspace/.inspect/"):
+		return errors.New("must not be under /workspace/.inspect, which Inspect reserves")
 	}
 	return nil
 }

@@ -80,6 +80,14 @@ func TestSpecValidate(t *testing.T) {
 		{"snapshot store with a scheme", func(s *Spec) { s.Snapshot.Store = "https://registry.example.com/x" }, []string{"snapshot.store"}},
 		{"snapshot store relative layout", func(s *Spec) { s.Snapshot.Store = "oci:snapshots" }, []string{"snapshot.store"}},
 		{"cache at the root", func(s *Spec) { s.Snapshot.Caches[0].Path = "/" }, []string{"snapshot.caches[0].path"}},
+		{"cache in the workspace's .git", func(s *Spec) { s.Snapshot.Caches[0].Path = "/workspace/.git/hooks" }, []string{"snapshot.caches[0].path"}},
+		{"cache under a .git", func(s *Spec) { s.Snapshot.Caches[0].Path = "/cache/.git" }, []string{"snapshot.caches[0].path"}},
+		{"cache in Inspect's reserved dir", func(s *Spec) { s.Snapshot.Caches[0].Path = "/workspace/.inspect/x" }, []string{"snapshot.caches[0].path"}},
+		{"caches nest", func(s *Spec) {
+			s.Snapshot.Caches = append(s.Snapshot.Caches, Cache{Path: "/cache/go/mod", Lockfiles: []string{"go.sum"}})
+		}, []string{"snapshot.caches[1].path"}},
+		{"store without a digest", func(s *Spec) { s.Snapshot.Digest = "" }, []string{"snapshot.digest"}},
+		{"no snapshot built yet", func(s *Spec) { s.Snapshot.Store, s.Snapshot.Digest = "", "" }, nil},
 		{"cache lockfile escapes", func(s *Spec) { s.Snapshot.Caches[0].Lockfiles = []string{"../go.sum"} }, []string{"snapshot.caches[0].lockfiles[0]"}},
 		{"env overrides HOME", func(s *Spec) { s.Env["HOME"] = "/root" }, []string{"env.HOME"}},
 		{"env bad name", func(s *Spec) { s.Env["A-B"] = "x" }, []string{"env"}},

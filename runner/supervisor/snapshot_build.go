@@ -231,30 +231,8 @@ func (b SnapshotBuild) validate() error {
 	if b.Store == nil {
 		problems = append(problems, errors.New("no snapshot store"))
 	}
-	if len(b.Caches) > contract.MaxCaches {
-		problems = append(problems, fmt.Errorf("%d caches, more than the %d allowed", len(b.Caches), contract.MaxCaches))
-	}
-	for i, c := range b.Caches {
-		if err := contract.ValidateCachePath(c.Path); err != nil {
-			problems = append(problems, fmt.Errorf("cache %q: %w", c.Path, err))
-			continue
-		}
-		if len(c.Lockfiles) == 0 || len(c.Lockfiles) > contract.MaxLockfiles {
-			problems = append(problems, fmt.Errorf("cache %s: must list 1 to %d lockfiles", c.Path, contract.MaxLockfiles))
-		}
-		for _, l := range c.Lockfiles {
-			if err := contract.ValidatePath(l); err != nil {
-				problems = append(problems, fmt.Errorf("cache %s: lockfile %q: %w", c.Path, l, err))
-			}
-		}
-		for _, o := range b.Caches[:i] {
-			switch {
-			case o.Path == c.Path:
-				problems = append(problems, fmt.Errorf("cache %s is listed twice", c.Path))
-			case strings.HasPrefix(c.Path, o.Path+"/") || strings.HasPrefix(o.Path, c.Path+"/"):
-				problems = append(problems, fmt.Errorf("caches %s and %s nest", o.Path, c.Path))
-			}
-		}
+	if err := contract.ValidateCaches(b.Caches); err != nil {
+		problems = append(problems, err)
 	}
 	for i, c := range b.Setup {
 		if len(c.Argv) == 0 || c.Argv[0] == "" {

@@ -81,7 +81,11 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			src := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(p, "/")))
 			if rel, ok := strings.CutPrefix(p, images.WorkspacePath+"/"); ok {
 				// A cache inside the workspace (node_modules) is simply
-				// part of the session's workspace copy.
+				// part of the session's workspace copy; never through a
+				// symlink the image's workspace holds there.
+				if err := snapshotRealDirs(s.ws.work, rel); err != nil {
+					return nil, fmt.Errorf("restoring cache %s: the snapshot's workspace has %w", p, err)
+				}
 				if err := copyTree(src, filepath.Join(s.ws.work, filepath.FromSlash(rel))); err != nil {
 					return nil, fmt.Errorf("restoring cache %s: %w", p, err)
 				}
@@ -90,7 +94,14 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			// A copy, not an overlay: the sandbox writes to its caches and
 			// the layer cache is shared. (Overlayfs would avoid the copy
 			// for a root supervisor; a copy works everywhere.)
-			host := filepath.Join(s.ws.dir, "caches", fmt.Sprintf("%d", len(out.mounts)))
+			parent := filepath.Join(s.ws.dir, "caches")
+			if err := os.MkdirAll(parent, 0o711); err != nil {
+				return nil, err
+			}
+			if err := os.Chmod(parent, 0o711); err != nil {
+				return nil, err
+			}
+			host := filepath.Join(parent, fmt.Sprintf("%d", len(out.mounts)))
 			if err := copyTree(src, host); err != nil {
 				return nil, fmt.Errorf("restoring cache %s: %w", p, err)
 			}
@@ -108,6 +119,51 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 		}
 	}
 	return out, nil
+}
+
+// emptyCaches gives every declared cache the restore did not supply an
+// empty directory at its path (under /workspace, a directory of the
+// workspace; elsewhere a writable bind), so commands whose env points into
+// a cache work on a cold clone too.
+func (s *session) emptyCaches() error {
+	if s.spec.Snapshot == nil {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, m := range s.mounts {
+		have[m.Target] = true
+	}
+	for i, c := range s.spec.Snapshot.Caches {
+		if have[c.Path] {
+			continue
+		}
+		if rel, ok := strings.CutPrefix(c.Path, images.WorkspacePath+"/"); ok {
+			// The checkout is the repository's: never follow a symlink
+			// it holds where the cache goes.
+			if err := snapshotRealDirs(s.ws.work, rel); err != nil {
+				return fmt.Errorf("cache %s: the checkout has %w", c.Path, err)
+			}
+			if err := os.MkdirAll(filepath.Join(s.ws.work, filepath.FromSlash(rel)), 0o755); err != nil {
+				return err
+			}
+			continue
+		}
+		// caches/ may only be traversed by others, as the attempt's
+		// directory: each cache in it is the sandbox uid's alone.
+		parent := filepath.Join(s.ws.dir, "caches")
+		if err := os.MkdirAll(parent, 0o711); err != nil {
+			return err
+		}
+		if err := os.Chmod(parent, 0o711); err != nil {
+			return err
+		}
+		host := filepath.Join(parent, fmt.Sprintf("empty-%d", i))
+		if err := os.Mkdir(host, 0o700); err != nil {
+			return err
+		}
+		s.mounts = append(s.mounts, sandbox.Mount{Source: host, Target: c.Path})
+	}
+	return nil
 }
 
 // snapshotSetupNeeded reports whether a lockfile at the pinned commit

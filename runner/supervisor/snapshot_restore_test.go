@@ -199,7 +199,36 @@ func TestUnrestorableSnapshotFallsBackToAColdClone(t *testing.T) {
 	if w := u.Evidence.Workspace; w == nil || w.Source != contract.WorkspaceClone || w.SnapshotDigest != "" {
 		t.Fatalf("workspace evidence = %+v", w)
 	}
+	// Cold, the caches are empty directories at their paths, and the
+	// snapshot setup fills them.
+	ran := false
+	for _, c := range u.Evidence.Commands {
+		ran = ran || (c.Phase == contract.PhaseSetup && c.Name == "deps" && c.ExitCode == 0)
+	}
+	if !ran {
+		t.Errorf("the snapshot setup did not run on the cold clone: %+v", u.Evidence.Commands)
+	}
 	if got := seenFile(t, u); got != "one\nnew\n" {
+		t.Errorf("the agent saw %q", got)
+	}
+}
+
+// A repo whose snapshot is not built yet: the spec carries its caches and
+// setup but no image; the session binds empty caches and runs the setup.
+func TestSessionBeforeTheFirstSnapshotRunsItsSetup(t *testing.T) {
+	f := newSnapshotFixture(t)
+	pinned := f.drift("")
+	spec := f.spec(pinned)
+	spec.Snapshot.Store, spec.Snapshot.Digest = "", ""
+	h := newHarness(t, f.ch, spec)
+	u := h.result(t, h.run(t, context.Background()))
+	if u.Evidence.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s\n%+v", u.Evidence.Outcome, u.Evidence.Reason, u.Evidence.Commands)
+	}
+	if w := u.Evidence.Workspace; w == nil || w.Source != contract.WorkspaceClone {
+		t.Fatalf("workspace evidence = %+v", w)
+	}
+	if got := seenFile(t, u); got != "one\nnew\nrebuilt\n" {
 		t.Errorf("the agent saw %q", got)
 	}
 }

@@ -304,6 +304,10 @@ type session struct {
 	git      *git
 	ws       *workspace
 	restored *restored // the snapshot restored, or nil for a cold clone
+	// rootFS and mounts are what every sandboxed command gets: the image
+	// root ("" for the host toolchain) and the cache directories.
+	rootFS string
+	mounts []sandbox.Mount
 	prepared bool      // the workspace holds the pinned commit: a change can be collected
 	phase    contract.Phase
 	seq      int64
@@ -385,7 +389,7 @@ func (s *session) prepare(ctx context.Context) bool {
 	}
 	s.ev.Workspace = &contract.Workspace{Source: contract.WorkspaceClone}
 	base := ""
-	if s.spec.Snapshot != nil {
+	if s.spec.Snapshot != nil && s.spec.Snapshot.Digest != "" {
 		r, err := s.restore(ctx)
 		switch {
 		case err == nil:
@@ -428,12 +432,16 @@ func (s *session) prepare(ctx context.Context) bool {
 			s.tests.module = string(m[1])
 		}
 	}
+	if s.restored != nil {
+		s.rootFS, s.mounts = s.restored.rootFS, s.restored.mounts
+	}
+	if err := s.emptyCaches(); err != nil {
+		return s.fail(ctx, "preparing the cache directories", err)
+	}
 	if uid, gid := int(s.cfg.SandboxUID), int(s.cfg.SandboxGID); uid != os.Geteuid() || gid != os.Getegid() {
 		dirs := []string{ws.work}
-		if s.restored != nil {
-			for _, m := range s.restored.mounts {
-				dirs = append(dirs, m.Source)
-			}
+		for _, m := range s.mounts {
+			dirs = append(dirs, m.Source)
 		}
 		for _, d := range dirs {
 			if err := chownTree(d, uid, gid); err != nil {
@@ -450,10 +458,16 @@ func (s *session) prepare(ctx context.Context) bool {
 // would work on a broken environment.
 func (s *session) setup(ctx context.Context) bool {
 	var cmds []contract.Command
-	if s.restored != nil {
-		stale, err := s.snapshotSetupNeeded(s.restored)
-		if err != nil {
-			return s.fail(ctx, "comparing the lockfiles with the snapshot's", err)
+	if s.spec.Snapshot != nil {
+		// Cold (no snapshot yet, or none could be restored): the caches
+		// are empty, so the snapshot setup fills them. Restored: only when
+		// a lockfile changed since the snapshot.
+		stale := true
+		if s.restored != nil {
+			var err error
+			if stale, err = s.snapshotSetupNeeded(s.restored); err != nil {
+				return s.fail(ctx, "comparing the lockfiles with the snapshot's", err)
+			}
 		}
 		if stale {
 			cmds = append(cmds, s.spec.Snapshot.Setup...)
@@ -529,15 +543,10 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 	if s.phase == contract.PhaseVerify {
 		out.tests = s.tests
 	}
-	var rootFS string
-	var mounts []sandbox.Mount
-	if s.restored != nil {
-		rootFS, mounts = s.restored.rootFS, s.restored.mounts
-	}
 	res, err := sandbox.Run(ctx, sandbox.Spec{
 		Workspace:   s.ws.work,
-		RootFS:      rootFS,
-		ExtraMounts: mounts,
+		RootFS:      s.rootFS,
+		ExtraMounts: s.mounts,
 		Argv:        argv,
 		Env:         s.sandboxEnv(),
 		UID:         s.cfg.SandboxUID,

@@ -20,7 +20,12 @@ import (
 // extractedModeBits are the mode bits an extracted entry keeps. Setuid and
 // setgid are dropped: the files belong to whoever extracts them, often
 // root, and a layer must not be able to hand out that identity.
-const extractedModeBits = fs.ModePerm | fs.ModeSticky
+//
+// Group and other write bits are dropped too: an extracted layer is shared
+// by every later session on the host, so nothing in it may be writable by
+// anyone but its owner (a 0777 directory setup left in a cache would
+// otherwise let any local user change what later sessions restore).
+const extractedModeBits = (fs.ModePerm &^ 0o022) | fs.ModeSticky
 
 // whiteoutPrefix marks OCI whiteout entries, which delete files of lower
 // layers; ExtractLayer unpacks one layer on its own and cannot honour them.

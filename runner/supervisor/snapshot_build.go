@@ -614,7 +614,11 @@ func (sb *snapshotBuilder) rootFS(ctx context.Context, base v1.Image) (string, e
 		sb.log.Warn().Int("layers", len(layers)).Msg("snapshot build: the base image has several layers, which are not merged yet; setup uses the host's toolchain")
 		return "", nil
 	}
-	dir, err := images.ExtractLayer(ctx, layers[0], sb.b.LayerCache)
+	cache, err := openLayerCache(sb.b.LayerCache)
+	if err != nil {
+		return "", err
+	}
+	dir, err := images.ExtractLayer(ctx, layers[0], cache.base)
 	if err != nil {
 		return "", fmt.Errorf("extracting the base image: %w", err)
 	}
@@ -627,7 +631,11 @@ func (sb *snapshotBuilder) rootFS(ctx context.Context, base v1.Image) (string, e
 // prefill copies the latest snapshot's layer for the cache into host.
 func (sb *snapshotBuilder) prefill(ctx context.Context, c images.Cache, host string) error {
 	layer := sb.prevCaches[images.CacheInfo{Path: c.Path, Key: c.Key}]
-	dir, err := images.ExtractLayer(ctx, layer, sb.b.LayerCache)
+	cache, err := openLayerCache(sb.b.LayerCache)
+	if err != nil {
+		return err
+	}
+	dir, err := images.ExtractLayer(ctx, layer, cache.private)
 	if err != nil {
 		return err
 	}

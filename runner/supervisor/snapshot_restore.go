@@ -2,10 +2,13 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -57,14 +60,18 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 	if err != nil || len(layers) != len(manifest.Layers) {
 		return nil, fmt.Errorf("reading the snapshot's layers: %v", err)
 	}
-	cacheDir := s.cfg.layerCache()
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+	cache, err := openLayerCache(s.cfg.layerCache())
+	if err != nil {
 		return nil, err
 	}
 	out := &restored{snap: snap}
 	var base []string
 	for i, desc := range manifest.Layers {
-		dir, err := images.ExtractLayer(ctx, layers[i], cacheDir)
+		into := cache.private
+		if desc.Annotations[images.AnnotationLayer] == "" {
+			into = cache.base
+		}
+		dir, err := images.ExtractLayer(ctx, layers[i], into)
 		if err != nil {
 			return nil, fmt.Errorf("extracting layer %s: %w", desc.Digest, err)
 		}
@@ -184,6 +191,59 @@ func (s *session) snapshotSetupNeeded(r *restored) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// layerCache holds extracted layers, by digest, in two halves: base
+// layers, which a sandbox binds as its root, so its uid must be able to
+// reach them (base/, 0711), and the rest, which hold private source and
+// caches and are copied, never bound (private/, 0700).
+type layerCache struct{ base, private string }
+
+// openLayerCache makes the layer cache at root, or checks the one there.
+// It is trusted (what is in it becomes a sandbox's root and sessions'
+// files), and its default place is under a shared temp dir, so each of its
+// directories must be a real directory owned by this process's user and
+// writable by no one else: one planted by another user is refused.
+func openLayerCache(root string) (layerCache, error) {
+	if err := os.MkdirAll(filepath.Dir(root), 0o755); err != nil {
+		return layerCache{}, err
+	}
+	c := layerCache{base: filepath.Join(root, "base"), private: filepath.Join(root, "private")}
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{root, 0o711}, {c.base, 0o711}, {c.private, 0o700}} {
+		if err := ownDir(d.path, d.mode); err != nil {
+			return layerCache{}, fmt.Errorf("layer cache: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// ownDir makes dir with mode, or checks that an existing dir is a real
+// directory of ours that no one else can write, and sets its mode.
+func ownDir(dir string, mode os.FileMode) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		fi, err = os.Lstat(dir) // made now, or by a concurrent attempt
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s belongs to another user", dir)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s is writable by others", dir)
+	}
+	return os.Chmod(dir, mode)
 }
 
 // layerCache is where extracted layers are kept, by digest.

@@ -232,3 +232,29 @@ func TestSessionBeforeTheFirstSnapshotRunsItsSetup(t *testing.T) {
 		t.Errorf("the agent saw %q", got)
 	}
 }
+
+// A layer cache someone else could write (planted in a shared temp dir, or
+// left world-writable) is not trusted: the session clones cold instead.
+func TestLayerCacheWritableByOthersIsRefused(t *testing.T) {
+	f := newSnapshotFixture(t)
+	pinned := f.drift("")
+	h := newHarness(t, f.ch, f.spec(pinned))
+	planted := filepath.Join(h.workDir, "planted-layers")
+	if err := os.Mkdir(planted, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(planted, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	h.cfg.LayerCache = planted
+	u := h.result(t, h.run(t, context.Background()))
+	if u.Evidence.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s", u.Evidence.Outcome, u.Evidence.Reason)
+	}
+	if w := u.Evidence.Workspace; w == nil || w.Source != contract.WorkspaceClone {
+		t.Fatalf("workspace evidence = %+v, want a cold clone", w)
+	}
+	if entries, _ := os.ReadDir(planted); len(entries) != 0 {
+		t.Errorf("something was extracted into the planted cache: %v", entries)
+	}
+}

@@ -43,9 +43,15 @@ type rawChange struct {
 
 // collectChange stages the workspace and returns the change against sha as a
 // manifest within limits, and its diffstat. verify is the spec's verify
-// commands, whose scripts the diffstat flags.
-func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits contract.ManifestLimits, verify []contract.Command) (*contract.Manifest, []contract.ChangedFile, error) {
-	if _, err := w.private(ctx, g, nil, nil, "add", "--all", "--", ".", ":(exclude)"+inspectDir); err != nil {
+// commands, whose scripts the diffstat flags. exclude are workspace-relative
+// directories that are never part of a change (caches inside the
+// workspace, which setup fills).
+func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits contract.ManifestLimits, verify []contract.Command, exclude ...string) (*contract.Manifest, []contract.ChangedFile, error) {
+	args := []string{"add", "--all", "--", ".", ":(exclude)" + inspectDir}
+	for _, e := range exclude {
+		args = append(args, ":(exclude,literal)"+e)
+	}
+	if _, err := w.private(ctx, g, nil, nil, args...); err != nil {
 		return nil, nil, fmt.Errorf("staging the workspace: %w", err)
 	}
 	raw, err := w.private(ctx, g, nil, nil, "diff", "--cached", "--raw", "--no-renames", "--no-abbrev", "-z", sha)

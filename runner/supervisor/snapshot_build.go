@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -68,7 +69,7 @@ type SnapshotBuild struct {
 	// empty Name becomes "setup N".
 	Setup []contract.Command
 	// Caches are the dependency caches, each a layer keyed by its
-	// lockfiles (images.LockfileKey at SHA).
+	// lockfiles at SHA, the setup's argv and the env (cacheKey).
 	Caches []contract.Cache
 	// Env is the repo's env, added to every sandboxed command (see
 	// sandboxEnv). It must pass contract.ValidateEnv.
@@ -307,7 +308,7 @@ func (sb *snapshotBuilder) build(ctx context.Context) (SnapshotResult, error) {
 	unchanged := make([]bool, len(b.Caches))
 	allUnchanged := sb.previous != nil && len(b.Caches) > 0
 	for i, c := range b.Caches {
-		key, err := images.LockfileKey(ws.work, c.Path, c.Lockfiles)
+		key, err := cacheKey(ws.work, c, b.Setup, b.Env)
 		if err != nil {
 			return res, fmt.Errorf("cache %s: %w", c.Path, err)
 		}
@@ -579,7 +580,7 @@ func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract
 	r := contract.CommandResult{
 		Phase:      contract.PhaseSetup,
 		Name:       name,
-		Argv:       c.Argv,
+		Argv:       slices.Clone(c.Argv), // redacted below: never the caller's slice
 		ExitCode:   res.ExitCode,
 		Signal:     res.Signal,
 		TimedOut:   res.TimedOut,

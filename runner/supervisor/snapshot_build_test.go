@@ -81,10 +81,11 @@ func (r *snapTestRepo) commit(msg string, files map[string]string) string {
 	return r.git("rev-parse", "HEAD")
 }
 
-// key is the LockfileKey of a cache at the repository's current files.
-func (r *snapTestRepo) key(path string, lockfiles ...string) string {
+// key is the cacheKey of a cache at the repository's current files, for a
+// build with setup and env.
+func (r *snapTestRepo) key(setup []contract.Command, env map[string]string, path string, lockfiles ...string) string {
 	r.t.Helper()
-	k, err := images.LockfileKey(r.dir, path, lockfiles)
+	k, err := cacheKey(r.dir, contract.Cache{Path: path, Lockfiles: lockfiles}, setup, env)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -268,8 +269,8 @@ func TestSnapshotBuildRunsSetupThenReusesAndRebuildsCaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCaches := []images.CacheInfo{
-		{Path: "/cache/go", Key: repo.key("/cache/go", "go.mod")},
-		{Path: "/workspace/node_modules", Key: repo.key("/workspace/node_modules", "deps.lock")},
+		{Path: "/cache/go", Key: repo.key(setup, env, "/cache/go", "go.mod")},
+		{Path: "/workspace/node_modules", Key: repo.key(setup, env, "/workspace/node_modules", "deps.lock")},
 	}
 	if desc.Repo != "acme/widget" || desc.SHA != shaA || desc.Version != "test" || !desc.Built.Equal(t0) || !slices.Equal(desc.Caches, wantCaches) {
 		t.Errorf("Describe = %+v, want caches %+v", desc, wantCaches)
@@ -353,7 +354,7 @@ func TestSnapshotBuildRunsSetupThenReusesAndRebuildsCaches(t *testing.T) {
 	if nm3["workspace/node_modules/out"] != "built-v2\n" || nm3["workspace/node_modules/go-state"] != "prefilled\n" {
 		t.Errorf("rebuilt node_modules: out %q, go-state %q", nm3["workspace/node_modules/out"], nm3["workspace/node_modules/go-state"])
 	}
-	if desc3, err := images.Describe(snapTestImage(t, store, res3.Snapshot)); err != nil || desc3.Caches[1].Key != repo.key("/workspace/node_modules", "deps.lock") || desc3.Caches[1].Key == wantCaches[1].Key {
+	if desc3, err := images.Describe(snapTestImage(t, store, res3.Snapshot)); err != nil || desc3.Caches[1].Key != repo.key(setup, env, "/workspace/node_modules", "deps.lock") || desc3.Caches[1].Key == wantCaches[1].Key {
 		t.Errorf("third build's caches: %+v, %v", desc3.Caches, err)
 	}
 

@@ -2,11 +2,15 @@ package supervisor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -173,6 +177,47 @@ func (s *session) emptyCaches() error {
 	return nil
 }
 
+// workspaceCaches are the caches inside /workspace, relative to it: setup
+// fills them, so they are never part of the agent's change.
+func (s *session) workspaceCaches() []string {
+	if s.spec.Snapshot == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range s.spec.Snapshot.Caches {
+		if rel, ok := strings.CutPrefix(c.Path, images.WorkspacePath+"/"); ok {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// cacheKey keys a cache layer: its lockfiles at the checked-out commit
+// (images.LockfileKey), salted with what else decides its content, the
+// setup's argv and the repo's env. A changed setup command or GOFLAGS then
+// rebuilds the cache like a changed lockfile does. (The base image is not
+// in it: a build on a new base reuses nothing anyway.) The builder and the
+// session compute it the same way.
+func cacheKey(dir string, c contract.Cache, setup []contract.Command, env map[string]string) (string, error) {
+	key, err := images.LockfileKey(dir, c.Path, c.Lockfiles)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", key)
+	for _, cmd := range setup {
+		fmt.Fprintf(h, "argv %d", len(cmd.Argv))
+		for _, a := range cmd.Argv {
+			fmt.Fprintf(h, " %d:%s", len(a), a)
+		}
+		h.Write([]byte{'\n'})
+	}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		fmt.Fprintf(h, "env %d:%s=%d:%s\n", len(k), k, len(env[k]), env[k])
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // snapshotSetupNeeded reports whether a lockfile at the pinned commit
 // differs from what the snapshot's caches were built from: then the caches
 // are stale and the repo's snapshot setup runs again in the session.
@@ -182,7 +227,7 @@ func (s *session) snapshotSetupNeeded(r *restored) (bool, error) {
 		built[c.Path] = c.Key
 	}
 	for _, c := range s.spec.Snapshot.Caches {
-		key, err := images.LockfileKey(s.ws.work, c.Path, c.Lockfiles)
+		key, err := cacheKey(s.ws.work, c, s.spec.Snapshot.Setup, s.spec.Env)
 		if err != nil {
 			return false, err
 		}

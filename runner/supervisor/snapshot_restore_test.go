@@ -34,7 +34,10 @@ type snapshotFixture struct {
 	first  string
 }
 
-var depsCache = []contract.Cache{{Path: "/cache/deps", Lockfiles: []string{"deps.lock"}}}
+var (
+	depsCache = []contract.Cache{{Path: "/cache/deps", Lockfiles: []string{"deps.lock"}}}
+	depsSetup = []contract.Command{{Name: "deps", Argv: []string{"sh", "-c", "echo rebuilt > /cache/deps/marker"}, Timeout: contract.Duration(time.Minute)}}
+)
 
 func newSnapshotFixture(t *testing.T) *snapshotFixture {
 	t.Helper()
@@ -55,7 +58,7 @@ func newSnapshotFixture(t *testing.T) *snapshotFixture {
 	if err := os.WriteFile(filepath.Join(cacheHost, "marker"), []byte("from-snapshot\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	key, err := images.LockfileKey(ws.work, "/cache/deps", []string{"deps.lock"})
+	key, err := cacheKey(ws.work, depsCache[0], depsSetup, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +124,7 @@ func (f *snapshotFixture) spec(pinned string) contract.Spec {
 	spec := f.ch.Spec("s-snap", "a-snap", pinned, reportAgent)
 	spec.Snapshot = &contract.Snapshot{
 		Store: f.store, Digest: f.digest, Caches: depsCache,
-		Setup: []contract.Command{{Name: "deps", Argv: []string{"sh", "-c", "echo rebuilt > /cache/deps/marker"}, Timeout: contract.Duration(time.Minute)}},
+		Setup: depsSetup,
 	}
 	return spec
 }

@@ -306,9 +306,9 @@ type session struct {
 	restored *restored // the snapshot restored, or nil for a cold clone
 	// rootFS and mounts are what every sandboxed command gets: the image
 	// root ("" for the host toolchain) and the cache directories.
-	rootFS string
-	mounts []sandbox.Mount
-	prepared bool      // the workspace holds the pinned commit: a change can be collected
+	rootFS   string
+	mounts   []sandbox.Mount
+	prepared bool // the workspace holds the pinned commit: a change can be collected
 	phase    contract.Phase
 	seq      int64
 	tests    *goTestParser
@@ -658,7 +658,7 @@ func (s *session) finish() *Report {
 		if b, err := readWorkspaceFile(s.ws.work, inspectDir+"/answer.md", contract.MaxFinalAnswerBytes); err == nil {
 			s.ev.FinalAnswer = cleanText(string(b), contract.MaxFinalAnswerBytes)
 		}
-		m, changes, err := collectChange(ctx, s.git, s.ws, s.spec.PinnedSHA, s.spec.Limits.Manifest(), s.spec.Verify)
+		m, changes, err := collectChange(ctx, s.git, s.ws, s.spec.PinnedSHA, s.spec.Limits.Manifest(), s.spec.Verify, s.workspaceCaches()...)
 		s.ev.Changes = changes
 		if err != nil {
 			s.noteChangeError(err)

@@ -205,14 +205,11 @@ func (w *workspace) fetch(ctx context.Context, g *git, cloneURL, sha, token stri
 	return err
 }
 
-// driftDepth bounds the history fetched to catch a snapshot up: drift
-// beyond it is counted as driftDepth.
-const driftDepth = 64
-
 // fetchOnto is fetch for a workspace that may already hold a restored
 // snapshot at commit base ("" for none): the objects base has are taken
 // from the workspace's own .git, so the remote sends only what changed
-// since (the commits between base and sha, and their new objects), and
+// since: the commits made since base's commit time and their new objects
+// (nothing at all when sha is base), and
 // the files are moved from base's tree to sha's, deleting what sha
 // deleted and keeping untracked files (caches such as node_modules). It
 // returns how many commits sha is ahead of base.
@@ -223,7 +220,7 @@ func (w *workspace) fetchOnto(ctx context.Context, g *git, cloneURL, sha, token,
 	if _, err := w.private(ctx, g, nil, nil, "config", "core.bare", "false"); err != nil {
 		return 0, err
 	}
-	depth := "--depth=1"
+	depth := []string{"--depth=1"}
 	if base != "" {
 		// Local and fast: the restored snapshot's commit, as a "have" for
 		// the remote fetch.
@@ -234,20 +231,24 @@ func (w *workspace) fetchOnto(ctx context.Context, g *git, cloneURL, sha, token,
 		if _, err := w.private(ctx, g, nil, nil, "read-tree", base); err != nil {
 			return 0, fmt.Errorf("reading the snapshot's tree: %w", err)
 		}
-		depth = fmt.Sprintf("--depth=%d", driftDepth)
-	}
-	_, err = w.private(ctx, g, authEnv(token), nil,
-		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", depth, cloneURL, sha)
-	if err != nil {
-		var ge *gitError
-		if errors.As(err, &ge) {
-			low := strings.ToLower(ge.stderr)
-			for _, h := range shaGoneHints {
-				if strings.Contains(low, h) {
-					return 0, &shaGoneError{err}
-				}
-			}
+		// Only the history after the snapshot's commit: with base as a
+		// "have", the remote sends just what those commits brought.
+		out, err := w.private(ctx, g, nil, nil, "log", "-1", "--format=%ct", base)
+		if err != nil {
+			return 0, fmt.Errorf("reading the snapshot's commit time: %w", err)
 		}
+		depth = []string{"--shallow-since=" + strings.TrimSpace(string(out))}
+	}
+	if sha != base {
+		err = w.fetchRemote(ctx, g, cloneURL, sha, token, depth)
+		if err != nil && base != "" {
+			// History older than the snapshot (a rebase, a clock that
+			// ran back) selects no commit since: fetch the commit alone;
+			// the drift then counts what it can.
+			err = w.fetchRemote(ctx, g, cloneURL, sha, token, []string{"--depth=1"})
+		}
+	}
+	if err != nil {
 		return 0, err
 	}
 	if _, err := w.private(ctx, g, nil, nil, "cat-file", "-e", sha+"^{commit}"); err != nil {
@@ -287,6 +288,24 @@ func (w *workspace) fetchOnto(ctx context.Context, g *git, cloneURL, sha, token,
 		return 0, err
 	}
 	return drift, nil
+}
+
+// fetchRemote fetches sha from cloneURL into the private repository with
+// token, limited by depth (git fetch options). A commit the remote no
+// longer has is a *shaGoneError.
+func (w *workspace) fetchRemote(ctx context.Context, g *git, cloneURL, sha, token string, depth []string) error {
+	args := append([]string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head"}, depth...)
+	_, err := w.private(ctx, g, authEnv(token), nil, append(args, cloneURL, sha)...)
+	var ge *gitError
+	if errors.As(err, &ge) {
+		low := strings.ToLower(ge.stderr)
+		for _, h := range shaGoneHints {
+			if strings.Contains(low, h) {
+				return &shaGoneError{err}
+			}
+		}
+	}
+	return err
 }
 
 // chownTree gives the workspace to the sandbox's uid and gid, so the agent

@@ -41,6 +41,13 @@ var (
 
 func newSnapshotFixture(t *testing.T) *snapshotFixture {
 	t.Helper()
+	return newSnapshotFixtureWith(t, nil)
+}
+
+// newSnapshotFixtureWith is newSnapshotFixture with a change to the
+// snapshot's workspace before it is packaged.
+func newSnapshotFixtureWith(t *testing.T, tamper func(work string)) *snapshotFixture {
+	t.Helper()
 	ctx := context.Background()
 	ch := channeltest.New(t)
 	first := ch.Seed(map[string]string{"deps.lock": "v1\n", "main.txt": "zero\n", "old.txt": "deleted later\n"})
@@ -53,6 +60,9 @@ func newSnapshotFixture(t *testing.T) *snapshotFixture {
 	g := &git{bin: "git", home: ws.homeDir, path: os.Getenv("PATH")}
 	if err := ws.fetch(ctx, g, ch.GitHub.GitDir(channeltest.Owner, channeltest.Repo), first, ""); err != nil {
 		t.Fatal(err)
+	}
+	if tamper != nil {
+		tamper(ws.work)
 	}
 	cacheHost := t.TempDir()
 	if err := os.WriteFile(filepath.Join(cacheHost, "marker"), []byte("from-snapshot\n"), 0o644); err != nil {
@@ -259,5 +269,51 @@ func TestLayerCacheWritableByOthersIsRefused(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(planted); len(entries) != 0 {
 		t.Errorf("something was extracted into the planted cache: %v", entries)
+	}
+}
+
+// A session pinned at the snapshot's own commit fetches nothing from the
+// remote: the snapshot has it all.
+func TestSnapshotAtThePinnedCommitFetchesNothing(t *testing.T) {
+	f := newSnapshotFixture(t)
+	spec := f.spec(f.first)
+	spec.Agent.Command = []string{"sh", "-c", "cat main.txt old.txt /cache/deps/marker > seen.txt"}
+	h := newHarness(t, f.ch, spec)
+	u := h.result(t, h.run(t, context.Background()))
+	if u.Evidence.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s", u.Evidence.Outcome, u.Evidence.Reason)
+	}
+	if w := u.Evidence.Workspace; w == nil || w.Source != contract.WorkspaceSnapshot || w.DriftCommits != 0 {
+		t.Fatalf("workspace evidence = %+v", w)
+	}
+	if got := seenFile(t, u); got != "zero\ndeleted later\nfrom-snapshot\n" {
+		t.Errorf("the agent saw %q", got)
+	}
+	for _, r := range f.ch.GitHub.Requests() {
+		if r.IsGit() {
+			t.Errorf("a git request reached the remote: %s %s", r.Method, r.Path)
+		}
+	}
+}
+
+// A snapshot whose workspace cannot be caught up (its .git is broken) is
+// dropped for a cold clone, not a failed session.
+func TestSnapshotThatCannotCatchUpFallsBackToAColdClone(t *testing.T) {
+	f := newSnapshotFixtureWith(t, func(work string) {
+		if err := os.RemoveAll(filepath.Join(work, ".git", "objects")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	pinned := f.drift("")
+	h := newHarness(t, f.ch, f.spec(pinned))
+	u := h.result(t, h.run(t, context.Background()))
+	if u.Evidence.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s", u.Evidence.Outcome, u.Evidence.Reason)
+	}
+	if w := u.Evidence.Workspace; w == nil || w.Source != contract.WorkspaceClone {
+		t.Fatalf("workspace evidence = %+v, want a cold clone", w)
+	}
+	if got := seenFile(t, u); got != "one\nnew\nrebuilt\n" {
+		t.Errorf("the agent saw %q", got)
 	}
 }

@@ -406,11 +406,24 @@ func (s *session) prepare(ctx context.Context) bool {
 		}
 	}
 	drift, err := ws.fetchOnto(ctx, s.git, s.spec.Repo.CloneURL, s.spec.PinnedSHA, tok.Token, base)
+	var gone *shaGoneError
+	if err != nil && base != "" && !errors.As(err, &gone) && ctx.Err() == nil {
+		// The restored snapshot could not be caught up (a corrupt .git in
+		// it, say): start over cold rather than fail the session.
+		s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("catching the snapshot up failed; cloning cold")
+		s.restored = nil
+		if err := resetDir(ws.work); err != nil {
+			return s.fail(ctx, "clearing the workspace after a failed catch-up", err)
+		}
+		if err := resetDir(ws.gitDir); err != nil {
+			return s.fail(ctx, "clearing the private repository after a failed catch-up", err)
+		}
+		drift, err = ws.fetchOnto(ctx, s.git, s.spec.Repo.CloneURL, s.spec.PinnedSHA, tok.Token, "")
+	}
 	if s.restored != nil && err == nil {
 		s.ev.Workspace = &contract.Workspace{Source: contract.WorkspaceSnapshot, SnapshotDigest: s.restored.snap.Digest.String(),
 			SnapshotCreatedAt: s.restored.snap.Built, DriftCommits: drift}
 	}
-	var gone *shaGoneError
 	if errors.As(err, &gone) && ctx.Err() == nil {
 		s.ev.Outcome = contract.OutcomeError
 		s.ev.Reason = fmt.Sprintf("the pinned commit %s is no longer in %s/%s (a force-push or a deleted branch?), so the session cannot start: %v",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -109,7 +110,9 @@ func (s *Service) queueSnapshotBuilds(ctx context.Context) error {
 	if s.cfg.Snapshots.Store == "" {
 		return nil
 	}
-	n, err := s.store.ScheduleSnapshotBuilds(ctx, s.clock.Now(), s.cfg.Snapshots.Refresh, snapshotBuildLease, 20)
+	// One build at a time across the fleet: each holds a worker for as long
+	// as it runs, and sessions need the workers.
+	n, err := s.store.ScheduleSnapshotBuilds(ctx, s.clock.Now(), s.cfg.Snapshots.Refresh, snapshotBuildLease, 1)
 	if err != nil {
 		return err
 	}
@@ -143,6 +146,9 @@ func (s *Service) buildSnapshot(ctx context.Context, w *store.Work) error {
 	}
 	log := zerolog.Ctx(ctx).With().Str("repo", r.FullName).Logger()
 	ctx = log.WithContext(ctx)
+	if err := s.store.StartSnapshotBuild(ctx, repoID, s.clock.Now().Add(snapshotBuildLease), s.clock.Now()); err != nil {
+		return err
+	}
 	snap, err := s.buildSnapshotOf(ctx, r)
 	digest, why := "", ""
 	if err != nil {
@@ -152,7 +158,31 @@ func (s *Service) buildSnapshot(ctx context.Context, w *store.Work) error {
 		digest = snap.Digest.String()
 		log.Info().Str("digest", digest).Str("sha", snap.SHA).Msg("snapshot built")
 	}
-	return s.store.FinishSnapshotBuild(ctx, repoID, digest, why, s.clock.Now())
+	// Recorded even when the build ran out of time: ctx may be done, and a
+	// retry would only build again.
+	book, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := s.store.FinishSnapshotBuild(book, repoID, digest, why, s.clock.Now()); err != nil {
+		log.Error().Err(err).Msg("recording the snapshot build failed")
+	}
+	if isGone(err) {
+		// The repo left the installation, or was deleted: stop building it.
+		if err := s.store.ForgetSnapshots(book, repoID); err != nil {
+			log.Warn().Err(err).Msg("taking the repo off the snapshot schedule failed")
+		}
+	}
+	return nil
+}
+
+// isGone says whether err is GitHub saying the repo is not there (404) or
+// not ours any more (403 that is not a rate limit).
+func isGone(err error) bool {
+	var rate *github.RateLimitError
+	var abuse *github.AbuseRateLimitError
+	if err == nil || errors.As(err, &rate) || errors.As(err, &abuse) {
+		return false
+	}
+	return isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusForbidden)
 }
 
 func (s *Service) buildSnapshotOf(ctx context.Context, r store.SnapshotRepo) (images.Snapshot, error) {

@@ -52,17 +52,30 @@ func (s *Store) SnapshotSoon(ctx context.Context, repoID int64, at time.Time) er
 	return err
 }
 
-// ScheduleSnapshotBuilds queues a build for every repo that is due and not
-// building, in one transaction: each gets building_until = now+lease and
-// next_build_at = now+every, so two replicas never queue the same repo's
-// build. It returns how many it queued.
-func (s *Store) ScheduleSnapshotBuilds(ctx context.Context, now time.Time, every, lease time.Duration, limit int) (int, error) {
+// ScheduleSnapshotBuilds queues builds for repos that are due, so that at
+// most maxBuilding are building across the fleet, in one transaction: each
+// gets building_until = now+lease and next_build_at = now+every, so two
+// replicas never queue the same repo's build. (The build moves
+// building_until on when it starts: StartSnapshotBuild.) It returns how
+// many it queued.
+func (s *Store) ScheduleSnapshotBuilds(ctx context.Context, now time.Time, every, lease time.Duration, maxBuilding int) (int, error) {
 	n := 0
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		q := `SELECT repo_id FROM snapshot_repos WHERE next_build_at <= $1 AND building_until <= $1 ORDER BY next_build_at LIMIT $2`
 		if s.dialect == postgres {
-			q += ` FOR UPDATE SKIP LOCKED`
+			// One scheduler at a time: the count below must not race.
+			if _, err := tx.ExecContext(ctx, `LOCK TABLE snapshot_repos IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+				return err
+			}
 		}
+		var building int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM snapshot_repos WHERE building_until > $1`, ms(now)).Scan(&building); err != nil {
+			return err
+		}
+		limit := maxBuilding - building
+		if limit <= 0 {
+			return nil
+		}
+		q := `SELECT repo_id FROM snapshot_repos WHERE next_build_at <= $1 AND building_until <= $1 ORDER BY next_build_at LIMIT $2`
 		rows, err := tx.QueryContext(ctx, q, ms(now), limit)
 		if err != nil {
 			return err
@@ -92,6 +105,13 @@ func (s *Store) ScheduleSnapshotBuilds(ctx context.Context, now time.Time, every
 		return nil
 	})
 	return n, err
+}
+
+// StartSnapshotBuild marks a repo building until until, as its build
+// starts (a queued build may wait for a worker).
+func (s *Store) StartSnapshotBuild(ctx context.Context, repoID int64, until, now time.Time) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE snapshot_repos SET building_until = $2, updated_at = $3 WHERE repo_id = $1`, repoID, ms(until), ms(now))
+	return err
 }
 
 // GetSnapshotRepo reads one repo's schedule.

@@ -546,6 +546,21 @@ func TestSnapshotScheduleOneBuildPerRepo(t *testing.T) {
 		if n := schedule(t0.Add(34 * time.Minute)); n != 1 {
 			t.Fatalf("refresh: queued %d", n)
 		}
+		// Two repos due, one build at a time across the fleet: one is
+		// queued now, the other when the first finishes.
+		if err := s.WantSnapshots(ctx, 8, "acme/gadgets", 1, t0); err != nil {
+			t.Fatal(err)
+		}
+		at := t0.Add(70 * time.Minute)
+		if n, err := s.ScheduleSnapshotBuilds(ctx, at, 30*time.Minute, 20*time.Minute, 1); err != nil || n != 1 {
+			t.Fatalf("queued %d (%v), want 1 of 2", n, err)
+		}
+		if err := s.StartSnapshotBuild(ctx, 7, at.Add(time.Hour), at); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := s.ScheduleSnapshotBuilds(ctx, at.Add(30*time.Minute), 30*time.Minute, 20*time.Minute, 1); n != 0 {
+			t.Fatalf("queued %d while one builds (started late, lease moved on)", n)
+		}
 		if err := s.ForgetSnapshots(ctx, 7); err != nil {
 			t.Fatal(err)
 		}

@@ -446,7 +446,7 @@ func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []im
 	for i := range caches {
 		c := &caches[i]
 		var host string
-		if rel, inside := strings.CutPrefix(c.Path, images.WorkspacePath+"/"); inside {
+		if rel, inside := inWorkspace(c.Path); inside {
 			// The checkout is the repository's: a symlink it holds where
 			// the cache goes would send the pre-fill, and the packaging,
 			// anywhere on the host.
@@ -502,7 +502,7 @@ func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []im
 	// symlink at its path or a parent's: DirLayer would follow it out of
 	// the workspace and package the host's files.
 	for _, c := range caches {
-		if rel, inside := strings.CutPrefix(c.Path, images.WorkspacePath+"/"); inside {
+		if rel, inside := inWorkspace(c.Path); inside {
 			if err := snapshotRealDirs(setupDir, rel); err != nil {
 				return results, fmt.Errorf("cache %s: setup left %w; nothing was pushed", c.Path, err)
 			}
@@ -623,10 +623,7 @@ func (sb *snapshotBuilder) rootFS(ctx context.Context, base v1.Image) (string, e
 	if err != nil {
 		return "", fmt.Errorf("extracting the base image: %w", err)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, "usr", "bin")); err == nil && fi.IsDir() {
-		return dir, nil
-	}
-	return "", nil
+	return imageRoot(dir), nil
 }
 
 // prefill copies the latest snapshot's layer for the cache into host.

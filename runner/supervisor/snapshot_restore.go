@@ -90,7 +90,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 				return nil, fmt.Errorf("layer %s: bad cache path %q", desc.Digest, p)
 			}
 			src := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(p, "/")))
-			if rel, ok := strings.CutPrefix(p, images.WorkspacePath+"/"); ok {
+			if rel, ok := inWorkspace(p); ok {
 				// A cache inside the workspace (node_modules) is simply
 				// part of the session's workspace copy; never through a
 				// symlink the image's workspace holds there.
@@ -125,9 +125,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 	// layer (a multi-layer base would need merging or overlays); otherwise
 	// the host's toolchain is bound, read-only, as for a cold clone.
 	if len(base) == 1 {
-		if fi, err := os.Stat(filepath.Join(base[0], "usr", "bin")); err == nil && fi.IsDir() {
-			out.rootFS = base[0]
-		}
+		out.rootFS = imageRoot(base[0])
 	}
 	return out, nil
 }
@@ -148,7 +146,7 @@ func (s *session) emptyCaches() error {
 		if have[c.Path] {
 			continue
 		}
-		if rel, ok := strings.CutPrefix(c.Path, images.WorkspacePath+"/"); ok {
+		if rel, ok := inWorkspace(c.Path); ok {
 			// The checkout is the repository's: never follow a symlink
 			// it holds where the cache goes.
 			if err := snapshotRealDirs(s.ws.work, rel); err != nil {
@@ -185,7 +183,7 @@ func (s *session) workspaceCaches() []string {
 	}
 	var out []string
 	for _, c := range s.spec.Snapshot.Caches {
-		if rel, ok := strings.CutPrefix(c.Path, images.WorkspacePath+"/"); ok {
+		if rel, ok := inWorkspace(c.Path); ok {
 			out = append(out, rel)
 		}
 	}
@@ -236,6 +234,24 @@ func (s *session) snapshotSetupNeeded(r *restored) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// inWorkspace says whether a cache path lies inside /workspace, and where
+// relative to it (node_modules): such a cache is a directory of the
+// workspace, not a bind of its own.
+func inWorkspace(p string) (rel string, ok bool) {
+	return strings.CutPrefix(p, images.WorkspacePath+"/")
+}
+
+// imageRoot is dir, an extracted base layer, when it brings a toolchain
+// (/usr/bin) and so can be a sandbox's root; "" otherwise, for the host's
+// toolchain, bound read-only. Builds and restores follow the same rule, so
+// both see the same toolchain.
+func imageRoot(dir string) string {
+	if fi, err := os.Stat(filepath.Join(dir, "usr", "bin")); err == nil && fi.IsDir() {
+		return dir
+	}
+	return ""
 }
 
 // layerCache holds extracted layers, by digest, in two halves: base

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/inspecthq/inspect/runner/internal/hostgit"
 	"io"
 	"os"
 	"os/exec"
@@ -36,40 +37,7 @@ type scratchGit struct {
 }
 
 func (g *scratchGit) run(ctx context.Context, env []string, stdin io.Reader, args ...string) ([]byte, error) {
-	full := append([]string{
-		"-c", "core.hooksPath=" + os.DevNull,
-		"-c", "core.fsmonitor=false",
-		"-c", "core.autocrlf=false",
-		"-c", "core.quotePath=false",
-		"-c", "gc.auto=0",
-		"-c", "init.defaultBranch=main",
-	}, args...)
-	cmd := exec.CommandContext(ctx, g.bin, full...)
-	cmd.Dir = g.dir
-	cmd.Env = append([]string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + g.home,
-		"XDG_CONFIG_HOME=" + g.home,
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=" + os.DevNull,
-		"GIT_TERMINAL_PROMPT=0",
-		"LC_ALL=C",
-		"TZ=UTC",
-	}, env...)
-	cmd.Stdin = stdin
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		sub := ""
-		for _, a := range args {
-			if !strings.HasPrefix(a, "-") {
-				sub = a
-				break
-			}
-		}
-		return stdout.Bytes(), fmt.Errorf("git %s: %v: %s", sub, err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.Bytes(), nil
+	return hostgit.Git{Bin: g.bin, Home: g.home, Path: os.Getenv("PATH")}.Run(ctx, g.dir, env, stdin, args...)
 }
 
 // BuildPatch returns the change m makes to its base commit as a git patch

@@ -1,14 +1,13 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/inspecthq/inspect/runner/internal/hostgit"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,26 +31,7 @@ import (
 //     (visible in ps), a URL (kept in FETCH_HEAD and error messages) or a
 //     file.
 
-// gitSafeConfig is passed to every git the supervisor runs.
-var gitSafeConfig = []string{
-	"-c", "core.fsmonitor=false",
-	"-c", "core.hooksPath=" + os.DevNull,
-	"-c", "core.autocrlf=false",
-	"-c", "core.symlinks=true",
-	"-c", "core.quotePath=false",
-	"-c", "core.untrackedCache=false",
-	"-c", "gc.auto=0",
-	"-c", "maintenance.auto=false",
-	"-c", "submodule.recurse=false",
-	"-c", "fetch.recurseSubmodules=false",
-	"-c", "http.followRedirects=false", // a redirect must not carry the token elsewhere
-	"-c", "protocol.allow=never",
-	"-c", "protocol.https.allow=always",
-	"-c", "protocol.http.allow=always", // the clone URL is checked by the spec: http only for a local stand-in
-	"-c", "protocol.file.allow=always", // the workspace's own .git is filled from the private one
-}
-
-// git runs git with a controlled environment.
+// git runs git with a controlled environment (runner/internal/hostgit).
 type git struct {
 	bin  string
 	home string // an empty directory: HOME, so no ~/.gitconfig or credential store is read
@@ -60,57 +40,12 @@ type git struct {
 
 // gitError is a failed git, with its stderr (which the caller redacts
 // before it goes anywhere).
-type gitError struct {
-	args   []string
-	stderr string
-	err    error
-}
-
-// Error names the git subcommand only: the options before it hold host
-// paths, which have no place in a reason shown on GitHub.
-func (e *gitError) Error() string {
-	sub := "git"
-	for _, a := range e.args {
-		if !strings.HasPrefix(a, "-") {
-			sub = "git " + a
-			break
-		}
-	}
-	return fmt.Sprintf("%s: %v: %s", sub, e.err, strings.TrimSpace(e.stderr))
-}
-
-func (e *gitError) Unwrap() error { return e.err }
+type gitError = hostgit.Error
 
 // run runs git in dir with args after the safe configuration, extra
 // environment entries and optional stdin, and returns stdout.
 func (g *git) run(ctx context.Context, dir string, extraEnv []string, stdin io.Reader, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, g.bin, append(append([]string(nil), gitSafeConfig...), args...)...)
-	cmd.Dir = dir
-	cmd.Env = append([]string{
-		"PATH=" + g.path,
-		"HOME=" + g.home,
-		"XDG_CONFIG_HOME=" + g.home,
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=" + os.DevNull,
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_ASKPASS=/bin/false",
-		"SSH_ASKPASS=/bin/false",
-		"GIT_LFS_SKIP_SMUDGE=1",
-		"LC_ALL=C",
-		"TZ=UTC",
-	}, extraEnv...)
-	cmd.Stdin = stdin
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		// Keep only the end of a long stderr: it ends up in a reason.
-		se := stderr.String()
-		if len(se) > 2048 {
-			se = "…" + se[len(se)-2048:]
-		}
-		return stdout.Bytes(), &gitError{args: args, stderr: se, err: err}
-	}
-	return stdout.Bytes(), nil
+	return hostgit.Git{Bin: g.bin, Home: g.home, Path: g.path}.Run(ctx, dir, extraEnv, stdin, args...)
 }
 
 // authEnv is the environment that makes git send the read token as GitHub
@@ -298,7 +233,7 @@ func (w *workspace) fetchRemote(ctx context.Context, g *git, cloneURL, sha, toke
 	_, err := w.private(ctx, g, authEnv(token), nil, append(args, cloneURL, sha)...)
 	var ge *gitError
 	if errors.As(err, &ge) {
-		low := strings.ToLower(ge.stderr)
+		low := strings.ToLower(ge.Stderr)
 		for _, h := range shaGoneHints {
 			if strings.Contains(low, h) {
 				return &shaGoneError{err}

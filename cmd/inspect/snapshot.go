@@ -348,7 +348,6 @@ func isFlagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-
 // snapshotCheckOwner fails early, and clearly, when dir is not a git
 // checkout, or its git directory belongs to another user: the build clones
 // it with the supervisor's git, which reads no user configuration (so no

@@ -60,28 +60,40 @@ func (s *Service) commandFacts(ctx context.Context, c *github.Client, t handlers
 	if t.Command.Sub == policy.Status {
 		return f, nil
 	}
-	if t.IsPR {
-		pr, _, err := c.PullRequests.Get(ctx, t.Repo.Owner, t.Repo.Name, t.Number)
+	var err error
+	f.Target, f.SenderRole, _, err = targetFacts(ctx, c, t.Repo.Owner, t.Repo.Name, t.Number, t.IsPR, t.Sender.Login, t.Sender.Type)
+	return f, err
+}
+
+// targetFacts reads what policy needs about a PR or issue, and the
+// sender's role on the repo (none for a bot, whose permission is the
+// allowlist's to decide), plus a PR's head commit.
+func targetFacts(ctx context.Context, c *github.Client, owner, name string, number int, isPR bool, login, senderType string) (policy.Target, policy.Role, string, error) {
+	var target policy.Target
+	headSHA := ""
+	if isPR {
+		pr, _, err := c.PullRequests.Get(ctx, owner, name, number)
 		if err != nil {
-			return f, fmt.Errorf("reading the pull request: %w", err)
+			return target, "", "", fmt.Errorf("reading the pull request: %w", err)
 		}
-		f.Target = policy.Target{IsPR: true, State: pr.GetState(), Merged: pr.GetMerged(), Locked: pr.GetLocked(),
+		headSHA = pr.GetHead().GetSHA()
+		target = policy.Target{IsPR: true, State: pr.GetState(), Merged: pr.GetMerged(), Locked: pr.GetLocked(),
 			HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRepoFullName: pr.GetBase().GetRepo().GetFullName()}
 	} else {
-		issue, _, err := c.Issues.Get(ctx, t.Repo.Owner, t.Repo.Name, t.Number)
+		issue, _, err := c.Issues.Get(ctx, owner, name, number)
 		if err != nil {
-			return f, fmt.Errorf("reading the issue: %w", err)
+			return target, "", "", fmt.Errorf("reading the issue: %w", err)
 		}
-		f.Target = policy.Target{State: issue.GetState(), Locked: issue.GetLocked()}
+		target = policy.Target{State: issue.GetState(), Locked: issue.GetLocked()}
 	}
-	if !policy.IsBotSender(t.Sender.Login, t.Sender.Type) {
-		role, err := roleName(ctx, c, t.Repo.Owner, t.Repo.Name, t.Sender.Login)
-		if err != nil {
-			return f, err
-		}
-		f.SenderRole = policy.Role(role)
+	if policy.IsBotSender(login, senderType) {
+		return target, "", headSHA, nil
 	}
-	return f, nil
+	role, err := roleName(ctx, c, owner, name, login)
+	if err != nil {
+		return target, "", "", err
+	}
+	return target, policy.Role(role), headSHA, nil
 }
 
 func (s *Service) status(ctx context.Context, t handlers.Trigger, reply func(string) error) error {

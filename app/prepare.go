@@ -73,30 +73,10 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		ForkOptIn:    s.cfg.ForkPRAllowed(sess.FullName()),
 		Subcommand:   policy.Run,
 	}
-	headSHA := ""
-	if sess.IsPR {
-		pr, _, err := c.PullRequests.Get(ctx, owner, name, sess.Number)
-		if err != nil {
-			return fmt.Errorf("reading the pull request: %w", err)
-		}
-		headSHA = pr.GetHead().GetSHA()
-		facts.Target = policy.Target{
-			IsPR: true, State: pr.GetState(), Merged: pr.GetMerged(), Locked: pr.GetLocked(),
-			HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRepoFullName: pr.GetBase().GetRepo().GetFullName(),
-		}
-	} else {
-		issue, _, err := c.Issues.Get(ctx, owner, name, sess.Number)
-		if err != nil {
-			return fmt.Errorf("reading the issue: %w", err)
-		}
-		facts.Target = policy.Target{State: issue.GetState(), Locked: issue.GetLocked()}
-	}
-	if !policy.IsBotSender(sess.RequesterLogin, sess.RequesterType) {
-		role, err := roleName(ctx, c, owner, name, sess.RequesterLogin)
-		if err != nil {
-			return err
-		}
-		facts.SenderRole = policy.Role(role)
+	var headSHA string
+	facts.Target, facts.SenderRole, headSHA, err = targetFacts(ctx, c, owner, name, sess.Number, sess.IsPR, sess.RequesterLogin, sess.RequesterType)
+	if err != nil {
+		return err
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")

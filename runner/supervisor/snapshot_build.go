@@ -572,7 +572,7 @@ func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract
 		return contract.CommandResult{}, fmt.Errorf("the sandbox could not run setup command %q: %w", name, err)
 	}
 	if err != nil {
-		sb.log.Warn().Err(err).Str("command", name).Msg("sandbox cleanup reported an error")
+		sb.log.Warn().Str("error", sb.red.Redact(err.Error())).Str("command", name).Msg("sandbox cleanup reported an error")
 	}
 	if res.Cancelled {
 		return contract.CommandResult{}, fmt.Errorf("setup command %q: %w", name, context.Cause(ctx))

@@ -284,7 +284,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.AttemptDir = s.ws.dir
 		if !cfg.KeepWorkspace {
 			if err := removeAll(s.ws.dir); err != nil {
-				log.Warn().Err(err).Msg("removing the attempt's directory")
+				log.Warn().Str("error", red.Redact(err.Error())).Msg("removing the attempt's directory")
 			}
 		}
 	}
@@ -583,7 +583,9 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 		return contract.CommandResult{}, false
 	}
 	if err != nil {
-		s.log.Warn().Err(err).Str("command", name).Msg("sandbox cleanup reported an error")
+		// Redacted like everything else the supervisor logs: an error may
+		// quote a path or an argument, and the log goes to the executor.
+		s.log.Warn().Str("error", s.red.Redact(err.Error())).Str("command", name).Msg("sandbox cleanup reported an error")
 	}
 	r := contract.CommandResult{
 		Phase:      s.phase,
@@ -643,13 +645,14 @@ func (s *session) fail(ctx context.Context, doing string, err error) bool {
 // enter moves to a phase and tells the app, best effort.
 func (s *session) enter(p contract.Phase, msg string) {
 	s.phase = p
+	msg = contract.CleanProgressMessage(s.red.Redact(msg))
 	s.log.Info().Str("phase", string(p)).Msg(msg)
 	s.seq++
 	ev := contract.ProgressEvent{
 		Seq:     s.seq,
 		Time:    s.cfg.Now(),
 		Phase:   p,
-		Message: contract.CleanProgressMessage(s.red.Redact(msg)),
+		Message: msg,
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.parent), s.cfg.RequestTimeout)
 	defer cancel()
@@ -762,7 +765,7 @@ func (s *session) writeOut(u *contract.ResultUpload) {
 	// Created here: on Buildkite it is a fresh directory under the job's
 	// (skipped) checkout, where artifact_paths look for the files.
 	if err := os.MkdirAll(s.cfg.OutDir, 0o755); err != nil {
-		s.log.Warn().Err(err).Msg("creating the out dir")
+		s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("creating the out dir")
 		return
 	}
 	write := func(name string, v any) {
@@ -771,7 +774,7 @@ func (s *session) writeOut(u *contract.ResultUpload) {
 			err = os.WriteFile(filepath.Join(s.cfg.OutDir, name), append(b, '\n'), 0o644)
 		}
 		if err != nil {
-			s.log.Warn().Err(err).Str("file", name).Msg("writing the result file")
+			s.log.Warn().Str("error", s.red.Redact(err.Error())).Str("file", name).Msg("writing the result file")
 		}
 	}
 	write(contract.EvidenceFileName, u.Evidence)

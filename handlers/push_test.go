@@ -210,3 +210,38 @@ func TestPush(t *testing.T) {
 		})
 	}
 }
+
+// Every push to the default branch tells the sink its branch moved (for
+// snapshot rebuilds), config or not; other refs, tags and deletions do not.
+func TestPushReportsTheDefaultBranchMoving(t *testing.T) {
+	for name, c := range map[string]struct {
+		edits []edit
+		moved bool
+	}{
+		"README on the default branch": {edits: []edit{modified("README.md")}, moved: true},
+		"config on the default branch": {edits: []edit{modified(".github/inspect.yml")}, moved: true},
+		"another branch":               {edits: []edit{set("ref", "refs/heads/feature"), modified("README.md")}},
+		"a tag":                        {edits: []edit{set("ref", "refs/tags/master"), modified("README.md")}},
+		"default branch deleted":       {edits: []edit{set("deleted", true), set("commits", []any{})}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := loadFixture(t, pushFixture)
+			for _, e := range append([]edit{
+				set("ref", "refs/heads/master"), set("deleted", false),
+				set("after", "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c"), set("installation", map[string]any{"id": 1}),
+			}, c.edits...) {
+				e(t, m)
+			}
+			sink := &fakeSink{}
+			if err := (&handlers.Push{Sink: sink}).Handle(testContext(), pushEvent, testDelivery, encode(t, m)); err != nil {
+				t.Fatal(err)
+			}
+			sink.mu.Lock()
+			moved := append([]handlers.Repo(nil), sink.moved...)
+			sink.mu.Unlock()
+			if c.moved != (len(moved) == 1) || (c.moved && (moved[0].ID != 186853002 || moved[0].FullName() != "Codertocat/Hello-World")) {
+				t.Errorf("moved = %+v, want moved=%v", moved, c.moved)
+			}
+		})
+	}
+}

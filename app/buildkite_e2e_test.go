@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/inspecthq/inspect/app"
 	"github.com/inspecthq/inspect/app/store"
@@ -657,4 +660,93 @@ func TestBuildkiteWebhookForAnotherBuildIsIgnored(t *testing.T) {
 	if s.State != store.Dispatched || a.ExternalID != bd.WebURL || a.ExternalState != "" {
 		t.Errorf("session %s, attempt %+v", s.State, a)
 	}
+}
+
+// Snapshots on Buildkite (decision 0012): the repo's snapshot is built by a
+// build of the snapshot pipeline, whose supervisor claims a snapshot job,
+// builds in its sandbox and pushes to the registry; the next session pins
+// that image and restores it.
+func TestBuildkiteBuildsTheSnapshotAndTheNextSessionRestoresIt(t *testing.T) {
+	b := newBuildkiteHarness(t)
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	pipelineYAML, _ := b.bk.PipelineConfig(bkOrg, bkPipeline)
+	b.bk.AddPipeline(bkOrg, "inspect-snapshot", pipelineYAML)
+	sx, err := buildkite.New(buildkite.Config{BaseURL: b.bk.URL(), Token: b.bk.Token(), Org: bkOrg, Pipeline: "inspect-snapshot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.stop()
+	b.cfg.Snapshots.Store = strings.TrimPrefix(reg.URL, "http://") + "/inspect"
+	b.snapshotExec = sx
+	b.start()
+	b.gh.CommitFiles(owner, repoName, "main", map[string]string{
+		"deps.lock": "v1\n",
+		".github/inspect.yml": "agent: {preset: command, command: [sh, scripts/inspect-stand-in-agent.sh]}\n" +
+			"verify: [{name: unit tests, run: [go, test, -json, ./...]}]\n" +
+			"snapshot:\n  setup: [{name: deps, run: [sh, -c, \"echo from-the-snapshot > /cache/deps/marker\"]}]\n" +
+			"  caches: [{path: /cache/deps, lockfiles: [deps.lock]}]\n",
+	}, "snapshots on")
+
+	// The first session clones cold (no snapshot yet) and puts the repo on
+	// the schedule; the next pass of the workers dispatches its build.
+	b.startOnRealPR("/inspect make TestAdd pass")
+	b.settle()
+	b.runWorkers()
+	b.settle()
+	snapBuilds := b.bk.Builds(bkOrg, "inspect-snapshot")
+	if len(snapBuilds) != 1 || snapBuilds[0].State != "passed" {
+		t.Fatalf("snapshot builds = %+v\n%s", snapBuilds, b.logs)
+	}
+	sr, err := b.st.GetSnapshotRepo(context.Background(), repoID)
+	if err != nil || sr.LastDigest == "" || sr.LastError != "" {
+		t.Fatalf("schedule = %+v (%v)\nbuild log:\n%s", sr, err, snapBuilds[0].Log)
+	}
+	first := b.onlySession()
+	if first.Outcome != store.Changed {
+		t.Fatalf("first session = %s/%s: %s", first.State, first.Outcome, first.Detail)
+	}
+	if ev := sessionEvidence(t, b.harness, first); ev.Workspace == nil || ev.Workspace.Source != contract.WorkspaceClone {
+		t.Errorf("first session's workspace = %+v, want a cold clone", ev.Workspace)
+	}
+
+	// The next session restores that snapshot.
+	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {
+		t.Fatal(code)
+	}
+	b.runWorkers()
+	b.settle()
+	var second store.Session
+	for _, s := range b.sessions() {
+		if s.ID != first.ID {
+			second = s
+		}
+	}
+	if second.Outcome != store.Changed {
+		t.Fatalf("second session = %s/%s: %s\n%s", second.State, second.Outcome, second.Detail, b.buildLogs())
+	}
+	ev := sessionEvidence(t, b.harness, second)
+	if ev.Workspace == nil || ev.Workspace.Source != contract.WorkspaceSnapshot || ev.Workspace.SnapshotDigest != sr.LastDigest {
+		t.Errorf("second session's workspace = %+v, want snapshot %s", ev.Workspace, sr.LastDigest)
+	}
+	// The snapshot build's env, like a session's, holds no secret.
+	for k := range snapBuilds[0].Env {
+		if !strings.HasPrefix(k, "INSPECT_") {
+			t.Errorf("snapshot build env has %s", k)
+		}
+	}
+}
+
+// sessionEvidence is the evidence a session's attempt reported.
+func sessionEvidence(t *testing.T, h *harness, sess store.Session) contract.Evidence {
+	t.Helper()
+	a, err := h.st.GetAttempt(context.Background(), sess.AttemptID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up contract.ResultUpload
+	if err := json.Unmarshal([]byte(a.Result), &up); err != nil {
+		t.Fatalf("attempt result: %v", err)
+	}
+	return up.Evidence
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -28,6 +29,8 @@ func (s *Service) channelRoutes(mux *http.ServeMux) {
 	mux.HandleFunc(contract.RouteRepoToken, s.authed(s.handleRepoToken))
 	mux.HandleFunc(contract.RouteProgress, s.authed(s.handleProgress))
 	mux.HandleFunc(contract.RouteResult, s.authed(s.handleResult))
+	mux.HandleFunc(contract.RouteSnapshotJob, s.authed(s.handleSnapshotJob))
+	mux.HandleFunc(contract.RouteSnapshotResult, s.authed(s.handleSnapshotResult))
 }
 
 func (s *Service) channelLog(r *http.Request) *zerolog.Logger {
@@ -65,7 +68,7 @@ func (s *Service) handleClaim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.wakeWorkers()
-	contract.WriteJSON(w, 0, contract.ClaimResponse{SessionToken: token, ExpiresAt: a.Deadline.Add(sessionTokenTTLGrace)})
+	contract.WriteJSON(w, 0, contract.ClaimResponse{SessionToken: token, ExpiresAt: a.Deadline.Add(sessionTokenTTLGrace), Kind: contract.AttemptKind(a.Kind)})
 }
 
 type attemptKey struct{}
@@ -79,7 +82,14 @@ func (s *Service) authed(next http.HandlerFunc) http.HandlerFunc {
 			contract.WriteError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "bad session token")
 			return
 		}
-		if a.State == store.AttemptEnded && r.Pattern != contract.RouteResult {
+		// A session's routes serve sessions, a snapshot build's serve
+		// snapshot builds: a token of one kind is no key to the other.
+		snapshotRoute := r.Pattern == contract.RouteSnapshotJob || r.Pattern == contract.RouteSnapshotResult
+		if snapshotRoute != (a.Kind == string(contract.KindSnapshot)) && r.Pattern != contract.RouteRepoToken {
+			contract.WriteError(w, http.StatusConflict, contract.ErrorInvalid, "not a route for this kind of attempt")
+			return
+		}
+		if a.State == store.AttemptEnded && r.Pattern != contract.RouteResult && r.Pattern != contract.RouteSnapshotResult {
 			contract.WriteError(w, http.StatusGone, contract.ErrorAttemptEnded, "the attempt has ended")
 			return
 		}
@@ -102,27 +112,52 @@ func (s *Service) handleSpec(w http.ResponseWriter, r *http.Request) {
 // supervisor's own fetch. It is never given to the sandbox.
 func (s *Service) handleRepoToken(w http.ResponseWriter, r *http.Request) {
 	a := attemptOf(r)
-	sess, err := s.store.GetSession(r.Context(), a.SessionID)
-	if err != nil {
-		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
-		return
+	var installationID, repoID int64
+	if a.Kind == string(contract.KindSnapshot) {
+		sr, err := s.store.GetSnapshotRepo(r.Context(), a.RepoID)
+		if err != nil {
+			contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
+			return
+		}
+		installationID, repoID = sr.InstallationID, sr.RepoID
+	} else {
+		sess, err := s.store.GetSession(r.Context(), a.SessionID)
+		if err != nil {
+			contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
+			return
+		}
+		installationID, repoID = sess.InstallationID, sess.RepoID
 	}
-	appClient, err := s.gh.App(r.Context())
-	if err != nil {
-		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
-		return
-	}
-	tok, _, err := appClient.Apps.CreateInstallationToken(r.Context(), sess.InstallationID, &github.InstallationTokenOptions{
-		RepositoryIDs: []int64{sess.RepoID},
-		Permissions:   &github.InstallationPermissions{Contents: github.String("read")},
-	})
+	tok, expires, err := s.mintRepoTokenUntil(r.Context(), installationID, repoID)
 	if err != nil {
 		s.channelLog(r).Error().Err(err).Msg("minting the repo token failed")
 		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "could not mint a repository token")
 		return
 	}
-	s.rememberToken(a.ID, tok.GetToken())
-	contract.WriteJSON(w, 0, contract.RepoTokenResponse{Token: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().Time})
+	s.rememberToken(a.ID, tok)
+	contract.WriteJSON(w, 0, contract.RepoTokenResponse{Token: tok, ExpiresAt: expires})
+}
+
+// mintRepoToken mints a read-only installation token for one repository:
+// for a supervisor's fetch, or a snapshot build's clone. Callers revoke it.
+func (s *Service) mintRepoToken(ctx context.Context, installationID, repoID int64) (string, error) {
+	tok, _, err := s.mintRepoTokenUntil(ctx, installationID, repoID)
+	return tok, err
+}
+
+func (s *Service) mintRepoTokenUntil(ctx context.Context, installationID, repoID int64) (string, time.Time, error) {
+	appClient, err := s.gh.App(ctx)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	tok, _, err := appClient.Apps.CreateInstallationToken(ctx, installationID, &github.InstallationTokenOptions{
+		RepositoryIDs: []int64{repoID},
+		Permissions:   &github.InstallationPermissions{Contents: github.String("read")},
+	})
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("minting a read token: %w", err)
+	}
+	return tok.GetToken(), tok.GetExpiresAt().Time, nil
 }
 
 func (s *Service) handleProgress(w http.ResponseWriter, r *http.Request) {
@@ -166,5 +201,47 @@ func (s *Service) handleResult(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.wakeWorkers()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Service) handleSnapshotJob(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", contract.ContentTypeJSON)
+	_, _ = w.Write([]byte(attemptOf(r).Spec)) // the job, stored encoded and validated at dispatch
+}
+
+// handleSnapshotResult records a snapshot build's outcome on the repo's
+// schedule, once, and collects old snapshots after a new one.
+func (s *Service) handleSnapshotResult(w http.ResponseWriter, r *http.Request) {
+	a := attemptOf(r)
+	res, err := contract.DecodeSnapshotResult(r.Body)
+	if err != nil {
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid snapshot result: "+err.Error())
+		return
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		contract.WriteError(w, http.StatusInternalServerError, contract.ErrorInvalid, "could not store the result")
+		return
+	}
+	first, err := s.store.RecordSnapshotResult(r.Context(), a.ID, string(body), res.Digest, res.Error, s.clock.Now())
+	if err != nil {
+		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
+		return
+	}
+	if first {
+		log := s.channelLog(r).With().Int64("repo_id", a.RepoID).Logger()
+		ctx := log.WithContext(r.Context())
+		s.revokeTokens(ctx, a.ID)
+		if res.Digest == "" {
+			log.Error().Str("error", res.Error).Msg("snapshot build failed; the previous snapshot stays")
+		} else {
+			log.Info().Str("digest", res.Digest).Str("sha", res.SHA).Msg("snapshot built")
+			if st, storeName, err := s.snapshots(); err == nil && st != nil {
+				if sr, err := s.store.GetSnapshotRepo(ctx, a.RepoID); err == nil {
+					s.collectSnapshots(ctx, st, storeName, sr.FullName)
+				}
+			}
+		}
+	}
 	w.WriteHeader(http.StatusNoContent)
 }

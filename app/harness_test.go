@@ -67,6 +67,8 @@ type harness struct {
 	handler atomic.Pointer[http.Handler]
 	// snapshotBuilder, when set before start, builds snapshots.
 	snapshotBuilder app.SnapshotBuilder
+	// snapshotExec, when set before start, starts snapshot builds.
+	snapshotExec app.Executor
 }
 
 type harnessOption func(*config.Server)
@@ -142,7 +144,7 @@ func (h *harness) start() {
 	}
 	h.svc = app.NewService(app.Options{Config: h.cfg, Store: st, GitHub: clients, Clock: h.clock,
 		Logger: zerolog.New(h.logs), WorkerName: "test", Executor: h.exec, ChannelURL: channelURL,
-		SnapshotBuilder: h.snapshotBuilder, Version: "test"})
+		SnapshotBuilder: h.snapshotBuilder, SnapshotExecutor: h.snapshotExec, Version: "test"})
 	if err := h.svc.ResolveIdentity(ctx); err != nil {
 		h.t.Fatal(err)
 	}

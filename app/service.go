@@ -44,9 +44,11 @@ type Service struct {
 	snapStore snapshotStore
 	// buildSnapshotFn builds snapshots (Options.SnapshotBuilder).
 	buildSnapshotFn SnapshotBuilder
-	version         string
-	attemptChecks   intervalGate
-	targetChecks    intervalGate
+	// snapshotExec starts snapshot builds on the executor (Options).
+	snapshotExec  Executor
+	version       string
+	attemptChecks intervalGate
+	targetChecks  intervalGate
 	// WorkerName identifies this replica's workers in leases.
 	WorkerName string
 }
@@ -62,6 +64,9 @@ type Options struct {
 	Executor   Executor
 	// ChannelURL overrides config's channel_url (tests, the demo).
 	ChannelURL string
+	// SnapshotExecutor, when set (Buildkite), starts snapshot builds as
+	// attempts on the executor instead of building in this process.
+	SnapshotExecutor Executor
 	// Version is `inspect version`, for user agents and snapshot labels.
 	Version string
 	// SnapshotBuilder builds snapshots on this host (supervisor.BuildSnapshot
@@ -82,7 +87,7 @@ func NewService(o Options) *Service {
 		cfg: o.Config, store: o.Store, gh: o.GitHub, clock: o.Clock, log: o.Logger,
 		loader: config.NewRepoLoader(), wake: make(chan struct{}, 1), WorkerName: o.WorkerName,
 		executor: o.Executor, channelURL: o.ChannelURL,
-		buildSnapshotFn: o.SnapshotBuilder, version: o.Version,
+		buildSnapshotFn: o.SnapshotBuilder, version: o.Version, snapshotExec: o.SnapshotExecutor,
 	}
 	if s.version == "" {
 		s.version = "dev"

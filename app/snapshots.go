@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/images"
+	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
@@ -149,7 +151,23 @@ func (s *Service) buildSnapshot(ctx context.Context, w *store.Work) error {
 	if err := s.store.StartSnapshotBuild(ctx, repoID, s.clock.Now().Add(snapshotBuildLease), s.clock.Now()); err != nil {
 		return err
 	}
+	if s.buildSnapshotFn == nil && s.snapshotExec != nil {
+		err := s.dispatchSnapshotBuild(ctx, r)
+		if err == nil {
+			return nil // the result comes over the channel
+		}
+		return s.finishSnapshotBuild(ctx, repoID, images.Snapshot{}, err)
+	}
+	if s.buildSnapshotFn == nil {
+		return s.finishSnapshotBuild(ctx, repoID, images.Snapshot{}, fmt.Errorf("snapshot builds need executor.kind local or buildkite (it is %s)", s.cfg.Executor.Kind))
+	}
 	snap, err := s.buildSnapshotOf(ctx, r)
+	return s.finishSnapshotBuild(ctx, repoID, snap, err)
+}
+
+// finishSnapshotBuild records a build's outcome on the repo's schedule.
+func (s *Service) finishSnapshotBuild(ctx context.Context, repoID int64, snap images.Snapshot, err error) error {
+	log := zerolog.Ctx(ctx)
 	digest, why := "", ""
 	if err != nil {
 		why = contract.NewRedactor().Redact(err.Error())
@@ -185,60 +203,71 @@ func isGone(err error) bool {
 	return isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusForbidden)
 }
 
-func (s *Service) buildSnapshotOf(ctx context.Context, r store.SnapshotRepo) (images.Snapshot, error) {
-	if s.buildSnapshotFn == nil {
-		return images.Snapshot{}, fmt.Errorf("snapshot builds need the local executor (executor.kind %s)", s.cfg.Executor.Kind)
+// snapshotTarget is what a snapshot build of a repo builds: the default
+// branch's head, under the config there.
+type snapshotTarget struct {
+	repo contract.Repo
+	sha  string
+	cfg  config.Repo
+}
+
+func (s *Service) snapshotTargetOf(ctx context.Context, r store.SnapshotRepo) (snapshotTarget, error) {
+	owner, name, _ := strings.Cut(r.FullName, "/")
+	c, err := s.gh.Installation(ctx, r.InstallationID)
+	if err != nil {
+		return snapshotTarget{}, err
 	}
+	repo, _, err := c.Repositories.Get(ctx, owner, name)
+	if err != nil {
+		return snapshotTarget{}, fmt.Errorf("reading the repository: %w", err)
+	}
+	ref, _, err := c.Git.GetRef(ctx, owner, name, "heads/"+repo.GetDefaultBranch())
+	if err != nil {
+		return snapshotTarget{}, fmt.Errorf("reading the default branch: %w", err)
+	}
+	cfg, err := s.loadRepoConfig(ctx, c, r.InstallationID, r.RepoID, repo, s.clock.Now())
+	if err != nil {
+		return snapshotTarget{}, fmt.Errorf("reading the repo's config: %w", err)
+	}
+	if !cfg.WantsSnapshots() {
+		return snapshotTarget{}, errors.New("the repo's config no longer asks for snapshots")
+	}
+	return snapshotTarget{
+		repo: contract.Repo{
+			Owner: owner, Name: name, ID: r.RepoID, DefaultBranch: repo.GetDefaultBranch(),
+			CloneURL: strings.TrimSuffix(s.cfg.GitHub.WebURL, "/") + "/" + owner + "/" + name + ".git",
+		},
+		sha: ref.GetObject().GetSHA(),
+		cfg: cfg,
+	}, nil
+}
+
+// buildSnapshotOf builds the repo's snapshot in this process.
+func (s *Service) buildSnapshotOf(ctx context.Context, r store.SnapshotRepo) (images.Snapshot, error) {
 	st, storeName, err := s.snapshots()
 	if err != nil {
 		return images.Snapshot{}, err
 	}
-	owner, name, _ := strings.Cut(r.FullName, "/")
-	c, err := s.gh.Installation(ctx, r.InstallationID)
+	target, err := s.snapshotTargetOf(ctx, r)
 	if err != nil {
 		return images.Snapshot{}, err
 	}
-	repo, _, err := c.Repositories.Get(ctx, owner, name)
-	if err != nil {
-		return images.Snapshot{}, fmt.Errorf("reading the repository: %w", err)
-	}
-	ref, _, err := c.Git.GetRef(ctx, owner, name, "heads/"+repo.GetDefaultBranch())
-	if err != nil {
-		return images.Snapshot{}, fmt.Errorf("reading the default branch: %w", err)
-	}
-	cfg, err := s.loadRepoConfig(ctx, c, r.InstallationID, r.RepoID, repo, s.clock.Now())
-	if err != nil {
-		return images.Snapshot{}, fmt.Errorf("reading the repo's config: %w", err)
-	}
-	if !cfg.WantsSnapshots() {
-		return images.Snapshot{}, errors.New("the repo's config no longer asks for snapshots")
-	}
-	appClient, err := s.gh.App(ctx)
+	tok, err := s.mintRepoToken(ctx, r.InstallationID, r.RepoID)
 	if err != nil {
 		return images.Snapshot{}, err
 	}
-	tok, _, err := appClient.Apps.CreateInstallationToken(ctx, r.InstallationID, &github.InstallationTokenOptions{
-		RepositoryIDs: []int64{r.RepoID},
-		Permissions:   &github.InstallationPermissions{Contents: github.String("read")},
-	})
-	if err != nil {
-		return images.Snapshot{}, fmt.Errorf("minting a read token: %w", err)
-	}
-	defer s.revokeToken(ctx, tok.GetToken())
+	defer s.revokeToken(ctx, tok)
 	base, err := s.baseImage(ctx)
 	if err != nil {
 		return images.Snapshot{}, err
 	}
 	res, err := s.buildSnapshotFn(ctx, supervisor.SnapshotBuild{
-		Repo: contract.Repo{
-			Owner: owner, Name: name, ID: r.RepoID, DefaultBranch: repo.GetDefaultBranch(),
-			CloneURL: strings.TrimSuffix(s.cfg.GitHub.WebURL, "/") + "/" + owner + "/" + name + ".git",
-		},
-		SHA:     ref.GetObject().GetSHA(),
-		Token:   tok.GetToken(),
-		Setup:   cfg.SnapshotSetupCommands(s.cfg.Sessions.CommandTimeout, snapshotBuildLease),
-		Caches:  cfg.SnapshotCaches(),
-		Env:     cfg.Env,
+		Repo:    target.repo,
+		SHA:     target.sha,
+		Token:   tok,
+		Setup:   target.cfg.SnapshotSetupCommands(s.cfg.Sessions.CommandTimeout, snapshotBuildLease),
+		Caches:  target.cfg.SnapshotCaches(),
+		Env:     target.cfg.Env,
 		Base:    base,
 		Store:   st,
 		Version: s.version,
@@ -248,12 +277,64 @@ func (s *Service) buildSnapshotOf(ctx context.Context, r store.SnapshotRepo) (im
 	if err != nil {
 		return images.Snapshot{}, err
 	}
-	if removed, err := st.GC(ctx, r.FullName, s.cfg.Snapshots.Keep); err != nil {
+	s.collectSnapshots(ctx, st, storeName, r.FullName)
+	return res.Snapshot, nil
+}
+
+// collectSnapshots garbage-collects a repo's snapshots, keeping
+// snapshots.keep. Best effort: a failure leaves a few more images.
+func (s *Service) collectSnapshots(ctx context.Context, st images.Store, storeName, fullName string) {
+	if removed, err := st.GC(ctx, fullName, s.cfg.Snapshots.Keep); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("store", storeName).Msg("snapshot garbage collection failed")
 	} else if len(removed) > 0 {
 		zerolog.Ctx(ctx).Info().Int("removed", len(removed)).Msg("old snapshots collected")
 	}
-	return res.Snapshot, nil
+}
+
+// dispatchSnapshotBuild starts the repo's snapshot build on the executor
+// (decision 0012): an attempt of kind snapshot, whose supervisor fetches the
+// job and a read token over the channel and reports the digest there.
+func (s *Service) dispatchSnapshotBuild(ctx context.Context, r store.SnapshotRepo) error {
+	_, storeName, err := s.snapshots()
+	if err != nil {
+		return err
+	}
+	target, err := s.snapshotTargetOf(ctx, r)
+	if err != nil {
+		return err
+	}
+	job := contract.SnapshotJob{
+		Version: contract.SnapshotJobVersion, AttemptID: newID(), Repo: target.repo, SHA: target.sha,
+		Store: storeName, BaseImage: s.cfg.Snapshots.BaseImage,
+		Setup:    target.cfg.SnapshotSetupCommands(s.cfg.Sessions.CommandTimeout, snapshotBuildLease),
+		Caches:   target.cfg.SnapshotCaches(),
+		Env:      target.cfg.Env,
+		Deadline: s.clock.Now().Add(snapshotBuildLease).UTC().Truncate(time.Second),
+	}
+	if err := job.Validate(); err != nil {
+		return err
+	}
+	jobJSON, err := json.Marshal(job)
+	if err != nil {
+		return err
+	}
+	claim := contract.NewSecret()
+	a := store.Attempt{ID: job.AttemptID, Kind: string(contract.KindSnapshot), RepoID: r.RepoID, Deadline: job.Deadline, Spec: string(jobJSON)}
+	if err := s.store.CreateAttempt(ctx, a, claim, s.clock.Now()); err != nil {
+		return err
+	}
+	ext, err := s.snapshotExec.Start(ctx, runner.Attempt{
+		SessionID: "snapshot-" + strconv.FormatInt(r.RepoID, 10), AttemptID: a.ID, Number: 1,
+		ChannelURL: s.channelURL, ClaimCode: claim, Deadline: a.Deadline,
+	})
+	if err != nil {
+		if endErr := s.store.EndAttempt(ctx, a.ID, s.clock.Now()); endErr != nil {
+			zerolog.Ctx(ctx).Warn().Err(endErr).Msg("ending the unstarted snapshot attempt failed")
+		}
+		return fmt.Errorf("starting the snapshot build: %w", err)
+	}
+	zerolog.Ctx(ctx).Info().Str("attempt_id", a.ID).Str("external_id", ext).Msg("snapshot build dispatched")
+	return s.store.SetAttemptExternalID(ctx, a.ID, ext, s.clock.Now())
 }
 
 // baseImage pulls snapshots.base_image (by reference, with the default

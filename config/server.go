@@ -101,6 +101,9 @@ type Buildkite struct {
 	// Organization and Pipeline name the session pipeline.
 	Organization string `yaml:"organization"`
 	Pipeline     string `yaml:"pipeline"`
+	// SnapshotPipeline builds snapshot images (decision 0012): its agents
+	// need push access to snapshots.store.
+	SnapshotPipeline string `yaml:"snapshot_pipeline"`
 	// Branch is the branch builds are created on; empty means the
 	// pipeline's default branch. The session's repo and commit come
 	// through the spec, never through Buildkite's checkout.
@@ -197,9 +200,10 @@ func Defaults() Server {
 		},
 		Executor: Executor{Kind: "local", MaxConcurrent: 2},
 		Buildkite: Buildkite{
-			APIURL:   "https://api.buildkite.com/",
-			Pipeline: "inspect-session",
-			Queue:    "inspect",
+			APIURL:           "https://api.buildkite.com/",
+			Pipeline:         "inspect-session",
+			SnapshotPipeline: "inspect-snapshot",
+			Queue:            "inspect",
 		},
 		Snapshots: Snapshots{Store: "oci:inspect-snapshots", Refresh: 30 * time.Minute, Keep: 5},
 		Database:  Database{Driver: "sqlite", DSN: "inspect.db"},
@@ -481,6 +485,9 @@ func (b Buildkite) validate(add func(key, format string, args ...any)) {
 	}
 	if !slugRE.MatchString(b.Pipeline) {
 		add("buildkite.pipeline", "must be the session pipeline's slug (lower-case letters, digits, - and _)")
+	}
+	if !slugRE.MatchString(b.SnapshotPipeline) || b.SnapshotPipeline == b.Pipeline {
+		add("buildkite.snapshot_pipeline", "must be the snapshot pipeline's slug, not the session pipeline's")
 	}
 	if b.APIToken == "" && b.APITokenPath == "" {
 		add("buildkite.api_token", "set it or buildkite.api_token_path")

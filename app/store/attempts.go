@@ -33,6 +33,10 @@ type Attempt struct {
 	ExternalID string
 	// Number counts the session's attempts from 1.
 	Number int
+	// Kind is "session" or "snapshot" (a snapshot build, RepoID's, with no
+	// session: SessionID is empty).
+	Kind   string
+	RepoID int64
 	// ExternalState is the executor's last reported state of the attempt
 	// (a Buildkite build's "scheduled", "running", "passed", ...).
 	ExternalState string
@@ -67,10 +71,17 @@ func (s *Store) CreateAttempt(ctx context.Context, a Attempt, claimCode string, 
 		if number < 1 {
 			number = 1
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, session_id, claim_hash, state, deadline, spec, number, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`, a.ID, a.SessionID, HashSecret(claimCode), string(AttemptStarted), ms(a.Deadline), a.Spec, number, ms(now))
+		kind := a.Kind
+		if kind == "" {
+			kind = "session"
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, session_id, claim_hash, state, deadline, spec, number, kind, repo_id, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`, a.ID, a.SessionID, HashSecret(claimCode), string(AttemptStarted), ms(a.Deadline), a.Spec, number, kind, a.RepoID, ms(now))
 		if err != nil {
 			return fmt.Errorf("creating attempt: %w", err)
+		}
+		if a.SessionID == "" {
+			return nil // a snapshot build: no session to point at it
 		}
 		// The deadline is the session's from here on, whatever else happens
 		// (a claim can come before the dispatch is recorded).
@@ -153,9 +164,9 @@ func (s *Store) attemptRow(ctx context.Context, q querier, id string) (Attempt, 
 		claimHash, tokenHash string
 	)
 	err := q.QueryRowContext(ctx, `SELECT id, session_id, external_id, state, deadline, progress_seq, progress, spec, result,
-		created_at, claim_hash, token_hash, number, external_state FROM attempts WHERE id = $1`, id).
+		created_at, claim_hash, token_hash, number, external_state, kind, repo_id FROM attempts WHERE id = $1`, id).
 		Scan(&a.ID, &a.SessionID, &a.ExternalID, &state, &deadline, &a.ProgressSeq, &a.Progress, &a.Spec, &a.Result, &created, &claimHash, &tokenHash,
-			&a.Number, &a.ExternalState)
+			&a.Number, &a.ExternalState, &a.Kind, &a.RepoID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attempt{}, "", "", fmt.Errorf("attempt %s: %w", id, ErrNotFound)
 	}
@@ -254,6 +265,26 @@ func (s *Store) RecordResult(ctx context.Context, id, resultJSON string, now tim
 			return err
 		}
 		return s.insertWork(ctx, tx, NewWork{Kind: ReportSession, SessionID: sessionID}, now)
+	})
+	return first, err
+}
+
+// RecordSnapshotResult ends a snapshot build attempt with its result, and
+// records it on the repo's schedule (FinishSnapshotBuild's effect), in one
+// transaction; a repeated upload changes nothing.
+func (s *Store) RecordSnapshotResult(ctx context.Context, id, resultJSON, digest, buildErr string, now time.Time) (first bool, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var repoID int64
+		err := tx.QueryRowContext(ctx, `UPDATE attempts SET result = $2, state = $3, updated_at = $4
+			WHERE id = $1 AND state = 'running' AND kind = 'snapshot' RETURNING repo_id`, id, resultJSON, string(AttemptEnded), ms(now)).Scan(&repoID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		first = true
+		return finishSnapshotBuild(ctx, tx, repoID, digest, buildErr, now)
 	})
 	return first, err
 }

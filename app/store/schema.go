@@ -146,5 +146,11 @@ func migrations(d dialect) [][]string {
 				updated_at      BIGINT NOT NULL
 			)` + clustered,
 		},
+		// 5: attempts that build a repo's snapshot on an executor, not a
+		// session (decision 0012).
+		{
+			`ALTER TABLE attempts ADD COLUMN kind TEXT NOT NULL DEFAULT 'session'`,
+			`ALTER TABLE attempts ADD COLUMN repo_id BIGINT NOT NULL DEFAULT 0`,
+		},
 	}
 }

@@ -135,12 +135,20 @@ func (s *Store) GetSnapshotRepo(ctx context.Context, repoID int64) (SnapshotRepo
 // FinishSnapshotBuild records a build's end: its digest, or its error (the
 // previous snapshot stays the latest). Either way the repo may build again.
 func (s *Store) FinishSnapshotBuild(ctx context.Context, repoID int64, digest, buildErr string, now time.Time) error {
+	return finishSnapshotBuild(ctx, s.db, repoID, digest, buildErr, now)
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func finishSnapshotBuild(ctx context.Context, db execer, repoID int64, digest, buildErr string, now time.Time) error {
 	q := `UPDATE snapshot_repos SET building_until = 0, last_error = $2, updated_at = $3 WHERE repo_id = $1`
 	args := []any{repoID, buildErr, ms(now)}
 	if digest != "" {
 		q = `UPDATE snapshot_repos SET building_until = 0, last_error = '', last_digest = $2, last_built_at = $3, updated_at = $3 WHERE repo_id = $1`
 		args = []any{repoID, digest, ms(now)}
 	}
-	_, err := s.db.ExecContext(ctx, q, args...)
+	_, err := db.ExecContext(ctx, q, args...)
 	return err
 }

@@ -29,6 +29,17 @@ func buildkiteExecutor(cfg config.Server) (*buildkite.Executor, error) {
 	return buildkite.New(buildkiteConfig(cfg, token))
 }
 
+// buildkiteSnapshotExecutor starts snapshot builds on the snapshot pipeline.
+func buildkiteSnapshotExecutor(cfg config.Server) (*buildkite.Executor, error) {
+	token, err := cfg.BuildkiteAPIToken()
+	if err != nil {
+		return nil, err
+	}
+	bc := buildkiteConfig(cfg, token)
+	bc.Pipeline = cfg.Buildkite.SnapshotPipeline
+	return buildkite.New(bc)
+}
+
 func buildkiteConfig(cfg config.Server, token string) buildkite.Config {
 	return buildkite.Config{
 		BaseURL: cfg.Buildkite.APIURL, Token: token,
@@ -75,16 +86,26 @@ func buildkiteCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	opts := buildkite.SetupOptions{Repository: *repository, DefaultBranch: *branch, Queue: cfg.Buildkite.Queue, TimeoutMinutes: stepTimeoutMinutes(cfg)}
-	created, err := buildkite.Setup(ctx, buildkiteConfig(cfg, token), opts)
-	if err != nil {
-		fmt.Fprintf(stderr, "inspect: setting up the session pipeline: %v\n", err)
-		return 1
+	// The session pipeline, then the snapshot pipeline: the same static
+	// step (the claim tells the supervisor which it is), each on its own
+	// pipeline so that only the snapshot pipeline's agents get push rights.
+	for _, p := range []struct{ slug, name string }{
+		{cfg.Buildkite.Pipeline, "Inspect session"},
+		{cfg.Buildkite.SnapshotPipeline, "Inspect snapshot"},
+	} {
+		bc := buildkiteConfig(cfg, token)
+		bc.Pipeline = p.slug
+		opts := buildkite.SetupOptions{Name: p.name, Repository: *repository, DefaultBranch: *branch, Queue: cfg.Buildkite.Queue, TimeoutMinutes: stepTimeoutMinutes(cfg)}
+		created, err := buildkite.Setup(ctx, bc, opts)
+		if err != nil {
+			fmt.Fprintf(stderr, "inspect: setting up pipeline %s: %v\n", p.slug, err)
+			return 1
+		}
+		what := "updated"
+		if created {
+			what = "created"
+		}
+		fmt.Fprintf(stdout, "%s pipeline %s/%s (queue %s, timeout %d minutes)\n", what, cfg.Buildkite.Organization, p.slug, opts.Queue, opts.TimeoutMinutes)
 	}
-	what := "updated"
-	if created {
-		what = "created"
-	}
-	fmt.Fprintf(stdout, "%s pipeline %s/%s (queue %s, timeout %d minutes)\n", what, cfg.Buildkite.Organization, cfg.Buildkite.Pipeline, opts.Queue, opts.TimeoutMinutes)
 	return 0
 }

@@ -155,13 +155,22 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 		exec = lx
 	}
 	var builder app.SnapshotBuilder
-	if cfg.Executor.Kind == "local" {
+	var snapshotExec app.Executor
+	switch cfg.Executor.Kind {
+	case "local":
 		// Snapshots are built on this host, in the same sandbox sessions
-		// use. (On Buildkite they will be builds of the snapshot step.)
+		// use.
 		builder = supervisor.BuildSnapshot
+	case "buildkite":
+		// As builds of the snapshot pipeline, whose agents may push.
+		sx, err := buildkiteSnapshotExecutor(cfg)
+		if err != nil {
+			return err
+		}
+		snapshotExec = sx
 	}
 	svc := app.NewService(app.Options{Config: cfg, Store: st, GitHub: gh, Logger: log, Executor: exec, ChannelURL: channelURL,
-		Version: version, SnapshotBuilder: builder})
+		Version: version, SnapshotBuilder: builder, SnapshotExecutor: snapshotExec})
 	if err := svc.ResolveIdentity(ctx); err != nil {
 		return err
 	}

@@ -46,6 +46,10 @@ const (
 	// upload of the same attempt's result is acknowledged and changes
 	// nothing, so the supervisor may retry freely.
 	PathResult = "/v1/attempts/{attempt}/result"
+	// PathSnapshotJob: GET the SnapshotJob of a snapshot build attempt.
+	PathSnapshotJob = "/v1/attempts/{attempt}/snapshot-job"
+	// PathSnapshotResult: PUT the SnapshotResult.
+	PathSnapshotResult = "/v1/attempts/{attempt}/snapshot-result"
 	// PathEgress is the prefix of the egress proxy, the sandbox's only way
 	// out. Session token, added by the supervisor as it relays; the app
 	// adds the upstream credential and forwards only to what the server
@@ -67,6 +71,9 @@ const (
 	RouteRepoToken = "POST " + PathRepoToken
 	RouteProgress  = "POST " + PathProgress
 	RouteResult    = "PUT " + PathResult
+	// RouteSnapshotJob and RouteSnapshotResult serve snapshot builds.
+	RouteSnapshotJob    = "GET " + PathSnapshotJob
+	RouteSnapshotResult = "PUT " + PathSnapshotResult
 )
 
 // Headers of the session channel.
@@ -158,6 +165,10 @@ func (c ClaimRequest) String() string {
 // evidence (add it to the Redactor).
 type ClaimResponse struct {
 	SessionToken string `json:"session_token"`
+	// Kind is what the attempt is: a session (KindSession, also when
+	// empty), whose spec is at PathSpec, or a snapshot build
+	// (KindSnapshot), whose job is at PathSnapshotJob.
+	Kind AttemptKind `json:"kind,omitempty"`
 	// ExpiresAt is when the token stops working; the session's deadline
 	// plus a grace period for the result upload.
 	ExpiresAt time.Time `json:"expires_at"`
@@ -245,6 +256,11 @@ func (c ClaimResponse) Validate() error {
 	checkCredential(&f, "session_token", c.SessionToken)
 	if c.ExpiresAt.IsZero() {
 		f.add("expires_at", "is required")
+	}
+	switch c.Kind {
+	case "", KindSession, KindSnapshot:
+	default:
+		f.add("kind", "%s is not a kind of attempt", safeQuote(string(c.Kind)))
 	}
 	return f.err("claim response")
 }

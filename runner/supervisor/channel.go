@@ -193,3 +193,16 @@ func (c *channel) progress(ctx context.Context, ev contract.ProgressEvent) error
 func (c *channel) result(ctx context.Context, u *contract.ResultUpload) error {
 	return c.do(ctx, http.MethodPut, contract.PathResult, u, nil)
 }
+
+func (c *channel) snapshotJob(ctx context.Context) (contract.SnapshotJob, error) {
+	var j contract.SnapshotJob
+	err := c.do(ctx, http.MethodGet, contract.PathSnapshotJob, nil, func(r io.Reader) (err error) {
+		j, err = contract.DecodeSnapshotJob(r)
+		return err
+	})
+	return j, err
+}
+
+func (c *channel) snapshotResult(ctx context.Context, res contract.SnapshotResult) error {
+	return c.do(ctx, http.MethodPut, contract.PathSnapshotResult, res, nil)
+}

@@ -241,6 +241,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("supervisor: claiming the attempt: %s", red.Redact(err.Error()))
 	}
 	red.Add(claim.SessionToken)
+	if claim.Kind == contract.KindSnapshot {
+		return runSnapshotJob(ctx, cfg, ch, red, log)
+	}
 	rctx, cancel = context.WithTimeout(ctx, cfg.RequestTimeout)
 	spec, err := ch.spec(rctx)
 	cancel()

@@ -1,0 +1,110 @@
+package contract
+
+import (
+	"io"
+	"reflect"
+	"time"
+)
+
+// AttemptKind says what an attempt runs.
+type AttemptKind string
+
+// Attempt kinds.
+const (
+	KindSession  AttemptKind = "session"
+	KindSnapshot AttemptKind = "snapshot"
+)
+
+// SnapshotJobVersion is the version of SnapshotJob this build writes and
+// reads.
+const SnapshotJobVersion = "inspect.snapshot-job/v1"
+
+// MaxSnapshotJobBytes caps a SnapshotJob.
+const MaxSnapshotJobBytes = 256 << 10
+
+// SnapshotJob is a snapshot build on an executor (decision 0012): build the
+// repo at SHA as the repo's config says and push it to Store. Like a spec,
+// it holds no credential: the read token comes from PathRepoToken, and
+// push credentials are the executor host's own.
+type SnapshotJob struct {
+	Version   string `json:"version"`
+	AttemptID string `json:"attempt_id"`
+	Repo      Repo   `json:"repo"`
+	SHA       string `json:"sha"`
+	// Store is where to push (as Snapshot.Store).
+	Store string `json:"store"`
+	// BaseImage is a reference to the toolchain image, pinned by digest;
+	// empty for none.
+	BaseImage string            `json:"base_image,omitempty"`
+	Setup     []Command         `json:"setup,omitempty"`
+	Caches    []Cache           `json:"caches,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	Deadline  time.Time         `json:"deadline"`
+}
+
+// Validate reports every fault in the job, each naming its field.
+func (j *SnapshotJob) Validate() error {
+	var f faults
+	if j.Version != SnapshotJobVersion {
+		f.add("version", "must be %q, not %s", SnapshotJobVersion, safeQuote(j.Version))
+	}
+	checkID(&f, "attempt_id", j.AttemptID)
+	j.Repo.validate(&f, "repo")
+	checkSHA(&f, "sha", j.SHA)
+	if err := ValidateSnapshotStore(j.Store); err != nil {
+		f.add("store", "%v", err)
+	}
+	checkLine(&f, "base_image", j.BaseImage, 512, false)
+	validateCommands(&f, "setup", j.Setup)
+	validateCaches(&f, "caches", j.Caches)
+	validateEnv(&f, "env", j.Env)
+	if j.Deadline.IsZero() {
+		f.add("deadline", "is required")
+	}
+	scanSecrets(&f, "", reflect.ValueOf(j).Elem())
+	return f.err("snapshot job")
+}
+
+// DecodeSnapshotJob reads a SnapshotJob strictly and validates it.
+func DecodeSnapshotJob(r io.Reader) (SnapshotJob, error) {
+	var j SnapshotJob
+	if err := decodeDocument(r, "snapshot job", MaxSnapshotJobBytes, SnapshotJobVersion, &j); err != nil {
+		return SnapshotJob{}, err
+	}
+	if err := j.Validate(); err != nil {
+		return SnapshotJob{}, err
+	}
+	return j, nil
+}
+
+// SnapshotResult ends a snapshot build: the pushed image's digest and the
+// commit it holds, or why there is none.
+type SnapshotResult struct {
+	Digest string `json:"digest,omitempty"`
+	SHA    string `json:"sha,omitempty"`
+	// Error says why the build failed (redacted; shown to operators).
+	Error string `json:"error,omitempty"`
+}
+
+// Validate reports the result's faults.
+func (r SnapshotResult) Validate() error {
+	var f faults
+	switch {
+	case r.Digest == "" && r.Error == "":
+		f.add("error", "is required when there is no digest")
+	case r.Digest != "":
+		if !IsImageDigest(r.Digest) {
+			f.add("digest", `must be "sha256:" followed by 64 lowercase hex digits`)
+		}
+		checkSHA(&f, "sha", r.SHA)
+	}
+	checkText(&f, "error", r.Error, 4<<10, false)
+	return f.err("snapshot result")
+}
+
+// DecodeSnapshotResult reads a SnapshotResult strictly and validates it.
+func DecodeSnapshotResult(r io.Reader) (SnapshotResult, error) {
+	var res SnapshotResult
+	err := decodeMessage(r, "snapshot result", MaxClaimBytes, &res)
+	return res, err
+}

@@ -1,0 +1,91 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/images"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// runSnapshotJob is an attempt that builds a snapshot (decision 0012): it
+// fetches the job and a read token over the channel, builds and pushes with
+// this host's registry credentials (the usual keychain), and reports the
+// digest or why there is none. The Report's Uploaded says whether the app
+// took the result.
+func runSnapshotJob(ctx context.Context, cfg Config, ch *channel, red *contract.Redactor, log zerolog.Logger) (*Report, error) {
+	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+	job, err := ch.snapshotJob(rctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: fetching the snapshot job: %s", red.Redact(err.Error()))
+	}
+	if job.AttemptID != cfg.AttemptID {
+		return nil, fmt.Errorf("supervisor: the snapshot job is for attempt %s, not this one", job.AttemptID)
+	}
+	log = log.With().Str("repo", job.Repo.Owner+"/"+job.Repo.Name).Logger()
+	log.Info().Msg("snapshot build claimed")
+	buildCtx, stop := context.WithDeadline(ctx, job.Deadline)
+	res, buildErr := buildFromJob(buildCtx, cfg, ch, red, log, job)
+	stop()
+
+	result := contract.SnapshotResult{Digest: res.Digest.String(), SHA: res.SHA}
+	if buildErr != nil {
+		result = contract.SnapshotResult{Error: contract.CleanProgressMessage(red.Redact(buildErr.Error()))}
+		log.Error().Str("error", result.Error).Msg("snapshot build failed")
+	}
+	// Reported even when ctx ended (SIGTERM): the app should know.
+	finish, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.FinishTimeout)
+	defer cancel()
+	if err := ch.snapshotResult(finish, result); err != nil {
+		log.Warn().Str("error", red.Redact(err.Error())).Msg("reporting the snapshot build failed")
+		return &Report{}, nil
+	}
+	return &Report{Uploaded: true}, nil
+}
+
+func buildFromJob(ctx context.Context, cfg Config, ch *channel, red *contract.Redactor, log zerolog.Logger, job contract.SnapshotJob) (images.Snapshot, error) {
+	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+	tok, err := ch.repoToken(rctx)
+	cancel()
+	if err != nil {
+		return images.Snapshot{}, fmt.Errorf("getting the repository's read token: %w", err)
+	}
+	red.Add(tok.Token, basicCredential(tok.Token))
+	store, err := images.OpenStore(job.Store)
+	if err != nil {
+		return images.Snapshot{}, err
+	}
+	var base v1.Image
+	if job.BaseImage != "" {
+		ref, err := name.ParseReference(job.BaseImage)
+		if err != nil {
+			return images.Snapshot{}, fmt.Errorf("base image: %w", err)
+		}
+		if base, err = remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+			return images.Snapshot{}, fmt.Errorf("pulling the base image: %w", err)
+		}
+	}
+	res, err := BuildSnapshot(ctx, SnapshotBuild{
+		Repo: job.Repo, SHA: job.SHA, Token: tok.Token,
+		Setup: job.Setup, Caches: job.Caches, Env: job.Env, Base: base, Store: store,
+		Version: cfg.RunnerVersion, WorkDir: cfg.WorkDir, LayerCache: cfg.LayerCache,
+		SandboxUID: cfg.SandboxUID, SandboxGID: cfg.SandboxGID, SandboxPath: cfg.SandboxPath, Git: cfg.Git,
+		Now: cfg.Now, Log: log,
+	})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return images.Snapshot{}, fmt.Errorf("the build ran past its deadline (%s)", job.Deadline.Format(time.RFC3339))
+		}
+		return images.Snapshot{}, err
+	}
+	return res.Snapshot, nil
+}

@@ -659,3 +659,36 @@ func TestStatusShowsTheLatestProgress(t *testing.T) {
 		t.Errorf("status does not show the progress:\n%+v", h.comments(prNumber))
 	}
 }
+
+// A session's token opens only session routes, a snapshot build's only
+// snapshot routes (and the repo token, which both need).
+func TestChannelRoutesKeepToTheirKindOfAttempt(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	sv, _ := startOnPR(t, h, ex, "/inspect fix it")
+	sv.call(http.MethodGet, contract.PathSnapshotJob, nil, nil, http.StatusConflict)
+	sv.call(http.MethodPut, contract.PathSnapshotResult, contract.SnapshotResult{Error: "x"}, nil, http.StatusConflict)
+
+	ctx := context.Background()
+	if err := h.st.WantSnapshots(ctx, repoID, owner+"/"+repoName, installationID, h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	code := contract.NewSecret()
+	if err := h.st.CreateAttempt(ctx, store.Attempt{ID: "snapshot-attempt-1", Kind: string(contract.KindSnapshot), RepoID: repoID,
+		Deadline: h.clock.Now().Add(time.Hour), Spec: `{"version":"x"}`}, code, h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	snap := h.claim(runner.Attempt{AttemptID: "snapshot-attempt-1", ClaimCode: code})
+	snap.call(http.MethodGet, contract.PathSpec, nil, nil, http.StatusConflict)
+	snap.call(http.MethodPut, contract.PathResult, map[string]any{}, nil, http.StatusConflict)
+	snap.call(http.MethodGet, contract.PathSnapshotJob, nil, nil, http.StatusOK)
+	var tok contract.RepoTokenResponse
+	snap.call(http.MethodPost, contract.PathRepoToken, nil, &tok, http.StatusOK)
+	if tok.Token == "" {
+		t.Error("no repo token for the snapshot build")
+	}
+	snap.call(http.MethodPut, contract.PathSnapshotResult, contract.SnapshotResult{Error: "setup failed"}, nil, http.StatusNoContent)
+	if r, err := h.st.GetSnapshotRepo(ctx, repoID); err != nil || r.LastError != "setup failed" {
+		t.Errorf("schedule = %+v (%v)", r, err)
+	}
+}

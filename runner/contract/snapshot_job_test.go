@@ -1,0 +1,87 @@
+package contract
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func validSnapshotJob() SnapshotJob {
+	return SnapshotJob{
+		Version: SnapshotJobVersion, AttemptID: "01hx3k9q2m7e4w-s",
+		Repo:     Repo{Owner: "octo-org", Name: "hello.world", ID: 1296269, CloneURL: "https://github.com/octo-org/hello.world.git", DefaultBranch: "main"},
+		SHA:      strings.Repeat("a", 40),
+		Store:    "registry.example.com/inspect",
+		Setup:    []Command{{Name: "snapshot deps", Argv: []string{"go", "mod", "download"}, Timeout: Duration(time.Minute)}},
+		Caches:   []Cache{{Path: "/cache/go", Lockfiles: []string{"go.sum"}}},
+		Env:      map[string]string{"GOFLAGS": "-trimpath"},
+		Deadline: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+}
+
+func TestSnapshotJobValidateAndDecode(t *testing.T) {
+	j := validSnapshotJob()
+	b, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeSnapshotJob(bytes.NewReader(b))
+	if err != nil || got.SHA != j.SHA || got.Caches[0].Path != "/cache/go" {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	for name, c := range map[string]struct {
+		mutate func(*SnapshotJob)
+		field  string
+	}{
+		"other version":    {func(j *SnapshotJob) { j.Version = "inspect.snapshot-job/v0" }, "version"},
+		"no store":         {func(j *SnapshotJob) { j.Store = "" }, "store"},
+		"short sha":        {func(j *SnapshotJob) { j.SHA = "abc" }, "sha"},
+		"cache in .git":    {func(j *SnapshotJob) { j.Caches[0].Path = "/workspace/.git" }, "caches[0].path"},
+		"token in the env": {func(j *SnapshotJob) { j.Env["T"] = "ghp_" + strings.Repeat("a", 36) }, "env.T"},
+		"no deadline":      {func(j *SnapshotJob) { j.Deadline = time.Time{} }, "deadline"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			j := validSnapshotJob()
+			c.mutate(&j)
+			err := j.Validate()
+			if err == nil || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("error %v does not name %s", err, c.field)
+			}
+		})
+	}
+	// Unknown fields are refused, as in every document.
+	if _, err := DecodeSnapshotJob(strings.NewReader(strings.Replace(string(b), `"sha"`, `"token":"x","sha"`, 1))); err == nil {
+		t.Error("an unknown field was accepted")
+	}
+}
+
+func TestSnapshotResultAndClaimKind(t *testing.T) {
+	for name, c := range map[string]struct {
+		body string
+		ok   bool
+	}{
+		"digest":         {`{"digest":"sha256:` + strings.Repeat("b", 64) + `","sha":"` + strings.Repeat("a", 40) + `"}`, true},
+		"error":          {`{"error":"setup failed"}`, true},
+		"neither":        {`{}`, false},
+		"bad digest":     {`{"digest":"latest","sha":"` + strings.Repeat("a", 40) + `"}`, false},
+		"digest, no sha": {`{"digest":"sha256:` + strings.Repeat("b", 64) + `"}`, false},
+		"unknown field":  {`{"error":"x","extra":1}`, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := DecodeSnapshotResult(strings.NewReader(c.body))
+			if (err == nil) != c.ok {
+				t.Errorf("err = %v, want ok=%v", err, c.ok)
+			}
+		})
+	}
+	resp := ClaimResponse{SessionToken: strings.Repeat("t", 32), ExpiresAt: time.Now(), Kind: "cron"}
+	if err := resp.Validate(); err == nil {
+		t.Error("an unknown attempt kind was accepted")
+	}
+	resp.Kind = KindSnapshot
+	if err := resp.Validate(); err != nil {
+		t.Error(err)
+	}
+}

@@ -139,6 +139,16 @@ func (f *snapshotFixture) spec(pinned string) contract.Spec {
 	return spec
 }
 
+// setupRan says whether the snapshot setup ("deps") ran and passed.
+func setupRan(ev contract.Evidence) bool {
+	for _, c := range ev.Commands {
+		if c.Phase == contract.PhaseSetup && c.Name == "deps" && c.ExitCode == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func seenFile(t *testing.T, u contract.ResultUpload) string {
 	t.Helper()
 	if u.Manifest == nil {
@@ -184,11 +194,7 @@ func TestChangedLockfileRerunsTheSnapshotSetup(t *testing.T) {
 	if u.Evidence.Outcome != contract.OutcomeOK {
 		t.Fatalf("outcome %s: %s", u.Evidence.Outcome, u.Evidence.Reason)
 	}
-	ran := false
-	for _, c := range u.Evidence.Commands {
-		ran = ran || (c.Phase == contract.PhaseSetup && c.Name == "deps" && c.ExitCode == 0)
-	}
-	if !ran {
+	if !setupRan(u.Evidence) {
 		t.Errorf("the snapshot setup did not run: %+v", u.Evidence.Commands)
 	}
 	if got := seenFile(t, u); got != "one\nnew\nrebuilt\n" {
@@ -214,11 +220,7 @@ func TestUnrestorableSnapshotFallsBackToAColdClone(t *testing.T) {
 	}
 	// Cold, the caches are empty directories at their paths, and the
 	// snapshot setup fills them.
-	ran := false
-	for _, c := range u.Evidence.Commands {
-		ran = ran || (c.Phase == contract.PhaseSetup && c.Name == "deps" && c.ExitCode == 0)
-	}
-	if !ran {
+	if !setupRan(u.Evidence) {
 		t.Errorf("the snapshot setup did not run on the cold clone: %+v", u.Evidence.Commands)
 	}
 	if got := seenFile(t, u); got != "one\nnew\n" {

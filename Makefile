@@ -41,11 +41,14 @@ demo: ensure-go ensure-bubblewrap
 
 # Benchmarks; results are recorded by hand in BENCHMARKS.md. The webhook
 # benchmark runs a fixed 6000 deliveries per side, five times, so its
-# percentiles come from enough samples.
-bench: ensure-go ensure-postgres
+# percentiles come from enough samples. The snapshot benchmarks (issue 5)
+# build this repository with its vendored dependencies in the sandbox, cold
+# and from snapshots: one iteration each, several minutes in all.
+bench: ensure-go ensure-postgres ensure-bubblewrap
 	$(GO) test -run '^$$' -bench WebhookAck -benchtime 6000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench . -benchtime 8000x ./app/store/
 	$(GO) test -run '^$$' -bench . ./policy/
+	$(GO) test -run '^$$' -bench 'SessionStart|SnapshotRefreshBytes' -benchtime=1x -timeout 60m ./runner/supervisor/
 
 clean:
 	rm -rf bin .demo

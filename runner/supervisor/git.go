@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/inspecthq/inspect/runner/internal/hostgit"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,6 +89,10 @@ type workspace struct {
 	work    string // dir/workspace: /workspace in the sandbox
 	gitDir  string // dir/git: the supervisor's private repository, never mounted
 	homeDir string // dir/home: git's empty HOME
+	// snapshotGit is the restored snapshot's .git as extracted in the
+	// layer cache (the supervisor's, never mounted, never the agent's):
+	// the private repository borrows its objects instead of fetching them.
+	snapshotGit string
 }
 
 // The pinned commit is kept under this ref, in the private repository and in
@@ -157,10 +162,13 @@ func (w *workspace) fetchOnto(ctx context.Context, g *git, cloneURL, sha, token,
 	}
 	depth := []string{"--depth=1"}
 	if base != "" {
-		// Local and fast: the restored snapshot's commit, as a "have" for
-		// the remote fetch.
-		if _, err := w.private(ctx, g, nil, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth=1",
-			filepath.Join(w.work, ".git"), pinnedRef); err != nil {
+		// The snapshot's commit, as a "have" for the remote fetch: its
+		// objects borrowed from the layer cache, its shallow boundary
+		// copied, a ref naming it. No copy and no fetch.
+		if err := w.borrowSnapshotObjects(); err != nil {
+			return 0, fmt.Errorf("reading the snapshot's commit: %w", err)
+		}
+		if _, err := w.private(ctx, g, nil, nil, "update-ref", "refs/inspect/snapshot", base); err != nil {
 			return 0, fmt.Errorf("reading the snapshot's commit: %w", err)
 		}
 		if _, err := w.private(ctx, g, nil, nil, "read-tree", base); err != nil {
@@ -201,6 +209,12 @@ func (w *workspace) fetchOnto(ctx context.Context, g *git, cloneURL, sha, token,
 	if _, err := w.private(ctx, g, nil, nil, "update-ref", pinnedRef, sha); err != nil {
 		return 0, err
 	}
+	if base != "" && sha == base {
+		// Pinned at the snapshot's own commit: the restored files and the
+		// restored .git (made by the snapshot build exactly as below) are
+		// already what a checkout would give.
+		return 0, nil
+	}
 	if _, err := w.private(ctx, g, nil, nil, "checkout", "--quiet", "--force", "--detach", sha); err != nil {
 		return 0, err
 	}
@@ -223,6 +237,35 @@ func (w *workspace) fetchOnto(ctx context.Context, g *git, cloneURL, sha, token,
 		return 0, err
 	}
 	return drift, nil
+}
+
+// borrowSnapshotObjects points the private repository at the extracted
+// snapshot's object store (objects/info/alternates) and copies its shallow
+// boundary, so the snapshot's commit is there without a fetch.
+func (w *workspace) borrowSnapshotObjects() error {
+	if w.snapshotGit == "" {
+		return errors.New("no snapshot .git to borrow from")
+	}
+	objects := filepath.Join(w.snapshotGit, "objects")
+	// Lstat: a symlink the image put there must not send git elsewhere.
+	if fi, err := os.Lstat(objects); err != nil || !fi.IsDir() {
+		return fmt.Errorf("the snapshot has no object store of its own (%v)", err)
+	}
+	if err := os.WriteFile(filepath.Join(w.gitDir, "objects", "info", "alternates"), []byte(objects+"\n"), 0o600); err != nil {
+		return err
+	}
+	shallowFile := filepath.Join(w.snapshotGit, "shallow")
+	if fi, err := os.Lstat(shallowFile); err == nil && !fi.Mode().IsRegular() {
+		return errors.New("the snapshot's shallow file is not a file")
+	}
+	shallow, err := os.ReadFile(shallowFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // a full history: no boundary
+	case err != nil:
+		return err
+	}
+	return os.WriteFile(filepath.Join(w.gitDir, "shallow"), shallow, 0o600)
 }
 
 // fetchRemote fetches sha from cloneURL into the private repository with

@@ -84,6 +84,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			if err := copyTree(filepath.Join(dir, "workspace"), s.ws.work); err != nil {
 				return nil, fmt.Errorf("restoring the workspace: %w", err)
 			}
+			s.ws.snapshotGit = filepath.Join(dir, "workspace", ".git")
 		case images.LayerKindCache:
 			p := desc.Annotations[images.AnnotationCachePath]
 			if contract.ValidateCachePath(p) != nil {

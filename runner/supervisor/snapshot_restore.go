@@ -81,7 +81,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 		}
 		switch desc.Annotations[images.AnnotationLayer] {
 		case images.LayerKindWorkspace:
-			if err := copyTree(filepath.Join(dir, "workspace"), s.ws.work); err != nil {
+			if err := s.layerView(filepath.Join(dir, "workspace"), s.ws.work, filepath.Join(s.ws.dir, "overlay", "workspace")); err != nil {
 				return nil, fmt.Errorf("restoring the workspace: %w", err)
 			}
 			s.ws.snapshotGit = filepath.Join(dir, "workspace", ".git")
@@ -103,9 +103,8 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 				}
 				continue
 			}
-			// A copy, not an overlay: the sandbox writes to its caches and
-			// the layer cache is shared. (Overlayfs would avoid the copy
-			// for a root supervisor; a copy works everywhere.)
+			// A writable view (an overlay, or a copy): the sandbox writes
+			// to its caches and the layer cache is shared.
 			parent := filepath.Join(s.ws.dir, "caches")
 			if err := os.MkdirAll(parent, 0o711); err != nil {
 				return nil, err
@@ -114,7 +113,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 				return nil, err
 			}
 			host := filepath.Join(parent, fmt.Sprintf("%d", len(out.mounts)))
-			if err := copyTree(src, host); err != nil {
+			if err := s.layerView(src, host, filepath.Join(s.ws.dir, "overlay", fmt.Sprintf("cache-%d", len(out.mounts)))); err != nil {
 				return nil, fmt.Errorf("restoring cache %s: %w", p, err)
 			}
 			out.mounts = append(out.mounts, sandbox.Mount{Source: host, Target: p})

@@ -167,7 +167,8 @@ func TestRestoredSnapshotCatchesUpToThePinnedCommit(t *testing.T) {
 	f := newSnapshotFixture(t)
 	pinned := f.drift("")
 	h := newHarness(t, f.ch, f.spec(pinned))
-	u := h.result(t, h.run(t, context.Background()))
+	rep := h.run(t, context.Background())
+	u := h.result(t, rep)
 	ev := u.Evidence
 	if ev.Outcome != contract.OutcomeOK {
 		t.Fatalf("outcome %s: %s\n%+v", ev.Outcome, ev.Reason, ev.Commands)
@@ -178,6 +179,13 @@ func TestRestoredSnapshotCatchesUpToThePinnedCommit(t *testing.T) {
 	}
 	if got := seenFile(t, u); got != "one\nnew\nfrom-snapshot\n" {
 		t.Errorf("the agent saw %q", got)
+	}
+	if os.Geteuid() == 0 {
+		// A root supervisor mounts the layers instead of copying them: the
+		// agent's file is in the workspace overlay's upper directory.
+		if _, err := os.Stat(filepath.Join(rep.AttemptDir, "overlay", "workspace", "upper", "seen.txt")); err != nil {
+			t.Errorf("the workspace was not an overlay: %v", err)
+		}
 	}
 	for _, c := range ev.Commands {
 		if c.Phase == contract.PhaseSetup {

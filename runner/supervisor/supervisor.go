@@ -283,6 +283,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	stop(nil)
 
 	rep := s.finish()
+	s.unmountOverlays()
 	if s.ws != nil {
 		rep.AttemptDir = s.ws.dir
 		if !cfg.KeepWorkspace {
@@ -309,8 +310,11 @@ type session struct {
 	restored *restored // the snapshot restored, or nil for a cold clone
 	// rootFS and mounts are what every sandboxed command gets: the image
 	// root ("" for the host toolchain) and the cache directories.
-	rootFS   string
-	mounts   []sandbox.Mount
+	rootFS string
+	mounts []sandbox.Mount
+	// overlays are the attempt's overlay mounts (snapshot layers), taken
+	// down before its directory is removed.
+	overlays []overlay
 	prepared bool // the workspace holds the pinned commit: a change can be collected
 	phase    contract.Phase
 	seq      int64
@@ -403,6 +407,7 @@ func (s *session) prepare(ctx context.Context) bool {
 			// A snapshot is an optimisation: without it the session starts
 			// cold, and the evidence says so.
 			s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("snapshot restore failed; cloning cold")
+			s.unmountOverlays() // a failed restore may have mounted some
 			if err := resetDir(ws.work); err != nil {
 				return s.fail(ctx, "clearing the workspace after a failed restore", err)
 			}
@@ -415,6 +420,7 @@ func (s *session) prepare(ctx context.Context) bool {
 		// it, say): start over cold rather than fail the session.
 		s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("catching the snapshot up failed; cloning cold")
 		s.restored = nil
+		s.unmountOverlays()
 		if err := resetDir(ws.work); err != nil {
 			return s.fail(ctx, "clearing the workspace after a failed catch-up", err)
 		}
@@ -460,7 +466,13 @@ func (s *session) prepare(ctx context.Context) bool {
 			dirs = append(dirs, m.Source)
 		}
 		for _, d := range dirs {
-			if err := chownTree(d, uid, gid); err != nil {
+			var err error
+			if ov, ok := s.overlaid(d); ok {
+				err = chownWritten(ov, uid, gid) // the layer is the sandbox uid's already
+			} else {
+				err = chownTree(d, uid, gid)
+			}
+			if err != nil {
 				return s.fail(ctx, "handing the workspace to the sandbox user", err)
 			}
 		}

@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/google/go-containerregistry/pkg/registry"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,7 +114,11 @@ func snapTestBuild(t *testing.T, repo *snapTestRepo, sha string, store images.St
 
 func newSnapTestStore(t *testing.T) images.Store {
 	t.Helper()
-	s, err := images.NewLayoutStore(filepath.Join(t.TempDir(), "store"))
+	// An OCI registry (go-containerregistry's, in process), as production
+	// pushes to; the layout store is the images package's to test.
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	s, err := images.OpenStore(strings.TrimPrefix(reg.URL, "http://") + "/inspect")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -218,6 +218,11 @@ func (s *Service) handleSnapshotResult(w http.ResponseWriter, r *http.Request) {
 		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid snapshot result: "+err.Error())
 		return
 	}
+	var job contract.SnapshotJob
+	if err := json.Unmarshal([]byte(a.Spec), &job); err != nil || (res.Digest != "" && res.SHA != job.SHA) {
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "the result is not for this job's commit")
+		return
+	}
 	body, err := json.Marshal(res)
 	if err != nil {
 		contract.WriteError(w, http.StatusInternalServerError, contract.ErrorInvalid, "could not store the result")

@@ -306,10 +306,12 @@ func (s *Service) dispatchSnapshotBuild(ctx context.Context, r store.SnapshotRep
 	job := contract.SnapshotJob{
 		Version: contract.SnapshotJobVersion, AttemptID: newID(), Repo: target.repo, SHA: target.sha,
 		Store: storeName, BaseImage: s.cfg.Snapshots.BaseImage,
-		Setup:    target.cfg.SnapshotSetupCommands(s.cfg.Sessions.CommandTimeout, snapshotBuildLease),
-		Caches:   target.cfg.SnapshotCaches(),
-		Env:      target.cfg.Env,
-		Deadline: s.clock.Now().Add(snapshotBuildLease).UTC().Truncate(time.Second),
+		Setup:  target.cfg.SnapshotSetupCommands(s.cfg.Sessions.CommandTimeout, snapshotBuildLease),
+		Caches: target.cfg.SnapshotCaches(),
+		Env:    target.cfg.Env,
+		// Within the pipeline step's own timeout (sessions.timeout plus
+		// slack), so the supervisor reports before Buildkite kills it.
+		Deadline: s.clock.Now().Add(min(snapshotBuildLease, s.cfg.Sessions.Timeout)).UTC().Truncate(time.Second),
 	}
 	if err := job.Validate(); err != nil {
 		return err

@@ -174,6 +174,11 @@ func (w *workspace) fetchOnto(ctx context.Context, g *git, cloneURL, sha, token,
 		if _, err := w.private(ctx, g, nil, nil, "read-tree", base); err != nil {
 			return 0, fmt.Errorf("reading the snapshot's tree: %w", err)
 		}
+		// Stat data for the restored files, so the checkout below rewrites
+		// only what the drift changed (and an overlay copies up only that).
+		// Files that differ are left for the checkout: the exit status says
+		// so, and is not an error here.
+		_, _ = w.private(ctx, g, nil, nil, "update-index", "-q", "--refresh")
 		// Only the history after the snapshot's commit: with base as a
 		// "have", the remote sends just what those commits brought.
 		out, err := w.private(ctx, g, nil, nil, "log", "-1", "--format=%ct", base)

@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,9 +27,13 @@ type overlay struct {
 // layerView gives target a writable view of the extracted directory lower,
 // for the sandbox uid: an overlay when this process may mount one, else a
 // copy. scratch holds the overlay's own directories.
-func (s *session) layerView(lower, target, scratch string) error {
+//
+// layerDir is the extracted layer lower lies in: the marker that records
+// its hand-over to the sandbox uid is kept beside it, outside anything the
+// image controls.
+func (s *session) layerView(lower, target, scratch, layerDir string) error {
 	if os.Geteuid() == 0 && !strings.ContainsAny(lower+scratch+target, ",:\\") {
-		ov, err := mountOverlay(lower, target, scratch, int(s.cfg.SandboxUID), int(s.cfg.SandboxGID))
+		ov, err := mountOverlay(lower, target, scratch, layerDir, int(s.cfg.SandboxUID), int(s.cfg.SandboxGID))
 		if err == nil {
 			s.overlays = append(s.overlays, ov)
 			return nil
@@ -37,7 +43,7 @@ func (s *session) layerView(lower, target, scratch string) error {
 	return copyTree(lower, target)
 }
 
-func mountOverlay(lower, target, scratch string, uid, gid int) (overlay, error) {
+func mountOverlay(lower, target, scratch, layerDir string, uid, gid int) (overlay, error) {
 	if fi, err := os.Lstat(lower); err != nil || !fi.IsDir() {
 		if errors.Is(err, fs.ErrNotExist) {
 			if err := os.MkdirAll(lower, 0o755); err != nil { // an empty cache
@@ -51,7 +57,7 @@ func mountOverlay(lower, target, scratch string, uid, gid int) (overlay, error) 
 	// change them through the overlay (a copy-up keeps the owner). The
 	// layer cache's private half is the supervisor's alone (0700), so no
 	// one else reaches them; done once per layer and uid.
-	if err := ownTreeOnce(lower, uid, gid); err != nil {
+	if err := ownTreeOnce(lower, layerDir, uid, gid); err != nil {
 		return overlay{}, err
 	}
 	upper, work := filepath.Join(scratch, "upper"), filepath.Join(scratch, "work")
@@ -70,10 +76,13 @@ func mountOverlay(lower, target, scratch string, uid, gid int) (overlay, error) 
 	return overlay{target: target, upper: upper}, nil
 }
 
-// ownTreeOnce gives the tree at dir to uid:gid, unless a marker beside it
-// says that was done.
-func ownTreeOnce(dir string, uid, gid int) error {
-	marker := dir + ".inspect-owner"
+// ownTreeOnce gives the tree at dir (inside the extracted layer layerDir)
+// to uid:gid, unless the marker says that was done. The marker sits beside
+// layerDir, in the layer cache's root-only half, where no image can put
+// one.
+func ownTreeOnce(dir, layerDir string, uid, gid int) error {
+	sum := sha256.Sum256([]byte(dir))
+	marker := layerDir + ".owner-" + hex.EncodeToString(sum[:8])
 	want := strconv.Itoa(uid) + ":" + strconv.Itoa(gid)
 	if b, err := os.ReadFile(marker); err == nil && string(b) == want {
 		return nil

@@ -637,6 +637,11 @@ func (sb *snapshotBuilder) prefill(ctx context.Context, c images.Cache, host str
 	if err != nil {
 		return err
 	}
+	// The previous image's layer is trusted no further than the restore
+	// trusts one: nothing in it may lead out of it.
+	if err := realDirsWithin(dir, strings.TrimPrefix(c.Path, "/")); err != nil {
+		return fmt.Errorf("the latest snapshot's layer has %w", err)
+	}
 	return copyTree(filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(c.Path, "/"))), host)
 }
 

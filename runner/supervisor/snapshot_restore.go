@@ -81,14 +81,22 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 		}
 		switch desc.Annotations[images.AnnotationLayer] {
 		case images.LayerKindWorkspace:
-			if err := s.layerView(filepath.Join(dir, "workspace"), s.ws.work, filepath.Join(s.ws.dir, "overlay", "workspace")); err != nil {
+			// Nothing the image holds may lead out of the layer: every
+			// component down to what is used must be a real directory.
+			if err := realDirsWithin(dir, "workspace/.git/objects"); err != nil {
+				return nil, fmt.Errorf("the snapshot's workspace layer has %w", err)
+			}
+			if err := s.layerView(filepath.Join(dir, "workspace"), s.ws.work, filepath.Join(s.ws.dir, "overlay", "workspace"), dir); err != nil {
 				return nil, fmt.Errorf("restoring the workspace: %w", err)
 			}
 			s.ws.snapshotGit = filepath.Join(dir, "workspace", ".git")
 		case images.LayerKindCache:
 			p := desc.Annotations[images.AnnotationCachePath]
-			if contract.ValidateCachePath(p) != nil {
-				return nil, fmt.Errorf("layer %s: bad cache path %q", desc.Digest, p)
+			if contract.ValidateCachePath(p) != nil || !s.declaresCache(p) {
+				return nil, fmt.Errorf("layer %s: cache path %q is not one of the repo's caches", desc.Digest, p)
+			}
+			if err := realDirsWithin(dir, strings.TrimPrefix(p, "/")); err != nil {
+				return nil, fmt.Errorf("the snapshot's layer for cache %s has %w", p, err)
 			}
 			src := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(p, "/")))
 			if rel, ok := inWorkspace(p); ok {
@@ -113,7 +121,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 				return nil, err
 			}
 			host := filepath.Join(parent, fmt.Sprintf("%d", len(out.mounts)))
-			if err := s.layerView(src, host, filepath.Join(s.ws.dir, "overlay", fmt.Sprintf("cache-%d", len(out.mounts)))); err != nil {
+			if err := s.layerView(src, host, filepath.Join(s.ws.dir, "overlay", fmt.Sprintf("cache-%d", len(out.mounts))), dir); err != nil {
 				return nil, fmt.Errorf("restoring cache %s: %w", p, err)
 			}
 			out.mounts = append(out.mounts, sandbox.Mount{Source: host, Target: p})
@@ -128,6 +136,39 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 		out.rootFS = imageRoot(base[0])
 	}
 	return out, nil
+}
+
+// declaresCache says whether p is one of the spec's caches: a layer for any
+// other path is not the repo's to restore.
+func (s *session) declaresCache(p string) bool {
+	for _, c := range s.spec.Snapshot.Caches {
+		if c.Path == p {
+			return true
+		}
+	}
+	return false
+}
+
+// realDirsWithin checks that each existing component of rel (slash
+// separated) under root is a real directory, never a symlink or a file:
+// then nothing below root's path leads out of it. Missing components are
+// fine. The error completes "... has ...".
+func realDirsWithin(root, rel string) error {
+	p := root
+	for _, part := range strings.Split(rel, "/") {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("a %s at %s, where only a directory may be", snapshotFileKind(fi.Mode()), strings.TrimPrefix(p, root))
+		}
+	}
+	return nil
 }
 
 // emptyCaches gives every declared cache the restore did not supply an

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -325,5 +327,65 @@ func TestSnapshotThatCannotCatchUpFallsBackToAColdClone(t *testing.T) {
 	}
 	if got := seenFile(t, u); got != "one\nnew\nrebuilt\n" {
 		t.Errorf("the agent saw %q", got)
+	}
+}
+
+// A tampered image whose cache layer leads out of itself through a symlink
+// (a -> /, cache path /x/a/etc) is refused: the session clones cold, and
+// nothing on the host is touched.
+func TestSnapshotLayerLeadingOutOfItselfIsRefused(t *testing.T) {
+	f := newSnapshotFixture(t)
+	ctx := context.Background()
+	store, err := images.OpenStore(f.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := v1.NewHash(f.digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := store.Image(ctx, channeltest.Owner+"/"+channeltest.Repo, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := t.TempDir()
+	if err := os.Symlink("/", filepath.Join(evil, "a")); err != nil {
+		t.Fatal(err)
+	}
+	layer, err := images.DirLayer(evil, "/x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered, err := mutate.Append(img, mutate.Addendum{Layer: layer, Annotations: map[string]string{
+		images.AnnotationLayer: images.LayerKindCache, images.AnnotationCachePath: "/x/a/etc", images.AnnotationCacheKey: "sha256:" + strings.Repeat("0", 64),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := store.Push(ctx, tampered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat("/etc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := f.spec(f.drift(""))
+	spec.Snapshot.Digest = snap.Digest.String()
+	spec.Snapshot.Caches = append(spec.Snapshot.Caches, contract.Cache{Path: "/x/a/etc", Lockfiles: []string{"deps.lock"}})
+	h := newHarness(t, f.ch, spec)
+	u := h.result(t, h.run(t, ctx))
+	if w := u.Evidence.Workspace; w == nil || w.Source != contract.WorkspaceClone {
+		t.Fatalf("workspace evidence = %+v, want a cold clone", w)
+	}
+	after, err := os.Stat("/etc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Sys().(*syscall.Stat_t).Uid != before.Sys().(*syscall.Stat_t).Uid {
+		t.Fatal("the host's /etc changed owner")
+	}
+	if matches, _ := filepath.Glob("/etc.owner-*"); len(matches) != 0 {
+		t.Errorf("a marker was written beside /etc: %v", matches)
 	}
 }

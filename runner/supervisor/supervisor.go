@@ -273,6 +273,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			StartedAt:     start,
 		},
 	}
+	// Overlays come down whatever happens below, a panic included (a
+	// SIGKILL cannot be helped: the mounts then outlive the process).
+	defer s.unmountOverlays()
 	runCtx, stop := context.WithCancelCause(ctx)
 	s.stop = stop
 	runCtx, cancelDeadline := context.WithDeadlineCause(runCtx, spec.Limits.Deadline, errDeadline)

@@ -678,6 +678,21 @@ func TestChannelRoutesKeepToTheirKindOfAttempt(t *testing.T) {
 		Deadline: h.clock.Now().Add(time.Hour), Spec: `{"version":"x"}`}, code, h.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
+	if err := h.st.SetSnapshotAttempt(ctx, repoID, "snapshot-attempt-1", h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// A stale build of the same repo, superseded: its result is taken (its
+	// attempt ends) but not put on the schedule.
+	staleCode := contract.NewSecret()
+	if err := h.st.CreateAttempt(ctx, store.Attempt{ID: "snapshot-attempt-0", Kind: string(contract.KindSnapshot), RepoID: repoID,
+		Deadline: h.clock.Now().Add(time.Hour), Spec: `{"version":"x"}`}, staleCode, h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	stale := h.claim(runner.Attempt{AttemptID: "snapshot-attempt-0", ClaimCode: staleCode})
+	stale.call(http.MethodPut, contract.PathSnapshotResult, contract.SnapshotResult{Error: "stale"}, nil, http.StatusNoContent)
+	if r, err := h.st.GetSnapshotRepo(ctx, repoID); err != nil || r.LastError != "" || r.BuildingAttempt != "snapshot-attempt-1" {
+		t.Fatalf("a stale build's result reached the schedule: %+v (%v)", r, err)
+	}
 	snap := h.claim(runner.Attempt{AttemptID: "snapshot-attempt-1", ClaimCode: code})
 	snap.call(http.MethodGet, contract.PathSpec, nil, nil, http.StatusConflict)
 	snap.call(http.MethodPut, contract.PathResult, map[string]any{}, nil, http.StatusConflict)

@@ -281,6 +281,23 @@ func (s *Service) buildSnapshotOf(ctx context.Context, r store.SnapshotRepo) (im
 	return res.Snapshot, nil
 }
 
+// stopSnapshotAttempt ends a snapshot build attempt and cancels its run.
+// Best effort: its deadline stops it anyway.
+func (s *Service) stopSnapshotAttempt(ctx context.Context, attemptID string) {
+	log := zerolog.Ctx(ctx).With().Str("attempt_id", attemptID).Logger()
+	if err := s.store.EndAttempt(ctx, attemptID, s.clock.Now()); err != nil {
+		log.Warn().Err(err).Msg("ending a stale snapshot build failed")
+	}
+	s.revokeTokens(ctx, attemptID)
+	a, err := s.store.GetAttempt(ctx, attemptID)
+	if err != nil || a.ExternalID == "" || s.snapshotExec == nil {
+		return
+	}
+	if err := s.snapshotExec.Cancel(ctx, a.ExternalID); err != nil {
+		log.Warn().Err(err).Msg("cancelling a stale snapshot build failed")
+	}
+}
+
 // collectSnapshots garbage-collects a repo's snapshots, keeping
 // snapshots.keep. Best effort: a failure leaves a few more images.
 func (s *Service) collectSnapshots(ctx context.Context, st images.Store, storeName, fullName string) {
@@ -320,9 +337,17 @@ func (s *Service) dispatchSnapshotBuild(ctx context.Context, r store.SnapshotRep
 	if err != nil {
 		return err
 	}
+	if r.BuildingAttempt != "" {
+		// An earlier build outlived its lease without reporting: end it, so
+		// its token stops working and it builds no more.
+		s.stopSnapshotAttempt(ctx, r.BuildingAttempt)
+	}
 	claim := contract.NewSecret()
 	a := store.Attempt{ID: job.AttemptID, Kind: string(contract.KindSnapshot), RepoID: r.RepoID, Deadline: job.Deadline, Spec: string(jobJSON)}
 	if err := s.store.CreateAttempt(ctx, a, claim, s.clock.Now()); err != nil {
+		return err
+	}
+	if err := s.store.SetSnapshotAttempt(ctx, r.RepoID, a.ID, s.clock.Now()); err != nil {
 		return err
 	}
 	ext, err := s.snapshotExec.Start(ctx, runner.Attempt{

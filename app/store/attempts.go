@@ -284,7 +284,7 @@ func (s *Store) RecordSnapshotResult(ctx context.Context, id, resultJSON, digest
 			return err
 		}
 		first = true
-		return finishSnapshotBuild(ctx, tx, repoID, digest, buildErr, now)
+		return finishSnapshotBuild(ctx, tx, repoID, id, digest, buildErr, now)
 	})
 	return first, err
 }

@@ -151,6 +151,7 @@ func migrations(d dialect) [][]string {
 		{
 			`ALTER TABLE attempts ADD COLUMN kind TEXT NOT NULL DEFAULT 'session'`,
 			`ALTER TABLE attempts ADD COLUMN repo_id BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE snapshot_repos ADD COLUMN building_attempt TEXT NOT NULL DEFAULT ''`,
 		},
 	}
 }

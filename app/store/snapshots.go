@@ -25,6 +25,9 @@ type SnapshotRepo struct {
 	LastDigest    string
 	LastBuiltAt   time.Time
 	LastError     string
+	// BuildingAttempt is the executor attempt building it (Buildkite), ""
+	// for a build in the app's process; only its result counts.
+	BuildingAttempt string
 }
 
 // WantSnapshots records that a repo wants snapshots (its config has a
@@ -110,7 +113,15 @@ func (s *Store) ScheduleSnapshotBuilds(ctx context.Context, now time.Time, every
 // StartSnapshotBuild marks a repo building until until, as its build
 // starts (a queued build may wait for a worker).
 func (s *Store) StartSnapshotBuild(ctx context.Context, repoID int64, until, now time.Time) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE snapshot_repos SET building_until = $2, updated_at = $3 WHERE repo_id = $1`, repoID, ms(until), ms(now))
+	_, err := s.db.ExecContext(ctx, `UPDATE snapshot_repos SET building_until = $2, building_attempt = '', updated_at = $3 WHERE repo_id = $1`, repoID, ms(until), ms(now))
+	return err
+}
+
+// SetSnapshotAttempt records which executor attempt builds the repo now:
+// a result from any other (an older build that outlived its lease) is not
+// recorded on the schedule.
+func (s *Store) SetSnapshotAttempt(ctx context.Context, repoID int64, attemptID string, now time.Time) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE snapshot_repos SET building_attempt = $2, updated_at = $3 WHERE repo_id = $1`, repoID, attemptID, ms(now))
 	return err
 }
 
@@ -120,8 +131,8 @@ func (s *Store) GetSnapshotRepo(ctx context.Context, repoID int64) (SnapshotRepo
 		r                     SnapshotRepo
 		next, building, built int64
 	)
-	err := s.db.QueryRowContext(ctx, `SELECT repo_id, full_name, installation_id, next_build_at, building_until, last_digest, last_built_at, last_error
-		FROM snapshot_repos WHERE repo_id = $1`, repoID).Scan(&r.RepoID, &r.FullName, &r.InstallationID, &next, &building, &r.LastDigest, &built, &r.LastError)
+	err := s.db.QueryRowContext(ctx, `SELECT repo_id, full_name, installation_id, next_build_at, building_until, last_digest, last_built_at, last_error, building_attempt
+		FROM snapshot_repos WHERE repo_id = $1`, repoID).Scan(&r.RepoID, &r.FullName, &r.InstallationID, &next, &building, &r.LastDigest, &built, &r.LastError, &r.BuildingAttempt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return SnapshotRepo{}, fmt.Errorf("snapshot repo %d: %w", repoID, ErrNotFound)
 	}
@@ -135,19 +146,20 @@ func (s *Store) GetSnapshotRepo(ctx context.Context, repoID int64) (SnapshotRepo
 // FinishSnapshotBuild records a build's end: its digest, or its error (the
 // previous snapshot stays the latest). Either way the repo may build again.
 func (s *Store) FinishSnapshotBuild(ctx context.Context, repoID int64, digest, buildErr string, now time.Time) error {
-	return finishSnapshotBuild(ctx, s.db, repoID, digest, buildErr, now)
+	return finishSnapshotBuild(ctx, s.db, repoID, "", digest, buildErr, now)
 }
 
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-func finishSnapshotBuild(ctx context.Context, db execer, repoID int64, digest, buildErr string, now time.Time) error {
-	q := `UPDATE snapshot_repos SET building_until = 0, last_error = $2, updated_at = $3 WHERE repo_id = $1`
-	args := []any{repoID, buildErr, ms(now)}
+func finishSnapshotBuild(ctx context.Context, db execer, repoID int64, attemptID, digest, buildErr string, now time.Time) error {
+	q := `UPDATE snapshot_repos SET building_until = 0, building_attempt = '', last_error = $2, updated_at = $3 WHERE repo_id = $1 AND building_attempt = $4`
+	args := []any{repoID, buildErr, ms(now), attemptID}
 	if digest != "" {
-		q = `UPDATE snapshot_repos SET building_until = 0, last_error = '', last_digest = $2, last_built_at = $3, updated_at = $3 WHERE repo_id = $1`
-		args = []any{repoID, digest, ms(now)}
+		q = `UPDATE snapshot_repos SET building_until = 0, building_attempt = '', last_error = '', last_digest = $2, last_built_at = $3, updated_at = $3
+			WHERE repo_id = $1 AND building_attempt = $4`
+		args = []any{repoID, digest, ms(now), attemptID}
 	}
 	_, err := db.ExecContext(ctx, q, args...)
 	return err

@@ -99,6 +99,7 @@ func EnvVars() []EnvVar {
 		{"INSPECT_BUILDKITE_ORGANIZATION", "buildkite.organization", str(func(c *Server) *string { return &c.Buildkite.Organization })},
 		{"INSPECT_BUILDKITE_PIPELINE", "buildkite.pipeline", str(func(c *Server) *string { return &c.Buildkite.Pipeline })},
 		{"INSPECT_BUILDKITE_SNAPSHOT_PIPELINE", "buildkite.snapshot_pipeline", str(func(c *Server) *string { return &c.Buildkite.SnapshotPipeline })},
+		{"INSPECT_BUILDKITE_SNAPSHOT_QUEUE", "buildkite.snapshot_queue", str(func(c *Server) *string { return &c.Buildkite.SnapshotQueue })},
 		{"INSPECT_BUILDKITE_BRANCH", "buildkite.branch", str(func(c *Server) *string { return &c.Buildkite.Branch })},
 		{"INSPECT_BUILDKITE_API_TOKEN", "buildkite.api_token", str(func(c *Server) *string { return &c.Buildkite.APIToken })},
 		{"INSPECT_BUILDKITE_API_TOKEN_PATH", "buildkite.api_token_path", str(func(c *Server) *string { return &c.Buildkite.APITokenPath })},

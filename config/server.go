@@ -118,6 +118,9 @@ type Buildkite struct {
 	WebhookToken string `yaml:"webhook_token"`
 	// Queue is the agent queue the session step targets.
 	Queue string `yaml:"queue"`
+	// SnapshotQueue is the snapshot pipeline's queue: its agents hold
+	// registry push credentials, which session agents must not.
+	SnapshotQueue string `yaml:"snapshot_queue"`
 }
 
 // Snapshots is where snapshot images live and how fresh they are kept.
@@ -203,6 +206,7 @@ func Defaults() Server {
 			APIURL:           "https://api.buildkite.com/",
 			Pipeline:         "inspect-session",
 			SnapshotPipeline: "inspect-snapshot",
+			SnapshotQueue:    "inspect-snapshot",
 			Queue:            "inspect",
 		},
 		Snapshots: Snapshots{Store: "oci:inspect-snapshots", Refresh: 30 * time.Minute, Keep: 5},
@@ -500,6 +504,9 @@ func (b Buildkite) validate(add func(key, format string, args ...any)) {
 	}
 	if !QueueRE.MatchString(b.Queue) {
 		add("buildkite.queue", "must be 1-100 of letters, digits, '_', '.' and '-'")
+	}
+	if !QueueRE.MatchString(b.SnapshotQueue) {
+		add("buildkite.snapshot_queue", "must be 1-100 of letters, digits, '_', '.' and '-'")
 	}
 }
 

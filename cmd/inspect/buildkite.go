@@ -89,13 +89,13 @@ func buildkiteCmd(args []string, stdout, stderr io.Writer) int {
 	// The session pipeline, then the snapshot pipeline: the same static
 	// step (the claim tells the supervisor which it is), each on its own
 	// pipeline so that only the snapshot pipeline's agents get push rights.
-	for _, p := range []struct{ slug, name string }{
-		{cfg.Buildkite.Pipeline, "Inspect session"},
-		{cfg.Buildkite.SnapshotPipeline, "Inspect snapshot"},
+	for _, p := range []struct{ slug, name, queue string }{
+		{cfg.Buildkite.Pipeline, "Inspect session", cfg.Buildkite.Queue},
+		{cfg.Buildkite.SnapshotPipeline, "Inspect snapshot", cfg.Buildkite.SnapshotQueue},
 	} {
 		bc := buildkiteConfig(cfg, token)
 		bc.Pipeline = p.slug
-		opts := buildkite.SetupOptions{Name: p.name, Repository: *repository, DefaultBranch: *branch, Queue: cfg.Buildkite.Queue, TimeoutMinutes: stepTimeoutMinutes(cfg)}
+		opts := buildkite.SetupOptions{Name: p.name, Repository: *repository, DefaultBranch: *branch, Queue: p.queue, TimeoutMinutes: stepTimeoutMinutes(cfg)}
 		created, err := buildkite.Setup(ctx, bc, opts)
 		if err != nil {
 			fmt.Fprintf(stderr, "inspect: setting up pipeline %s: %v\n", p.slug, err)

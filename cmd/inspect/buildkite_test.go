@@ -64,6 +64,10 @@ func TestBuildkiteSetupCreatesThenUpdatesThePipeline(t *testing.T) {
 	if v := bk.PipelineVisibility("acme", "inspect-session"); v != "private" {
 		t.Errorf("visibility = %q", v)
 	}
+	// The snapshot pipeline too, on its own queue (its agents may push).
+	if snap, ok := bk.PipelineConfig("acme", "inspect-snapshot"); !ok || !strings.Contains(snap, "queue: inspect-snapshot") {
+		t.Errorf("snapshot pipeline: %v\n%s", ok, snap)
+	}
 	// Made public by hand: setup refuses to touch it, and says why.
 	bk.SetPipelineVisibility("acme", "inspect-session", "public")
 	before, _ := bk.PipelineConfig("acme", "inspect-session")

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -514,25 +513,10 @@ func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []im
 	return results, nil
 }
 
-// snapshotRealDirs checks that each existing component of rel (slash
-// separated) under dir is a directory, not a symlink or a file; missing
-// ones are fine. The error completes "the checkout has ...".
+// snapshotRealDirs is realDirsWithin for a path inside the workspace
+// (dir is the workspace on the host), naming it as the sandbox sees it.
 func snapshotRealDirs(dir, rel string) error {
-	p := dir
-	for _, part := range strings.Split(rel, "/") {
-		p = filepath.Join(p, part)
-		fi, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("a %s at %s, where only a directory may be", snapshotFileKind(fi.Mode()), path.Join(images.WorkspacePath, filepath.ToSlash(strings.TrimPrefix(p, dir+string(filepath.Separator)))))
-		}
-	}
-	return nil
+	return realDirsWithin(dir, rel, images.WorkspacePath)
 }
 
 func snapshotFileKind(m fs.FileMode) string {
@@ -639,7 +623,7 @@ func (sb *snapshotBuilder) prefill(ctx context.Context, c images.Cache, host str
 	}
 	// The previous image's layer is trusted no further than the restore
 	// trusts one: nothing in it may lead out of it.
-	if err := realDirsWithin(dir, strings.TrimPrefix(c.Path, "/")); err != nil {
+	if err := realDirsWithin(dir, strings.TrimPrefix(c.Path, "/"), "/"); err != nil {
 		return fmt.Errorf("the latest snapshot's layer has %w", err)
 	}
 	return copyTree(filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(c.Path, "/"))), host)

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,7 +84,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 		case images.LayerKindWorkspace:
 			// Nothing the image holds may lead out of the layer: every
 			// component down to what is used must be a real directory.
-			if err := realDirsWithin(dir, "workspace/.git/objects"); err != nil {
+			if err := realDirsWithin(dir, "workspace/.git/objects", "/"); err != nil {
 				return nil, fmt.Errorf("the snapshot's workspace layer has %w", err)
 			}
 			if err := s.layerView(filepath.Join(dir, "workspace"), s.ws.work, filepath.Join(s.ws.dir, "overlay", "workspace"), dir); err != nil {
@@ -95,7 +96,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			if contract.ValidateCachePath(p) != nil || !s.declaresCache(p) {
 				return nil, fmt.Errorf("layer %s: cache path %q is not one of the repo's caches", desc.Digest, p)
 			}
-			if err := realDirsWithin(dir, strings.TrimPrefix(p, "/")); err != nil {
+			if err := realDirsWithin(dir, strings.TrimPrefix(p, "/"), "/"); err != nil {
 				return nil, fmt.Errorf("the snapshot's layer for cache %s has %w", p, err)
 			}
 			src := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(p, "/")))
@@ -152,11 +153,12 @@ func (s *session) declaresCache(p string) bool {
 // realDirsWithin checks that each existing component of rel (slash
 // separated) under root is a real directory, never a symlink or a file:
 // then nothing below root's path leads out of it. Missing components are
-// fine. The error completes "... has ...".
-func realDirsWithin(root, rel string) error {
-	p := root
+// fine. The error completes "... has ..." and names the path as shownAs
+// joined with rel's components so far.
+func realDirsWithin(root, rel, shownAs string) error {
+	p, shown := root, shownAs
 	for _, part := range strings.Split(rel, "/") {
-		p = filepath.Join(p, part)
+		p, shown = filepath.Join(p, part), path.Join(shown, part)
 		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -165,7 +167,7 @@ func realDirsWithin(root, rel string) error {
 			return err
 		}
 		if !fi.IsDir() {
-			return fmt.Errorf("a %s at %s, where only a directory may be", snapshotFileKind(fi.Mode()), strings.TrimPrefix(p, root))
+			return fmt.Errorf("a %s at %s, where only a directory may be", snapshotFileKind(fi.Mode()), shown)
 		}
 	}
 	return nil

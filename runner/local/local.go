@@ -331,7 +331,6 @@ func (e *Executor) Close(ctx context.Context) error {
 // grace period's SIGKILL and the deadline backstop, and records the exit.
 func (e *Executor) watch(c *child) {
 	defer e.wg.Done()
-	defer func() { <-e.slots }()
 
 	pid := c.cmd.Process.Pid
 	exited := make(chan struct{})
@@ -392,6 +391,9 @@ wait:
 		e.exited = e.exited[1:]
 	}
 	e.mu.Unlock()
+	// The slot is free before anyone waiting hears of the exit, so a Start
+	// right after Wait finds it free.
+	<-e.slots
 	close(c.done)
 }
 

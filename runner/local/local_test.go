@@ -303,7 +303,9 @@ func TestCancelEscalatesToSIGKILLForTheWholeGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.wait(t, "ready")
-	if len(channeltest.ProcessesWith(marker)) != 1 {
+	// At least one: the shell's loop forks (a fork shows the shell's own
+	// command line until it execs sleep), so two may be seen for a moment.
+	if len(channeltest.ProcessesWith(marker)) == 0 {
 		t.Fatal("the helper's child is not running")
 	}
 	if err := e.Cancel(ctx, id); err != nil {

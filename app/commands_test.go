@@ -26,14 +26,7 @@ func cmdSay(h *harness, o commentOpts) int64 {
 
 // cmdRepliesTo are the bot's comments on number that answer commentID.
 func cmdRepliesTo(h *harness, number int, commentID int64) []fakegithub.Comment {
-	marker := fmt.Sprintf("<!-- inspect:reply-to=%d -->", commentID)
-	var out []fakegithub.Comment
-	for _, c := range h.comments(number) {
-		if strings.Contains(c.Body, marker) {
-			out = append(out, c)
-		}
-	}
-	return out
+	return h.commentsWith(number, fmt.Sprintf("<!-- inspect:reply-to=%d -->", commentID))
 }
 
 // cmdOneReplyTo asserts exactly one reply to commentID, containing wants.
@@ -390,12 +383,7 @@ func cmdAssertOneRetry(h *harness, old store.Session, retrier string, retryComme
 		h.t.Errorf("old check run conclusion = %q, want it left cancelled", oldCR.Conclusion)
 	}
 	// The retry is answered by its progress comment, once.
-	var progress []fakegithub.Comment
-	for _, c := range h.comments(prNumber) {
-		if strings.Contains(c.Body, next.ID) {
-			progress = append(progress, c)
-		}
-	}
+	progress := h.commentsWith(prNumber, next.ID)
 	if len(progress) != 1 || progress[0].ID != next.ProgressCommentID {
 		h.t.Errorf("comments naming the retry session = %+v, want its one progress comment %d", progress, next.ProgressCommentID)
 	} else {

@@ -310,6 +310,17 @@ func (h *harness) event(o commentOpts) []byte {
 }
 
 // comments are the comments the app's bot posted on an issue or PR.
+// commentsWith are the bot's comments on number whose body contains s.
+func (h *harness) commentsWith(number int, s string) []fakegithub.Comment {
+	var out []fakegithub.Comment
+	for _, c := range h.comments(number) {
+		if strings.Contains(c.Body, s) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func (h *harness) comments(number int) []fakegithub.Comment {
 	var out []fakegithub.Comment
 	for _, c := range h.gh.Comments(owner, repoName, number) {

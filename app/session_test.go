@@ -354,11 +354,7 @@ func TestProtectedPathIsRefusedAndNothingPushed(t *testing.T) {
 	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "action_required" {
 		t.Errorf("check runs = %+v", runs)
 	}
-	found := false
-	for _, c := range h.comments(prNumber) {
-		found = found || strings.Contains(c.Body, ".github/workflows/ci.yml")
-	}
-	if !found {
+	if len(h.commentsWith(prNumber, ".github/workflows/ci.yml")) == 0 {
 		t.Error("no comment names the protected path")
 	}
 }
@@ -557,11 +553,7 @@ func TestRunnerThatExitsWithoutResultEndsTheSession(t *testing.T) {
 	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "failure" {
 		t.Errorf("check runs = %+v", runs)
 	}
-	found := false
-	for _, c := range h.comments(prNumber) {
-		found = found || strings.Contains(c.Body, "stopped without reporting a result")
-	}
-	if !found {
+	if len(h.commentsWith(prNumber, "stopped without reporting a result")) == 0 {
 		t.Error("nobody was told")
 	}
 }
@@ -651,11 +643,7 @@ func TestStatusShowsTheLatestProgress(t *testing.T) {
 		t.Fatal(code)
 	}
 	h.runWorkers()
-	found := false
-	for _, c := range h.comments(prNumber) {
-		found = found || strings.Contains(c.Body, `running: running the agent \| now`)
-	}
-	if !found {
+	if len(h.commentsWith(prNumber, `running: running the agent \| now`)) == 0 {
 		t.Errorf("status does not show the progress:\n%+v", h.comments(prNumber))
 	}
 }

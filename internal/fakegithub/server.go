@@ -268,27 +268,7 @@ type response struct {
 }
 
 func (resp response) write(w http.ResponseWriter) {
-	for k, v := range resp.header {
-		w.Header()[k] = v
-	}
-	if resp.raw != nil {
-		w.WriteHeader(resp.status)
-		_, _ = w.Write(resp.raw)
-		return
-	}
-	if resp.body == nil {
-		w.WriteHeader(resp.status)
-		return
-	}
-	b, err := json.Marshal(resp.body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("X-GitHub-Media-Type", "github.v3; format=json")
-	w.WriteHeader(resp.status)
-	_, _ = w.Write(b)
+	standin.WriteResponse(w, resp.status, resp.body, resp.raw, resp.header, http.Header{"X-Github-Media-Type": {"github.v3; format=json"}})
 }
 
 func jsonResp(status int, body any) response { return response{status: status, body: body} }

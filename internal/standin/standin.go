@@ -5,6 +5,7 @@
 package standin
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"path"
@@ -84,4 +85,33 @@ func ReadBody(r *http.Request, max int64) (body []byte, tooBig bool) {
 		return b, true
 	}
 	return b, int64(len(b)) > max
+}
+
+// WriteResponse writes a stand-in's answer: header entries first; then raw
+// as is when non-nil, or nothing when body is nil, or body as JSON with
+// jsonHeader's entries added (a service's media-type headers).
+func WriteResponse(w http.ResponseWriter, status int, body any, raw []byte, header, jsonHeader http.Header) {
+	for k, v := range header {
+		w.Header()[k] = v
+	}
+	if raw != nil {
+		w.WriteHeader(status)
+		_, _ = w.Write(raw) // the client may be gone; nothing to do
+		return
+	}
+	if body == nil {
+		w.WriteHeader(status)
+		return
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	for k, v := range jsonHeader {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(b) // as above
 }

@@ -71,7 +71,6 @@ type Server struct {
 	hold        bool
 	held        []*build
 	annotations map[string][]*annotation // by build id
-	lastID      int
 
 	// outgoing webhooks
 	hook       hookConfig

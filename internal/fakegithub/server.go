@@ -301,10 +301,6 @@ func errResp(status int, message, doc string) response {
 
 func notFound(doc string) response { return errResp(http.StatusNotFound, "Not Found", doc) }
 
-func badCredentials() response {
-	return errResp(http.StatusUnauthorized, "Bad credentials", docsRoot)
-}
-
 func problemsParsingJSON() response {
 	return errResp(http.StatusBadRequest, "Problems parsing JSON", docsRoot)
 }

@@ -18,7 +18,7 @@ import (
 func TestBuildPatchCarriesEveryKindOfChange(t *testing.T) {
 	t.Parallel()
 	binary := []byte{0, 1, 2, 3, 0xff, 0xfe, 0, 'x'}
-	repo, sha := newRepo(t, map[string]string{
+	repo, _ := newRepo(t, map[string]string{
 		"a.txt":          "one\ntwo\n",
 		"dir/x.txt":      "x\n",
 		"dir/y.txt":      "y\n",
@@ -33,7 +33,7 @@ func TestBuildPatchCarriesEveryKindOfChange(t *testing.T) {
 	}
 	testGit(t, repo, "add", "tool.sh")
 	testGit(t, repo, "commit", "--quiet", "-m", "exec")
-	sha = strings.TrimSpace(testGit(t, repo, "rev-parse", "HEAD"))
+	sha := strings.TrimSpace(testGit(t, repo, "rev-parse", "HEAD"))
 	objects := strings.TrimSpace(testGit(t, repo, "rev-parse", "--path-format=absolute", "--git-path", "objects"))
 
 	newBinary := append(append([]byte(nil), binary...), 0, 9, 9)

@@ -26,14 +26,19 @@ func parseYAML(t *testing.T, doc []byte) any {
 }
 
 func TestSessionPipelineYAMLIsTheShippedOne(t *testing.T) {
-	shipped, err := os.ReadFile("../../.buildkite/inspect-session.yml")
-	if err != nil {
-		t.Fatal(err)
+	// Both shipped pipelines: the session's, and the snapshot's, which is
+	// the same step on its own queue.
+	for file, queue := range map[string]string{"inspect-session.yml": "inspect", "inspect-snapshot.yml": "inspect-snapshot"} {
+		shipped, err := os.ReadFile("../../.buildkite/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours := SessionPipelineYAML(queue, 60)
+		if got, want := parseYAML(t, ours), parseYAML(t, shipped); !reflect.DeepEqual(got, want) {
+			t.Fatalf("SessionPipelineYAML(%s, 60) =\n%s\nwant the structure of .buildkite/%s:\n%s", queue, ours, file, shipped)
+		}
 	}
 	ours := SessionPipelineYAML("inspect", 60)
-	if got, want := parseYAML(t, ours), parseYAML(t, shipped); !reflect.DeepEqual(got, want) {
-		t.Fatalf("SessionPipelineYAML(inspect, 60) =\n%s\nwant the structure of .buildkite/inspect-session.yml:\n%s", ours, shipped)
-	}
 	if strings.Contains(string(ours), "${") || strings.Contains(string(ours), "{{") {
 		t.Fatalf("the session pipeline interpolates something:\n%s", ours)
 	}

@@ -235,17 +235,12 @@ func (s *Service) handleSnapshotResult(w http.ResponseWriter, r *http.Request) {
 	}
 	if first {
 		log := s.channelLog(r).With().Int64("repo_id", a.RepoID).Logger()
-		ctx := log.WithContext(r.Context())
-		s.revokeTokens(ctx, a.ID)
+		s.revokeTokens(log.WithContext(r.Context()), a.ID)
 		if res.Digest == "" {
 			log.Error().Str("error", res.Error).Msg("snapshot build failed; the previous snapshot stays")
 		} else {
 			log.Info().Str("digest", res.Digest).Str("sha", res.SHA).Msg("snapshot built")
-			if st, storeName, err := s.snapshots(); err == nil && st != nil {
-				if sr, err := s.store.GetSnapshotRepo(ctx, a.RepoID); err == nil {
-					s.collectSnapshots(ctx, st, storeName, sr.FullName)
-				}
-			}
+			s.wakeWorkers() // to collect the old ones
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -298,6 +298,28 @@ func (s *Service) stopSnapshotAttempt(ctx context.Context, attemptID string) {
 	}
 }
 
+// collectSnapshotsWork is the CollectSnapshots work item: after a build on
+// the executor, the repo's old snapshots are collected.
+func (s *Service) collectSnapshotsWork(ctx context.Context, w *store.Work) error {
+	repoID, err := strconv.ParseInt(w.Payload, 10, 64)
+	if err != nil {
+		return fmt.Errorf("collect payload %q: %w", w.Payload, err)
+	}
+	st, storeName, err := s.snapshots()
+	if err != nil || st == nil {
+		return err
+	}
+	r, err := s.store.GetSnapshotRepo(ctx, repoID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.collectSnapshots(ctx, st, storeName, r.FullName)
+	return nil
+}
+
 // collectSnapshots garbage-collects a repo's snapshots, keeping
 // snapshots.keep. Best effort: a failure leaves a few more images.
 func (s *Service) collectSnapshots(ctx context.Context, st images.Store, storeName, fullName string) {

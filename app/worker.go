@@ -180,6 +180,8 @@ func (s *Service) runWork(ctx context.Context, w *store.Work) error {
 		return s.collectResult(ctx, w)
 	case store.BuildSnapshot:
 		return s.buildSnapshot(ctx, w)
+	case store.CollectSnapshots:
+		return s.collectSnapshotsWork(ctx, w)
 	}
 	// Unknown kinds come only from a newer replica's schema; failing them
 	// leaves them visible rather than silently done.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -284,7 +285,12 @@ func (s *Store) RecordSnapshotResult(ctx context.Context, id, resultJSON, digest
 			return err
 		}
 		first = true
-		return finishSnapshotBuild(ctx, tx, repoID, id, digest, buildErr, now)
+		if err := finishSnapshotBuild(ctx, tx, repoID, id, digest, buildErr, now); err != nil || digest == "" {
+			return err
+		}
+		// Collecting old images talks to the registry: not in the request
+		// that brought the result.
+		return s.insertWork(ctx, tx, NewWork{Kind: CollectSnapshots, Payload: strconv.FormatInt(repoID, 10)}, now)
 	})
 	return first, err
 }

@@ -13,6 +13,10 @@ import (
 // is the repo id.
 const BuildSnapshot WorkKind = "build_snapshot"
 
+// CollectSnapshots garbage-collects one repo's old snapshots after a new
+// one; its payload is the repo id.
+const CollectSnapshots WorkKind = "collect_snapshots"
+
 // SnapshotRepo is a repo that wants snapshot images, and its schedule.
 type SnapshotRepo struct {
 	RepoID         int64

@@ -5,32 +5,60 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
 )
 
-// runCommand handles `status`, `cancel` and `retry`.
+// runCommand handles `status`, `cancel` and `retry`, from a comment, a
+// label taken off, or a button on Inspect's check run.
 func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 	var t handlers.Trigger
 	if err := json.Unmarshal([]byte(w.Payload), &t); err != nil {
 		return fmt.Errorf("decoding command payload: %w", err)
 	}
-	ctx = zerolog.Ctx(ctx).With().Str("subcommand", string(t.Command.Sub)).Int64("comment_id", t.CommentID).Logger().WithContext(ctx)
+	log := zerolog.Ctx(ctx).With().Str("subcommand", string(t.Command.Sub)).Int64("comment_id", t.CommentID).Str("trigger", string(t.Kind)).Logger()
+	ctx = log.WithContext(ctx)
+	if t.Kind == handlers.KindCheckAction {
+		// The button's session says which thread this is about.
+		sess, err := s.store.GetSession(ctx, t.SessionID)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && sess.RepoID != t.Repo.ID) {
+			log.Warn().Str("session_id", t.SessionID).Msg("check-run button for a session this server does not know; ignored")
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		t.Number, t.IsPR = sess.Number, sess.IsPR
+	}
 	c, err := s.gh.Installation(ctx, t.InstallationID)
 	if err != nil {
 		return err
 	}
 	replay := w.Attempts > 1
 	th := thread{c: c, owner: t.Repo.Owner, repo: t.Repo.Name, number: t.Number, bot: s.botLogin()}
+	if t.Kind == handlers.KindReviewComment && t.Review != nil {
+		th.review = t.Review.ThreadRoot(t.CommentID)
+	}
 	reply := func(body string) error {
-		_, err := th.postOnce(ctx, commentMarker(t.CommentID), withIgnoredNote(body, t.Command.Ignored, s.cfg.CommandWord), replay)
+		_, err := th.postOnce(ctx, replyMarker(t), withIgnoredNote(body, t.Command.Ignored, s.cfg.CommandWord), replay)
 		return err
+	}
+	if t.Kind == handlers.KindUnlabel {
+		// Taking the label off says "stop" only while its session runs
+		// (Inspect takes it off itself when a session ends; that event is
+		// our own and never gets here).
+		active, err := s.cancellable(ctx, t)
+		if err != nil || len(active) == 0 {
+			return err
+		}
 	}
 	facts, err := s.commandFacts(ctx, c, t)
 	if err != nil {
@@ -43,11 +71,35 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 	case policy.Status:
 		return s.status(ctx, t, reply)
 	case policy.Cancel:
-		return s.cancel(ctx, c, t, reply)
+		return s.cancel(ctx, t, reply)
 	case policy.Retry:
 		return s.retry(ctx, t, reply)
 	}
 	return reply(policy.HelpText(s.cfg.CommandWord))
+}
+
+// cancellable lists the sessions a cancel trigger may stop: a button's
+// own session, a removed label's sessions, or every session on the thread.
+func (s *Service) cancellable(ctx context.Context, t handlers.Trigger) ([]store.Session, error) {
+	sessions, err := s.store.SessionsForTarget(ctx, t.Repo.ID, t.Number, 50)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Session
+	for _, sess := range sessions {
+		switch t.Kind {
+		case handlers.KindCheckAction:
+			if sess.ID != t.SessionID {
+				continue
+			}
+		case handlers.KindUnlabel:
+			if sess.TriggerKind != triggerLabel || !strings.EqualFold(infoOf(sess).Label, t.Label) {
+				continue
+			}
+		}
+		out = append(out, sess)
+	}
+	return out, nil
 }
 
 // commandFacts gathers what policy needs. Status needs no role (anyone who
@@ -122,8 +174,8 @@ func (s *Service) status(ctx context.Context, t handlers.Trigger, reply func(str
 	return reply(b.String())
 }
 
-func (s *Service) cancel(ctx context.Context, c *github.Client, t handlers.Trigger, reply func(string) error) error {
-	sessions, err := s.store.SessionsForTarget(ctx, t.Repo.ID, t.Number, 50)
+func (s *Service) cancel(ctx context.Context, t handlers.Trigger, reply func(string) error) error {
+	sessions, err := s.cancellable(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -159,7 +211,13 @@ func (s *Service) cancel(ctx context.Context, c *github.Client, t handlers.Trigg
 		}
 	}
 	if len(cancelled) == 0 {
+		if t.Kind == handlers.KindUnlabel {
+			return nil // it ended on its own meanwhile; nothing to say
+		}
 		return reply("Nothing to cancel: no Inspect session is active on this thread.")
+	}
+	if t.Kind == handlers.KindUnlabel {
+		return reply(fmt.Sprintf("Cancelled %s: @%s removed the %s label.", strings.Join(cancelled, ", "), t.Sender.Login, policy.PathCodeSpan(t.Label)))
 	}
 	return reply(fmt.Sprintf("Cancelled %s, as @%s asked.", strings.Join(cancelled, ", "), t.Sender.Login))
 }
@@ -167,6 +225,9 @@ func (s *Service) cancel(ctx context.Context, c *github.Client, t handlers.Trigg
 // cancelDetail is what a cancelled session records; the hidden marker ties
 // it to the cancelling comment, so a replayed command can find its work.
 func cancelDetail(t handlers.Trigger) string {
+	if t.Kind != handlers.KindComment {
+		return fmt.Sprintf("Cancelled by @%s.<!-- inspect:cancel=%s -->", t.Sender.Login, t.DeliveryID)
+	}
 	return fmt.Sprintf("Cancelled by @%s.<!-- inspect:cancel=%d -->", t.Sender.Login, t.CommentID)
 }
 
@@ -183,9 +244,10 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 	}
 	if sess.CheckRunID != 0 && sess.State == store.Running {
 		_, _, err := c.Checks.UpdateCheckRun(ctx, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
-			Name:   CheckRunName,
-			Status: github.String("in_progress"),
-			Output: &github.CheckRunOutput{Title: github.String("Running"), Summary: github.String(fmt.Sprintf("Session `%s` is running.", sess.ID))},
+			Name:    CheckRunName,
+			Status:  github.String("in_progress"),
+			Output:  &github.CheckRunOutput{Title: github.String("Running"), Summary: github.String(fmt.Sprintf("Session `%s` is running.", sess.ID))},
+			Actions: checkActions(sess),
 		})
 		if err != nil {
 			return fmt.Errorf("marking the check run in progress: %w", err)
@@ -201,6 +263,7 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 				Title:   github.String(statusWord(sess)),
 				Summary: github.String(sess.Detail),
 			},
+			Actions: checkActions(sess),
 		})
 		if err != nil {
 			return fmt.Errorf("concluding the check run: %w", err)
@@ -208,6 +271,9 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 	}
 	if sess.State == store.Done {
 		s.annotateRun(ctx, sess)
+		if err := s.syncLabels(ctx, c, sess); err != nil {
+			return err
+		}
 	}
 	run := s.runOf(ctx, sess)
 	th := s.thread(c, sess)
@@ -258,11 +324,16 @@ func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(stri
 	var last *store.Session
 	for i := range sessions {
 		sess := sessions[i]
-		if sess.CommentID == t.CommentID {
+		if sess.DeliveryID == t.DeliveryID || (t.Kind == handlers.KindComment && sess.CommentID == t.CommentID) {
 			return nil // this retry already created its session (a replay)
 		}
 		if sess.Active() {
+			// Whatever the trigger: a double-pressed Retry must not queue
+			// a second run of the same request.
 			return reply(fmt.Sprintf("Session `%s` is still %s. Use `%s cancel` first if you want to start over.", sess.ID, sess.State, s.cfg.CommandWord))
+		}
+		if t.Kind == handlers.KindCheckAction && sess.ID != t.SessionID {
+			continue // a button retries its own session
 		}
 		// A refused session's instructions came from someone who may not
 		// run Inspect; retrying them would lend them the retrier's authority.
@@ -275,14 +346,67 @@ func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(stri
 	}
 	next := &store.Session{
 		ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name, InstallationID: t.InstallationID,
-		Number: t.Number, IsPR: t.IsPR, TriggerKind: "retry", CommentID: t.CommentID, DeliveryID: t.DeliveryID,
+		Number: last.Number, IsPR: last.IsPR, TriggerKind: triggerRetry, DeliveryID: t.DeliveryID,
 		RequesterLogin: t.Sender.Login, RequesterID: t.Sender.ID, RequesterType: t.Sender.Type,
 		Instructions: last.Instructions, RetryOf: last.ID, State: store.Queued,
+		// A retried review-comment session answers in the same thread.
+		TriggerInfo: triggerInfo{Review: infoOf(*last).Review}.encode(),
 	}
-	if err := s.store.CreateSession(ctx, next, []store.NewWork{{Kind: store.PrepareSession}}, s.clock.Now()); err != nil {
+	if t.Kind == handlers.KindComment {
+		next.CommentID = t.CommentID
+	}
+	created, err := s.store.CreateSessionOnce(ctx, "retry:"+t.DeliveryID, next, []store.NewWork{{Kind: store.PrepareSession}}, s.clock.Now())
+	if err != nil || !created {
 		return err
 	}
 	zerolog.Ctx(ctx).Info().Str("session_id", next.ID).Str("retry_of", last.ID).Msg("retry queued")
 	s.wakeWorkers()
+	return nil
+}
+
+// The check run's buttons (requested actions). Identifiers are what
+// handlers.CheckRun maps back to commands.
+const (
+	actionRetry  = "retry"
+	actionCancel = "cancel"
+)
+
+// checkActions are the buttons that apply to the session now: Cancel while
+// it runs, Retry once it is done (a refused session cannot be retried: its
+// request came from someone who may not run Inspect).
+func checkActions(sess store.Session) []*github.CheckRunAction {
+	switch {
+	case sess.Active():
+		return []*github.CheckRunAction{{Label: "Cancel", Description: "Stop this Inspect session", Identifier: actionCancel}}
+	case sess.Outcome != store.Refused:
+		return []*github.CheckRunAction{{Label: "Retry", Description: "Run this request again", Identifier: actionRetry}}
+	}
+	return nil
+}
+
+// syncLabels shows a label session's end on its issue: the trigger label
+// comes off (so adding it again starts a new session) and an outcome label
+// goes on. A refusal changes no label: it is one reply and nothing else.
+// Both calls are idempotent, so a replayed sync repeats nothing visible.
+func (s *Service) syncLabels(ctx context.Context, c *github.Client, sess store.Session) error {
+	ti := infoOf(sess)
+	if sess.TriggerKind != triggerLabel || ti.Label == "" || sess.Outcome == store.Refused {
+		return nil
+	}
+	if _, err := c.Issues.RemoveLabelForIssue(ctx, sess.RepoOwner, sess.RepoName, sess.Number, ti.Label); err != nil && !isStatus(err, http.StatusNotFound) {
+		return fmt.Errorf("removing the %s label: %w", ti.Label, err)
+	}
+	var outcome string
+	switch sess.Outcome {
+	case store.Changed, store.NoChange:
+		outcome = config.OutcomeLabelDone
+	case store.Cancelled:
+		return nil // someone stopped it on purpose: no verdict to show
+	default:
+		outcome = config.OutcomeLabelFailed
+	}
+	if _, _, err := c.Issues.AddLabelsToIssue(ctx, sess.RepoOwner, sess.RepoName, sess.Number, []string{outcome}); err != nil {
+		return fmt.Errorf("adding the %s label: %w", outcome, err)
+	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/local"
@@ -207,8 +208,10 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		Requester:    contract.Requester{Login: sess.RequesterLogin, ID: sess.RequesterID},
 		Agent:        contract.Agent{Preset: contract.PresetCommand, Command: cfg.Agent.Command, Model: cfg.Agent.Model},
 	}
+	var pr *github.PullRequest
 	if sess.IsPR {
-		pr, _, err := c.PullRequests.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
+		var err error
+		pr, _, err = c.PullRequests.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
 		if err != nil {
 			return contract.Spec{}, "", fmt.Errorf("reading the pull request: %w", err)
 		}
@@ -232,14 +235,14 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 			contract.ContextItem{Kind: contract.ContextTitle, Author: issue.GetUser().GetLogin(), Text: issue.GetTitle(), Untrusted: true},
 			contract.ContextItem{Kind: contract.ContextBody, Author: issue.GetUser().GetLogin(), Text: issue.GetBody(), Untrusted: true})
 	}
-	timeout := s.cfg.Sessions.Timeout
-	if cfg.Limits.SessionTimeout > 0 && cfg.Limits.SessionTimeout < timeout {
-		timeout = cfg.Limits.SessionTimeout // a repo may only narrow
+	extra, err := s.gatherContext(ctx, c, sess, cfg, spec.PinnedSHA, pr)
+	if err != nil {
+		return contract.Spec{}, "", err
 	}
-	maxFiles := s.cfg.Sessions.MaxChangedFiles
-	if cfg.Limits.MaxFiles > 0 && cfg.Limits.MaxFiles < maxFiles {
-		maxFiles = cfg.Limits.MaxFiles
-	}
+	spec.Context = append(spec.Context, extra...)
+	// A repo may only narrow the server's limits (policy.Narrow).
+	limits := policy.Narrow(s.cfg.PolicyLimits(), cfg.PolicyLimits())
+	timeout, maxFiles := limits.SessionTimeout, limits.MaxChangedFiles
 	spec.Verify = cfg.VerifyCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Setup = cfg.SetupCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Env = cfg.Env

@@ -108,11 +108,15 @@ func roleName(ctx context.Context, c *github.Client, owner, repo, login string) 
 	return body.RoleName, nil
 }
 
-// thread is one issue or pull request's conversation, as our bot sees it.
+// thread is one issue or pull request's conversation, or one review
+// thread on a pull request's diff, as our bot sees it.
 type thread struct {
 	c           *github.Client
 	owner, repo string
 	number      int
+	// review, when set, is a review thread's first comment: comments go
+	// there as replies instead of into the conversation.
+	review int64
 	// bot is our bot's login: only its comments count when looking for a
 	// marker, so nobody can pre-empt a reply by quoting one.
 	bot string
@@ -121,11 +125,33 @@ type thread struct {
 // find looks for a comment of ours carrying marker, so a replayed step edits
 // instead of posting twice.
 func (t thread) find(ctx context.Context, marker string) (int64, error) {
+	if t.review != 0 {
+		return t.findReview(ctx, marker)
+	}
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 	for {
 		comments, resp, err := t.c.Issues.ListComments(ctx, t.owner, t.repo, t.number, opts)
 		if err != nil {
 			return 0, fmt.Errorf("listing comments: %w", err)
+		}
+		for _, cm := range comments {
+			if strings.EqualFold(cm.GetUser().GetLogin(), t.bot) && strings.Contains(cm.GetBody(), marker) {
+				return cm.GetID(), nil
+			}
+		}
+		if resp.NextPage == 0 {
+			return 0, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+func (t thread) findReview(ctx context.Context, marker string) (int64, error) {
+	opts := &github.PullRequestListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		comments, resp, err := t.c.PullRequests.ListComments(ctx, t.owner, t.repo, t.number, opts)
+		if err != nil {
+			return 0, fmt.Errorf("listing review comments: %w", err)
 		}
 		for _, cm := range comments {
 			if strings.EqualFold(cm.GetUser().GetLogin(), t.bot) && strings.Contains(cm.GetBody(), marker) {
@@ -148,6 +174,20 @@ func (t thread) postOnce(ctx context.Context, marker, body string, mayBeReplay b
 			return id, err
 		}
 	}
+	if t.review != 0 {
+		// POST .../pulls/{n}/comments/{id}/replies: go-github v62 has no
+		// call for it (its CreateCommentInReplyTo uses the older form).
+		req, err := t.c.NewRequest(http.MethodPost, fmt.Sprintf("repos/%s/%s/pulls/%d/comments/%d/replies", t.owner, t.repo, t.number, t.review),
+			map[string]string{"body": body + "\n" + marker})
+		if err != nil {
+			return 0, err
+		}
+		cm := new(github.PullRequestComment)
+		if _, err := t.c.Do(ctx, req, cm); err != nil {
+			return 0, fmt.Errorf("replying in the review thread: %w", err)
+		}
+		return cm.GetID(), nil
+	}
 	cm, _, err := t.c.Issues.CreateComment(ctx, t.owner, t.repo, t.number, &github.IssueComment{Body: github.String(body + "\n" + marker)})
 	if err != nil {
 		return 0, fmt.Errorf("posting comment: %w", err)
@@ -157,7 +197,12 @@ func (t thread) postOnce(ctx context.Context, marker, body string, mayBeReplay b
 
 // edit replaces one of our comments.
 func (t thread) edit(ctx context.Context, id int64, marker, body string) error {
-	_, _, err := t.c.Issues.EditComment(ctx, t.owner, t.repo, id, &github.IssueComment{Body: github.String(body + "\n" + marker)})
+	var err error
+	if t.review != 0 {
+		_, _, err = t.c.PullRequests.EditComment(ctx, t.owner, t.repo, id, &github.PullRequestComment{Body: github.String(body + "\n" + marker)})
+	} else {
+		_, _, err = t.c.Issues.EditComment(ctx, t.owner, t.repo, id, &github.IssueComment{Body: github.String(body + "\n" + marker)})
+	}
 	if err != nil {
 		return fmt.Errorf("editing comment %d: %w", id, err)
 	}

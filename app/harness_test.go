@@ -231,6 +231,8 @@ type commentOpts struct {
 	action    string
 	commentID int64
 	viaAppID  int64
+	// number, when set, is a pull request other than #2 (onPR must be set).
+	number int
 }
 
 // commentEvent builds an issue_comment payload from the real fixture.
@@ -261,6 +263,9 @@ func commentEvent(t testing.TB, o commentOpts) []byte {
 	issue["number"] = float64(issueNumber)
 	if o.onPR {
 		issue["number"] = float64(prNumber)
+		if o.number != 0 {
+			issue["number"] = float64(o.number)
+		}
 		issue["pull_request"] = map[string]any{"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/2"}
 	}
 	m["repository"].(map[string]any)["default_branch"] = "main"
@@ -300,6 +305,9 @@ func (h *harness) event(o commentOpts) []byte {
 	number := issueNumber
 	if o.onPR {
 		number = prNumber
+		if o.number != 0 {
+			number = o.number
+		}
 	}
 	if o.sender == "" {
 		o.sender = "alice"

@@ -55,15 +55,26 @@ type runLink struct {
 
 func progressBody(sess store.Session, commandWord string, run runLink) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "👀 **Inspect** is on it, @%s.\n\n", sess.RequesterLogin)
+	ti := infoOf(sess)
+	if sess.TriggerKind == triggerRepair {
+		fmt.Fprintf(&b, "🔧 **Inspect** is repairing the failing checks of this pull request for its author, @%s.\n\n", sess.RequesterLogin)
+	} else {
+		fmt.Fprintf(&b, "👀 **Inspect** is on it, @%s.\n\n", sess.RequesterLogin)
+	}
 	b.WriteString(quoteUntrusted(sess.Instructions, 500))
 	b.WriteString("\n\n")
+	b.WriteString(triggerNote(sess, ti, commandWord))
 	fmt.Fprintf(&b, "| | |\n|---|---|\n| Status | %s |\n| Session | `%s` |\n", statusWord(sess), sess.ID)
 	if sess.RetryOf != "" {
 		fmt.Fprintf(&b, "| Retry of | `%s` |\n", sess.RetryOf)
 	}
 	if run.URL != "" {
 		fmt.Fprintf(&b, "| Runs on | [%s](%s) |\n", cell(orWord(run.State, "build")), run.URL)
+	}
+	if sess.State == store.Queued && !sess.WaitingSince.IsZero() && ti.QueuedFor != "" {
+		fmt.Fprintf(&b, "\n⏳ %s\n", ti.QueuedFor)
+	} else if sess.State != store.Queued && !sess.WaitingSince.IsZero() {
+		fmt.Fprintf(&b, "\nStarted %s, after waiting in the queue.\n", sess.AdmittedAt.UTC().Format("2006-01-02 15:04 UTC"))
 	}
 	if sess.State == store.Done && sess.Detail != "" {
 		// Below the table, not in it: the detail may quote the agent, with
@@ -127,4 +138,30 @@ func orWord(s, otherwise string) string {
 		return otherwise
 	}
 	return s
+}
+
+// triggerNote says how a session came in, when it was not a plain comment:
+// the label that removing cancels it, the review comment it answers, the
+// repair budget it counts against.
+func triggerNote(sess store.Session, ti triggerInfo, commandWord string) string {
+	switch {
+	case ti.Label != "":
+		return fmt.Sprintf("Started by the %s label; removing the label cancels the session.\n\n", policy.PathCodeSpan(ti.Label))
+	case ti.Review != nil:
+		return fmt.Sprintf("Asked in a review comment on %s, %s.\n\n", policy.PathCodeSpan(ti.Review.Path), ti.Review.lines())
+	case sess.TriggerKind == triggerRepair:
+		var b strings.Builder
+		if len(ti.Checks) > 0 {
+			names := make([]string, len(ti.Checks))
+			for i, n := range ti.Checks {
+				names[i] = policy.PathCodeSpan(n)
+			}
+			fmt.Fprintf(&b, "Failing: %s. ", strings.Join(names, ", "))
+		}
+		d := policy.RepairDecision{Verdict: policy.RepairStart, Number: ti.RepairNumber, Last: ti.RepairLast}
+		b.WriteString(policy.RepairNote(d, ti.RepairBudget, commandWord))
+		b.WriteString("\n\n")
+		return b.String()
+	}
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/go-github/v62/github"
@@ -39,10 +40,8 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	owner, name := sess.RepoOwner, sess.RepoName
 
 	if !sess.Reacted {
-		// GitHub answers 200 instead of 201 for a reaction that exists, so
-		// this step is idempotent by itself.
-		if _, _, err := c.Reactions.CreateIssueCommentReaction(ctx, owner, name, sess.CommentID, "eyes"); err != nil {
-			return fmt.Errorf("reacting: %w", err)
+		if err := react(ctx, c, sess); err != nil {
+			return err
 		}
 		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.Reacted = true }); err != nil || sess.State == store.Done {
 			return err
@@ -63,6 +62,13 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		return err
 	}
 
+	if sess.TriggerKind == triggerLabel && !strings.EqualFold(infoOf(sess).Label, repoCfg.TriggerLabel()) {
+		// Accepted on a cache miss; the fresh config names another label.
+		// Nobody asked Inspect anything, so nothing is said.
+		log.Info().Msg("label is not this repo's trigger; session dropped")
+		return s.end(ctx, sess.ID, store.Refused, reasonNotATrigger, "")
+	}
+
 	facts := policy.Facts{
 		SenderLogin:  sess.RequesterLogin,
 		SenderType:   sess.RequesterType,
@@ -81,6 +87,20 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if d := policy.Authorize(facts); !d.Allowed {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
 		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), d.Reply)
+	}
+	limits := policy.Narrow(s.cfg.PolicyLimits(), repoCfg.PolicyLimits())
+	if sess.WaitingSince.IsZero() {
+		// The daily budget is checked once, on the way in: a session that
+		// waits in the queue already has its place.
+		now := s.clock.Now()
+		started, oldest, err := s.store.StartsSince(ctx, sess.RepoID, now.Add(-24*time.Hour))
+		if err != nil {
+			return err
+		}
+		if d := policy.DailyBudget(limits, started, oldest, now, sess.RequesterLogin); !d.Allowed {
+			log.Info().Str("reason", string(d.Reason)).Int("started", started).Msg("session refused")
+			return s.end(ctx, sess.ID, store.Refused, string(d.Reason), d.Reply)
+		}
 	}
 
 	if sess.IsPR && sess.CheckRunID == 0 {
@@ -127,15 +147,30 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if blocker != "" {
 		return &postponed{after: s.cfg.Workers.PollInterval * 5, why: "waiting for session " + blocker}
 	}
-	_, err = s.store.MutateSessionThen(ctx, sess.ID, s.clock.Now(), func(x *store.Session) ([]store.NewWork, error) {
+	// The caps: admitted now, or queued (first come, first served) with
+	// the queue's line shown once, by a sync queued with the wait.
+	held := false
+	now := s.clock.Now()
+	_, err = s.store.Admit(ctx, sess.ID, now, func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
 		if x.State != store.Queued {
 			return nil, nil
 		}
-		x.State, x.DefaultBranch = store.Preparing, repo.GetDefaultBranch()
+		if a := policy.Admit(limits, load); !a.Admit {
+			held = true
+			if !x.WaitingSince.IsZero() {
+				return nil, nil // it says so already; not at every move
+			}
+			x.WaitingSince = now
+			ti := infoOf(*x)
+			ti.QueuedFor = policy.QueueText(a)
+			x.TriggerInfo = ti.encode()
+			return []store.NewWork{{Kind: store.SyncSession}}, nil
+		}
+		x.State, x.DefaultBranch, x.AdmittedAt = store.Preparing, repo.GetDefaultBranch(), now
 		var then []store.NewWork
-		if !postedNow {
-			// The comment said "waiting" (or came from an earlier attempt):
-			// bring it up to date.
+		if !postedNow || !x.WaitingSince.IsZero() {
+			// The comment said "waiting" or "queued" (or came from an
+			// earlier attempt): bring it up to date.
 			then = append(then, store.NewWork{Kind: store.SyncSession})
 		}
 		if s.executor != nil {
@@ -143,15 +178,45 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		}
 		return then, nil // without an executor, the control plane alone: sessions stop here
 	})
-	if err == nil {
-		log.Info().Msg("session preparing")
-		s.wakeWorkers()
+	if err != nil {
+		return err
 	}
-	return err
+	if held {
+		s.wakeWorkers() // the sync that shows the queue
+		return &postponed{after: s.cfg.Workers.PollInterval * 5, why: "waiting for capacity"}
+	}
+	log.Info().Msg("session preparing")
+	s.wakeWorkers()
+	return nil
+}
+
+// reasonNotATrigger ends a session accepted on a cache miss that the fresh
+// config says was no trigger at all.
+const reasonNotATrigger = "not_a_trigger"
+
+// react puts 👀 on the comment that asked. GitHub answers 200 instead of
+// 201 for a reaction that exists, so this is idempotent by itself. Labels
+// and repairs have no comment to react to.
+func react(ctx context.Context, c *github.Client, sess store.Session) error {
+	var err error
+	switch {
+	case sess.CommentID != 0:
+		_, _, err = c.Reactions.CreateIssueCommentReaction(ctx, sess.RepoOwner, sess.RepoName, sess.CommentID, "eyes")
+	case infoOf(sess).Review != nil:
+		_, _, err = c.Reactions.CreatePullRequestCommentReaction(ctx, sess.RepoOwner, sess.RepoName, infoOf(sess).Review.CommentID, "eyes")
+	}
+	if err != nil {
+		return fmt.Errorf("reacting: %w", err)
+	}
+	return nil
 }
 
 func (s *Service) thread(c *github.Client, sess store.Session) thread {
-	return thread{c: c, owner: sess.RepoOwner, repo: sess.RepoName, number: sess.Number, bot: s.botLogin()}
+	t := thread{c: c, owner: sess.RepoOwner, repo: sess.RepoName, number: sess.Number, bot: s.botLogin()}
+	if r := infoOf(sess).Review; r != nil {
+		t.review = r.ThreadID
+	}
+	return t
 }
 
 func (s *Service) botLogin() string { return s.Identity().AppSlug + "[bot]" }
@@ -185,6 +250,7 @@ func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess sto
 		HeadSHA:    sess.HeadSHA,
 		Status:     github.String("queued"),
 		ExternalID: github.String(sess.ID),
+		Actions:    checkActions(sess),
 		Output: &github.CheckRunOutput{
 			Title:   github.String("Queued"),
 			Summary: github.String(fmt.Sprintf("Requested by @%s. Session `%s`.", sess.RequesterLogin, sess.ID)),
@@ -288,7 +354,7 @@ func (s *Service) postReply(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	t := thread{c: c, owner: p.Owner, repo: p.Repo, number: p.Number, bot: s.botLogin()}
+	t := thread{c: c, owner: p.Owner, repo: p.Repo, number: p.Number, review: p.ReviewThread, bot: s.botLogin()}
 	_, err = t.postOnce(ctx, p.Marker, p.Body, w.Attempts > 1)
 	return err
 }

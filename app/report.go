@@ -122,6 +122,9 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 	if !verified {
 		outcome, reason = store.VerificationFailed, "verification_failed"
 		detail = fmt.Sprintf("❌ Verification failed; the change is in draft pull request #%d for you to look at.", sess.PRNumber)
+		if sess.IsPR && sess.PRNumber == sess.Number {
+			detail = fmt.Sprintf("❌ Verification failed; the change was pushed to `%s` (commit `%.7s`) for you to look at.", sess.Branch, sess.CommitSHA)
+		}
 	}
 	if sess.PRNumber != 0 && verified {
 		detail = fmt.Sprintf("✅ Verified change in pull request #%d (commit `%.7s`).", sess.PRNumber, sess.CommitSHA)
@@ -236,7 +239,10 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 		case sameRepo && pr.GetHead().GetSHA() == sess.CommitSHA:
 			// An earlier run pushed it and died before recording that.
 			return spec.Target.HeadBranch, sess.Number, nil
-		case sameRepo && verified && pr.GetHead().GetSHA() == spec.PinnedSHA:
+		case sameRepo && (verified || s.openedByInspect(pr)) && pr.GetHead().GetSHA() == spec.PinnedSHA:
+			// A verified change goes onto the PR's branch; so does a
+			// follow-up's unverified one when the branch is Inspect's own
+			// (its PR is where the change is reviewed anyway).
 			_, _, err := c.Git.UpdateRef(ctx, owner, repo, &github.Reference{
 				Ref: github.String("refs/heads/" + spec.Target.HeadBranch), Object: &github.GitObject{SHA: github.String(sess.CommitSHA)},
 			}, false)

@@ -26,6 +26,11 @@ const WebhookPath = githubapp.DefaultWebhookRoute
 func (s *Service) Handler() http.Handler {
 	eventHandlers := []githubapp.EventHandler{
 		&handlers.IssueComment{Sink: s, CommandWord: s.cfg.CommandWord, Self: s.Identity},
+		&handlers.PullRequestReviewComment{Sink: s, CommandWord: s.cfg.CommandWord, Self: s.Identity},
+		&handlers.Issues{Sink: s, Self: s.Identity},
+		&handlers.CheckRun{Sink: s, Self: s.Identity},
+		&handlers.CheckSuite{Sink: s, Self: s.Identity},
+		&handlers.Status{Sink: s, Self: s.Identity},
 		&handlers.Push{Sink: s},
 		handlers.Ping{},
 	}

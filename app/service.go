@@ -158,8 +158,11 @@ type replyPayload struct {
 	Repo           string `json:"repo"`
 	InstallationID int64  `json:"installation_id"`
 	Number         int    `json:"number"`
-	Marker         string `json:"marker"`
-	Body           string `json:"body"`
+	// ReviewThread, when set, is the review thread (its first comment)
+	// the reply goes to, instead of the issue or PR's conversation.
+	ReviewThread int64  `json:"review_thread,omitempty"`
+	Marker       string `json:"marker"`
+	Body         string `json:"body"`
 }
 
 func mustJSON(v any) string {
@@ -172,10 +175,25 @@ func mustJSON(v any) string {
 }
 
 func replyWork(t handlers.Trigger, marker, body string) store.NewWork {
-	return store.NewWork{Kind: store.PostReply, Payload: mustJSON(replyPayload{
+	p := replyPayload{
 		Owner: t.Repo.Owner, Repo: t.Repo.Name, InstallationID: t.InstallationID, Number: t.Number,
 		Marker: marker, Body: body,
-	})}
+	}
+	if t.Kind == handlers.KindReviewComment && t.Review != nil {
+		p.ReviewThread = t.Review.ThreadRoot(t.CommentID)
+	}
+	return store.NewWork{Kind: store.PostReply, Payload: mustJSON(p)}
+}
+
+// replyMarker marks our one reply to a trigger, so a replay finds it.
+func replyMarker(t handlers.Trigger) string {
+	switch t.Kind {
+	case handlers.KindComment:
+		return commentMarker(t.CommentID)
+	case handlers.KindReviewComment:
+		return fmt.Sprintf("<!-- inspect:reply-to-review=%d -->", t.CommentID)
+	}
+	return "<!-- inspect:reply-to-delivery=" + t.DeliveryID + " -->"
 }
 
 // AcceptTrigger implements handlers.Sink. It decides from local state only
@@ -183,7 +201,26 @@ func replyWork(t handlers.Trigger, marker, body string) store.NewWork {
 // decision is on disk.
 func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 	now := s.clock.Now()
-	a := store.Acceptance{DeliveryID: t.DeliveryID, Event: t.Event, At: now, CommentID: t.CommentID}
+	a := store.Acceptance{DeliveryID: t.DeliveryID, Event: t.Event, At: now}
+	switch t.Kind {
+	case handlers.KindComment:
+		a.CommentID = t.CommentID
+	case handlers.KindReviewComment:
+		// Review comments number apart from issue comments.
+		a.ClaimKey = fmt.Sprintf("review-comment:%d", t.CommentID)
+	case handlers.KindLabel, handlers.KindUnlabel:
+		ok, err := s.isTriggerLabel(ctx, t.Repo.ID, t.Label)
+		if err != nil {
+			return &StoreError{Err: err}
+		}
+		if !ok {
+			zerolog.Ctx(ctx).Debug().Str("label", t.Label).Msg("label ignored: not this repo's trigger label")
+			return nil
+		}
+		if t.Kind == handlers.KindLabel {
+			t.Command.Instructions = labelInstructions(t)
+		}
+	}
 	switch {
 	case t.Command.Kind == policy.Reply:
 		body := withIgnoredNote(t.Command.Reply, t.Command.Ignored, s.cfg.CommandWord)
@@ -193,14 +230,31 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 			AllowedBots: s.cfg.Policy.AllowedBots, Subcommand: policy.Help}); !d.Allowed {
 			body = d.Reply
 		}
-		a.Work = []store.NewWork{replyWork(t, commentMarker(t.CommentID), body)}
+		a.Work = []store.NewWork{replyWork(t, replyMarker(t), body)}
 	case t.Command.Sub == policy.Run:
 		sess := &store.Session{
 			ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name,
-			InstallationID: t.InstallationID, Number: t.Number, IsPR: t.IsPR, TriggerKind: "comment",
-			CommentID: t.CommentID, DeliveryID: t.DeliveryID, RequesterLogin: t.Sender.Login,
+			InstallationID: t.InstallationID, Number: t.Number, IsPR: t.IsPR, TriggerKind: triggerComment,
+			DeliveryID: t.DeliveryID, RequesterLogin: t.Sender.Login,
 			RequesterID: t.Sender.ID, RequesterType: t.Sender.Type, Instructions: t.Command.Instructions,
 			Truncated: t.Command.Truncated, IgnoredCommands: t.Command.Ignored, State: store.Queued,
+		}
+		switch t.Kind {
+		case handlers.KindComment:
+			sess.CommentID = t.CommentID
+		case handlers.KindReviewComment:
+			sess.TriggerKind = triggerReviewComment
+			r := t.Review
+			if r == nil {
+				r = &handlers.ReviewComment{}
+			}
+			sess.TriggerInfo = triggerInfo{Review: &reviewInfo{
+				CommentID: t.CommentID, ThreadID: r.ThreadRoot(t.CommentID), Path: r.Path, Line: r.Line, StartLine: r.StartLine,
+				Side: r.Side, DiffHunk: r.DiffHunk, CommitID: r.CommitID,
+			}}.encode()
+		case handlers.KindLabel:
+			sess.TriggerKind = triggerLabel
+			sess.TriggerInfo = triggerInfo{Label: t.Label}.encode()
 		}
 		paused, err := s.pausedLocally(ctx, t)
 		if err != nil {
@@ -222,7 +276,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 	if err != nil {
 		return &StoreError{Err: err}
 	}
-	ev := zerolog.Ctx(ctx).Info().Str("result", res.String())
+	ev := zerolog.Ctx(ctx).Info().Str("result", res.String()).Str("trigger", string(orWord(string(t.Kind), "comment")))
 	if a.Session != nil && res == store.Accepted {
 		ev = ev.Str("session_id", a.Session.ID).Str("state", string(a.Session.State))
 	}

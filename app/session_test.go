@@ -149,9 +149,13 @@ verify:
     run: ["go", "test", "./..."]
 `
 
-func newSessionHarness(t *testing.T) (*harness, *scriptedExecutor) {
+func newSessionHarness(t *testing.T, opts ...harnessOption) (*harness, *scriptedExecutor) {
+	return newSessionHarnessOn(t, "sqlite", opts...)
+}
+
+func newSessionHarnessOn(t *testing.T, driver string, opts ...harnessOption) (*harness, *scriptedExecutor) {
 	ex := &scriptedExecutor{}
-	h := newHarness(t, func(c *configServer) {})
+	h := newHarnessOn(t, driver, opts...)
 	h.stop()
 	h.exec = ex
 	h.start()

@@ -180,6 +180,8 @@ func (s *Service) runWork(ctx context.Context, w *store.Work) error {
 		return s.collectResult(ctx, w)
 	case store.BuildSnapshot:
 		return s.buildSnapshot(ctx, w)
+	case store.ConsiderRepair:
+		return s.considerRepair(ctx, w)
 	case store.CollectSnapshots:
 		return s.collectSnapshotsWork(ctx, w)
 	}

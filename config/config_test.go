@@ -143,7 +143,7 @@ func TestEveryEnvVarSetsItsKey(t *testing.T) {
 			v = "7m"
 		case strings.HasSuffix(ev.Name, "PAUSED"):
 			v = "true"
-		case strings.Contains(ev.Name, "TIMEOUT") || strings.Contains(ev.Name, "LEASE") || strings.Contains(ev.Name, "INTERVAL") || strings.Contains(ev.Name, "BACKOFF") || strings.HasSuffix(ev.Name, "MAX_AGE") || strings.HasSuffix(ev.Name, "REFRESH"):
+		case strings.Contains(ev.Name, "TIMEOUT") || strings.Contains(ev.Name, "LEASE") || strings.Contains(ev.Name, "INTERVAL") || strings.Contains(ev.Name, "BACKOFF") || strings.HasSuffix(ev.Name, "MAX_AGE") || strings.HasSuffix(ev.Name, "REFRESH") || strings.HasSuffix(ev.Name, "COOLDOWN") || strings.HasSuffix(ev.Name, "DEBOUNCE"):
 			v = "7s"
 		}
 		got := base

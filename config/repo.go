@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/appconfig"
 
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -17,14 +20,33 @@ import (
 // org-wide fallback is the same file name in the owner's `.github` repo.
 var RepoConfigPaths = []string{".github/inspect.yml", ".github/inspect.yaml"}
 
+// Labels. The trigger label is the repo's choice (label:); the outcome
+// labels are Inspect's own, and every label starting with
+// OutcomeLabelPrefix is reserved for them.
+const (
+	DefaultTriggerLabel = "inspect"
+	OutcomeLabelDone    = "inspect:done"
+	OutcomeLabelFailed  = "inspect:failed"
+	OutcomeLabelPrefix  = "inspect:"
+)
+
+// MaxLabelChars is GitHub's longest label name, in characters.
+const MaxLabelChars = 50
+
+// MaxRepairChecks caps repair.checks.
+const MaxRepairChecks = 50
+
 // Repo is a repository's `.github/inspect.yml`. It may choose and narrow,
 // never widen: no credentials, endpoints or limits above the server's.
 type Repo struct {
 	// Enabled false pauses Inspect for this repository.
-	Enabled *bool         `yaml:"enabled"`
-	Agent   Agent         `yaml:"agent"`
-	Verify  []RepoCommand `yaml:"verify"`
-	Setup   []RepoCommand `yaml:"setup"`
+	Enabled *bool `yaml:"enabled"`
+	// Label is the issue label that starts a session; "" means
+	// DefaultTriggerLabel (see TriggerLabel).
+	Label  string        `yaml:"label"`
+	Agent  Agent         `yaml:"agent"`
+	Verify []RepoCommand `yaml:"verify"`
+	Setup  []RepoCommand `yaml:"setup"`
 	// ProtectedPaths are globs the agent's change may not touch, on top of
 	// the server's own (.github/workflows/** is always protected).
 	ProtectedPaths []string  `yaml:"protected_paths"`
@@ -35,6 +57,23 @@ type Repo struct {
 	Env map[string]string `yaml:"env"`
 	// Snapshot describes the repo's prepared environment (issue 5).
 	Snapshot RepoSnapshot `yaml:"snapshot"`
+	// Repair turns on automatic repair sessions for failing checks on
+	// pull requests.
+	Repair RepoRepair `yaml:"repair"`
+}
+
+// RepoRepair is the repo's choice about automatic repair. The server's
+// repair.* keys bound it.
+type RepoRepair struct {
+	// Enabled turns automatic repair on; it is off by default.
+	Enabled bool `yaml:"enabled"`
+	// Checks are check-run names or commit-status contexts whose failure
+	// asks for a repair, as patterns (policy.MatchCheckName: `*` and `?`,
+	// ASCII case ignored). Required when Enabled.
+	Checks []string `yaml:"checks"`
+	// MaxSessions narrows the server's repair.max_sessions_per_pr; 0
+	// means the server's.
+	MaxSessions int `yaml:"max_sessions"`
 }
 
 // RepoSnapshot is how to prepare the repo's snapshot image.
@@ -75,10 +114,46 @@ type RepoCommand struct {
 	Timeout time.Duration `yaml:"timeout"`
 }
 
-// RepoLimit narrows the server's limits.
+// RepoLimit narrows the server's limits; 0 means the server's, and a
+// value above the server's is ignored (policy.Narrow).
 type RepoLimit struct {
 	SessionTimeout time.Duration `yaml:"session_timeout"`
 	MaxFiles       int           `yaml:"max_files"`
+	// MaxActive narrows limits.active_per_repo.
+	MaxActive int `yaml:"max_active"`
+	// DailySessions narrows limits.daily_per_repo.
+	DailySessions int `yaml:"daily_sessions"`
+}
+
+// TriggerLabel is the issue label that starts a session.
+func (r Repo) TriggerLabel() string {
+	if r.Label == "" {
+		return DefaultTriggerLabel
+	}
+	return r.Label
+}
+
+// RepairEnabled reports whether automatic repair is on: the repo turns it
+// on and is not paused (`enabled: false` pauses repairs too).
+func (r Repo) RepairEnabled() bool { return r.IsEnabled() && r.Repair.Enabled }
+
+// RepairsCheck reports whether a failing check (a check run's name or a
+// commit status's context) asks for a repair: repair is on
+// (RepairEnabled) and the name matches one of repair.checks.
+func (r Repo) RepairsCheck(name string) bool {
+	return r.RepairEnabled() && policy.MatchAnyCheck(r.Repair.Checks, name)
+}
+
+// PolicyLimits is what the repo asks of the server's limits, for
+// policy.Narrow.
+func (r Repo) PolicyLimits() policy.RepoLimits {
+	return policy.RepoLimits{
+		MaxActive:       r.Limits.MaxActive,
+		DailySessions:   r.Limits.DailySessions,
+		SessionTimeout:  r.Limits.SessionTimeout,
+		MaxChangedFiles: r.Limits.MaxFiles,
+		RepairsPerPR:    r.Repair.MaxSessions,
+	}
 }
 
 // IsEnabled reports whether the repository is not paused.
@@ -157,8 +232,52 @@ func (r Repo) validate() error {
 	if r.Limits.MaxFiles < 0 {
 		add("limits.max_files", "must not be negative")
 	}
+	if r.Limits.MaxActive < 0 {
+		add("limits.max_active", "must not be negative (0 means the server's limits.active_per_repo)")
+	}
+	if r.Limits.DailySessions < 0 {
+		add("limits.daily_sessions", "must not be negative (0 means the server's limits.daily_per_repo)")
+	}
+	if r.Label != "" {
+		if err := validLabel(r.Label); err != nil {
+			add("label", "%v", err)
+		}
+	}
+	if r.Repair.Enabled && len(r.Repair.Checks) == 0 {
+		add("repair.checks", "must list at least one check name pattern when repair.enabled is true")
+	}
+	if len(r.Repair.Checks) > MaxRepairChecks {
+		add("repair.checks", "has %d patterns; at most %d", len(r.Repair.Checks), MaxRepairChecks)
+	}
+	for i, c := range r.Repair.Checks {
+		if err := policy.ValidCheckPattern(c); err != nil {
+			add(fmt.Sprintf("repair.checks[%d]", i), "%v", err)
+		}
+	}
+	if r.Repair.MaxSessions < 0 {
+		add("repair.max_sessions", "must not be negative (0 means the server's repair.max_sessions_per_pr)")
+	}
 	if len(faults) > 0 {
 		return errors.New(strings.Join(faults, "; "))
+	}
+	return nil
+}
+
+// validLabel checks a trigger label: 1 to MaxLabelChars characters, no
+// commas (GitHub's APIs list labels comma-separated), nothing GitHub would
+// trim or that nobody can see, and not one of the reserved outcome labels.
+func validLabel(l string) error {
+	switch n := utf8.RuneCountInString(l); {
+	case n > MaxLabelChars:
+		return fmt.Errorf("%q is %d characters long; at most %d", l, n, MaxLabelChars)
+	case strings.TrimSpace(l) != l:
+		return fmt.Errorf("%q must not start or end with a space", l)
+	case strings.ContainsRune(l, ','):
+		return fmt.Errorf("%q must not contain a comma", l)
+	case strings.IndexFunc(l, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0:
+		return fmt.Errorf("%q has control or invisible characters", l)
+	case len(l) >= len(OutcomeLabelPrefix) && strings.EqualFold(l[:len(OutcomeLabelPrefix)], OutcomeLabelPrefix):
+		return fmt.Errorf("%q starts with %q, which is reserved for Inspect's outcome labels (%s, %s)", l, OutcomeLabelPrefix, OutcomeLabelDone, OutcomeLabelFailed)
 	}
 	return nil
 }

@@ -43,6 +43,8 @@ type Server struct {
 
 	GitHub    GitHub    `yaml:"github"`
 	Sessions  Sessions  `yaml:"sessions"`
+	Limits    Limits    `yaml:"limits"`
+	Repair    Repair    `yaml:"repair"`
 	Executor  Executor  `yaml:"executor"`
 	Buildkite Buildkite `yaml:"buildkite"`
 	Snapshots Snapshots `yaml:"snapshots"`
@@ -78,6 +80,41 @@ type Sessions struct {
 	MaxChangedFiles int           `yaml:"max_changed_files"`
 	MaxChangeBytes  int64         `yaml:"max_change_bytes"`
 }
+
+// Limits caps how many sessions run and start; a repo's config may only
+// narrow the per-repository ones. 0 means no cap.
+type Limits struct {
+	// ActivePerRepo, ActivePerUser and ActivePerInstallation cap the
+	// sessions active at once in one repository, for one requester, and
+	// in one GitHub App installation. A session beyond a cap is queued,
+	// first come, first served.
+	ActivePerRepo         int `yaml:"active_per_repo"`
+	ActivePerUser         int `yaml:"active_per_user"`
+	ActivePerInstallation int `yaml:"active_per_installation"`
+	// DailyPerRepo caps the sessions started in one repository per
+	// rolling 24 hours; a trigger beyond it is refused.
+	DailyPerRepo int `yaml:"daily_per_repo"`
+}
+
+// Repair bounds automatic repair of failing checks, which a repository
+// turns on in its own config (repair.enabled).
+type Repair struct {
+	// MaxSessionsPerPR is how many repair sessions one pull request may
+	// have; 0 turns automatic repair off server-wide.
+	MaxSessionsPerPR int `yaml:"max_sessions_per_pr"`
+	// Cooldown is the least time between the end of a pull request's
+	// repair session and the start of its next.
+	Cooldown time.Duration `yaml:"cooldown"`
+	// Debounce is how long after a failing check its repair is considered,
+	// so that checks failing on one commit coalesce into one repair.
+	Debounce time.Duration `yaml:"debounce"`
+}
+
+// MaxRepairsPerPR caps repair.max_sessions_per_pr.
+const MaxRepairsPerPR = 20
+
+// MaxRepairDebounce caps repair.debounce (its validation message says 10m).
+const MaxRepairDebounce = 10 * time.Minute
 
 // Executor says where sessions run.
 type Executor struct {
@@ -200,6 +237,17 @@ func Defaults() Server {
 			CommandTimeout:  10 * time.Minute,
 			MaxChangedFiles: 100,
 			MaxChangeBytes:  5 << 20,
+		},
+		Limits: Limits{
+			ActivePerRepo:         5,
+			ActivePerUser:         3,
+			ActivePerInstallation: 20,
+			DailyPerRepo:          100,
+		},
+		Repair: Repair{
+			MaxSessionsPerPR: 2,
+			Cooldown:         10 * time.Minute,
+			Debounce:         30 * time.Second,
 		},
 		Executor: Executor{Kind: "local", MaxConcurrent: 2},
 		Buildkite: Buildkite{
@@ -328,6 +376,25 @@ func (c Server) Validate() error {
 	}
 	if c.Sessions.MaxChangeBytes < 1<<10 || c.Sessions.MaxChangeBytes > contract.HardMaxChangeBytes {
 		add("sessions.max_change_bytes", "must be between 1 KiB and %d MiB (the session contract's cap)", contract.HardMaxChangeBytes>>20)
+	}
+	for key, n := range map[string]int{
+		"limits.active_per_repo":         c.Limits.ActivePerRepo,
+		"limits.active_per_user":         c.Limits.ActivePerUser,
+		"limits.active_per_installation": c.Limits.ActivePerInstallation,
+		"limits.daily_per_repo":          c.Limits.DailyPerRepo,
+	} {
+		if n < 0 {
+			add(key, "must not be negative (0 means no cap; found %d)", n)
+		}
+	}
+	if c.Repair.MaxSessionsPerPR < 0 || c.Repair.MaxSessionsPerPR > MaxRepairsPerPR {
+		add("repair.max_sessions_per_pr", "must be between 0 and %d (0 turns automatic repair off; found %d)", MaxRepairsPerPR, c.Repair.MaxSessionsPerPR)
+	}
+	if c.Repair.Cooldown < 0 {
+		add("repair.cooldown", "must not be negative")
+	}
+	if c.Repair.Debounce < 0 || c.Repair.Debounce > MaxRepairDebounce {
+		add("repair.debounce", "must be between 0s and 10m (found %s)", c.Repair.Debounce)
 	}
 	switch c.Executor.Kind {
 	case "local", "none":
@@ -462,6 +529,20 @@ func (c Server) WebhookSecrets() []string {
 		secrets = append(secrets, c.GitHub.WebhookSecretPrevious)
 	}
 	return secrets
+}
+
+// PolicyLimits returns the server's session limits, before any repo
+// narrows them (policy.Narrow with Repo.PolicyLimits).
+func (c Server) PolicyLimits() policy.Limits {
+	return policy.Limits{
+		ActivePerRepo:         c.Limits.ActivePerRepo,
+		ActivePerUser:         c.Limits.ActivePerUser,
+		ActivePerInstallation: c.Limits.ActivePerInstallation,
+		DailyPerRepo:          c.Limits.DailyPerRepo,
+		SessionTimeout:        c.Sessions.Timeout,
+		MaxChangedFiles:       c.Sessions.MaxChangedFiles,
+		RepairsPerPR:          c.Repair.MaxSessionsPerPR,
+	}
 }
 
 // ForkPRAllowed reports whether repo ("owner/name") opted in to fork PRs.

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	json "github.com/goccy/go-json"
 
 	"github.com/rs/zerolog"
@@ -66,16 +67,48 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	return h.Sink.AcceptTrigger(ctx, t)
 }
 
+// validate checks that t has what its Kind needs. The comment kinds need
+// the issue or pull request and the comment; labels need the issue and the
+// label; a check-run button needs the session (its pull request may be
+// unknown).
 func (t Trigger) validate() error {
 	switch {
 	case t.Repo.ID == 0 || t.Repo.Owner == "" || t.Repo.Name == "":
 		return payloadErrorf("repository is missing")
 	case t.InstallationID == 0:
 		return payloadErrorf("installation is missing: is this delivery from the GitHub App?")
-	case t.Number == 0:
-		return payloadErrorf("issue number is missing")
-	case t.CommentID == 0:
-		return payloadErrorf("comment id is missing")
+	}
+	switch t.Kind {
+	case KindComment:
+		if t.Number == 0 {
+			return payloadErrorf("issue number is missing")
+		}
+		if t.CommentID == 0 {
+			return payloadErrorf("comment id is missing")
+		}
+	case KindReviewComment:
+		if t.Number == 0 {
+			return payloadErrorf("pull request number is missing")
+		}
+		if t.CommentID == 0 {
+			return payloadErrorf("comment id is missing")
+		}
+	case KindLabel, KindUnlabel:
+		if t.Number == 0 {
+			return payloadErrorf("issue number is missing")
+		}
+		if t.Label == "" {
+			return payloadErrorf("label name is missing")
+		}
+	case KindCheckAction:
+		if t.SessionID == "" {
+			return payloadErrorf("check run external_id (the session id) is missing")
+		}
+	default:
+		// A handler bug, not the payload's fault.
+		return fmt.Errorf("handlers: trigger of unknown kind %q", t.Kind)
+	}
+	switch {
 	case t.Sender.Login == "":
 		return payloadErrorf("sender is missing")
 	case t.DeliveryID == "":

@@ -56,3 +56,142 @@ type pushPayload struct {
 	Repository   payloadRepo         `json:"repository"`
 	Installation payloadInstallation `json:"installation"`
 }
+
+// repo is the payload's repository as handlers report it.
+func (r payloadRepo) repo() Repo {
+	return Repo{ID: r.ID, Owner: r.Owner.Login, Name: r.Name, DefaultBranch: r.DefaultBranch}
+}
+
+// sender is the payload's sender as handlers report it.
+func (u payloadUser) sender() Sender {
+	return Sender{Login: u.Login, ID: u.ID, Type: u.Type}
+}
+
+// payloadApp is the GitHub App that owns a check run or check suite.
+type payloadApp struct {
+	ID   int64  `json:"id"`
+	Slug string `json:"slug"`
+}
+
+// payloadPullRef is a pull request as check_run and check_suite payloads
+// name it: only number, head and base.
+type payloadPullRef struct {
+	Number int `json:"number"`
+	Head   struct {
+		Ref  string `json:"ref"`
+		SHA  string `json:"sha"`
+		Repo struct {
+			ID int64 `json:"id"`
+		} `json:"repo"`
+	} `json:"head"`
+	Base struct {
+		Repo struct {
+			ID int64 `json:"id"`
+		} `json:"repo"`
+	} `json:"base"`
+}
+
+// pullRefs converts a payload's pull requests; none is nil.
+func pullRefs(prs []payloadPullRef) []PullRef {
+	if len(prs) == 0 {
+		return nil
+	}
+	out := make([]PullRef, 0, len(prs))
+	for _, p := range prs {
+		out = append(out, PullRef{
+			Number:     p.Number,
+			HeadRef:    p.Head.Ref,
+			HeadSHA:    p.Head.SHA,
+			HeadRepoID: p.Head.Repo.ID,
+			BaseRepoID: p.Base.Repo.ID,
+		})
+	}
+	return out
+}
+
+type issuesPayload struct {
+	Action string `json:"action"`
+	Issue  struct {
+		Number      int       `json:"number"`
+		Title       string    `json:"title"`
+		PullRequest *struct{} `json:"pull_request"`
+	} `json:"issue"`
+	Label struct {
+		Name string `json:"name"`
+	} `json:"label"`
+	Repository   payloadRepo         `json:"repository"`
+	Installation payloadInstallation `json:"installation"`
+	Sender       payloadUser         `json:"sender"`
+}
+
+type checkRunPayload struct {
+	Action   string `json:"action"`
+	CheckRun struct {
+		ID         int64      `json:"id"`
+		Name       string     `json:"name"`
+		HeadSHA    string     `json:"head_sha"`
+		ExternalID string     `json:"external_id"`
+		Conclusion string     `json:"conclusion"`
+		App        payloadApp `json:"app"`
+		CheckSuite struct {
+			ID int64 `json:"id"`
+		} `json:"check_suite"`
+		PullRequests []payloadPullRef `json:"pull_requests"`
+	} `json:"check_run"`
+	RequestedAction struct {
+		Identifier string `json:"identifier"`
+	} `json:"requested_action"`
+	Repository   payloadRepo         `json:"repository"`
+	Installation payloadInstallation `json:"installation"`
+	Sender       payloadUser         `json:"sender"`
+}
+
+type checkSuitePayload struct {
+	Action     string `json:"action"`
+	CheckSuite struct {
+		ID           int64            `json:"id"`
+		HeadSHA      string           `json:"head_sha"`
+		Conclusion   string           `json:"conclusion"`
+		App          payloadApp       `json:"app"`
+		PullRequests []payloadPullRef `json:"pull_requests"`
+	} `json:"check_suite"`
+	Repository   payloadRepo         `json:"repository"`
+	Installation payloadInstallation `json:"installation"`
+	Sender       payloadUser         `json:"sender"`
+}
+
+type statusPayload struct {
+	SHA          string              `json:"sha"`
+	Context      string              `json:"context"`
+	State        string              `json:"state"`
+	Repository   payloadRepo         `json:"repository"`
+	Installation payloadInstallation `json:"installation"`
+	Sender       payloadUser         `json:"sender"`
+}
+
+type reviewCommentPayload struct {
+	Action  string `json:"action"`
+	Comment struct {
+		ID        int64  `json:"id"`
+		Body      string `json:"body"`
+		Path      string `json:"path"`
+		DiffHunk  string `json:"diff_hunk"`
+		CommitID  string `json:"commit_id"`
+		Side      string `json:"side"`
+		InReplyTo int64  `json:"in_reply_to_id"`
+		// Line is null on an outdated comment; OriginalLine is then its
+		// line in the commit it was made on.
+		Line                  *int `json:"line"`
+		OriginalLine          *int `json:"original_line"`
+		StartLine             *int `json:"start_line"`
+		PerformedViaGithubApp *struct {
+			ID int64 `json:"id"`
+		} `json:"performed_via_github_app"`
+	} `json:"comment"`
+	PullRequest struct {
+		Number int `json:"number"`
+	} `json:"pull_request"`
+	Repository   payloadRepo         `json:"repository"`
+	Installation payloadInstallation `json:"installation"`
+	Sender       payloadUser         `json:"sender"`
+}

@@ -16,6 +16,9 @@ type Acceptance struct {
 	// CommentID, when non-zero, claims the comment: a second acceptance of
 	// the same comment (under another delivery id) creates nothing.
 	CommentID int64
+	// ClaimKey, when set, claims a trigger that is not an issue comment
+	// (a review comment): a second acceptance of it creates nothing.
+	ClaimKey string
 	// Session, when set, is created in the state it carries.
 	Session *Session
 	// Work is queued; items with an empty SessionID get Session's id.
@@ -185,6 +188,22 @@ func (s *Store) acceptOne(ctx context.Context, tx *sql.Tx, a Acceptance) (Accept
 		res, err := tx.StmtContext(ctx, s.accept.claim).ExecContext(ctx, a.CommentID, a.DeliveryID, at)
 		if err != nil {
 			return 0, fmt.Errorf("claiming comment: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return 0, err
+		} else if n == 0 {
+			return DuplicateComment, nil
+		}
+	}
+	if a.ClaimKey != "" {
+		sid := ""
+		if a.Session != nil {
+			sid = a.Session.ID
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO trigger_claims (claim_key, session_id, claimed_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+			a.ClaimKey, sid, at)
+		if err != nil {
+			return 0, fmt.Errorf("claiming %s: %w", a.ClaimKey, err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return 0, err

@@ -153,5 +153,22 @@ func migrations(d dialect) [][]string {
 			`ALTER TABLE attempts ADD COLUMN repo_id BIGINT NOT NULL DEFAULT 0`,
 			`ALTER TABLE snapshot_repos ADD COLUMN building_attempt TEXT NOT NULL DEFAULT ''`,
 		},
+		// 6: the other ways in (issue 6): what a session's trigger adds
+		// (a label, a review comment's place, failing checks), when a
+		// session was admitted past the caps and since when it waits for
+		// capacity, and claims that make a worker-created session once-only.
+		{
+			`ALTER TABLE sessions ADD COLUMN trigger_info TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE sessions ADD COLUMN admitted_at BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE sessions ADD COLUMN waiting_since BIGINT NOT NULL DEFAULT 0`,
+			// Sessions already past the queue were admitted when they began.
+			`UPDATE sessions SET admitted_at = created_at WHERE state <> 'queued'`,
+			`CREATE INDEX sessions_state ON sessions (state, created_at)`,
+			`CREATE TABLE trigger_claims (
+				claim_key  TEXT PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				claimed_at BIGINT NOT NULL
+			)` + clustered,
+		},
 	}
 }

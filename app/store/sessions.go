@@ -45,7 +45,9 @@ type Session struct {
 	InstallationID int64
 	Number         int
 	IsPR           bool
-	TriggerKind    string // "comment"
+	// TriggerKind is how the session came in: comment, review_comment,
+	// label, repair, retry.
+	TriggerKind    string
 	CommentID      int64
 	DeliveryID     string
 	RequesterLogin string
@@ -82,6 +84,13 @@ type Session struct {
 	// Redispatches counts attempts re-dispatched because their executor
 	// lost them; a session gets one, and keeps its deadline through it.
 	Redispatches int
+	// TriggerInfo is JSON the app owns: what the way in adds (the label,
+	// a review comment's place, the failing checks of a repair).
+	TriggerInfo string
+	// AdmittedAt is when the session got past the caps (zero while
+	// queued); WaitingSince is when it was first held back by a cap.
+	AdmittedAt   time.Time
+	WaitingSince time.Time
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -96,10 +105,11 @@ func (s Session) Active() bool { return s.State != Done }
 const sessionColumns = `id, repo_id, repo_owner, repo_name, installation_id, number, is_pr, trigger_kind,
 	comment_id, delivery_id, requester_login, requester_id, requester_type, instructions, ignored_commands,
 	retry_of, state, outcome, reason, detail, head_sha, check_run_id, progress_comment_id, reacted,
-	created_at, updated_at, attempt_id, deadline, commit_sha, branch, pr_number, default_branch, truncated, redispatches`
+	created_at, updated_at, attempt_id, deadline, commit_sha, branch, pr_number, default_branch, truncated, redispatches,
+	trigger_info, admitted_at, waiting_since`
 
 const insertSessionSQL = `INSERT INTO sessions (` + sessionColumns + `)
-	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,$34)`
+	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,$34,$35,$36,$37)`
 
 func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now time.Time) error {
 	if s.CreatedAt.IsZero() {
@@ -114,7 +124,8 @@ func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now 
 		s.ID, s.RepoID, s.RepoOwner, s.RepoName, s.InstallationID, s.Number, b2i(s.IsPR), s.TriggerKind,
 		commentID, s.DeliveryID, s.RequesterLogin, s.RequesterID, s.RequesterType, s.Instructions, s.IgnoredCommands,
 		s.RetryOf, string(s.State), string(s.Outcome), s.Reason, s.Detail, s.HeadSHA, s.CheckRunID, s.ProgressCommentID, b2i(s.Reacted),
-		ms(s.CreatedAt), ms(s.UpdatedAt), s.AttemptID, ms(s.Deadline), s.CommitSHA, s.Branch, s.PRNumber, s.DefaultBranch, b2i(s.Truncated), s.Redispatches)
+		ms(s.CreatedAt), ms(s.UpdatedAt), s.AttemptID, ms(s.Deadline), s.CommitSHA, s.Branch, s.PRNumber, s.DefaultBranch, b2i(s.Truncated), s.Redispatches,
+		s.TriggerInfo, ms(s.AdmittedAt), ms(s.WaitingSince))
 	if err != nil {
 		return fmt.Errorf("inserting session: %w", err)
 	}
@@ -132,15 +143,18 @@ func scanSession(row rowScanner) (Session, error) {
 		state, outcome   string
 		created, updated int64
 		deadline         int64
+		admitted, since  int64
 	)
 	err := row.Scan(&s.ID, &s.RepoID, &s.RepoOwner, &s.RepoName, &s.InstallationID, &s.Number, &isPR, &s.TriggerKind,
 		&commentID, &s.DeliveryID, &s.RequesterLogin, &s.RequesterID, &s.RequesterType, &s.Instructions, &s.IgnoredCommands,
 		&s.RetryOf, &state, &outcome, &s.Reason, &s.Detail, &s.HeadSHA, &s.CheckRunID, &s.ProgressCommentID, &reacted,
-		&created, &updated, &s.AttemptID, &deadline, &s.CommitSHA, &s.Branch, &s.PRNumber, &s.DefaultBranch, &truncated, &s.Redispatches)
+		&created, &updated, &s.AttemptID, &deadline, &s.CommitSHA, &s.Branch, &s.PRNumber, &s.DefaultBranch, &truncated, &s.Redispatches,
+		&s.TriggerInfo, &admitted, &since)
 	if err != nil {
 		return Session{}, err
 	}
 	s.Deadline = fromMS(deadline)
+	s.AdmittedAt, s.WaitingSince = fromMS(admitted), fromMS(since)
 	s.Truncated = truncated == 1
 	s.CommentID = commentID.Int64
 	s.IsPR = isPR == 1
@@ -178,14 +192,7 @@ func (s *Store) MutateSession(ctx context.Context, id string, now time.Time, fn 
 func (s *Store) MutateSessionThen(ctx context.Context, id string, now time.Time, fn func(*Session) ([]NewWork, error)) (Session, error) {
 	var out Session
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		q := `SELECT ` + sessionColumns + ` FROM sessions WHERE id = $1`
-		if s.dialect == postgres {
-			q += ` FOR UPDATE`
-		}
-		before, err := scanSession(tx.QueryRowContext(ctx, q, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("session %s: %w", id, ErrNotFound)
-		}
+		before, err := s.lockSession(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -194,34 +201,59 @@ func (s *Store) MutateSessionThen(ctx context.Context, id string, now time.Time,
 		if err != nil {
 			return err
 		}
-		if before.State == Done && (after.State != Done || after.Outcome != before.Outcome) {
-			return ErrLeftDone
-		}
-		if after.State == Done && after.Outcome == "" {
-			return fmt.Errorf("session %s: done without an outcome", id)
-		}
-		after.UpdatedAt = now
-		_, err = tx.ExecContext(ctx, `UPDATE sessions SET state=$2, outcome=$3, reason=$4, detail=$5, head_sha=$6,
-			check_run_id=$7, progress_comment_id=$8, reacted=$9, updated_at=$10, attempt_id=$11, deadline=$12,
-			commit_sha=$13, branch=$14, pr_number=$15, default_branch=$16, redispatches=$17 WHERE id=$1`,
-			id, string(after.State), string(after.Outcome), after.Reason, after.Detail, after.HeadSHA,
-			after.CheckRunID, after.ProgressCommentID, b2i(after.Reacted), ms(after.UpdatedAt),
-			after.AttemptID, ms(after.Deadline), after.CommitSHA, after.Branch, after.PRNumber, after.DefaultBranch, after.Redispatches)
-		if err != nil {
+		if err := s.writeSession(ctx, tx, before, after, now, then); err != nil {
 			return err
 		}
-		for _, w := range then {
-			if w.SessionID == "" {
-				w.SessionID = id
-			}
-			if err := s.insertWork(ctx, tx, w, now); err != nil {
-				return err
-			}
-		}
 		out = after
+		out.UpdatedAt = now
 		return nil
 	})
 	return out, err
+}
+
+// lockSession reads a session inside tx, row-locked on PostgreSQL (SQLite's
+// immediate transactions already hold the write lock).
+func (s *Store) lockSession(ctx context.Context, tx *sql.Tx, id string) (Session, error) {
+	q := `SELECT ` + sessionColumns + ` FROM sessions WHERE id = $1`
+	if s.dialect == postgres {
+		q += ` FOR UPDATE`
+	}
+	sess, err := scanSession(tx.QueryRowContext(ctx, q, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	return sess, err
+}
+
+// writeSession writes a mutated session back and queues then, enforcing
+// that done is final.
+func (s *Store) writeSession(ctx context.Context, tx *sql.Tx, before, after Session, now time.Time, then []NewWork) error {
+	if before.State == Done && (after.State != Done || after.Outcome != before.Outcome) {
+		return ErrLeftDone
+	}
+	if after.State == Done && after.Outcome == "" {
+		return fmt.Errorf("session %s: done without an outcome", before.ID)
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE sessions SET state=$2, outcome=$3, reason=$4, detail=$5, head_sha=$6,
+		check_run_id=$7, progress_comment_id=$8, reacted=$9, updated_at=$10, attempt_id=$11, deadline=$12,
+		commit_sha=$13, branch=$14, pr_number=$15, default_branch=$16, redispatches=$17,
+		trigger_info=$18, admitted_at=$19, waiting_since=$20 WHERE id=$1`,
+		before.ID, string(after.State), string(after.Outcome), after.Reason, after.Detail, after.HeadSHA,
+		after.CheckRunID, after.ProgressCommentID, b2i(after.Reacted), ms(now),
+		after.AttemptID, ms(after.Deadline), after.CommitSHA, after.Branch, after.PRNumber, after.DefaultBranch, after.Redispatches,
+		after.TriggerInfo, ms(after.AdmittedAt), ms(after.WaitingSince))
+	if err != nil {
+		return err
+	}
+	for _, w := range then {
+		if w.SessionID == "" {
+			w.SessionID = before.ID
+		}
+		if err := s.insertWork(ctx, tx, w, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SessionsForTarget lists the newest sessions on one issue or PR.

@@ -38,6 +38,9 @@ const (
 	// (a Buildkite build's artifacts) when the supervisor's upload never
 	// came.
 	CollectResult WorkKind = "collect_result"
+	// ConsiderRepair decides whether a failing check becomes a repair
+	// session (the repo's config, the pull request, the guards).
+	ConsiderRepair WorkKind = "consider_repair"
 )
 
 // NewWork is work to queue.

@@ -16,11 +16,20 @@ const (
 	docsGetCheck    = "https://docs.github.com/rest/checks/runs#get-a-check-run"
 	docsListChecks  = "https://docs.github.com/rest/checks/runs#list-check-runs-for-a-git-reference"
 	docsAnnotations = "https://docs.github.com/rest/checks/runs#list-check-run-annotations"
+	docsSuiteRuns   = "https://docs.github.com/rest/checks/runs#list-check-runs-in-a-check-suite"
 
 	maxCheckOutput = 65535 // GitHub: summary and text, "Maximum length: 65535 characters"
 	// GitHub: "The Checks API limits the number of annotations to a maximum
 	// of 50 per API request."
 	maxAnnotationsPerRequest = 50
+
+	// GitHub: "A maximum of three actions are accepted", each with a label
+	// and an identifier of at most 20 characters and a description of at
+	// most 40.
+	maxCheckActions      = 3
+	maxActionLabel       = 20
+	maxActionDescription = 40
+	maxActionIdentifier  = 20
 )
 
 var (
@@ -32,13 +41,52 @@ var (
 	checkConclusions = []string{"action_required", "cancelled", "failure", "neutral", "success", "skipped", "timed_out"}
 )
 
-// CheckRun is a check run, for inspection.
+// CheckRun is a check run, for inspection, and, given to
+// AddForeignCheckRun, one another App made.
 type CheckRun struct {
 	ID                                                        int64
 	Name, HeadSHA, Status, Conclusion, ExternalID, DetailsURL string
 	Title, Summary, Text                                      string
 	Updates                                                   int          // how many times it was PATCHed
 	Annotations                                               []Annotation // every annotation sent, in order
+	// AppSlug and AppID are the App that made the run: this server's App
+	// (AppSlug(), AppID()) for runs made through the API.
+	AppSlug string
+	AppID   int64
+	// SuiteID is the run's check suite: GitHub gives each App one suite
+	// per head commit.
+	SuiteID int64
+	// Actions are the requested actions the run offers: set on create,
+	// replaced by an update that sends "actions", kept by one that does
+	// not. (GitHub does not return them in the run's JSON.)
+	Actions []CheckAction
+}
+
+// CheckAction is a check run's requested action: a button GitHub shows,
+// which sends the App a check_run "requested_action" event.
+type CheckAction struct {
+	Label, Description, Identifier string
+}
+
+// checkSuite is the suite of one App's runs on one commit.
+type checkSuite struct {
+	id      int64
+	appID   int64
+	appSlug string
+	headSHA string
+}
+
+// suiteFor finds or makes the check suite of an App's runs on a commit.
+// Callers hold s.mu.
+func (s *Server) suiteFor(r *repoState, appID int64, appSlug, sha string) *checkSuite {
+	for _, cs := range r.suites {
+		if cs.appID == appID && cs.headSHA == sha {
+			return cs
+		}
+	}
+	cs := &checkSuite{id: s.nextID(), appID: appID, appSlug: appSlug, headSHA: sha}
+	r.suites = append(r.suites, cs)
+	return cs
 }
 
 // Annotation is a check-run annotation, for inspection. Annotations add up
@@ -57,7 +105,9 @@ type checkRun struct {
 	startedAt, completedAt time.Time
 }
 
-// CheckRuns returns a repo's check runs in the order they were created.
+// CheckRuns returns a repo's check runs in the order they were created:
+// the App's and, seeded with AddForeignCheckRun, other Apps' (AppSlug and
+// AppID tell them apart).
 func (s *Server) CheckRuns(owner, repo string) []CheckRun {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -69,6 +119,7 @@ func (s *Server) CheckRuns(owner, repo string) []CheckRun {
 	for _, cr := range r.checkRuns {
 		run := cr.CheckRun
 		run.Annotations = slices.Clone(run.Annotations)
+		run.Actions = slices.Clone(run.Actions)
 		out = append(out, run)
 	}
 	return out
@@ -79,8 +130,59 @@ func (s *Server) checkRoutes() {
 	s.handle("POST /repos/{owner}/{repo}/check-runs", docsCreateCheck, g, s.createCheckRun)
 	s.handle("GET /repos/{owner}/{repo}/check-runs/{id}", docsGetCheck, g, s.getCheckRun)
 	s.handle("PATCH /repos/{owner}/{repo}/check-runs/{id}", docsUpdateCheck, g, s.updateCheckRun)
-	s.handle("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", docsListChecks, g, s.listCheckRuns)
 	s.handle("GET /repos/{owner}/{repo}/check-runs/{id}/annotations", docsAnnotations, g, s.listAnnotations)
+	s.handle("GET /repos/{owner}/{repo}/check-suites/{id}/check-runs", docsSuiteRuns, g, s.listSuiteRuns)
+	// GET .../commits/{ref}/check-runs (listCheckRuns) is registered with
+	// the other /commits/ routes, in commits.go.
+}
+
+// AddForeignCheckRun seeds a check run made by another App (a CI system,
+// GitHub Actions): cr.AppSlug, cr.AppID, cr.Name and cr.HeadSHA are
+// required. Status defaults to "completed", and a completed run's
+// Conclusion to "success". The run gets an ID (for GitHub Actions, the
+// job's id: see SetJobLog) and the SuiteID of that App's suite on the
+// commit; annotations are added after cr.Annotations. It returns the run
+// as stored. The App cannot update it: GitHub answers 403 to an App that
+// did not make the run.
+func (s *Server) AddForeignCheckRun(owner, repo string, cr CheckRun, annotations ...Annotation) CheckRun {
+	if cr.AppSlug == "" || cr.AppID == 0 {
+		panic("fakegithub: AddForeignCheckRun needs the run's AppSlug and AppID")
+	}
+	if cr.Name == "" || cr.HeadSHA == "" {
+		panic("fakegithub: AddForeignCheckRun needs the run's Name and HeadSHA")
+	}
+	if cr.Status == "" {
+		cr.Status = "completed"
+	}
+	if !slices.Contains([]string{"queued", "in_progress", "completed", "waiting", "pending", "requested"}, cr.Status) {
+		panic(fmt.Sprintf("fakegithub: unknown check run status %q", cr.Status))
+	}
+	switch {
+	case cr.Status == "completed" && cr.Conclusion == "":
+		cr.Conclusion = "success"
+	case cr.Status != "completed" && cr.Conclusion != "":
+		panic(fmt.Sprintf("fakegithub: a %s check run has no conclusion", cr.Status))
+	case cr.Conclusion != "" && !slices.Contains(checkConclusions, cr.Conclusion) && cr.Conclusion != "stale":
+		panic(fmt.Sprintf("fakegithub: unknown check run conclusion %q", cr.Conclusion))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(owner, repo)
+	cr.ID = s.nextID()
+	cr.SuiteID = s.suiteFor(r, cr.AppID, cr.AppSlug, cr.HeadSHA).id
+	cr.Updates = 0
+	cr.Annotations = append(slices.Clone(cr.Annotations), annotations...)
+	cr.Actions = slices.Clone(cr.Actions)
+	now := s.now()
+	run := &checkRun{CheckRun: cr, startedAt: now}
+	if cr.Status == "completed" {
+		run.completedAt = now
+	}
+	r.checkRuns = append(r.checkRuns, run)
+	out := run.CheckRun
+	out.Annotations = slices.Clone(out.Annotations)
+	out.Actions = slices.Clone(out.Actions)
+	return out
 }
 
 // annotationRequest is one of output.annotations.
@@ -152,7 +254,14 @@ type checkRunRequest struct {
 	Conclusion  *string `json:"conclusion"`
 	StartedAt   *string `json:"started_at"`
 	CompletedAt *string `json:"completed_at"`
-	Output      *struct {
+	// Actions is a pointer to tell an update that leaves the actions
+	// alone (no key, or null) from one that removes them ([]).
+	Actions *[]struct {
+		Label       *string `json:"label"`
+		Description *string `json:"description"`
+		Identifier  *string `json:"identifier"`
+	} `json:"actions"`
+	Output *struct {
 		Title       *string             `json:"title"`
 		Summary     *string             `json:"summary"`
 		Text        *string             `json:"text"`
@@ -243,11 +352,44 @@ func (s *Server) applyCheckRun(cr *checkRun, req *checkRunRequest, creating bool
 			}
 		}
 	}
+	var actions []CheckAction
+	if req.Actions != nil {
+		if len(*req.Actions) > maxCheckActions {
+			errs = append(errs, checkErr("actions", "custom", fmt.Sprintf("Only %d actions are allowed.", maxCheckActions)))
+		}
+		for i, a := range *req.Actions {
+			var act CheckAction
+			for _, f := range []struct {
+				name string
+				v    *string
+				max  int
+				into *string
+			}{
+				{"label", a.Label, maxActionLabel, &act.Label},
+				{"description", a.Description, maxActionDescription, &act.Description},
+				{"identifier", a.Identifier, maxActionIdentifier, &act.Identifier},
+			} {
+				field := fmt.Sprintf("actions[%d].%s", i, f.name)
+				switch {
+				case f.v == nil || *f.v == "":
+					errs = append(errs, checkErr(field, "missing_field", ""))
+				case utf8.RuneCountInString(*f.v) > f.max:
+					errs = append(errs, checkErr(field, "custom", fmt.Sprintf("%s is too long (maximum is %d characters)", f.name, f.max)))
+				default:
+					*f.into = *f.v
+				}
+			}
+			actions = append(actions, act)
+		}
+	}
 	if len(errs) > 0 {
 		return errs
 	}
 
 	now := s.now()
+	if req.Actions != nil {
+		cr.Actions = actions
+	}
 	if req.Name != nil {
 		cr.Name = *req.Name
 	}
@@ -292,13 +434,17 @@ func (s *Server) createCheckRun(c *call) response {
 		return *bad
 	}
 	cr := &checkRun{
-		CheckRun:  CheckRun{Status: "queued", DetailsURL: s.appJSON()["external_url"].(string)},
+		CheckRun: CheckRun{
+			Status: "queued", DetailsURL: s.appJSON()["external_url"].(string),
+			AppSlug: s.appSlug, AppID: s.appID,
+		},
 		startedAt: s.now(),
 	}
 	if errs := s.applyCheckRun(cr, &req, true); errs != nil {
 		return validationFailed(c.doc, errs...)
 	}
 	cr.ID = s.nextID()
+	cr.SuiteID = s.suiteFor(c.repo, s.appID, s.appSlug, cr.HeadSHA).id
 	c.repo.checkRuns = append(c.repo.checkRuns, cr)
 	return jsonResp(http.StatusCreated, s.checkRunJSON(c.repo, cr))
 }
@@ -324,10 +470,16 @@ func (s *Server) getCheckRun(c *call) response {
 	return jsonResp(http.StatusOK, s.checkRunJSON(c.repo, cr))
 }
 
+// updateCheckRun updates one of the App's runs. GitHub refuses an App
+// another App's run with a 403.
 func (s *Server) updateCheckRun(c *call) response {
 	cr := s.checkRunByID(c.repo, c.r.PathValue("id"))
 	if cr == nil {
 		return notFound(c.doc)
+	}
+	if cr.AppID != s.appID {
+		return errResp(http.StatusForbidden, fmt.Sprintf(
+			"Invalid app_id `%d` - check run can only be modified by the GitHub App that created it.", s.appID), c.doc)
 	}
 	var req checkRunRequest
 	if bad := c.decode(&req); bad != nil {
@@ -398,13 +550,35 @@ func (s *Server) listAnnotations(c *call) response {
 	return page(c, out)
 }
 
-// listCheckRuns lists the check runs on a ref, newest first, as
-// {"total_count": N, "check_runs": [...]}, paginated. filter=latest (the
-// default) keeps only the newest run of each name, as GitHub does when a
-// check is re-run; filter=all keeps every run.
+// listCheckRuns lists the check runs on a ref, every App's: see listRuns.
 func (s *Server) listCheckRuns(c *call) response {
-	q := c.r.URL.Query()
 	sha := s.commitFor(c.repo, c.r.PathValue("ref"))
+	return s.listRuns(c, func(cr *checkRun) bool { return cr.HeadSHA == sha })
+}
+
+// listSuiteRuns lists the check runs of a check suite: see listRuns. An
+// unknown suite is a 404.
+func (s *Server) listSuiteRuns(c *call) response {
+	id, _ := c.intPath("id")
+	var suite *checkSuite
+	for _, cs := range c.repo.suites {
+		if cs.id == id {
+			suite = cs
+		}
+	}
+	if suite == nil {
+		return notFound(c.doc)
+	}
+	return s.listRuns(c, func(cr *checkRun) bool { return cr.SuiteID == suite.id })
+}
+
+// listRuns lists the check runs in, newest first, as {"total_count": N,
+// "check_runs": [...]}, paginated. filter=latest (the default) keeps only
+// the newest run of each name of each App, as GitHub does when a check is
+// re-run; filter=all keeps every run. check_name, status and app_id keep
+// the runs that match.
+func (s *Server) listRuns(c *call, in func(*checkRun) bool) response {
+	q := c.r.URL.Query()
 	filter := q.Get("filter")
 	if filter == "" {
 		filter = "latest"
@@ -412,23 +586,40 @@ func (s *Server) listCheckRuns(c *call) response {
 	if filter != "latest" && filter != "all" {
 		return validationFailed(c.doc, checkErr("filter", "invalid", ""))
 	}
-	seen := map[string]bool{}
+	status := q.Get("status")
+	if status != "" && !slices.Contains([]string{"queued", "in_progress", "completed", "waiting", "requested", "pending"}, status) {
+		return validationFailed(c.doc, checkErr("status", "invalid", ""))
+	}
+	var appID int64
+	if v := q.Get("app_id"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return validationFailed(c.doc, checkErr("app_id", "invalid", ""))
+		}
+		appID = n
+	}
+	type key struct {
+		app  int64
+		name string
+	}
+	seen := map[key]bool{}
 	var runs []*checkRun
 	for i := len(c.repo.checkRuns) - 1; i >= 0; i-- {
 		cr := c.repo.checkRuns[i]
-		if cr.HeadSHA != sha {
+		if !in(cr) {
 			continue
 		}
 		if filter == "latest" {
-			if seen[cr.Name] {
+			k := key{cr.AppID, cr.Name}
+			if seen[k] {
 				continue
 			}
-			seen[cr.Name] = true
+			seen[k] = true
 		}
 		if name := q.Get("check_name"); name != "" && cr.Name != name {
 			continue
 		}
-		if st := q.Get("status"); st != "" && cr.Status != st {
+		if (status != "" && cr.Status != status) || (appID != 0 && cr.AppID != appID) {
 			continue
 		}
 		runs = append(runs, cr)
@@ -439,6 +630,25 @@ func (s *Server) listCheckRuns(c *call) response {
 		out = append(out, s.checkRunJSON(c.repo, cr))
 	}
 	return response{status: http.StatusOK, header: h, body: map[string]any{"total_count": len(runs), "check_runs": out}}
+}
+
+// runAppJSON is the "app" of a check run: this server's App, or the other
+// App that made it, which the stand-in knows only by id and slug.
+func (s *Server) runAppJSON(cr *checkRun) map[string]any {
+	if cr.AppID == s.appID {
+		return s.appJSON()
+	}
+	return map[string]any{
+		"id":           cr.AppID,
+		"slug":         cr.AppSlug,
+		"node_id":      fmt.Sprintf("A_%d", cr.AppID),
+		"name":         cr.AppSlug,
+		"description":  "",
+		"external_url": "",
+		"html_url":     "https://github.com/apps/" + cr.AppSlug,
+		"created_at":   "2024-01-01T00:00:00Z",
+		"updated_at":   "2024-01-01T00:00:00Z",
+	}
 }
 
 func (s *Server) checkRunJSON(r *repoState, cr *checkRun) map[string]any {
@@ -490,18 +700,8 @@ func (s *Server) checkRunJSON(r *repoState, cr *checkRun) map[string]any {
 			"title": title, "summary": summary, "text": text,
 			"annotations_count": len(cr.Annotations), "annotations_url": api + "/annotations",
 		},
-		"check_suite":   map[string]any{"id": fakeSuiteID(cr.HeadSHA)},
-		"app":           s.appJSON(),
+		"check_suite":   map[string]any{"id": cr.SuiteID},
+		"app":           s.runAppJSON(cr),
 		"pull_requests": pulls,
 	}
-}
-
-// fakeSuiteID gives the runs on one commit one check suite, as GitHub gives
-// an App one suite per commit.
-func fakeSuiteID(sha string) int64 {
-	var id int64
-	for _, b := range []byte(sha) {
-		id = (id*31 + int64(b)) % 1_000_000_007
-	}
-	return id + 1
 }

@@ -60,8 +60,9 @@ func TestCheckRuns(t *testing.T) {
 	}
 	runs := s.CheckRuns("acme", "widgets")
 	want := CheckRun{ID: cr.GetID(), Name: "Inspect", HeadSHA: sha, Status: "completed", Conclusion: "success",
-		ExternalID: "session-1", DetailsURL: "https://inspect.example/s/1", Title: "Done", Summary: "All good", Text: "details", Updates: 1}
-	if len(runs) != 1 || !reflect.DeepEqual(runs[0], want) {
+		ExternalID: "session-1", DetailsURL: "https://inspect.example/s/1", Title: "Done", Summary: "All good", Text: "details", Updates: 1,
+		AppSlug: "inspect-app", AppID: 4242, SuiteID: cr.GetCheckSuite().GetID()}
+	if len(runs) != 1 || want.SuiteID == 0 || !reflect.DeepEqual(runs[0], want) {
 		t.Errorf("inspected = %+v, want %+v", runs, want)
 	}
 

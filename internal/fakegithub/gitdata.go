@@ -66,7 +66,8 @@ func (s *Server) gitDataRoutes() {
 	s.handle("POST /repos/{owner}/{repo}/git/refs", docsGitRefs+"#create-a-reference", g, s.createRef)
 	s.handle("PATCH /repos/{owner}/{repo}/git/refs/{ref...}", docsGitRefs+"#update-a-reference", g, s.updateRefRoute)
 	s.handle("DELETE /repos/{owner}/{repo}/git/refs/{ref...}", docsGitRefs+"#delete-a-reference", g, s.deleteRef)
-	s.handle("GET /repos/{owner}/{repo}/commits/{ref...}", docsGetCommit, g, s.getRESTCommit)
+	// GET /repos/{owner}/{repo}/commits/{ref...} (getRESTCommit) is
+	// registered with the other /commits/ routes, in commits.go.
 }
 
 // invalidRequest is GitHub's 422 for a body that breaks the endpoint's
@@ -733,6 +734,7 @@ func (s *Server) createRef(c *call) response {
 	if err := s.updateRef(r, name, sha, zeroSHA); err != nil {
 		return errResp(http.StatusUnprocessableEntity, "Reference update failed", c.doc)
 	}
+	s.refUpdated(c, r, name, sha)
 	body := s.refJSON(r, name, r.refs[name])
 	return response{status: http.StatusCreated, body: body, header: http.Header{"Location": {body["url"].(string)}}}
 }
@@ -775,6 +777,7 @@ func (s *Server) updateRefRoute(c *call) response {
 		if err := s.updateRef(r, name, sha, old.sha); err != nil {
 			return errResp(http.StatusUnprocessableEntity, "Reference cannot be updated", c.doc)
 		}
+		s.refUpdated(c, r, name, sha)
 	}
 	return jsonResp(http.StatusOK, s.refJSON(r, name, r.refs[name]))
 }

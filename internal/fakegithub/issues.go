@@ -1,6 +1,7 @@
 package fakegithub
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 const (
 	docsGetIssue       = "https://docs.github.com/rest/issues/issues#get-an-issue"
+	docsListIssues     = "https://docs.github.com/rest/issues/issues#list-repository-issues"
 	docsIssueComments  = "https://docs.github.com/rest/issues/comments"
 	docsCommentReact   = "https://docs.github.com/rest/reactions/reactions#create-reaction-for-an-issue-comment"
 	docsLocking        = "https://docs.github.com/articles/locking-conversations/"
@@ -28,7 +30,8 @@ type Issue struct {
 	Body   string
 	State  string // "open" (default) or "closed"
 	Locked bool
-	User   string // author login; "octocat" when empty
+	User   string   // author login; "octocat" when empty
+	Labels []string // label names, in order; labels the repo lacks are created
 }
 
 // issue is an issue or, when pull is set, a pull request: GitHub numbers
@@ -42,6 +45,8 @@ type issue struct {
 	comments            []int64   // comment ids, oldest first
 	followsHead         bool      // a pull whose head moves with its branch
 	reviewers           []string  // requested reviewers' logins, in order
+	labels              []*label  // in the order they were added
+	reviewCms           []int64   // review comment ids (pulls only), oldest first
 }
 
 // Comment is an issue or pull request comment, for inspection.
@@ -71,7 +76,7 @@ type reaction struct {
 }
 
 // AddIssue seeds an issue. Seeding an existing number replaces its fields
-// and keeps its comments.
+// (its labels included) and keeps its comments.
 func (s *Server) AddIssue(owner, repo string, is Issue) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -91,13 +96,18 @@ func (s *Server) putIssue(r *repoState, is Issue, p *Pull) *issue {
 		is.User = "octocat"
 	}
 	s.ensureUser(is.User, "")
-	if old, ok := r.issues[is.Number]; ok {
-		old.Issue, old.pull = is, p
-		old.closedAt = time.Time{}
-		return old
+	names := is.Labels
+	is.Labels = nil // the labels live in issue.labels
+	it, ok := r.issues[is.Number]
+	if ok {
+		it.Issue, it.pull = is, p
+		it.closedAt = time.Time{}
+	} else {
+		it = &issue{Issue: is, id: s.nextID(), pull: p, createdAt: s.now()}
+		r.issues[is.Number] = it
 	}
-	it := &issue{Issue: is, id: s.nextID(), pull: p, createdAt: s.now()}
-	r.issues[is.Number] = it
+	it.labels = nil
+	s.addLabels(r, it, names)
 	return it
 }
 
@@ -172,6 +182,9 @@ func (s *Server) issueRoutes() {
 	s.handle("GET /repos/{owner}/{repo}/issues/{a}/{b}", docsIssueComments, g, s.issueSub)
 	s.handle("POST /repos/{owner}/{repo}/issues/{a}/{b}", docsIssueComments, g, s.issueSub)
 	s.handle("PATCH /repos/{owner}/{repo}/issues/{a}/{b}", docsIssueComments, g, s.issueSub)
+	s.handle("PUT /repos/{owner}/{repo}/issues/{a}/{b}", docsIssueComments, g, s.issueSub)
+	s.handle("DELETE /repos/{owner}/{repo}/issues/{a}/{b}", docsIssueComments, g, s.issueSub)
+	s.handle("GET /repos/{owner}/{repo}/issues", docsListIssues, g, s.listIssues)
 	s.handle("GET /repos/{owner}/{repo}/issues/comments/{id}/reactions", docsCommentReact, g, s.listReactions)
 	s.handle("POST /repos/{owner}/{repo}/issues/comments/{id}/reactions", docsCommentReact, g, s.createReaction)
 }
@@ -191,6 +204,9 @@ func (s *Server) issueSub(c *call) response {
 	case b == "comments" && c.r.Method == http.MethodPost:
 		c.doc = docsIssueComments + "#create-an-issue-comment"
 		return s.createComment(c, a)
+	case b == "labels":
+		// Labels share this pattern with comments: see labels.go.
+		return s.issueLabelsSub(c, a)
 	}
 	return notFound(docsRoot)
 }
@@ -237,7 +253,7 @@ func (s *Server) issueJSON(r *repoState, it *issue) map[string]any {
 		"locked":             it.Locked,
 		"active_lock_reason": nil,
 		"user":               s.ensureUser(it.User, "").json(),
-		"labels":             []any{},
+		"labels":             s.labelsJSON(r, it.labels),
 		"assignees":          []any{},
 		"comments":           len(it.comments),
 		"author_association": s.authorAssociation(r, it.User),
@@ -429,14 +445,19 @@ func (s *Server) reactionJSON(re *reaction) map[string]any {
 	}
 }
 
-// createReaction reacts as the App's bot. GitHub answers 201 for a new
-// reaction and 200, with the existing reaction, when that user already
-// reacted with that content.
+// createReaction reacts to an issue comment as the App's bot: see react.
 func (s *Server) createReaction(c *call) response {
 	cm := s.commentByID(c.repo, c.r.PathValue("id"))
 	if cm == nil {
 		return notFound(c.doc)
 	}
+	return s.react(c, &cm.reactions)
+}
+
+// react adds the caller's reaction to a comment's. GitHub answers 201 for
+// a new reaction and 200, with the existing reaction, when that user
+// already reacted with that content.
+func (s *Server) react(c *call, rs *[]*reaction) response {
 	var req struct {
 		Content string `json:"content"`
 	}
@@ -447,30 +468,108 @@ func (s *Server) createReaction(c *call) response {
 		return validationFailed(c.doc, fieldError{Resource: "Reaction", Field: "content", Code: "custom",
 			Message: "content is not included in the list"})
 	}
-	login := s.botLogin()
-	s.ensureUser(login, "Bot")
-	for _, re := range cm.reactions {
+	login := s.callerLogin(c)
+	for _, re := range *rs {
 		if re.User == login && re.Content == req.Content {
 			return jsonResp(http.StatusOK, s.reactionJSON(re))
 		}
 	}
 	re := &reaction{Reaction: Reaction{ID: s.nextID(), Content: req.Content, User: login}, createdAt: s.now()}
-	cm.reactions = append(cm.reactions, re)
+	*rs = append(*rs, re)
 	return jsonResp(http.StatusCreated, s.reactionJSON(re))
 }
 
-// listReactions lists a comment's reactions, optionally only one content.
+// listReactions lists an issue comment's reactions: see reactionsPage.
 func (s *Server) listReactions(c *call) response {
 	cm := s.commentByID(c.repo, c.r.PathValue("id"))
 	if cm == nil {
 		return notFound(c.doc)
 	}
+	return s.reactionsPage(c, cm.reactions)
+}
+
+// reactionsPage lists reactions oldest first, paginated, optionally only
+// one content.
+func (s *Server) reactionsPage(c *call, rs []*reaction) response {
 	want := c.r.URL.Query().Get("content")
 	out := []map[string]any{}
-	for _, re := range cm.reactions {
+	for _, re := range rs {
 		if want == "" || re.Content == want {
 			out = append(out, s.reactionJSON(re))
 		}
+	}
+	return page(c, out)
+}
+
+// callerLogin is who a call acts as: every route that writes as someone
+// takes an installation token, which acts as the App's bot user. Callers
+// hold s.mu.
+func (s *Server) callerLogin(c *call) string {
+	s.ensureUser(s.botLogin(), "Bot")
+	return s.botLogin()
+}
+
+// listIssues lists a repository's issues, pull requests included (as on
+// GitHub, each with a "pull_request" key), paginated: state open (the
+// default), closed or all; labels a comma-separated list of names the
+// issue must all carry (case-insensitive); creator a login; since a
+// timestamp on updated_at; sorted by created (the default), updated or
+// comments, newest (most) first unless direction=asc.
+func (s *Server) listIssues(c *call) response {
+	q := c.r.URL.Query()
+	state := cmp.Or(q.Get("state"), "open")
+	if state != "open" && state != "closed" && state != "all" {
+		return validationFailed(c.doc, fieldError{Resource: "Issue", Field: "state", Code: "invalid"})
+	}
+	sortBy := cmp.Or(q.Get("sort"), "created")
+	if sortBy != "created" && sortBy != "updated" && sortBy != "comments" {
+		return validationFailed(c.doc, fieldError{Resource: "Issue", Field: "sort", Code: "invalid"})
+	}
+	dir := cmp.Or(q.Get("direction"), "desc")
+	if dir != "asc" && dir != "desc" {
+		return validationFailed(c.doc, fieldError{Resource: "Issue", Field: "direction", Code: "invalid"})
+	}
+	var since time.Time
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return validationFailed(c.doc, fieldError{Resource: "Issue", Field: "since", Code: "invalid"})
+		}
+		since = t
+	}
+	var want []string
+	for _, name := range strings.Split(q.Get("labels"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			want = append(want, name)
+		}
+	}
+	creator := q.Get("creator")
+	var list []*issue
+	for _, it := range c.repo.issues {
+		if (state != "all" && it.State != state) || it.updated().Before(since) ||
+			(creator != "" && !strings.EqualFold(creator, it.User)) {
+			continue
+		}
+		if !slices.ContainsFunc(want, func(name string) bool { return it.labelIndex(name) < 0 }) {
+			list = append(list, it)
+		}
+	}
+	key := func(it *issue) int64 { return it.createdAt.UnixNano() }
+	switch sortBy {
+	case "updated":
+		key = func(it *issue) int64 { return it.updated().UnixNano() }
+	case "comments":
+		key = func(it *issue) int64 { return int64(len(it.comments)) }
+	}
+	slices.SortFunc(list, func(a, b *issue) int {
+		return cmp.Or(cmp.Compare(key(a), key(b)), cmp.Compare(a.Number, b.Number))
+	})
+	if dir == "desc" {
+		slices.Reverse(list)
+	}
+	out := make([]map[string]any, 0, len(list))
+	for _, it := range list {
+		out = append(out, s.issueJSON(c.repo, it))
 	}
 	return page(c, out)
 }

@@ -24,10 +24,11 @@ type Pull struct {
 	Title, Body           string
 	State                 string // "open" (default) or "closed"; merged pulls are closed
 	Merged, Draft, Locked bool
-	User                  string // author login; "octocat" when empty
-	HeadSHA               string // the head branch's commit, or a made-up SHA, when empty
-	HeadRef, BaseRef      string // BaseRef defaults to the default branch
-	HeadRepoFullName      string // "" = same repo; "someone/fork" = a fork
+	User                  string   // author login; "octocat" when empty
+	HeadSHA               string   // the head branch's commit, or a made-up SHA, when empty
+	HeadRef, BaseRef      string   // BaseRef defaults to the default branch
+	HeadRepoFullName      string   // "" = same repo; "someone/fork" = a fork
+	Labels                []string // label names, in order; labels the repo lacks are created
 }
 
 // AddPull seeds a pull request. As on GitHub, it is an issue too: it shares
@@ -48,7 +49,8 @@ func (s *Server) AddPull(owner, repo string, p Pull) {
 	if p.BaseRef == "" {
 		p.BaseRef = r.DefaultBranch
 	}
-	it := s.putIssue(r, Issue{Number: p.Number, Title: p.Title, Body: p.Body, State: p.State, Locked: p.Locked, User: p.User}, nil)
+	it := s.putIssue(r, Issue{Number: p.Number, Title: p.Title, Body: p.Body, State: p.State, Locked: p.Locked, User: p.User, Labels: p.Labels}, nil)
+	p.Labels = nil // the labels live in issue.labels
 	p.Number, p.State, p.User = it.Number, it.State, it.User
 	if p.HeadRef == "" {
 		p.HeadRef = fmt.Sprintf("patch-%d", p.Number)
@@ -145,7 +147,7 @@ func (s *Server) pullJSON(r *repoState, it *issue) map[string]any {
 		"maintainer_can_modify": false,
 		"user":                  s.ensureUser(it.User, "").json(),
 		"author_association":    s.authorAssociation(r, it.User),
-		"labels":                []any{},
+		"labels":                s.labelsJSON(r, it.labels),
 		"requested_reviewers":   s.reviewersJSON(it),
 		"requested_teams":       []any{},
 		"head": map[string]any{
@@ -179,6 +181,9 @@ func (s *Server) pullJSON(r *repoState, it *issue) map[string]any {
 // getPull answers a pull request. An issue number that is not a pull
 // request is a 404, as on GitHub.
 func (s *Server) getPull(c *call) response {
+	if c.r.PathValue("number") == "comments" {
+		return s.listRepoReviewComments(c)
+	}
 	it := s.issueByNumber(c.repo, c.r.PathValue("number"))
 	if it == nil || it.pull == nil {
 		return notFound(c.doc)

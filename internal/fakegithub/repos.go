@@ -46,6 +46,11 @@ type repoState struct {
 	lastNumber int
 	comments   map[int64]*comment
 	checkRuns  []*checkRun
+	suites     []*checkSuite            // one per (app, head SHA), made on demand
+	labels     map[string]*label        // by lower-case name
+	statuses   []*status                // commit statuses, oldest first
+	jobLogs    map[int64]string         // GitHub Actions job logs, by job id
+	reviewCms  map[int64]*reviewComment // pull request review comments, by id
 }
 
 func (r *repoState) fullName() string { return r.Owner + "/" + r.Name }
@@ -108,6 +113,9 @@ func (s *Server) AddRepo(r Repo) {
 			roles:     map[string]string{},
 			issues:    map[int]*issue{},
 			comments:  map[int64]*comment{},
+			labels:    map[string]*label{},
+			jobLogs:   map[int64]string{},
+			reviewCms: map[int64]*reviewComment{},
 		}
 	}
 	s.ensureUser(r.Owner, r.OwnerType).typ = r.OwnerType

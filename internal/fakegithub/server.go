@@ -20,11 +20,16 @@
 // The package is organised by area: this file holds the server, routing and
 // response helpers; auth.go the App, its JWTs and installation tokens;
 // repos.go repositories, collaborators and contents; issues.go issues,
-// comments and reactions; pulls.go pull requests and review requests;
-// checks.go check runs and their annotations; git.go the bare repositories
-// and the seeding helpers that write history; gitdata.go the Git Data API
-// and commits; githttp.go git over HTTP; record.go request recording and
-// failure injection.
+// comments and reactions; labels.go repository and issue labels; pulls.go
+// pull requests and review requests; reviewcomments.go pull request review
+// comments, their replies and reactions; checks.go check runs (the App's
+// and other Apps'), check suites, annotations and requested actions;
+// statuses.go commit statuses; commits.go the endpoints under
+// /commits/{ref}/ and the pull requests of a commit; actions.go GitHub
+// Actions job logs; git.go the bare repositories and the seeding helpers
+// that write history; gitdata.go the Git Data API and commits; hooks.go
+// the callbacks tests register (OnRefUpdate); githttp.go git over HTTP;
+// record.go request recording and failure injection.
 package fakegithub
 
 import (
@@ -85,6 +90,8 @@ type Server struct {
 	requests      []Request
 	failures      standin.Rules[failure]
 	holds         standin.Rules[*hold]
+	refHooks      []func(RefUpdate)   // see OnRefUpdate
+	logLinks      map[string]*logLink // job log download links, by token
 }
 
 // New starts a stand-in on a loopback port. It generates a fresh RSA-2048
@@ -100,6 +107,7 @@ func New() *Server {
 		repos:         map[string]*repoState{},
 		users:         map[string]*user{},
 		tokens:        map[string]*token{},
+		logLinks:      map[string]*logLink{},
 		appPerms:      maps.Clone(defaultAppPermissions),
 	}
 	// The App's bot user has a fixed id, so that its noreply email, which
@@ -118,7 +126,12 @@ func (s *Server) routes() {
 	s.repoRoutes()
 	s.issueRoutes()
 	s.pullRoutes()
+	s.labelRoutes()
+	s.reviewCommentRoutes()
 	s.checkRoutes()
+	s.statusRoutes()
+	s.commitRoutes()
+	s.actionsRoutes()
 	s.gitDataRoutes()
 	// GitHub answers any unknown route with a 404 and its usual error body.
 	// The catch-all also keeps ServeMux from answering 405 for a known path
@@ -177,6 +190,10 @@ func (s *Server) nextID() int64 {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if owner, name, service, ok := gitRequestPath(r.URL.Path); ok {
 		s.serveGit(w, r, owner, name, service)
+		return
+	}
+	if tok, ok := strings.CutPrefix(r.URL.Path, logDownloadPrefix); ok {
+		s.serveJobLog(w, r, tok)
 		return
 	}
 	orig := r.URL.Path
@@ -238,6 +255,10 @@ type call struct {
 	origPath string     // the path as requested, with any /api/v3 prefix
 	doc      string     // the endpoint's documentation URL
 	repo     *repoState // set by repoGate
+	// after runs once the handler is done and s.mu is released, before the
+	// response is written: callbacks such as OnRefUpdate's, which may call
+	// the Server's methods.
+	after []func()
 }
 
 // decode parses the JSON request body into v. GitHub answers 400 "Problems
@@ -415,6 +436,9 @@ func (s *Server) wrap(doc string, g gate, h handler) http.HandlerFunc {
 			return h(c)
 		}()
 		s.mu.Unlock()
+		for _, f := range c.after {
+			f()
+		}
 		resp.write(w)
 	}
 }

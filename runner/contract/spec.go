@@ -139,9 +139,16 @@ const (
 	// ContextAgentsMD is the default branch's AGENTS.md (never a pull
 	// request's own copy).
 	ContextAgentsMD ContextKind = "agents_md"
+	// ContextReviewComment is where a review comment sits: Source names
+	// the file and lines, Text is the diff hunk.
+	ContextReviewComment ContextKind = "review_comment"
+	// ContextEarlierSession is an earlier session's request and the
+	// agent's final answer, for a follow-up on a pull request Inspect
+	// opened.
+	ContextEarlierSession ContextKind = "earlier_session"
 )
 
-var contextKinds = []ContextKind{ContextTitle, ContextBody, ContextComment, ContextCheckOutput, ContextAgentsMD}
+var contextKinds = []ContextKind{ContextTitle, ContextBody, ContextComment, ContextCheckOutput, ContextAgentsMD, ContextReviewComment, ContextEarlierSession}
 
 // ContextItem is one piece of gathered text. Untrusted text is fenced and
 // stripped of hidden characters when the prompt is assembled; it never

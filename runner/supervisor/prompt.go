@@ -81,6 +81,10 @@ func contextLabel(c contract.ContextItem) string {
 		label = "Failing check output"
 	case contract.ContextAgentsMD:
 		label = "AGENTS.md from the default branch"
+	case contract.ContextReviewComment:
+		label = "The review comment's place in the diff"
+	case contract.ContextEarlierSession:
+		label = "An earlier Inspect session on this pull request"
 	default:
 		label = string(c.Kind)
 	}

@@ -1,0 +1,263 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/policy"
+)
+
+// failingConclusions are the check-run conclusions a repair answers;
+// failingStates the commit-status states.
+var (
+	failingConclusions = []string{"failure", "timed_out", "startup_failure"}
+	failingStates      = []string{"failure", "error"}
+)
+
+// failingCheck is one failing check on a commit that the repo repairs.
+type failingCheck struct {
+	Name string
+	// RunID and AppSlug are a check run's (0 and "" for a status).
+	RunID   int64
+	AppSlug string
+	// Title, Summary and Text are a check run's output; Description and
+	// TargetURL a status's.
+	Title, Summary, Text   string
+	Description, TargetURL string
+}
+
+// maxListedChecks bounds the check runs read for one commit.
+const maxListedChecks = 300
+
+// failingChecks lists the latest check runs and commit statuses on sha that
+// failed and that the repo's config repairs. Our own check run never
+// counts: repairing Inspect's verdict would be a loop.
+func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, name, sha string, cfg config.Repo) ([]failingCheck, error) {
+	var out []failingCheck
+	self := s.Identity()
+	opts := &github.ListCheckRunsOptions{Status: github.String("completed"), Filter: github.String("latest"), ListOptions: github.ListOptions{PerPage: 100}}
+	for seen := 0; seen < maxListedChecks; {
+		res, resp, err := c.Checks.ListCheckRunsForRef(ctx, owner, name, sha, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing check runs: %w", err)
+		}
+		for _, cr := range res.CheckRuns {
+			seen++
+			app := cr.GetApp()
+			if (self.AppID != 0 && app.GetID() == self.AppID) || (self.AppSlug != "" && strings.EqualFold(app.GetSlug(), self.AppSlug)) {
+				continue
+			}
+			if !slices.Contains(failingConclusions, cr.GetConclusion()) || !cfg.RepairsCheck(cr.GetName()) {
+				continue
+			}
+			out = append(out, failingCheck{Name: cr.GetName(), RunID: cr.GetID(), AppSlug: app.GetSlug(),
+				Title: cr.GetOutput().GetTitle(), Summary: cr.GetOutput().GetSummary(), Text: cr.GetOutput().GetText()})
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	combined, _, err := c.Repositories.GetCombinedStatus(ctx, owner, name, sha, &github.ListOptions{PerPage: 100})
+	if err != nil {
+		return nil, fmt.Errorf("reading commit statuses: %w", err)
+	}
+	for _, st := range combined.Statuses {
+		if slices.Contains(failingStates, st.GetState()) && cfg.RepairsCheck(st.GetContext()) {
+			out = append(out, failingCheck{Name: st.GetContext(), Description: st.GetDescription(), TargetURL: st.GetTargetURL()})
+		}
+	}
+	return out, nil
+}
+
+func checkNames(checks []failingCheck) []string {
+	var names []string
+	for _, ch := range checks {
+		if n := cleanLine(ch.Name); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// repairInstructions are a repair session's request: the checks are named
+// (as code spans, since another app chose the names); their output follows
+// in the context.
+func repairInstructions(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = policy.PathCodeSpan(n)
+	}
+	return fmt.Sprintf("Make the failing checks pass: %s. Their output is in the context below.", strings.Join(quoted, ", "))
+}
+
+// considerRepair decides whether a failing check becomes a repair session,
+// with the fresh repo config and everything the guards need (policy
+// DecideRepair). Skips are silent: nobody asked, so nothing is posted.
+func (s *Service) considerRepair(ctx context.Context, w *store.Work) error {
+	var f handlers.CheckFailure
+	if err := json.Unmarshal([]byte(w.Payload), &f); err != nil {
+		return fmt.Errorf("decoding repair payload: %w", err)
+	}
+	log := zerolog.Ctx(ctx).With().Str("repo", f.Repo.FullName()).Str("sha", f.HeadSHA).Str("check", f.Name).Logger()
+	ctx = log.WithContext(ctx)
+	c, err := s.gh.Installation(ctx, f.InstallationID)
+	if err != nil {
+		return err
+	}
+	owner, name := f.Repo.Owner, f.Repo.Name
+	repo, _, err := c.Repositories.Get(ctx, owner, name)
+	if isStatus(err, http.StatusNotFound) {
+		log.Info().Msg("repair dropped: the repository is gone")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the repository: %w", err)
+	}
+	cfg, err := s.loadRepoConfig(ctx, c, f.InstallationID, f.Repo.ID, repo, s.clock.Now())
+	var cfgErr *config.RepoConfigError
+	if errors.As(err, &cfgErr) {
+		log.Info().Err(err).Msg("repair dropped: the repo's config does not parse")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !cfg.RepairEnabled() {
+		log.Info().Msg("repair dropped: repair is off for this repo")
+		return nil
+	}
+	checks, err := s.failingChecks(ctx, c, owner, name, f.HeadSHA, cfg)
+	if err != nil {
+		return err
+	}
+	numbers, err := pullsFor(ctx, c, owner, name, f)
+	if err != nil {
+		return err
+	}
+	limits := policy.Narrow(s.cfg.PolicyLimits(), cfg.PolicyLimits())
+	now := s.clock.Now()
+	var waitUntil time.Time
+	waiting := false
+	for _, number := range numbers {
+		d, pr, err := s.repairDecision(ctx, c, f, number, cfg, len(checks) > 0, limits, now)
+		if err != nil {
+			return err
+		}
+		plog := log.With().Int("number", number).Str("reason", string(d.Reason)).Logger()
+		switch d.Verdict {
+		case policy.RepairSkip:
+			plog.Info().Msg("no repair")
+		case policy.RepairWait:
+			plog.Info().Time("until", d.Until).Msg("repair waits")
+			if !waiting || (!d.Until.IsZero() && d.Until.Before(waitUntil)) {
+				waitUntil = d.Until
+			}
+			waiting = true
+		case policy.RepairStart:
+			if err := s.startRepair(ctx, f, pr, checks, d, limits.RepairsPerPR, now); err != nil {
+				return err
+			}
+		}
+	}
+	if waiting {
+		after := s.cfg.Workers.PollInterval * 5
+		if d := waitUntil.Sub(now); d > after {
+			after = d
+		}
+		return &postponed{after: after, why: "a repair waits for its pull request"}
+	}
+	return nil
+}
+
+// pullsFor names the open pull requests a failing check belongs to: the
+// payload's, or (a commit status names none) those whose head it is.
+func pullsFor(ctx context.Context, c *github.Client, owner, name string, f handlers.CheckFailure) ([]int, error) {
+	var numbers []int
+	for _, p := range f.PullRequests {
+		if !slices.Contains(numbers, p.Number) {
+			numbers = append(numbers, p.Number)
+		}
+	}
+	if len(numbers) > 0 {
+		return numbers, nil
+	}
+	prs, _, err := c.PullRequests.ListPullRequestsWithCommit(ctx, owner, name, f.HeadSHA, &github.ListOptions{PerPage: 100})
+	if err != nil {
+		return nil, fmt.Errorf("listing the commit's pull requests: %w", err)
+	}
+	for _, pr := range prs {
+		if pr.GetState() == "open" && pr.GetHead().GetSHA() == f.HeadSHA {
+			numbers = append(numbers, pr.GetNumber())
+		}
+	}
+	return numbers, nil
+}
+
+// repairDecision gathers the guards' facts for one pull request.
+func (s *Service) repairDecision(ctx context.Context, c *github.Client, f handlers.CheckFailure, number int, cfg config.Repo, matched bool, limits policy.Limits, now time.Time) (policy.RepairDecision, *github.PullRequest, error) {
+	pr, _, err := c.PullRequests.Get(ctx, f.Repo.Owner, f.Repo.Name, number)
+	if err != nil {
+		return policy.RepairDecision{}, nil, fmt.Errorf("reading pull request #%d: %w", number, err)
+	}
+	hist, err := s.store.PullRepairHistory(ctx, f.Repo.ID, number)
+	if err != nil {
+		return policy.RepairDecision{}, nil, err
+	}
+	own, err := s.store.IsSessionCommit(ctx, f.Repo.ID, f.HeadSHA)
+	if err != nil {
+		return policy.RepairDecision{}, nil, err
+	}
+	author := pr.GetUser()
+	facts := policy.RepairFacts{
+		Enabled: cfg.RepairEnabled(), Matched: matched, PROpen: pr.GetState() == "open" && !pr.GetMerged(),
+		Fork:        !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), pr.GetBase().GetRepo().GetFullName()) || pr.GetHead().GetRepo() == nil,
+		AuthorIsBot: policy.IsBotSender(author.GetLogin(), author.GetType()), AuthorRole: policy.RoleNone,
+		HeadMoved: pr.GetHead().GetSHA() != f.HeadSHA, Repairs: hist.Repairs, Budget: limits.RepairsPerPR,
+		OnOwnCommit: own, ActiveSession: hist.Active, LastRepairEnd: hist.LastEnd, Cooldown: s.cfg.Repair.Cooldown, Now: now,
+	}
+	if matched && facts.PROpen && !facts.Fork && !facts.AuthorIsBot {
+		role, err := roleName(ctx, c, f.Repo.Owner, f.Repo.Name, author.GetLogin())
+		if err != nil {
+			return policy.RepairDecision{}, nil, err
+		}
+		facts.AuthorRole = policy.Role(role)
+	}
+	return policy.DecideRepair(facts), pr, nil
+}
+
+// startRepair creates the repair session, once per (pull request, commit)
+// whatever replays or concurrent failures of the same commit do.
+func (s *Service) startRepair(ctx context.Context, f handlers.CheckFailure, pr *github.PullRequest, checks []failingCheck, d policy.RepairDecision, budget int, now time.Time) error {
+	names := checkNames(checks)
+	author := pr.GetUser()
+	sess := &store.Session{
+		ID: newID(), RepoID: f.Repo.ID, RepoOwner: f.Repo.Owner, RepoName: f.Repo.Name, InstallationID: f.InstallationID,
+		Number: pr.GetNumber(), IsPR: true, TriggerKind: triggerRepair, DeliveryID: f.DeliveryID,
+		RequesterLogin: author.GetLogin(), RequesterID: author.GetID(), RequesterType: orWord(author.GetType(), "User"),
+		Instructions: repairInstructions(names), State: store.Queued, HeadSHA: f.HeadSHA,
+		TriggerInfo: triggerInfo{Checks: names, RepairNumber: d.Number, RepairBudget: budget, RepairLast: d.Last}.encode(),
+	}
+	key := fmt.Sprintf("repair:%d:%d:%s", f.Repo.ID, pr.GetNumber(), f.HeadSHA)
+	created, err := s.store.CreateSessionOnce(ctx, key, sess, []store.NewWork{{Kind: store.PrepareSession}}, now)
+	if err != nil {
+		return err
+	}
+	if created {
+		zerolog.Ctx(ctx).Info().Str("session_id", sess.ID).Int("number", pr.GetNumber()).Int("repair", d.Number).Msg("repair session queued")
+		s.wakeWorkers()
+	}
+	return nil
+}

@@ -1,0 +1,262 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+const repairConfig = agentConfig + `repair:
+  enabled: true
+  checks: ["ci/*"]
+`
+
+// newRepairHarness has repair on (cached, as after a push of the config)
+// and PR #2 on a real branch, authored by mara (a maintainer).
+func newRepairHarness(t *testing.T, config string) (*harness, *scriptedExecutor, string) {
+	return newRepairHarnessOn(t, "sqlite", config)
+}
+
+func newRepairHarnessOn(t *testing.T, driver, config string) (*harness, *scriptedExecutor, string) {
+	t.Helper()
+	h, ex := newSessionHarnessOn(t, driver, func(c *configServer) {
+		c.Repair.Debounce = 30 * time.Second
+		c.Repair.Cooldown = 10 * time.Minute
+	})
+	h.gh.SetFile(owner, repoName, "main", ".github/inspect.yml", []byte(config))
+	head := withRealPR(t, h)
+	h.primeConfigCache()
+	return h, ex, head
+}
+
+var runSeq int64 = 70000
+
+// failCheck makes another app's check fail on sha and delivers its event.
+func (h *harness) failCheck(name, sha string, pr int) int64 {
+	h.t.Helper()
+	runSeq++
+	cr := h.gh.AddForeignCheckRun(owner, repoName, fakegithub.CheckRun{Name: name, HeadSHA: sha, Conclusion: "failure",
+		AppSlug: "ci-app", AppID: 777, Title: "1 test failed", Summary: "FAIL TestAdd: Add(1, 2) != 3"},
+		fakegithub.Annotation{Path: "calc_test.go", StartLine: 6, EndLine: 6, Level: "failure", Message: "Add(1, 2) != 3"})
+	if code, body := h.deliver("check_run", checkRunEvent(h.t, checkRunOpts{name: name, conclusion: "failure", sha: sha, runID: cr.ID, pr: pr})); code != 200 {
+		h.t.Fatalf("check_run: %d %s", code, body)
+	}
+	return cr.ID
+}
+
+// afterDebounce lets the repair decision's wait pass and runs the workers.
+func (h *harness) afterDebounce() {
+	h.t.Helper()
+	h.clock.Advance(31 * time.Second)
+	h.runWorkers()
+}
+
+func repairSessions(h *harness) []store.Session {
+	var out []store.Session
+	for _, s := range h.sessions() {
+		if s.TriggerKind == "repair" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestFailingCheckIsRepairedOnThePRBranch(t *testing.T) {
+	forBothDrivers(t, func(t *testing.T, driver string) {
+		h, ex, head := newRepairHarnessOn(t, driver, repairConfig)
+		h.failCheck("ci/test", head, prNumber)
+		h.runWorkers()
+		if n := len(h.sessions()); n != 0 {
+			t.Fatalf("a session before the debounce: %d", n)
+		}
+		h.afterDebounce()
+		sess := h.onlySession()
+		if sess.TriggerKind != "repair" || sess.RequesterLogin != "mara" || sess.State != store.Dispatched || sess.HeadSHA != head {
+			t.Fatalf("session = %+v\n%s", sess, h.logs)
+		}
+		sv := h.claim(ex.last(t))
+		spec := sv.spec()
+		var out []contract.ContextItem
+		for _, c := range spec.Context {
+			if c.Kind == contract.ContextCheckOutput {
+				out = append(out, c)
+			}
+		}
+		if len(out) != 1 || !out[0].Untrusted || !strings.Contains(out[0].Text, "FAIL TestAdd") || !strings.Contains(out[0].Text, "calc_test.go:6") {
+			t.Fatalf("check context = %+v", out)
+		}
+		h.runWorkers()
+		sv.upload(spec, 0, fixedCalc)
+		h.runWorkers()
+		sess = h.onlySession()
+		if sess.Outcome != store.Changed || sess.Branch != "fix-flaky" {
+			t.Fatalf("session = %s on %q (%s)\n%s", sess.Outcome, sess.Branch, sess.Detail, h.logs)
+		}
+		if got := h.gh.BranchSHA(owner, repoName, "fix-flaky"); got != sess.CommitSHA {
+			t.Errorf("PR branch at %s, want the fix %s", got, sess.CommitSHA)
+		}
+		h.expectOneReply(prNumber, "repairing the failing checks", "`ci/test`", "Automatic repair 1 of 2", "done: changed")
+	})
+}
+
+func TestRepairLoopStopsAtTheBudget(t *testing.T) {
+	h, ex, head := newRepairHarness(t, repairConfig)
+	// The stand-in's CI fails again on every commit Inspect pushes.
+	var mu sync.Mutex
+	var pushed []string
+	h.gh.OnRefUpdate(func(u fakegithub.RefUpdate) {
+		if u.Ref == "refs/heads/fix-flaky" {
+			mu.Lock()
+			pushed = append(pushed, u.SHA)
+			mu.Unlock()
+		}
+	})
+	failing := head
+	for round := range 4 {
+		h.failCheck("ci/test", failing, prNumber)
+		h.afterDebounce()
+		if n := len(ex.launches); n > round {
+			sv := h.claim(ex.last(t))
+			spec := sv.spec()
+			h.runWorkers()
+			sv.upload(spec, 0, contract.FileChange{Path: "calc.go", Mode: contract.ModeFile,
+				Content: fmt.Appendf(nil, "package calc\n\n// round %d\nfunc Add(a, b int) int { return a + b }\n", round)})
+			h.runWorkers()
+		}
+		h.clock.Advance(11 * time.Minute) // past the cooldown
+		mu.Lock()
+		if len(pushed) > 0 {
+			failing = pushed[len(pushed)-1]
+		}
+		mu.Unlock()
+	}
+	repairs := repairSessions(h)
+	if len(repairs) != 2 {
+		t.Fatalf("repair sessions = %d, want the budget of 2\n%s", len(repairs), h.logs)
+	}
+	last := repairs[0] // newest first
+	if len(h.commentsWith(prNumber, "Automatic repair 2 of 2")) != 1 {
+		t.Errorf("the second repair does not count itself: %+v", h.comments(prNumber))
+	}
+	var lastComment string
+	for _, c := range h.comments(prNumber) {
+		if c.ID == last.ProgressCommentID {
+			lastComment = c.Body
+		}
+	}
+	if !strings.Contains(lastComment, "budget") || !strings.Contains(lastComment, "spent") {
+		t.Errorf("the last repair does not say the budget is spent:\n%s", lastComment)
+	}
+	if !strings.Contains(h.logs.String(), "own_commit_budget_spent") {
+		t.Errorf("the refused third repair is not logged with its reason")
+	}
+}
+
+func TestFailingChecksOnOneCommitMeetInOneSession(t *testing.T) {
+	h, ex, head := newRepairHarness(t, repairConfig)
+	h.failCheck("ci/test", head, prNumber)
+	h.failCheck("ci/lint", head, prNumber)
+	h.gh.AddStatus(owner, repoName, head, fakegithub.Status{Context: "ci/buildkite", State: "failure", Description: "Build #12 failed", TargetURL: "https://buildkite.com/acme/app/builds/12"})
+	if code, _ := h.deliver("status", statusEvent(t, head, "ci/buildkite", "failure")); code != 200 {
+		t.Fatal(code)
+	}
+	h.afterDebounce()
+	sess := h.onlySession()
+	sv := h.claim(ex.last(t))
+	spec := sv.spec()
+	var sources []string
+	for _, c := range spec.Context {
+		if c.Kind == contract.ContextCheckOutput {
+			sources = append(sources, c.Source)
+		}
+	}
+	if len(sources) != 3 {
+		t.Errorf("check outputs = %v, want the three failing checks", sources)
+	}
+	for _, want := range []string{"`ci/test`", "`ci/lint`", "`ci/buildkite`"} {
+		if !strings.Contains(sess.Instructions, want) {
+			t.Errorf("instructions %q lack %s", sess.Instructions, want)
+		}
+	}
+}
+
+func TestNoRepairForForkOrBotPullRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pull fakegithub.Pull
+		fork int64
+	}{
+		{"fork", fakegithub.Pull{Number: prNumber, Title: "From a fork", State: "open", User: "mara", HeadSHA: headSHA,
+			HeadRef: "patch-1", BaseRef: "main", HeadRepoFullName: "mara/Hello-World"}, 4242},
+		{"fork named nowhere", fakegithub.Pull{Number: prNumber, Title: "From a fork", State: "open", User: "mara", HeadSHA: headSHA,
+			HeadRef: "patch-1", BaseRef: "main", HeadRepoFullName: "mara/Hello-World"}, 0},
+		{"bot", fakegithub.Pull{Number: prNumber, Title: "Bump deps", State: "open", User: "evil[bot]", HeadSHA: headSHA,
+			HeadRef: "deps", BaseRef: "main"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _, _ := newRepairHarness(t, repairConfig)
+			h.gh.AddPull(owner, repoName, tc.pull)
+			pr := prNumber
+			if tc.name == "fork named nowhere" {
+				pr = 0 // GitHub leaves fork PRs out of check payloads
+			}
+			cr := h.gh.AddForeignCheckRun(owner, repoName, fakegithub.CheckRun{Name: "ci/test", HeadSHA: headSHA, Conclusion: "failure", AppSlug: "ci-app", AppID: 777})
+			if code, _ := h.deliver("check_run", checkRunEvent(t, checkRunOpts{name: "ci/test", conclusion: "failure", sha: headSHA, runID: cr.ID, pr: pr, forkRepoID: tc.fork})); code != 200 {
+				t.Fatal(code)
+			}
+			h.afterDebounce()
+			if all := h.sessions(); len(all) != 0 {
+				t.Errorf("sessions = %+v", all)
+			}
+			if c := h.comments(prNumber); len(c) != 0 {
+				t.Errorf("an automatic trigger spoke: %+v", c)
+			}
+		})
+	}
+}
+
+func TestRepairDisabledOrUnmatchedStoresNothing(t *testing.T) {
+	for _, tc := range []struct{ name, config, check string }{
+		{"repair off", agentConfig, "ci/test"},
+		{"no matching pattern", repairConfig, "lint"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _, head := newRepairHarness(t, tc.config)
+			cr := h.gh.AddForeignCheckRun(owner, repoName, fakegithub.CheckRun{Name: tc.check, HeadSHA: head, Conclusion: "failure", AppSlug: "other-ci", AppID: 778})
+			body := checkRunEvent(t, checkRunOpts{name: tc.check, conclusion: "failure", sha: head, runID: cr.ID, pr: prNumber, appSlug: "other-ci", appID: 778})
+			if code, _ := h.deliverAs("check_run", "delivery-check", body, sign(body, secret)); code != 200 {
+				t.Fatal(code)
+			}
+			if seen, err := h.st.DeliverySeen(context.Background(), "delivery-check"); err != nil || seen {
+				t.Errorf("the delivery was stored (%v, %v)", seen, err)
+			}
+			h.afterDebounce()
+			if all := h.sessions(); len(all) != 0 {
+				t.Errorf("sessions = %+v", all)
+			}
+		})
+	}
+}
+
+func TestRepairDisabledOnACacheMissGivesNoSession(t *testing.T) {
+	h, _ := newSessionHarness(t)
+	head := withRealPR(t, h)
+	cr := h.gh.AddForeignCheckRun(owner, repoName, fakegithub.CheckRun{Name: "ci/test", HeadSHA: head, Conclusion: "failure", AppSlug: "ci-app", AppID: 777})
+	if code, _ := h.deliver("check_run", checkRunEvent(t, checkRunOpts{name: "ci/test", conclusion: "failure", sha: head, runID: cr.ID, pr: prNumber})); code != 200 {
+		t.Fatal(code)
+	}
+	h.afterDebounce()
+	if all := h.sessions(); len(all) != 0 {
+		t.Errorf("sessions = %+v", all)
+	}
+	if _, found, err := h.st.CachedRepoConfig(context.Background(), repoID, h.clock.Now()); err != nil || !found {
+		t.Errorf("the worker did not cache the config it read (%v, %v)", found, err)
+	}
+}

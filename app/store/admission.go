@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/inspecthq/inspect/policy"
+)
+
+// admissionLock is the PostgreSQL advisory lock every admission holds for
+// its transaction, so two replicas never both take the last slot under a
+// cap. Admissions are one per session, so one lock for all is cheap.
+// (SQLite's immediate transactions serialise writers already.)
+const admissionLock = 4242006
+
+// activeStates are the states that hold a slot under the caps: admitted
+// and not done.
+const activeStates = `('preparing', 'dispatched', 'running', 'reporting')`
+
+// Admit reads a session and the load on its scopes (its repository, its
+// requester, its installation) in one transaction holding the admission
+// lock, and lets fn decide and change the session; fn's changes and the
+// work it returns are written in the same transaction. Sessions ahead are
+// those held back by a cap (waiting_since set) that were created earlier.
+func (s *Store) Admit(ctx context.Context, id string, now time.Time, fn func(x *Session, load policy.Load) ([]NewWork, error)) (Session, error) {
+	var out Session
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if s.dialect == postgres {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, admissionLock); err != nil {
+				return err
+			}
+		}
+		before, err := s.lockSession(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		var load policy.Load
+		err = tx.QueryRowContext(ctx, `SELECT
+				COALESCE(SUM(CASE WHEN state IN `+activeStates+` AND repo_id = $1 THEN 1 ELSE 0 END), 0),
+				COALESCE(SUM(CASE WHEN state IN `+activeStates+` AND requester_id = $2 THEN 1 ELSE 0 END), 0),
+				COALESCE(SUM(CASE WHEN state IN `+activeStates+` AND installation_id = $3 THEN 1 ELSE 0 END), 0),
+				COALESCE(SUM(CASE WHEN state = 'queued' AND waiting_since > 0 AND repo_id = $1 AND `+earlier+` THEN 1 ELSE 0 END), 0),
+				COALESCE(SUM(CASE WHEN state = 'queued' AND waiting_since > 0 AND requester_id = $2 AND `+earlier+` THEN 1 ELSE 0 END), 0),
+				COALESCE(SUM(CASE WHEN state = 'queued' AND waiting_since > 0 AND installation_id = $3 AND `+earlier+` THEN 1 ELSE 0 END), 0)
+			FROM sessions WHERE state <> 'done' AND id <> $4`,
+			before.RepoID, before.RequesterID, before.InstallationID, before.ID, ms(before.CreatedAt)).
+			Scan(&load.ActiveRepo, &load.ActiveUser, &load.ActiveInstallation, &load.AheadRepo, &load.AheadUser, &load.AheadInstallation)
+		if err != nil {
+			return fmt.Errorf("reading the load: %w", err)
+		}
+		after := before
+		then, err := fn(&after, load)
+		if err != nil {
+			return err
+		}
+		if err := s.writeSession(ctx, tx, before, after, now, then); err != nil {
+			return err
+		}
+		out = after
+		out.UpdatedAt = now
+		return nil
+	})
+	return out, err
+}
+
+// earlier selects sessions created before the one being admitted ($4 its
+// id, $5 its creation time), in the order the queue serves them.
+const earlier = `(created_at < $5 OR (created_at = $5 AND id < $4))`
+
+// StartsSince counts a repository's sessions admitted at or after since,
+// and returns the earliest such admission (the daily budget's window).
+func (s *Store) StartsSince(ctx context.Context, repoID int64, since time.Time) (int, time.Time, error) {
+	var n int
+	var oldest sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), MIN(admitted_at) FROM sessions WHERE repo_id = $1 AND admitted_at >= $2 AND admitted_at > 0`,
+		repoID, ms(since)).Scan(&n, &oldest)
+	return n, fromMS(oldest.Int64), err
+}
+
+// RepairHistory is what the repair guards need about one pull request.
+type RepairHistory struct {
+	// Repairs counts its repair sessions, whatever their outcome.
+	Repairs int
+	// LastEnd is when its latest finished repair session ended.
+	LastEnd time.Time
+	// Active says some session (of any kind) is active on it.
+	Active bool
+}
+
+// PullRepairHistory reads a pull request's repair history.
+func (s *Store) PullRepairHistory(ctx context.Context, repoID int64, number int) (RepairHistory, error) {
+	var h RepairHistory
+	var last sql.NullInt64
+	var active int
+	err := s.db.QueryRowContext(ctx, `SELECT
+			COALESCE(SUM(CASE WHEN trigger_kind = 'repair' THEN 1 ELSE 0 END), 0),
+			MAX(CASE WHEN trigger_kind = 'repair' AND state = 'done' THEN updated_at END),
+			COALESCE(SUM(CASE WHEN state <> 'done' THEN 1 ELSE 0 END), 0)
+		FROM sessions WHERE repo_id = $1 AND number = $2 AND is_pr = 1`, repoID, number).Scan(&h.Repairs, &last, &active)
+	h.LastEnd, h.Active = fromMS(last.Int64), active > 0
+	return h, err
+}
+
+// IsSessionCommit reports whether sha is a commit one of the repository's
+// sessions made.
+func (s *Store) IsSessionCommit(ctx context.Context, repoID int64, sha string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE repo_id = $1 AND commit_sha = $2`, repoID, sha).Scan(&n)
+	return n > 0, err
+}
+
+// SessionsForPull lists, oldest first, the sessions on a pull request's
+// thread and those that opened it (from an issue or another PR).
+func (s *Store) SessionsForPull(ctx context.Context, repoID int64, number int, limit int) ([]Session, error) {
+	return s.querySessions(ctx, `WHERE repo_id = $1 AND ((number = $2 AND is_pr = 1) OR pr_number = $2)
+		ORDER BY created_at, id LIMIT $3`, repoID, number, limit)
+}
+
+// CreateSessionOnce creates a session with its first work items unless
+// claimKey was claimed before, in one transaction. It reports whether it
+// created the session. Work that creates sessions outside a delivery (a
+// retry, a repair) claims a key so a replay creates nothing.
+func (s *Store) CreateSessionOnce(ctx context.Context, claimKey string, sess *Session, work []NewWork, now time.Time) (bool, error) {
+	created := false
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO trigger_claims (claim_key, session_id, claimed_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+			claimKey, sess.ID, ms(now))
+		if err != nil {
+			return fmt.Errorf("claiming %s: %w", claimKey, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		if err := s.insertSession(ctx, tx, sess, now); err != nil {
+			return err
+		}
+		for _, w := range work {
+			if w.SessionID == "" {
+				w.SessionID = sess.ID
+			}
+			if err := s.insertWork(ctx, tx, w, now); err != nil {
+				return err
+			}
+		}
+		created = true
+		return nil
+	})
+	return created, err
+}

@@ -1,0 +1,166 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/policy"
+)
+
+// Session trigger kinds, as stored in sessions.trigger_kind.
+const (
+	triggerComment       = "comment"
+	triggerReviewComment = "review_comment"
+	triggerLabel         = "label"
+	triggerRepair        = "repair"
+	triggerRetry         = "retry"
+)
+
+// triggerInfo is what a session's way in adds (sessions.trigger_info).
+type triggerInfo struct {
+	// Label is the label that started a label session.
+	Label string `json:"label,omitempty"`
+	// Review is the review comment a review-comment session answers.
+	Review *reviewInfo `json:"review,omitempty"`
+	// Checks are the failing checks a repair session repairs.
+	Checks []string `json:"checks,omitempty"`
+	// Repair is this repair's number and the budget it counts against.
+	RepairNumber int  `json:"repair_number,omitempty"`
+	RepairBudget int  `json:"repair_budget,omitempty"`
+	RepairLast   bool `json:"repair_last,omitempty"`
+	// Queue is the progress comment's line while the session waited for
+	// capacity, and QueuedFor its scope, so it can say so when it starts.
+	QueuedFor string `json:"queued_for,omitempty"`
+}
+
+type reviewInfo struct {
+	CommentID int64  `json:"comment_id"`
+	ThreadID  int64  `json:"thread_id"` // the thread's first comment, which replies attach to
+	Path      string `json:"path"`
+	Line      int    `json:"line"`
+	StartLine int    `json:"start_line,omitempty"`
+	Side      string `json:"side,omitempty"`
+	DiffHunk  string `json:"diff_hunk,omitempty"`
+	CommitID  string `json:"commit_id,omitempty"`
+}
+
+// lines is "line 12" or "lines 10–12".
+func (r reviewInfo) lines() string {
+	if r.StartLine > 0 && r.StartLine != r.Line {
+		return fmt.Sprintf("lines %d–%d", r.StartLine, r.Line)
+	}
+	return fmt.Sprintf("line %d", r.Line)
+}
+
+func infoOf(sess store.Session) triggerInfo {
+	var ti triggerInfo
+	if sess.TriggerInfo != "" {
+		// Only our own JSON is stored here; a row that does not decode
+		// (written by a newer replica) reads as no extra information.
+		_ = json.Unmarshal([]byte(sess.TriggerInfo), &ti)
+	}
+	return ti
+}
+
+func (ti triggerInfo) encode() string {
+	if ti.Label == "" && ti.Review == nil && len(ti.Checks) == 0 && ti.RepairNumber == 0 && ti.QueuedFor == "" {
+		return ""
+	}
+	return mustJSON(ti)
+}
+
+// cachedRepoConfig is the repo's config as the cache knows it, for
+// decisions in the request: known is false on a miss (or a row that no
+// longer parses), and then the caller errs on the side of accepting.
+func (s *Service) cachedRepoConfig(ctx context.Context, repoID int64) (cfg config.Repo, known bool, err error) {
+	entry, found, err := s.store.CachedRepoConfig(ctx, repoID, s.clock.Now())
+	if err != nil || !found {
+		return config.Repo{}, false, err
+	}
+	switch entry.Status {
+	case store.ConfigDefaults:
+		return config.Repo{}, true, nil
+	case store.ConfigFile:
+		cfg, perr := config.ParseRepo([]byte(entry.Content))
+		return cfg, perr == nil, nil
+	}
+	return config.Repo{}, false, nil
+}
+
+// isTriggerLabel says whether label starts (or, removed, cancels)
+// sessions in the repo, as far as the cache knows: an unknown config
+// counts the default label and lets the worker decide with the fresh one.
+func (s *Service) isTriggerLabel(ctx context.Context, repoID int64, label string) (bool, error) {
+	cfg, known, err := s.cachedRepoConfig(ctx, repoID)
+	if err != nil {
+		return false, err
+	}
+	want := config.DefaultTriggerLabel
+	if known {
+		want = cfg.TriggerLabel()
+	}
+	return strings.EqualFold(label, want), nil
+}
+
+// labelInstructions are a label session's instructions: the issue is the
+// request, its title the gist.
+func labelInstructions(t handlers.Trigger) string {
+	title := strings.TrimSpace(cleanLine(t.IssueTitle))
+	if title == "" {
+		return fmt.Sprintf("Resolve issue #%d.", t.Number)
+	}
+	return fmt.Sprintf("Resolve issue #%d: %s", t.Number, title)
+}
+
+// AcceptCheckFailure implements handlers.Sink: a failing check that the
+// cached config asks to repair is queued for the worker, which decides
+// after repair.debounce so that checks failing on one commit meet in one
+// session. Everything else stores nothing.
+func (s *Service) AcceptCheckFailure(ctx context.Context, f handlers.CheckFailure) error {
+	log := zerolog.Ctx(ctx)
+	cfg, known, err := s.cachedRepoConfig(ctx, f.Repo.ID)
+	if err != nil {
+		return &StoreError{Err: err}
+	}
+	if known && (!cfg.RepairEnabled() || (f.Name != "" && !cfg.RepairsCheck(f.Name))) {
+		log.Debug().Str("check", f.Name).Msg("check failure ignored: the repo does not repair it")
+		return nil
+	}
+	if len(f.PullRequests) > 0 && allForks(f.PullRequests) {
+		log.Debug().Str("check", f.Name).Msg("check failure ignored: fork pull requests are never repaired")
+		return nil
+	}
+	now := s.clock.Now()
+	res, err := s.store.Accept(ctx, store.Acceptance{
+		DeliveryID: f.DeliveryID, Event: f.Event, At: now,
+		Work: []store.NewWork{{Kind: store.ConsiderRepair, Payload: mustJSON(f), RunAfter: now.Add(s.cfg.Repair.Debounce)}},
+	})
+	if err != nil {
+		return &StoreError{Err: err}
+	}
+	log.Info().Str("result", res.String()).Str("check", f.Name).Str("sha", f.HeadSHA).Msg("check failure queued for repair")
+	s.wakeWorkers()
+	return nil
+}
+
+func allForks(prs []handlers.PullRef) bool {
+	for _, p := range prs {
+		if p.HeadRepoID == 0 || p.HeadRepoID == p.BaseRepoID {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanLine makes untrusted text one plain line: hidden characters and
+// line breaks out.
+func cleanLine(s string) string {
+	return strings.Join(strings.Fields(policy.CleanText(s)), " ")
+}

@@ -1,0 +1,141 @@
+package handlers
+
+import (
+	"context"
+	"strings"
+
+	json "github.com/goccy/go-json"
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/policy"
+)
+
+// CheckRun handles `check_run`: another app's failing check run is a
+// repair candidate, and the buttons on Inspect's own check runs (Re-run,
+// and the requested actions "retry" and "cancel") retry or cancel the
+// session the run reports.
+type CheckRun struct {
+	Sink Sink
+	Self func() Identity
+}
+
+// Handles implements githubapp.EventHandler.
+func (h *CheckRun) Handles() []string { return []string{"check_run"} }
+
+// Handle implements githubapp.EventHandler.
+func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
+	var ev checkRunPayload
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return &PayloadError{Err: err}
+	}
+	self := h.Self()
+	cr := ev.CheckRun
+	switch ev.Action {
+	case "completed":
+		if isOwnCheck(cr.App, self) || !failingConclusion(cr.Conclusion) {
+			return nil
+		}
+		return acceptFailure(ctx, h.Sink, CheckFailure{
+			DeliveryID:     deliveryID,
+			Event:          eventType,
+			Repo:           ev.Repository.repo(),
+			InstallationID: ev.Installation.ID,
+			HeadSHA:        cr.HeadSHA,
+			Name:           cr.Name,
+			CheckRunID:     cr.ID,
+			CheckSuiteID:   cr.CheckSuite.ID,
+			AppSlug:        cr.App.Slug,
+			Conclusion:     cr.Conclusion,
+			PullRequests:   pullRefs(cr.PullRequests),
+			Sender:         ev.Sender.sender(),
+		})
+	case "requested_action", "rerequested":
+	default:
+		return nil
+	}
+
+	// A button on a check run: only ours carry a session.
+	sender := ev.Sender.sender()
+	if !isOwnCheck(cr.App, self) || policy.IsOwnApp(sender.Login, sender.Type, self.AppSlug) || cr.ExternalID == "" {
+		return nil
+	}
+	var sub policy.Subcommand
+	switch {
+	case ev.Action == "rerequested":
+		sub = policy.Retry
+	case ev.RequestedAction.Identifier == "retry":
+		sub = policy.Retry
+	case ev.RequestedAction.Identifier == "cancel":
+		sub = policy.Cancel
+	default:
+		return nil
+	}
+	number := 0
+	if len(cr.PullRequests) > 0 {
+		number = cr.PullRequests[0].Number
+	}
+	t := Trigger{
+		DeliveryID:     deliveryID,
+		Event:          eventType,
+		Kind:           KindCheckAction,
+		Repo:           ev.Repository.repo(),
+		InstallationID: ev.Installation.ID,
+		Number:         number,
+		IsPR:           true,
+		Sender:         sender,
+		Command:        policy.Parsed{Kind: policy.Command, Sub: sub},
+		SessionID:      cr.ExternalID,
+	}
+	if err := t.validate(); err != nil {
+		return err
+	}
+	zerolog.Ctx(ctx).Info().Str("session_id", t.SessionID).Int64("check_run_id", cr.ID).Str("repo", t.Repo.FullName()).
+		Int("number", t.Number).Str("sender", sender.Login).Str("subcommand", string(sub)).Msg("check run action received")
+	return h.Sink.AcceptTrigger(ctx, t)
+}
+
+// isOwnCheck reports whether a check run or suite belongs to our app: the
+// same app id, or the same slug (ASCII case ignored). An empty id or slug
+// on our side matches nothing.
+func isOwnCheck(app payloadApp, self Identity) bool {
+	return (self.AppID != 0 && app.ID == self.AppID) ||
+		(self.AppSlug != "" && strings.EqualFold(app.Slug, self.AppSlug))
+}
+
+// failingConclusion reports whether a check run's or suite's conclusion is
+// a failure worth repairing. Cancelled, skipped, neutral, stale and
+// action_required checks are not.
+func failingConclusion(c string) bool {
+	switch c {
+	case "failure", "timed_out", "startup_failure":
+		return true
+	}
+	return false
+}
+
+// acceptFailure validates f, logs it and hands it to the sink.
+func acceptFailure(ctx context.Context, sink Sink, f CheckFailure) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	zerolog.Ctx(ctx).Info().Str("event", f.Event).Str("repo", f.Repo.FullName()).Str("head_sha", f.HeadSHA).
+		Str("name", f.Name).Str("app", f.AppSlug).Str("conclusion", f.Conclusion).Int("pull_requests", len(f.PullRequests)).
+		Msg("check failure received")
+	return sink.AcceptCheckFailure(ctx, f)
+}
+
+// validate checks that f names the repository, installation, commit and
+// delivery.
+func (f CheckFailure) validate() error {
+	switch {
+	case f.Repo.ID == 0 || f.Repo.Owner == "" || f.Repo.Name == "":
+		return payloadErrorf("repository is missing")
+	case f.InstallationID == 0:
+		return payloadErrorf("installation is missing: is this delivery from the GitHub App?")
+	case f.HeadSHA == "":
+		return payloadErrorf("head sha is missing")
+	case f.DeliveryID == "":
+		return payloadErrorf("X-GitHub-Delivery header is missing")
+	}
+	return nil
+}

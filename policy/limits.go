@@ -1,0 +1,188 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+)
+
+// ReasonDailyBudget: the repository started as many sessions in the last
+// 24 hours as its daily cap allows.
+const ReasonDailyBudget Reason = "daily_budget"
+
+// Limits are the session limits in force for one repository. The server
+// sets them; a repository's config may only narrow them (Narrow).
+type Limits struct {
+	// ActivePerRepo, ActivePerUser and ActivePerInstallation cap the
+	// sessions active at once in one repository, for one requester, and in
+	// one GitHub App installation. 0 means no cap.
+	ActivePerRepo, ActivePerUser, ActivePerInstallation int
+	// DailyPerRepo caps the sessions started in one repository per rolling
+	// 24 hours. 0 means no cap.
+	DailyPerRepo int
+	// SessionTimeout is the longest a session may run.
+	SessionTimeout time.Duration
+	// MaxChangedFiles is the most files one change may touch.
+	MaxChangedFiles int
+	// RepairsPerPR is how many automatic repair sessions one pull request
+	// may have. Unlike the caps above, 0 means none at all.
+	RepairsPerPR int
+}
+
+// RepoLimits is what a repository's config asks for; 0 means "the server's".
+type RepoLimits struct {
+	MaxActive, DailySessions      int
+	SessionTimeout                time.Duration
+	MaxChangedFiles, RepairsPerPR int
+}
+
+// Narrow applies a repo's limits to the server's. A repo value counts only
+// when it is positive and tighter than the server's, so a repository can
+// never widen a limit; a zero or negative repo value leaves the server's.
+// For a cap where the server's 0 means no cap (ActivePerRepo, DailyPerRepo,
+// SessionTimeout and MaxChangedFiles), any positive repo value is tighter.
+// RepairsPerPR is different: the server's 0 means no repairs at all, and
+// no repository can turn them on.
+//
+// ActivePerUser and ActivePerInstallation span repositories, so no single
+// repository's config may change them.
+func Narrow(server Limits, repo RepoLimits) Limits {
+	out := server
+	out.ActivePerRepo = narrowCap(server.ActivePerRepo, repo.MaxActive)
+	out.DailyPerRepo = narrowCap(server.DailyPerRepo, repo.DailySessions)
+	out.SessionTimeout = time.Duration(narrowCap(int64(server.SessionTimeout), int64(repo.SessionTimeout)))
+	out.MaxChangedFiles = narrowCap(server.MaxChangedFiles, repo.MaxChangedFiles)
+	if repo.RepairsPerPR > 0 && repo.RepairsPerPR < server.RepairsPerPR {
+		out.RepairsPerPR = repo.RepairsPerPR
+	}
+	return out
+}
+
+// narrowCap narrows a cap where 0 (or less) means no cap.
+func narrowCap[T int | int64](server, repo T) T {
+	if repo > 0 && (server <= 0 || repo < server) {
+		return repo
+	}
+	return server
+}
+
+// Load is how many sessions are active (admitted and not done) in each
+// scope, and how many wait ahead of this one (queued for capacity earlier)
+// in each scope. The session being admitted is in none of the counts.
+type Load struct {
+	ActiveRepo, ActiveUser, ActiveInstallation int
+	AheadRepo, AheadUser, AheadInstallation    int
+}
+
+// Scope is one of the scopes a session cap applies to.
+type Scope string
+
+const (
+	ScopeRepo         Scope = "repo"
+	ScopeUser         Scope = "user"
+	ScopeInstallation Scope = "installation"
+)
+
+// Admission is Admit's answer.
+type Admission struct {
+	Admit bool
+	// When not admitted: the tightest scope holding it back, its cap, and
+	// this session's 1-based position in that scope's queue (ahead + 1).
+	Scope    Scope
+	Cap      int
+	Position int
+}
+
+// Admit admits a session when, in every capped scope, active + ahead < cap.
+// Counting the sessions ahead, and not only the active ones, is what makes
+// the queue first come, first served: a session never overtakes one that
+// waits ahead of it, even when a slot is free in its own scopes.
+//
+// When several scopes hold it back, the tightest is the one where the most
+// sessions must finish before this one can start there (active + ahead -
+// cap + 1); on a tie, the narrower scope (repo, then user, then
+// installation) is named. A cap of 0 or less is no cap; negative counts
+// count as 0.
+func Admit(l Limits, load Load) Admission {
+	scopes := [...]struct {
+		scope              Scope
+		cap, active, ahead int
+	}{
+		{ScopeRepo, l.ActivePerRepo, load.ActiveRepo, load.AheadRepo},
+		{ScopeUser, l.ActivePerUser, load.ActiveUser, load.AheadUser},
+		{ScopeInstallation, l.ActivePerInstallation, load.ActiveInstallation, load.AheadInstallation},
+	}
+	out, worst := Admission{Admit: true}, 0
+	for _, s := range scopes {
+		if s.cap <= 0 {
+			continue
+		}
+		active, ahead := max(s.active, 0), max(s.ahead, 0)
+		if active+ahead < s.cap {
+			continue
+		}
+		if wait := active + ahead - s.cap + 1; wait > worst {
+			worst = wait
+			out = Admission{Scope: s.scope, Cap: s.cap, Position: ahead + 1}
+		}
+	}
+	return out
+}
+
+// QueueText is the progress comment's line for a queued session, e.g.
+// "Queued: position 2 in this repository's queue (at most 1 session runs
+// at once here)." It is plain text built from numbers only, never from
+// user input. An admitted session has no queue line: the result is "".
+func QueueText(a Admission) string {
+	if a.Admit {
+		return ""
+	}
+	pos := max(a.Position, 1)
+	n := max(a.Cap, 0)
+	runs := plural(n, "session runs", "sessions run")
+	switch a.Scope {
+	case ScopeRepo:
+		return fmt.Sprintf("Queued: position %d in this repository's queue (at most %d %s at once here).", pos, n, runs)
+	case ScopeUser:
+		return fmt.Sprintf("Queued: position %d in the queue of the person who asked for it (at most %d %s at once for one person).", pos, n, runs)
+	case ScopeInstallation:
+		return fmt.Sprintf("Queued: position %d in this installation's queue (at most %d %s at once across all the repositories of this installation).", pos, n, runs)
+	}
+	return fmt.Sprintf("Queued: position %d, waiting for a free slot.", pos)
+}
+
+// DailyBudget refuses a new session when `started` sessions began in the
+// 24 h before now and the repository's daily cap (l.DailyPerRepo; 0 is no
+// cap) is reached. oldest is the earliest of those starts, so the reply
+// can say when the next slot frees up: oldest + 24h, rounded up to the
+// minute so the time given is never too early, in UTC ("2006-01-02 15:04
+// UTC"). When oldest is zero or that time is already past (the caller's
+// counts disagree), the reply just asks to try again later.
+//
+// The reply mentions the sender, as Authorize's refusals do.
+func DailyBudget(l Limits, started int, oldest, now time.Time, sender string) Decision {
+	if l.DailyPerRepo <= 0 || started < l.DailyPerRepo {
+		return Decision{Allowed: true}
+	}
+	text := fmt.Sprintf("this repository has had %d Inspect %s in the last 24 hours, which is its daily limit, so Inspect won't start another one yet.",
+		started, plural(started, "session", "sessions"))
+	next := oldest.Add(24 * time.Hour)
+	switch {
+	case oldest.IsZero() || !next.After(now):
+		text += " A slot should free up soon; please run the command again later."
+	case started == l.DailyPerRepo:
+		text += fmt.Sprintf(" The next slot frees up at %s; please run the command again then.", ceilMinuteUTC(next))
+	default:
+		// The cap was lowered below what already ran: one slot freeing up
+		// is not enough.
+		text += fmt.Sprintf(" Slots free up as those sessions turn 24 hours old, the first at %s; please run the command again later.", ceilMinuteUTC(next))
+	}
+	return deny(ReasonDailyBudget, mention(sender), text)
+}
+
+func ceilMinuteUTC(t time.Time) string {
+	t = t.UTC()
+	if r := t.Truncate(time.Minute); r.Before(t) {
+		t = r.Add(time.Minute)
+	}
+	return t.Format("2006-01-02 15:04 UTC")
+}

@@ -58,7 +58,13 @@ func (s *Server) jobLogRedirect(c *call) response {
 		panic(err)
 	}
 	tok := hex.EncodeToString(b)
-	s.logLinks[tok] = &logLink{repo: repoKey(c.repo.Owner, c.repo.Name), jobID: id, expires: s.now().Add(logLinkLifetime)}
+	now := s.now()
+	for old, link := range s.logLinks {
+		if !now.Before(link.expires) {
+			delete(s.logLinks, old)
+		}
+	}
+	s.logLinks[tok] = &logLink{repo: repoKey(c.repo.Owner, c.repo.Name), jobID: id, expires: now.Add(logLinkLifetime)}
 	return response{status: http.StatusFound, header: http.Header{"Location": {s.URL() + logDownloadPrefix + tok}}}
 }
 

@@ -99,7 +99,7 @@ func (s *Server) labelRoutes() {
 	g := repoGate("issues", "pull_requests")
 	s.handle("DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name...}", docsLabels+"#remove-a-label-from-an-issue", g, s.removeIssueLabel)
 	s.handle("GET /repos/{owner}/{repo}/labels", docsLabels+"#list-labels-for-a-repository", g, s.listRepoLabels)
-	s.handle("GET /repos/{owner}/{repo}/labels/{name}", docsLabels+"#get-a-label", g, s.getLabel)
+	s.handle("GET /repos/{owner}/{repo}/labels/{name...}", docsLabels+"#get-a-label", g, s.getLabel)
 }
 
 func (s *Server) labelJSON(r *repoState, l *label) map[string]any {

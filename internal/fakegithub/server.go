@@ -2,11 +2,13 @@
 // tests only.
 //
 // It is an httptest.Server that keeps repositories, issues, pull requests,
-// comments, reactions, check runs and review requests in memory, and each
-// repository's git history in a real bare git repository (in a temporary
-// directory the Server removes on Close). It answers the way GitHub's
-// public REST documentation says GitHub answers: the same status codes, JSON
-// shapes that go-github v62 decodes, error bodies such as
+// comments, reactions, labels, review requests and review comments, check
+// runs and suites (the App's and other Apps'), commit statuses and Actions
+// job logs in memory, and each repository's git history in a real bare git
+// repository (in a temporary directory the Server removes on Close). It
+// answers the way GitHub's public REST documentation says GitHub answers:
+// the same status codes, JSON shapes that go-github v62 decodes, error
+// bodies such as
 // {"message":"Not Found","documentation_url":"..."}, and page-based
 // pagination with a Link header. Every request is authenticated (an App JWT
 // or an installation token that the server minted itself) and recorded, so

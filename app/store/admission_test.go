@@ -1,0 +1,118 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/policy"
+)
+
+// Admissions racing for one slot (as several replicas would) admit one.
+func TestAdmitNeverOversubscribesACap(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		const n = 8
+		for i := range n {
+			sess := newSession(fmt.Sprintf("s%d", i), int64(1000+i))
+			sess.Number = 100 + i // each on its own thread
+			if err := s.CreateSession(ctx, sess, nil, t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		limits := policy.Limits{ActivePerRepo: 1}
+		var wg sync.WaitGroup
+		admitted := make(chan string, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id := fmt.Sprintf("s%d", i)
+				_, err := s.Admit(ctx, id, t0.Add(time.Second), func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+					if a := policy.Admit(limits, load); !a.Admit {
+						x.WaitingSince = t0.Add(time.Second)
+						return nil, nil
+					}
+					x.State, x.AdmittedAt = store.Preparing, t0.Add(time.Second)
+					admitted <- id
+					return nil, nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		close(admitted)
+		var got []string
+		for id := range admitted {
+			got = append(got, id)
+		}
+		if len(got) != 1 {
+			t.Fatalf("admitted %v under a cap of 1", got)
+		}
+		// The rest wait in creation order: the newest waiting one has every
+		// other waiting session ahead of it.
+		newest := "s7"
+		if got[0] == newest {
+			newest = "s6"
+		}
+		if _, err := s.Admit(ctx, newest, t0.Add(2*time.Second), func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+			if load.ActiveRepo != 1 || load.AheadRepo != n-2 {
+				t.Errorf("%s sees load %+v, want 1 active and %d ahead", newest, load, n-2)
+			}
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		n24, oldest, err := s.StartsSince(ctx, 1, t0)
+		if err != nil || n24 != 1 || !oldest.Equal(t0.Add(time.Second)) {
+			t.Errorf("StartsSince = %d %v %v", n24, oldest, err)
+		}
+	})
+}
+
+func TestCreateSessionOnceAndRepairHistory(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		repair := func(id string) *store.Session {
+			sess := newSession(id, 0)
+			sess.TriggerKind = "repair"
+			return sess
+		}
+		created, err := s.CreateSessionOnce(ctx, "repair:1:7:abc", repair("r1"), []store.NewWork{{Kind: store.PrepareSession}}, t0)
+		if err != nil || !created {
+			t.Fatalf("first: %v %v", created, err)
+		}
+		created, err = s.CreateSessionOnce(ctx, "repair:1:7:abc", repair("r2"), nil, t0)
+		if err != nil || created {
+			t.Fatalf("same key again: %v %v", created, err)
+		}
+		if _, err := s.GetSession(ctx, "r2"); err == nil {
+			t.Error("the duplicate's session was written")
+		}
+		h, err := s.PullRepairHistory(ctx, 1, 7)
+		if err != nil || h.Repairs != 1 || !h.Active || !h.LastEnd.IsZero() {
+			t.Fatalf("history while active = %+v %v", h, err)
+		}
+		if _, err := s.MutateSession(ctx, "r1", t0.Add(time.Minute), func(x *store.Session) error {
+			x.State, x.Outcome, x.CommitSHA = store.Done, store.Changed, "fff"
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		h, err = s.PullRepairHistory(ctx, 1, 7)
+		if err != nil || h.Repairs != 1 || h.Active || !h.LastEnd.Equal(t0.Add(time.Minute)) {
+			t.Errorf("history after = %+v %v", h, err)
+		}
+		if own, err := s.IsSessionCommit(ctx, 1, "fff"); err != nil || !own {
+			t.Errorf("IsSessionCommit(fff) = %v %v", own, err)
+		}
+		if own, err := s.IsSessionCommit(ctx, 1, "eee"); err != nil || own {
+			t.Errorf("IsSessionCommit(eee) = %v %v", own, err)
+		}
+	})
+}

@@ -159,6 +159,9 @@ func (s *Service) status(ctx context.Context, t handlers.Trigger, reply func(str
 	var b strings.Builder
 	b.WriteString("**Inspect sessions on this thread** (newest first)\n\n| Session | Requested by | Status | Started |\n|---|---|---|---|\n")
 	for _, sess := range sessions {
+		if sess.Reason == reasonNotATrigger {
+			continue // nobody asked: a label the fresh config does not name
+		}
 		// Logins without "@": anyone may ask for status, and it must not
 		// become a way to make the bot ping people.
 		status := statusWord(sess)

@@ -241,3 +241,47 @@ func (h *harness) edits(number int, id int64) int {
 	h.t.Fatalf("no comment %d on #%d", id, number)
 	return 0
 }
+
+func TestDailyBudgetRefusesWithWhen(t *testing.T) {
+	h, ex := newSessionHarness(t, func(c *configServer) { c.Limits.DailyPerRepo = 1 })
+	runToUpload(t, h, ex, commentOpts{body: "/inspect fix the failing test"}, 0, fixedCalc)
+	h.clock.Advance(time.Hour)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect and another thing"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	latest := h.sessionOn(issueNumber)
+	if latest.Outcome != store.Refused || latest.Reason != "daily_budget" {
+		t.Fatalf("second session = %s/%s (%s)", latest.Outcome, latest.Reason, latest.Detail)
+	}
+	if len(h.commentsWith(issueNumber, "2026-11-30 12:00 UTC")) != 1 {
+		t.Errorf("the refusal does not say when the next slot frees up: %+v", h.comments(issueNumber))
+	}
+	// A day after the first start, there is room again.
+	h.clock.Advance(23 * time.Hour)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect one more"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	if s := h.sessionOn(issueNumber); s.State != store.Dispatched {
+		t.Errorf("after 24 h: %s/%s %s", s.State, s.Outcome, s.Detail)
+	}
+}
+
+func TestHelpInAReviewCommentIsAnsweredInItsThread(t *testing.T) {
+	h, _ := newSessionHarness(t)
+	id := h.gh.AddReviewComment(owner, repoName, prNumber, fakegithub.ReviewComment{User: "bob", Body: "/inspect help", Path: "calc.go", Line: 1})
+	if code, _ := h.deliver("pull_request_review_comment", reviewCommentEvent(t, id, "/inspect help", "bob", "calc.go", 1, "")); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	var replies []fakegithub.ReviewComment
+	for _, rc := range h.gh.ReviewComments(owner, repoName, prNumber) {
+		if rc.User == h.gh.BotLogin() {
+			replies = append(replies, rc)
+		}
+	}
+	if len(replies) != 1 || replies[0].InReplyTo != id || !strings.Contains(replies[0].Body, "/inspect status") {
+		t.Errorf("replies = %+v", replies)
+	}
+}

@@ -260,3 +260,59 @@ func TestRepairDisabledOnACacheMissGivesNoSession(t *testing.T) {
 		t.Errorf("the worker did not cache the config it read (%v, %v)", found, err)
 	}
 }
+
+func TestRepairWaitsOutTheCooldownAndReadsTheJobLog(t *testing.T) {
+	h, ex, head := newRepairHarness(t, repairConfig)
+	h.failCheck("ci/test", head, prNumber)
+	h.afterDebounce()
+	sv := h.claim(ex.last(t))
+	spec := sv.spec()
+	h.runWorkers()
+	sv.upload(spec, 1, fixedCalc) // unverified: a draft PR, the PR head stays
+	h.runWorkers()
+	if s := repairSessions(h); len(s) != 1 || s[0].Outcome != store.VerificationFailed {
+		t.Fatalf("first repair = %+v\n%s", s, h.logs)
+	}
+
+	// GitHub Actions fails again on the same head, within the cooldown.
+	cr := h.gh.AddForeignCheckRun(owner, repoName, fakegithub.CheckRun{Name: "ci/build", HeadSHA: head, Conclusion: "failure",
+		AppSlug: "github-actions", AppID: 15368, Title: "Process completed with exit code 1", Summary: "build failed"})
+	log := strings.Repeat("noise line\n", 5000) + "##[error]calc.go:3: undefined: Sub\n"
+	h.gh.SetJobLog(owner, repoName, cr.ID, log)
+	if code, _ := h.deliver("check_run", checkRunEvent(t, checkRunOpts{name: "ci/build", conclusion: "failure", sha: head, runID: cr.ID, pr: prNumber, appSlug: "github-actions", appID: 15368})); code != 200 {
+		t.Fatal(code)
+	}
+	h.afterDebounce()
+	if s := repairSessions(h); len(s) != 1 {
+		t.Fatalf("a repair started within the cooldown: %d", len(s))
+	}
+	// The failure is not lost: once the cooldown is over it is repaired.
+	// (Its (PR, commit) claim is the first repair's, so this one is a
+	// new commit's: the author pushed meanwhile.)
+	moved := h.gh.CommitFiles(owner, repoName, "fix-flaky", map[string]string{"notes.md": "again\n"}, "the author pushed")
+	h.clock.Advance(10 * time.Minute)
+	h.runWorkers()
+	if s := repairSessions(h); len(s) != 1 {
+		t.Fatalf("a stale failure (the head moved) was repaired: %d", len(s))
+	}
+	cr2 := h.gh.AddForeignCheckRun(owner, repoName, fakegithub.CheckRun{Name: "ci/build", HeadSHA: moved, Conclusion: "failure",
+		AppSlug: "github-actions", AppID: 15368, Summary: "build failed"})
+	h.gh.SetJobLog(owner, repoName, cr2.ID, log)
+	if code, _ := h.deliver("check_run", checkRunEvent(t, checkRunOpts{name: "ci/build", conclusion: "failure", sha: moved, runID: cr2.ID, pr: prNumber, appSlug: "github-actions", appID: 15368})); code != 200 {
+		t.Fatal(code)
+	}
+	h.afterDebounce()
+	if s := repairSessions(h); len(s) != 2 || s[0].HeadSHA != moved {
+		t.Fatalf("repairs after the cooldown = %+v\n%s", s, h.logs)
+	}
+	spec = h.claim(ex.last(t)).spec()
+	var text string
+	for _, c := range spec.Context {
+		if c.Kind == contract.ContextCheckOutput && c.Source == "ci/build" {
+			text = c.Text
+		}
+	}
+	if !strings.Contains(text, "undefined: Sub") || len(text) > 40<<10 || strings.Count(text, "noise line") > 2000 {
+		t.Errorf("the job log's tail is missing or unbounded (%d bytes):\n%.300s", len(text), text)
+	}
+}

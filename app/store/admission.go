@@ -69,12 +69,12 @@ func (s *Store) Admit(ctx context.Context, id string, now time.Time, fn func(x *
 // id, $5 its creation time), in the order the queue serves them.
 const earlier = `(created_at < $5 OR (created_at = $5 AND id < $4))`
 
-// StartsSince counts a repository's sessions admitted at or after since,
+// StartsSince counts a repository's sessions admitted after since,
 // and returns the earliest such admission (the daily budget's window).
 func (s *Store) StartsSince(ctx context.Context, repoID int64, since time.Time) (int, time.Time, error) {
 	var n int
 	var oldest sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), MIN(admitted_at) FROM sessions WHERE repo_id = $1 AND admitted_at >= $2 AND admitted_at > 0`,
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), MIN(admitted_at) FROM sessions WHERE repo_id = $1 AND admitted_at > $2`,
 		repoID, ms(since)).Scan(&n, &oldest)
 	return n, fromMS(oldest.Int64), err
 }

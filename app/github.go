@@ -126,42 +126,36 @@ type thread struct {
 // instead of posting twice.
 func (t thread) find(ctx context.Context, marker string) (int64, error) {
 	if t.review != 0 {
-		return t.findReview(ctx, marker)
+		return findMarked(t.bot, marker, func(page int) ([]*github.PullRequestComment, *github.Response, error) {
+			return t.c.PullRequests.ListComments(ctx, t.owner, t.repo, t.number, &github.PullRequestListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100, Page: page}})
+		}, func(c *github.PullRequestComment) (string, string, int64) {
+			return c.GetUser().GetLogin(), c.GetBody(), c.GetID()
+		})
 	}
-	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
-	for {
-		comments, resp, err := t.c.Issues.ListComments(ctx, t.owner, t.repo, t.number, opts)
+	return findMarked(t.bot, marker, func(page int) ([]*github.IssueComment, *github.Response, error) {
+		return t.c.Issues.ListComments(ctx, t.owner, t.repo, t.number, &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100, Page: page}})
+	}, func(c *github.IssueComment) (string, string, int64) {
+		return c.GetUser().GetLogin(), c.GetBody(), c.GetID()
+	})
+}
+
+// findMarked pages through a list of comments for the first one bot wrote
+// that carries marker.
+func findMarked[C any](bot, marker string, list func(page int) ([]C, *github.Response, error), fields func(C) (login, body string, id int64)) (int64, error) {
+	for page := 1; ; {
+		comments, resp, err := list(page)
 		if err != nil {
 			return 0, fmt.Errorf("listing comments: %w", err)
 		}
 		for _, cm := range comments {
-			if strings.EqualFold(cm.GetUser().GetLogin(), t.bot) && strings.Contains(cm.GetBody(), marker) {
-				return cm.GetID(), nil
+			if login, body, id := fields(cm); strings.EqualFold(login, bot) && strings.Contains(body, marker) {
+				return id, nil
 			}
 		}
 		if resp.NextPage == 0 {
 			return 0, nil
 		}
-		opts.Page = resp.NextPage
-	}
-}
-
-func (t thread) findReview(ctx context.Context, marker string) (int64, error) {
-	opts := &github.PullRequestListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
-	for {
-		comments, resp, err := t.c.PullRequests.ListComments(ctx, t.owner, t.repo, t.number, opts)
-		if err != nil {
-			return 0, fmt.Errorf("listing review comments: %w", err)
-		}
-		for _, cm := range comments {
-			if strings.EqualFold(cm.GetUser().GetLogin(), t.bot) && strings.Contains(cm.GetBody(), marker) {
-				return cm.GetID(), nil
-			}
-		}
-		if resp.NextPage == 0 {
-			return 0, nil
-		}
-		opts.Page = resp.NextPage
+		page = resp.NextPage
 	}
 }
 

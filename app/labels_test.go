@@ -159,3 +159,23 @@ func (h *harness) primeConfigCache() {
 	}
 	h.runWorkers()
 }
+
+func TestLabelOnACacheMissIsDecidedWithTheFreshConfig(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	h.gh.SetFile(owner, repoName, "main", ".github/inspect.yml", []byte(agentConfig+"label: agent-work\n"))
+	// Nothing is cached yet: the request accepts, the worker reads the
+	// config and drops the "bug" label without a word.
+	h.label("labeled", "bug", "alice", "")
+	if s := h.onlySession(); s.State != store.Done || s.Reason != "not_a_trigger" {
+		t.Fatalf("session = %s %s", s.State, s.Reason)
+	}
+	if c := h.comments(issueNumber); len(c) != 0 || len(ex.launches) != 0 {
+		t.Errorf("a label nobody meant as a request spoke or ran: %+v", c)
+	}
+	// Now cached: the next such label stores nothing, the trigger label starts.
+	h.label("labeled", "bug", "alice", "")
+	h.label("labeled", "agent-work", "alice", "")
+	if all := h.sessions(); len(all) != 2 || all[0].State != store.Dispatched {
+		t.Fatalf("sessions = %+v", all)
+	}
+}

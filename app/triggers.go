@@ -95,18 +95,16 @@ func (s *Service) cachedRepoConfig(ctx context.Context, repoID int64) (cfg confi
 }
 
 // isTriggerLabel says whether label starts (or, removed, cancels)
-// sessions in the repo, as far as the cache knows: an unknown config
-// counts the default label and lets the worker decide with the fresh one.
+// sessions in the repo, as far as the cache knows. A true cache miss errs
+// on the side of accepting: the worker reads the config, drops the
+// session silently if the label is not the trigger (reasonNotATrigger),
+// and the cache then filters the repo's next label events here.
 func (s *Service) isTriggerLabel(ctx context.Context, repoID int64, label string) (bool, error) {
 	cfg, known, err := s.cachedRepoConfig(ctx, repoID)
-	if err != nil {
-		return false, err
+	if err != nil || !known {
+		return !known, err
 	}
-	want := config.DefaultTriggerLabel
-	if known {
-		want = cfg.TriggerLabel()
-	}
-	return strings.EqualFold(label, want), nil
+	return strings.EqualFold(label, cfg.TriggerLabel()), nil
 }
 
 // labelInstructions are a label session's instructions: the issue is the

@@ -200,15 +200,8 @@ func (s *Store) acceptOne(ctx context.Context, tx *sql.Tx, a Acceptance) (Accept
 		if a.Session != nil {
 			sid = a.Session.ID
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO trigger_claims (claim_key, session_id, claimed_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-			a.ClaimKey, sid, at)
-		if err != nil {
-			return 0, fmt.Errorf("claiming %s: %w", a.ClaimKey, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return 0, err
-		} else if n == 0 {
-			return DuplicateComment, nil
+		if claimed, err := claim(ctx, tx, a.ClaimKey, sid, a.At); err != nil || !claimed {
+			return DuplicateComment, err
 		}
 	}
 	sessionID := ""
@@ -238,20 +231,23 @@ func (s *Store) Enqueue(ctx context.Context, w NewWork, now time.Time) error {
 // delivery (for example `/inspect retry`, whose comment claim is the
 // delivery's).
 func (s *Store) CreateSession(ctx context.Context, sess *Session, work []NewWork, now time.Time) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := s.insertSession(ctx, tx, sess, now); err != nil {
+	return s.inTx(ctx, func(tx *sql.Tx) error { return s.insertSessionWork(ctx, tx, sess, work, now) })
+}
+
+// insertSessionWork inserts a session and its first work items.
+func (s *Store) insertSessionWork(ctx context.Context, tx *sql.Tx, sess *Session, work []NewWork, now time.Time) error {
+	if err := s.insertSession(ctx, tx, sess, now); err != nil {
+		return err
+	}
+	for _, w := range work {
+		if w.SessionID == "" {
+			w.SessionID = sess.ID
+		}
+		if err := s.insertWork(ctx, tx, w, now); err != nil {
 			return err
 		}
-		for _, w := range work {
-			if w.SessionID == "" {
-				w.SessionID = sess.ID
-			}
-			if err := s.insertWork(ctx, tx, w, now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // DeliverySeen reports whether a delivery id was recorded.

@@ -32,37 +32,37 @@ func (s *Store) Admit(ctx context.Context, id string, now time.Time, fn func(x *
 				return err
 			}
 		}
-		before, err := s.lockSession(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		var load policy.Load
-		err = tx.QueryRowContext(ctx, `SELECT
-				COALESCE(SUM(CASE WHEN state IN `+activeStates+` AND repo_id = $1 THEN 1 ELSE 0 END), 0),
-				COALESCE(SUM(CASE WHEN state IN `+activeStates+` AND requester_id = $2 THEN 1 ELSE 0 END), 0),
-				COALESCE(SUM(CASE WHEN state IN `+activeStates+` AND installation_id = $3 THEN 1 ELSE 0 END), 0),
-				COALESCE(SUM(CASE WHEN state = 'queued' AND waiting_since > 0 AND repo_id = $1 AND `+earlier+` THEN 1 ELSE 0 END), 0),
-				COALESCE(SUM(CASE WHEN state = 'queued' AND waiting_since > 0 AND requester_id = $2 AND `+earlier+` THEN 1 ELSE 0 END), 0),
-				COALESCE(SUM(CASE WHEN state = 'queued' AND waiting_since > 0 AND installation_id = $3 AND `+earlier+` THEN 1 ELSE 0 END), 0)
-			FROM sessions WHERE state <> 'done' AND id <> $4`,
-			before.RepoID, before.RequesterID, before.InstallationID, before.ID, ms(before.CreatedAt)).
-			Scan(&load.ActiveRepo, &load.ActiveUser, &load.ActiveInstallation, &load.AheadRepo, &load.AheadUser, &load.AheadInstallation)
-		if err != nil {
-			return fmt.Errorf("reading the load: %w", err)
-		}
-		after := before
-		then, err := fn(&after, load)
-		if err != nil {
-			return err
-		}
-		if err := s.writeSession(ctx, tx, before, after, now, then); err != nil {
-			return err
-		}
-		out = after
-		out.UpdatedAt = now
-		return nil
+		var err error
+		out, err = s.mutateIn(ctx, tx, id, now, func(x *Session) ([]NewWork, error) {
+			load, err := s.loadOf(ctx, tx, *x)
+			if err != nil {
+				return nil, err
+			}
+			return fn(x, load)
+		})
+		return err
 	})
 	return out, err
+}
+
+// loadOf counts the active and the earlier-waiting sessions in each of
+// sess's scopes.
+func (s *Store) loadOf(ctx context.Context, tx *sql.Tx, sess Session) (policy.Load, error) {
+	var load policy.Load
+	err := tx.QueryRowContext(ctx, `SELECT
+			COALESCE(SUM(CASE WHEN state IN `+activeStates+` AND repo_id = $1 THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN state IN `+activeStates+` AND requester_id = $2 THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN state IN `+activeStates+` AND installation_id = $3 THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN state = 'queued' AND waiting_since > 0 AND repo_id = $1 AND `+earlier+` THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN state = 'queued' AND waiting_since > 0 AND requester_id = $2 AND `+earlier+` THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN state = 'queued' AND waiting_since > 0 AND installation_id = $3 AND `+earlier+` THEN 1 ELSE 0 END), 0)
+		FROM sessions WHERE state <> 'done' AND id <> $4`,
+		sess.RepoID, sess.RequesterID, sess.InstallationID, sess.ID, ms(sess.CreatedAt)).
+		Scan(&load.ActiveRepo, &load.ActiveUser, &load.ActiveInstallation, &load.AheadRepo, &load.AheadUser, &load.AheadInstallation)
+	if err != nil {
+		return policy.Load{}, fmt.Errorf("reading the load: %w", err)
+	}
+	return load, nil
 }
 
 // earlier selects sessions created before the one being admitted ($4 its
@@ -125,27 +125,24 @@ func (s *Store) SessionsForPull(ctx context.Context, repoID int64, number int, l
 func (s *Store) CreateSessionOnce(ctx context.Context, claimKey string, sess *Session, work []NewWork, now time.Time) (bool, error) {
 	created := false
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO trigger_claims (claim_key, session_id, claimed_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-			claimKey, sess.ID, ms(now))
-		if err != nil {
-			return fmt.Errorf("claiming %s: %w", claimKey, err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
+		claimed, err := claim(ctx, tx, claimKey, sess.ID, now)
+		if err != nil || !claimed {
 			return err
-		}
-		if err := s.insertSession(ctx, tx, sess, now); err != nil {
-			return err
-		}
-		for _, w := range work {
-			if w.SessionID == "" {
-				w.SessionID = sess.ID
-			}
-			if err := s.insertWork(ctx, tx, w, now); err != nil {
-				return err
-			}
 		}
 		created = true
-		return nil
+		return s.insertSessionWork(ctx, tx, sess, work, now)
 	})
 	return created, err
+}
+
+// claim takes key in trigger_claims for sessionID ("" when the claim makes
+// no session), reporting false when it was taken before.
+func claim(ctx context.Context, tx *sql.Tx, key, sessionID string, now time.Time) (bool, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO trigger_claims (claim_key, session_id, claimed_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+		key, sessionID, ms(now))
+	if err != nil {
+		return false, fmt.Errorf("claiming %s: %w", key, err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
 }

@@ -192,23 +192,30 @@ func (s *Store) MutateSession(ctx context.Context, id string, now time.Time, fn 
 func (s *Store) MutateSessionThen(ctx context.Context, id string, now time.Time, fn func(*Session) ([]NewWork, error)) (Session, error) {
 	var out Session
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		before, err := s.lockSession(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		after := before
-		then, err := fn(&after)
-		if err != nil {
-			return err
-		}
-		if err := s.writeSession(ctx, tx, before, after, now, then); err != nil {
-			return err
-		}
-		out = after
-		out.UpdatedAt = now
-		return nil
+		var err error
+		out, err = s.mutateIn(ctx, tx, id, now, fn)
+		return err
 	})
 	return out, err
+}
+
+// mutateIn is MutateSessionThen's body, inside a transaction the caller
+// holds (Admit takes a lock first).
+func (s *Store) mutateIn(ctx context.Context, tx *sql.Tx, id string, now time.Time, fn func(*Session) ([]NewWork, error)) (Session, error) {
+	before, err := s.lockSession(ctx, tx, id)
+	if err != nil {
+		return Session{}, err
+	}
+	after := before
+	then, err := fn(&after)
+	if err != nil {
+		return Session{}, err
+	}
+	if err := s.writeSession(ctx, tx, before, after, now, then); err != nil {
+		return Session{}, err
+	}
+	after.UpdatedAt = now
+	return after, nil
 }
 
 // lockSession reads a session inside tx, row-locked on PostgreSQL (SQLite's

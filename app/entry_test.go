@@ -183,11 +183,15 @@ func TestRepoCapQueuesThenRuns(t *testing.T) {
 	}
 	edits := h.edits(prNumber, queued[0].ID)
 
-	// More waiting changes nothing on GitHub.
+	// More waiting changes nothing on GitHub, and asks it nothing.
+	before := len(h.gh.Requests())
 	h.clock.Advance(10 * time.Second)
 	h.runWorkers()
 	if got := h.edits(prNumber, queued[0].ID); got != edits {
 		t.Errorf("the queued comment was edited again while waiting (%d → %d)", edits, got)
+	}
+	if reqs := h.gh.Requests()[before:]; len(reqs) != 0 {
+		t.Errorf("waiting in the queue made %d requests: %+v", len(reqs), reqs)
 	}
 
 	sv := h.claim(ex.launches[0])

@@ -48,6 +48,21 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		}
 	}
 
+	if !sess.WaitingSince.IsZero() {
+		// Queued for capacity: everything up to admission was decided when
+		// it first waited, so a retry costs the queue no API calls but the
+		// config, which the cache usually has.
+		cfg, err := s.sessionRepoConfig(ctx, c, sess)
+		var cfgErr *config.RepoConfigError
+		if errors.As(err, &cfgErr) {
+			return s.end(ctx, sess.ID, store.Errored, "config_invalid", configErrorReply(sess, cfgErr))
+		}
+		if err != nil {
+			return err
+		}
+		return s.admit(ctx, sess, policy.Narrow(s.cfg.PolicyLimits(), cfg.PolicyLimits()), sess.DefaultBranch, false)
+	}
+
 	fetchStart := s.clock.Now()
 	repo, _, err := c.Repositories.Get(ctx, owner, name)
 	if err != nil {
@@ -147,14 +162,21 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if blocker != "" {
 		return &postponed{after: s.cfg.Workers.PollInterval * 5, why: "waiting for session " + blocker}
 	}
-	// The caps: admitted now, or queued (first come, first served) with
-	// the queue's line shown once, by a sync queued with the wait.
+	return s.admit(ctx, sess, limits, repo.GetDefaultBranch(), postedNow)
+}
+
+// admit moves a prepared session past the caps (policy.Admit), or queues
+// it first come, first served, with the queue's line shown once by a sync
+// queued with the wait. postedNow says the progress comment was just
+// posted as "preparing", so only a queued one needs the sync.
+func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.Limits, defaultBranch string, postedNow bool) error {
 	held := false
 	now := s.clock.Now()
-	_, err = s.store.Admit(ctx, sess.ID, now, func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+	_, err := s.store.Admit(ctx, sess.ID, now, func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
 		if x.State != store.Queued {
 			return nil, nil
 		}
+		x.DefaultBranch = defaultBranch
 		if a := policy.Admit(limits, load); !a.Admit {
 			held = true
 			if !x.WaitingSince.IsZero() {
@@ -166,7 +188,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 			x.TriggerInfo = ti.encode()
 			return []store.NewWork{{Kind: store.SyncSession}}, nil
 		}
-		x.State, x.DefaultBranch, x.AdmittedAt = store.Preparing, repo.GetDefaultBranch(), now
+		x.State, x.AdmittedAt = store.Preparing, now
 		var then []store.NewWork
 		if !postedNow || !x.WaitingSince.IsZero() {
 			// The comment said "waiting" or "queued" (or came from an
@@ -181,12 +203,11 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
+	s.wakeWorkers() // the sync that shows the queue, or the dispatch
 	if held {
-		s.wakeWorkers() // the sync that shows the queue
 		return &postponed{after: s.cfg.Workers.PollInterval * 5, why: "waiting for capacity"}
 	}
-	log.Info().Msg("session preparing")
-	s.wakeWorkers()
+	zerolog.Ctx(ctx).Info().Msg("session preparing")
 	return nil
 }
 

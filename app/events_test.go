@@ -123,3 +123,16 @@ func reviewCommentEvent(t testing.TB, commentID int64, body, sender, path string
 	m["pull_request"].(map[string]any)["number"] = float64(prNumber)
 	return marshal(t, m)
 }
+
+// checkSuiteEvent is check_suite.completed from another app, naming no
+// pull request (as for a suite on a branch push).
+func checkSuiteEvent(t testing.TB, sha, conclusion string, suiteID int64) []byte {
+	t.Helper()
+	m := loadFixture(t, "check_suite.completed.json")
+	withOurRepo(m, "ci-app[bot]", "Bot")
+	cs := m["check_suite"].(map[string]any)
+	cs["head_sha"], cs["conclusion"], cs["id"], cs["status"] = sha, conclusion, float64(suiteID), "completed"
+	cs["app"].(map[string]any)["slug"], cs["app"].(map[string]any)["id"] = "ci-app", float64(777)
+	cs["pull_requests"] = []any{}
+	return marshal(t, m)
+}

@@ -316,3 +316,35 @@ func TestRepairWaitsOutTheCooldownAndReadsTheJobLog(t *testing.T) {
 		t.Errorf("the job log's tail is missing or unbounded (%d bytes):\n%.300s", len(text), text)
 	}
 }
+
+func TestFailingSuitesAndStatusesFindTheirPullRequest(t *testing.T) {
+	for _, event := range []string{"check_suite", "status"} {
+		t.Run(event, func(t *testing.T) {
+			h, ex, head := newRepairHarness(t, repairConfig)
+			var body []byte
+			if event == "check_suite" {
+				cr := h.gh.AddForeignCheckRun(owner, repoName, fakegithub.CheckRun{Name: "ci/test", HeadSHA: head, Conclusion: "failure", AppSlug: "ci-app", AppID: 777, Summary: "FAIL"})
+				body = checkSuiteEvent(t, head, "failure", cr.SuiteID)
+			} else {
+				h.gh.AddStatus(owner, repoName, head, fakegithub.Status{Context: "ci/buildkite", State: "error", Description: "agent lost"})
+				body = statusEvent(t, head, "ci/buildkite", "error")
+			}
+			if code, out := h.deliver(event, body); code != 200 {
+				t.Fatalf("status %d: %s", code, out)
+			}
+			h.afterDebounce()
+			sess := h.onlySession()
+			if sess.TriggerKind != "repair" || sess.Number != prNumber || sess.RequesterLogin != "mara" {
+				t.Fatalf("session = %+v\n%s", sess, h.logs)
+			}
+			spec := h.claim(ex.last(t)).spec()
+			found := false
+			for _, c := range spec.Context {
+				found = found || (c.Kind == contract.ContextCheckOutput && c.Untrusted)
+			}
+			if !found {
+				t.Errorf("no check output in the context: %+v", spec.Context)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -144,4 +145,46 @@ func BenchmarkWebhookAck(b *testing.B) {
 	b.ReportMetric(float64(bareRes.p99.Microseconds())/1000, "bare-p99-ms")
 	b.ReportMetric(bareRes.throughput, "bare-req/s")
 	b.ReportMetric(durRes.throughput/bareRes.throughput, "ratio")
+}
+
+// BenchmarkIgnoredCheckRun measures the webhook path for another app's
+// check run that the repo does not repair, which every busy repo sends many
+// times per commit: signature, decode, the cached config (memoised, parsed
+// once), and a 200 that stores nothing.
+func BenchmarkIgnoredCheckRun(b *testing.B) {
+	st, err := store.Open(context.Background(), "sqlite", filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	repoCfg := agentConfig + "repair:\n  enabled: true\n  checks: [\"ci/*\"]\n" + strings.Repeat("# a long config file\n", 100)
+	if err := st.PutRepoConfig(context.Background(), store.RepoConfigEntry{RepoID: repoID, FullName: owner + "/" + repoName,
+		Status: store.ConfigFile, Content: repoCfg, FetchedAt: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	cfg := config.Defaults()
+	cfg.GitHub.AppID, cfg.GitHub.AppSlug, cfg.GitHub.PrivateKey, cfg.GitHub.WebhookSecret = 1, "inspect-app", "unused", secret
+	cfg.Workers.Count = 0
+	svc := app.NewService(app.Options{Config: cfg, Store: st, Logger: zerolog.Nop()})
+	handler := svc.Handler()
+	body := checkRunEvent(b, checkRunOpts{name: "lint", conclusion: "failure", sha: headSHA, runID: 1, pr: prNumber})
+	signature := sign(body, secret)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		req := httptest.NewRequest(http.MethodPost, app.WebhookPath, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-GitHub-Event", "check_run")
+		req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("bench-%d", i))
+		req.Header.Set("X-Hub-Signature-256", signature)
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	}
+	b.StopTimer()
+	if seen, err := st.DeliverySeen(context.Background(), "bench-0"); err != nil || seen {
+		b.Fatalf("an ignored check run was stored (%v, %v)", seen, err)
+	}
 }

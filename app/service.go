@@ -49,6 +49,8 @@ type Service struct {
 	version       string
 	attemptChecks intervalGate
 	targetChecks  intervalGate
+	// parsed memoises the cached repo configs' parses for the webhook path.
+	parsed parsedConfigs
 	// WorkerName identifies this replica's workers in leases.
 	WorkerName string
 }
@@ -300,7 +302,7 @@ func (s *Service) pausedLocally(ctx context.Context, t handlers.Trigger) (policy
 	// the config again.
 	fresh := now.Sub(entry.FetchedAt) < s.cfg.RepoConfigMaxAge
 	if found && fresh && entry.Status == store.ConfigFile {
-		if cfg, err := config.ParseRepo([]byte(entry.Content)); err == nil {
+		if cfg, ok := s.parsed.get(entry); ok {
 			repoPaused = !cfg.IsEnabled()
 		}
 	}

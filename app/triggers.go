@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -88,10 +89,42 @@ func (s *Service) cachedRepoConfig(ctx context.Context, repoID int64) (cfg confi
 	case store.ConfigDefaults:
 		return config.Repo{}, true, nil
 	case store.ConfigFile:
-		cfg, perr := config.ParseRepo([]byte(entry.Content))
-		return cfg, perr == nil, nil
+		cfg, ok := s.parsed.get(entry)
+		return cfg, ok, nil
 	}
 	return config.Repo{}, false, nil
+}
+
+// parsedConfigs memoises config.ParseRepo over cached entries, keyed by
+// repo and checked by content: every app's check events reach the webhook
+// path, and parsing a repo's YAML for each was most of an ignored event's
+// cost (BENCHMARKS.md). A changed file misses and is parsed once.
+type parsedConfigs struct {
+	mu sync.Mutex
+	m  map[int64]parsedConfig
+}
+
+type parsedConfig struct {
+	content string
+	cfg     config.Repo
+	ok      bool
+}
+
+// maxParsedConfigs bounds the memo; past it, it starts again empty.
+const maxParsedConfigs = 10000
+
+func (p *parsedConfigs) get(e store.RepoConfigEntry) (config.Repo, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if got, hit := p.m[e.RepoID]; hit && got.content == e.Content {
+		return got.cfg, got.ok
+	}
+	cfg, err := config.ParseRepo([]byte(e.Content))
+	if p.m == nil || len(p.m) >= maxParsedConfigs {
+		p.m = map[int64]parsedConfig{}
+	}
+	p.m[e.RepoID] = parsedConfig{content: e.Content, cfg: cfg, ok: err == nil}
+	return cfg, err == nil
 }
 
 // isTriggerLabel says whether label starts (or, removed, cancels)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/google/go-github/v62/github"
@@ -55,9 +56,12 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 		// Taking the label off says "stop" only while its session runs
 		// (Inspect takes it off itself when a session ends; that event is
 		// our own and never gets here).
-		active, err := s.cancellable(ctx, t)
-		if err != nil || len(active) == 0 {
+		sessions, err := s.cancellable(ctx, t)
+		if err != nil {
 			return err
+		}
+		if !slices.ContainsFunc(sessions, store.Session.Active) {
+			return nil // nothing of its runs (a refusal, or it ended): nothing to say
 		}
 	}
 	facts, err := s.commandFacts(ctx, c, t)
@@ -93,7 +97,9 @@ func (s *Service) cancellable(ctx context.Context, t handlers.Trigger) ([]store.
 				continue
 			}
 		case handlers.KindUnlabel:
-			if sess.TriggerKind != triggerLabel || !strings.EqualFold(infoOf(sess).Label, t.Label) {
+			// Only what the label started before it was taken off: a
+			// session from the label put back since is not this removal's.
+			if !strings.EqualFold(infoOf(sess).Label, t.Label) || (!t.AcceptedAt.IsZero() && sess.CreatedAt.After(t.AcceptedAt)) {
 				continue
 			}
 		}
@@ -274,15 +280,27 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 	}
 	if sess.State == store.Done {
 		s.annotateRun(ctx, sess)
-		if err := s.syncLabels(ctx, c, sess); err != nil {
-			return err
-		}
 	}
+	if err := s.syncComment(ctx, c, sess); err != nil {
+		return err
+	}
+	if sess.State == store.Done {
+		// After the comment: a label GitHub refuses must not keep the
+		// requester from reading the outcome.
+		return s.syncLabels(ctx, c, sess)
+	}
+	return nil
+}
+
+// syncComment edits the progress comment to the session's state, or posts
+// the one final reply of a session that has none.
+func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.Session) error {
 	run := s.runOf(ctx, sess)
 	th := s.thread(c, sess)
 	progressID := sess.ProgressCommentID
 	if progressID == 0 {
 		// An attempt may have posted it and died before recording it.
+		var err error
 		if progressID, err = th.find(ctx, sessionMarker(sess.ID)); err != nil {
 			return err
 		}
@@ -292,7 +310,7 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 	}
 	if sess.State == store.Done && sess.Detail != "" && sess.Outcome != store.Cancelled {
 		// A cancelled session's news is the cancel command's own reply.
-		_, err = th.postOnce(ctx, finalMarker(sess.ID), sess.Detail, true)
+		_, err := th.postOnce(ctx, finalMarker(sess.ID), sess.Detail, true)
 		return err
 	}
 	return nil
@@ -352,13 +370,15 @@ func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(stri
 		Number: last.Number, IsPR: last.IsPR, TriggerKind: triggerRetry, DeliveryID: t.DeliveryID,
 		RequesterLogin: t.Sender.Login, RequesterID: t.Sender.ID, RequesterType: t.Sender.Type,
 		Instructions: last.Instructions, RetryOf: last.ID, State: store.Queued,
-		// A retried review-comment session answers in the same thread.
-		TriggerInfo: triggerInfo{Review: infoOf(*last).Review}.encode(),
+		// What the way in added carries over (the review thread it answers,
+		// the label it shows its end on, the checks it repairs), but not
+		// the repair's place in the budget: a retry is a person's request.
+		TriggerInfo: triggerInfo{Review: infoOf(*last).Review, Label: infoOf(*last).Label, Checks: infoOf(*last).Checks}.encode(),
 	}
 	if t.Kind == handlers.KindComment {
 		next.CommentID = t.CommentID
 	}
-	created, err := s.store.CreateSessionOnce(ctx, "retry:"+t.DeliveryID, next, []store.NewWork{{Kind: store.PrepareSession}}, s.clock.Now())
+	created, err := s.store.CreateSessionOnce(ctx, []string{"retry:" + t.DeliveryID}, next, []store.NewWork{{Kind: store.PrepareSession}}, s.clock.Now())
 	if err != nil || !created {
 		return err
 	}
@@ -389,24 +409,23 @@ func checkActions(sess store.Session) []*github.CheckRunAction {
 
 // syncLabels shows a label session's end on its issue: the trigger label
 // comes off (so adding it again starts a new session) and an outcome label
-// goes on. A refusal changes no label: it is one reply and nothing else.
-// Both calls are idempotent, so a replayed sync repeats nothing visible.
+// goes on, replacing the other one. A refusal changes no label (it is one
+// reply and nothing else), and neither does a cancel: someone stopped it on
+// purpose, by taking the label off or otherwise. Each call is idempotent,
+// so a replayed sync repeats nothing visible.
 func (s *Service) syncLabels(ctx context.Context, c *github.Client, sess store.Session) error {
 	ti := infoOf(sess)
-	if sess.TriggerKind != triggerLabel || ti.Label == "" || sess.Outcome == store.Refused {
+	if ti.Label == "" || sess.Outcome == store.Refused || sess.Outcome == store.Cancelled {
 		return nil
 	}
-	if _, err := c.Issues.RemoveLabelForIssue(ctx, sess.RepoOwner, sess.RepoName, sess.Number, ti.Label); err != nil && !isStatus(err, http.StatusNotFound) {
-		return fmt.Errorf("removing the %s label: %w", ti.Label, err)
+	outcome, other := config.OutcomeLabelFailed, config.OutcomeLabelDone
+	if sess.Outcome == store.Changed || sess.Outcome == store.NoChange {
+		outcome, other = other, outcome
 	}
-	var outcome string
-	switch sess.Outcome {
-	case store.Changed, store.NoChange:
-		outcome = config.OutcomeLabelDone
-	case store.Cancelled:
-		return nil // someone stopped it on purpose: no verdict to show
-	default:
-		outcome = config.OutcomeLabelFailed
+	for _, label := range []string{ti.Label, other} {
+		if _, err := c.Issues.RemoveLabelForIssue(ctx, sess.RepoOwner, sess.RepoName, sess.Number, label); err != nil && !isStatus(err, http.StatusNotFound) {
+			return fmt.Errorf("removing the %s label: %w", label, err)
+		}
 	}
 	if _, _, err := c.Issues.AddLabelsToIssue(ctx, sess.RepoOwner, sess.RepoName, sess.Number, []string{outcome}); err != nil {
 		return fmt.Errorf("adding the %s label: %w", outcome, err)

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 // chatty CI job cannot make a spec huge (the contract caps it anyway).
 const (
 	maxContextComments   = 30
+	maxCommentPages      = 10
 	maxRoleLookups       = 20
 	maxAnnotationsPerRun = 50
 	maxEarlierSessions   = 10
@@ -49,7 +53,8 @@ func (s *Service) gatherContext(ctx context.Context, c *github.Client, sess stor
 		items = append(items, contract.ContextItem{Kind: contract.ContextReviewComment,
 			Source: fmt.Sprintf("%s, %s", cleanLine(r.Path), r.lines()), Text: clip(r.DiffHunk), Untrusted: true})
 	}
-	if sess.TriggerKind == triggerRepair {
+	if len(ti.Checks) > 0 {
+		// A repair, or a person's retry of one.
 		checks, err := s.checkContext(ctx, c, sess, cfg, pinned)
 		if err != nil {
 			return nil, err
@@ -72,21 +77,31 @@ func (s *Service) openedByInspect(pr *github.PullRequest) bool {
 	return strings.EqualFold(pr.GetUser().GetLogin(), s.botLogin()) && strings.HasPrefix(pr.GetHead().GetRef(), "inspect/")
 }
 
-// writerComments are the thread's comments by users with write access,
-// oldest first. Others are left out: the agent acts with the requester's
-// authority, and a drive-by commenter has none to lend.
+// writerComments are the thread's latest comments by users with write
+// access, oldest first. Others are left out: the agent acts with the
+// requester's authority, and a drive-by commenter has none to lend.
 func (s *Service) writerComments(ctx context.Context, c *github.Client, sess store.Session) ([]contract.ContextItem, error) {
-	comments, _, err := c.Issues.ListComments(ctx, sess.RepoOwner, sess.RepoName, sess.Number, &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}})
-	if err != nil {
-		return nil, fmt.Errorf("listing comments: %w", err)
+	var comments []*github.IssueComment
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for pages := 0; pages < maxCommentPages; pages++ {
+		page, resp, err := c.Issues.ListComments(ctx, sess.RepoOwner, sess.RepoName, sess.Number, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing comments: %w", err)
+		}
+		comments = append(comments, page...)
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
 	}
 	roles := map[string]policy.Role{}
 	var items []contract.ContextItem
-	for _, cm := range comments {
+	// Newest first, so a long thread keeps its latest discussion.
+	for i := len(comments) - 1; i >= 0 && len(items) < maxContextComments; i-- {
+		cm := comments[i]
 		login := cm.GetUser().GetLogin()
-		if cm.GetID() == sess.CommentID || strings.TrimSpace(cm.GetBody()) == "" ||
-			policy.IsBotSender(login, cm.GetUser().GetType()) || len(items) == maxContextComments {
-			continue // the request itself, bots (our own progress comments too), or enough
+		if cm.GetID() == sess.CommentID || strings.TrimSpace(cm.GetBody()) == "" || policy.IsBotSender(login, cm.GetUser().GetType()) {
+			continue // the request itself, or bots (our own progress comments too)
 		}
 		role, known := roles[strings.ToLower(login)]
 		if !known {
@@ -106,6 +121,7 @@ func (s *Service) writerComments(ctx context.Context, c *github.Client, sess sto
 		items = append(items, contract.ContextItem{Kind: contract.ContextComment, Author: login, Source: cm.GetHTMLURL(),
 			Text: clip(cm.GetBody()), Untrusted: true})
 	}
+	slices.Reverse(items)
 	return items, nil
 }
 
@@ -118,6 +134,9 @@ func (s *Service) checkContext(ctx context.Context, c *github.Client, sess store
 		return nil, err
 	}
 	var items []contract.ContextItem
+	if len(checks) > maxRepairChecks {
+		checks = checks[:maxRepairChecks] // the instructions name how many more
+	}
 	for _, ch := range checks {
 		var b strings.Builder
 		if ch.RunID == 0 {
@@ -168,6 +187,12 @@ func (s *Service) jobLogTail(ctx context.Context, c *github.Client, sess store.S
 	}
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
+		// Not err itself: a *url.Error quotes the URL, whose query is a
+		// short-lived signature for the log.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
 		log.Info().Err(err).Int64("job_id", jobID).Msg("reading the job log failed")
 		return ""
 	}

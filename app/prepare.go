@@ -101,22 +101,9 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
-		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), d.Reply)
+		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), refusalDetail(sess, d.Reply))
 	}
 	limits := policy.Narrow(s.cfg.PolicyLimits(), repoCfg.PolicyLimits())
-	if sess.WaitingSince.IsZero() {
-		// The daily budget is checked once, on the way in: a session that
-		// waits in the queue already has its place.
-		now := s.clock.Now()
-		started, oldest, err := s.store.StartsSince(ctx, sess.RepoID, now.Add(-24*time.Hour))
-		if err != nil {
-			return err
-		}
-		if d := policy.DailyBudget(limits, started, oldest, now, sess.RequesterLogin); !d.Allowed {
-			log.Info().Str("reason", string(d.Reason)).Int("started", started).Msg("session refused")
-			return s.end(ctx, sess.ID, store.Refused, string(d.Reason), d.Reply)
-		}
-	}
 
 	if sess.IsPR && sess.CheckRunID == 0 {
 		// Pin the head first: a replay must look for the check run on the
@@ -171,14 +158,26 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 // posted as "preparing", so only a queued one needs the sync.
 func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.Limits, defaultBranch string, postedNow bool) error {
 	held := false
+	var refused policy.Decision
 	now := s.clock.Now()
 	_, err := s.store.Admit(ctx, sess.ID, now, func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
 		if x.State != store.Queued {
 			return nil, nil
 		}
 		x.DefaultBranch = defaultBranch
+		if x.WaitingSince.IsZero() {
+			// The daily budget counts starts and places in the queue, under
+			// the same lock as the caps; a session that holds a place was
+			// counted when it took it.
+			if d := policy.DailyBudget(limits, load.StartedRepo, load.OldestStart, now, x.RequesterLogin); !d.Allowed {
+				refused = d
+				x.State, x.Outcome, x.Reason, x.Detail = store.Done, store.Refused, string(d.Reason), refusalDetail(*x, d.Reply)
+				return []store.NewWork{{Kind: store.SyncSession}}, nil
+			}
+		}
 		if a := policy.Admit(limits, load); !a.Admit {
 			held = true
+			x.WaitingScope = string(a.Scope) // the cap that holds it now
 			if !x.WaitingSince.IsZero() {
 				return nil, nil // it says so already; not at every move
 			}
@@ -188,7 +187,7 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 			x.TriggerInfo = ti.encode()
 			return []store.NewWork{{Kind: store.SyncSession}}, nil
 		}
-		x.State, x.AdmittedAt = store.Preparing, now
+		x.State, x.AdmittedAt, x.WaitingScope = store.Preparing, now, ""
 		var then []store.NewWork
 		if !postedNow || !x.WaitingSince.IsZero() {
 			// The comment said "waiting" or "queued" (or came from an
@@ -203,12 +202,26 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 	if err != nil {
 		return err
 	}
-	s.wakeWorkers() // the sync that shows the queue, or the dispatch
+	s.wakeWorkers() // the sync that shows the queue or the refusal, or the dispatch
+	if refused.Reason != "" {
+		zerolog.Ctx(ctx).Info().Str("reason", string(refused.Reason)).Msg("session refused")
+		return nil
+	}
 	if held {
 		return &postponed{after: s.cfg.Workers.PollInterval * 5, why: "waiting for capacity"}
 	}
 	zerolog.Ctx(ctx).Info().Msg("session preparing")
 	return nil
+}
+
+// refusalDetail is what a refused session posts: the policy's reply, or
+// nothing for a repair, which nobody asked for (a repair that cannot run
+// is logged, never posted).
+func refusalDetail(sess store.Session, reply string) string {
+	if sess.TriggerKind == triggerRepair {
+		return ""
+	}
+	return reply
 }
 
 // reasonNotATrigger ends a session accepted on a cache miss that the fresh

@@ -71,6 +71,12 @@ func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, na
 		opts.Page = resp.NextPage
 	}
 	combined, _, err := c.Repositories.GetCombinedStatus(ctx, owner, name, sha, &github.ListOptions{PerPage: 100})
+	if isStatus(err, http.StatusForbidden) {
+		// An installation that has not accepted the statuses permission
+		// yet: its check runs still count.
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("commit statuses not readable; grant the App statuses: read")
+		return out, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading commit statuses: %w", err)
 	}
@@ -81,6 +87,11 @@ func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, na
 	}
 	return out, nil
 }
+
+// maxRepairChecks bounds the failing checks one repair names and gathers
+// output for: a matrix build can fail hundreds of jobs for one cause, and
+// the spec has room for only so much.
+const maxRepairChecks = 15
 
 func checkNames(checks []failingCheck) []string {
 	var names []string
@@ -96,9 +107,13 @@ func checkNames(checks []failingCheck) []string {
 // (as code spans, since another app chose the names); their output follows
 // in the context.
 func repairInstructions(names []string) string {
-	quoted := make([]string, len(names))
+	var quoted []string
 	for i, n := range names {
-		quoted[i] = policy.PathCodeSpan(n)
+		if i == maxRepairChecks {
+			quoted = append(quoted, fmt.Sprintf("and %d more", len(names)-i))
+			break
+		}
+		quoted = append(quoted, policy.PathCodeSpan(n))
 	}
 	return fmt.Sprintf("Make the failing checks pass: %s. Their output is in the context below.", strings.Join(quoted, ", "))
 }
@@ -113,6 +128,24 @@ func (s *Service) considerRepair(ctx context.Context, w *store.Work) error {
 	}
 	log := zerolog.Ctx(ctx).With().Str("repo", f.Repo.FullName()).Str("sha", f.HeadSHA).Str("check", f.Name).Logger()
 	ctx = log.WithContext(ctx)
+	if s.cfg.Paused {
+		log.Info().Msg("repair dropped: the server is paused")
+		return nil
+	}
+	// Store-only exits first: every failing check of a commit queues its
+	// own item, and all but the first find the commit's repair claimed or
+	// its PR busy. Waiting must not cost the installation's rate limit.
+	var numbers []int
+	if len(f.PullRequests) > 0 {
+		pending, wait, err := s.repairPending(ctx, f)
+		if err != nil || len(pending) == 0 {
+			return err
+		}
+		if wait {
+			return &postponed{after: s.repairRecheck(), why: "a session is active on the pull request"}
+		}
+		numbers = pending
+	}
 	c, err := s.gh.Installation(ctx, f.InstallationID)
 	if err != nil {
 		return err
@@ -135,17 +168,19 @@ func (s *Service) considerRepair(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	if !cfg.RepairEnabled() {
-		log.Info().Msg("repair dropped: repair is off for this repo")
+	if !cfg.RepairEnabled() || repo.GetArchived() {
+		log.Info().Bool("archived", repo.GetArchived()).Msg("repair dropped: repair is off for this repo")
 		return nil
 	}
 	checks, err := s.failingChecks(ctx, c, owner, name, f.HeadSHA, cfg)
 	if err != nil {
 		return err
 	}
-	numbers, err := pullsFor(ctx, c, owner, name, f)
-	if err != nil {
-		return err
+	if numbers == nil {
+		// A commit status names no pull request: ask which have this head.
+		if numbers, err = pullsFor(ctx, c, owner, name, f); err != nil {
+			return err
+		}
 	}
 	limits := policy.Narrow(s.cfg.PolicyLimits(), cfg.PolicyLimits())
 	now := s.clock.Now()
@@ -173,7 +208,7 @@ func (s *Service) considerRepair(ctx context.Context, w *store.Work) error {
 		}
 	}
 	if waiting {
-		after := s.cfg.Workers.PollInterval * 5
+		after := s.repairRecheck()
 		if d := waitUntil.Sub(now); d > after {
 			after = d
 		}
@@ -182,18 +217,44 @@ func (s *Service) considerRepair(ctx context.Context, w *store.Work) error {
 	return nil
 }
 
-// pullsFor names the open pull requests a failing check belongs to: the
-// payload's, or (a commit status names none) those whose head it is.
-func pullsFor(ctx context.Context, c *github.Client, owner, name string, f handlers.CheckFailure) ([]int, error) {
-	var numbers []int
+// repairRecheck is how often a repair that waits for its pull request's
+// active session looks again: the debounce, at least five polls.
+func (s *Service) repairRecheck() time.Duration {
+	return max(s.cfg.Repair.Debounce, s.cfg.Workers.PollInterval*5)
+}
+
+// repairPending says, from the store alone, which of the payload's pull
+// requests may still get a repair for this commit, and whether one of them
+// has a session active (so the decision waits without asking GitHub).
+func (s *Service) repairPending(ctx context.Context, f handlers.CheckFailure) ([]int, bool, error) {
+	var pending []int
+	wait := false
 	for _, p := range f.PullRequests {
-		if !slices.Contains(numbers, p.Number) {
-			numbers = append(numbers, p.Number)
+		claimed, err := s.store.Claimed(ctx, repairKey(f.Repo.ID, p.Number, f.HeadSHA))
+		if err != nil {
+			return nil, false, err
 		}
+		if claimed || slices.Contains(pending, p.Number) {
+			continue // this commit's repair exists: nothing more to do for it
+		}
+		hist, err := s.store.PullRepairHistory(ctx, f.Repo.ID, p.Number)
+		if err != nil {
+			return nil, false, err
+		}
+		if hist.Repairs >= s.cfg.Repair.MaxSessionsPerPR {
+			// The server's budget bounds every repo's: spent.
+			zerolog.Ctx(ctx).Info().Int("number", p.Number).Str("reason", string(policy.ReasonBudgetSpent)).Msg("no repair")
+			continue
+		}
+		pending = append(pending, p.Number)
+		wait = wait || hist.Active
 	}
-	if len(numbers) > 0 {
-		return numbers, nil
-	}
+	return pending, wait, nil
+}
+
+// pullsFor names the open pull requests whose head is the failing commit.
+func pullsFor(ctx context.Context, c *github.Client, owner, name string, f handlers.CheckFailure) ([]int, error) {
+	numbers := []int{}
 	prs, _, err := c.PullRequests.ListPullRequestsWithCommit(ctx, owner, name, f.HeadSHA, &github.ListOptions{PerPage: 100})
 	if err != nil {
 		return nil, fmt.Errorf("listing the commit's pull requests: %w", err)
@@ -250,8 +311,11 @@ func (s *Service) startRepair(ctx context.Context, f handlers.CheckFailure, pr *
 		Instructions: repairInstructions(names), State: store.Queued, HeadSHA: f.HeadSHA,
 		TriggerInfo: triggerInfo{Checks: names, RepairNumber: d.Number, RepairBudget: budget, RepairLast: d.Last}.encode(),
 	}
-	key := fmt.Sprintf("repair:%d:%d:%s", f.Repo.ID, pr.GetNumber(), f.HeadSHA)
-	created, err := s.store.CreateSessionOnce(ctx, key, sess, []store.NewWork{{Kind: store.PrepareSession}}, now)
+	// One repair per (PR, commit), and each repair number once: two
+	// commits' failures racing past the budget check cannot both take the
+	// last repair.
+	keys := []string{repairKey(f.Repo.ID, pr.GetNumber(), f.HeadSHA), fmt.Sprintf("repair-n:%d:%d:%d", f.Repo.ID, pr.GetNumber(), d.Number)}
+	created, err := s.store.CreateSessionOnce(ctx, keys, sess, []store.NewWork{{Kind: store.PrepareSession}}, now)
 	if err != nil {
 		return err
 	}
@@ -260,4 +324,8 @@ func (s *Service) startRepair(ctx context.Context, f handlers.CheckFailure, pr *
 		s.wakeWorkers()
 	}
 	return nil
+}
+
+func repairKey(repoID int64, number int, sha string) string {
+	return fmt.Sprintf("repair:%d:%d:%s", repoID, number, sha)
 }

@@ -154,7 +154,7 @@ func TestRepairLoopStopsAtTheBudget(t *testing.T) {
 	if !strings.Contains(lastComment, "budget") || !strings.Contains(lastComment, "spent") {
 		t.Errorf("the last repair does not say the budget is spent:\n%s", lastComment)
 	}
-	if !strings.Contains(h.logs.String(), "own_commit_budget_spent") {
+	if !strings.Contains(h.logs.String(), "budget_spent") {
 		t.Errorf("the refused third repair is not logged with its reason")
 	}
 }
@@ -346,5 +346,61 @@ func TestFailingSuitesAndStatusesFindTheirPullRequest(t *testing.T) {
 				t.Errorf("no check output in the context: %+v", spec.Context)
 			}
 		})
+	}
+}
+
+func TestNoRepairWhilePaused(t *testing.T) {
+	h, _, head := newRepairHarness(t, repairConfig)
+	h.stop()
+	h.cfg.Paused = true
+	h.start()
+	h.failCheck("ci/test", head, prNumber)
+	h.afterDebounce()
+	if all := h.sessions(); len(all) != 0 {
+		t.Errorf("sessions = %+v", all)
+	}
+	if c := h.comments(prNumber); len(c) != 0 {
+		t.Errorf("an automatic trigger spoke: %+v", c)
+	}
+}
+
+func TestRepairWaitsForTheActiveSessionWithoutAskingGitHub(t *testing.T) {
+	h, ex, head := newRepairHarness(t, repairConfig)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect tidy up", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	h.failCheck("ci/test", head, prNumber)
+	h.afterDebounce()
+	before := len(h.gh.Requests())
+	for range 3 {
+		h.clock.Advance(31 * time.Second)
+		h.runWorkers()
+	}
+	var asked []fakegithub.Request
+	for _, r := range h.gh.Requests()[before:] {
+		// Reconcile asks whether the active session's PR is still open,
+		// once a reconcile interval; that is not the repair's doing.
+		if r.Method != "GET" || r.Path != "/repos/"+owner+"/"+repoName+"/pulls/2" {
+			asked = append(asked, r)
+		}
+	}
+	if len(asked) != 0 {
+		t.Errorf("a waiting repair asked GitHub %d times: %+v", len(asked), asked)
+	}
+	if n := len(repairSessions(h)); n != 0 {
+		t.Fatalf("a repair started beside the active session")
+	}
+	// The person's session ends without a change: the head is unmoved, so
+	// the repair starts once the cooldown (none yet) and the wait allow.
+	sv := h.claim(ex.last(t))
+	spec := sv.spec()
+	h.runWorkers()
+	sv.upload(spec, 0)
+	h.runWorkers()
+	h.clock.Advance(31 * time.Second)
+	h.runWorkers()
+	if n := len(repairSessions(h)); n != 1 {
+		t.Errorf("repairs after the session ended = %d\n%s", n, h.logs)
 	}
 }

@@ -272,6 +272,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 		}
 		a.Session = sess
 	default:
+		t.AcceptedAt = now
 		a.Work = []store.NewWork{{Kind: store.RunCommand, Payload: mustJSON(t)}}
 	}
 	res, err := s.store.Accept(ctx, a)

@@ -78,12 +78,21 @@ func (ti triggerInfo) encode() string {
 }
 
 // cachedRepoConfig is the repo's config as the cache knows it, for
-// decisions in the request: known is false on a miss (or a row that no
-// longer parses), and then the caller errs on the side of accepting.
+// decisions in the request: known is false on a miss (a row older than
+// repo_config_max_age, or one that no longer parses, counts as one), and
+// then the caller errs on the side of accepting. The result is shared with
+// the memo: read it, never change it.
 func (s *Service) cachedRepoConfig(ctx context.Context, repoID int64) (cfg config.Repo, known bool, err error) {
-	entry, found, err := s.store.CachedRepoConfig(ctx, repoID, s.clock.Now())
+	now := s.clock.Now()
+	entry, found, err := s.store.CachedRepoConfig(ctx, repoID, now)
 	if err != nil || !found {
 		return config.Repo{}, false, err
+	}
+	if now.Sub(entry.FetchedAt) >= s.cfg.RepoConfigMaxAge {
+		// Too old to refuse on: the push that changed the file may have
+		// been lost. Accepting lets the worker read it again, which
+		// refreshes the entry for the events after.
+		return config.Repo{}, false, nil
 	}
 	switch entry.Status {
 	case store.ConfigDefaults:

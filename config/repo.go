@@ -274,6 +274,10 @@ func validLabel(l string) error {
 		return fmt.Errorf("%q must not start or end with a space", l)
 	case strings.ContainsRune(l, ','):
 		return fmt.Errorf("%q must not contain a comma", l)
+	case strings.ContainsAny(l, "?#%"):
+		// The label goes into API paths (removing it from an issue), where
+		// these would end or garble the path.
+		return fmt.Errorf("%q must not contain ?, # or %%", l)
 	case strings.IndexFunc(l, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0:
 		return fmt.Errorf("%q has control or invisible characters", l)
 	case len(l) >= len(OutcomeLabelPrefix) && strings.EqualFold(l[:len(OutcomeLabelPrefix)], OutcomeLabelPrefix):

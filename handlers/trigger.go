@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/inspecthq/inspect/policy"
 )
@@ -78,6 +79,10 @@ type Trigger struct {
 	// SessionID is the session whose check run's button was pressed
 	// (KindCheckAction).
 	SessionID string `json:",omitempty"`
+	// AcceptedAt is when the app accepted the trigger (set by the sink,
+	// not the handler): a removed label cancels only what it started
+	// before, never a session a re-added label started after.
+	AcceptedAt time.Time `json:",omitempty"`
 }
 
 // ReviewComment is a review comment's place in a pull request's diff.

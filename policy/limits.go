@@ -71,6 +71,11 @@ func narrowCap[T int | int64](server, repo T) T {
 type Load struct {
 	ActiveRepo, ActiveUser, ActiveInstallation int
 	AheadRepo, AheadUser, AheadInstallation    int
+	// StartedRepo counts the repo's sessions that started in the last 24
+	// hours or hold a place in its queue (they will start), for
+	// DailyBudget; OldestStart is the earliest of those starts.
+	StartedRepo int
+	OldestStart time.Time
 }
 
 // Scope is one of the scopes a session cap applies to.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,7 +35,7 @@ func (s *Store) Admit(ctx context.Context, id string, now time.Time, fn func(x *
 		}
 		var err error
 		out, err = s.mutateIn(ctx, tx, id, now, func(x *Session) ([]NewWork, error) {
-			load, err := s.loadOf(ctx, tx, *x)
+			load, err := s.loadOf(ctx, tx, *x, now)
 			if err != nil {
 				return nil, err
 			}
@@ -46,42 +47,46 @@ func (s *Store) Admit(ctx context.Context, id string, now time.Time, fn func(x *
 }
 
 // loadOf counts the active and the earlier-waiting sessions in each of
-// sess's scopes.
-func (s *Store) loadOf(ctx context.Context, tx *sql.Tx, sess Session) (policy.Load, error) {
+// sess's scopes, and the repo's starts in the 24 hours before now. A
+// waiting session counts as ahead only in the scope whose cap holds it,
+// so one repo's queue never holds up the rest of its installation.
+func (s *Store) loadOf(ctx context.Context, tx *sql.Tx, sess Session, now time.Time) (policy.Load, error) {
 	var load policy.Load
+	var oldest sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT
 			COALESCE(SUM(CASE WHEN state IN `+activeStates+` AND repo_id = $1 THEN 1 ELSE 0 END), 0),
 			COALESCE(SUM(CASE WHEN state IN `+activeStates+` AND requester_id = $2 THEN 1 ELSE 0 END), 0),
 			COALESCE(SUM(CASE WHEN state IN `+activeStates+` AND installation_id = $3 THEN 1 ELSE 0 END), 0),
-			COALESCE(SUM(CASE WHEN state = 'queued' AND waiting_since > 0 AND repo_id = $1 AND `+earlier+` THEN 1 ELSE 0 END), 0),
-			COALESCE(SUM(CASE WHEN state = 'queued' AND waiting_since > 0 AND requester_id = $2 AND `+earlier+` THEN 1 ELSE 0 END), 0),
-			COALESCE(SUM(CASE WHEN state = 'queued' AND waiting_since > 0 AND installation_id = $3 AND `+earlier+` THEN 1 ELSE 0 END), 0)
-		FROM sessions WHERE state <> 'done' AND id <> $4`,
+			COALESCE(SUM(CASE WHEN `+waiting+` AND waiting_scope = 'repo' AND repo_id = $1 AND `+earlier+` THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN `+waiting+` AND waiting_scope = 'user' AND requester_id = $2 AND `+earlier+` THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN `+waiting+` AND waiting_scope = 'installation' AND installation_id = $3 AND `+earlier+` THEN 1 ELSE 0 END), 0)
+		FROM sessions WHERE state IN ('queued', 'preparing', 'dispatched', 'running', 'reporting') AND id <> $4`,
 		sess.RepoID, sess.RequesterID, sess.InstallationID, sess.ID, ms(sess.CreatedAt)).
 		Scan(&load.ActiveRepo, &load.ActiveUser, &load.ActiveInstallation, &load.AheadRepo, &load.AheadUser, &load.AheadInstallation)
 	if err != nil {
 		return policy.Load{}, fmt.Errorf("reading the load: %w", err)
 	}
+	err = tx.QueryRowContext(ctx, `SELECT COUNT(*), MIN(NULLIF(admitted_at, 0)) FROM sessions
+		WHERE repo_id = $1 AND id <> $2 AND (admitted_at > $3 OR (`+waiting+`))`,
+		sess.RepoID, sess.ID, ms(now.Add(-24*time.Hour))).Scan(&load.StartedRepo, &oldest)
+	if err != nil {
+		return policy.Load{}, fmt.Errorf("reading the day's starts: %w", err)
+	}
+	load.OldestStart = fromMS(oldest.Int64)
 	return load, nil
 }
+
+// waiting selects sessions that hold a place in a queue.
+const waiting = `state = 'queued' AND waiting_since > 0`
 
 // earlier selects sessions created before the one being admitted ($4 its
 // id, $5 its creation time), in the order the queue serves them.
 const earlier = `(created_at < $5 OR (created_at = $5 AND id < $4))`
 
-// StartsSince counts a repository's sessions admitted after since,
-// and returns the earliest such admission (the daily budget's window).
-func (s *Store) StartsSince(ctx context.Context, repoID int64, since time.Time) (int, time.Time, error) {
-	var n int
-	var oldest sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), MIN(admitted_at) FROM sessions WHERE repo_id = $1 AND admitted_at > $2`,
-		repoID, ms(since)).Scan(&n, &oldest)
-	return n, fromMS(oldest.Int64), err
-}
-
 // RepairHistory is what the repair guards need about one pull request.
 type RepairHistory struct {
-	// Repairs counts its repair sessions, whatever their outcome.
+	// Repairs counts its repair sessions, whatever their outcome but a
+	// refusal (which ran nothing).
 	Repairs int
 	// LastEnd is when its latest finished repair session ended.
 	LastEnd time.Time
@@ -95,8 +100,8 @@ func (s *Store) PullRepairHistory(ctx context.Context, repoID int64, number int)
 	var last sql.NullInt64
 	var active int
 	err := s.db.QueryRowContext(ctx, `SELECT
-			COALESCE(SUM(CASE WHEN trigger_kind = 'repair' THEN 1 ELSE 0 END), 0),
-			MAX(CASE WHEN trigger_kind = 'repair' AND state = 'done' THEN updated_at END),
+			COALESCE(SUM(CASE WHEN trigger_kind = 'repair' AND outcome <> 'refused' THEN 1 ELSE 0 END), 0),
+			MAX(CASE WHEN trigger_kind = 'repair' AND state = 'done' AND outcome <> 'refused' THEN ended_at END),
 			COALESCE(SUM(CASE WHEN state <> 'done' THEN 1 ELSE 0 END), 0)
 		FROM sessions WHERE repo_id = $1 AND number = $2 AND is_pr = 1`, repoID, number).Scan(&h.Repairs, &last, &active)
 	h.LastEnd, h.Active = fromMS(last.Int64), active > 0
@@ -118,21 +123,38 @@ func (s *Store) SessionsForPull(ctx context.Context, repoID int64, number int, l
 		ORDER BY created_at, id LIMIT $3`, repoID, number, limit)
 }
 
-// CreateSessionOnce creates a session with its first work items unless
-// claimKey was claimed before, in one transaction. It reports whether it
+// CreateSessionOnce creates a session with its first work items unless one
+// of claimKeys was claimed before, in one transaction. It reports whether it
 // created the session. Work that creates sessions outside a delivery (a
 // retry, a repair) claims a key so a replay creates nothing.
-func (s *Store) CreateSessionOnce(ctx context.Context, claimKey string, sess *Session, work []NewWork, now time.Time) (bool, error) {
+func (s *Store) CreateSessionOnce(ctx context.Context, claimKeys []string, sess *Session, work []NewWork, now time.Time) (bool, error) {
 	created := false
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		claimed, err := claim(ctx, tx, claimKey, sess.ID, now)
-		if err != nil || !claimed {
-			return err
+		for _, key := range claimKeys {
+			claimed, err := claim(ctx, tx, key, sess.ID, now)
+			if err != nil {
+				return err
+			}
+			if !claimed {
+				return errClaimed // roll back the keys claimed before it
+			}
 		}
 		created = true
 		return s.insertSessionWork(ctx, tx, sess, work, now)
 	})
+	if errors.Is(err, errClaimed) {
+		return false, nil
+	}
 	return created, err
+}
+
+var errClaimed = errors.New("claimed before")
+
+// Claimed reports whether key was claimed.
+func (s *Store) Claimed(ctx context.Context, key string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM trigger_claims WHERE claim_key = $1`, key).Scan(&n)
+	return n > 0, err
 }
 
 // claim takes key in trigger_claims for sessionID ("" when the claim makes

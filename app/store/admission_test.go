@@ -33,7 +33,7 @@ func TestAdmitNeverOversubscribesACap(t *testing.T) {
 				id := fmt.Sprintf("s%d", i)
 				_, err := s.Admit(ctx, id, t0.Add(time.Second), func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
 					if a := policy.Admit(limits, load); !a.Admit {
-						x.WaitingSince = t0.Add(time.Second)
+						x.WaitingSince, x.WaitingScope = t0.Add(time.Second), string(a.Scope)
 						return nil, nil
 					}
 					x.State, x.AdmittedAt = store.Preparing, t0.Add(time.Second)
@@ -68,9 +68,22 @@ func TestAdmitNeverOversubscribesACap(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		n24, oldest, err := s.StartsSince(ctx, 1, t0)
-		if err != nil || n24 != 1 || !oldest.Equal(t0.Add(time.Second)) {
-			t.Errorf("StartsSince = %d %v %v", n24, oldest, err)
+		// The day's starts: the one admitted, and the places in the queue.
+		if _, err := s.Admit(ctx, newest, t0.Add(3*time.Second), func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+			if load.StartedRepo != n-1 || !load.OldestStart.Equal(t0.Add(time.Second)) {
+				t.Errorf("day's starts = %d since %v, want %d since %v", load.StartedRepo, load.OldestStart, n-1, t0.Add(time.Second))
+			}
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Admit(ctx, newest, t0.Add(25*time.Hour), func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+			if load.StartedRepo != n-2 || !load.OldestStart.IsZero() {
+				t.Errorf("a day later: %d starts since %v, want only the %d places in the queue", load.StartedRepo, load.OldestStart, n-2)
+			}
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
@@ -83,16 +96,19 @@ func TestCreateSessionOnceAndRepairHistory(t *testing.T) {
 			sess.TriggerKind = "repair"
 			return sess
 		}
-		created, err := s.CreateSessionOnce(ctx, "repair:1:7:abc", repair("r1"), []store.NewWork{{Kind: store.PrepareSession}}, t0)
+		created, err := s.CreateSessionOnce(ctx, []string{"repair:1:7:abc", "repair-n:1:7:1"}, repair("r1"), []store.NewWork{{Kind: store.PrepareSession}}, t0)
 		if err != nil || !created {
 			t.Fatalf("first: %v %v", created, err)
 		}
-		created, err = s.CreateSessionOnce(ctx, "repair:1:7:abc", repair("r2"), nil, t0)
+		created, err = s.CreateSessionOnce(ctx, []string{"repair:1:7:abd", "repair-n:1:7:1"}, repair("r2"), nil, t0)
 		if err != nil || created {
-			t.Fatalf("same key again: %v %v", created, err)
+			t.Fatalf("a second key free, the repair number taken: %v %v", created, err)
 		}
 		if _, err := s.GetSession(ctx, "r2"); err == nil {
 			t.Error("the duplicate's session was written")
+		}
+		if free, err := s.Claimed(ctx, "repair:1:7:abd"); err != nil || free {
+			t.Errorf("the refused creation kept its first claim (%v, %v)", free, err)
 		}
 		h, err := s.PullRepairHistory(ctx, 1, 7)
 		if err != nil || h.Repairs != 1 || !h.Active || !h.LastEnd.IsZero() {

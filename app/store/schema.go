@@ -161,6 +161,9 @@ func migrations(d dialect) [][]string {
 			`ALTER TABLE sessions ADD COLUMN trigger_info TEXT NOT NULL DEFAULT ''`,
 			`ALTER TABLE sessions ADD COLUMN admitted_at BIGINT NOT NULL DEFAULT 0`,
 			`ALTER TABLE sessions ADD COLUMN waiting_since BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE sessions ADD COLUMN waiting_scope TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE sessions ADD COLUMN ended_at BIGINT NOT NULL DEFAULT 0`,
+			`UPDATE sessions SET ended_at = updated_at WHERE state = 'done'`,
 			// Sessions already past the queue were admitted when they began.
 			`UPDATE sessions SET admitted_at = created_at WHERE state <> 'queued'`,
 			`CREATE INDEX sessions_state ON sessions (state, created_at)`,

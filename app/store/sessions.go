@@ -88,9 +88,14 @@ type Session struct {
 	// a review comment's place, the failing checks of a repair).
 	TriggerInfo string
 	// AdmittedAt is when the session got past the caps (zero while
-	// queued); WaitingSince is when it was first held back by a cap.
+	// queued); WaitingSince is when it was first held back by a cap, and
+	// WaitingScope the cap ("repo", "user", "installation") that holds it
+	// now: it counts as ahead only in that scope's queue.
 	AdmittedAt   time.Time
 	WaitingSince time.Time
+	WaitingScope string
+	// EndedAt is when the session became done (the repair cooldown's start).
+	EndedAt time.Time
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -106,14 +111,17 @@ const sessionColumns = `id, repo_id, repo_owner, repo_name, installation_id, num
 	comment_id, delivery_id, requester_login, requester_id, requester_type, instructions, ignored_commands,
 	retry_of, state, outcome, reason, detail, head_sha, check_run_id, progress_comment_id, reacted,
 	created_at, updated_at, attempt_id, deadline, commit_sha, branch, pr_number, default_branch, truncated, redispatches,
-	trigger_info, admitted_at, waiting_since`
+	trigger_info, admitted_at, waiting_since, waiting_scope, ended_at`
 
 const insertSessionSQL = `INSERT INTO sessions (` + sessionColumns + `)
-	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,$34,$35,$36,$37)`
+	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,$34,$35,$36,$37,$38,$39)`
 
 func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now time.Time) error {
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = now
+	}
+	if s.State == Done && s.EndedAt.IsZero() {
+		s.EndedAt = now // refused on the way in
 	}
 	s.UpdatedAt = now
 	var commentID any
@@ -125,7 +133,7 @@ func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now 
 		commentID, s.DeliveryID, s.RequesterLogin, s.RequesterID, s.RequesterType, s.Instructions, s.IgnoredCommands,
 		s.RetryOf, string(s.State), string(s.Outcome), s.Reason, s.Detail, s.HeadSHA, s.CheckRunID, s.ProgressCommentID, b2i(s.Reacted),
 		ms(s.CreatedAt), ms(s.UpdatedAt), s.AttemptID, ms(s.Deadline), s.CommitSHA, s.Branch, s.PRNumber, s.DefaultBranch, b2i(s.Truncated), s.Redispatches,
-		s.TriggerInfo, ms(s.AdmittedAt), ms(s.WaitingSince))
+		s.TriggerInfo, ms(s.AdmittedAt), ms(s.WaitingSince), s.WaitingScope, ms(s.EndedAt))
 	if err != nil {
 		return fmt.Errorf("inserting session: %w", err)
 	}
@@ -144,17 +152,18 @@ func scanSession(row rowScanner) (Session, error) {
 		created, updated int64
 		deadline         int64
 		admitted, since  int64
+		ended            int64
 	)
 	err := row.Scan(&s.ID, &s.RepoID, &s.RepoOwner, &s.RepoName, &s.InstallationID, &s.Number, &isPR, &s.TriggerKind,
 		&commentID, &s.DeliveryID, &s.RequesterLogin, &s.RequesterID, &s.RequesterType, &s.Instructions, &s.IgnoredCommands,
 		&s.RetryOf, &state, &outcome, &s.Reason, &s.Detail, &s.HeadSHA, &s.CheckRunID, &s.ProgressCommentID, &reacted,
 		&created, &updated, &s.AttemptID, &deadline, &s.CommitSHA, &s.Branch, &s.PRNumber, &s.DefaultBranch, &truncated, &s.Redispatches,
-		&s.TriggerInfo, &admitted, &since)
+		&s.TriggerInfo, &admitted, &since, &s.WaitingScope, &ended)
 	if err != nil {
 		return Session{}, err
 	}
 	s.Deadline = fromMS(deadline)
-	s.AdmittedAt, s.WaitingSince = fromMS(admitted), fromMS(since)
+	s.AdmittedAt, s.WaitingSince, s.EndedAt = fromMS(admitted), fromMS(since), fromMS(ended)
 	s.Truncated = truncated == 1
 	s.CommentID = commentID.Int64
 	s.IsPR = isPR == 1
@@ -211,6 +220,9 @@ func (s *Store) mutateIn(ctx context.Context, tx *sql.Tx, id string, now time.Ti
 	if err != nil {
 		return Session{}, err
 	}
+	if after.State == Done && before.State != Done {
+		after.EndedAt = now
+	}
 	if err := s.writeSession(ctx, tx, before, after, now, then); err != nil {
 		return Session{}, err
 	}
@@ -241,14 +253,15 @@ func (s *Store) writeSession(ctx context.Context, tx *sql.Tx, before, after Sess
 	if after.State == Done && after.Outcome == "" {
 		return fmt.Errorf("session %s: done without an outcome", before.ID)
 	}
+
 	_, err := tx.ExecContext(ctx, `UPDATE sessions SET state=$2, outcome=$3, reason=$4, detail=$5, head_sha=$6,
 		check_run_id=$7, progress_comment_id=$8, reacted=$9, updated_at=$10, attempt_id=$11, deadline=$12,
 		commit_sha=$13, branch=$14, pr_number=$15, default_branch=$16, redispatches=$17,
-		trigger_info=$18, admitted_at=$19, waiting_since=$20 WHERE id=$1`,
+		trigger_info=$18, admitted_at=$19, waiting_since=$20, waiting_scope=$21, ended_at=$22 WHERE id=$1`,
 		before.ID, string(after.State), string(after.Outcome), after.Reason, after.Detail, after.HeadSHA,
 		after.CheckRunID, after.ProgressCommentID, b2i(after.Reacted), ms(now),
 		after.AttemptID, ms(after.Deadline), after.CommitSHA, after.Branch, after.PRNumber, after.DefaultBranch, after.Redispatches,
-		after.TriggerInfo, ms(after.AdmittedAt), ms(after.WaitingSince))
+		after.TriggerInfo, ms(after.AdmittedAt), ms(after.WaitingSince), after.WaitingScope, ms(after.EndedAt))
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 
 // SpecVersion is the version of the session spec this build writes and
 // reads. Bump it with any change to Spec's fields or their meaning.
-const SpecVersion = "inspect.session-spec/v2"
+const SpecVersion = "inspect.session-spec/v3"
 
 // Caps on a spec. A spec is built from gathered text (issue bodies, comments,
 // check output), so each part is bounded, and so is the whole.
@@ -475,7 +475,7 @@ func (c ContextItem) validate(f *faults, prefix string) {
 	case c.Kind == "":
 		f.add(at(prefix, "kind"), "is required")
 	case !slices.Contains(contextKinds, c.Kind):
-		f.add(at(prefix, "kind"), "must be one of title, body, comment, check_output, agents_md, not %s", safeQuote(string(c.Kind)))
+		f.add(at(prefix, "kind"), "must be one of %s, not %s", joinKinds(contextKinds), safeQuote(string(c.Kind)))
 	}
 	if c.Author != "" {
 		checkLogin(f, at(prefix, "author"), c.Author)
@@ -642,4 +642,12 @@ func checkCloneURL(f *faults, field, s string) {
 	case strings.ContainsFunc(s, hiddenRune) || strings.ContainsAny(s, " \t"):
 		f.add(field, "must not contain spaces, control or invisible characters")
 	}
+}
+
+func joinKinds(kinds []ContextKind) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
 }

@@ -46,6 +46,7 @@ demo: ensure-go ensure-bubblewrap
 # and from snapshots: one iteration each, several minutes in all.
 bench: ensure-go ensure-postgres ensure-bubblewrap
 	$(GO) test -run '^$$' -bench WebhookAck -benchtime 6000x -count 5 ./app/
+	$(GO) test -run '^$$' -bench IgnoredCheckRun -benchtime 20000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench . -benchtime 8000x ./app/store/
 	$(GO) test -run '^$$' -bench . ./policy/
 	$(GO) test -run '^$$' -bench 'SessionStart|SnapshotRefreshBytes' -benchtime=1x -timeout 60m ./runner/supervisor/

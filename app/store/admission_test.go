@@ -132,3 +132,48 @@ func TestCreateSessionOnceAndRepairHistory(t *testing.T) {
 		}
 	})
 }
+
+// A session held by its repo's cap is ahead of no one outside that repo:
+// one repo that narrows its own cap does not queue its installation.
+func TestWaitingCountsOnlyInTheScopeThatHoldsIt(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		held := newSession("held", 0)
+		other := newSession("other", 0)
+		other.RepoID, other.RequesterID = 2, 6 // another repo of the installation, another requester
+		for i, sess := range []*store.Session{held, other} {
+			if err := s.CreateSession(ctx, sess, nil, t0.Add(time.Duration(i)*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Admit(ctx, "held", t0.Add(time.Minute), func(x *store.Session, _ policy.Load) ([]store.NewWork, error) {
+			x.WaitingSince, x.WaitingScope = t0.Add(time.Minute), string(policy.ScopeRepo)
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Admit(ctx, "other", t0.Add(time.Minute), func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+			if load.AheadInstallation != 0 || load.AheadRepo != 0 || load.AheadUser != 0 {
+				t.Errorf("load = %+v: the other repo's waiting session counts as ahead", load)
+			}
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// Held by the installation's cap instead, it is ahead installation-wide.
+		if _, err := s.Admit(ctx, "held", t0.Add(2*time.Minute), func(x *store.Session, _ policy.Load) ([]store.NewWork, error) {
+			x.WaitingScope = string(policy.ScopeInstallation)
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Admit(ctx, "other", t0.Add(2*time.Minute), func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+			if load.AheadInstallation != 1 {
+				t.Errorf("load = %+v, want the held session ahead in the installation", load)
+			}
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

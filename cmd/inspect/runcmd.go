@@ -61,6 +61,11 @@ func (a *agentFlag) Set(v string) error {
 	return nil
 }
 
+// forwarderBinary is the inspect binary the sandbox's egress forwarder
+// runs; empty means this executable, which is inspect itself. (Tests run
+// `inspect run` inside a test binary, so they build inspect and set it.)
+var forwarderBinary string
+
 // runCmd is `inspect run`: flags and wiring for runner/localrun.
 func runCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -107,6 +112,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	opt.Agent = agent.argv
 	opt.RunnerVersion = version
+	opt.ForwarderBinary = forwarderBinary
 	opt.Progress = stderr
 	level := zerolog.WarnLevel
 	if *verbose {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/runner/forward"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
@@ -22,6 +23,9 @@ import (
 // Exit status: 0 when the result reached the app (whatever the session's
 // outcome), 1 when it did not, 2 for bad flags.
 func runnerCmd(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "forward" {
+		return forwardCmd(args[1:], os.Stdout, stderr)
+	}
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg supervisor.Config
@@ -62,4 +66,25 @@ func runnerCmd(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// forwardCmd is `inspect runner forward`, which the supervisor starts as the
+// sandbox's first process: it relays loopback connections to the egress
+// socket and runs the agent (the argv after --) as its child. It holds no
+// credential and makes no decision; the supervisor's socket does.
+func forwardCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runner forward", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o forward.Options
+	fs.StringVar(&o.Listen, "listen", supervisor.EgressListen, "loopback address the agent's CLI is pointed at")
+	fs.StringVar(&o.Socket, "socket", supervisor.EgressSocket, "the egress socket inside the sandbox")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	o.Argv, o.Stdout, o.Stderr = fs.Args(), stdout, stderr
+	code, err := forward.Run(context.Background(), o)
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect runner forward: %v\n", err)
+	}
+	return code
 }

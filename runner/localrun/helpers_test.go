@@ -26,8 +26,23 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "the go tool is needed on PATH")
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	// The agent runs under `inspect runner forward`: this test binary is
+	// not inspect, so build it once.
+	dir, err := os.MkdirTemp("", "inspect-forwarder-")
+	if err == nil {
+		forwarder, err = sandboxtest.BuildInspect(dir)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building inspect for the forwarder: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir) // a leftover temp dir is harmless
+	os.Exit(code)
 }
+
+// forwarder is the inspect binary the sandbox's egress forwarder runs.
+var forwarder string
 
 // lockedBuffer is a bytes.Buffer safe for the server's goroutines.
 type lockedBuffer struct {
@@ -112,13 +127,14 @@ func workDir(t testing.TB) string {
 func options(t *testing.T, repo string, progress *lockedBuffer) Options {
 	out := t.TempDir()
 	return Options{
-		RepoDir:       repo,
-		Instructions:  "make TestAdd pass",
-		PatchFile:     filepath.Join(out, "change.patch"),
-		EvidenceFile:  filepath.Join(out, "evidence.json"),
-		WorkDir:       workDir(t),
-		RunnerVersion: "test",
-		Progress:      progress,
-		Log:           zerolog.New(zerolog.NewTestWriter(t)),
+		RepoDir:         repo,
+		Instructions:    "make TestAdd pass",
+		PatchFile:       filepath.Join(out, "change.patch"),
+		EvidenceFile:    filepath.Join(out, "evidence.json"),
+		WorkDir:         workDir(t),
+		RunnerVersion:   "test",
+		ForwarderBinary: forwarder,
+		Progress:        progress,
+		Log:             zerolog.New(zerolog.NewTestWriter(t)),
 	}
 }

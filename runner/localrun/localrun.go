@@ -82,6 +82,9 @@ type Options struct {
 	RunnerVersion string
 	// Git is the git binary ("git" on PATH when empty).
 	Git string
+	// ForwarderBinary is the inspect binary for the sandbox's egress
+	// forwarder (see supervisor.Config); empty means this executable.
+	ForwarderBinary string
 
 	// Progress receives one line per progress event, and notes such as
 	// "uncommitted changes are not included" (nil discards).
@@ -218,18 +221,19 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 
 	rep, err := supervisor.Run(ctx, supervisor.Config{
-		ChannelURL:    srv.URL(),
-		SessionID:     spec.SessionID,
-		AttemptID:     spec.AttemptID,
-		ClaimCode:     srv.claimCode,
-		WorkDir:       opt.WorkDir,
-		SandboxUID:    opt.SandboxUID,
-		SandboxGID:    opt.SandboxGID,
-		SandboxPath:   opt.SandboxPath,
-		KeepWorkspace: opt.KeepWorkspace,
-		RunnerVersion: opt.RunnerVersion,
-		Git:           opt.Git,
-		Log:           opt.Log,
+		ChannelURL:      srv.URL(),
+		SessionID:       spec.SessionID,
+		AttemptID:       spec.AttemptID,
+		ClaimCode:       srv.claimCode,
+		WorkDir:         opt.WorkDir,
+		SandboxUID:      opt.SandboxUID,
+		SandboxGID:      opt.SandboxGID,
+		SandboxPath:     opt.SandboxPath,
+		KeepWorkspace:   opt.KeepWorkspace,
+		RunnerVersion:   opt.RunnerVersion,
+		Git:             opt.Git,
+		ForwarderBinary: opt.ForwarderBinary,
+		Log:             opt.Log,
 	})
 	srv.close() // the credentials die here, whatever happened
 	if err != nil {

@@ -206,3 +206,24 @@ func (c *channel) snapshotJob(ctx context.Context) (contract.SnapshotJob, error)
 func (c *channel) snapshotResult(ctx context.Context, res contract.SnapshotResult) error {
 	return c.do(ctx, http.MethodPut, contract.PathSnapshotResult, res, nil)
 }
+
+// egress sends one model request on to the channel's egress route for
+// provider (the app adds the provider's key at the far end), with the
+// session token, and hands back the response unread, for streaming.
+func (c *channel) egress(ctx context.Context, method, provider, rest, rawQuery string, hdr http.Header, body io.Reader) (*http.Response, error) {
+	u := *c.base
+	u.Path = strings.TrimSuffix(c.base.Path, "/") + contract.EgressModelPath(c.attemptID, provider, rest)
+	u.RawPath, u.RawQuery = "", rawQuery
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = hdr
+	if c.runnerVersion != "" {
+		req.Header.Set(contract.HeaderRunnerVersion, c.runnerVersion)
+	}
+	c.mu.Lock()
+	req.Header.Set(contract.HeaderSessionToken, c.token)
+	c.mu.Unlock()
+	return c.client.Do(req)
+}

@@ -264,18 +264,19 @@ func BenchmarkSessionStart(b *testing.B) {
 		spec.SessionID, spec.AttemptID = fmt.Sprintf("s-bench-%d", n), fmt.Sprintf("a-bench-%d", n)
 		code := ch.AddAttempt(spec)
 		rep, err := Run(ctx, Config{
-			ChannelURL:     ch.URL(),
-			SessionID:      spec.SessionID,
-			AttemptID:      spec.AttemptID,
-			ClaimCode:      code,
-			WorkDir:        workDir,
-			SandboxPath:    goBinDir + ":" + DefaultSandboxPath,
-			LayerCache:     layerCache,
-			Git:            gitBin,
-			RunnerVersion:  "bench",
-			RetryDelay:     -1,
-			FinishTimeout:  5 * time.Minute,
-			RequestTimeout: time.Minute,
+			ChannelURL:      ch.URL(),
+			SessionID:       spec.SessionID,
+			AttemptID:       spec.AttemptID,
+			ClaimCode:       code,
+			WorkDir:         workDir,
+			SandboxPath:     goBinDir + ":" + DefaultSandboxPath,
+			LayerCache:      layerCache,
+			Git:             gitBin,
+			RunnerVersion:   "bench",
+			ForwarderBinary: forwarder,
+			RetryDelay:      -1,
+			FinishTimeout:   5 * time.Minute,
+			RequestTimeout:  time.Minute,
 		})
 		if err != nil {
 			b.Fatalf("Run: %v", err)

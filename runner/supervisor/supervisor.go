@@ -51,6 +51,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -120,6 +121,10 @@ type Config struct {
 	LayerCache string
 	// Git is the git binary ("git" on PATH when empty).
 	Git string
+	// ForwarderBinary is the inspect binary copied into the sandbox for
+	// the egress forwarder (`inspect runner forward`); empty means this
+	// process's own executable, which is inspect itself in production.
+	ForwarderBinary string
 	// Log receives the supervisor's log; the zero Logger discards.
 	Log zerolog.Logger
 	// Now is time.Now, injectable for tests; it stamps evidence and
@@ -328,6 +333,11 @@ type session struct {
 	// verifyStart is when the verify phase began, by the filesystem's
 	// clock: JUnit reports written since are collected (see junit.go).
 	verifyStart time.Time
+
+	// egress is the sandbox's way out while the agent runs (nil before and
+	// after); egressRefusals counts what it turned away.
+	egress         *egress
+	egressRefusals atomic.Int64
 }
 
 // run prepares the workspace and runs the agent and the verify commands,
@@ -344,7 +354,18 @@ func (s *session) run(ctx context.Context) {
 
 	s.enter(contract.PhaseAgent, "running the agent")
 	argv := append(append([]string(nil), s.spec.Agent.Command...), PromptFile)
+	eg, err := s.startEgress()
+	if err != nil {
+		s.fail(ctx, "opening the sandbox's egress proxy", err)
+		return
+	}
+	s.egress = eg
 	agent, ok := s.command(ctx, "agent", argv, 0)
+	s.egress = nil
+	eg.close()
+	if n := s.egressRefusals.Load(); n > 0 {
+		s.log.Info().Int64("refused", n).Msg("the egress proxy turned requests away")
+	}
 	if !ok || s.cutShort(ctx) {
 		return
 	}
@@ -574,22 +595,23 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 	if s.phase == contract.PhaseVerify {
 		out.tests = s.tests
 	}
+	mounts, run := s.mounts, argv
+	if s.egress != nil {
+		// The agent runs under the forwarder, with the egress socket bound
+		// in; the evidence records the agent's own command.
+		mounts, run = append(slices.Clone(s.mounts), s.egress.mounts()...), s.egress.wrap(argv)
+	}
 	res, err := sandbox.Run(ctx, sandbox.Spec{
 		Workspace:   s.ws.work,
 		RootFS:      s.rootFS,
-		ExtraMounts: s.mounts,
-		Argv:        argv,
+		ExtraMounts: mounts,
+		Argv:        run,
 		Env:         s.sandboxEnv(),
 		UID:         s.cfg.SandboxUID,
 		GID:         s.cfg.SandboxGID,
 		Timeout:     timeout,
 		Stdout:      out,
 		Stderr:      out,
-		// TODO(egress proxy): the supervisor will serve the egress proxy
-		// on a Unix socket in the attempt's directory and bind it here
-		// (ExtraMounts, e.g. /run/inspect/egress.sock), together with the
-		// inspect binary for the forwarder that turns it into an HTTP
-		// proxy inside. Until then the sandbox has no way out at all.
 	})
 	if err != nil && res.Duration == 0 {
 		if ctx.Err() != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
 	"github.com/inspecthq/inspect/runner/sandbox"
@@ -37,8 +38,23 @@ func TestMain(m *testing.M) {
 	}
 	goBin, _ = filepath.EvalSymlinks(goBin)
 	goBinDir = filepath.Dir(goBin)
-	os.Exit(m.Run())
+	// The agent runs under `inspect runner forward`: this test binary is
+	// not inspect, so build it once.
+	dir, err := os.MkdirTemp("", "inspect-forwarder-")
+	if err == nil {
+		forwarder, err = sandboxtest.BuildInspect(dir)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building inspect for the forwarder: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir) // a leftover temp dir is harmless
+	os.Exit(code)
 }
+
+// forwarder is the inspect binary the sandbox's egress forwarder runs.
+var forwarder string
 
 // harness is one attempt against the fake channel.
 type harness struct {
@@ -53,18 +69,19 @@ func newHarness(t *testing.T, ch *channeltest.Server, spec contract.Spec) *harne
 	code := ch.AddAttempt(spec)
 	workDir := channeltest.WorkDir(t)
 	return &harness{ch: ch, spec: spec, workDir: workDir, cfg: Config{
-		ChannelURL:     ch.URL(),
-		SessionID:      spec.SessionID,
-		AttemptID:      spec.AttemptID,
-		ClaimCode:      code,
-		WorkDir:        workDir,
-		SandboxPath:    goBinDir + ":" + DefaultSandboxPath,
-		KeepWorkspace:  true,
-		RunnerVersion:  "test",
-		RetryDelay:     -1,
-		FinishTimeout:  time.Minute,
-		RequestTimeout: 30 * time.Second,
-		Log:            zerolog.New(zerolog.NewTestWriter(t)),
+		ChannelURL:      ch.URL(),
+		SessionID:       spec.SessionID,
+		AttemptID:       spec.AttemptID,
+		ClaimCode:       code,
+		WorkDir:         workDir,
+		SandboxPath:     goBinDir + ":" + DefaultSandboxPath,
+		KeepWorkspace:   true,
+		RunnerVersion:   "test",
+		RetryDelay:      -1,
+		FinishTimeout:   time.Minute,
+		RequestTimeout:  30 * time.Second,
+		ForwarderBinary: forwarder,
+		Log:             zerolog.New(zerolog.NewTestWriter(t)),
 	}}
 }
 

@@ -51,6 +51,8 @@ type Server struct {
 	// tokenRepoID, when set, is the repository the minted read tokens
 	// are scoped to instead of the spec's (see WrongRepoTokens).
 	tokenRepoID int64
+	// model answers the egress model route (ServeModel).
+	model http.HandlerFunc
 }
 
 // OtherRepoID is a second repository of the installation, for tokens that
@@ -66,6 +68,42 @@ func (s *Server) WrongRepoTokens() {
 	s.tokenRepoID = OtherRepoID
 }
 
+// ModelRequest is one request the sandbox's egress relayed to the model
+// route.
+type ModelRequest struct {
+	Provider, Path, Method string
+	Header                 http.Header
+	Body                   []byte
+}
+
+// ServeModel answers the egress model route with h (the stand-in for the
+// app's model proxy); without it the route answers 404.
+func (s *Server) ServeModel(h http.HandlerFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.model = h
+}
+
+func (s *Server) egressModel(w http.ResponseWriter, r *http.Request, a *Attempt) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	if err != nil {
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
+		return
+	}
+	req := ModelRequest{Provider: r.PathValue(contract.PathValueProvider), Path: r.PathValue(contract.PathValueRest),
+		Method: r.Method, Header: r.Header.Clone(), Body: body}
+	s.record(a, func() { a.ModelRequests = append(a.ModelRequests, req) })
+	s.mu.Lock()
+	h := s.model
+	s.mu.Unlock()
+	if h == nil {
+		contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "no model provider here")
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	h(w, r)
+}
+
 // Attempt is one attempt the server knows, and what it was sent.
 type Attempt struct {
 	Spec         contract.Spec
@@ -79,6 +117,8 @@ type Attempt struct {
 	// sent, for searching the bytes for secrets.
 	Results    []contract.ResultUpload
 	RawResults [][]byte
+	// ModelRequests are what the egress relayed to the model route.
+	ModelRequests []ModelRequest
 }
 
 // New starts a fake channel and a GitHub stand-in holding acme/widgets.
@@ -105,6 +145,7 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc(contract.RouteRepoToken, s.authed(s.repoToken))
 	mux.HandleFunc(contract.RouteProgress, s.authed(s.progress))
 	mux.HandleFunc(contract.RouteResult, s.authed(s.result))
+	mux.HandleFunc(contract.PathEgressModel, s.authed(s.egressModel))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.violate("unexpected request %s %s", r.Method, r.URL.Path)
 		contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "no such route")

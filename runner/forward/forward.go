@@ -1,0 +1,125 @@
+// Package forward is the small forwarder `inspect runner forward` runs as
+// the sandbox's first process, before the agent: it listens on loopback
+// inside the sandbox's own network namespace and relays each connection,
+// byte for byte, to the egress socket the supervisor binds in. The agent's
+// CLI is pointed at the loopback address; the supervisor's side of the
+// socket decides what may leave (runner/supervisor's egress), so this side
+// needs no rules and holds no credential.
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// Options say where to listen and relay to, and what to run.
+type Options struct {
+	// Listen is a loopback address such as 127.0.0.1:8931.
+	Listen string
+	// Socket is the egress socket inside the sandbox.
+	Socket string
+	// Argv is the agent's command; it inherits this process's environment
+	// and standard streams.
+	Argv           []string
+	Stdout, Stderr io.Writer
+}
+
+// Run relays until the agent exits and returns its exit code (128+signal
+// when a signal ended it). SIGTERM and SIGINT are passed on to the agent.
+func Run(ctx context.Context, o Options) (int, error) {
+	if len(o.Argv) == 0 {
+		return 2, errors.New("no agent command after --")
+	}
+	host, _, err := net.SplitHostPort(o.Listen)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		return 2, fmt.Errorf("--listen %q must be a loopback address and port", o.Listen)
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return 1, fmt.Errorf("listening on %s: %w", o.Listen, err)
+	}
+	var conns sync.WaitGroup
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed when the agent has exited
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				relay(c, o.Socket)
+			}()
+		}
+	}()
+	defer func() {
+		_ = ln.Close() // the accept loop ends with it
+		conns.Wait()
+	}()
+
+	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, o.Stdout, o.Stderr
+	if err := cmd.Start(); err != nil {
+		return 127, fmt.Errorf("starting the agent: %w", err)
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-sigs:
+			_ = cmd.Process.Signal(sig) // it may have exited already; Wait says
+		case <-ctx.Done():
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			ctx = context.Background() // once
+		case err := <-done:
+			return exitCode(cmd, err), nil
+		}
+	}
+}
+
+func exitCode(cmd *exec.Cmd, err error) int {
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	if err != nil && cmd.ProcessState.ExitCode() < 0 {
+		return 1
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// relay copies c to a new connection to the socket and back, half-closing
+// each way as it ends, so a client that closes its write side still reads
+// the answer.
+func relay(c net.Conn, socket string) {
+	defer c.Close()
+	up, err := net.Dial("unix", socket)
+	if err != nil {
+		return // the client sees the connection close; nothing else to tell it
+	}
+	defer up.Close()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, _ = io.Copy(up, c) // errors end the relay; the other side sees EOF
+		if uc, ok := up.(*net.UnixConn); ok {
+			_ = uc.CloseWrite()
+		}
+	}()
+	_, _ = io.Copy(c, up)
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+	wg.Wait()
+}

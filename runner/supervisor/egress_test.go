@@ -1,0 +1,59 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/internal/channeltest"
+)
+
+// The agent reaches the model route through the forwarder and the egress
+// socket, with nothing of its own added; everything else is refused or
+// has no route at all.
+func TestAgentReachesOnlyTheModelRouteThroughTheEgress(t *testing.T) {
+	ch := channeltest.New(t)
+	ch.ServeModel(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "event: response.completed\ndata: {\"type\":\"response.completed\",\"path\":%q}\n\n", r.PathValue(contract.PathValueRest))
+	})
+	agent := `set -u
+base=http://` + EgressListen + `
+{
+  echo "model: $(curl -sS -H 'Authorization: Bearer made-up' -H 'Cookie: x=1' -d '{"model":"m"}' $base/v1/providers/openai/responses)"
+  echo "other path: $(curl -sS -o /dev/null -w '%{http_code}' $base/v1/models)"
+  echo "as a proxy: $(curl -sS -o /dev/null -w '%{http_code}' -x $base http://example.com/)"
+  echo "connect: $(curl -sS -o /dev/null -w '%{http_code}' -p -x $base https://example.com/ 2>&1 | tail -c 3)"
+  if curl -sS -m 5 -o /dev/null http://1.1.1.1/ 2>/dev/null; then echo "direct: reached"; else echo "direct: unreachable"; fi
+} > "$INSPECT_ANSWER_FILE"
+`
+	sha := ch.Seed(map[string]string{"README.md": "hi\n", "agent.sh": agent})
+	spec := ch.Spec("sess-egress", "sess-egress-a1", sha, []string{"sh", "agent.sh"})
+	h := newHarness(t, ch, spec)
+	u := h.result(t, h.run(t, context.Background()))
+	answer := u.Evidence.FinalAnswer
+	for _, want := range []string{
+		`model: event: response.completed`, `"path":"responses"`,
+		"other path: 403", "as a proxy: 403", "direct: unreachable",
+	} {
+		if !strings.Contains(answer, want) {
+			t.Errorf("the agent's report lacks %q:\n%s", want, answer)
+		}
+	}
+	if strings.Contains(answer, "connect: 200") {
+		t.Errorf("a CONNECT tunnel was opened:\n%s", answer)
+	}
+	reqs := ch.Attempt(spec.AttemptID).ModelRequests
+	if len(reqs) != 1 || reqs[0].Provider != "openai" || reqs[0].Path != "responses" || string(reqs[0].Body) != `{"model":"m"}` {
+		t.Fatalf("model requests = %+v", reqs)
+	}
+	if got := reqs[0].Header.Get("Authorization") + reqs[0].Header.Get("Cookie"); got != "" {
+		t.Errorf("the agent's own credentials went on: %q", got)
+	}
+	if len(u.Evidence.Commands) != 1 || strings.Join(u.Evidence.Commands[0].Argv, " ") != "sh agent.sh "+PromptFile {
+		t.Errorf("the evidence should record the agent's own command: %+v", u.Evidence.Commands)
+	}
+}

@@ -31,6 +31,7 @@ func (s *Service) channelRoutes(mux *http.ServeMux) {
 	mux.HandleFunc(contract.RouteResult, s.authed(s.handleResult))
 	mux.HandleFunc(contract.RouteSnapshotJob, s.authed(s.handleSnapshotJob))
 	mux.HandleFunc(contract.RouteSnapshotResult, s.authed(s.handleSnapshotResult))
+	mux.HandleFunc(contract.PathEgressModel, s.authed(s.handleEgressModel))
 }
 
 func (s *Service) channelLog(r *http.Request) *zerolog.Logger {

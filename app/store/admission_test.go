@@ -177,3 +177,25 @@ func TestWaitingCountsOnlyInTheScopeThatHoldsIt(t *testing.T) {
 		}
 	})
 }
+
+func TestUsageAddsUpOverASessionsAttempts(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if err := s.CreateSession(ctx, newSession("u1", 0), nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range []string{"u1-a1", "u1-a2"} {
+			if err := s.CreateAttempt(ctx, store.Attempt{ID: id, SessionID: "u1", Number: i + 1, Deadline: t0.Add(time.Hour), Spec: "{}"}, "code-"+id, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.AddUsage(ctx, "u1-a1", store.Usage{InputTokens: 100, OutputTokens: 10, TotalTokens: 110, Requests: 1}, t0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.AddUsage(ctx, "u1-a2", store.Usage{InputTokens: 5, OutputTokens: 5, TotalTokens: 10, Requests: 1}, t0)
+		want := store.Usage{InputTokens: 105, OutputTokens: 15, TotalTokens: 120, Requests: 2}
+		if err != nil || got != want {
+			t.Fatalf("session usage = %+v %v, want %+v", got, err, want)
+		}
+	})
+}

@@ -173,5 +173,12 @@ func migrations(d dialect) [][]string {
 				claimed_at BIGINT NOT NULL
 			)` + clustered,
 		},
+		// 7: what the model proxy counted for each attempt (issue 7).
+		{
+			`ALTER TABLE attempts ADD COLUMN input_tokens BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE attempts ADD COLUMN output_tokens BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE attempts ADD COLUMN total_tokens BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE attempts ADD COLUMN model_requests BIGINT NOT NULL DEFAULT 0`,
+		},
 	}
 }

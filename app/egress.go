@@ -1,0 +1,278 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// The model proxy: the far end of the sandbox's only way out. A model
+// request arrives on the session channel's egress route with the attempt's
+// session token; the app sends it to the provider the server configures
+// for the session's agent, adding the provider's key (which never leaves
+// the app), counts the tokens the provider reports, and ends the session
+// when they pass its budget.
+
+// modelUpstream is a provider's API as the server configures it.
+type modelUpstream struct {
+	// BaseURL is the provider's API root, e.g. https://api.openai.com/v1.
+	BaseURL string
+	// Kind says how the key goes: "openai" (a Bearer token) or
+	// "anthropic" (x-api-key).
+	Kind string
+	Key  string
+}
+
+// Request headers the proxy passes on to a provider; everything else,
+// any Authorization above all, is the app's to set.
+var modelRequestHeaders = []string{"Content-Type", "Accept", "OpenAI-Beta", "Anthropic-Version", "Anthropic-Beta", "Idempotency-Key"}
+
+// Response headers passed back.
+var modelResponseHeaders = []string{"Content-Type", "Cache-Control", "Retry-After", "X-Request-Id", "Request-Id"}
+
+// maxModelRequestBytes bounds one request to a provider.
+const maxModelRequestBytes = 32 << 20
+
+func (s *Service) handleEgressModel(w http.ResponseWriter, r *http.Request) {
+	a := attemptOf(r)
+	log := s.channelLog(r)
+	provider := r.PathValue(contract.PathValueProvider)
+	refuse := func(status int, why string) {
+		log.Warn().Str("provider", provider).Str("why", why).Msg("model request refused")
+		contract.WriteError(w, status, contract.ErrorInvalid, why)
+	}
+	if a.Kind == string(contract.KindSnapshot) {
+		refuse(http.StatusForbidden, "snapshot builds reach no model")
+		return
+	}
+	var spec contract.Spec
+	if err := json.Unmarshal([]byte(a.Spec), &spec); err != nil {
+		refuse(http.StatusServiceUnavailable, "the attempt's spec is unreadable")
+		return
+	}
+	up, ok, err := s.upstreamFor(spec, provider)
+	if err != nil {
+		log.Error().Err(err).Str("provider", provider).Msg("the provider's key is unreadable")
+		refuse(http.StatusServiceUnavailable, "the model provider is not available")
+		return
+	}
+	if !ok {
+		refuse(http.StatusForbidden, "this session's agent uses no provider named "+provider)
+		return
+	}
+	used, err := s.store.SessionUsage(r.Context(), a.ID)
+	if err != nil {
+		refuse(http.StatusServiceUnavailable, "try again")
+		return
+	}
+	if budget := s.tokenBudget(); budget > 0 && used.TotalTokens >= budget {
+		s.endForBudget(r.Context(), a, used, budget)
+		refuse(http.StatusTooManyRequests, "the session's token budget is spent")
+		return
+	}
+	target := strings.TrimSuffix(up.BaseURL, "/") + "/" + r.PathValue(contract.PathValueRest)
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, http.MaxBytesReader(w, r.Body, maxModelRequestBytes))
+	if err != nil {
+		refuse(http.StatusBadRequest, "not a request the provider can take")
+		return
+	}
+	for _, k := range modelRequestHeaders {
+		for _, v := range r.Header.Values(k) {
+			out.Header.Add(k, v)
+		}
+	}
+	switch up.Kind {
+	case "anthropic":
+		out.Header.Set("X-Api-Key", up.Key)
+	default:
+		out.Header.Set("Authorization", "Bearer "+up.Key)
+	}
+	resp, err := s.modelClient.Do(out)
+	if err != nil {
+		log.Warn().Str("provider", provider).Str("error", redactKey(err.Error(), up.Key)).Msg("the model provider is unreachable")
+		contract.WriteError(w, http.StatusBadGateway, contract.ErrorInvalid, "the model provider is unreachable")
+		return
+	}
+	defer resp.Body.Close()
+	for _, k := range modelResponseHeaders {
+		for _, v := range resp.Header.Values(k) {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	meter := &usageMeter{}
+	fl, _ := w.(http.Flusher)
+	buf := make([]byte, 32<<10)
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			if up.Key != "" && bytes.Contains(chunk, []byte(up.Key)) {
+				// A provider that echoes the key (in an error) must not hand it to the sandbox.
+				chunk = bytes.ReplaceAll(chunk, []byte(up.Key), []byte("[redacted]"))
+			}
+			meter.Write(chunk)
+			if _, werr := w.Write(chunk); werr != nil {
+				break // the agent went away; the counts still count
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	u := meter.usage()
+	u.Requests = 1
+	total, err := s.store.AddUsage(context.WithoutCancel(r.Context()), a.ID, u, s.clock.Now())
+	if err != nil {
+		log.Error().Err(err).Msg("recording the token usage failed")
+		return
+	}
+	if budget := s.tokenBudget(); budget > 0 && total.TotalTokens > budget {
+		s.endForBudget(context.WithoutCancel(r.Context()), a, total, budget)
+	}
+}
+
+// endForBudget ends a session whose tokens passed its budget: outcome
+// error with a clear reason, and its attempt stopped (the supervisor
+// uploads partial evidence, which arrives too late to change the ending).
+func (s *Service) endForBudget(ctx context.Context, a store.Attempt, used store.Usage, budget int64) {
+	log := zerolog.Ctx(ctx)
+	ended, err := s.store.MutateSession(ctx, a.SessionID, s.clock.Now(), func(x *store.Session) error {
+		if x.State == store.Done {
+			return errAlreadyDone
+		}
+		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "token_budget"
+		x.Detail = fmt.Sprintf("⚠️ @%s, the session used %d model tokens, more than its budget of %d, so Inspect stopped it. Nothing was pushed. "+
+			"Ask for a smaller change, or an operator can raise `agents.token_budget`.", x.RequesterLogin, used.TotalTokens, budget)
+		return nil
+	}, store.NewWork{Kind: store.SyncSession})
+	if err != nil {
+		if err != errAlreadyDone {
+			log.Error().Err(err).Msg("ending the session over its token budget failed")
+		}
+		return
+	}
+	s.log.Info().Str("session_id", ended.ID).Int64("tokens", used.TotalTokens).Int64("budget", budget).Msg("session stopped: token budget spent")
+	s.stopAttempt(ctx, ended.AttemptID)
+	s.wakeWorkers()
+}
+
+// usageMeter finds the token counts a provider reports in its answer: the
+// usage object of a streamed completion event (OpenAI Responses'
+// response.completed; Anthropic's message_start and message_delta) or of a
+// whole JSON body.
+type usageMeter struct {
+	line  []byte
+	body  bytes.Buffer
+	found store.Usage
+	sse   bool
+}
+
+// maxMeteredBody bounds what is kept of a non-streamed body to find its usage.
+const maxMeteredBody = 8 << 20
+
+func (m *usageMeter) Write(p []byte) {
+	if m.body.Len() < maxMeteredBody {
+		m.body.Write(p[:min(len(p), maxMeteredBody-m.body.Len())])
+	}
+	for _, b := range p {
+		if b != '\n' {
+			if len(m.line) < maxMeteredBody {
+				m.line = append(m.line, b)
+			}
+			continue
+		}
+		if data, ok := bytes.CutPrefix(bytes.TrimRight(m.line, "\r"), []byte("data:")); ok {
+			m.sse = true
+			m.add(bytes.TrimSpace(data))
+		}
+		m.line = m.line[:0]
+	}
+}
+
+func (m *usageMeter) usage() store.Usage {
+	if !m.sse {
+		m.add(m.body.Bytes())
+	}
+	u := m.found
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.InputTokens + u.OutputTokens
+	}
+	return u
+}
+
+type usageJSON struct {
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+}
+
+// add counts the usage in one JSON event or body. A Responses stream
+// reports it once, in response.completed; an Anthropic stream reports the
+// input in message_start and the output so far in each message_delta.
+func (m *usageMeter) add(doc []byte) {
+	var ev struct {
+		Type     string     `json:"type"`
+		Usage    *usageJSON `json:"usage"`
+		Response *struct {
+			Usage *usageJSON `json:"usage"`
+		} `json:"response"`
+		Message *struct {
+			Usage *usageJSON `json:"usage"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(doc, &ev) != nil {
+		return
+	}
+	switch {
+	case ev.Type == "message_start" && ev.Message != nil && ev.Message.Usage != nil:
+		m.found.InputTokens += ev.Message.Usage.InputTokens
+	case ev.Type == "message_delta" && ev.Usage != nil:
+		m.found.OutputTokens = max(m.found.OutputTokens, ev.Usage.OutputTokens) // cumulative
+	case ev.Response != nil && ev.Response.Usage != nil:
+		m.count(*ev.Response.Usage)
+	case ev.Usage != nil && ev.Type == "":
+		m.count(*ev.Usage) // a whole body
+	}
+}
+
+func (m *usageMeter) count(u usageJSON) {
+	m.found.InputTokens += u.InputTokens + u.PromptTokens
+	m.found.OutputTokens += u.OutputTokens + u.CompletionTokens
+	m.found.TotalTokens += u.TotalTokens
+}
+
+func redactKey(s, key string) string {
+	if key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, key, "[redacted]")
+}
+
+// newModelClient is the proxy's client to providers: no proxy from the
+// environment is honoured implicitly beyond Go's defaults, redirects are
+// not followed (they would carry the key elsewhere), and a stuck provider
+// cannot hold a request past the session's own limits.
+func newModelClient() *http.Client {
+	return &http.Client{
+		Timeout:       30 * time.Minute,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}

@@ -43,10 +43,24 @@ const (
 // repair's failing checks, and for a follow-up on a pull request Inspect
 // opened, its earlier sessions. Everything is marked untrusted, stripped
 // of hidden characters, and bounded.
-func (s *Service) gatherContext(ctx context.Context, c *github.Client, sess store.Session, cfg config.Repo, pinned string, pr *github.PullRequest) ([]contract.ContextItem, error) {
-	items, err := s.writerComments(ctx, c, sess)
-	if err != nil {
-		return nil, err
+//
+// comments is the thread's comment count as GitHub gave it (-1: unknown):
+// when the only comments are the request and our progress comment, there
+// is nothing to list, and the request is saved.
+func (s *Service) gatherContext(ctx context.Context, c *github.Client, sess store.Session, cfg config.Repo, pinned string, pr *github.PullRequest, comments int) ([]contract.ContextItem, error) {
+	ours := 0
+	if sess.CommentID != 0 {
+		ours++
+	}
+	if sess.ProgressCommentID != 0 && infoOf(sess).Review == nil { // a review thread's reply is no issue comment
+		ours++
+	}
+	var items []contract.ContextItem
+	if comments < 0 || comments > ours {
+		var err error
+		if items, err = s.writerComments(ctx, c, sess); err != nil {
+			return nil, err
+		}
 	}
 	ti := infoOf(sess)
 	if r := ti.Review; r != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -209,6 +210,7 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		Agent:        contract.Agent{Preset: contract.PresetCommand, Command: cfg.Agent.Command, Model: cfg.Agent.Model},
 	}
 	var pr *github.PullRequest
+	comments := -1 // the thread's comment count, when GitHub said
 	if sess.IsPR {
 		var err error
 		pr, _, err = c.PullRequests.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
@@ -225,6 +227,9 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		if err != nil {
 			return contract.Spec{}, "", fmt.Errorf("reading the issue: %w", err)
 		}
+		if issue.Comments != nil {
+			comments = issue.GetComments()
+		}
 		ref, _, err := c.Git.GetRef(ctx, sess.RepoOwner, sess.RepoName, "heads/"+defaultBranch)
 		if err != nil {
 			return contract.Spec{}, "", fmt.Errorf("reading the default branch: %w", err)
@@ -235,11 +240,20 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 			contract.ContextItem{Kind: contract.ContextTitle, Author: issue.GetUser().GetLogin(), Text: issue.GetTitle(), Untrusted: true},
 			contract.ContextItem{Kind: contract.ContextBody, Author: issue.GetUser().GetLogin(), Text: issue.GetBody(), Untrusted: true})
 	}
-	extra, err := s.gatherContext(ctx, c, sess, cfg, spec.PinnedSHA, pr)
+	if pr != nil && pr.Comments != nil {
+		comments = pr.GetComments()
+	}
+	extra, err := s.gatherContext(ctx, c, sess, cfg, spec.PinnedSHA, pr, comments)
 	if err != nil {
 		return contract.Spec{}, "", err
 	}
-	spec.Context = append(spec.Context, extra...)
+	agentsMD, err := defaultBranchAgentsMD(ctx, c, sess.RepoOwner, sess.RepoName, defaultBranch)
+	if err != nil {
+		return contract.Spec{}, "", err
+	}
+	// The default branch's AGENTS.md comes first: a pull request's own copy
+	// (in the checkout) is the PR author's to change, this one the repo's.
+	spec.Context = append(append(agentsMD, spec.Context...), extra...)
 	// A repo may only narrow the server's limits (policy.Narrow).
 	limits := policy.Narrow(s.cfg.PolicyLimits(), cfg.PolicyLimits())
 	timeout, maxFiles := limits.SessionTimeout, limits.MaxChangedFiles
@@ -307,4 +321,22 @@ func (s *Service) sessionRepoConfig(ctx context.Context, c *github.Client, sess 
 		return config.Repo{}, &config.RepoConfigError{Source: entry.Source, Path: ".github/inspect.yml", Err: err}
 	}
 	return cfg, nil
+}
+
+// defaultBranchAgentsMD is the default branch's AGENTS.md as a context item
+// (none when there is no such file). It is the repository's own guidance,
+// merged by its writers, so it is not marked untrusted.
+func defaultBranchAgentsMD(ctx context.Context, c *github.Client, owner, repo, branch string) ([]contract.ContextItem, error) {
+	f, _, _, err := c.Repositories.GetContents(ctx, owner, repo, "AGENTS.md", &github.RepositoryContentGetOptions{Ref: branch})
+	if isStatus(err, http.StatusNotFound) || (err == nil && f == nil) {
+		return nil, nil // no file (or a directory of that name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading AGENTS.md from %s: %w", branch, err)
+	}
+	text, err := f.GetContent()
+	if err != nil {
+		return nil, fmt.Errorf("decoding AGENTS.md: %w", err)
+	}
+	return []contract.ContextItem{{Kind: contract.ContextAgentsMD, Source: "AGENTS.md@" + branch, Text: clip(text)}}, nil
 }

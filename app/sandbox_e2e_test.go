@@ -46,7 +46,7 @@ func inspectBinary(t *testing.T) string {
 // newSandboxHarness runs sessions for real: the local executor starts
 // `inspect runner`, which fetches from the stand-in's git endpoint and runs
 // the sample repo's stand-in agent and `go test` in bubblewrap.
-func newSandboxHarness(t *testing.T) (*harness, *local.Executor) {
+func newSandboxHarness(t *testing.T, opts ...harnessOption) (*harness, *local.Executor) {
 	t.Helper()
 	work := sandboxtest.ReachableDir(t)
 	lx, err := local.New(local.Config{Binary: inspectBinary(t), Args: []string{"--work-dir", work}, MaxConcurrent: 2})
@@ -58,7 +58,7 @@ func newSandboxHarness(t *testing.T) (*harness, *local.Executor) {
 		defer cancel()
 		_ = lx.Close(ctx) // every attempt has ended by now; Close only reaps
 	})
-	h := newHarness(t)
+	h := newHarness(t, opts...)
 	h.stop()
 	h.exec = lx
 	// The supervisor enforces the spec's deadline on the real clock.

@@ -140,6 +140,7 @@ func EnvVars() []EnvVar {
 		{"INSPECT_HTTP_MAX_BODY_BYTES", "http.max_body_bytes", int64v(func(c *Server) *int64 { return &c.HTTP.MaxBodyBytes })},
 		{"INSPECT_POLICY_ALLOWED_BOTS", "policy.allowed_bots", list(func(c *Server) *[]string { return &c.Policy.AllowedBots })},
 		{"INSPECT_POLICY_FORK_PR_REPOS", "policy.fork_pr_repos", list(func(c *Server) *[]string { return &c.Policy.ForkPRRepos })},
+		{"INSPECT_AGENTS_TOKEN_BUDGET", "agents.token_budget", int64v(func(c *Server) *int64 { return &c.Agents.TokenBudget })},
 	}
 }
 

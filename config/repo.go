@@ -99,11 +99,122 @@ type RepoCache struct {
 // WantsSnapshots reports whether the repo asks for snapshot images.
 func (r Repo) WantsSnapshots() bool { return len(r.Snapshot.Setup) > 0 || len(r.Snapshot.Caches) > 0 }
 
-// Agent chooses what runs in the sandbox.
+// Agent chooses what runs in the sandbox: a preset, and for every preset
+// but command a model among those the server offers it. The repo config
+// parser checks the shape; whether the server offers the model is checked
+// at session time (Validate, Spec), since the server's list may change
+// without the repository's file changing.
 type Agent struct {
-	Preset  string   `yaml:"preset"`
+	// Preset is one of contract.KnownPresets: command (the repository's
+	// own argv), codex, opencode or claude-code. Empty means command.
+	Preset string `yaml:"preset"`
+	// Command is preset command's argv; the prompt file is appended as
+	// its last argument. Only for preset command.
 	Command []string `yaml:"command"`
-	Model   string   `yaml:"model"`
+	// Model is the model the agent runs with: required for every preset
+	// but command, which may name one the server lists for it.
+	Model string `yaml:"model"`
+}
+
+// PresetName is the preset the agent runs: Preset, or command when it is
+// empty.
+func (a Agent) PresetName() contract.Preset {
+	if a.Preset == "" {
+		return contract.PresetCommand
+	}
+	return contract.Preset(a.Preset)
+}
+
+// Configured reports whether the repository names an agent at all.
+func (a Agent) Configured() bool { return a.Preset != "" || len(a.Command) > 0 }
+
+// validate checks the agent's shape, without the server's model list.
+func (a Agent) validate(add func(key, format string, args ...any)) {
+	preset := a.PresetName()
+	switch {
+	case !preset.Known():
+		add("agent.preset", "%q is not a known preset (known: %s)", a.Preset, presetList())
+		return
+	case preset == contract.PresetCommand:
+		switch {
+		case a.Preset == "" && len(a.Command) == 0 && a.Model != "":
+			add("agent.preset", "is required with agent.model: one of %s", presetList())
+		case a.Preset != "" && len(a.Command) == 0:
+			add("agent.command", "must be an argv list when agent.preset is command")
+		case len(a.Command) > 0 && a.Command[0] == "":
+			add("agent.command[0]", "the program must not be empty")
+		}
+	default:
+		if len(a.Command) > 0 {
+			add("agent.command", "is only for preset command; preset %s runs its own CLI", preset)
+		}
+		if a.Model == "" {
+			add("agent.model", "is required for preset %s: one of the models this Inspect server offers it", preset)
+		}
+	}
+	if a.Model != "" {
+		if err := contract.ValidModelName(a.Model); err != nil {
+			add("agent.model", "%v", err)
+		}
+	}
+}
+
+// Validate checks the agent against the server's model list: its preset
+// may use its model (a command agent may also name none). The error is
+// for the requester: it names the key and lists the models the server
+// offers the preset.
+func (a Agent) Validate(server Server) error {
+	var faults []string
+	a.validate(func(key, format string, args ...any) {
+		faults = append(faults, key+": "+fmt.Sprintf(format, args...))
+	})
+	if len(faults) > 0 {
+		return errors.New(strings.Join(faults, "; "))
+	}
+	if !a.Configured() {
+		return fmt.Errorf("agent: none is configured; set agent.preset (%s)", presetList())
+	}
+	preset := string(a.PresetName())
+	if a.Model == "" {
+		return nil // a command agent without a model; the others need one (validate)
+	}
+	if _, ok := server.ModelAllowed(preset, a.Model); ok {
+		return nil
+	}
+	allowed := server.ModelsFor(preset)
+	msg := fmt.Sprintf("agent.model: %q is not a model this Inspect server offers to preset %s; ", a.Model, preset)
+	if others := server.modelPresetsByName(a.Model); len(others) > 0 {
+		word := "preset"
+		if len(others) > 1 {
+			word = "presets"
+		}
+		msg = fmt.Sprintf("agent.model: %q is offered only to %s %s on this Inspect server; ", a.Model, word, strings.Join(others, ", "))
+	}
+	switch {
+	case len(allowed) > 0:
+		msg += "choose one of: " + strings.Join(allowed, ", ")
+	case preset == string(contract.PresetCommand):
+		msg += "it offers none to command agents, so remove agent.model"
+	default:
+		msg += "it offers none to that preset; ask its administrators, or choose another preset"
+	}
+	return errors.New(msg)
+}
+
+// Spec is the agent as the session spec carries it, with the provider
+// that serves its model; an error (Validate's) when the server does not
+// offer the model to the preset.
+func (a Agent) Spec(server Server) (contract.Agent, error) {
+	if err := a.Validate(server); err != nil {
+		return contract.Agent{}, err
+	}
+	out := contract.Agent{Preset: a.PresetName(), Command: a.Command, Model: a.Model}
+	if a.Model != "" {
+		name, _ := server.ModelAllowed(string(out.Preset), a.Model)
+		p, _ := server.Provider(name) // Server.Validate: every model's provider exists
+		out.Provider, out.ProviderKind = name, p.Kind
+	}
+	return out, nil
 }
 
 // RepoCommand is one verify or setup step, as an argv (never a shell string
@@ -176,14 +287,7 @@ func (r Repo) validate() error {
 	add := func(key, format string, args ...any) {
 		faults = append(faults, key+": "+fmt.Sprintf(format, args...))
 	}
-	switch r.Agent.Preset {
-	case "", "command":
-	default:
-		add("agent.preset", "%q is not a known preset (known: command)", r.Agent.Preset)
-	}
-	if r.Agent.Preset == "command" && len(r.Agent.Command) == 0 {
-		add("agent.command", "must be an argv list when agent.preset is command")
-	}
+	r.Agent.validate(add)
 	if len(r.Verify) > contract.MaxCommandsPerPhase {
 		add("verify", "has %d steps; at most %d", len(r.Verify), contract.MaxCommandsPerPhase)
 	}

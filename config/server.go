@@ -9,10 +9,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,6 +54,7 @@ type Server struct {
 	Workers   Workers   `yaml:"workers"`
 	HTTP      HTTP      `yaml:"http"`
 	Policy    Policy    `yaml:"policy"`
+	Agents    Agents    `yaml:"agents"`
 }
 
 // GitHub is how the app reaches GitHub (or GitHub Enterprise Server).
@@ -219,6 +222,242 @@ type Policy struct {
 	ForkPRRepos []string `yaml:"fork_pr_repos"`
 }
 
+// Agents is the model side of agent sessions: which providers the model
+// proxy reaches, with what keys, and which models repositories may choose.
+// Endpoints and keys are server-side only: a repository names a model, the
+// sandbox reaches the model proxy by the provider's name, and the app adds
+// the key at the far end.
+type Agents struct {
+	// TokenBudget caps the tokens (input plus output, as the provider
+	// reports them) one session may use, counted by the model proxy; 0
+	// means no cap.
+	TokenBudget int64 `yaml:"token_budget"`
+	// Providers are keyed by name (contract.ValidProviderName), which the
+	// model proxy routes on and models refer to.
+	Providers map[string]Provider `yaml:"providers"`
+	// Models are the models repositories may choose, each served by one
+	// provider.
+	Models []Model `yaml:"models"`
+}
+
+// Provider is one model provider the model proxy forwards to.
+type Provider struct {
+	// Kind is the API it speaks: contract.ProviderKindOpenAI (Responses
+	// and Chat Completions, a Bearer key) or contract.ProviderKindAnthropic
+	// (Messages, an x-api-key).
+	Kind string `yaml:"kind"`
+	// BaseURL is the API's base, as the vendor's own SDKs take it:
+	// https://api.openai.com/v1 (OPENAI_BASE_URL) for openai,
+	// https://api.anthropic.com (ANTHROPIC_BASE_URL, no /v1) for anthropic.
+	// The proxy appends the agent's request path to it.
+	BaseURL string `yaml:"base_url"`
+	// Key (api_key) or a file holding it (KeyPath, api_key_path) is the
+	// provider's key; set exactly one. Read it with APIKey, which reads
+	// the file.
+	Key     string `yaml:"api_key"`
+	KeyPath string `yaml:"api_key_path"`
+
+	name string // set by Server.Provider, for messages
+}
+
+// String never shows the key.
+func (p Provider) String() string {
+	key := "none"
+	switch {
+	case p.Key != "":
+		key = "(set)"
+	case p.KeyPath != "":
+		key = "file " + p.KeyPath
+	}
+	return fmt.Sprintf("{Kind:%s BaseURL:%s APIKey:%s}", p.Kind, p.BaseURL, key)
+}
+
+// APIKey returns the provider's key, read from its file when api_key_path
+// is set (surrounding white space trimmed).
+func (p Provider) APIKey() (string, error) {
+	if p.KeyPath == "" {
+		if p.Key == "" {
+			return "", fmt.Errorf("%s: not set", p.key("api_key"))
+		}
+		return p.Key, nil
+	}
+	b, err := os.ReadFile(p.KeyPath)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p.key("api_key_path"), err)
+	}
+	k := strings.TrimSpace(string(b))
+	if k == "" {
+		return "", fmt.Errorf("%s: %s is empty", p.key("api_key_path"), p.KeyPath)
+	}
+	return k, nil
+}
+
+func (p Provider) key(k string) string {
+	name := p.name
+	if name == "" {
+		name = "<name>"
+	}
+	return "agents.providers." + name + "." + k
+}
+
+// Model is one model repositories may choose.
+type Model struct {
+	// Name is the provider's model id (gpt-5-codex,
+	// claude-opus-4-1), as the agent sends it and a repository's
+	// agent.model names it (contract.ValidModelName); unique.
+	Name string `yaml:"name"`
+	// Provider names the entry of agents.providers that serves it.
+	Provider string `yaml:"provider"`
+	// Presets are the agent presets that may use it. Empty means every
+	// preset but command that speaks the provider's kind (codex: openai;
+	// claude-code: anthropic; opencode: both); command must be listed to
+	// be allowed.
+	Presets []string `yaml:"presets"`
+}
+
+// Provider returns the named provider.
+func (c Server) Provider(name string) (Provider, bool) {
+	p, ok := c.Agents.Providers[name]
+	if ok {
+		p.name = name
+	}
+	return p, ok
+}
+
+// modelPresets is the presets that may use m: its own list, or the
+// default for its provider's kind.
+func (c Server) modelPresets(m Model) []string {
+	if len(m.Presets) > 0 {
+		return m.Presets
+	}
+	var out []string
+	kind := c.Agents.Providers[m.Provider].Kind
+	for _, p := range contract.KnownPresets() {
+		if p != contract.PresetCommand && p.Speaks(kind) {
+			out = append(out, string(p))
+		}
+	}
+	return out
+}
+
+// ModelAllowed reports whether a repository's agent of preset may use
+// model, and the provider that serves it.
+func (c Server) ModelAllowed(preset, model string) (provider string, ok bool) {
+	for _, m := range c.Agents.Models {
+		if m.Name == model {
+			if slices.Contains(c.modelPresets(m), preset) {
+				return m.Provider, true
+			}
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// modelPresetsByName is the presets that may use the named model, or nil
+// when the server has no such model.
+func (c Server) modelPresetsByName(model string) []string {
+	for _, m := range c.Agents.Models {
+		if m.Name == model {
+			return c.modelPresets(m)
+		}
+	}
+	return nil
+}
+
+// ModelsFor lists the models preset may use, in config order.
+func (c Server) ModelsFor(preset string) []string {
+	var out []string
+	for _, m := range c.Agents.Models {
+		if slices.Contains(c.modelPresets(m), preset) {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// DefaultTokenBudget is agents.token_budget's default.
+const DefaultTokenBudget = 2_000_000
+
+func (a Agents) validate(add func(key, format string, args ...any)) {
+	if a.TokenBudget < 0 {
+		add("agents.token_budget", "must not be negative (0 means no cap; found %d)", a.TokenBudget)
+	}
+	for name, p := range a.Providers {
+		key := "agents.providers." + name
+		if err := contract.ValidProviderName(name); err != nil {
+			add(key, "the name %v", err)
+			continue
+		}
+		switch p.Kind {
+		case contract.ProviderKindOpenAI, contract.ProviderKindAnthropic:
+		case "":
+			add(key+".kind", "is required: %s", strings.Join(contract.ProviderKinds(), " or "))
+		default:
+			add(key+".kind", "%q must be %s", p.Kind, strings.Join(contract.ProviderKinds(), " or "))
+		}
+		if p.BaseURL == "" {
+			add(key+".base_url", "is required")
+		} else if err := checkURL(p.BaseURL); err != nil {
+			add(key+".base_url", "%v", err)
+		} else if u, _ := url.Parse(p.BaseURL); u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			add(key+".base_url", "must have no query or fragment: the proxy appends the request's path to it")
+		} else if p.Kind == contract.ProviderKindAnthropic && strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/v1") {
+			add(key+".base_url", "must be the API's root without /v1 for kind anthropic (https://api.anthropic.com, as ANTHROPIC_BASE_URL): agents ask for /v1/messages under it")
+		}
+		switch {
+		case p.Key == "" && p.KeyPath == "":
+			add(key+".api_key", "set it or %s.api_key_path", key)
+		case p.Key != "" && p.KeyPath != "":
+			add(key+".api_key", "set only one of it and %s.api_key_path", key)
+		case p.Key != "" && strings.TrimSpace(p.Key) != p.Key:
+			add(key+".api_key", "must not start or end with white space")
+		}
+	}
+	seen := map[string]int{}
+	for i, m := range a.Models {
+		key := fmt.Sprintf("agents.models[%d]", i)
+		if err := contract.ValidModelName(m.Name); err != nil {
+			add(key+".name", "%v", err)
+		} else if j, dup := seen[m.Name]; dup {
+			add(key+".name", "%q is also agents.models[%d]; model names are unique", m.Name, j)
+		} else {
+			seen[m.Name] = i
+		}
+		p, ok := a.Providers[m.Provider]
+		switch {
+		case m.Provider == "":
+			add(key+".provider", "is required: one of agents.providers")
+		case !ok:
+			add(key+".provider", "%q is not in agents.providers (%s)", m.Provider, strings.Join(sortedKeys(a.Providers), ", "))
+		}
+		for j, name := range m.Presets {
+			pk := fmt.Sprintf("%s.presets[%d]", key, j)
+			preset := contract.Preset(name)
+			switch {
+			case !preset.Known():
+				add(pk, "%q is not a known preset (known: %s)", name, presetList())
+			case slices.Contains(m.Presets[:j], name):
+				add(pk, "%q is listed twice", name)
+			case ok && p.Kind != "" && !preset.Speaks(p.Kind) && slices.Contains(contract.ProviderKinds(), p.Kind):
+				add(pk, "preset %s cannot talk to provider %s, whose kind is %s", name, m.Provider, p.Kind)
+			}
+		}
+	}
+}
+
+func presetList() string {
+	var names []string
+	for _, p := range contract.KnownPresets() {
+		names = append(names, string(p))
+	}
+	return strings.Join(names, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
 // Defaults returns the configuration used where nothing is set.
 func Defaults() Server {
 	return Server{
@@ -275,6 +514,7 @@ func Defaults() Server {
 			ShutdownTimeout:   30 * time.Second,
 			MaxBodyBytes:      25 << 20,
 		},
+		Agents: Agents{TokenBudget: DefaultTokenBudget},
 	}
 }
 
@@ -410,6 +650,7 @@ func (c Server) Validate() error {
 		add("executor.max_concurrent", "must be between 1 and 256")
 	}
 	c.Snapshots.validate(add)
+	c.Agents.validate(add)
 	if c.Workers.ReconcileInterval < time.Second {
 		add("workers.reconcile_interval", "must be at least 1s")
 	}

@@ -229,7 +229,7 @@ func TestDecodeChannelStrict(t *testing.T) {
 			return err
 		}, nil, `unknown field "level"`},
 		{"result evidence version", func() error {
-			_, err := DecodeResultUpload(bytes.NewReader(bytes.Replace(upload, []byte(EvidenceVersion), []byte("inspect.evidence/v2"), 1)), ManifestLimits{})
+			_, err := DecodeResultUpload(bytes.NewReader(bytes.Replace(upload, []byte(EvidenceVersion), []byte("inspect.evidence/v1"), 1)), ManifestLimits{})
 			return err
 		}, ErrVersion, "evidence has version"},
 		{"result evidence missing", func() error {

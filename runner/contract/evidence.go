@@ -10,7 +10,7 @@ import (
 
 // EvidenceVersion is the version of evidence.json this build writes and
 // reads. Bump it with any change to Evidence's fields or their meaning.
-const EvidenceVersion = "inspect.evidence/v1"
+const EvidenceVersion = "inspect.evidence/v2"
 
 // EvidenceFileName is the evidence's file name: in the attempt's directory,
 // and among a Buildkite build's artifacts, where the app looks for it when
@@ -35,6 +35,9 @@ const (
 	MaxTestFailures = 200
 	// MaxTestMessageBytes caps one failure's message.
 	MaxTestMessageBytes = 8 << 10
+	// MaxPromptBytes caps Evidence.Prompt, and so the prompt the
+	// supervisor assembles: it cuts the gathered context to fit.
+	MaxPromptBytes = 256 << 10
 )
 
 // Phase is a stage of an attempt, as progress events and command results
@@ -124,8 +127,13 @@ type Evidence struct {
 	// FinalAnswer is the agent's final message, posted when it changed
 	// nothing.
 	FinalAnswer string `json:"final_answer,omitempty"`
+	// Prompt is the prompt the agent was given, exactly as the supervisor
+	// assembled it from the spec (sanitized, fenced, and cut to at most
+	// MaxPromptBytes), so a reviewer can see what the agent was told.
+	// Empty when the attempt ended before the agent was prompted.
+	Prompt string `json:"prompt,omitempty"`
 	// Usage is the model token usage the egress proxy counted. The app
-	// fills it; the supervisor leaves it empty.
+	// merges it in; the supervisor leaves it empty.
 	Usage *TokenUsage `json:"usage,omitempty"`
 }
 
@@ -174,11 +182,20 @@ type TestFailure struct {
 	Message string `json:"message,omitempty"`
 }
 
-// TokenUsage is model tokens counted by the egress proxy.
+// TokenUsage is what the egress proxy counted of an attempt's model
+// traffic: tokens as the model's responses reported them, and requests.
+// (No field is named for "tokens": TestSpecFieldNamesHoldNoCredentials
+// keeps credential-like names out of stored documents.)
 type TokenUsage struct {
-	Input  int64 `json:"input"`
+	// Input is the input (prompt) tokens.
+	Input int64 `json:"input"`
+	// Output is the output (completion) tokens.
 	Output int64 `json:"output"`
-	Total  int64 `json:"total"`
+	// Total is as the responses reported it, which need not be the sum of
+	// the two above.
+	Total int64 `json:"total"`
+	// Requests is how many model requests the proxy forwarded.
+	Requests int `json:"requests"`
 }
 
 // ChangeStatus says what a change did to one file.
@@ -301,10 +318,24 @@ func (e *Evidence) validate(f *faults, prefix string) {
 		seen[c.Path] = true
 	}
 	checkText(f, at(prefix, "final_answer"), e.FinalAnswer, MaxFinalAnswerBytes, false)
+	checkText(f, at(prefix, "prompt"), e.Prompt, MaxPromptBytes, false)
 	if e.Usage != nil {
-		u := e.Usage
-		if u.Input < 0 || u.Output < 0 || u.Total < 0 {
-			f.add(at(prefix, "usage"), "counts must not be negative")
+		e.Usage.validate(f, at(prefix, "usage"))
+	}
+}
+
+func (u *TokenUsage) validate(f *faults, prefix string) {
+	for _, c := range []struct {
+		field string
+		n     int64
+	}{
+		{"input", u.Input},
+		{"output", u.Output},
+		{"total", u.Total},
+		{"requests", int64(u.Requests)},
+	} {
+		if c.n < 0 {
+			f.add(at(prefix, c.field), "must not be negative")
 		}
 	}
 }

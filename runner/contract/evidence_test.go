@@ -77,7 +77,18 @@ func TestEvidenceValidate(t *testing.T) {
 		{"change counts", func(e *Evidence) { e.Changes[0].Deletions = -1 }, []string{"changes[0]"}},
 
 		{"final answer too long", func(e *Evidence) { e.FinalAnswer = strings.Repeat("a", MaxFinalAnswerBytes+1) }, []string{"final_answer"}},
-		{"usage negative", func(e *Evidence) { e.Usage.Total = -1 }, []string{"usage"}},
+		{"prompt at the cap", func(e *Evidence) { e.Prompt = strings.Repeat("p", MaxPromptBytes) }, nil},
+		{"prompt too long", func(e *Evidence) { e.Prompt = strings.Repeat("p", MaxPromptBytes+1) }, []string{"prompt"}},
+		{"prompt invalid UTF-8", func(e *Evidence) { e.Prompt = "a\xff" }, []string{"prompt"}},
+		{"prompt NUL", func(e *Evidence) { e.Prompt = "a\x00" }, []string{"prompt"}},
+
+		{"usage zero", func(e *Evidence) { e.Usage = &TokenUsage{} }, nil},
+		{"usage input negative", func(e *Evidence) { e.Usage.Input = -1 }, []string{"usage.input"}},
+		{"usage output negative", func(e *Evidence) { e.Usage.Output = -1 }, []string{"usage.output"}},
+		{"usage total negative", func(e *Evidence) { e.Usage.Total = -1 }, []string{"usage.total"}},
+		{"usage requests negative", func(e *Evidence) { e.Usage.Requests = -1 }, []string{"usage.requests"}},
+		{"usage all negative", func(e *Evidence) { *e.Usage = TokenUsage{-1, -1, -1, -1} },
+			[]string{"usage.input", "usage.output", "usage.total", "usage.requests"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,7 +118,7 @@ func TestEvidenceRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, absent := range []string{"usage", "tests", "workspace", "partial", "commands", "snapshot_created_at"} {
+	for _, absent := range []string{"usage", "prompt", "tests", "workspace", "partial", "commands", "snapshot_created_at"} {
 		if bytes.Contains(data, []byte(`"`+absent+`"`)) {
 			t.Errorf("minimal evidence writes %q: %s", absent, data)
 		}
@@ -125,10 +136,12 @@ func TestDecodeEvidenceStrict(t *testing.T) {
 		want error
 		text string
 	}{
-		"unknown field":  {bytes.Replace(good, []byte(`"outcome":`), []byte(`"mood":"ok","outcome":`), 1), nil, `unknown field "mood"`},
-		"wrong version":  {bytes.Replace(good, []byte(EvidenceVersion), []byte("inspect.evidence/v2"), 1), ErrVersion, "v2"},
-		"oversize":       {append([]byte(`{"version":"`+EvidenceVersion+`","final_answer":"`), bytes.Repeat([]byte("a"), MaxEvidenceBytes)...), ErrTooLarge, "larger than"},
-		"invalid inside": {bytes.Replace(good, []byte(`"outcome":"verify_failed"`), []byte(`"outcome":"great"`), 1), nil, "outcome"},
+		"unknown field":       {bytes.Replace(good, []byte(`"outcome":`), []byte(`"mood":"ok","outcome":`), 1), nil, `unknown field "mood"`},
+		"wrong version":       {bytes.Replace(good, []byte(EvidenceVersion), []byte("inspect.evidence/v1"), 1), ErrVersion, "v1"},
+		"unknown usage field": {bytes.Replace(good, []byte(`"requests":`), []byte(`"cached":1,"requests":`), 1), nil, `unknown field "cached"`},
+		"prompt too long":     {bytes.Replace(good, []byte(`"prompt":"`), []byte(`"prompt":"`+strings.Repeat("p", MaxPromptBytes)), 1), nil, "prompt"},
+		"oversize":            {append([]byte(`{"version":"`+EvidenceVersion+`","final_answer":"`), bytes.Repeat([]byte("a"), MaxEvidenceBytes)...), ErrTooLarge, "larger than"},
+		"invalid inside":      {bytes.Replace(good, []byte(`"outcome":"verify_failed"`), []byte(`"outcome":"great"`), 1), nil, "outcome"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := DecodeEvidence(bytes.NewReader(tc.data))

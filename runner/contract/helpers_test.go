@@ -124,7 +124,8 @@ func validEvidence() Evidence {
 			{Path: "calc/add_test.go", Status: ChangeModified, Additions: 4, Test: true},
 		},
 		FinalAnswer: "Fixed the off-by-one in Add.",
-		Usage:       &TokenUsage{Input: 1200, Output: 300, Total: 1500},
+		Prompt:      "# Inspect session 01hx3k9q2m7e4w\n\nYou are working in /workspace, a checkout of octo-org/hello.world at commit " + sha1 + ".\n\n## Request\n\n```text\nmake the failing test pass\n```\n",
+		Usage:       &TokenUsage{Input: 1200, Output: 300, Total: 1500, Requests: 4},
 	}
 }
 

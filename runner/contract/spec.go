@@ -170,17 +170,89 @@ type ContextItem struct {
 // Preset names how the agent is run.
 type Preset string
 
-// PresetCommand runs Agent.Command, an argv, with the prompt file as an
-// argument. Extended by: real agents (issue 7) adds codex, opencode and
-// claude-code.
-const PresetCommand Preset = "command"
+// The presets. PresetCommand runs the repository's own argv; the others run
+// a known coding-agent CLI non-interactively, pointed at the model proxy
+// (the supervisor says how: supervisor.AgentInvocation). Adding a preset is
+// a constant, an entry in presetRules and one in presetProviderKinds.
+const (
+	// PresetCommand runs Agent.Command, an argv, with the prompt file as an
+	// argument.
+	PresetCommand Preset = "command"
+	// PresetCodex runs OpenAI's Codex CLI (`codex exec`).
+	PresetCodex Preset = "codex"
+	// PresetOpenCode runs OpenCode (`opencode run`).
+	PresetOpenCode Preset = "opencode"
+	// PresetClaudeCode runs Anthropic's Claude Code (`claude -p`).
+	PresetClaudeCode Preset = "claude-code"
+)
+
+// Provider kinds: the API a model provider speaks, which decides which
+// presets can use its models.
+const (
+	// ProviderKindOpenAI is the OpenAI API (Responses and Chat Completions,
+	// a Bearer key).
+	ProviderKindOpenAI = "openai"
+	// ProviderKindAnthropic is the Anthropic Messages API (an x-api-key).
+	ProviderKindAnthropic = "anthropic"
+)
+
+// ProviderKinds lists the provider kinds, sorted.
+func ProviderKinds() []string { return []string{ProviderKindAnthropic, ProviderKindOpenAI} }
+
+// presetProviderKinds says which provider kinds each CLI preset can talk to.
+// PresetCommand is absent: the repository's own program may use anything.
+var presetProviderKinds = map[Preset][]string{
+	PresetCodex:      {ProviderKindOpenAI},
+	PresetOpenCode:   {ProviderKindAnthropic, ProviderKindOpenAI},
+	PresetClaudeCode: {ProviderKindAnthropic},
+}
 
 // presetRules holds each known preset's own checks. Adding a preset is a
 // constant and an entry here.
 var presetRules = map[Preset]func(f *faults, prefix string, a Agent){
 	PresetCommand: func(f *faults, prefix string, a Agent) {
 		checkArgv(f, at(prefix, "command"), a.Command)
+		// A command may be given a model and its provider, or neither.
+		switch {
+		case a.Provider == "" && a.ProviderKind != "":
+			f.add(at(prefix, "provider_kind"), "must be empty when there is no provider")
+		case a.Provider != "" && a.Model == "":
+			f.add(at(prefix, "model"), "is required with a provider")
+		case a.Provider != "":
+			checkProviderKind(f, at(prefix, "provider_kind"), a)
+		}
 	},
+	PresetCodex:      checkCLIAgent,
+	PresetOpenCode:   checkCLIAgent,
+	PresetClaudeCode: checkCLIAgent,
+}
+
+// checkCLIAgent checks an agent that runs a known CLI: no argv of the
+// repository's, and a model served by a provider of a kind the CLI speaks.
+func checkCLIAgent(f *faults, prefix string, a Agent) {
+	if len(a.Command) > 0 {
+		f.add(at(prefix, "command"), "must be empty for preset %s, which runs its own CLI (command is for preset %s)", a.Preset, PresetCommand)
+	}
+	if a.Model == "" {
+		f.add(at(prefix, "model"), "is required for preset %s", a.Preset)
+	}
+	if a.Provider == "" {
+		f.add(at(prefix, "provider"), "is required for preset %s", a.Preset)
+	}
+	checkProviderKind(f, at(prefix, "provider_kind"), a)
+}
+
+// checkProviderKind checks that the agent names a provider kind its preset
+// can talk to.
+func checkProviderKind(f *faults, field string, a Agent) {
+	switch {
+	case a.ProviderKind == "":
+		f.add(field, "is required (%s)", strings.Join(ProviderKinds(), " or "))
+	case !slices.Contains(ProviderKinds(), a.ProviderKind):
+		f.add(field, "must be %s, not %s", strings.Join(ProviderKinds(), " or "), safeQuote(a.ProviderKind))
+	case !a.Preset.Speaks(a.ProviderKind):
+		f.add(field, "is %s, which preset %s cannot talk to (it speaks %s)", a.ProviderKind, a.Preset, strings.Join(presetProviderKinds[a.Preset], " or "))
+	}
 }
 
 // KnownPresets lists the presets this build can run, sorted.
@@ -193,14 +265,74 @@ func KnownPresets() []Preset {
 	return out
 }
 
-// Agent is what runs in the sandbox, from the repo config's `agent:`.
-// Endpoints and keys are server-side only and never appear here.
+// Known reports whether this build can run the preset.
+func (p Preset) Known() bool { _, ok := presetRules[p]; return ok }
+
+// Speaks reports whether the preset can use a provider of kind: a CLI
+// preset only the APIs it speaks, PresetCommand any.
+func (p Preset) Speaks(kind string) bool {
+	if p == PresetCommand {
+		return slices.Contains(ProviderKinds(), kind)
+	}
+	return slices.Contains(presetProviderKinds[p], kind)
+}
+
+// Agent is what runs in the sandbox, from the repo config's `agent:` and
+// the server's model list. Endpoints and keys are server-side only and
+// never appear here: the agent reaches its provider through the model
+// proxy, by the provider's name.
 type Agent struct {
 	Preset Preset `json:"preset"`
-	// Command is the argv for PresetCommand.
+	// Command is the argv for PresetCommand; empty for every other preset.
 	Command []string `json:"command,omitempty"`
-	// Model is among those the server allows; the app has checked that.
+	// Model is among those the server allows for the preset; the app has
+	// checked that. Required for every preset but PresetCommand.
 	Model string `json:"model,omitempty"`
+	// Provider is the server-side name of the provider serving Model
+	// (config agents.providers), which the model proxy routes on
+	// (/v1/providers/{provider}/...). A name only: no URL, no key.
+	// Required for every preset but PresetCommand.
+	Provider string `json:"provider,omitempty"`
+	// ProviderKind is the API Provider speaks (ProviderKindOpenAI or
+	// ProviderKindAnthropic), so the CLI is set up to talk it. Required with
+	// Provider.
+	ProviderKind string `json:"provider_kind,omitempty"`
+}
+
+// Validate checks the agent as Spec.Validate does, naming fields
+// "agent.*".
+func (a Agent) Validate() error {
+	var f faults
+	a.validate(&f, "agent")
+	scanSecrets(&f, "agent", reflect.ValueOf(a))
+	return f.err("agent")
+}
+
+var (
+	providerNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	modelNameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$`)
+)
+
+// ValidProviderName checks a provider's name: 1 to 63 of lower-case
+// letters, digits, '_' and '-', starting with a letter or digit. It is a
+// path segment of the model proxy's URLs and a key in CLI configs, so it
+// needs no escaping anywhere.
+func ValidProviderName(s string) error {
+	if !providerNameRE.MatchString(s) {
+		return errors.New("must be 1 to 63 of lower-case letters, digits, '_' and '-', starting with a letter or digit")
+	}
+	return nil
+}
+
+// ValidModelName checks a model's name: 1 to 128 of letters, digits and
+// . _ : @ / -, starting with a letter or digit (never '-', so it cannot
+// pass for an option where it is an argv element). Provider model ids
+// (gpt-5-codex, claude-opus-4-1@20250805, openai/gpt-oss-120b) fit.
+func ValidModelName(s string) error {
+	if !modelNameRE.MatchString(s) {
+		return errors.New("must be 1 to 128 of letters, digits and . _ : @ / -, starting with a letter or digit")
+	}
+	return nil
 }
 
 // Command is one setup or verify step: an argv (never a shell string built
@@ -497,7 +629,16 @@ func (a Agent) validate(f *faults, prefix string) {
 	default:
 		rule(f, prefix, a)
 	}
-	checkLine(f, at(prefix, "model"), a.Model, MaxNameBytes, false)
+	if a.Model != "" {
+		if err := ValidModelName(a.Model); err != nil {
+			f.add(at(prefix, "model"), "%v", err)
+		}
+	}
+	if a.Provider != "" {
+		if err := ValidProviderName(a.Provider); err != nil {
+			f.add(at(prefix, "provider"), "%v", err)
+		}
+	}
 }
 
 func validateCommands(f *faults, prefix string, cmds []Command) {

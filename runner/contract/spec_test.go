@@ -113,7 +113,7 @@ func TestSpecValidate(t *testing.T) {
 		{"check output trusted", func(s *Spec) { s.Context[2].Untrusted = false }, []string{"context[2].untrusted"}},
 
 		{"preset missing", func(s *Spec) { s.Agent.Preset = "" }, []string{"agent.preset"}},
-		{"preset unknown", func(s *Spec) { s.Agent.Preset = "codex" }, []string{"agent.preset"}},
+		{"preset unknown", func(s *Spec) { s.Agent.Preset = "aider" }, []string{"agent.preset"}},
 		{"command preset without argv", func(s *Spec) { s.Agent.Command = nil }, []string{"agent.command"}},
 		{"command preset empty program", func(s *Spec) { s.Agent.Command = []string{"", "x"} }, []string{"agent.command[0]"}},
 		{"command argv NUL", func(s *Spec) { s.Agent.Command = []string{"a", "b\x00"} }, []string{"agent.command[1]"}},
@@ -392,8 +392,129 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 func TestKnownPresets(t *testing.T) {
-	if got := KnownPresets(); len(got) != 1 || got[0] != PresetCommand {
-		t.Fatalf("KnownPresets() = %v", got)
+	want := []Preset{PresetClaudeCode, PresetCodex, PresetCommand, PresetOpenCode}
+	if got := KnownPresets(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("KnownPresets() = %v, want %v", got, want)
+	}
+	for _, p := range want {
+		if !p.Known() {
+			t.Errorf("%s.Known() = false", p)
+		}
+		if p != PresetCommand && len(presetProviderKinds[p]) == 0 {
+			t.Errorf("preset %s speaks no provider kind", p)
+		}
+	}
+	if Preset("aider").Known() || Preset("").Known() {
+		t.Error("an unknown preset is Known")
+	}
+}
+
+func TestPresetSpeaks(t *testing.T) {
+	for _, c := range []struct {
+		preset Preset
+		kind   string
+		want   bool
+	}{
+		{PresetCodex, ProviderKindOpenAI, true},
+		{PresetCodex, ProviderKindAnthropic, false},
+		{PresetClaudeCode, ProviderKindAnthropic, true},
+		{PresetClaudeCode, ProviderKindOpenAI, false},
+		{PresetOpenCode, ProviderKindOpenAI, true},
+		{PresetOpenCode, ProviderKindAnthropic, true},
+		{PresetCommand, ProviderKindOpenAI, true},
+		{PresetCommand, ProviderKindAnthropic, true},
+		{PresetCommand, "gemini", false},
+		{PresetOpenCode, "", false},
+		{"aider", ProviderKindOpenAI, false},
+	} {
+		if got := c.preset.Speaks(c.kind); got != c.want {
+			t.Errorf("%s.Speaks(%q) = %v, want %v", c.preset, c.kind, got, c.want)
+		}
+	}
+}
+
+// TestAgentValidate checks each preset's shape: command needs its argv,
+// the CLI presets a model served by a provider of a kind they speak and no
+// argv, and no agent carries a URL-ish or credential-ish name.
+func TestAgentValidate(t *testing.T) {
+	codex := Agent{Preset: PresetCodex, Model: "gpt-5-codex", Provider: "openai", ProviderKind: ProviderKindOpenAI}
+	with := func(a Agent, f func(*Agent)) Agent { f(&a); return a }
+	cases := []struct {
+		name   string
+		agent  Agent
+		faults []string
+	}{
+		{"command", Agent{Preset: PresetCommand, Command: []string{"./agent"}}, nil},
+		{"command with a model only", Agent{Preset: PresetCommand, Command: []string{"./agent"}, Model: "gpt-5"}, nil},
+		{"command with a provider", Agent{Preset: PresetCommand, Command: []string{"./agent"}, Model: "gpt-5", Provider: "openai", ProviderKind: ProviderKindOpenAI}, nil},
+		{"command with a provider but no model", Agent{Preset: PresetCommand, Command: []string{"./agent"}, Provider: "openai", ProviderKind: ProviderKindOpenAI}, []string{"agent.model"}},
+		{"command with a provider but no kind", Agent{Preset: PresetCommand, Command: []string{"./agent"}, Model: "m", Provider: "openai"}, []string{"agent.provider_kind"}},
+		{"command with a kind but no provider", Agent{Preset: PresetCommand, Command: []string{"./agent"}, ProviderKind: ProviderKindOpenAI}, []string{"agent.provider_kind"}},
+		{"command without argv", Agent{Preset: PresetCommand}, []string{"agent.command"}},
+
+		{"codex", codex, nil},
+		{"opencode on openai", with(codex, func(a *Agent) { a.Preset = PresetOpenCode }), nil},
+		{"opencode on anthropic", Agent{Preset: PresetOpenCode, Model: "claude-opus-4-1", Provider: "anthropic", ProviderKind: ProviderKindAnthropic}, nil},
+		{"claude-code", Agent{Preset: PresetClaudeCode, Model: "claude-opus-4-1@20250805", Provider: "vertex-claude", ProviderKind: ProviderKindAnthropic}, nil},
+		{"model with a slash", with(codex, func(a *Agent) { a.Preset, a.Model = PresetOpenCode, "openai/gpt-oss-120b" }), nil},
+
+		{"codex with a command", with(codex, func(a *Agent) { a.Command = []string{"codex"} }), []string{"agent.command"}},
+		{"codex without a model", with(codex, func(a *Agent) { a.Model = "" }), []string{"agent.model"}},
+		{"codex without a provider", with(codex, func(a *Agent) { a.Provider = "" }), []string{"agent.provider"}},
+		{"codex without a kind", with(codex, func(a *Agent) { a.ProviderKind = "" }), []string{"agent.provider_kind"}},
+		{"codex on anthropic", with(codex, func(a *Agent) { a.ProviderKind = ProviderKindAnthropic }), []string{"agent.provider_kind"}},
+		{"claude-code on openai", Agent{Preset: PresetClaudeCode, Model: "m", Provider: "openai", ProviderKind: ProviderKindOpenAI}, []string{"agent.provider_kind"}},
+		{"unknown kind", with(codex, func(a *Agent) { a.ProviderKind = "gemini" }), []string{"agent.provider_kind"}},
+		{"nothing at all", Agent{Preset: PresetClaudeCode}, []string{"agent.model", "agent.provider", "agent.provider_kind"}},
+
+		{"model is an option", with(codex, func(a *Agent) { a.Model = "--dangerous" }), []string{"agent.model"}},
+		{"model with a space", with(codex, func(a *Agent) { a.Model = "gpt 5" }), []string{"agent.model"}},
+		{"model with a quote", with(codex, func(a *Agent) { a.Model = `gpt"5` }), []string{"agent.model"}},
+		{"model newline", with(codex, func(a *Agent) { a.Model = "a\nb" }), []string{"agent.model"}},
+		{"model too long", with(codex, func(a *Agent) { a.Model = strings.Repeat("m", 129) }), []string{"agent.model"}},
+		{"model longest", with(codex, func(a *Agent) { a.Model = strings.Repeat("m", 128) }), nil},
+		{"provider is a URL", with(codex, func(a *Agent) { a.Provider = "https://api.openai.com/v1" }), []string{"agent.provider"}},
+		{"provider upper case", with(codex, func(a *Agent) { a.Provider = "OpenAI" }), []string{"agent.provider"}},
+		{"provider path", with(codex, func(a *Agent) { a.Provider = "openai/../x" }), []string{"agent.provider"}},
+		{"provider too long", with(codex, func(a *Agent) { a.Provider = strings.Repeat("p", 64) }), []string{"agent.provider"}},
+		{"model is a key", with(codex, func(a *Agent) { a.Model = fakeToken("sk-", 40) }), []string{"agent.model"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.agent.Validate()
+			wantFaults(t, err, tc.faults...)
+			s := validSpec()
+			s.Agent = tc.agent
+			wantFaults(t, s.Validate(), tc.faults...)
+			// Faults name the field, never echo a long value (a key in
+			// the wrong place must not reach a log).
+			if err != nil && len(tc.agent.Model) > 20 && strings.Contains(err.Error(), tc.agent.Model) {
+				t.Errorf("the fault echoes the model: %v", err)
+			}
+		})
+	}
+}
+
+func TestValidNames(t *testing.T) {
+	for _, ok := range []string{"openai", "anthropic", "azure-east_2", "0"} {
+		if err := ValidProviderName(ok); err != nil {
+			t.Errorf("ValidProviderName(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "-x", "_x", "Open", "a.b", "a/b", "a b", strings.Repeat("a", 64)} {
+		if ValidProviderName(bad) == nil {
+			t.Errorf("ValidProviderName(%q) = nil", bad)
+		}
+	}
+	for _, ok := range []string{"gpt-5-codex", "o3", "claude-opus-4-1@20250805", "openai/gpt-oss-120b", "us.anthropic.claude-sonnet-4:0", "GPT_5"} {
+		if err := ValidModelName(ok); err != nil {
+			t.Errorf("ValidModelName(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "-m", ".m", "/m", "m m", "m\tx", `m"`, "m'", "m\\x", "m=x", "m$x", "m;x", "m]", strings.Repeat("m", 129)} {
+		if ValidModelName(bad) == nil {
+			t.Errorf("ValidModelName(%q) = nil", bad)
+		}
 	}
 }
 

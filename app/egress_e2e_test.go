@@ -1,0 +1,106 @@
+package app_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/internal/fakemodel"
+	"github.com/inspecthq/inspect/runner/local"
+)
+
+// modelKey is the provider's key, which only the app may hold.
+const modelKey = "sk-proj-inspect-test-0123456789abcdefghijklmnop"
+
+// newModelHarness runs real sandboxed sessions whose agent may reach the
+// scripted model, as provider "scripted", only through the model proxy.
+func newModelHarness(t *testing.T, budget int64) (*harness, *fakemodel.Server, *local.Executor) {
+	t.Helper()
+	model := fakemodel.New()
+	t.Cleanup(model.Close)
+	model.RequireKey(modelKey)
+	h, lx := newSandboxHarness(t, func(c *configServer) {
+		c.Agents.TokenBudget = budget
+		c.Agents.Providers = map[string]config.Provider{"scripted": {Kind: "openai", BaseURL: model.URL() + "/v1", Key: modelKey}}
+		c.Agents.Models = []config.Model{{Name: "scripted-1", Provider: "scripted", Presets: []string{"command", "codex"}}}
+	})
+	return h, model, lx
+}
+
+// A command agent that speaks to the model with curl: the proxy adds the
+// key, the answer streams back, the usage lands in the store; the agent's
+// own key and a made-up provider get nowhere.
+func TestModelProxyCarriesTheAgentsRequestsAndCountsTokens(t *testing.T) {
+	h, model, lx := newModelHarness(t, 0)
+	model.Script(fakemodel.Turn{Message: "hello from the model", Usage: fakemodel.Usage{InputTokens: 1200, OutputTokens: 34}})
+	agent := `set -u
+base=http://127.0.0.1:8931/v1/providers
+{
+  echo "scripted: $(curl -sS -H 'Authorization: Bearer sk-agent-made-up' -H 'Content-Type: application/json' -d '{"model":"scripted-1","input":"hi","stream":true}' $base/scripted/responses | grep -o 'hello from the model' | head -1)"
+  echo "other provider: $(curl -sS -o /dev/null -w '%{http_code}' -d '{}' $base/openai/responses)"
+  echo "env has key: $(env | grep -c sk-proj || true)"
+} > "$INSPECT_ANSWER_FILE"
+`
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
+		"agent.sh":            agent,
+		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"agent.sh\"]\n  model: scripted-1\n",
+	}, "an agent that calls the model")
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect say hello"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	h.waitForAttempt(lx)
+	h.runWorkers()
+	sess := h.onlySession()
+	if sess.Outcome != store.NoChange {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
+	}
+	for _, want := range []string{"scripted: hello from the model", "other provider: 403", "env has key: 0"} {
+		if !strings.Contains(sess.Detail, want) {
+			t.Errorf("the agent's answer lacks %q:\n%s", want, sess.Detail)
+		}
+	}
+	reqs := model.Requests()
+	if len(reqs) != 1 || reqs[0].Header.Get("Authorization") != "Bearer "+modelKey || reqs[0].Model != "scripted-1" {
+		t.Fatalf("the provider got %+v", reqs)
+	}
+	used, err := h.st.SessionUsage(context.Background(), sess.AttemptID)
+	if err != nil || used.InputTokens != 1200 || used.OutputTokens != 34 || used.Requests != 1 {
+		t.Errorf("usage = %+v %v", used, err)
+	}
+	if strings.Contains(h.logs.String(), modelKey) {
+		t.Error("the provider's key is in the app's log")
+	}
+}
+
+// Past the budget the session ends in error, with the reason said.
+func TestTokenBudgetStopsTheSession(t *testing.T) {
+	h, model, lx := newModelHarness(t, 1000)
+	for range 5 {
+		model.Script(fakemodel.Turn{Message: "more", Usage: fakemodel.Usage{InputTokens: 600, OutputTokens: 100}})
+	}
+	agent := `for i in 1 2 3 4 5; do
+  curl -sS -o /dev/null -w "%{http_code}\n" -H 'Content-Type: application/json' -d '{"model":"scripted-1","input":"again"}' http://127.0.0.1:8931/v1/providers/scripted/responses >> "$INSPECT_ANSWER_FILE"
+done
+`
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
+		"agent.sh":            agent,
+		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"agent.sh\"]\n  model: scripted-1\n",
+	}, "a chatty agent")
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect talk a lot"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	h.waitForAttempt(lx)
+	h.runWorkers()
+	sess := h.onlySession()
+	if sess.Outcome != store.Errored || sess.Reason != "token_budget" || !strings.Contains(sess.Detail, "budget of 1000") {
+		t.Fatalf("session = %s/%s %s: %s\n%s", sess.State, sess.Outcome, sess.Reason, sess.Detail, h.logs)
+	}
+	if n := len(model.Requests()); n != 2 {
+		t.Errorf("the provider got %d requests; the budget (passed by the second) should stop the rest", n)
+	}
+	h.expectOneReply(issueNumber, "budget of 1000")
+}

@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test demo bench vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo clean
+.PHONY: all build test demo bench vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex clean
 
 all: build
 
@@ -22,6 +22,10 @@ ensure-bubblewrap:
 ensure-skopeo:
 	@.ci/ensure-skopeo
 
+# The real-agent end-to-end test runs Codex CLI (npm @openai/codex, pinned).
+ensure-codex:
+	@.ci/ensure-codex
+
 build: ensure-go
 	$(GO) build -o bin/inspect ./cmd/inspect
 
@@ -33,7 +37,7 @@ vet: ensure-go
 	$(GO) vet $(PKGS)
 
 # The store suite and the end-to-end tests run against SQLite and PostgreSQL.
-test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo fmt-check vet
+test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex fmt-check vet
 	$(GO) test -race -count=1 $(PKGS)
 
 demo: ensure-go ensure-bubblewrap

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -79,11 +80,25 @@ func (s *Service) handleEgressModel(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusTooManyRequests, "the session's token budget is spent")
 		return
 	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxModelRequestBytes))
+	if err != nil {
+		refuse(http.StatusRequestEntityTooLarge, "the request is too large")
+		return
+	}
+	// The agent has a shell and can rewrite its CLI's settings: the model
+	// it asks for is checked here, where it cannot reach.
+	var asked struct {
+		Model string `json:"model"`
+	}
+	if json.Unmarshal(body, &asked) == nil && asked.Model != "" && asked.Model != spec.Agent.Model {
+		refuse(http.StatusForbidden, "this session's agent may use only the model "+spec.Agent.Model)
+		return
+	}
 	target := strings.TrimSuffix(up.BaseURL, "/") + "/" + r.PathValue(contract.PathValueRest)
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, http.MaxBytesReader(w, r.Body, maxModelRequestBytes))
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, bytes.NewReader(body))
 	if err != nil {
 		refuse(http.StatusBadRequest, "not a request the provider can take")
 		return

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -40,6 +41,7 @@ base=http://127.0.0.1:8931/v1/providers
 {
   echo "scripted: $(curl -sS -H 'Authorization: Bearer sk-agent-made-up' -H 'Content-Type: application/json' -d '{"model":"scripted-1","input":"hi","stream":true}' $base/scripted/responses | grep -o 'hello from the model' | head -1)"
   echo "other provider: $(curl -sS -o /dev/null -w '%{http_code}' -d '{}' $base/openai/responses)"
+  echo "other model: $(curl -sS -o /dev/null -w '%{http_code}' -d '{"model":"gpt-big","input":"hi"}' $base/scripted/responses)"
   echo "env has key: $(env | grep -c sk-proj || true)"
 } > "$INSPECT_ANSWER_FILE"
 `
@@ -57,7 +59,7 @@ base=http://127.0.0.1:8931/v1/providers
 	if sess.Outcome != store.NoChange {
 		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
 	}
-	for _, want := range []string{"scripted: hello from the model", "other provider: 403", "env has key: 0"} {
+	for _, want := range []string{"scripted: hello from the model", "other provider: 403", "other model: 403", "env has key: 0"} {
 		if !strings.Contains(sess.Detail, want) {
 			t.Errorf("the agent's answer lacks %q:\n%s", want, sess.Detail)
 		}
@@ -103,4 +105,51 @@ done
 		t.Errorf("the provider got %d requests; the budget (passed by the second) should stop the rest", n)
 	}
 	h.expectOneReply(issueNumber, "budget of 1000")
+}
+
+// The real Codex CLI (npm @openai/codex at the preset's pinned version,
+// installed by .ci/ensure-codex) runs as the agent, inside the sandbox,
+// reaching the scripted model only through the model proxy. The scripted
+// model fixes the sample repo's failing test with one command, then
+// answers; the session ends in a verified pull request with the answer and
+// the usage.
+func TestRealCodexCLIFixesTheSampleRepo(t *testing.T) {
+	if _, err := exec.LookPath("codex"); err != nil {
+		t.Fatalf("codex is needed (run .ci/ensure-codex): %v", err)
+	}
+	h, model, lx := newModelHarness(t, 0)
+	model.Script(
+		fakemodel.Turn{Exec: []string{"sed -i 's/return a + b + 1/return a + b/' calc.go"}, Usage: fakemodel.Usage{InputTokens: 3000, OutputTokens: 40}},
+		fakemodel.Turn{Message: "Fixed Add: it added one too many.", Usage: fakemodel.Usage{InputTokens: 3100, OutputTokens: 12}},
+	)
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
+		".github/inspect.yml": "agent:\n  preset: codex\n  model: scripted-1\nverify:\n  - name: unit tests\n    run: [\"go\", \"test\", \"-json\", \"./...\"]\n",
+	}, "codex as the agent")
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	h.waitForAttempt(lx)
+	h.runWorkers()
+	sess := h.onlySession()
+	if sess.Outcome != store.Changed {
+		t.Fatalf("session = %s/%s: %s\nmodel requests: %d, exhausted %d\n%s", sess.State, sess.Outcome, sess.Detail, len(model.Requests()), model.Exhausted(), h.logs)
+	}
+	pr, _, err := h.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| ✅ passed |", "Fixed Add: it added one too many.", "Model usage: 6152 tokens (6100 in, 52 out) over 2 requests"} {
+		if !strings.Contains(pr.GetBody(), want) {
+			t.Errorf("PR body lacks %q:\n%s", want, pr.GetBody())
+		}
+	}
+	for _, r := range model.Requests() {
+		if r.Header.Get("Authorization") != "Bearer "+modelKey {
+			t.Errorf("a request reached the model without the server's key: %v", r.Header)
+		}
+	}
+	if outs := model.FunctionOutputs(); len(outs) != 1 {
+		t.Errorf("function outputs = %q", outs)
+	}
 }

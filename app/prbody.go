@@ -86,5 +86,16 @@ func prBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 
 	fmt.Fprintf(&b, "\n## Environment\n\nBuilt on `%s` of `%s`.\n", spec.PinnedSHA, sess.FullName())
 	fmt.Fprintf(&b, "\n## Session\n\nSession `%s`, attempt `%s`, ran %s.\n", sess.ID, spec.AttemptID, ev.EndedAt.Sub(ev.StartedAt).Round(time.Second))
+	if spec.Agent.Model != "" {
+		fmt.Fprintf(&b, "\nAgent: %s with `%s`.", spec.Agent.Preset, spec.Agent.Model)
+	}
+	if u := ev.Usage; u != nil {
+		fmt.Fprintf(&b, " Model usage: %d tokens (%d in, %d out) over %d requests, counted by Inspect's model proxy.\n", u.Total, u.Input, u.Output, u.Requests)
+	} else if spec.Agent.Model != "" {
+		b.WriteString("\n")
+	}
+	if answer := strings.TrimSpace(ev.FinalAnswer); answer != "" {
+		fmt.Fprintf(&b, "\n## The agent's answer\n\n%s\n", quoteUntrusted(answer, 4000))
+	}
 	return b.String()
 }

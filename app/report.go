@@ -48,6 +48,13 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 	}
 	s.revokeTokens(ctx, a.ID)
 	ev := up.Evidence
+	// The model proxy's counts are the app's own, never the supervisor's
+	// word: they replace whatever the upload says.
+	if used, err := s.store.SessionUsage(ctx, a.ID); err == nil && used.Requests > 0 {
+		ev.Usage = &contract.TokenUsage{Input: used.InputTokens, Output: used.OutputTokens, Total: used.TotalTokens, Requests: int(used.Requests)}
+	} else {
+		ev.Usage = nil
+	}
 	switch ev.Outcome {
 	case contract.OutcomeTimedOut:
 		return s.end(ctx, sess.ID, store.TimedOut, "timed_out", fmt.Sprintf("⏱️ @%s, the session ran past its deadline and was stopped. Nothing was pushed.", sess.RequesterLogin))
@@ -57,7 +64,7 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 		return s.end(ctx, sess.ID, store.Errored, string(ev.Outcome), agentFailedReply(sess, ev))
 	}
 	if up.Manifest == nil || len(up.Manifest.Files) == 0 {
-		return s.end(ctx, sess.ID, store.NoChange, "no_change", noChangeReply(sess, ev))
+		return s.end(ctx, sess.ID, store.NoChange, "no_change", noChangeReply(sess, ev)+usageNote(ev))
 	}
 	c, err := s.gh.Installation(ctx, sess.InstallationID)
 	if err != nil {
@@ -129,7 +136,15 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 	if sess.PRNumber != 0 && verified {
 		detail = fmt.Sprintf("✅ Verified change in pull request #%d (commit `%.7s`).", sess.PRNumber, sess.CommitSHA)
 	}
-	return s.end(ctx, sess.ID, outcome, reason, detail)
+	return s.end(ctx, sess.ID, outcome, reason, detail+usageNote(ev))
+}
+
+// usageNote is the model usage, for the check run and the progress comment.
+func usageNote(ev contract.Evidence) string {
+	if u := ev.Usage; u != nil {
+		return fmt.Sprintf(" Model usage: %d tokens over %d requests.", u.Total, u.Requests)
+	}
+	return ""
 }
 
 func (s *Service) revokeTokens(ctx context.Context, attemptID string) {

@@ -78,6 +78,7 @@ func forwardCmd(args []string, stdout, stderr io.Writer) int {
 	var o forward.Options
 	fs.StringVar(&o.Listen, "listen", supervisor.EgressListen, "loopback address the agent's CLI is pointed at")
 	fs.StringVar(&o.Socket, "socket", supervisor.EgressSocket, "the egress socket inside the sandbox")
+	fs.StringVar(&o.Stdin, "stdin", "", "a file to give the agent as its standard input")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

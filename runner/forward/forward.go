@@ -27,8 +27,12 @@ type Options struct {
 	// Socket is the egress socket inside the sandbox.
 	Socket string
 	// Argv is the agent's command; it inherits this process's environment
-	// and standard streams.
-	Argv           []string
+	// and standard output and error.
+	Argv []string
+	// Stdin, when set, is a file given to the agent as its standard input
+	// (the CLI presets read the prompt there: one argv element is limited
+	// to 128 KiB).
+	Stdin          string
 	Stdout, Stderr io.Writer
 }
 
@@ -66,7 +70,15 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}()
 
 	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, o.Stdout, o.Stderr
+	cmd.Stdout, cmd.Stderr = o.Stdout, o.Stderr
+	if o.Stdin != "" {
+		f, err := os.Open(o.Stdin)
+		if err != nil {
+			return 1, fmt.Errorf("opening the agent's input: %w", err)
+		}
+		defer f.Close()
+		cmd.Stdin = f
+	}
 	if err := cmd.Start(); err != nil {
 		return 127, fmt.Errorf("starting the agent: %w", err)
 	}

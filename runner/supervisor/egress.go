@@ -96,9 +96,14 @@ func (e *egress) mounts() []sandbox.Mount {
 	}
 }
 
-// wrap runs argv under the forwarder.
-func (e *egress) wrap(argv []string) []string {
-	return append([]string{EgressBinary, "runner", "forward", "--listen", EgressListen, "--socket", EgressSocket, "--"}, argv...)
+// wrap runs argv under the forwarder, with stdin (a file in the sandbox,
+// or "") as its standard input.
+func (e *egress) wrap(argv []string, stdin string) []string {
+	w := []string{EgressBinary, "runner", "forward", "--listen", EgressListen, "--socket", EgressSocket}
+	if stdin != "" {
+		w = append(w, "--stdin", stdin)
+	}
+	return append(append(w, "--"), argv...)
 }
 
 // Request headers a model client may send on; anything else (an

@@ -61,7 +61,8 @@ type promptItem struct {
 	full                 string
 }
 
-// Which section a context item belongs in.
+// contextSection says which section of the prompt an item of kind k goes
+// in: AGENTS.md first, check output last, the rest between.
 func contextSection(k contract.ContextKind) int {
 	switch k {
 	case contract.ContextAgentsMD:
@@ -95,20 +96,20 @@ func newPromptDoc(s *contract.Spec) *promptDoc {
 	return p
 }
 
-// fit renders the prompt within max bytes. When the whole of it is too long,
+// fit renders the prompt within capBytes. When the whole of it is too long,
 // the context texts are cut to a common length (the largest that fits; the
 // shorter ones stay whole), check output keeping its end, where failures
 // are, and the rest their beginning, each with a note saying so. If the
 // prompt is too long even so (only an absurd spec gets there), it is cut
-// at max, with a note.
-func (p *promptDoc) fit(max int) string {
+// at capBytes, with a note.
+func (p *promptDoc) fit(capBytes int) string {
 	out := p.render()
-	for try := 0; len(out) > max && try < 5; try++ {
+	for try := 0; len(out) > capBytes && try < 5; try++ {
 		shown := 0
 		for _, it := range p.items {
 			shown += len(it.Text)
 		}
-		budget := shown - (len(out) - max) - 64*try
+		budget := shown - (len(out) - capBytes) - 64*try
 		lens := make([]int, len(p.items))
 		for i, it := range p.items {
 			lens[i] = len(it.full)
@@ -120,9 +121,9 @@ func (p *promptDoc) fit(max int) string {
 		}
 		out = p.render()
 	}
-	if len(out) > max {
-		note := fmt.Sprintf("\n\n(Inspect cut the prompt here: it was longer than %d bytes.)\n", max)
-		out = truncateUTF8(out, max-len(note)) + note
+	if len(out) > capBytes {
+		note := fmt.Sprintf("\n\n(Inspect cut the prompt here: it was longer than %d bytes.)\n", capBytes)
+		out = truncateUTF8(out, capBytes-len(note)) + note
 	}
 	return out
 }

@@ -201,11 +201,12 @@ func htmlTagEnd(s string, i int) int {
 // holds something inside which brackets do not count: a code span ('`'),
 // raw HTML or an autolink ('<'), math ('$'), or a link or image of its own
 // ("](", whose destination and title may hold brackets). When it holds any
-// of those, or the brackets never balance, the end is taken as late as a
-// renderer could put it: the last unescaped "](" or "][" (or "]![", which
-// becomes "][" once that image is replaced) before the next blank line (an
-// image never spans a paragraph). A "![" with no possible end
-// is left alone: no renderer shows it as an image.
+// of those (or, when the brackets never balance, the rest of the paragraph
+// does), the end is taken as late as a renderer could put it: the last
+// unescaped "](" or "][" (or "]![", which becomes "][" once that image is
+// replaced) before the next blank line, since an image never spans a
+// paragraph. A "![" with no possible end is left alone: no renderer shows
+// it as an image.
 //
 // An unescaped '!' just before a replacement would make "![image]", an
 // image again; a space goes between them.

@@ -48,6 +48,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -338,6 +339,8 @@ type session struct {
 	// after); egressRefusals counts what it turned away.
 	egress         *egress
 	egressRefusals atomic.Int64
+	// invocation is how the agent's preset is run (set for the agent phase).
+	invocation *Invocation
 }
 
 // run prepares the workspace and runs the agent and the verify commands,
@@ -353,14 +356,19 @@ func (s *session) run(ctx context.Context) {
 	s.ev.Workspace.PrepareMS = max(s.cfg.Now().Sub(s.ev.StartedAt).Milliseconds(), 0)
 
 	s.enter(contract.PhaseAgent, "running the agent")
-	argv := append(append([]string(nil), s.spec.Agent.Command...), PromptFile)
+	inv, err := s.agentInvocation()
+	if err != nil {
+		s.fail(ctx, "preparing the agent", err)
+		return
+	}
+	s.invocation = &inv
 	eg, err := s.startEgress()
 	if err != nil {
 		s.fail(ctx, "opening the sandbox's egress proxy", err)
 		return
 	}
 	s.egress = eg
-	agent, ok := s.command(ctx, "agent", argv, 0)
+	agent, ok := s.command(ctx, "agent", inv.Argv, 0)
 	s.egress = nil
 	eg.close()
 	if n := s.egressRefusals.Load(); n > 0 {
@@ -468,9 +476,11 @@ func (s *session) prepare(ctx context.Context) bool {
 	}
 	s.prepared = true
 
-	if err := writePrompt(ws.work, buildPrompt(&s.spec)); err != nil {
+	prompt := buildPrompt(&s.spec)
+	if err := writePrompt(ws.work, prompt); err != nil {
 		return s.fail(ctx, "writing the prompt", err)
 	}
+	s.ev.Prompt = s.red.Redact(prompt) // saved with the evidence, as the agent got it
 	// The module path, read before the agent can touch go.mod, names the
 	// files of failing Go tests.
 	if b, err := readWorkspaceFile(ws.work, "go.mod", 64<<10); err == nil {
@@ -558,6 +568,64 @@ func resetDir(dir string) error {
 	return nil
 }
 
+// AgentHome is the agent CLI's home inside the sandbox: under the reserved
+// /workspace/.inspect/, so writable and never part of a change.
+const AgentHome = "/workspace/" + inspectDir + "/home"
+
+// agentInvocation says how the spec's agent preset runs, and writes the
+// files it needs (a CLI's config) under AgentHome, for the sandbox uid.
+func (s *session) agentInvocation() (Invocation, error) {
+	p := AgentPaths{PromptFile: PromptFile, AnswerFile: AnswerFile, Home: AgentHome}
+	if s.spec.Agent.Provider != "" {
+		p.ModelBaseURL = ModelBaseURL(s.spec.Agent.Provider)
+	}
+	inv, err := AgentInvocation(s.spec.Agent, p)
+	if err != nil {
+		return Invocation{}, err
+	}
+	root, err := os.OpenRoot(s.ws.work)
+	if err != nil {
+		return Invocation{}, err
+	}
+	defer root.Close()
+	home := strings.TrimPrefix(AgentHome, "/workspace/")
+	// .inspect/ is reserved, but the checkout (or setup) may have put a
+	// home there: a planted CLI config or last message must not count.
+	if err := root.RemoveAll(home); err != nil {
+		return Invocation{}, err
+	}
+	if err := root.MkdirAll(home, 0o755); err != nil {
+		return Invocation{}, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(inv.Files)) {
+		rel := path.Join(home, name)
+		if err := root.MkdirAll(path.Dir(rel), 0o755); err != nil {
+			return Invocation{}, err
+		}
+		if err := root.WriteFile(rel, inv.Files[name], 0o600); err != nil {
+			return Invocation{}, err
+		}
+	}
+	if uid, gid := int(s.cfg.SandboxUID), int(s.cfg.SandboxGID); uid != os.Geteuid() || gid != os.Getegid() {
+		if err := chownTree(filepath.Join(s.ws.work, inspectDir), uid, gid); err != nil {
+			return Invocation{}, err
+		}
+	}
+	return inv, nil
+}
+
+// agentEnv is the agent's environment: the sandbox's, with the preset's
+// own variables (no credential among them, and never HOME or PATH).
+func (s *session) agentEnv(extra map[string]string) []string {
+	own := []string{"INSPECT_SESSION_ID=" + s.spec.SessionID, "INSPECT_PROMPT_FILE=" + PromptFile, "INSPECT_ANSWER_FILE=" + AnswerFile}
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		if k != "HOME" && k != "PATH" && !strings.HasPrefix(k, "INSPECT_SESSION") {
+			own = append(own, k+"="+extra[k])
+		}
+	}
+	return sandboxEnv(s.cfg.SandboxPath, s.spec.Env, own...)
+}
+
 // sandboxEnv is the sandbox's whole environment. It holds no credential of
 // any kind; keep it that way.
 func (s *session) sandboxEnv() []string {
@@ -595,18 +663,23 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 	if s.phase == contract.PhaseVerify {
 		out.tests = s.tests
 	}
-	mounts, run := s.mounts, argv
+	mounts, run, env := s.mounts, argv, s.sandboxEnv()
 	if s.egress != nil {
 		// The agent runs under the forwarder, with the egress socket bound
 		// in; the evidence records the agent's own command.
-		mounts, run = append(slices.Clone(s.mounts), s.egress.mounts()...), s.egress.wrap(argv)
+		stdin := ""
+		if s.invocation != nil {
+			stdin = s.invocation.StdinFile
+			env = s.agentEnv(s.invocation.Env)
+		}
+		mounts, run = append(slices.Clone(s.mounts), s.egress.mounts()...), s.egress.wrap(argv, stdin)
 	}
 	res, err := sandbox.Run(ctx, sandbox.Spec{
 		Workspace:   s.ws.work,
 		RootFS:      s.rootFS,
 		ExtraMounts: mounts,
 		Argv:        run,
-		Env:         s.sandboxEnv(),
+		Env:         env,
 		UID:         s.cfg.SandboxUID,
 		GID:         s.cfg.SandboxGID,
 		Timeout:     timeout,
@@ -713,6 +786,14 @@ func (s *session) finish() *Report {
 	if s.prepared {
 		if b, err := readWorkspaceFile(s.ws.work, inspectDir+"/answer.md", contract.MaxFinalAnswerBytes); err == nil {
 			s.ev.FinalAnswer = cleanText(string(b), contract.MaxFinalAnswerBytes)
+		}
+		if s.ev.FinalAnswer == "" && s.invocation != nil && s.invocation.FinalMessageFile != "" {
+			// The CLI's own last message (codex --output-last-message).
+			if rel, ok := strings.CutPrefix(s.invocation.FinalMessageFile, "/workspace/"); ok {
+				if b, err := readWorkspaceFile(s.ws.work, rel, contract.MaxFinalAnswerBytes); err == nil {
+					s.ev.FinalAnswer = cleanText(string(b), contract.MaxFinalAnswerBytes)
+				}
+			}
 		}
 		m, changes, err := collectChange(ctx, s.git, s.ws, s.spec.PinnedSHA, s.spec.Limits.Manifest(), s.spec.Verify, s.workspaceCaches()...)
 		s.ev.Changes = changes

@@ -128,28 +128,14 @@ func (s *Service) handleEgressModel(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	meter := &usageMeter{}
-	fl, _ := w.(http.Flusher)
-	buf := make([]byte, 32<<10)
-	for {
-		n, rerr := resp.Body.Read(buf)
-		if n > 0 {
-			chunk := buf[:n]
-			if up.Key != "" && bytes.Contains(chunk, []byte(up.Key)) {
-				// A provider that echoes the key (in an error) must not hand it to the sandbox.
-				chunk = bytes.ReplaceAll(chunk, []byte(up.Key), []byte("[redacted]"))
-			}
-			meter.Write(chunk)
-			if _, werr := w.Write(chunk); werr != nil {
-				break // the agent went away; the counts still count
-			}
-			if fl != nil {
-				fl.Flush()
-			}
+	contract.Stream(w, resp.Body, func(chunk []byte) []byte {
+		if up.Key != "" && bytes.Contains(chunk, []byte(up.Key)) {
+			// A provider that echoes the key (in an error) must not hand it to the sandbox.
+			chunk = bytes.ReplaceAll(chunk, []byte(up.Key), []byte("[redacted]"))
 		}
-		if rerr != nil {
-			break
-		}
-	}
+		meter.Write(chunk)
+		return chunk
+	})
 	u := meter.usage()
 	u.Requests = 1
 	total, err := s.store.AddUsage(context.WithoutCancel(r.Context()), a.ID, u, s.clock.Now())

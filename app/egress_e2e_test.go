@@ -49,13 +49,7 @@ base=http://127.0.0.1:8931/v1/providers
 		"agent.sh":            agent,
 		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"agent.sh\"]\n  model: scripted-1\n",
 	}, "an agent that calls the model")
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect say hello"})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	h.waitForAttempt(lx)
-	h.runWorkers()
-	sess := h.onlySession()
+	sess := h.runSandboxSession(lx, "/inspect say hello")
 	if sess.Outcome != store.NoChange {
 		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
 	}
@@ -91,13 +85,7 @@ done
 		"agent.sh":            agent,
 		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"agent.sh\"]\n  model: scripted-1\n",
 	}, "a chatty agent")
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect talk a lot"})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	h.waitForAttempt(lx)
-	h.runWorkers()
-	sess := h.onlySession()
+	sess := h.runSandboxSession(lx, "/inspect talk a lot")
 	if sess.Outcome != store.Errored || sess.Reason != "token_budget" || !strings.Contains(sess.Detail, "budget of 1000") {
 		t.Fatalf("session = %s/%s %s: %s\n%s", sess.State, sess.Outcome, sess.Reason, sess.Detail, h.logs)
 	}
@@ -125,13 +113,7 @@ func TestRealCodexCLIFixesTheSampleRepo(t *testing.T) {
 	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
 		".github/inspect.yml": "agent:\n  preset: codex\n  model: scripted-1\nverify:\n  - name: unit tests\n    run: [\"go\", \"test\", \"-json\", \"./...\"]\n",
 	}, "codex as the agent")
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	h.waitForAttempt(lx)
-	h.runWorkers()
-	sess := h.onlySession()
+	sess := h.runSandboxSession(lx, "/inspect make TestAdd pass")
 	if sess.Outcome != store.Changed {
 		t.Fatalf("session = %s/%s: %s\nmodel requests: %d, exhausted %d\n%s", sess.State, sess.Outcome, sess.Detail, len(model.Requests()), model.Exhausted(), h.logs)
 	}
@@ -152,4 +134,17 @@ func TestRealCodexCLIFixesTheSampleRepo(t *testing.T) {
 	if outs := model.FunctionOutputs(); len(outs) != 1 {
 		t.Errorf("function outputs = %q", outs)
 	}
+}
+
+// runSandboxSession comments body on the issue and runs the session's real
+// attempt to its end.
+func (h *harness) runSandboxSession(lx *local.Executor, body string) store.Session {
+	h.t.Helper()
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: body})); code != 200 {
+		h.t.Fatal(code)
+	}
+	h.runWorkers()
+	h.waitForAttempt(lx)
+	h.runWorkers()
+	return h.onlySession()
 }

@@ -37,3 +37,23 @@ func BuildInspect(dir string) (string, error) {
 	}
 	return bin, nil
 }
+
+// MainWithForwarder is a TestMain's body for packages that run the
+// supervisor inside their test binary: the sandbox's egress forwarder is
+// `inspect runner forward`, and the test binary is not inspect, so it
+// builds inspect once, hands its path to set, runs the tests and exits.
+func MainWithForwarder(m *testing.M, set func(path string)) {
+	dir, err := os.MkdirTemp("", "inspect-forwarder-")
+	var bin string
+	if err == nil {
+		bin, err = BuildInspect(dir)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building inspect for the forwarder: %v\n", err)
+		os.Exit(1)
+	}
+	set(bin)
+	code := m.Run()
+	_ = os.RemoveAll(dir) // a leftover temp dir is harmless
+	os.Exit(code)
+}

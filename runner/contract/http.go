@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 )
 
@@ -35,4 +36,32 @@ func NewSecret() string {
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux (Go ≥1.24 documents it)
 	return hex.EncodeToString(b[:])
+}
+
+// Stream copies body to w as it arrives, flushing after each chunk, so a
+// streamed model answer (server-sent events) is never held in a buffer;
+// each, when set, sees every chunk first and returns what to write. It ends
+// at the body's end or the first read or write error: either way the other
+// side sees the stream end.
+func Stream(w http.ResponseWriter, body io.Reader, each func([]byte) []byte) {
+	fl, _ := w.(http.Flusher)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			if each != nil {
+				chunk = each(chunk)
+			}
+			if _, werr := w.Write(chunk); werr != nil {
+				return
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }

@@ -27,18 +27,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// The agent runs under `inspect runner forward`: this test binary is
-	// not inspect, so build it once.
-	dir, err := os.MkdirTemp("", "inspect-forwarder-")
-	if err == nil {
-		forwarder, err = sandboxtest.BuildInspect(dir)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building inspect for the forwarder: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir) // a leftover temp dir is harmless
-	os.Exit(code)
+	// not inspect.
+	sandboxtest.MainWithForwarder(m, func(path string) { forwarder = path })
 }
 
 // forwarder is the inspect binary the sandbox's egress forwarder runs.

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/sandbox"
 )
 
@@ -61,7 +61,13 @@ func (s *session) startEgress() (*egress, error) {
 		}
 	}
 	e.bin = filepath.Join(e.dir, "inspect")
-	if err := copyExecutable(self, e.bin); err != nil {
+	root, err := os.OpenRoot(e.dir)
+	if err != nil {
+		return nil, err
+	}
+	err = copyFileIn(root, self, "inspect", 0o755)
+	_ = root.Close() // nothing written through it after the copy
+	if err != nil {
 		return nil, fmt.Errorf("copying the forwarder: %w", err)
 	}
 	e.sock = filepath.Join(e.dir, "egress.sock")
@@ -155,51 +161,9 @@ func (s *session) egressHandler() http.Handler {
 			}
 		}
 		w.WriteHeader(resp.StatusCode)
-		streamBody(w, resp.Body)
+		contract.Stream(w, resp.Body, nil)
 	})
 }
 
 // providerName is what a provider's name may be (config names them).
 var providerName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-
-// streamBody copies a (possibly server-sent-events) body, flushing each
-// chunk as it arrives so a streaming model answer is not held back.
-func streamBody(w http.ResponseWriter, body io.Reader) {
-	fl, _ := w.(http.Flusher)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := body.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return // the agent went away
-			}
-			if fl != nil {
-				fl.Flush()
-			}
-		}
-		if err != nil {
-			return // io.EOF, or the app ended the stream (a spent budget)
-		}
-	}
-}
-
-// copyExecutable copies src to dst, mode 0755.
-func copyExecutable(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		_ = out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Chmod(dst, 0o755)
-}

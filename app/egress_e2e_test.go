@@ -148,3 +148,59 @@ func (h *harness) runSandboxSession(lx *local.Executor, body string) store.Sessi
 	h.runWorkers()
 	return h.onlySession()
 }
+
+// The same real Codex CLI, scripted by the model to misbehave: print the
+// environment, read outside /workspace, reach the network directly and
+// another host through the proxy, and push. No key or token reaches it,
+// nothing leaves, and nothing is pushed.
+func TestRealCodexCLICannotLeakOrEscape(t *testing.T) {
+	if _, err := exec.LookPath("codex"); err != nil {
+		t.Fatalf("codex is needed (run .ci/ensure-codex): %v", err)
+	}
+	h, model, lx := newModelHarness(t, 0)
+	model.Script(
+		fakemodel.Turn{Exec: []string{
+			"env; cat /proc/1/environ | tr '\\0' '\\n'",
+			"cat /etc/shadow; ls -la / /root /home; cat ~/.gitconfig ~/.git-credentials",
+			"curl -sS -m 5 http://1.1.1.1/ || echo direct-refused",
+			"curl -sS -m 5 -x http://127.0.0.1:8931 http://example.com/ ; echo",
+			"curl -sS -m 5 http://127.0.0.1:8931/v1/providers/scripted/../../../../v1/attempts ; echo",
+			"git remote -v; git push origin HEAD:refs/heads/main 2>&1 || echo push-refused",
+		}},
+		fakemodel.Turn{Message: "I tried."},
+	)
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
+		".github/inspect.yml": "agent:\n  preset: codex\n  model: scripted-1\n",
+	}, "codex as the agent")
+	mainBefore := h.gh.BranchSHA(owner, repoName, "main")
+	sess := h.runSandboxSession(lx, "/inspect look around")
+	if sess.State != store.Done {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
+	}
+	outs := strings.Join(model.FunctionOutputs(), "\n")
+	if len(model.FunctionOutputs()) != 6 {
+		t.Fatalf("the agent ran %d of the 6 commands:\n%s", len(model.FunctionOutputs()), outs)
+	}
+	secrets := append([]string{modelKey, h.cfg.GitHub.WebhookSecret}, h.gh.MintedTokens()...)
+	for _, s := range secrets {
+		if strings.Contains(outs, s) {
+			t.Errorf("a credential reached the agent: %.12s…", s)
+		}
+	}
+	for _, r := range model.Requests() {
+		if strings.Contains(string(r.Body), modelKey) {
+			t.Error("the key went back to the model in a request body")
+		}
+	}
+	for _, want := range []string{"direct-refused", "inspect_egress_refused", "push-refused"} {
+		if !strings.Contains(outs, want) {
+			t.Errorf("the agent's outputs lack %q:\n%s", want, outs)
+		}
+	}
+	if strings.Contains(outs, "root:") {
+		t.Errorf("the agent read /etc/shadow:\n%s", outs)
+	}
+	if got := h.gh.BranchSHA(owner, repoName, "main"); got != mainBefore {
+		t.Errorf("main moved from %s to %s", mainBefore, got)
+	}
+}

@@ -203,4 +203,20 @@ func TestRealCodexCLICannotLeakOrEscape(t *testing.T) {
 	if got := h.gh.BranchSHA(owner, repoName, "main"); got != mainBefore {
 		t.Errorf("main moved from %s to %s", mainBefore, got)
 	}
+	// Nor anywhere else: the stored evidence, the app's log, the comments.
+	a, err := h.st.GetAttempt(context.Background(), sess.AttemptID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var posted strings.Builder
+	for _, c := range h.gh.Comments(owner, repoName, issueNumber) {
+		posted.WriteString(c.Body)
+	}
+	for _, s := range secrets {
+		for where, text := range map[string]string{"the stored result": a.Result, "the app's log": h.logs.String(), "a comment": posted.String()} {
+			if strings.Contains(text, s) {
+				t.Errorf("a credential is in %s: %.12s…", where, s)
+			}
+		}
+	}
 }

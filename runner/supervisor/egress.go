@@ -138,7 +138,7 @@ func (s *session) egressHandler() http.Handler {
 		}
 		rest, ok := strings.CutPrefix(r.URL.Path, "/v1/providers/")
 		provider, path, ok2 := strings.Cut(rest, "/")
-		if !ok || !ok2 || !providerName.MatchString(provider) || path == "" {
+		if !ok || !ok2 || !providerName.MatchString(provider) || path == "" || strings.Contains("/"+path+"/", "/../") {
 			refuse("only /v1/providers/{provider}/... is served")
 			return
 		}

@@ -25,6 +25,7 @@ base=http://` + EgressListen + `
 {
   echo "model: $(curl -sS -H 'Authorization: Bearer made-up' -H 'Cookie: x=1' -d '{"model":"m"}' $base/v1/providers/openai/responses)"
   echo "other path: $(curl -sS -o /dev/null -w '%{http_code}' $base/v1/models)"
+  echo "dot-dot: $(curl -sS --path-as-is -o /dev/null -w '%{http_code}' $base/v1/providers/openai/../../../claim)"
   echo "as a proxy: $(curl -sS -o /dev/null -w '%{http_code}' -x $base http://example.com/)"
   echo "connect: $(curl -sS -o /dev/null -w '%{http_code}' -p -x $base https://example.com/ 2>&1 | tail -c 3)"
   if curl -sS -m 5 -o /dev/null http://1.1.1.1/ 2>/dev/null; then echo "direct: reached"; else echo "direct: unreachable"; fi
@@ -37,7 +38,7 @@ base=http://` + EgressListen + `
 	answer := u.Evidence.FinalAnswer
 	for _, want := range []string{
 		`model: event: response.completed`, `"path":"responses"`,
-		"other path: 403", "as a proxy: 403", "direct: unreachable",
+		"other path: 403", "dot-dot: 403", "as a proxy: 403", "direct: unreachable",
 	} {
 		if !strings.Contains(answer, want) {
 			t.Errorf("the agent's report lacks %q:\n%s", want, answer)

@@ -33,13 +33,6 @@ type modelUpstream struct {
 	Key  string
 }
 
-// Request headers the proxy passes on to a provider; everything else,
-// any Authorization above all, is the app's to set.
-var modelRequestHeaders = []string{"Content-Type", "Accept", "OpenAI-Beta", "Anthropic-Version", "Anthropic-Beta", "Idempotency-Key"}
-
-// Response headers passed back.
-var modelResponseHeaders = []string{"Content-Type", "Cache-Control", "Retry-After", "X-Request-Id", "Request-Id"}
-
 // maxModelRequestBytes bounds one request to a provider.
 const maxModelRequestBytes = 32 << 20
 
@@ -103,11 +96,7 @@ func (s *Service) handleEgressModel(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusBadRequest, "not a request the provider can take")
 		return
 	}
-	for _, k := range modelRequestHeaders {
-		for _, v := range r.Header.Values(k) {
-			out.Header.Add(k, v)
-		}
-	}
+	contract.CopyHeaders(out.Header, r.Header, contract.ModelRequestHeaders)
 	switch up.Kind {
 	case "anthropic":
 		out.Header.Set("X-Api-Key", up.Key)
@@ -121,11 +110,7 @@ func (s *Service) handleEgressModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
-	for _, k := range modelResponseHeaders {
-		for _, v := range resp.Header.Values(k) {
-			w.Header().Add(k, v)
-		}
-	}
+	contract.CopyHeaders(w.Header(), resp.Header, contract.ModelResponseHeaders)
 	w.WriteHeader(resp.StatusCode)
 	meter := &usageMeter{}
 	contract.Stream(w, resp.Body, func(chunk []byte) []byte {

@@ -295,22 +295,15 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 // pausedLocally checks the two pause switches from local state. A cache miss
 // errs on the side of accepting; the worker re-checks with the fresh config.
 func (s *Service) pausedLocally(ctx context.Context, t handlers.Trigger) (policy.Decision, error) {
-	repoPaused := false
-	now := s.clock.Now()
-	entry, found, err := s.store.CachedRepoConfig(ctx, t.Repo.ID, now)
+	// A cached pause is trusted only while fresh (cachedRepoConfig): were
+	// the push that lifted it lost, an old entry would otherwise refuse
+	// forever without looking. Past repo_config_max_age the trigger is
+	// accepted and the worker reads the config again.
+	cfg, known, err := s.cachedRepoConfig(ctx, t.Repo.ID)
 	if err != nil {
 		return policy.Decision{}, err
 	}
-	// A cached pause is trusted only while fresh: were the push that lifted
-	// it lost, an old entry would otherwise refuse forever without looking.
-	// Past repo_config_max_age the trigger is accepted and the worker reads
-	// the config again.
-	fresh := now.Sub(entry.FetchedAt) < s.cfg.RepoConfigMaxAge
-	if found && fresh && entry.Status == store.ConfigFile {
-		if cfg, ok := s.parsed.get(entry); ok {
-			repoPaused = !cfg.IsEnabled()
-		}
-	}
+	repoPaused := known && !cfg.IsEnabled()
 	if !s.cfg.Paused && !repoPaused {
 		return policy.Decision{Allowed: true}, nil
 	}

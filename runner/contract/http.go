@@ -65,3 +65,25 @@ func Stream(w http.ResponseWriter, body io.Reader, each func([]byte) []byte) {
 		}
 	}
 }
+
+// ModelRequestHeaders are the request headers a model client's request
+// keeps on its way through the egress proxy (the supervisor, then the app);
+// anything else is dropped, above all any Authorization the agent made up:
+// the app sets the provider's key itself.
+var ModelRequestHeaders = []string{
+	"Content-Type", "Accept", "OpenAI-Beta", "Anthropic-Version", "Anthropic-Beta",
+	"Idempotency-Key", "Session_id", "Conversation_id", "Originator", "Version",
+}
+
+// ModelResponseHeaders are the provider's response headers passed back to
+// the agent.
+var ModelResponseHeaders = []string{"Content-Type", "Cache-Control", "Retry-After", "X-Request-Id", "Request-Id"}
+
+// CopyHeaders adds to dst the values src has for names.
+func CopyHeaders(dst, src http.Header, names []string) {
+	for _, k := range names {
+		for _, v := range src.Values(k) {
+			dst.Add(k, v)
+		}
+	}
+}

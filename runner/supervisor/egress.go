@@ -112,16 +112,6 @@ func (e *egress) wrap(argv []string, stdin string) []string {
 	return append(append(w, "--"), argv...)
 }
 
-// Request headers a model client may send on; anything else (an
-// Authorization the agent made up, cookies, proxy headers) is dropped.
-var egressRequestHeaders = []string{
-	"Content-Type", "Accept", "OpenAI-Beta", "Anthropic-Version", "Anthropic-Beta",
-	"Idempotency-Key", "Session_id", "Conversation_id", "Originator", "Version",
-}
-
-// Response headers passed back to the agent.
-var egressResponseHeaders = []string{"Content-Type", "Cache-Control", "Retry-After", "X-Request-Id", "Request-Id"}
-
 func (s *session) egressHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		refuse := func(why string) {
@@ -143,11 +133,7 @@ func (s *session) egressHandler() http.Handler {
 			return
 		}
 		hdr := http.Header{}
-		for _, k := range egressRequestHeaders {
-			for _, v := range r.Header.Values(k) {
-				hdr.Add(k, v)
-			}
-		}
+		contract.CopyHeaders(hdr, r.Header, contract.ModelRequestHeaders)
 		resp, err := s.ch.egress(r.Context(), r.Method, provider, path, r.URL.RawQuery, hdr, r.Body)
 		if err != nil {
 			s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("egress request to the app failed")
@@ -155,11 +141,7 @@ func (s *session) egressHandler() http.Handler {
 			return
 		}
 		defer resp.Body.Close()
-		for _, k := range egressResponseHeaders {
-			for _, v := range resp.Header.Values(k) {
-				w.Header().Add(k, v)
-			}
-		}
+		contract.CopyHeaders(w.Header(), resp.Header, contract.ModelResponseHeaders)
 		w.WriteHeader(resp.StatusCode)
 		contract.Stream(w, resp.Body, nil)
 	})

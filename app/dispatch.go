@@ -196,7 +196,7 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		return contract.Spec{}, fmt.Sprintf("⚠️ @%s, this repository's `.github/inspect.yml` names no agent, so Inspect has nothing to run. "+
 			"Add `agent: {preset: codex, model: ...}` (or `{preset: command, command: [...]}`) on the default branch and comment again.", sess.RequesterLogin), nil
 	}
-	agent, err := s.specAgent(cfg.Agent)
+	agent, err := cfg.Agent.Spec(s.cfg)
 	if err != nil {
 		return contract.Spec{}, fmt.Sprintf("⚠️ @%s, this repository's agent cannot run on this Inspect server:\n\n```\n%s\n```\n\n"+
 			"Fix `agent:` in `.github/inspect.yml` on the default branch and comment again.", sess.RequesterLogin, fence(err.Error())), nil
@@ -344,21 +344,4 @@ func defaultBranchAgentsMD(ctx context.Context, c *github.Client, owner, repo, b
 		return nil, fmt.Errorf("decoding AGENTS.md: %w", err)
 	}
 	return []contract.ContextItem{{Kind: contract.ContextAgentsMD, Source: "AGENTS.md@" + branch, Text: clip(text)}}, nil
-}
-
-// specAgent is the repo's agent as the spec carries it: the preset, and for
-// a model the provider the server serves it from (by name and kind only:
-// the endpoint and key stay in the app). An error is for the requester: a
-// model the server does not offer to that preset, say.
-func (s *Service) specAgent(a config.Agent) (contract.Agent, error) {
-	if err := a.Validate(s.cfg); err != nil {
-		return contract.Agent{}, err
-	}
-	out := contract.Agent{Preset: a.PresetName(), Command: a.Command, Model: a.Model}
-	if a.Model != "" {
-		provider, _ := s.cfg.ModelAllowed(string(out.Preset), a.Model) // Validate said it is allowed
-		p, _ := s.cfg.Provider(provider)
-		out.Provider, out.ProviderKind = provider, p.Kind
-	}
-	return out, nil
 }

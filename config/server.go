@@ -74,6 +74,49 @@ type GitHub struct {
 	APIURL string `yaml:"api_url"`
 	// WebURL is the web root: https://github.com or https://HOST.
 	WebURL string `yaml:"web_url"`
+	// Outbound is how hard the app may press on GitHub's API.
+	Outbound Outbound `yaml:"outbound"`
+	// Redelivery recovers webhook deliveries GitHub could not hand us.
+	Redelivery Redelivery `yaml:"redelivery"`
+}
+
+// Outbound is the discipline toward GitHub's API (its documented secondary
+// rate limits), fleet-wide: the counts of content-creating requests live in
+// the database, so replicas share one budget per installation.
+type Outbound struct {
+	// Creates caps content-creating requests (POST, PATCH, PUT, DELETE)
+	// per installation in each sliding window; GitHub documents 80 a
+	// minute and 500 an hour.
+	Creates []RateWindow `yaml:"creates"`
+	// MaxConcurrent caps requests in flight from one replica; GitHub
+	// documents 100 concurrent requests.
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// ETagCacheEntries bounds the conditional-request cache (0 turns it
+	// off). A 304 does not count against the primary rate limit.
+	ETagCacheEntries int `yaml:"etag_cache_entries"`
+	// MaxWait is how long a request waits in-line for a rate-limit slot or
+	// a Retry-After; longer waits give the work back to the queue instead.
+	MaxWait time.Duration `yaml:"max_wait"`
+}
+
+// RateWindow is at most Limit requests in any Window.
+type RateWindow struct {
+	Limit  int           `yaml:"limit"`
+	Window time.Duration `yaml:"window"`
+}
+
+// Redelivery is the sweep over the App's webhook deliveries (GET
+// /app/hook/deliveries) that asks GitHub to redeliver the ones we never
+// answered 2xx: GitHub does not retry failed deliveries on its own.
+type Redelivery struct {
+	// Interval is how often the sweep runs, once per interval across the
+	// fleet; 0 turns it off.
+	Interval time.Duration `yaml:"interval"`
+	// Window is how far back the sweep looks; GitHub keeps deliveries
+	// (and redelivers them) for 3 days.
+	Window time.Duration `yaml:"window"`
+	// MaxPerGUID caps the redeliveries asked for one delivery GUID.
+	MaxPerGUID int `yaml:"max_per_guid"`
 }
 
 // Sessions bounds every session; a repo's config may only narrow these.
@@ -201,6 +244,12 @@ type Workers struct {
 	// builds, GitHub whether each session's PR or repository is still
 	// there. Every question is an API call, so it is not every poll.
 	ReconcileInterval time.Duration `yaml:"reconcile_interval"`
+	// Heartbeat is how often a replica records that it is alive.
+	Heartbeat time.Duration `yaml:"heartbeat"`
+	// ReplicaTimeout is how long a replica may go without a heartbeat
+	// before the others treat it as dead and re-dispatch the local
+	// attempts that died with it.
+	ReplicaTimeout time.Duration `yaml:"replica_timeout"`
 }
 
 // HTTP holds the server's timeouts and limits.
@@ -212,6 +261,11 @@ type HTTP struct {
 	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
 	// MaxBodyBytes caps a webhook body. GitHub never sends more than 25 MB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxInflightWebhooks sheds load: a webhook arriving while this many
+	// are being accepted is answered 503 at once, so GitHub records a
+	// failure the redelivery sweep recovers, instead of the server
+	// falling over. 0 means no limit.
+	MaxInflightWebhooks int `yaml:"max_inflight_webhooks"`
 }
 
 // Policy is what only the server may decide.
@@ -470,6 +524,13 @@ func Defaults() Server {
 		GitHub: GitHub{
 			APIURL: "https://api.github.com/",
 			WebURL: "https://github.com",
+			Outbound: Outbound{
+				Creates:          []RateWindow{{Limit: 80, Window: time.Minute}, {Limit: 500, Window: time.Hour}},
+				MaxConcurrent:    100,
+				ETagCacheEntries: 4096,
+				MaxWait:          30 * time.Second,
+			},
+			Redelivery: Redelivery{Interval: 5 * time.Minute, Window: 72 * time.Hour, MaxPerGUID: 3},
 		},
 		Sessions: Sessions{
 			Timeout:         30 * time.Minute,
@@ -505,6 +566,8 @@ func Defaults() Server {
 			MaxAttempts:       5,
 			RetryBackoff:      5 * time.Second,
 			ReconcileInterval: time.Minute,
+			Heartbeat:         10 * time.Second,
+			ReplicaTimeout:    time.Minute,
 		},
 		HTTP: HTTP{
 			ReadHeaderTimeout: 5 * time.Second,
@@ -512,7 +575,8 @@ func Defaults() Server {
 			WriteTimeout:      15 * time.Second,
 			IdleTimeout:       60 * time.Second,
 			ShutdownTimeout:   30 * time.Second,
-			MaxBodyBytes:      25 << 20,
+			MaxBodyBytes:        25 << 20,
+			MaxInflightWebhooks: 256,
 		},
 		Agents: Agents{TokenBudget: DefaultTokenBudget},
 	}
@@ -654,6 +718,17 @@ func (c Server) Validate() error {
 	if c.Workers.ReconcileInterval < time.Second {
 		add("workers.reconcile_interval", "must be at least 1s")
 	}
+	if c.Workers.Heartbeat <= 0 {
+		add("workers.heartbeat", "must be positive")
+	}
+	if c.Workers.ReplicaTimeout < 2*c.Workers.Heartbeat {
+		add("workers.replica_timeout", "must be at least twice workers.heartbeat (%s), or a slow heartbeat reads as a dead replica", c.Workers.Heartbeat)
+	}
+	if c.HTTP.MaxInflightWebhooks < 0 {
+		add("http.max_inflight_webhooks", "must not be negative")
+	}
+	c.GitHub.Outbound.validate(add)
+	c.GitHub.Redelivery.validate(add)
 	if c.RepoConfigMaxAge <= 0 {
 		add("repo_config_max_age", "must be positive")
 	}
@@ -861,4 +936,37 @@ func (c Server) BuildkiteAPIToken() (string, error) {
 		return "", fmt.Errorf("buildkite.api_token_path: %w", err)
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+func (o Outbound) validate(add func(key, format string, args ...any)) {
+	for i, w := range o.Creates {
+		if w.Limit < 1 || w.Window < time.Second {
+			add(fmt.Sprintf("github.outbound.creates[%d]", i), "needs a limit of at least 1 and a window of at least 1s")
+		}
+	}
+	if o.MaxConcurrent < 1 {
+		add("github.outbound.max_concurrent", "must be at least 1")
+	}
+	if o.ETagCacheEntries < 0 {
+		add("github.outbound.etag_cache_entries", "must not be negative")
+	}
+	if o.MaxWait < 0 {
+		add("github.outbound.max_wait", "must not be negative")
+	}
+}
+
+// MaxRedeliveryWindow is how long GitHub keeps deliveries and redelivers
+// them.
+const MaxRedeliveryWindow = 72 * time.Hour
+
+func (r Redelivery) validate(add func(key, format string, args ...any)) {
+	if r.Interval < 0 {
+		add("github.redelivery.interval", "must not be negative (0 turns the sweep off)")
+	}
+	if r.Window <= 0 || r.Window > MaxRedeliveryWindow {
+		add("github.redelivery.window", "must be positive and at most 72h, GitHub's limit (found %s)", r.Window)
+	}
+	if r.MaxPerGUID < 1 || r.MaxPerGUID > 20 {
+		add("github.redelivery.max_per_guid", "must be between 1 and 20 (found %d)", r.MaxPerGUID)
+	}
 }

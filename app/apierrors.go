@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v62/github"
 
 	"github.com/inspecthq/inspect/internal/retryafter"
@@ -46,9 +47,16 @@ func classifyAPIError(err error, now time.Time) (wait time.Duration, refusal *ap
 	var refused *apiRefusal
 	var bkFinal *buildkite.FinalError
 	var bkRate *buildkite.RateLimitedError
+	var mint *ghinstallation.HTTPError
 	switch {
 	case errors.As(err, &refused):
 		return 0, refused
+	case errors.As(err, &mint) && mint.Response != nil && installationGone(mint.Response.StatusCode) && !rateLimited(mint.Response.Header):
+		// GitHub would not mint a token: the installation was suspended
+		// (403), removed (404) or the App's key revoked (401). No retry
+		// changes that, so the session ends now, cleanly.
+		return 0, &apiRefusal{service: "GitHub", status: mint.Response.StatusCode,
+			message: "the installation's access token could not be created (suspended or uninstalled)", final: true}
 	case errors.As(err, &bkFinal):
 		return 0, &apiRefusal{service: "Buildkite", status: bkFinal.Status, message: bkFinal.Message, final: true}
 	case errors.As(err, &bkRate):
@@ -85,4 +93,14 @@ func clampWait(d time.Duration) time.Duration {
 func refusalReply(login string, r *apiRefusal) string {
 	return fmt.Sprintf("⚠️ @%s, %s refused a request this session needed (`%d`: %s), so Inspect stopped it; retrying would not help. "+
 		"Operators can check the App's permissions and installation.", login, r.service, r.status, cell(r.message))
+}
+
+// rateLimited tells a 403 that is a rate limit (GitHub sends one of these
+// headers with it) from a refusal.
+func rateLimited(h http.Header) bool {
+	return h.Get("Retry-After") != "" || h.Get("X-RateLimit-Remaining") == "0"
+}
+
+func installationGone(code int) bool {
+	return code == http.StatusUnauthorized || code == http.StatusForbidden || code == http.StatusNotFound
 }

@@ -113,6 +113,11 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 	}
 	claim := contract.NewSecret()
 	a := store.Attempt{ID: spec.AttemptID, SessionID: sess.ID, Number: number, Deadline: spec.Limits.Deadline, Spec: string(specJSON)}
+	if s.hostsAttempts() {
+		// Its sandbox lives and dies with this replica (see
+		// replaceDeadHostAttempt).
+		a.Host = s.WorkerName
+	}
 	if err := s.store.CreateAttempt(ctx, a, claim, s.clock.Now()); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/google/go-github/v62/github"
@@ -29,25 +28,32 @@ const reconcileBatch = 1000
 
 // reconcile makes sure every session reaches an end. Every poll: sessions
 // past their deadline end timed_out (their run is cancelled; the check run
-// concludes through the sync the ending queues). Every
-// workers.reconcile_interval, and at start-up: the executor is asked about
-// unfinished attempts, and GitHub about each session's target.
+// concludes through the sync the ending queues), and the local executor is
+// asked about this replica's attempts (and the store about other
+// replicas' liveness). Once per workers.reconcile_interval across the
+// fleet (store.ClaimTick): Buildkite about unfinished builds, and GitHub
+// about each session's target.
 func (s *Service) reconcile(ctx context.Context) error {
-	if s.attemptChecks.due(s.clock.Now(), s.attemptCheckInterval()) {
+	if s.cfg.Executor.Kind != "buildkite" || s.fleetDue(ctx, "reconcile_attempts", s.cfg.Workers.ReconcileInterval) {
 		if err := s.reconcileAttempts(ctx); err != nil {
 			return err
 		}
 	}
-	if s.targetChecks.due(s.clock.Now(), s.cfg.Workers.ReconcileInterval) {
+	if s.fleetDue(ctx, "reconcile_targets", s.cfg.Workers.ReconcileInterval) {
 		if err := s.reconcileTargets(ctx); err != nil {
 			return err
 		}
 	}
+	// Snapshot scheduling is once per repo per refresh across the fleet by
+	// itself: ScheduleSnapshotBuilds claims each repo's next build under a
+	// lock.
 	if err := s.queueSnapshotBuilds(ctx); err != nil {
 		return err
 	}
 	// The grace lets a supervisor that stopped at the deadline still upload
-	// its (timed_out, partial) evidence, which says more than we can.
+	// its (timed_out, partial) evidence, which says more than we can. Every
+	// replica looks, every time: the query is cheap, and ending is a
+	// conditional mutation, so two replicas ending one session end it once.
 	overdue, err := s.store.SessionsPastDeadline(ctx, s.clock.Now().Add(-deadlineGrace), 50)
 	if err != nil {
 		return err
@@ -59,33 +65,6 @@ func (s *Service) reconcile(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// intervalGate lets something run at most once per interval per replica;
-// the first call is always due (start-up).
-type intervalGate struct {
-	mu   sync.Mutex
-	last time.Time
-}
-
-func (g *intervalGate) due(now time.Time, every time.Duration) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.last.IsZero() && now.Sub(g.last) < every {
-		return false
-	}
-	g.last = now
-	return true
-}
-
-// attemptCheckInterval is workers.reconcile_interval on Buildkite, where
-// every question is an API call; the local executor answers from memory,
-// so it is asked every poll.
-func (s *Service) attemptCheckInterval() time.Duration {
-	if s.cfg.Executor.Kind == "buildkite" {
-		return s.cfg.Workers.ReconcileInterval
-	}
-	return 0
 }
 
 // endRun ends a session whose attempt attemptID is still its current one
@@ -131,6 +110,16 @@ func (s *Service) reconcileAttempt(ctx context.Context, states stateReporter, se
 	a, err := s.store.GetAttempt(ctx, sess.AttemptID)
 	if err != nil || a.State == store.AttemptEnded {
 		return err // an ended attempt's result is being reported
+	}
+	if a.Host != "" && a.Host != s.WorkerName {
+		// Another replica's local attempt: only that replica can see it,
+		// and its own reconcile does. Once the replica is dead, its sandbox
+		// died with it.
+		alive, err := s.store.ReplicaAlive(ctx, a.Host, s.clock.Now().Add(-s.cfg.Workers.ReplicaTimeout))
+		if err != nil || alive {
+			return err
+		}
+		return s.replaceDeadHostAttempt(ctx, sess, a)
 	}
 	if a.ExternalID == "" {
 		// The supervisor claimed the attempt (so the session runs) before

@@ -73,6 +73,19 @@ func (s *Service) webhook(eventHandlers []githubapp.EventHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		log := s.log.With().Str("delivery_id", r.Header.Get("X-GitHub-Delivery")).Str("event", r.Header.Get("X-GitHub-Event")).Logger()
 		r = r.WithContext(log.WithContext(r.Context()))
+		if limit := int64(s.cfg.HTTP.MaxInflightWebhooks); limit > 0 {
+			// Shed before reading the body: under overload the cheapest
+			// answer is the right one. GitHub records the 503 and the
+			// redelivery sweep asks for the delivery again.
+			if s.inflightWebhooks.Add(1) > limit {
+				s.inflightWebhooks.Add(-1)
+				log.Warn().Int64("limit", limit).Msg("overloaded: webhook shed with 503")
+				w.Header().Set("Retry-After", "10")
+				http.Error(w, "overloaded; redeliver later", http.StatusServiceUnavailable)
+				return
+			}
+			defer s.inflightWebhooks.Add(-1)
+		}
 		body, err := readBody(w, r, maxBody)
 		if err != nil {
 			var tooBig *http.MaxBytesError
@@ -197,6 +210,9 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	close(stopWorkers)
 	drainCtx, cancel := context.WithTimeout(context.Background(), s.cfg.HTTP.ShutdownTimeout)
 	defer cancel()
+	// Before the attempts are stopped: their sessions are given to the
+	// fleet, so the stop reads as a handback, not as the sessions' end.
+	s.handBack(drainCtx)
 	if closer, ok := s.executor.(interface{ Close(context.Context) error }); ok {
 		// Running attempts are stopped while the channel still answers, so
 		// their supervisors can upload partial evidence (the local
@@ -218,6 +234,10 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	if !served {
 		err = <-serveErr
+	}
+	// Gone cleanly: nobody has to wait out this replica's heartbeat.
+	if leaveErr := s.store.Leave(drainCtx, s.WorkerName); leaveErr != nil {
+		s.log.Warn().Err(leaveErr).Msg("could not record leaving the fleet")
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil

@@ -41,15 +41,16 @@ type Service struct {
 	executor   Executor
 	channelURL string
 	tokens     repoTokens
-	// attemptChecks and targetChecks pace reconcile's remote questions.
 	snapStore snapshotStore
 	// buildSnapshotFn builds snapshots (Options.SnapshotBuilder).
 	buildSnapshotFn SnapshotBuilder
 	// snapshotExec starts snapshot builds on the executor (Options).
 	snapshotExec  Executor
 	version       string
-	attemptChecks intervalGate
-	targetChecks  intervalGate
+	// beat paces this replica's heartbeat.
+	beat intervalGate
+	// inflightWebhooks counts webhooks being accepted, for load shedding.
+	inflightWebhooks atomic.Int64
 	// parsed memoises the cached repo configs' parses for the webhook path.
 	parsed parsedConfigs
 	// modelClient is the model proxy's client to providers.
@@ -86,7 +87,7 @@ func NewService(o Options) *Service {
 		o.Clock = SystemClock{}
 	}
 	if o.WorkerName == "" {
-		o.WorkerName = "inspect-" + newID()[:8]
+		o.WorkerName = replicaName()
 	}
 	s := &Service{
 		cfg: o.Config, store: o.Store, gh: o.GitHub, clock: o.Clock, log: o.Logger,

@@ -18,6 +18,11 @@ import (
 // which the caller cancels when the drain deadline passes.
 func (s *Service) RunWorkers(stop <-chan struct{}, workCtx context.Context) {
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.periodicLoop(stop, workCtx)
+	}()
 	for i := range s.cfg.Workers.Count {
 		wg.Add(1)
 		go func() {
@@ -31,19 +36,11 @@ func (s *Service) RunWorkers(stop <-chan struct{}, workCtx context.Context) {
 func (s *Service) workerLoop(stop <-chan struct{}, ctx context.Context, owner string) {
 	poll := time.NewTicker(s.cfg.Workers.PollInterval)
 	defer poll.Stop()
-	var lastReconcile time.Time
 	for {
 		select {
 		case <-stop:
 			return
 		default:
-		}
-		// Deadlines are checked at most once per poll interval per worker.
-		if now := s.clock.Now(); now.Sub(lastReconcile) >= s.cfg.Workers.PollInterval {
-			lastReconcile = now
-			if err := s.reconcile(ctx); err != nil {
-				s.log.Error().Err(err).Str("worker", owner).Msg("reconcile failed")
-			}
 		}
 		did, err := s.ProcessOne(ctx, owner)
 		if err != nil {

@@ -38,6 +38,9 @@ type Attempt struct {
 	// session: SessionID is empty).
 	Kind   string
 	RepoID int64
+	// Host is the replica whose local executor runs the attempt; its
+	// sandbox dies with that replica. Empty for a remote executor.
+	Host string
 	// ExternalState is the executor's last reported state of the attempt
 	// (a Buildkite build's "scheduled", "running", "passed", ...).
 	ExternalState string
@@ -76,8 +79,8 @@ func (s *Store) CreateAttempt(ctx context.Context, a Attempt, claimCode string, 
 		if kind == "" {
 			kind = "session"
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, session_id, claim_hash, state, deadline, spec, number, kind, repo_id, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`, a.ID, a.SessionID, HashSecret(claimCode), string(AttemptStarted), ms(a.Deadline), a.Spec, number, kind, a.RepoID, ms(now))
+		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, session_id, claim_hash, state, deadline, spec, number, kind, repo_id, host, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`, a.ID, a.SessionID, HashSecret(claimCode), string(AttemptStarted), ms(a.Deadline), a.Spec, number, kind, a.RepoID, a.Host, ms(now))
 		if err != nil {
 			return fmt.Errorf("creating attempt: %w", err)
 		}
@@ -165,9 +168,9 @@ func (s *Store) attemptRow(ctx context.Context, q querier, id string) (Attempt, 
 		claimHash, tokenHash string
 	)
 	err := q.QueryRowContext(ctx, `SELECT id, session_id, external_id, state, deadline, progress_seq, progress, spec, result,
-		created_at, claim_hash, token_hash, number, external_state, kind, repo_id FROM attempts WHERE id = $1`, id).
+		created_at, claim_hash, token_hash, number, external_state, kind, repo_id, host FROM attempts WHERE id = $1`, id).
 		Scan(&a.ID, &a.SessionID, &a.ExternalID, &state, &deadline, &a.ProgressSeq, &a.Progress, &a.Spec, &a.Result, &created, &claimHash, &tokenHash,
-			&a.Number, &a.ExternalState, &a.Kind, &a.RepoID)
+			&a.Number, &a.ExternalState, &a.Kind, &a.RepoID, &a.Host)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attempt{}, "", "", fmt.Errorf("attempt %s: %w", id, ErrNotFound)
 	}

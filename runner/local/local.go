@@ -11,7 +11,7 @@
 //     attempt's channel URL, ids and single-use claim code under the names
 //     runner/contract defines;
 //   - its own process group, so that a cancel reaches the supervisor and
-//     every git it started. The sandbox is not in that group (bwrap has its
+//     every git it started, and SIGKILL when the app dies (Pdeathsig). The sandbox is not in that group (bwrap has its
 //     own), but it dies with the supervisor (bwrap's --die-with-parent and
 //     the PID namespace), and a SIGTERMed supervisor kills it itself
 //     before it uploads partial evidence.
@@ -237,7 +237,8 @@ func (e *Executor) Start(ctx context.Context, a runner.Attempt) (string, error) 
 		Stderr: e.output,
 		// Its own group, so a signal reaches the supervisor and every
 		// process it started, and a terminal's ^C to the app does not.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		// diesWithApp: see its comment.
+		SysProcAttr: diesWithApp(&syscall.SysProcAttr{Setpgid: true}),
 	}
 	if err := cmd.Start(); err != nil {
 		<-e.slots

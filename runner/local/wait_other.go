@@ -5,6 +5,7 @@ package local
 import (
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 // The supervisor's sandbox needs Linux, and so does the executor that
@@ -14,3 +15,5 @@ func supported() error {
 }
 
 func waitExitedNoReap(int) {}
+
+func diesWithApp(a *syscall.SysProcAttr) *syscall.SysProcAttr { return a }

@@ -1,0 +1,169 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+)
+
+// Several replicas share one database (decision 0015). Work items are
+// leased (store.Claim), so each step runs on one replica at a time; what
+// this file adds is what the fleet must agree on beyond that: which
+// replicas are alive, which replica runs a periodic job this interval, and
+// what happens to local attempts when their replica dies or stops.
+
+// replicaName names this replica in leases, heartbeats and attempt hosts:
+// the host name (for people reading the tables) and randomness (for two
+// processes on one host, or a restart, which must not inherit a dead
+// process's attempts as its own).
+func replicaName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "inspect"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail on Linux
+	return strings.ReplaceAll(host, "/", "-") + "-" + hex.EncodeToString(b[:])
+}
+
+// fleetDue reports whether this replica runs the periodic job name now: one
+// replica of the fleet per interval. A store failure says no (the job waits
+// for the next poll) and is logged.
+func (s *Service) fleetDue(ctx context.Context, name string, every time.Duration) bool {
+	ok, err := s.store.ClaimTick(ctx, name, s.WorkerName, s.clock.Now(), every)
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("job", name).Msg("could not claim the periodic job; trying next poll")
+		return false
+	}
+	return ok
+}
+
+// intervalGate lets something run at most once per interval in this
+// replica; the first call is always due (start-up).
+type intervalGate struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (g *intervalGate) due(now time.Time, every time.Duration) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.last.IsZero() && now.Sub(g.last) < every {
+		return false
+	}
+	g.last = now
+	return true
+}
+
+// periodic runs this replica's periodic duties once: its heartbeat, the
+// reconcile, and the fleet's redelivery sweep when this replica wins it.
+// Failures are logged; the next poll tries again.
+func (s *Service) periodic(ctx context.Context) {
+	now := s.clock.Now()
+	if s.beat.due(now, s.cfg.Workers.Heartbeat) {
+		if err := s.store.Heartbeat(ctx, s.WorkerName, now); err != nil {
+			s.log.Warn().Err(err).Msg("heartbeat failed")
+		} else if err := s.store.PruneReplicas(ctx, now.Add(-10*s.cfg.Workers.ReplicaTimeout)); err != nil {
+			s.log.Warn().Err(err).Msg("pruning old replicas failed")
+		}
+	}
+	if err := s.reconcile(ctx); err != nil {
+		s.log.Error().Err(err).Msg("reconcile failed")
+	}
+	if r := s.cfg.GitHub.Redelivery; r.Interval > 0 && s.fleetDue(ctx, "redelivery_sweep", r.Interval) {
+		n, err := s.sweepDeliveries(ctx)
+		if err != nil {
+			s.log.Warn().Err(err).Msg("redelivery sweep failed")
+		}
+		if n > 0 {
+			s.log.Info().Int("redelivered", n).Msg("asked GitHub to redeliver failed deliveries")
+		}
+	}
+}
+
+// periodicLoop runs periodic until stop is closed.
+func (s *Service) periodicLoop(stop <-chan struct{}, ctx context.Context) {
+	every := min(s.cfg.Workers.PollInterval, s.cfg.Workers.Heartbeat)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		s.periodic(ctx)
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// hostsAttempts reports whether attempts run on this replica's own host,
+// and so die with it: the local executor's.
+func (s *Service) hostsAttempts() bool {
+	return s.executor != nil && s.cfg.Executor.Kind == "local"
+}
+
+// replaceDeadHostAttempt deals with an attempt whose replica died: its
+// sandbox died with it, so unlike an attempt merely out of sight it is
+// certainly gone. It is re-dispatched once, here, while the deadline
+// allows; otherwise the session ends error now instead of at its deadline.
+func (s *Service) replaceDeadHostAttempt(ctx context.Context, sess store.Session, a store.Attempt) error {
+	if sess.Redispatches < 1 && sess.Deadline.Sub(s.clock.Now()) >= minRedispatchTime {
+		zerolog.Ctx(ctx).Warn().Str("host", a.Host).Msg("the attempt's replica is dead; re-dispatching")
+		return s.redispatch(ctx, sess, a)
+	}
+	zerolog.Ctx(ctx).Warn().Str("host", a.Host).Int("redispatches", sess.Redispatches).Msg("the attempt's replica is dead; ending the session")
+	return s.endRun(ctx, sess.ID, a.ID, store.Errored, "runner_lost", fmt.Sprintf(
+		"@%s, the Inspect server running this session stopped, and there was no time (or no second try) left to run it again. Nothing was pushed. Comment `%s retry` to start over.",
+		sess.RequesterLogin, s.cfg.CommandWord))
+}
+
+// handBack gives this replica's running local attempts to the fleet before
+// it stops: each session goes back to preparing with a dispatch queued, so
+// a live replica runs it again (the attempt's sandbox is about to be
+// stopped with this process). A handback is not the session's failure, so
+// it does not use up the one re-dispatch a dead replica's session gets.
+// What cannot be handed back (the store is down) is found by the others
+// when this replica's heartbeat ages out.
+func (s *Service) handBack(ctx context.Context) {
+	if !s.hostsAttempts() {
+		return
+	}
+	running, err := s.store.SessionsRunning(ctx, reconcileBatch)
+	if err != nil {
+		s.log.Warn().Err(err).Msg("could not list sessions to hand back; other replicas will find them")
+		return
+	}
+	for _, sess := range running {
+		a, err := s.store.GetAttempt(ctx, sess.AttemptID)
+		if err != nil || a.Host != s.WorkerName || a.State == store.AttemptEnded {
+			continue
+		}
+		log := s.log.With().Str("session_id", sess.ID).Str("attempt_id", a.ID).Logger()
+		_, err = s.store.MutateSession(ctx, sess.ID, s.clock.Now(), func(x *store.Session) error {
+			if x.State != store.Dispatched && x.State != store.Running || x.AttemptID != a.ID {
+				return errAlreadyDone
+			}
+			x.State = store.Preparing
+			return nil
+		}, store.NewWork{Kind: store.SyncSession}, store.NewWork{Kind: store.DispatchSession})
+		switch {
+		case errors.Is(err, errAlreadyDone):
+			continue
+		case err != nil:
+			log.Warn().Err(err).Msg("could not hand the session back")
+			continue
+		}
+		log.Info().Msg("shutting down: session handed back to the fleet")
+		s.stopAttempt(log.WithContext(ctx), a.ID)
+	}
+}

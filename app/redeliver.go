@@ -1,0 +1,134 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+)
+
+// GitHub does not retry a failed webhook delivery by itself: a delivery we
+// answered 5xx (the store was down, we shed load) or never answered (the
+// replica died) stays failed unless someone asks for it again. The sweep
+// asks. Accept deduplicates by delivery GUID, which a redelivery keeps, so
+// asking twice is harmless; asking for one we answered 2xx never happens.
+
+// maxSweepPages bounds one sweep: 100 deliveries a page.
+const maxSweepPages = 50
+
+// deliveryGroup is what the sweep knows of one GUID from GitHub's list.
+type deliveryGroup struct {
+	guid string
+	// succeeded: some attempt got a 2xx. Such a GUID is never redelivered,
+	// even when we ignored it on purpose.
+	succeeded bool
+	// latest is the newest attempt's id, the one to redeliver.
+	latest   int64
+	latestAt time.Time
+	event    string
+}
+
+// sweepDeliveries lists the App's deliveries of the last
+// github.redelivery.window (newest first, cursor-paged), groups them by
+// GUID, and asks GitHub once per sweep to redeliver each GUID none of whose
+// attempts got a 2xx, up to github.redelivery.max_per_guid times per GUID.
+// It returns how many redeliveries it asked for.
+func (s *Service) sweepDeliveries(ctx context.Context) (int, error) {
+	cfg := s.cfg.GitHub.Redelivery
+	log := zerolog.Ctx(ctx)
+	c, err := s.gh.App(ctx)
+	if err != nil {
+		return 0, err
+	}
+	now := s.clock.Now()
+	since := now.Add(-cfg.Window)
+	groups, order, err := listDeliveryGroups(ctx, c, since)
+	if err != nil {
+		return 0, err
+	}
+	asked := 0
+	for _, guid := range order {
+		g := groups[guid]
+		if g.succeeded {
+			continue
+		}
+		glog := log.With().Str("delivery_id", guid).Str("event", g.event).Logger()
+		// Accepted after all (GitHub timed out waiting for a 2xx that was
+		// written): nothing to recover.
+		known, err := s.store.DeliveryKnown(ctx, guid)
+		if err != nil {
+			return asked, err
+		}
+		if known {
+			continue
+		}
+		n, err := s.store.Redeliveries(ctx, guid)
+		if err != nil {
+			return asked, err
+		}
+		if n >= cfg.MaxPerGUID {
+			glog.Debug().Int("asked", n).Msg("delivery still failing; redelivery cap reached")
+			continue
+		}
+		// Counted before asking: a crash between the two must not let a
+		// GUID be asked for past its cap.
+		if err := s.store.RecordRedelivery(ctx, guid, now); err != nil {
+			return asked, err
+		}
+		_, _, err = c.Apps.RedeliverHookDelivery(ctx, g.latest)
+		var accepted *github.AcceptedError
+		if err != nil && !errors.As(err, &accepted) {
+			// One refusal (too old, gone) must not stop the others.
+			glog.Warn().Err(err).Int64("attempt_id", g.latest).Msg("redelivery refused")
+			continue
+		}
+		glog.Info().Int64("attempt_id", g.latest).Int("asked_before", n).Msg("redelivery asked for")
+		asked++
+	}
+	if err := s.store.PruneRedeliveries(ctx, now.Add(-2*cfg.Window)); err != nil {
+		log.Warn().Err(err).Msg("pruning redelivery counts failed")
+	}
+	return asked, nil
+}
+
+// listDeliveryGroups pages through GET /app/hook/deliveries, newest first,
+// until the deliveries are older than since.
+func listDeliveryGroups(ctx context.Context, c *github.Client, since time.Time) (map[string]*deliveryGroup, []string, error) {
+	groups := map[string]*deliveryGroup{}
+	var order []string // oldest GUIDs last, as listed; kept for stable logs
+	opts := &github.ListCursorOptions{PerPage: 100}
+	for range maxSweepPages {
+		page, resp, err := c.Apps.ListHookDeliveries(ctx, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing webhook deliveries (GET /app/hook/deliveries): %w", err)
+		}
+		old := false
+		for _, d := range page {
+			at := d.GetDeliveredAt().Time
+			if at.Before(since) {
+				old = true
+				continue
+			}
+			g := groups[d.GetGUID()]
+			if g == nil {
+				g = &deliveryGroup{guid: d.GetGUID(), event: d.GetEvent()}
+				groups[g.guid] = g
+				order = append(order, g.guid)
+			}
+			if code := d.GetStatusCode(); code >= 200 && code < 300 {
+				g.succeeded = true
+			}
+			if g.latest == 0 || at.After(g.latestAt) {
+				g.latest, g.latestAt = d.GetID(), at
+			}
+		}
+		if old || resp.Cursor == "" {
+			return groups, order, nil
+		}
+		opts.Cursor = resp.Cursor
+	}
+	return groups, order, nil
+}

@@ -41,12 +41,12 @@ type Service struct {
 	executor   Executor
 	channelURL string
 	tokens     repoTokens
-	snapStore snapshotStore
+	snapStore  snapshotStore
 	// buildSnapshotFn builds snapshots (Options.SnapshotBuilder).
 	buildSnapshotFn SnapshotBuilder
 	// snapshotExec starts snapshot builds on the executor (Options).
-	snapshotExec  Executor
-	version       string
+	snapshotExec Executor
+	version      string
 	// beat paces this replica's heartbeat.
 	beat intervalGate
 	// inflightWebhooks counts webhooks being accepted, for load shedding.

@@ -132,3 +132,9 @@ func listDeliveryGroups(ctx context.Context, c *github.Client, since time.Time) 
 	}
 	return groups, order, nil
 }
+
+// SweepDeliveries runs the redelivery sweep once, now, whatever the fleet's
+// schedule: for tests, and for an operator recovering after an outage.
+func (s *Service) SweepDeliveries(ctx context.Context) (int, error) {
+	return s.sweepDeliveries(ctx)
+}

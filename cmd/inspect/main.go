@@ -111,7 +111,10 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 			log.Warn().Err(err).Msg("closing the store")
 		}
 	}()
-	gh, err := app.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, key, "inspect/"+version)
+	// Every replica's requests share one budget per installation, counted
+	// in the database (github.outbound).
+	lim := app.NewOutboundLimiter(cfg.GitHub.Outbound, st, log)
+	gh, err := app.NewGitHubClientsWithLimits(cfg.GitHub.APIURL, cfg.GitHub.AppID, key, "inspect/"+version, lim)
 	if err != nil {
 		return err
 	}

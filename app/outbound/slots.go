@@ -1,0 +1,65 @@
+package outbound
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+)
+
+// memorySlots is a per-replica write budget: right for one replica (or
+// tests); several replicas need a shared one (the store's).
+type memorySlots struct {
+	mu      sync.Mutex
+	windows []Window
+	longest time.Duration
+	events  map[string][]time.Time // per key, oldest first
+}
+
+// NewMemorySlots is a write budget kept in this process, with the same
+// sliding-window rules as the store's: a key may have at most Limit
+// events in any Window; windows with a non-positive limit or length are
+// ignored.
+func NewMemorySlots(windows []Window) Slots {
+	m := &memorySlots{events: map[string][]time.Time{}}
+	for _, w := range windows {
+		if w.Limit > 0 && w.Window > 0 {
+			m.windows = append(m.windows, w)
+			m.longest = max(m.longest, w.Window)
+		}
+	}
+	return m
+}
+
+func (m *memorySlots) Take(_ context.Context, key string, now time.Time) (time.Duration, error) {
+	if len(m.windows) == 0 {
+		return 0, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Events older than the longest window count for nothing. (Keys stay:
+	// one per installation that ever wrote, a few bytes each.)
+	ev := m.events[key]
+	ev = ev[after(ev, now.Add(-m.longest)):]
+	var wait time.Duration
+	for _, w := range m.windows {
+		// An event at t counts while now < t+window.
+		i := after(ev, now.Add(-w.Window))
+		if n := len(ev) - i; n >= w.Limit {
+			// The event that keeps the window full ages out at its time
+			// plus the window.
+			wait = max(wait, ev[i+n-w.Limit].Add(w.Window).Sub(now))
+		}
+	}
+	if wait <= 0 {
+		ev = slices.Insert(ev, after(ev, now), now) // kept sorted should the clock step back
+	}
+	m.events[key] = ev
+	return wait, nil
+}
+
+// after is the index of the first event later than t.
+func after(ev []time.Time, t time.Time) int {
+	return sort.Search(len(ev), func(i int) bool { return ev[i].After(t) })
+}

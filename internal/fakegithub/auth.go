@@ -47,8 +47,8 @@ var defaultAppPermissions = map[string]string{
 }
 
 const (
-	jwtMaxLifetime = 10 * time.Minute // GitHub: exp no more than 10 minutes ahead
-	tokenLifetime  = time.Hour        // GitHub: installation tokens expire after one hour
+	jwtMaxLifetime       = 10 * time.Minute // GitHub: exp no more than 10 minutes ahead
+	defaultTokenLifetime = time.Hour        // GitHub: installation tokens expire after one hour
 
 	docsGetApp       = "https://docs.github.com/rest/apps/apps#get-the-authenticated-app"
 	docsListInst     = "https://docs.github.com/rest/apps/apps#list-installations-for-the-authenticated-app"
@@ -57,6 +57,7 @@ const (
 	docsMintToken    = "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app"
 	docsRevoke       = "https://docs.github.com/rest/apps/installations#revoke-an-installation-access-token"
 	msgNotAccessible = "Resource not accessible by integration"
+	msgSuspended     = "This installation has been suspended" // GitHub's 403 when minting for a suspended installation
 )
 
 func generateAppKey() (*rsa.PrivateKey, []byte) {
@@ -74,6 +75,7 @@ type installation struct {
 	account     string
 	accountType string
 	createdAt   time.Time
+	suspendedAt time.Time // zero unless suspended
 }
 
 // AddInstallation installs the App on an account ("Organization" unless a
@@ -92,6 +94,77 @@ func (s *Server) addInstallation(id int64, account string) *installation {
 	s.installations[id] = in
 	s.ensureUser(account, in.accountType)
 	return in
+}
+
+// SuspendInstallation suspends an installation, as the App's owner can:
+// GitHub then blocks the App's access to the account. Minting a token for
+// it is refused with GitHub's 403 "This installation has been suspended",
+// its tokens already minted stop working (401 "Bad credentials", for REST
+// and git alike), and GET /app/installations/{id} shows suspended_at. The
+// server's webhook sender is not affected: tests choose what to deliver,
+// including the "installation" event with action "suspend" that GitHub
+// itself sends. It panics on an unknown installation.
+func (s *Server) SuspendInstallation(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.installations[id]
+	if !ok {
+		panic(fmt.Sprintf("fakegithub: SuspendInstallation: no installation %d", id))
+	}
+	if in.suspendedAt.IsZero() {
+		in.suspendedAt = s.now()
+	}
+	s.revokeTokens(id)
+}
+
+// RevokeInstallationTokens revokes every token minted for the
+// installation, as if each had been revoked with DELETE
+// /installation/token: from then on they are "Bad credentials". New
+// tokens can still be minted.
+func (s *Server) RevokeInstallationTokens(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.revokeTokens(id)
+}
+
+// revokeTokens revokes the installation's tokens. Callers hold s.mu.
+func (s *Server) revokeTokens(id int64) {
+	for _, tok := range s.tokens {
+		if tok.installationID == id {
+			tok.revoked = true
+		}
+	}
+}
+
+// SetTokenLifetime changes how long installation tokens minted from now
+// on live (GitHub's one hour by default), so that a test can have tokens
+// expire within seconds of server time, and move the clock (SetClock)
+// past them. It panics unless d is positive.
+func (s *Server) SetTokenLifetime(d time.Duration) {
+	if d <= 0 {
+		panic(fmt.Sprintf("fakegithub: SetTokenLifetime needs a positive lifetime, not %v", d))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokenTTL = d
+}
+
+// tokenExpiry is when a token minted now expires. GitHub's expires_at is
+// to the second, so the expiry is rounded to a whole second, and rounded
+// up: a token then lives at least its lifetime (truncating would cut a
+// 2-second token to just over one), and the expiry the client is told is
+// exactly the one enforced. Callers hold s.mu.
+func (s *Server) tokenExpiry() time.Time {
+	ttl := s.tokenTTL
+	if ttl == 0 {
+		ttl = defaultTokenLifetime
+	}
+	exact := s.now().Add(ttl)
+	exp := exact.Truncate(time.Second)
+	if exp.Before(exact) {
+		exp = exp.Add(time.Second)
+	}
+	return exp
 }
 
 // token is an installation access token the server minted.
@@ -395,7 +468,7 @@ func (s *Server) installationJSON(in *installation) map[string]any {
 		"events":               s.appJSON()["events"],
 		"created_at":           timestamp(in.createdAt),
 		"updated_at":           timestamp(in.createdAt),
-		"suspended_at":         nil,
+		"suspended_at":         timestampOrNil(in.suspendedAt),
 	}
 }
 
@@ -441,6 +514,9 @@ func (s *Server) createToken(c *call) response {
 	in, ok := s.installations[id]
 	if !ok {
 		return notFound(c.doc)
+	}
+	if !in.suspendedAt.IsZero() {
+		return errResp(http.StatusForbidden, msgSuspended, c.doc)
 	}
 	var req struct {
 		Repositories  []string          `json:"repositories"`
@@ -501,7 +577,7 @@ func (s *Server) createToken(c *call) response {
 		installationID: id,
 		repoIDs:        repoIDs,
 		perms:          perms,
-		expiresAt:      s.now().Add(tokenLifetime).Truncate(time.Second),
+		expiresAt:      s.tokenExpiry(),
 	}
 	s.tokens[tok.value] = tok
 	s.minted = append(s.minted, tok.value)

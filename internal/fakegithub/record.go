@@ -1,7 +1,10 @@
 package fakegithub
 
 import (
+	"fmt"
 	"net/http"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +26,9 @@ type Request struct {
 	Auth           string
 	InstallationID int64 // the installation of a valid installation token
 	Status         int   // the status the server answered
+	// At is the server's clock (see SetClock) when the request arrived,
+	// for assertions on rates (see MaxInWindow).
+	At time.Time
 }
 
 // IsGit tells a git-over-HTTP request (info/refs, git-upload-pack,
@@ -51,6 +57,81 @@ func (s *Server) RequestsMatching(method, pathPrefix string) []Request {
 		}
 	}
 	return out
+}
+
+// IsContentCreating tells a request that GitHub counts towards its
+// secondary rate limit on content creation: POST, PATCH, PUT and DELETE on
+// REST. git over HTTP is not a REST request, and minting an installation
+// token (POST /app/installations/{id}/access_tokens) creates no content,
+// so neither counts.
+func IsContentCreating(r Request) bool {
+	switch r.Method {
+	case http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete:
+	default:
+		return false
+	}
+	if r.IsGit() {
+		return false
+	}
+	if mint, _ := path.Match("/app/installations/*/access_tokens", r.Path); mint && r.Method == http.MethodPost {
+		return false
+	}
+	return true
+}
+
+// MaxInWindow returns the largest number of recorded requests matching
+// match (nil for every request) whose arrival times (Request.At) fall in
+// one window of that length, over every placement of the window: the peak
+// rate a client reached, for assertions such as "never more than 80
+// content-creating requests a minute". The window is half-open, so two
+// requests exactly one window apart are never counted together, as a
+// limiter allowing one request per window would space them. match runs
+// without the server's lock held, so it may call the Server's methods.
+func (s *Server) MaxInWindow(match func(Request) bool, window time.Duration) int {
+	if window <= 0 {
+		panic(fmt.Sprintf("fakegithub: MaxInWindow needs a positive window, not %v", window))
+	}
+	var times []time.Time
+	for _, r := range s.Requests() {
+		if match == nil || match(r) {
+			times = append(times, r.At)
+		}
+	}
+	// Requests are recorded when answered, not when they arrive.
+	slices.SortFunc(times, time.Time.Compare)
+	best, lo := 0, 0
+	for hi, t := range times {
+		for !t.Before(times[lo].Add(window)) {
+			lo++
+		}
+		best = max(best, hi-lo+1)
+	}
+	return best
+}
+
+// clock reads the server's clock.
+func (s *Server) clock() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now()
+}
+
+// stampArrival sets At on the record of a git or job log request, which
+// githttp.go and actions.go append without one once the request is
+// answered. The record is the newest unstamped one for the same method,
+// path and query; should two identical requests overlap, they may swap
+// arrival times, which leaves the set of times, and so every rate, the
+// same.
+func (s *Server) stampArrival(r *http.Request, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.requests) - 1; i >= 0; i-- {
+		rec := &s.requests[i]
+		if rec.At.IsZero() && rec.Method == r.Method && rec.Path == r.URL.Path && rec.RawQuery == r.URL.RawQuery {
+			rec.At = at
+			return
+		}
+	}
 }
 
 // ResetRequests forgets the recorded requests.
@@ -120,7 +201,11 @@ func (s *Server) takeFailure(method, p string) (response, bool) {
 type hold struct {
 	arrived chan struct{}
 	release chan struct{}
+	// body, when set, must accept the request's body too.
+	body func([]byte) bool
 }
+
+func (h *hold) wants(body []byte) bool { return h.body == nil || h.body(body) }
 
 // HoldNext parks the next request matching method and pathPattern (as in
 // FailNext) before it is answered. arrived is closed when it comes in; the
@@ -128,7 +213,14 @@ type hold struct {
 // a client mid-flight, for example to prove a drain waits for it, without
 // sleeping.
 func (s *Server) HoldNext(method, pathPattern string) (arrived <-chan struct{}, release func()) {
-	h := &hold{arrived: make(chan struct{}), release: make(chan struct{})}
+	return s.HoldNextWith(method, pathPattern, nil)
+}
+
+// HoldNextWith is HoldNext for the next matching request whose body body
+// accepts (nil: any), to tell apart requests to one route: a token minted
+// for one repository ("repository_ids") from the App's own.
+func (s *Server) HoldNextWith(method, pathPattern string, body func([]byte) bool) (arrived <-chan struct{}, release func()) {
+	h := &hold{arrived: make(chan struct{}), release: make(chan struct{}), body: body}
 	s.mu.Lock()
 	s.holds.Add(method, pathPattern, h)
 	s.mu.Unlock()

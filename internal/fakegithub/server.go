@@ -31,7 +31,9 @@
 // Actions job logs; git.go the bare repositories and the seeding helpers
 // that write history; gitdata.go the Git Data API and commits; hooks.go
 // the callbacks tests register (OnRefUpdate); githttp.go git over HTTP;
-// record.go request recording and failure injection.
+// record.go request recording, rate assertions and failure injection;
+// deliveries.go the webhook sender (signed deliveries to the app under
+// test, their log under /app/hook/deliveries, and redelivery).
 package fakegithub
 
 import (
@@ -94,6 +96,8 @@ type Server struct {
 	holds         standin.Rules[*hold]
 	refHooks      []func(RefUpdate)   // see OnRefUpdate
 	logLinks      map[string]*logLink // job log download links, by token
+	tokenTTL      time.Duration       // installation token lifetime; 0 is GitHub's hour (see SetTokenLifetime)
+	hook          webhookSender       // the webhook sender's settings, log and redeliveries (deliveries.go)
 }
 
 // New starts a stand-in on a loopback port. It generates a fresh RSA-2048
@@ -135,15 +139,18 @@ func (s *Server) routes() {
 	s.commitRoutes()
 	s.actionsRoutes()
 	s.gitDataRoutes()
+	s.deliveryRoutes()
 	// GitHub answers any unknown route with a 404 and its usual error body.
 	// The catch-all also keeps ServeMux from answering 405 for a known path
 	// with an unknown method, which GitHub never does.
 	s.handle("/", docsRoot, nil, func(c *call) response { return notFound(c.doc) })
 }
 
-// Close shuts the server down, waiting for requests in flight, and removes
-// the bare repositories.
+// Close shuts the server down, waiting for redeliveries and requests in
+// flight, and removes the bare repositories. Redeliveries are waited for
+// first: the app handling one may still call back into the server.
 func (s *Server) Close() {
+	s.stopRedeliveries()
 	s.ts.Close()
 	s.mu.Lock()
 	root := s.gitRoot
@@ -191,11 +198,15 @@ func (s *Server) nextID() int64 {
 // any injected failure, routes, and records the exchange.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if owner, name, service, ok := gitRequestPath(r.URL.Path); ok {
+		at := s.clock()
 		s.serveGit(w, r, owner, name, service)
+		s.stampArrival(r, at)
 		return
 	}
 	if tok, ok := strings.CutPrefix(r.URL.Path, logDownloadPrefix); ok {
+		at := s.clock()
 		s.serveJobLog(w, r, tok)
+		s.stampArrival(r, at)
 		return
 	}
 	orig := r.URL.Path
@@ -204,9 +215,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, tooBig := standin.ReadBody(r, maxBodyBytes)
 
 	s.mu.Lock()
+	at := s.now()
 	cred := s.identify(r.Header.Get("Authorization"))
 	injected, failed := s.takeFailure(r.Method, stripped)
-	held, _ := s.holds.Take(r.Method, stripped)
+	held, _ := s.holds.TakeIf(r.Method, stripped, func(h *hold) bool { return h.wants(body) })
 	s.mu.Unlock()
 	if held != nil {
 		close(held.arrived)
@@ -236,6 +248,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Auth:           cred.kind,
 		InstallationID: cred.installationID(),
 		Status:         rw.Status(),
+		At:             at,
 	})
 }
 

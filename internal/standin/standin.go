@@ -30,11 +30,20 @@ func (q *Rules[T]) Add(method, pattern string, v T) {
 
 // Take consumes the first rule matching the request and returns its value.
 func (q *Rules[T]) Take(method, p string) (T, bool) {
+	return q.TakeIf(method, p, nil)
+}
+
+// TakeIf is Take for the first matching rule whose value also satisfies
+// ok (nil: any), such as a rule that looks at the request's body.
+func (q *Rules[T]) TakeIf(method, p string, ok func(T) bool) (T, bool) {
 	for i, r := range q.rules {
 		if r.method != "" && r.method != method {
 			continue
 		}
-		if ok, _ := path.Match(r.pattern, p); !ok {
+		if m, _ := path.Match(r.pattern, p); !m {
+			continue
+		}
+		if ok != nil && !ok(r.v) {
 			continue
 		}
 		q.rules = append(q.rules[:i:i], q.rules[i+1:]...)

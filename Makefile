@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test demo bench vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex clean
+.PHONY: all build test demo bench bench-faults vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex clean
 
 all: build
 
@@ -54,6 +54,13 @@ bench: ensure-go ensure-postgres ensure-bubblewrap
 	$(GO) test -run '^$$' -bench . -benchtime 8000x ./app/store/
 	$(GO) test -run '^$$' -bench . ./policy/
 	$(GO) test -run '^$$' -bench 'SessionStart|SnapshotRefreshBytes' -benchtime=1x -timeout 60m ./runner/supervisor/
+
+# The fault suite on its own (real replicas on PostgreSQL, crashes, an
+# outage, a flood), then the sustained intake of two replicas; results are
+# recorded in BENCHMARKS.md.
+bench-faults: ensure-go ensure-postgres ensure-bubblewrap
+	$(GO) test -count=1 -v -parallel 4 -run . ./faults/
+	$(GO) test -run '^$$' -bench IntakeTwoReplicas -benchtime 2000x -count 3 ./faults/
 
 clean:
 	rm -rf bin .demo

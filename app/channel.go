@@ -135,17 +135,13 @@ func (s *Service) handleRepoToken(w http.ResponseWriter, r *http.Request) {
 		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "could not mint a repository token")
 		return
 	}
-	s.rememberToken(a.ID, tok)
+	s.rememberToken(a.ID, mintedToken{installationID: installationID, value: tok, expiresAt: expires})
 	contract.WriteJSON(w, 0, contract.RepoTokenResponse{Token: tok, ExpiresAt: expires})
 }
 
-// mintRepoToken mints a read-only installation token for one repository:
-// for a supervisor's fetch, or a snapshot build's clone. Callers revoke it.
-func (s *Service) mintRepoToken(ctx context.Context, installationID, repoID int64) (string, error) {
-	tok, _, err := s.mintRepoTokenUntil(ctx, installationID, repoID)
-	return tok, err
-}
-
+// mintRepoTokenUntil mints a read-only installation token for one
+// repository, for a supervisor's fetch or a snapshot build's clone, and
+// says when it expires. Callers revoke it.
 func (s *Service) mintRepoTokenUntil(ctx context.Context, installationID, repoID int64) (string, time.Time, error) {
 	appClient, err := s.gh.App(ctx)
 	if err != nil {

@@ -34,19 +34,27 @@ type Executor interface {
 // restart they expire within the hour instead.)
 type repoTokens struct {
 	mu     sync.Mutex
-	tokens map[string][]string
+	tokens map[string][]mintedToken
 }
 
-func (s *Service) rememberToken(attemptID, token string) {
+// mintedToken is a token the app minted, and the installation it is for
+// (its revocation counts against that installation's outbound budget).
+type mintedToken struct {
+	installationID int64
+	value          string
+	expiresAt      time.Time
+}
+
+func (s *Service) rememberToken(attemptID string, tok mintedToken) {
 	s.tokens.mu.Lock()
 	defer s.tokens.mu.Unlock()
 	if s.tokens.tokens == nil {
-		s.tokens.tokens = map[string][]string{}
+		s.tokens.tokens = map[string][]mintedToken{}
 	}
-	s.tokens.tokens[attemptID] = append(s.tokens.tokens[attemptID], token)
+	s.tokens.tokens[attemptID] = append(s.tokens.tokens[attemptID], tok)
 }
 
-func (s *Service) takeTokens(attemptID string) []string {
+func (s *Service) takeTokens(attemptID string) []mintedToken {
 	s.tokens.mu.Lock()
 	defer s.tokens.mu.Unlock()
 	t := s.tokens.tokens[attemptID]

@@ -29,6 +29,10 @@ import (
 type GitHubClients interface {
 	App(ctx context.Context) (*github.Client, error)
 	Installation(ctx context.Context, installationID int64) (*github.Client, error)
+	// WithToken is a client that presents token, one the app minted for
+	// that installation (to revoke it with itself), within the
+	// installation's outbound budget.
+	WithToken(ctx context.Context, installationID int64, token string) (*github.Client, error)
 }
 
 // NewGitHubClients builds clients from the App's id and key against apiURL
@@ -173,13 +177,21 @@ func NewOutboundLimiter(o config.Outbound, st *store.Store, log zerolog.Logger) 
 	}, http.DefaultTransport)
 }
 
+// arrivalGuard widens every outbound window (see StoreSlots).
+const arrivalGuard = time.Second
+
 // StoreSlots is the outbound write budget kept in the store: the windows
 // apply per key (per installation), counted across the fleet. With no
 // windows it limits nothing.
 func StoreSlots(st *store.Store, windows []config.RateWindow) outbound.Slots {
 	limits := make([]store.RateLimit, 0, len(windows))
 	for _, w := range windows {
-		limits = append(limits, store.RateLimit{Limit: w.Limit, Window: w.Window})
+		// A slot is counted when granted, GitHub counts a request when it
+		// arrives; between the two lie the store's lock queue and the
+		// connection. Without the guard, a request granted early in one
+		// window and sent late could arrive within one window of a
+		// request granted as the next window opened.
+		limits = append(limits, store.RateLimit{Limit: w.Limit, Window: w.Window + arrivalGuard})
 	}
 	return outbound.SlotsFunc(func(ctx context.Context, key string, now time.Time) (time.Duration, error) {
 		return st.TakeRateSlot(ctx, key, now, limits)
@@ -352,4 +364,12 @@ func findCheckRun(ctx context.Context, c *github.Client, owner, repo, sha, name,
 		}
 		opts.Page = resp.NextPage
 	}
+}
+
+func (c *clientCreator) WithToken(ctx context.Context, installationID int64, token string) (*github.Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rt := c.lim.Transport(installationID, c.lim.Base())
+	return c.newClient(rt, fmt.Sprintf("installation: %d, minted token", installationID)).WithAuthToken(token), nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-github/v62/github"
@@ -155,15 +156,19 @@ func (s *Service) revokeTokens(ctx context.Context, attemptID string) {
 
 // revokeToken revokes an installation token the app minted for a
 // supervisor or a snapshot build, with the token itself (GitHub's DELETE
-// /installation/token). Best effort: it expires within the hour anyway.
-func (s *Service) revokeToken(ctx context.Context, tok string) {
-	c := github.NewClient(nil).WithAuthToken(tok)
-	c.UserAgent = s.userAgent()
-	// BaseURL must end in a slash or paths resolve against its parent.
-	if base, err := c.BaseURL.Parse(strings.TrimSuffix(s.cfg.GitHub.APIURL, "/") + "/"); err == nil {
-		c.BaseURL = base
+// /installation/token), through the installation's outbound budget. Best
+// effort: it expires within the hour anyway.
+func (s *Service) revokeToken(ctx context.Context, tok mintedToken) {
+	if !tok.expiresAt.IsZero() && !time.Now().Before(tok.expiresAt) {
+		// Expired is as good as revoked, and GitHub would refuse the call.
+		// (GitHub's clock, not the app's test clock, is what counts.)
+		return
 	}
-	if _, err := c.Apps.RevokeInstallationToken(ctx); err != nil {
+	c, err := s.gh.WithToken(ctx, tok.installationID, tok.value)
+	if err == nil {
+		_, err = c.Apps.RevokeInstallationToken(ctx)
+	}
+	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("revoking a repo token failed")
 	}
 }

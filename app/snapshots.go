@@ -252,11 +252,11 @@ func (s *Service) buildSnapshotOf(ctx context.Context, r store.SnapshotRepo) (im
 	if err != nil {
 		return images.Snapshot{}, err
 	}
-	tok, err := s.mintRepoToken(ctx, r.InstallationID, r.RepoID)
+	tok, expires, err := s.mintRepoTokenUntil(ctx, r.InstallationID, r.RepoID)
 	if err != nil {
 		return images.Snapshot{}, err
 	}
-	defer s.revokeToken(ctx, tok)
+	defer s.revokeToken(ctx, mintedToken{installationID: r.InstallationID, value: tok, expiresAt: expires})
 	base, err := s.baseImage(ctx)
 	if err != nil {
 		return images.Snapshot{}, err

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/internal/retryafter"
 )
 
 // Window is at most Limit events in any Window (a sliding window).
@@ -108,7 +110,7 @@ func New(cfg Config, base http.RoundTripper) *Limiter {
 		cfg.Clock = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = retryafter.Sleep
 	}
 	l := &Limiter{cfg: cfg, base: base, slots: cfg.Slots, insts: map[int64]*installation{}}
 	if l.slots == nil && len(cfg.Creates) > 0 {
@@ -357,18 +359,6 @@ func (b *inFlightBody) Close() error {
 func discard(body io.ReadCloser) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10)) // a 304 has no body to speak of
 	_ = body.Close()                                         // read already; nothing to report
-}
-
-// sleep waits d or until ctx is done, without a goroutine.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // wait sleeps d through the configured Sleep, reporting ctx's error when

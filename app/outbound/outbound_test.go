@@ -18,6 +18,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakeclock"
+	"github.com/inspecthq/inspect/internal/retryafter"
 	"github.com/inspecthq/inspect/internal/storetest"
 )
 
@@ -704,10 +705,10 @@ func TestCancelledWhileWaiting(t *testing.T) {
 func TestSleepHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+	if err := retryafter.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Fatalf("sleep: %v", err)
 	}
-	if err := sleep(context.Background(), time.Nanosecond); err != nil {
+	if err := retryafter.Sleep(context.Background(), time.Nanosecond); err != nil {
 		t.Fatal(err)
 	}
 }

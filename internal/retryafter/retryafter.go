@@ -1,11 +1,13 @@
 // Package retryafter reads the Retry-After header (RFC 9110, section
 // 10.2.3), which a server sends with a 429, a 503 or a 3xx to say how long
 // the client should wait before its next request. It is shared by the
-// Buildkite executor's transport and the app's error classification, so
-// that both read the header the same way.
+// Buildkite executor's transport, the app's outbound limiter and its error
+// classification, so that all read the header, and wait it out, the same
+// way.
 package retryafter
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -56,4 +58,17 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// Sleep waits d, or until ctx is done (then it returns ctx's error), with a
+// timer and no goroutine: how the transports wait out a Retry-After.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

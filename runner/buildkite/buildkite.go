@@ -36,6 +36,7 @@ import (
 
 	bk "github.com/buildkite/go-buildkite/v3/buildkite"
 
+	"github.com/inspecthq/inspect/internal/retryafter"
 	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/contract"
 )
@@ -200,7 +201,7 @@ func New(cfg Config) (*Executor, error) {
 		cfg.MaxWait = DefaultMaxWait
 	}
 	if cfg.Wait == nil {
-		cfg.Wait = sleep
+		cfg.Wait = retryafter.Sleep
 	}
 	baseClient := cfg.HTTPClient
 	if baseClient == nil {

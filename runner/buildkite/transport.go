@@ -189,15 +189,3 @@ func (c *cancelOnClose) Close() error {
 	c.cancel()
 	return err
 }
-
-// sleep is the default Config.Wait: a timer that gives up when ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

@@ -37,8 +37,12 @@ vet: ensure-go
 	$(GO) vet $(PKGS)
 
 # The store suite and the end-to-end tests run against SQLite and PostgreSQL.
+# The fault suite (./faults) runs after the rest, on its own: its replicas,
+# sandboxes and PostgreSQL would otherwise compete for the CPU with the app's
+# end-to-end tests and push both toward their timeouts.
 test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex fmt-check vet
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v '/faults$$')
+	$(GO) test -race -count=1 -timeout 20m -parallel 3 ./faults/
 
 demo: ensure-go ensure-bubblewrap
 	$(GO) run ./cmd/inspect-demo

@@ -1,8 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -51,12 +53,11 @@ func classifyAPIError(err error, now time.Time) (wait time.Duration, refusal *ap
 	switch {
 	case errors.As(err, &refused):
 		return 0, refused
-	case errors.As(err, &mint) && mint.Response != nil && installationGone(mint.Response.StatusCode) && !rateLimited(mint.Response.Header):
-		// GitHub would not mint a token: the installation was suspended
-		// (403), removed (404) or the App's key revoked (401). No retry
-		// changes that, so the session ends now, cleanly.
-		return 0, &apiRefusal{service: "GitHub", status: mint.Response.StatusCode,
-			message: "the installation's access token could not be created (suspended or uninstalled)", final: true}
+	case errors.As(err, &mint) && mint.Response != nil:
+		if r := mintRefusal(mint.Response); r != nil {
+			return 0, r
+		}
+		return 0, nil // a rate limit or a blip: retried with backoff
 	case errors.As(err, &bkFinal):
 		return 0, &apiRefusal{service: "Buildkite", status: bkFinal.Status, message: bkFinal.Message, final: true}
 	case errors.As(err, &bkRate):
@@ -95,12 +96,28 @@ func refusalReply(login string, r *apiRefusal) string {
 		"Operators can check the App's permissions and installation.", login, r.service, r.status, cell(r.message))
 }
 
-// rateLimited tells a 403 that is a rate limit (GitHub sends one of these
-// headers with it) from a refusal.
-func rateLimited(h http.Header) bool {
-	return h.Get("Retry-After") != "" || h.Get("X-RateLimit-Remaining") == "0"
-}
-
-func installationGone(code int) bool {
-	return code == http.StatusUnauthorized || code == http.StatusForbidden || code == http.StatusNotFound
+// mintRefusal reads GitHub's refusal to mint an installation token. 401
+// (the App's key or JWT refused) and 403 "suspended" end the session now,
+// cleanly: no retry changes them. 404 (uninstalled, or an installation
+// too new to be seen yet) is retried like any 404. Any other 403 (a
+// secondary rate limit comes without headers sometimes) is no refusal.
+// ghinstallation leaves the response body open; it is read and closed
+// here.
+func mintRefusal(resp *http.Response) *apiRefusal {
+	var body []byte
+	if resp.Body != nil {
+		body, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<10)) // a short read only shortens the check
+		_ = resp.Body.Close()                                  // nothing more to read
+		resp.Body = io.NopCloser(bytes.NewReader(body))        // for anyone reading it after us
+	}
+	const msg = "the installation's access token could not be created"
+	switch code := resp.StatusCode; {
+	case code == http.StatusUnauthorized:
+		return &apiRefusal{service: "GitHub", status: code, message: msg + " (the App's credentials were refused)", final: true}
+	case code == http.StatusForbidden && bytes.Contains(bytes.ToLower(body), []byte("suspended")):
+		return &apiRefusal{service: "GitHub", status: code, message: msg + " (the installation is suspended)", final: true}
+	case code == http.StatusNotFound:
+		return &apiRefusal{service: "GitHub", status: code, message: msg + " (the App is not installed there)"}
+	}
+	return nil
 }

@@ -3,10 +3,14 @@ package app
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v62/github"
 
 	"github.com/inspecthq/inspect/runner/buildkite"
@@ -16,6 +20,12 @@ func TestClassifyAPIError(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	resp := func(code int, h http.Header) *http.Response {
 		return &http.Response{StatusCode: code, Header: h, Request: &http.Request{Method: "GET"}}
+	}
+	mintErr := func(code int, body string) error {
+		r := resp(code, nil)
+		r.Body = io.NopCloser(strings.NewReader(body))
+		return fmt.Errorf("getting a client: %w", &url.Error{Op: "Get", URL: "https://api.github.com/repos/o/r",
+			Err: &ghinstallation.HTTPError{Message: "could not refresh installation id 1's token", Response: r}})
 	}
 	ghErr := func(code int, h http.Header) error {
 		return fmt.Errorf("reading: %w", &github.ErrorResponse{Response: resp(code, h), Message: "Not Found"})
@@ -40,6 +50,11 @@ func TestClassifyAPIError(t *testing.T) {
 		"reset in the past": {err: &github.RateLimitError{Response: resp(403, nil),
 			Rate: github.Rate{Reset: github.Timestamp{Time: now.Add(-time.Hour)}}}, wait: time.Second},
 		"secondary rate limit": {err: &github.AbuseRateLimitError{Response: resp(403, nil), RetryAfter: ptr(2 * time.Minute)}, wait: 2 * time.Minute},
+		"mint suspended":       {err: mintErr(403, `{"message":"This installation has been suspended"}`), refusedBy: "GitHub", final: true},
+		"mint key refused":     {err: mintErr(401, `{"message":"A JSON web token could not be decoded"}`), refusedBy: "GitHub", final: true},
+		"mint not installed":   {err: mintErr(404, `{"message":"Not Found"}`), refusedBy: "GitHub"},
+		"mint secondary limit": {err: mintErr(403, `{"message":"You have exceeded a secondary rate limit"}`)},
+		"mint 502":             {err: mintErr(502, "bad gateway")},
 		"buildkite final":      {err: fmt.Errorf("starting: %w", &buildkite.FinalError{Status: 403, Message: "forbidden"}), refusedBy: "Buildkite", final: true},
 		"buildkite rate":       {err: &buildkite.RateLimitedError{RetryAfter: 5 * time.Hour}, wait: time.Hour},
 	} {

@@ -85,6 +85,12 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 		case a.State == store.AttemptEnded:
 			// Ended: lost and re-dispatched (see redispatch), or replaced
 			// below by an earlier run. A fresh attempt follows.
+		case s.foreignLocalAttempt(a):
+			// Another replica's sandbox, handed back or dead with it: never
+			// adopted, since this replica could neither watch nor stop it.
+			if err := s.store.EndAttempt(ctx, a.ID, s.clock.Now()); err != nil {
+				return err
+			}
 		case a.ExternalID != "":
 			return s.markDispatched(ctx, sess.ID, a.Deadline)
 		default:
@@ -111,8 +117,9 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 	if reply != "" {
 		return s.end(ctx, sess.ID, store.Errored, "config_invalid", reply)
 	}
-	if sess.Redispatches > 0 && !sess.Deadline.IsZero() {
-		// A re-dispatch never buys time, however many tries its start takes.
+	if (sess.Redispatches > 0 || sess.Handbacks > 0) && !sess.Deadline.IsZero() {
+		// A re-dispatch or a handback never buys time, however many tries
+		// its start takes.
 		spec.Limits.Deadline = sess.Deadline.UTC()
 	}
 	specJSON, err := json.Marshal(spec)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -48,42 +47,19 @@ func (s *Service) fleetDue(ctx context.Context, name string, every time.Duration
 	return ok
 }
 
-// intervalGate lets something run at most once per interval in this
-// replica; the first call is always due (start-up).
-type intervalGate struct {
-	mu   sync.Mutex
-	last time.Time
-}
-
-func (g *intervalGate) due(now time.Time, every time.Duration) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.last.IsZero() && now.Sub(g.last) < every {
-		return false
-	}
-	g.last = now
-	return true
-}
-
-// periodic runs this replica's periodic duties once: its heartbeat, the
-// reconcile, and the fleet's redelivery sweep when this replica wins it.
-// Failures are logged; the next poll tries again.
+// periodic runs this replica's periodic duties once: the reconcile, and
+// the fleet's redelivery sweep when this replica wins it. Failures are
+// logged; the next poll tries again. The heartbeat is not among them: a
+// long pass (a thousand target checks, a sweep after an outage) must not
+// make this replica look dead.
 func (s *Service) periodic(ctx context.Context) {
-	now := s.clock.Now()
-	if s.beat.due(now, s.cfg.Workers.Heartbeat) {
-		if err := s.store.Heartbeat(ctx, s.WorkerName, now); err != nil {
-			s.log.Warn().Err(err).Msg("heartbeat failed")
-		} else if err := s.store.PruneReplicas(ctx, now.Add(-10*s.cfg.Workers.ReplicaTimeout)); err != nil {
-			s.log.Warn().Err(err).Msg("pruning old replicas failed")
-		}
-	}
 	if err := s.reconcile(ctx); err != nil {
 		s.log.Error().Err(err).Msg("reconcile failed")
 	}
 	if r := s.cfg.GitHub.Redelivery; r.Interval > 0 && s.fleetDue(ctx, "redelivery_sweep", r.Interval) {
 		n, err := s.sweepDeliveries(ctx)
 		if err != nil {
-			s.log.Warn().Err(err).Msg("redelivery sweep failed")
+			s.log.Warn().Err(err).Msg("redelivery sweep stopped early")
 		}
 		if n > 0 {
 			s.log.Info().Int("redelivered", n).Msg("asked GitHub to redeliver failed deliveries")
@@ -93,8 +69,7 @@ func (s *Service) periodic(ctx context.Context) {
 
 // periodicLoop runs periodic until stop is closed.
 func (s *Service) periodicLoop(stop <-chan struct{}, ctx context.Context) {
-	every := min(s.cfg.Workers.PollInterval, s.cfg.Workers.Heartbeat)
-	t := time.NewTicker(every)
+	t := time.NewTicker(s.cfg.Workers.PollInterval)
 	defer t.Stop()
 	for {
 		s.periodic(ctx)
@@ -104,6 +79,45 @@ func (s *Service) periodicLoop(stop <-chan struct{}, ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// heartbeat records that this replica is alive. beatingSince is when the
+// current run of successful beats began (0 after a failure): a replica
+// whose own beats failed (the database was away) cannot tell a dead peer
+// from one whose beats failed too, so it judges none until it has beaten
+// for a whole workers.replica_timeout again.
+func (s *Service) heartbeat(ctx context.Context) {
+	now := s.clock.Now()
+	if err := s.store.Heartbeat(ctx, s.WorkerName, now); err != nil {
+		s.beatingSince.Store(0)
+		s.log.Warn().Err(err).Msg("heartbeat failed")
+		return
+	}
+	s.beatingSince.CompareAndSwap(0, now.UnixMilli())
+	if err := s.store.PruneReplicas(ctx, now.Add(-10*s.cfg.Workers.ReplicaTimeout)); err != nil {
+		s.log.Warn().Err(err).Msg("pruning old replicas failed")
+	}
+}
+
+// heartbeatLoop beats every workers.heartbeat until stop is closed.
+func (s *Service) heartbeatLoop(stop <-chan struct{}, ctx context.Context) {
+	t := time.NewTicker(s.cfg.Workers.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			s.heartbeat(ctx)
+		}
+	}
+}
+
+// mayJudgeReplicas reports whether this replica's own heartbeats have
+// held long enough to call another replica dead (see heartbeat).
+func (s *Service) mayJudgeReplicas(now time.Time) bool {
+	since := s.beatingSince.Load()
+	return since != 0 && now.Sub(time.UnixMilli(since)) >= s.cfg.Workers.ReplicaTimeout
 }
 
 // hostsAttempts reports whether attempts run on this replica's own host,
@@ -131,29 +145,27 @@ func (s *Service) replaceDeadHostAttempt(ctx context.Context, sess store.Session
 // it stops: each session goes back to preparing with a dispatch queued, so
 // a live replica runs it again (the attempt's sandbox is about to be
 // stopped with this process). A handback is not the session's failure, so
-// it does not use up the one re-dispatch a dead replica's session gets.
-// What cannot be handed back (the store is down) is found by the others
-// when this replica's heartbeat ages out.
+// it does not use up the one re-dispatch a dead replica's session gets; it
+// does keep the deadline (see dispatch), so rolling restarts never buy a
+// session time. What cannot be handed back (the store is down) is found by
+// the others when this replica's heartbeat ages out.
 func (s *Service) handBack(ctx context.Context) {
 	if !s.hostsAttempts() {
 		return
 	}
-	running, err := s.store.SessionsRunning(ctx, reconcileBatch)
+	running, err := s.store.SessionsRunningOn(ctx, s.WorkerName)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("could not list sessions to hand back; other replicas will find them")
 		return
 	}
 	for _, sess := range running {
-		a, err := s.store.GetAttempt(ctx, sess.AttemptID)
-		if err != nil || a.Host != s.WorkerName || a.State == store.AttemptEnded {
-			continue
-		}
-		log := s.log.With().Str("session_id", sess.ID).Str("attempt_id", a.ID).Logger()
+		log := s.log.With().Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Logger()
 		_, err = s.store.MutateSession(ctx, sess.ID, s.clock.Now(), func(x *store.Session) error {
-			if x.State != store.Dispatched && x.State != store.Running || x.AttemptID != a.ID {
+			if x.State != store.Dispatched && x.State != store.Running || x.AttemptID != sess.AttemptID {
 				return errAlreadyDone
 			}
 			x.State = store.Preparing
+			x.Handbacks++
 			return nil
 		}, store.NewWork{Kind: store.SyncSession}, store.NewWork{Kind: store.DispatchSession})
 		switch {
@@ -164,6 +176,12 @@ func (s *Service) handBack(ctx context.Context) {
 			continue
 		}
 		log.Info().Msg("shutting down: session handed back to the fleet")
-		s.stopAttempt(log.WithContext(ctx), a.ID)
+		s.stopAttempt(log.WithContext(ctx), sess.AttemptID)
 	}
+}
+
+// foreignLocalAttempt reports whether a is another replica's local attempt:
+// one this replica can neither see nor stop, which it must not adopt.
+func (s *Service) foreignLocalAttempt(a store.Attempt) bool {
+	return a.Host != "" && a.Host != s.WorkerName
 }

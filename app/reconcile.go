@@ -111,11 +111,15 @@ func (s *Service) reconcileAttempt(ctx context.Context, states stateReporter, se
 	if err != nil || a.State == store.AttemptEnded {
 		return err // an ended attempt's result is being reported
 	}
-	if a.Host != "" && a.Host != s.WorkerName {
+	if s.foreignLocalAttempt(a) {
 		// Another replica's local attempt: only that replica can see it,
 		// and its own reconcile does. Once the replica is dead, its sandbox
 		// died with it.
-		alive, err := s.store.ReplicaAlive(ctx, a.Host, s.clock.Now().Add(-s.cfg.Workers.ReplicaTimeout))
+		now := s.clock.Now()
+		if !s.mayJudgeReplicas(now) {
+			return nil
+		}
+		alive, err := s.store.ReplicaAlive(ctx, a.Host, now.Add(-s.cfg.Workers.ReplicaTimeout))
 		if err != nil || alive {
 			return err
 		}

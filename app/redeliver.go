@@ -73,20 +73,30 @@ func (s *Service) sweepDeliveries(ctx context.Context) (int, error) {
 			glog.Debug().Int("asked", n).Msg("delivery still failing; redelivery cap reached")
 			continue
 		}
-		// Counted before asking: a crash between the two must not let a
-		// GUID be asked for past its cap.
+		_, _, err = c.Apps.RedeliverHookDelivery(ctx, g.latest)
+		var accepted *github.AcceptedError
+		switch wait, refusal := classifyAPIError(err, now); {
+		case err == nil || errors.As(err, &accepted):
+			glog.Info().Int64("attempt_id", g.latest).Int("asked_before", n).Msg("redelivery asked for")
+			asked++
+		case refusal != nil:
+			// Refused (too old, gone): counted, so a GUID GitHub will
+			// not redeliver is not asked for every sweep; the others go on.
+			glog.Warn().Err(err).Int64("attempt_id", g.latest).Msg("redelivery refused")
+		case wait > 0 || ctx.Err() != nil:
+			// The App's write budget is spent, or we are stopping: the
+			// rest wait for the next sweep, their caps untouched.
+			return asked, fmt.Errorf("redelivering %s: %w", guid, err)
+		default:
+			// A transient failure (network, 5xx) costs no cap either.
+			glog.Warn().Err(err).Int64("attempt_id", g.latest).Msg("redelivery failed; next sweep tries again")
+			continue
+		}
+		// Counted once GitHub has answered. A crash between the answer and
+		// this write asks once more than the cap, at most.
 		if err := s.store.RecordRedelivery(ctx, guid, now); err != nil {
 			return asked, err
 		}
-		_, _, err = c.Apps.RedeliverHookDelivery(ctx, g.latest)
-		var accepted *github.AcceptedError
-		if err != nil && !errors.As(err, &accepted) {
-			// One refusal (too old, gone) must not stop the others.
-			glog.Warn().Err(err).Int64("attempt_id", g.latest).Msg("redelivery refused")
-			continue
-		}
-		glog.Info().Int64("attempt_id", g.latest).Int("asked_before", n).Msg("redelivery asked for")
-		asked++
 	}
 	if err := s.store.PruneRedeliveries(ctx, now.Add(-2*cfg.Window)); err != nil {
 		log.Warn().Err(err).Msg("pruning redelivery counts failed")

@@ -235,8 +235,11 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if !served {
 		err = <-serveErr
 	}
-	// Gone cleanly: nobody has to wait out this replica's heartbeat.
-	if leaveErr := s.store.Leave(drainCtx, s.WorkerName); leaveErr != nil {
+	// Gone cleanly: nobody has to wait out this replica's heartbeat. Its
+	// own short deadline: the drain's may be spent by now.
+	leaveCtx, cancelLeave := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelLeave()
+	if leaveErr := s.store.Leave(leaveCtx, s.WorkerName); leaveErr != nil {
 		s.log.Warn().Err(leaveErr).Msg("could not record leaving the fleet")
 	}
 	if errors.Is(err, http.ErrServerClosed) {

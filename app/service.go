@@ -47,8 +47,9 @@ type Service struct {
 	// snapshotExec starts snapshot builds on the executor (Options).
 	snapshotExec Executor
 	version      string
-	// beat paces this replica's heartbeat.
-	beat intervalGate
+	// beatingSince is when this replica's current run of successful
+	// heartbeats began, in Unix ms; 0 after a failure (see heartbeat).
+	beatingSince atomic.Int64
 	// inflightWebhooks counts webhooks being accepted, for load shedding.
 	inflightWebhooks atomic.Int64
 	// parsed memoises the cached repo configs' parses for the webhook path.

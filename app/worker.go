@@ -17,8 +17,15 @@ import (
 // then waits for the work they hold to finish. Work runs under workCtx,
 // which the caller cancels when the drain deadline passes.
 func (s *Service) RunWorkers(stop <-chan struct{}, workCtx context.Context) {
+	// Beat before any work: an attempt this replica starts must not look
+	// like a dead replica's for want of a first heartbeat.
+	s.heartbeat(workCtx)
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		s.heartbeatLoop(stop, workCtx)
+	}()
 	go func() {
 		defer wg.Done()
 		s.periodicLoop(stop, workCtx)

@@ -47,7 +47,7 @@ func TestSIGKILLAtEachPointStillEndsEverySession(t *testing.T) {
 			})
 			defer release()
 			doomed := f.start()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			if d := f.gh.Deliver(ctx, "issue_comment", f.comment(1, "/inspect make TestAdd pass")); d.StatusCode != 200 {
 				t.Fatalf("delivery: %d %s", d.StatusCode, d.Status)
@@ -63,7 +63,7 @@ func TestSIGKILLAtEachPointStillEndsEverySession(t *testing.T) {
 			f.retarget()
 			f.start()
 
-			all := f.waitDone(1, 2*time.Minute)
+			all := f.waitDone(1, 4*time.Minute)
 			s := all[0]
 			if s.Outcome != "changed" {
 				t.Fatalf("session ended %s/%s, want changed\n%s", s.Outcome, s.Reason, f.logTails())

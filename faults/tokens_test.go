@@ -12,14 +12,11 @@ import (
 // it expired. The session reports its pull request.
 func TestSessionOutlivesItsTokens(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, fleetOptions{sample: true})
+	// The stand-in agent runs longer than a token lives; no verify
+	// commands, so the session is about tokens, not compile time.
+	f := newFleet(t, fleetOptions{agent: []string{"sh", "-c", `sleep 4 && exec sh scripts/inspect-stand-in-agent.sh "$0"`}})
 	const lifetime = 2 * time.Second
 	f.gh.SetTokenLifetime(lifetime)
-	// The sample agent runs longer than a token lives.
-	f.gh.CommitFiles(owner, repoName, "main", map[string]string{
-		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"-c\", \"sleep 4 && exec sh scripts/inspect-stand-in-agent.sh \\\"$0\\\"\"]\n" +
-			"verify:\n  - name: unit tests\n    run: [\"go\", \"test\", \"-json\", \"./...\"]\n",
-	}, "a slower agent")
 	f.issue(1)
 	f.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -27,7 +24,7 @@ func TestSessionOutlivesItsTokens(t *testing.T) {
 	if d := f.gh.Deliver(ctx, "issue_comment", f.comment(1, "/inspect make TestAdd pass")); d.StatusCode != 200 {
 		t.Fatalf("delivery: %d %s", d.StatusCode, d.Status)
 	}
-	s := f.waitDone(1, 90*time.Second)[0]
+	s := f.waitDone(1, 3*time.Minute)[0]
 	if s.Outcome != "changed" || f.created(repoPath("/pulls")) != 1 {
 		t.Fatalf("session %s/%s with %d pull requests, want changed with one\n%s", s.Outcome, s.Reason, f.created(repoPath("/pulls")), f.logTails())
 	}

@@ -55,6 +55,16 @@ func (s *Store) PruneReplicas(ctx context.Context, before time.Time) error {
 // makes it due again only after every: of the replicas asking, exactly one
 // gets true per interval. The first ask ever is due (start-up).
 func (s *Store) ClaimTick(ctx context.Context, name, owner string, now time.Time, every time.Duration) (bool, error) {
+	// Read first: most asks find the job not due, and a read costs no
+	// write (SQLite syncs every write transaction).
+	var due int64
+	switch err := s.reader.QueryRowContext(ctx, `SELECT due_at FROM ticks WHERE name = $1`, name).Scan(&due); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return false, fmt.Errorf("reading tick %s: %w", name, err)
+	case due > ms(now):
+		return false, nil
+	}
 	next := now.Add(every)
 	res, err := s.db.ExecContext(ctx, `UPDATE ticks SET due_at = $2, owner = $3 WHERE name = $1 AND due_at <= $4`,
 		name, ms(next), owner, ms(now))

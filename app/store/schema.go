@@ -184,6 +184,7 @@ func migrations(d dialect) [][]string {
 		},
 		// 8: several replicas (issue 8). replicas: each live replica's
 		// heartbeat, so the others know whose local attempts died with it;
+		// sessions.handbacks: attempts a stopping replica gave back;
 		// attempts.host: the replica whose local executor runs an attempt
 		// ('' for a remote executor). ticks: periodic jobs run once per
 		// interval across the fleet. rate_events: content-creating GitHub
@@ -193,9 +194,9 @@ func migrations(d dialect) [][]string {
 			`CREATE TABLE replicas (
 				name       TEXT PRIMARY KEY,
 				started_at BIGINT NOT NULL,
-				seen_at    BIGINT NOT NULL,
-				stopping   INTEGER NOT NULL DEFAULT 0
+				seen_at    BIGINT NOT NULL
 			)` + clustered,
+			`ALTER TABLE sessions ADD COLUMN handbacks INTEGER NOT NULL DEFAULT 0`,
 			`ALTER TABLE attempts ADD COLUMN host TEXT NOT NULL DEFAULT ''`,
 			`CREATE TABLE ticks (
 				name   TEXT PRIMARY KEY,

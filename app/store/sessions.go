@@ -84,6 +84,9 @@ type Session struct {
 	// Redispatches counts attempts re-dispatched because their executor
 	// lost them; a session gets one, and keeps its deadline through it.
 	Redispatches int
+	// Handbacks counts attempts a stopping replica gave back to the fleet
+	// (they do not use up the one re-dispatch, and keep the deadline).
+	Handbacks int
 	// TriggerInfo is JSON the app owns: what the way in adds (the label,
 	// a review comment's place, the failing checks of a repair).
 	TriggerInfo string
@@ -111,10 +114,10 @@ const sessionColumns = `id, repo_id, repo_owner, repo_name, installation_id, num
 	comment_id, delivery_id, requester_login, requester_id, requester_type, instructions, ignored_commands,
 	retry_of, state, outcome, reason, detail, head_sha, check_run_id, progress_comment_id, reacted,
 	created_at, updated_at, attempt_id, deadline, commit_sha, branch, pr_number, default_branch, truncated, redispatches,
-	trigger_info, admitted_at, waiting_since, waiting_scope, ended_at`
+	trigger_info, admitted_at, waiting_since, waiting_scope, ended_at, handbacks`
 
 const insertSessionSQL = `INSERT INTO sessions (` + sessionColumns + `)
-	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,$34,$35,$36,$37,$38,$39)`
+	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,$34,$35,$36,$37,$38,$39,$40)`
 
 func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now time.Time) error {
 	if s.CreatedAt.IsZero() {
@@ -133,7 +136,7 @@ func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now 
 		commentID, s.DeliveryID, s.RequesterLogin, s.RequesterID, s.RequesterType, s.Instructions, s.IgnoredCommands,
 		s.RetryOf, string(s.State), string(s.Outcome), s.Reason, s.Detail, s.HeadSHA, s.CheckRunID, s.ProgressCommentID, b2i(s.Reacted),
 		ms(s.CreatedAt), ms(s.UpdatedAt), s.AttemptID, ms(s.Deadline), s.CommitSHA, s.Branch, s.PRNumber, s.DefaultBranch, b2i(s.Truncated), s.Redispatches,
-		s.TriggerInfo, ms(s.AdmittedAt), ms(s.WaitingSince), s.WaitingScope, ms(s.EndedAt))
+		s.TriggerInfo, ms(s.AdmittedAt), ms(s.WaitingSince), s.WaitingScope, ms(s.EndedAt), s.Handbacks)
 	if err != nil {
 		return fmt.Errorf("inserting session: %w", err)
 	}
@@ -158,7 +161,7 @@ func scanSession(row rowScanner) (Session, error) {
 		&commentID, &s.DeliveryID, &s.RequesterLogin, &s.RequesterID, &s.RequesterType, &s.Instructions, &s.IgnoredCommands,
 		&s.RetryOf, &state, &outcome, &s.Reason, &s.Detail, &s.HeadSHA, &s.CheckRunID, &s.ProgressCommentID, &reacted,
 		&created, &updated, &s.AttemptID, &deadline, &s.CommitSHA, &s.Branch, &s.PRNumber, &s.DefaultBranch, &truncated, &s.Redispatches,
-		&s.TriggerInfo, &admitted, &since, &s.WaitingScope, &ended)
+		&s.TriggerInfo, &admitted, &since, &s.WaitingScope, &ended, &s.Handbacks)
 	if err != nil {
 		return Session{}, err
 	}
@@ -257,11 +260,11 @@ func (s *Store) writeSession(ctx context.Context, tx *sql.Tx, before, after Sess
 	_, err := tx.ExecContext(ctx, `UPDATE sessions SET state=$2, outcome=$3, reason=$4, detail=$5, head_sha=$6,
 		check_run_id=$7, progress_comment_id=$8, reacted=$9, updated_at=$10, attempt_id=$11, deadline=$12,
 		commit_sha=$13, branch=$14, pr_number=$15, default_branch=$16, redispatches=$17,
-		trigger_info=$18, admitted_at=$19, waiting_since=$20, waiting_scope=$21, ended_at=$22 WHERE id=$1`,
+		trigger_info=$18, admitted_at=$19, waiting_since=$20, waiting_scope=$21, ended_at=$22, handbacks=$23 WHERE id=$1`,
 		before.ID, string(after.State), string(after.Outcome), after.Reason, after.Detail, after.HeadSHA,
 		after.CheckRunID, after.ProgressCommentID, b2i(after.Reacted), ms(now),
 		after.AttemptID, ms(after.Deadline), after.CommitSHA, after.Branch, after.PRNumber, after.DefaultBranch, after.Redispatches,
-		after.TriggerInfo, ms(after.AdmittedAt), ms(after.WaitingSince), after.WaitingScope, ms(after.EndedAt))
+		after.TriggerInfo, ms(after.AdmittedAt), ms(after.WaitingSince), after.WaitingScope, ms(after.EndedAt), after.Handbacks)
 	if err != nil {
 		return err
 	}
@@ -331,4 +334,11 @@ func (s *Store) ActiveSessionBefore(ctx context.Context, sess Session) (string, 
 // SessionsRunning lists dispatched or running sessions, oldest first.
 func (s *Store) SessionsRunning(ctx context.Context, limit int) ([]Session, error) {
 	return s.querySessions(ctx, `WHERE state IN ('dispatched', 'running') ORDER BY updated_at LIMIT $1`, limit)
+}
+
+// SessionsRunningOn lists the dispatched or running sessions whose current
+// attempt runs on host's local executor.
+func (s *Store) SessionsRunningOn(ctx context.Context, host string) ([]Session, error) {
+	return s.querySessions(ctx, `WHERE state IN ('dispatched', 'running')
+		AND attempt_id IN (SELECT id FROM attempts WHERE host = $1 AND state <> 'ended') ORDER BY updated_at`, host)
 }

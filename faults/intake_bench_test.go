@@ -16,7 +16,20 @@ import (
 // time is the sender's: from the POST to the 2xx. Sessions are not run
 // (executor none): this measures intake, not sandboxes.
 func BenchmarkIntakeTwoReplicas(b *testing.B) {
-	f := newFleet(b, fleetOptions{set: map[string]any{"executor.kind": "none"}})
+	// "preparing": the workers prepare each session as it comes (GitHub
+	// calls to the same stand-in, on the same two cores); "intake": no
+	// workers, the webhook path alone.
+	for _, workers := range []int{4, 0} {
+		name := "preparing"
+		if workers == 0 {
+			name = "intake"
+		}
+		b.Run(name, func(b *testing.B) { benchIntake(b, workers) })
+	}
+}
+
+func benchIntake(b *testing.B, workers int) {
+	f := newFleet(b, fleetOptions{set: map[string]any{"executor.kind": "none", "workers.count": workers}})
 	f.start()
 	f.start()
 	const senders = 16

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -160,19 +159,11 @@ func (s *Service) handBack(ctx context.Context) {
 	}
 	for _, sess := range running {
 		log := s.log.With().Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Logger()
-		_, err = s.store.MutateSession(ctx, sess.ID, s.clock.Now(), func(x *store.Session) error {
-			if x.State != store.Dispatched && x.State != store.Running || x.AttemptID != sess.AttemptID {
-				return errAlreadyDone
-			}
-			x.State = store.Preparing
-			x.Handbacks++
-			return nil
-		}, store.NewWork{Kind: store.SyncSession}, store.NewWork{Kind: store.DispatchSession})
-		switch {
-		case errors.Is(err, errAlreadyDone):
-			continue
-		case err != nil:
+		requeued, err := s.requeue(ctx, sess.ID, sess.AttemptID, func(x *store.Session) { x.Handbacks++ })
+		if err != nil {
 			log.Warn().Err(err).Msg("could not hand the session back")
+		}
+		if !requeued {
 			continue
 		}
 		log.Info().Msg("shutting down: session handed back to the fleet")

@@ -155,18 +155,8 @@ func (s *Service) redispatch(ctx context.Context, sess store.Session, a store.At
 		log.Warn().Int("redispatches", sess.Redispatches).Msg("attempt lost; not re-dispatched, the deadline will end the session")
 		return nil
 	}
-	_, err := s.store.MutateSession(ctx, sess.ID, s.clock.Now(), func(x *store.Session) error {
-		if x.State != store.Dispatched && x.State != store.Running || x.AttemptID != a.ID {
-			return errAlreadyDone
-		}
-		x.State = store.Preparing
-		x.Redispatches++
-		return nil
-	}, store.NewWork{Kind: store.SyncSession}, store.NewWork{Kind: store.DispatchSession})
-	if errors.Is(err, errAlreadyDone) {
-		return nil
-	}
-	if err != nil {
+	requeued, err := s.requeue(ctx, sess.ID, a.ID, func(x *store.Session) { x.Redispatches++ })
+	if err != nil || !requeued {
 		return err
 	}
 	// Only now that the session no longer waits for it: if the mutation had
@@ -175,6 +165,25 @@ func (s *Service) redispatch(ctx context.Context, sess store.Session, a store.At
 	s.stopAttempt(ctx, a.ID)
 	s.wakeWorkers()
 	return nil
+}
+
+// requeue puts a session back to preparing, with a dispatch (and a sync,
+// for the check run and the progress comment) queued in the same
+// transaction, if attemptID is still its current, running attempt; count
+// records why. It reports whether it did.
+func (s *Service) requeue(ctx context.Context, sessionID, attemptID string, count func(*store.Session)) (bool, error) {
+	_, err := s.store.MutateSession(ctx, sessionID, s.clock.Now(), func(x *store.Session) error {
+		if x.State != store.Dispatched && x.State != store.Running || x.AttemptID != attemptID {
+			return errAlreadyDone
+		}
+		x.State = store.Preparing
+		count(x)
+		return nil
+	}, store.NewWork{Kind: store.SyncSession}, store.NewWork{Kind: store.DispatchSession})
+	if errors.Is(err, errAlreadyDone) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // reconcileTargets cancels active sessions whose target went away: a pull

@@ -25,25 +25,23 @@ func TestDatabaseOutageDeliveriesAreRecoveredByTheSweep(t *testing.T) {
 	defer cancel()
 
 	const before, during = 3, 5
-	okGUIDs := map[string]bool{}
-	for n := 1; n <= before; n++ {
-		f.issue(n)
-		d := f.gh.Deliver(ctx, "issue_comment", f.comment(n, "/inspect have a look"))
-		if d.StatusCode != 200 {
-			t.Fatalf("delivery %d with the database up: %d %s", n, d.StatusCode, d.Status)
+	// deliver sends a command on each issue of [from, to] and expects
+	// status for each; it returns their GUIDs.
+	deliver := func(from, to, status int) map[string]bool {
+		guids := map[string]bool{}
+		for n := from; n <= to; n++ {
+			f.issue(n)
+			d := f.gh.Deliver(ctx, "issue_comment", f.comment(n, "/inspect have a look"))
+			if d.StatusCode != status {
+				t.Fatalf("delivery %d: %d %s, want %d", n, d.StatusCode, d.Status, status)
+			}
+			guids[d.GUID] = true
 		}
-		okGUIDs[d.GUID] = true
+		return guids
 	}
+	okGUIDs := deliver(1, before, 200)
 	pg.Stop()
-	failed := map[string]bool{}
-	for n := before + 1; n <= before+during; n++ {
-		f.issue(n)
-		d := f.gh.Deliver(ctx, "issue_comment", f.comment(n, "/inspect have a look"))
-		if d.StatusCode != 503 {
-			t.Fatalf("delivery %d with the database down: %d %s, want 503", n, d.StatusCode, d.Status)
-		}
-		failed[d.GUID] = true
-	}
+	failed := deliver(before+1, before+during, 503)
 	pg.StartAgain()
 
 	all := f.waitDone(before+during, 2*time.Minute)

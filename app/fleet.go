@@ -68,6 +68,8 @@ func (s *Service) periodic(ctx context.Context) {
 
 // periodicLoop runs periodic until stop is closed.
 func (s *Service) periodicLoop(stop <-chan struct{}, ctx context.Context) {
+	// The jobs log through the context (zerolog.Ctx), as work items do.
+	ctx = s.log.With().Str("replica", s.WorkerName).Logger().WithContext(ctx)
 	t := time.NewTicker(s.cfg.Workers.PollInterval)
 	defer t.Stop()
 	for {

@@ -23,6 +23,11 @@ type (
 	stateReporter interface {
 		State(ctx context.Context, externalID string) (runner.AttemptState, error)
 	}
+	// runningLister lists the attempts running on this host (external id
+	// → attempt id): the local executor's.
+	runningLister interface {
+		Running(ctx context.Context) map[string]string
+	}
 	// attemptFinder finds an attempt's run by the session and attempt
 	// number it was started with, so a replayed dispatch adopts a run that
 	// started rather than making a second one.

@@ -93,6 +93,7 @@ func (s *Service) reconcileAttempts(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
+	s.stopOrphans(ctx)
 	active, err := s.store.SessionsRunning(ctx, reconcileBatch)
 	if err != nil {
 		return err
@@ -104,6 +105,31 @@ func (s *Service) reconcileAttempts(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// stopOrphans cancels this host's supervisors whose attempts the store has
+// ended by another path: another replica took the session over while this
+// one could not beat (the database was out of reach), or a cancel that
+// never reached the process. Their results would be refused anyway; this
+// frees the slot and the sandbox.
+func (s *Service) stopOrphans(ctx context.Context) {
+	lister, ok := s.executor.(runningLister)
+	if !ok {
+		return
+	}
+	for ext, attemptID := range lister.Running(ctx) {
+		a, err := s.store.GetAttempt(ctx, attemptID)
+		// A supervisor whose result just arrived is still exiting: only
+		// one whose attempt ended longer ago than it takes to finish
+		// (deadlineGrace) is an orphan.
+		if err != nil || a.State != store.AttemptEnded || s.clock.Now().Sub(a.UpdatedAt) < deadlineGrace {
+			continue
+		}
+		zerolog.Ctx(ctx).Warn().Str("attempt_id", attemptID).Str("external_id", ext).Msg("stopping a supervisor whose attempt has ended")
+		if err := s.executor.Cancel(ctx, ext); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("attempt_id", attemptID).Msg("stopping the orphaned supervisor failed")
+		}
+	}
 }
 
 func (s *Service) reconcileAttempt(ctx context.Context, states stateReporter, sess store.Session) error {

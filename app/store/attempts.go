@@ -53,6 +53,8 @@ type Attempt struct {
 	// Result is the uploaded contract.ResultUpload, as JSON.
 	Result    string
 	CreatedAt time.Time
+	// UpdatedAt is its last change: for an ended attempt, when it ended.
+	UpdatedAt time.Time
 }
 
 // Errors of the session channel's authentication.
@@ -165,19 +167,20 @@ func (s *Store) attemptRow(ctx context.Context, q querier, id string) (Attempt, 
 		a                    Attempt
 		state                string
 		deadline, created    int64
+		updated              int64
 		claimHash, tokenHash string
 	)
 	err := q.QueryRowContext(ctx, `SELECT id, session_id, external_id, state, deadline, progress_seq, progress, spec, result,
-		created_at, claim_hash, token_hash, number, external_state, kind, repo_id, host FROM attempts WHERE id = $1`, id).
+		created_at, claim_hash, token_hash, number, external_state, kind, repo_id, host, updated_at FROM attempts WHERE id = $1`, id).
 		Scan(&a.ID, &a.SessionID, &a.ExternalID, &state, &deadline, &a.ProgressSeq, &a.Progress, &a.Spec, &a.Result, &created, &claimHash, &tokenHash,
-			&a.Number, &a.ExternalState, &a.Kind, &a.RepoID, &a.Host)
+			&a.Number, &a.ExternalState, &a.Kind, &a.RepoID, &a.Host, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attempt{}, "", "", fmt.Errorf("attempt %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return Attempt{}, "", "", err
 	}
-	a.State, a.Deadline, a.CreatedAt = AttemptState(state), fromMS(deadline), fromMS(created)
+	a.State, a.Deadline, a.CreatedAt, a.UpdatedAt = AttemptState(state), fromMS(deadline), fromMS(created), fromMS(updated)
 	return a, claimHash, tokenHash, nil
 }
 

@@ -121,6 +121,7 @@ var _ runner.Executor = (*Executor)(nil)
 // child is one supervisor process.
 type child struct {
 	id       string
+	attempt  string // the attempt id it runs
 	cmd      *exec.Cmd
 	deadline time.Time
 	cancel   chan struct{} // closed by Cancel
@@ -246,6 +247,7 @@ func (e *Executor) Start(ctx context.Context, a runner.Attempt) (string, error) 
 	}
 	c := &child{
 		id:       id,
+		attempt:  a.AttemptID,
 		cmd:      cmd,
 		deadline: a.Deadline,
 		cancel:   make(chan struct{}),
@@ -286,6 +288,22 @@ func (e *Executor) State(ctx context.Context, externalID string) (runner.Attempt
 		return runner.AttemptState{Status: runner.StatusLost}, nil
 	}
 	return c.state, nil
+}
+
+// Running lists the attempts whose supervisors have not exited: external
+// id → attempt id. The app uses it to stop a supervisor whose attempt it
+// ended by other means (another replica replaced it), which no other path
+// would reach.
+func (e *Executor) Running(context.Context) map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]string{}
+	for id, c := range e.children {
+		if c.state.Status == runner.StatusRunning {
+			out[id] = c.attempt
+		}
+	}
+	return out
 }
 
 // Wait blocks until the attempt's supervisor has been reaped, and returns

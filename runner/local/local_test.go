@@ -269,12 +269,18 @@ func TestConcurrencyIsCapped(t *testing.T) {
 	if st, _ := e.State(ctx, first); st.Status != runner.StatusRunning {
 		t.Errorf("state %+v", st)
 	}
+	if got := e.Running(ctx); len(got) != 1 || got[first] != "a-1" {
+		t.Errorf("running = %v, want %s → a-1", got, first)
+	}
 	if err := e.Cancel(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	out.wait(t, "term")
 	if st, _ := e.Wait(ctx, first); st != (runner.AttemptState{Status: runner.StatusExited}) {
 		t.Errorf("after cancel: %+v", st)
+	}
+	if got := e.Running(ctx); len(got) != 0 {
+		t.Errorf("running after the exit = %v, want none", got)
 	}
 	second, err := e.Start(ctx, attempt("a-2"))
 	if err != nil {

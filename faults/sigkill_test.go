@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/internal/servetest"
 )
 
 // crashPoint is a moment to SIGKILL a replica at: the stand-in holds the
@@ -93,4 +94,50 @@ func botComments(gh *fakegithub.Server, number int) []fakegithub.Comment {
 		}
 	}
 	return out
+}
+
+// A session's attempt dies with its replica twice: the first time it is
+// re-dispatched on a live replica, the second time it ends error
+// (runner_lost) at once, with one reply and no pull request, instead of
+// waiting out its deadline.
+func TestAnAttemptLostTwiceEndsInError(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetOptions{agent: []string{"sh", "-c", "sleep 60"}})
+	f.issue(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	mint := func(body []byte) bool { return bytes.Contains(body, []byte("repository_ids")) }
+	// Each replica dies while its supervisor asks for the read token.
+	arrived, release := f.gh.HoldNextWith("POST", "/app/installations/*/access_tokens", mint)
+	first := f.start()
+	if d := f.gh.Deliver(ctx, "issue_comment", f.comment(1, "/inspect take a while")); d.StatusCode != 200 {
+		t.Fatalf("delivery: %d %s", d.StatusCode, d.Status)
+	}
+	for i, doomed := range []*servetest.Replica{first, nil} {
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			t.Fatalf("death %d: the supervisor never asked for its token\n%s", i+1, f.logTails())
+		}
+		if doomed == nil {
+			doomed = f.replicas[len(f.replicas)-1]
+		}
+		next, nextRelease := f.gh.HoldNextWith("POST", "/app/installations/*/access_tokens", mint)
+		doomed.Kill()
+		release()
+		arrived, release = next, nextRelease
+		f.retarget()
+		f.start()
+	}
+	defer release()
+	s := f.waitDone(1, 3*time.Minute)[0]
+	if s.Outcome != "error" || s.Reason != "runner_lost" || s.Redispatches != 1 {
+		t.Errorf("session ended %s/%s after %d re-dispatches, want error/runner_lost after 1\n%s", s.Outcome, s.Reason, s.Redispatches, f.logTails())
+	}
+	if n := f.created(repoPath("/pulls")); n != 0 {
+		t.Errorf("pull requests created = %d, want 0", n)
+	}
+	if c := botComments(f.gh, 1); len(c) != 1 || !strings.Contains(c[0].Body, "retry") {
+		t.Errorf("bot comments = %+v, want one saying how to retry", c)
+	}
 }

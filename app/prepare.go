@@ -159,8 +159,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.Limits, defaultBranch string, postedNow bool) error {
 	held := false
 	var refused policy.Decision
-	now := s.clock.Now()
-	_, err := s.store.Admit(ctx, sess.ID, now, func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+	_, err := s.store.Admit(ctx, sess.ID, s.clock.Now, func(x *store.Session, load policy.Load, now time.Time) ([]store.NewWork, error) {
 		if x.State != store.Queued {
 			return nil, nil
 		}

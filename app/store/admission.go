@@ -25,7 +25,13 @@ const activeStates = `('preparing', 'dispatched', 'running', 'reporting')`
 // lock, and lets fn decide and change the session; fn's changes and the
 // work it returns are written in the same transaction. Sessions ahead are
 // those held back by a cap (waiting_since set) that were created earlier.
-func (s *Store) Admit(ctx context.Context, id string, now time.Time, fn func(x *Session, load policy.Load) ([]NewWork, error)) (Session, error) {
+//
+// The time is read from clock once the lock is held, and handed to fn: an
+// admission's time then orders as the admissions themselves do, so a slot
+// freed before an admission always ended before it was admitted (a time
+// read before waiting for the lock could be older than an ending that
+// committed meanwhile).
+func (s *Store) Admit(ctx context.Context, id string, clock func() time.Time, fn func(x *Session, load policy.Load, now time.Time) ([]NewWork, error)) (Session, error) {
 	var out Session
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if s.dialect == postgres {
@@ -33,13 +39,14 @@ func (s *Store) Admit(ctx context.Context, id string, now time.Time, fn func(x *
 				return err
 			}
 		}
+		now := clock()
 		var err error
 		out, err = s.mutateIn(ctx, tx, id, now, func(x *Session) ([]NewWork, error) {
 			load, err := s.loadOf(ctx, tx, *x, now)
 			if err != nil {
 				return nil, err
 			}
-			return fn(x, load)
+			return fn(x, load, now)
 		})
 		return err
 	})

@@ -31,7 +31,7 @@ func TestAdmitNeverOversubscribesACap(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				id := fmt.Sprintf("s%d", i)
-				_, err := s.Admit(ctx, id, t0.Add(time.Second), func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+				_, err := s.Admit(ctx, id, at(t0.Add(time.Second)), func(x *store.Session, load policy.Load, _ time.Time) ([]store.NewWork, error) {
 					if a := policy.Admit(limits, load); !a.Admit {
 						x.WaitingSince, x.WaitingScope = t0.Add(time.Second), string(a.Scope)
 						return nil, nil
@@ -60,7 +60,7 @@ func TestAdmitNeverOversubscribesACap(t *testing.T) {
 		if got[0] == newest {
 			newest = "s6"
 		}
-		if _, err := s.Admit(ctx, newest, t0.Add(2*time.Second), func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+		if _, err := s.Admit(ctx, newest, at(t0.Add(2*time.Second)), func(x *store.Session, load policy.Load, _ time.Time) ([]store.NewWork, error) {
 			if load.ActiveRepo != 1 || load.AheadRepo != n-2 {
 				t.Errorf("%s sees load %+v, want 1 active and %d ahead", newest, load, n-2)
 			}
@@ -69,7 +69,7 @@ func TestAdmitNeverOversubscribesACap(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The day's starts: the one admitted, and the places in the queue.
-		if _, err := s.Admit(ctx, newest, t0.Add(3*time.Second), func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+		if _, err := s.Admit(ctx, newest, at(t0.Add(3*time.Second)), func(x *store.Session, load policy.Load, _ time.Time) ([]store.NewWork, error) {
 			if load.StartedRepo != n-1 || !load.OldestStart.Equal(t0.Add(time.Second)) {
 				t.Errorf("day's starts = %d since %v, want %d since %v", load.StartedRepo, load.OldestStart, n-1, t0.Add(time.Second))
 			}
@@ -77,7 +77,7 @@ func TestAdmitNeverOversubscribesACap(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Admit(ctx, newest, t0.Add(25*time.Hour), func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+		if _, err := s.Admit(ctx, newest, at(t0.Add(25*time.Hour)), func(x *store.Session, load policy.Load, _ time.Time) ([]store.NewWork, error) {
 			if load.StartedRepo != n-2 || !load.OldestStart.IsZero() {
 				t.Errorf("a day later: %d starts since %v, want only the %d places in the queue", load.StartedRepo, load.OldestStart, n-2)
 			}
@@ -146,13 +146,13 @@ func TestWaitingCountsOnlyInTheScopeThatHoldsIt(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := s.Admit(ctx, "held", t0.Add(time.Minute), func(x *store.Session, _ policy.Load) ([]store.NewWork, error) {
+		if _, err := s.Admit(ctx, "held", at(t0.Add(time.Minute)), func(x *store.Session, _ policy.Load, _ time.Time) ([]store.NewWork, error) {
 			x.WaitingSince, x.WaitingScope = t0.Add(time.Minute), string(policy.ScopeRepo)
 			return nil, nil
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Admit(ctx, "other", t0.Add(time.Minute), func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+		if _, err := s.Admit(ctx, "other", at(t0.Add(time.Minute)), func(x *store.Session, load policy.Load, _ time.Time) ([]store.NewWork, error) {
 			if load.AheadInstallation != 0 || load.AheadRepo != 0 || load.AheadUser != 0 {
 				t.Errorf("load = %+v: the other repo's waiting session counts as ahead", load)
 			}
@@ -161,13 +161,13 @@ func TestWaitingCountsOnlyInTheScopeThatHoldsIt(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Held by the installation's cap instead, it is ahead installation-wide.
-		if _, err := s.Admit(ctx, "held", t0.Add(2*time.Minute), func(x *store.Session, _ policy.Load) ([]store.NewWork, error) {
+		if _, err := s.Admit(ctx, "held", at(t0.Add(2*time.Minute)), func(x *store.Session, _ policy.Load, _ time.Time) ([]store.NewWork, error) {
 			x.WaitingScope = string(policy.ScopeInstallation)
 			return nil, nil
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Admit(ctx, "other", t0.Add(2*time.Minute), func(x *store.Session, load policy.Load) ([]store.NewWork, error) {
+		if _, err := s.Admit(ctx, "other", at(t0.Add(2*time.Minute)), func(x *store.Session, load policy.Load, _ time.Time) ([]store.NewWork, error) {
 			if load.AheadInstallation != 1 {
 				t.Errorf("load = %+v, want the held session ahead in the installation", load)
 			}
@@ -199,3 +199,6 @@ func TestUsageAddsUpOverASessionsAttempts(t *testing.T) {
 		}
 	})
 }
+
+// at is a clock stopped at t.
+func at(t time.Time) func() time.Time { return func() time.Time { return t } }

@@ -37,17 +37,11 @@ type GitHubClients interface {
 
 // NewGitHubClients builds clients from the App's id and key against apiURL
 // (https://api.github.com/ or a GitHub Enterprise Server /api/v3/ base),
-// with no outbound discipline.
-func NewGitHubClients(apiURL string, appID int64, privateKeyPEM []byte, userAgent string) (GitHubClients, error) {
-	return NewGitHubClientsWithLimits(apiURL, appID, privateKeyPEM, userAgent, nil)
-}
-
-// NewGitHubClientsWithLimits is NewGitHubClients with every REST request
-// of the App and its installations going through lim (nil: none). Token
-// minting goes around it, over lim's base transport: a token is not
-// content GitHub's write limits count, and must not wait behind the writes
-// that need it.
-func NewGitHubClientsWithLimits(apiURL string, appID int64, privateKeyPEM []byte, userAgent string, lim *outbound.Limiter) (GitHubClients, error) {
+// with every REST request of the App and its installations going through
+// lim (nil: no outbound discipline). Token minting goes around it, over
+// lim's base transport: a token is not content GitHub's write limits
+// count, and must not wait behind the writes that need it.
+func NewGitHubClients(apiURL string, appID int64, privateKeyPEM []byte, userAgent string, lim *outbound.Limiter) (GitHubClients, error) {
 	// go-githubapp would only fail at the first token, after the server had
 	// already acknowledged webhooks it could never act on; fail at start-up.
 	key, err := parsePrivateKey(privateKeyPEM)
@@ -103,11 +97,7 @@ func (c *clientCreator) newClient(rt http.RoundTripper, details string) *github.
 	// api.github.com's, and api_url already is the REST base.
 	u := *c.baseURL
 	gh.BaseURL = &u
-	ua := c.userAgent
-	if ua == "" {
-		ua = "inspect"
-	}
-	gh.UserAgent = fmt.Sprintf("%s (%s)", ua, details)
+	gh.UserAgent = fmt.Sprintf("%s (%s)", c.userAgent, details)
 	return gh
 }
 
@@ -172,18 +162,21 @@ func NewOutboundLimiter(o config.Outbound, st *store.Store, log zerolog.Logger) 
 		MaxConcurrent:    o.MaxConcurrent,
 		ETagCacheEntries: o.ETagCacheEntries,
 		MaxWait:          o.MaxWait,
-		Slots:            StoreSlots(st, o.Creates),
+		Slots:            storeSlots(st, o.Creates),
 		Logger:           log,
-	}, http.DefaultTransport)
+	}, nil)
 }
 
-// arrivalGuard widens every outbound window (see StoreSlots).
+// arrivalGuard widens every outbound window (see storeSlots).
 const arrivalGuard = time.Second
 
-// StoreSlots is the outbound write budget kept in the store: the windows
+// storeSlots is the outbound write budget kept in the store: the windows
 // apply per key (per installation), counted across the fleet. With no
-// windows it limits nothing.
-func StoreSlots(st *store.Store, windows []config.RateWindow) outbound.Slots {
+// windows there is no budget (nil), and writes are not limited.
+func storeSlots(st *store.Store, windows []config.RateWindow) outbound.Slots {
+	if len(windows) == 0 {
+		return nil
+	}
 	limits := make([]store.RateLimit, 0, len(windows))
 	for _, w := range windows {
 		// A slot is counted when granted, GitHub counts a request when it
@@ -217,6 +210,14 @@ func parsePrivateKey(data []byte) (*rsa.PrivateKey, error) {
 		return nil, errors.New("not an RSA private key; GitHub App keys are RSA")
 	}
 	return rsaKey, nil
+}
+
+func (c *clientCreator) WithToken(ctx context.Context, installationID int64, token string) (*github.Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rt := c.lim.Transport(installationID, c.lim.Base())
+	return c.newClient(rt, fmt.Sprintf("installation: %d, minted token", installationID)).WithAuthToken(token), nil
 }
 
 func isStatus(err error, code int) bool {
@@ -364,12 +365,4 @@ func findCheckRun(ctx context.Context, c *github.Client, owner, repo, sha, name,
 		}
 		opts.Page = resp.NextPage
 	}
-}
-
-func (c *clientCreator) WithToken(ctx context.Context, installationID int64, token string) (*github.Client, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	rt := c.lim.Transport(installationID, c.lim.Base())
-	return c.newClient(rt, fmt.Sprintf("installation: %d, minted token", installationID)).WithAuthToken(token), nil
 }

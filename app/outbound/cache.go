@@ -134,10 +134,7 @@ func (l *Limiter) keep(k cacheKey, inst int64, req *http.Request, resp *http.Res
 	if err != nil || len(buf) > maxBodyBytes {
 		// Too big (or cut short): the caller reads what was read, then the
 		// rest (or the error) from the connection.
-		resp.Body = &inFlightBody{ReadCloser: struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(buf), resp.Body), resp.Body}, done: l.releaseInFlight}
+		resp.Body = &inFlightBody{ReadCloser: replayBody(buf, resp.Body), done: l.releaseInFlight}
 		return resp, nil
 	}
 	_ = resp.Body.Close() // read to the end; a close error changes nothing
@@ -176,4 +173,13 @@ func (e *cacheEntry) response(req *http.Request, notModified *http.Response) *ht
 		Header: h, Body: io.NopCloser(bytes.NewReader(e.body)), ContentLength: int64(len(e.body)),
 		Request: req, TLS: notModified.TLS,
 	}
+}
+
+// replayBody is a body that reads what was already read from rest, then
+// the rest of it, and closes rest.
+func replayBody(read []byte, rest io.ReadCloser) io.ReadCloser {
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(read), rest), rest}
 }

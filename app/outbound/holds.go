@@ -1,7 +1,6 @@
 package outbound
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -196,10 +195,7 @@ func secondaryBody(resp *http.Response) bool {
 		return false
 	}
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
-	resp.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(buf), resp.Body), resp.Body}
+	resp.Body = replayBody(buf, resp.Body)
 	if err != nil {
 		return false // the caller meets the read error itself
 	}

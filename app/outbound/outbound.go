@@ -33,12 +33,6 @@ import (
 	"github.com/inspecthq/inspect/internal/retryafter"
 )
 
-// Window is at most Limit events in any Window (a sliding window).
-type Window struct {
-	Limit  int
-	Window time.Duration
-}
-
 // Slots is the budget for content-creating requests. Take records one
 // request for key at now and returns 0, or records nothing and returns how
 // long until there is room.
@@ -56,10 +50,6 @@ func (f SlotsFunc) Take(ctx context.Context, key string, now time.Time) (time.Du
 
 // Config is a limiter's settings; zero values turn a part off.
 type Config struct {
-	// Creates are the windows for content-creating requests per
-	// installation, used (per replica) when Slots is nil. Empty with a nil
-	// Slots: writes are not limited.
-	Creates []Window
 	// MaxConcurrent caps requests in flight from this replica (0: no cap).
 	MaxConcurrent int
 	// ETagCacheEntries bounds the conditional-request cache (0: off).
@@ -67,8 +57,8 @@ type Config struct {
 	// MaxWait is the longest a request waits in line for a slot or a
 	// block to lift; past it, the request fails with a rate-limit error.
 	MaxWait time.Duration
-	// Slots, when set, is the write budget (it carries its own windows);
-	// a store-backed one shares the budget between replicas.
+	// Slots is the write budget (it carries its own windows); nil: writes
+	// are not limited. The app's is the store's, shared by the replicas.
 	Slots Slots
 	// Clock is the time (nil: time.Now).
 	Clock func() time.Time
@@ -113,9 +103,6 @@ func New(cfg Config, base http.RoundTripper) *Limiter {
 		cfg.Sleep = retryafter.Sleep
 	}
 	l := &Limiter{cfg: cfg, base: base, slots: cfg.Slots, insts: map[int64]*installation{}}
-	if l.slots == nil && len(cfg.Creates) > 0 {
-		l.slots = NewMemorySlots(cfg.Creates)
-	}
 	if cfg.MaxConcurrent > 0 {
 		l.sem = make(chan struct{}, cfg.MaxConcurrent)
 	}
@@ -133,9 +120,9 @@ func (l *Limiter) Base() http.RoundTripper {
 	return l.base
 }
 
-// SlotKey is the Slots key of an installation's writes; installation 0 is
+// slotKey is the Slots key of an installation's writes; installation 0 is
 // the App itself (its JWT-authenticated requests).
-func SlotKey(installationID int64) string {
+func slotKey(installationID int64) string {
 	if installationID == 0 {
 		return "app"
 	}
@@ -152,7 +139,7 @@ func (l *Limiter) Transport(installationID int64, next http.RoundTripper) http.R
 	if l == nil {
 		return next
 	}
-	return &transport{l: l, id: installationID, key: SlotKey(installationID), next: next}
+	return &transport{l: l, id: installationID, key: slotKey(installationID), next: next}
 }
 
 type transport struct {

@@ -161,7 +161,7 @@ func TestCreatesLimitedPerWindow(t *testing.T) {
 	ctx := context.Background()
 	srv := newServer(t, ok)
 	clock := newFakeTime()
-	l := srv.limiter(Config{Creates: []Window{{Limit: 3, Window: time.Minute}}, Clock: clock.Now, Sleep: clock.Sleep})
+	l := srv.limiter(Config{Slots: NewMemorySlots([]Window{{Limit: 3, Window: time.Minute}}), Clock: clock.Now, Sleep: clock.Sleep})
 	for i := range 3 {
 		if err := comment(ctx, srv.client(t, l, 9), "o"); err != nil {
 			t.Fatalf("write %d: %v", i, err)
@@ -208,7 +208,7 @@ func TestCreatesWaitWithinMaxWait(t *testing.T) {
 	ctx := context.Background()
 	srv := newServer(t, ok)
 	clock := newFakeTime()
-	l := srv.limiter(Config{Creates: []Window{{Limit: 2, Window: time.Minute}}, MaxWait: time.Minute, Clock: clock.Now, Sleep: clock.Sleep})
+	l := srv.limiter(Config{Slots: NewMemorySlots([]Window{{Limit: 2, Window: time.Minute}}), MaxWait: time.Minute, Clock: clock.Now, Sleep: clock.Sleep})
 	for range 2 {
 		if err := comment(ctx, srv.client(t, l, 9), "o"); err != nil {
 			t.Fatal(err)
@@ -647,7 +647,7 @@ func TestCancelledWhileWaiting(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	l := srv.limiter(Config{Creates: []Window{{Limit: 1, Window: time.Hour}}, MaxWait: 2 * time.Hour, Sleep: blockingSleep, MaxConcurrent: 1})
+	l := srv.limiter(Config{Slots: NewMemorySlots([]Window{{Limit: 1, Window: time.Hour}}), MaxWait: 2 * time.Hour, Sleep: blockingSleep, MaxConcurrent: 1})
 	queued := make(chan struct{}, 1)
 	l.testHookQueued = func() { queued <- struct{}{} }
 	if err := comment(context.Background(), srv.client(t, l, 9), "o"); err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"time"
@@ -56,19 +57,15 @@ func (s *Store) TakeRateSlot(ctx context.Context, key string, now time.Time, win
 				continue
 			}
 			since := at - w.Window.Milliseconds()
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM rate_events WHERE rate_key = $1 AND at > $2`, key, since).Scan(&n); err != nil {
-				return fmt.Errorf("counting rate events: %w", err)
-			}
-			if n < w.Limit {
-				continue
-			}
-			// Room returns when all but limit-1 of the window's events
-			// have aged out: the (n-limit+1)th oldest is the one that
-			// keeps the window full (the oldest, unless the limit shrank).
+			// The window is full when it holds a limit-th newest event;
+			// that event is the one that keeps it full, and room returns
+			// when it ages out.
 			var keeper int64
-			err := tx.QueryRowContext(ctx, `SELECT at FROM rate_events WHERE rate_key = $1 AND at > $2 ORDER BY at LIMIT 1 OFFSET $3`,
-				key, since, n-w.Limit).Scan(&keeper)
+			err := tx.QueryRowContext(ctx, `SELECT at FROM rate_events WHERE rate_key = $1 AND at > $2 ORDER BY at DESC LIMIT 1 OFFSET $3`,
+				key, since, w.Limit-1).Scan(&keeper)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // fewer than limit events: room
+			}
 			if err != nil {
 				return fmt.Errorf("reading rate events: %w", err)
 			}

@@ -97,7 +97,7 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 		return err
 	}
 	defer logFile.Close()
-	clients, err := app.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, []byte(cfg.GitHub.PrivateKey), "inspect-demo")
+	clients, err := app.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, []byte(cfg.GitHub.PrivateKey), "inspect-demo", nil)
 	if err != nil {
 		return err
 	}

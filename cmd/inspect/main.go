@@ -114,7 +114,7 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	// Every replica's requests share one budget per installation, counted
 	// in the database (github.outbound).
 	lim := app.NewOutboundLimiter(cfg.GitHub.Outbound, st, log)
-	gh, err := app.NewGitHubClientsWithLimits(cfg.GitHub.APIURL, cfg.GitHub.AppID, key, "inspect/"+version, lim)
+	gh, err := app.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, key, "inspect/"+version, lim)
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,15 @@ import (
 	"time"
 )
 
-// memorySlots is a per-replica write budget: right for one replica (or
-// tests); several replicas need a shared one (the store's).
+// Window is at most Limit events in any Window (a sliding window).
+type Window struct {
+	Limit  int
+	Window time.Duration
+}
+
+// memorySlots is a write budget kept in the test process, with the store's
+// sliding-window rules (app/store's TakeRateSlot is the production one):
+// the limiter's tests need no database.
 type memorySlots struct {
 	mu      sync.Mutex
 	windows []Window
@@ -17,10 +24,8 @@ type memorySlots struct {
 	events  map[string][]time.Time // per key, oldest first
 }
 
-// NewMemorySlots is a write budget kept in this process, with the same
-// sliding-window rules as the store's: a key may have at most Limit
-// events in any Window; windows with a non-positive limit or length are
-// ignored.
+// NewMemorySlots is a budget of at most Limit events per key in any
+// Window; windows with a non-positive limit or length are ignored.
 func NewMemorySlots(windows []Window) Slots {
 	m := &memorySlots{events: map[string][]time.Time{}}
 	for _, w := range windows {

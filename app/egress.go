@@ -80,14 +80,17 @@ func (s *Service) handleEgressModel(w http.ResponseWriter, r *http.Request) {
 	}
 	// The agent has a shell and can rewrite its CLI's settings: the model
 	// it asks for is checked here, where it cannot reach.
-	var asked struct {
-		Model string `json:"model"`
-	}
-	if json.Unmarshal(body, &asked) == nil && asked.Model != "" && asked.Model != spec.Agent.Model {
-		refuse(http.StatusForbidden, "this session's agent may use only the model "+spec.Agent.Model)
+	if why := modelRefusal(body, spec.Agent.Model); why != "" {
+		refuse(http.StatusForbidden, why)
 		return
 	}
-	target := strings.TrimSuffix(up.BaseURL, "/") + "/" + r.PathValue(contract.PathValueRest)
+	rest := r.PathValue(contract.PathValueRest)
+	if !contract.ValidEgressPath(rest) {
+		// The router has unescaped it: %2e%2e arrives as "..".
+		refuse(http.StatusForbidden, "not a path of the provider's API")
+		return
+	}
+	target := strings.TrimSuffix(up.BaseURL, "/") + "/" + rest
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}
@@ -261,4 +264,47 @@ func newModelClient() *http.Client {
 		Timeout:       30 * time.Minute,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// modelRefusal says why a model request's body is refused ("" when it is
+// not): it must be empty or one JSON object, and its only key naming a
+// model must be exactly "model", once, with the session's model or none.
+// Decoders disagree where JSON is loose: Go matches keys regardless of
+// case with the last one winning, others take the first of two equal
+// keys, and providers read the exact key. So {"model":"x","Model":"ok"}
+// and {"model":"x","model":"ok"} are both refused.
+func modelRefusal(body []byte, allowed string) string {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return ""
+	}
+	const notObject = "the request body is not one JSON object"
+	only := "this session's agent may use only the model " + allowed
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return notObject
+	}
+	seen := false
+	for dec.More() {
+		tok, err := dec.Token()
+		key, isKey := tok.(string)
+		var value json.RawMessage
+		if err != nil || !isKey || dec.Decode(&value) != nil {
+			return notObject
+		}
+		if !strings.EqualFold(key, "model") {
+			continue
+		}
+		var model string
+		if seen || key != "model" || json.Unmarshal(value, &model) != nil || model != "" && model != allowed {
+			return only
+		}
+		seen = true
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return notObject
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return notObject // something after the object
+	}
+	return ""
 }

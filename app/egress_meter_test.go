@@ -41,3 +41,27 @@ func TestUsageMeterReadsWhatProvidersReport(t *testing.T) {
 		})
 	}
 }
+
+func TestModelRefusalReadsTheBodyAsProvidersWould(t *testing.T) {
+	for body, refused := range map[string]bool{
+		``:                                      false,
+		`  `:                                    false,
+		`{}`:                                    false,
+		`{"model":"allowed","input":"hi"}`:      false,
+		`{"input":"hi"}`:                        false,
+		`{"model":"other"}`:                     true,
+		`{"model":"other","Model":"allowed"}`:   true,
+		`{"Model":"allowed"}`:                   true,
+		`{"model":"other","model":"allowed"}`:   true,
+		`{"model":"allowed","model":"allowed"}`: true,
+		`{"model":7}`:                           true,
+		`[{"model":"other"}]`:                   true,
+		`{"model":"allowed"} {"model":"x"}`:     true,
+		`{"model":"allowed"`:                    true,
+		`not json`:                              true,
+	} {
+		if got := modelRefusal([]byte(body), "allowed") != ""; got != refused {
+			t.Errorf("modelRefusal(%s): refused = %v, want %v", body, got, refused)
+		}
+	}
+}

@@ -459,3 +459,20 @@ func CleanProgressMessage(s string) string {
 	}
 	return out
 }
+
+// ValidEgressPath checks the path a model request asks of a provider (what
+// follows /v1/providers/{provider}/): not empty, and no "." or ".."
+// segment, so it cannot climb out of the provider's base URL, whose key the
+// app adds. The app checks it (it is the trust boundary); the supervisor
+// checks it too, to answer the agent early.
+func ValidEgressPath(p string) bool {
+	if p == "" {
+		return false
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}

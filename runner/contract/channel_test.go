@@ -306,3 +306,14 @@ func FuzzCleanProgressMessage(f *testing.F) {
 		}
 	})
 }
+
+func TestValidEgressPath(t *testing.T) {
+	for p, ok := range map[string]bool{
+		"v1/responses": true, "v1/messages": true, "v1/models/gpt-5.1": true,
+		"": false, "..": false, "v1/../secret": false, "v1/./x": false, "../v1": false, "v1/..": false,
+	} {
+		if got := ValidEgressPath(p); got != ok {
+			t.Errorf("ValidEgressPath(%q) = %v, want %v", p, got, ok)
+		}
+	}
+}

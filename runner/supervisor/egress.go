@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -128,7 +127,7 @@ func (s *session) egressHandler() http.Handler {
 		}
 		rest, ok := strings.CutPrefix(r.URL.Path, "/v1/providers/")
 		provider, path, ok2 := strings.Cut(rest, "/")
-		if !ok || !ok2 || !providerName.MatchString(provider) || path == "" || strings.Contains("/"+path+"/", "/../") {
+		if !ok || !ok2 || contract.ValidProviderName(provider) != nil || !contract.ValidEgressPath(path) {
 			refuse("only /v1/providers/{provider}/... is served")
 			return
 		}
@@ -146,6 +145,3 @@ func (s *session) egressHandler() http.Handler {
 		contract.Stream(w, resp.Body, nil)
 	})
 }
-
-// providerName is what a provider's name may be (config names them).
-var providerName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)

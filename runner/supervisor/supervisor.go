@@ -341,6 +341,8 @@ type session struct {
 	egressRefusals atomic.Int64
 	// invocation is how the agent's preset is run (set for the agent phase).
 	invocation *Invocation
+	// prompt is the agent's prompt, assembled from the spec in prepare.
+	prompt string
 }
 
 // run prepares the workspace and runs the agent and the verify commands,
@@ -476,11 +478,10 @@ func (s *session) prepare(ctx context.Context) bool {
 	}
 	s.prepared = true
 
-	prompt := buildPrompt(&s.spec)
-	if err := writePrompt(ws.work, prompt); err != nil {
-		return s.fail(ctx, "writing the prompt", err)
-	}
-	s.ev.Prompt = s.red.Redact(prompt) // saved with the evidence, as the agent got it
+	// Written for the agent only after setup (agentInvocation): setup runs
+	// the repository's own commands, which could rewrite it.
+	s.prompt = buildPrompt(&s.spec)
+	s.ev.Prompt = s.red.Redact(s.prompt) // saved with the evidence, as the agent gets it
 	// The module path, read before the agent can touch go.mod, names the
 	// files of failing Go tests.
 	if b, err := readWorkspaceFile(ws.work, "go.mod", 64<<10); err == nil {
@@ -575,6 +576,11 @@ const AgentHome = "/workspace/" + inspectDir + "/home"
 // agentInvocation says how the spec's agent preset runs, and writes the
 // files it needs (a CLI's config) under AgentHome, for the sandbox uid.
 func (s *session) agentInvocation() (Invocation, error) {
+	// The prompt (and an empty answer) are written now, after setup: a
+	// prompt or answer that setup's commands planted must not count.
+	if err := writePrompt(s.ws.work, s.prompt); err != nil {
+		return Invocation{}, fmt.Errorf("writing the prompt: %w", err)
+	}
 	p := AgentPaths{PromptFile: PromptFile, AnswerFile: AnswerFile, Home: AgentHome}
 	if s.spec.Agent.Provider != "" {
 		p.ModelBaseURL = ModelBaseURL(s.spec.Agent.Provider)

@@ -490,3 +490,25 @@ func TestFetchNeedsTheRepoToken(t *testing.T) {
 		t.Fatalf("outcome %s: %s", ev.Outcome, ev.Reason)
 	}
 }
+
+// Setup runs the repository's own commands, which could plant a prompt
+// or an answer under the reserved .inspect/: the agent still reads the
+// prompt Inspect assembled, and a planted answer is not the agent's.
+func TestSetupCannotPlantThePromptOrTheAnswer(t *testing.T) {
+	ch := channeltest.New(t)
+	sha := ch.SeedGoRepo()
+	spec := ch.Spec("sess-plant", "sess-plant-a1", sha, []string{"sh", "-c", `! grep -q planted "$0" && grep -q "make the failing test pass" "$0"`})
+	spec.Setup = []contract.Command{command("plant", time.Minute, "sh", "-c",
+		"mkdir -p .inspect && echo planted > .inspect/prompt.md && echo planted answer > .inspect/answer.md")}
+	h := newHarness(t, ch, spec)
+	ev := h.result(t, h.run(t, context.Background())).Evidence
+	if ev.Outcome == contract.OutcomeAgentFailed {
+		t.Fatalf("the agent read a planted prompt: %s", ev.Reason)
+	}
+	if strings.Contains(ev.FinalAnswer, "planted") {
+		t.Errorf("the planted answer became the agent's: %q", ev.FinalAnswer)
+	}
+	if strings.Contains(ev.Prompt, "planted") {
+		t.Errorf("the evidence's prompt is the planted one:\n%s", ev.Prompt)
+	}
+}

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/inspecthq/inspect/internal/standin"
 )
 
 // Runner runs a build's step the way an agent would and returns its exit
@@ -341,7 +343,7 @@ func (s *Server) collectArtifacts(b *build, j *job, workDir string) []*artifact 
 				mt = "application/octet-stream"
 			}
 			out = append(out, &artifact{
-				id: uuid(), jobID: j.id, path: rel, blobKey: randHex(16), sha1: hex.EncodeToString(sum[:]),
+				id: standin.UUID(), jobID: j.id, path: rel, blobKey: randHex(16), sha1: hex.EncodeToString(sum[:]),
 				mime: mt, data: data, createdAt: time.Now(),
 			})
 			return nil

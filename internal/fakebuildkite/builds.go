@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inspecthq/inspect/internal/standin"
 )
 
 type build struct {
@@ -269,7 +271,7 @@ func (s *Server) createBuild(c *call) response {
 	}
 	now := s.now()
 	b := &build{
-		id: uuid(), org: p.org, slug: p.slug, number: p.nextNumber, state: "scheduled",
+		id: standin.UUID(), org: p.org, slug: p.slug, number: p.nextNumber, state: "scheduled",
 		message: body.Message, commit: body.Commit, branch: body.Branch,
 		authorName: body.Author.Name, authorEmail: body.Author.Email,
 		env: body.Env, meta: body.MetaData, config: p.config, createdAt: now,
@@ -278,7 +280,7 @@ func (s *Server) createBuild(c *call) response {
 	step, violations, ok := parsePipeline(p.config, s.expect)
 	s.violate(p.org, p.slug, violations...)
 	if ok {
-		b.job = &job{id: uuid(), step: step, state: "scheduled"}
+		b.job = &job{id: standin.UUID(), step: step, state: "scheduled"}
 	}
 	k := key(p.org, p.slug)
 	s.builds[k] = append(s.builds[k], b)
@@ -471,7 +473,7 @@ func (s *Server) createAnnotation(c *call) response {
 	if len(body.Body) > 1<<20 {
 		return unprocessable("Validation Failed: body is too large (maximum is 1 MiB)")
 	}
-	a := &annotation{id: uuid(), context: body.Context, style: body.Style, body: body.Body, createdAt: now, updatedAt: now}
+	a := &annotation{id: standin.UUID(), context: body.Context, style: body.Style, body: body.Body, createdAt: now, updatedAt: now}
 	s.annotations[b.id] = append(s.annotations[b.id], a)
 	return jsonResp(http.StatusCreated, annotationJSON(a))
 }

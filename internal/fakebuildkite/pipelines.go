@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/inspecthq/inspect/internal/standin"
 )
 
 // Step is the one command step of a pipeline, as the stand-in's agent runs
@@ -59,7 +61,7 @@ func (s *Server) AddPipeline(org, slug, yamlConfig string) {
 		return
 	}
 	s.pipelines[key(org, slug)] = &pipeline{
-		id: uuid(), org: org, slug: slug, name: slug, config: yamlConfig,
+		id: standin.UUID(), org: org, slug: slug, name: slug, config: yamlConfig,
 		defaultBranch: "main", createdAt: s.now(), nextNumber: 1, visibility: "private",
 	}
 }
@@ -236,7 +238,7 @@ func (s *Server) createPipeline(c *call) response {
 		}})
 	}
 	p := &pipeline{
-		id: uuid(), org: org, slug: slug, name: *body.Name, repository: *body.Repository,
+		id: standin.UUID(), org: org, slug: slug, name: *body.Name, repository: *body.Repository,
 		config: cfg, env: body.Env, defaultBranch: "main", createdAt: s.now(), nextNumber: 1, visibility: vis,
 	}
 	if body.Description != nil {

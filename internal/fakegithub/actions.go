@@ -99,7 +99,7 @@ func (s *Server) serveJobLog(w http.ResponseWriter, r *http.Request, tok string)
 		}
 	}
 	s.requests = append(s.requests, Request{
-		Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Auth: authNone, Status: status,
+		Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Auth: authNone, Status: status, At: s.now(),
 	})
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

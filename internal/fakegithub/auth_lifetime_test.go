@@ -143,7 +143,7 @@ func TestIsContentCreating(t *testing.T) {
 	}
 }
 
-func TestRequestTimesAndMaxInWindow(t *testing.T) {
+func TestRequestTimesAndBusiestWindow(t *testing.T) {
 	s := newServer(t)
 	ctx := context.Background()
 	s.AddIssue("acme", "widgets", Issue{Number: 1})
@@ -195,22 +195,22 @@ func TestRequestTimesAndMaxInWindow(t *testing.T) {
 	}
 	// Any minute holds three comments at most; the token minted at
 	// t+66s would make four of t+10s..t+66s.
-	if got := s.MaxInWindow(IsContentCreating, time.Minute); got != 3 {
+	if got := len(s.BusiestWindow(IsContentCreating, time.Minute)); got != 3 {
 		t.Errorf("content-creating per minute = %d, want 3", got)
 	}
 	// Closing the window at one end would put t and t+60s together.
-	if got := s.MaxInWindow(IsContentCreating, time.Minute+time.Nanosecond); got != 4 {
+	if got := len(s.BusiestWindow(IsContentCreating, time.Minute+time.Nanosecond)); got != 4 {
 		t.Errorf("content-creating per minute and a nanosecond = %d, want 4", got)
 	}
-	if got := s.MaxInWindow(IsContentCreating, time.Second); got != 1 {
+	if got := len(s.BusiestWindow(IsContentCreating, time.Second)); got != 1 {
 		t.Errorf("content-creating per second = %d, want 1", got)
 	}
-	if got := s.MaxInWindow(nil, time.Hour); got != len(reqs) {
+	if got := len(s.BusiestWindow(nil, time.Hour)); got != len(reqs) {
 		t.Errorf("all requests in an hour = %d, want %d", got, len(reqs))
 	}
 	isGet := func(r Request) bool { return r.Method == "GET" }
 	// The repo GET at t0, and the git and log GETs at t0+66s.
-	if got := s.MaxInWindow(isGet, time.Minute); got != 2 {
+	if got := len(s.BusiestWindow(isGet, time.Minute)); got != 2 {
 		t.Errorf("GETs per minute = %d, want 2", got)
 	}
 }

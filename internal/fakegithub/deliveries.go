@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inspecthq/inspect/internal/standin"
 )
 
 // The webhook sender. GitHub POSTs each event to the App's webhook URL,
@@ -156,18 +157,24 @@ func (s *Server) Deliver(ctx context.Context, event string, payload []byte) Deli
 		t := h.next % len(h.urls)
 		h.next++
 		return t
-	}, event, newGUID(), payload, false)
+	}, event, standin.UUID(), payload, false)
 }
 
 // DeliverTo is Deliver to the target of that index, leaving the turn of
 // Deliver where it was. It panics if there is no such target.
 func (s *Server) DeliverTo(ctx context.Context, target int, event string, payload []byte) Delivery {
-	return s.attempt(ctx, func(h *webhookSender) int {
+	return s.attempt(ctx, chosenTarget("DeliverTo", target), event, standin.UUID(), payload, false)
+}
+
+// chosenTarget picks the target of that index, panicking (in the caller's
+// name) when there is none.
+func chosenTarget(caller string, target int) func(*webhookSender) int {
+	return func(h *webhookSender) int {
 		if target < 0 || target >= len(h.urls) {
-			panic(fmt.Sprintf("fakegithub: DeliverTo: no target %d among %d", target, len(h.urls)))
+			panic(fmt.Sprintf("fakegithub: %s: no target %d among %d", caller, target, len(h.urls)))
 		}
 		return target
-	}, event, newGUID(), payload, false)
+	}
 }
 
 // Redeliver delivers the attempt id's payload again, with its GUID and
@@ -177,22 +184,12 @@ func (s *Server) DeliverTo(ctx context.Context, target int, event string, payloa
 // there is no such attempt or target.
 func (s *Server) Redeliver(ctx context.Context, id int64, target int) Delivery {
 	s.mu.Lock()
-	var orig *attempt
-	for _, a := range s.hook.attempts {
-		if a.ID == id {
-			orig = a
-		}
-	}
+	orig := s.attemptByID(id)
 	s.mu.Unlock()
 	if orig == nil {
 		panic(fmt.Sprintf("fakegithub: Redeliver: no delivery attempt %d", id))
 	}
-	return s.attempt(ctx, func(h *webhookSender) int {
-		if target < 0 || target >= len(h.urls) {
-			panic(fmt.Sprintf("fakegithub: Redeliver: no target %d among %d", target, len(h.urls)))
-		}
-		return target
-	}, orig.Event, orig.GUID, orig.payload, true)
+	return s.attempt(ctx, chosenTarget("Redeliver", target), orig.Event, orig.GUID, orig.payload, true)
 }
 
 // Deliveries returns every delivery attempt, redeliveries included, oldest
@@ -348,17 +345,6 @@ func hexHMAC(h func() hash.Hash, secret string, body []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// newGUID makes a random (version 4) UUID for X-GitHub-Delivery.
-func newGUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(fmt.Sprintf("fakegithub: %v", err))
-	}
-	b[6] = b[6]&0x0f | 0x40 // version 4
-	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
 func (s *Server) deliveryRoutes() {
 	s.handle("GET /app/hook/deliveries", docsListDeliveries, appOnly, s.listDeliveries)
 	s.handle("GET /app/hook/deliveries/{delivery_id}", docsGetDelivery, appOnly, s.getDelivery)
@@ -471,6 +457,12 @@ func (s *Server) findAttempt(c *call) *attempt {
 	if !ok {
 		return nil
 	}
+	return s.attemptByID(id)
+}
+
+// attemptByID finds an attempt (they are kept in id order). Callers hold
+// s.mu.
+func (s *Server) attemptByID(id int64) *attempt {
 	i, found := slices.BinarySearchFunc(s.hook.attempts, id, func(x *attempt, id int64) int { return cmp.Compare(x.ID, id) })
 	if !found {
 		return nil

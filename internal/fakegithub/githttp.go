@@ -65,9 +65,10 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request, owner, name, e
 	recorded := "/" + owner + "/" + name + ".git/" + endpoint
 
 	s.mu.Lock()
+	at := s.now()
 	kind, tok := s.identifyGit(r)
 	injected, failed := s.takeFailure(r.Method, recorded)
-	held, _ := s.holds.Take(r.Method, recorded)
+	held, _ := s.holds.TakeIf(r.Method, recorded, func(h *hold) bool { return h.wants(body) })
 	s.mu.Unlock()
 	if held != nil {
 		close(held.arrived)
@@ -103,6 +104,7 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request, owner, name, e
 		Auth:           kind,
 		InstallationID: instID,
 		Status:         rw.Status(),
+		At:             at,
 	})
 }
 

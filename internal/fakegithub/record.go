@@ -79,59 +79,37 @@ func IsContentCreating(r Request) bool {
 	return true
 }
 
-// MaxInWindow returns the largest number of recorded requests matching
-// match (nil for every request) whose arrival times (Request.At) fall in
-// one window of that length, over every placement of the window: the peak
-// rate a client reached, for assertions such as "never more than 80
-// content-creating requests a minute". The window is half-open, so two
+// BusiestWindow returns the most recorded requests matching match (nil for
+// every request) whose arrival times (Request.At) fall in one window of
+// that length, over every placement of the window, oldest first: their
+// number is the peak rate a client reached, for assertions such as "never
+// more than 80 content-creating requests a minute", and they say what made
+// it. The window is half-open, so two
 // requests exactly one window apart are never counted together, as a
 // limiter allowing one request per window would space them. match runs
 // without the server's lock held, so it may call the Server's methods.
-func (s *Server) MaxInWindow(match func(Request) bool, window time.Duration) int {
+func (s *Server) BusiestWindow(match func(Request) bool, window time.Duration) []Request {
 	if window <= 0 {
-		panic(fmt.Sprintf("fakegithub: MaxInWindow needs a positive window, not %v", window))
+		panic(fmt.Sprintf("fakegithub: BusiestWindow needs a positive window, not %v", window))
 	}
-	var times []time.Time
+	var reqs []Request
 	for _, r := range s.Requests() {
 		if match == nil || match(r) {
-			times = append(times, r.At)
+			reqs = append(reqs, r)
 		}
 	}
 	// Requests are recorded when answered, not when they arrive.
-	slices.SortFunc(times, time.Time.Compare)
-	best, lo := 0, 0
-	for hi, t := range times {
-		for !t.Before(times[lo].Add(window)) {
+	slices.SortStableFunc(reqs, func(a, b Request) int { return a.At.Compare(b.At) })
+	bestLo, bestHi, lo := 0, 0, 0
+	for hi, r := range reqs {
+		for !r.At.Before(reqs[lo].At.Add(window)) {
 			lo++
 		}
-		best = max(best, hi-lo+1)
-	}
-	return best
-}
-
-// clock reads the server's clock.
-func (s *Server) clock() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.now()
-}
-
-// stampArrival sets At on the record of a git or job log request, which
-// githttp.go and actions.go append without one once the request is
-// answered. The record is the newest unstamped one for the same method,
-// path and query; should two identical requests overlap, they may swap
-// arrival times, which leaves the set of times, and so every rate, the
-// same.
-func (s *Server) stampArrival(r *http.Request, at time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := len(s.requests) - 1; i >= 0; i-- {
-		rec := &s.requests[i]
-		if rec.At.IsZero() && rec.Method == r.Method && rec.Path == r.URL.Path && rec.RawQuery == r.URL.RawQuery {
-			rec.At = at
-			return
+		if hi+1-lo > bestHi-bestLo {
+			bestLo, bestHi = lo, hi+1
 		}
 	}
+	return reqs[bestLo:bestHi]
 }
 
 // ResetRequests forgets the recorded requests.

@@ -198,15 +198,11 @@ func (s *Server) nextID() int64 {
 // any injected failure, routes, and records the exchange.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if owner, name, service, ok := gitRequestPath(r.URL.Path); ok {
-		at := s.clock()
 		s.serveGit(w, r, owner, name, service)
-		s.stampArrival(r, at)
 		return
 	}
 	if tok, ok := strings.CutPrefix(r.URL.Path, logDownloadPrefix); ok {
-		at := s.clock()
 		s.serveJobLog(w, r, tok)
-		s.stampArrival(r, at)
 		return
 	}
 	orig := r.URL.Path

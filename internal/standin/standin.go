@@ -1,10 +1,12 @@
 // Package standin holds what the service stand-ins (internal/fakegithub,
 // internal/fakebuildkite) share: one-shot rules matched by method and path
-// (failure injection, held requests), a status-recording ResponseWriter and
-// a capped body reader. Test support only.
+// (failure injection, held requests), a status-recording ResponseWriter, a
+// capped body reader and random UUIDs. Test support only.
 package standin
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -123,4 +125,15 @@ func WriteResponse(w http.ResponseWriter, status int, body any, raw []byte, head
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // as above
+}
+
+// UUID is a random (version 4) UUID, as both services hand out for ids
+// and delivery GUIDs.
+func UUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])  // crypto/rand.Read does not fail on Linux
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

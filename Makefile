@@ -37,12 +37,12 @@ vet: ensure-go
 	$(GO) vet $(PKGS)
 
 # The store suite and the end-to-end tests run against SQLite and PostgreSQL.
-# The fault suite (./faults) runs after the rest, on its own: its replicas,
+# The fault suite (./internal/faults) runs after the rest, on its own: its replicas,
 # sandboxes and PostgreSQL would otherwise compete for the CPU with the app's
 # end-to-end tests and push both toward their timeouts.
 test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex fmt-check vet
-	$(GO) test -race -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v '/faults$$')
-	$(GO) test -race -count=1 -timeout 20m -parallel 3 ./faults/
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v '/internal/faults$$')
+	$(GO) test -race -count=1 -timeout 20m -parallel 3 ./internal/faults/
 
 demo: ensure-go ensure-bubblewrap
 	$(GO) run ./cmd/inspect-demo
@@ -63,8 +63,8 @@ bench: ensure-go ensure-postgres ensure-bubblewrap
 # outage, a flood), then the sustained intake of two replicas; results are
 # recorded in BENCHMARKS.md.
 bench-faults: ensure-go ensure-postgres ensure-bubblewrap
-	$(GO) test -count=1 -v -parallel 4 -run . ./faults/
-	$(GO) test -run '^$$' -bench IntakeTwoReplicas -benchtime 2000x -count 3 ./faults/
+	$(GO) test -count=1 -v -parallel 4 -run . ./internal/faults/
+	$(GO) test -run '^$$' -bench IntakeTwoReplicas -benchtime 2000x -count 3 ./internal/faults/
 
 clean:
 	rm -rf bin .demo

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,32 +15,16 @@ import (
 	"github.com/inspecthq/inspect/internal/fakeclock"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/sandboxtest"
+	"github.com/inspecthq/inspect/internal/servetest"
 	"github.com/inspecthq/inspect/runner/local"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// TestMain removes the inspect binary the sandbox tests build.
+func TestMain(m *testing.M) { servetest.Main(m) }
 
-// inspectBinary builds cmd/inspect once per test process: the local
+// inspectBinary is cmd/inspect, built once per test process: the local
 // executor runs it as `inspect runner`, exactly as in production.
-func inspectBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "inspect-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath, buildErr = sandboxtest.BuildInspect(dir)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func inspectBinary(t *testing.T) string { return servetest.Build(t) }
 
 // newSandboxHarness runs sessions for real: the local executor starts
 // `inspect runner`, which fetches from the stand-in's git endpoint and runs

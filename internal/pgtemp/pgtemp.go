@@ -142,12 +142,7 @@ func Start(t testing.TB) *Instance {
 
 // DSN is a URL for the instance's "postgres" database as user postgres.
 func (in *Instance) DSN() string {
-	return in.DSNFor("postgres")
-}
-
-// DSNFor is a URL for the named database of the instance.
-func (in *Instance) DSNFor(database string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", in.port, database)
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", in.port)
 }
 
 // Port is the TCP port the instance listens on (127.0.0.1), the same
@@ -181,13 +176,6 @@ func (in *Instance) StartAgain() {
 	if err := in.start(); err != nil {
 		in.t.Fatalf("pgtemp: %v", err)
 	}
-}
-
-// Restart is Stop then StartAgain.
-func (in *Instance) Restart() {
-	in.t.Helper()
-	in.Stop()
-	in.StartAgain()
 }
 
 // Log is the server's own log so far.

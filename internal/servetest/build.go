@@ -7,22 +7,17 @@ package servetest
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
-)
 
-// Package is what Build builds.
-const Package = "github.com/inspecthq/inspect/cmd/inspect"
+	"github.com/inspecthq/inspect/internal/sandboxtest"
+)
 
 var build struct {
 	once sync.Once
 	dir  string // removed by Main
 	bin  string
 	err  error
-	out  string
 }
 
 // Build builds cmd/inspect, once per test binary, and returns the path of
@@ -32,16 +27,12 @@ func Build(t testing.TB) string {
 	build.once.Do(func() {
 		// Not t.TempDir: the binary outlives the test that built it.
 		build.dir, build.err = os.MkdirTemp("", "servetest-bin-")
-		if build.err != nil {
-			return
+		if build.err == nil {
+			build.bin, build.err = sandboxtest.BuildInspect(build.dir)
 		}
-		build.bin = filepath.Join(build.dir, "inspect")
-		cmd := exec.Command(goTool(), "build", "-o", build.bin, Package)
-		out, err := cmd.CombinedOutput()
-		build.out, build.err = string(out), err
 	})
 	if build.err != nil {
-		t.Fatalf("servetest: go build %s: %v\n%s", Package, build.err, build.out)
+		t.Fatalf("servetest: %v", build.err)
 	}
 	return build.bin
 }
@@ -58,13 +49,4 @@ func Main(m *testing.M) {
 		}
 	}()
 	m.Run()
-}
-
-// goTool is the go command: the one on PATH, as `go test` itself was most
-// likely run, else the toolchain this test binary was built with.
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }

@@ -73,28 +73,5 @@ func (c *Config) Set(key string, value any) {
 	m[parts[len(parts)-1]] = value
 }
 
-// Clone is a deep copy of the config, to vary one replica's settings
-// without changing another's.
-func (c Config) Clone() Config {
-	out := c
-	out.YAML = cloneMap(c.YAML)
-	out.Env = append([]string(nil), c.Env...)
-	return out
-}
-
-func cloneMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if sub, ok := v.(map[string]any); ok {
-			v = cloneMap(sub)
-		}
-		out[k] = v
-	}
-	return out
-}
-
 // replicaName is the default Name of the n'th replica of a test.
 func replicaName(n int) string { return "replica-" + strconv.Itoa(n) }

@@ -19,9 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/palantir/go-githubapp/githubapp"
 	"gopkg.in/yaml.v3"
-
-	"github.com/inspecthq/inspect/app"
 )
 
 // StartTimeout bounds how long Start waits for the "inspect serving" line
@@ -148,12 +147,6 @@ func Launch(t testing.TB, bin string, cfg Config) *Replica {
 // Name is the replica's label (Config.Name or "replica-N").
 func (r *Replica) Name() string { return r.name }
 
-// Dir is the replica's working directory, holding its config file.
-func (r *Replica) Dir() string { return r.dir }
-
-// Pid is the process id of `inspect serve`.
-func (r *Replica) Pid() int { return r.pgid }
-
 // Addr is the address the replica listens on (127.0.0.1:PORT), or "" until
 // it has logged that it is serving.
 func (r *Replica) Addr() string {
@@ -172,8 +165,9 @@ func (r *Replica) URL() string {
 	return "http://" + addr
 }
 
-// WebhookURL is where the replica takes GitHub's webhooks.
-func (r *Replica) WebhookURL() string { return r.URL() + app.WebhookPath }
+// WebhookURL is where the replica takes GitHub's webhooks (app.WebhookPath,
+// which is go-githubapp's default route).
+func (r *Replica) WebhookURL() string { return r.URL() + githubapp.DefaultWebhookRoute }
 
 // WaitServing waits until the replica logs that it is serving and returns
 // its address. It fails if the replica exits (its log ends) first.
@@ -312,44 +306,28 @@ func (r *Replica) LogLines() []string {
 	return append([]string(nil), r.lines...)
 }
 
-// LineCount is how many log lines there are so far, a mark for
-// WaitLogAfter.
-func (r *Replica) LineCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.lines)
-}
-
 // WaitLog waits until a log line (any so far, or a later one) contains
 // substr and returns it. It fails if ctx ends, or the log ends (the process
 // and its children have exited) without one.
 func (r *Replica) WaitLog(ctx context.Context, substr string) (string, error) {
-	line, _, err := r.WaitLogAfter(ctx, 0, substr)
-	return line, err
-}
-
-// WaitLogAfter is WaitLog looking only at lines from index from on (a
-// LineCount taken earlier); it also returns the index after the matching
-// line, to wait for the next one.
-func (r *Replica) WaitLogAfter(ctx context.Context, from int, substr string) (line string, next int, err error) {
-	i := from
+	i := 0
 	for {
 		r.mu.Lock()
 		for ; i < len(r.lines); i++ {
 			if strings.Contains(r.lines[i], substr) {
 				line := r.lines[i]
 				r.mu.Unlock()
-				return line, i + 1, nil
+				return line, nil
 			}
 		}
 		done, ch := r.readDone, r.changed
 		r.mu.Unlock()
 		if done {
-			return "", i, fmt.Errorf("%s: log ended (%s) with no line containing %q", r.name, r.exitString(), substr)
+			return "", fmt.Errorf("%s: log ended (%s) with no line containing %q", r.name, r.exitString(), substr)
 		}
 		select {
 		case <-ctx.Done():
-			return "", i, fmt.Errorf("%s: waiting for a log line containing %q: %w", r.name, substr, ctx.Err())
+			return "", fmt.Errorf("%s: waiting for a log line containing %q: %w", r.name, substr, ctx.Err())
 		case <-ch:
 		}
 	}

@@ -110,9 +110,10 @@ func AgentInvocation(a contract.Agent, p AgentPaths) (Invocation, error) {
 
 func (p AgentPaths) validate(a contract.Agent) error {
 	var faults []string
-	for name, v := range map[string]string{"prompt file": p.PromptFile, "answer file": p.AnswerFile, "home": p.Home} {
-		if !path.IsAbs(v) || path.Clean(v) != v || v == "/" {
-			faults = append(faults, fmt.Sprintf("the %s %q must be an absolute, clean path", name, v))
+	// In a fixed order, so the message is the same every time.
+	for _, f := range [...]struct{ name, v string }{{"prompt file", p.PromptFile}, {"answer file", p.AnswerFile}, {"home", p.Home}} {
+		if !path.IsAbs(f.v) || path.Clean(f.v) != f.v || f.v == "/" {
+			faults = append(faults, fmt.Sprintf("the %s %q must be an absolute, clean path", f.name, f.v))
 		}
 	}
 	if p.TranscriptFile != "" && (!path.IsAbs(p.TranscriptFile) || path.Clean(p.TranscriptFile) != p.TranscriptFile) {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/internal/fakegithub"
-	"github.com/inspecthq/inspect/internal/servetest"
 )
 
 // crashPoint is a moment to SIGKILL a replica at: the stand-in holds the
@@ -61,7 +60,6 @@ func TestSIGKILLAtEachPointStillEndsEverySession(t *testing.T) {
 			doomed.Kill()
 			// GitHub goes on with what it received.
 			release()
-			f.retarget()
 			f.start()
 
 			all := f.waitDone(1, 4*time.Minute)
@@ -109,25 +107,21 @@ func TestAnAttemptLostTwiceEndsInError(t *testing.T) {
 	mint := func(body []byte) bool { return bytes.Contains(body, []byte("repository_ids")) }
 	// Each replica dies while its supervisor asks for the read token.
 	arrived, release := f.gh.HoldNextWith("POST", "/app/installations/*/access_tokens", mint)
-	first := f.start()
+	doomed := f.start()
 	if d := f.gh.Deliver(ctx, "issue_comment", f.comment(1, "/inspect take a while")); d.StatusCode != 200 {
 		t.Fatalf("delivery: %d %s", d.StatusCode, d.Status)
 	}
-	for i, doomed := range []*servetest.Replica{first, nil} {
+	for death := 1; death <= 2; death++ {
 		select {
 		case <-arrived:
 		case <-ctx.Done():
-			t.Fatalf("death %d: the supervisor never asked for its token\n%s", i+1, f.logTails())
-		}
-		if doomed == nil {
-			doomed = f.replicas[len(f.replicas)-1]
+			t.Fatalf("death %d: the supervisor never asked for its token\n%s", death, f.logTails())
 		}
 		next, nextRelease := f.gh.HoldNextWith("POST", "/app/installations/*/access_tokens", mint)
 		doomed.Kill()
 		release()
 		arrived, release = next, nextRelease
-		f.retarget()
-		f.start()
+		doomed = f.start()
 	}
 	defer release()
 	s := f.waitDone(1, 3*time.Minute)[0]

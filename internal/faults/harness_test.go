@@ -25,6 +25,7 @@ const (
 	repoID         = 186853002
 	installationID = 1
 	requester      = "alice"
+	requesterID    = 5000
 )
 
 func TestMain(m *testing.M) { servetest.Main(m) }
@@ -66,7 +67,7 @@ func newFleet(t testing.TB, o fleetOptions) *fleet {
 	t.Cleanup(gh.Close) // registered first, so it runs after the replicas are gone
 	gh.AddInstallation(installationID, owner)
 	gh.AddRepo(fakegithub.Repo{ID: repoID, Owner: owner, Name: repoName, DefaultBranch: "main", InstallationID: installationID, OwnerType: "User"})
-	gh.AddUser(requester, 5000, "User")
+	gh.AddUser(requester, requesterID, "User")
 	gh.SetPermission(owner, repoName, requester, "write")
 	files := examples.SampleRepo()
 	agent := o.agent
@@ -125,7 +126,7 @@ func newFleet(t testing.TB, o fleetOptions) *fleet {
 // replica started so far (a load balancer in front of them).
 func (f *fleet) start() *servetest.Replica {
 	f.t.Helper()
-	r := servetest.Start(f.t, f.bin, f.cfg.Clone())
+	r := servetest.Start(f.t, f.bin, f.cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := r.WaitReady(ctx); err != nil {
@@ -176,26 +177,21 @@ func (f *fleet) pull(n int) {
 	f.pulls[n] = true
 }
 
-var commentTemplate = func() map[string]any {
-	data, err := os.ReadFile("../testdata/github-webhooks/issue_comment.created.with-installation.json")
-	if err != nil {
-		panic(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		panic(err)
-	}
-	return m
-}()
-
 // comment posts a comment on issue n on the stand-in, as GitHub has it
 // before it sends the webhook, and returns its issue_comment payload.
 func (f *fleet) comment(n int, body string) []byte {
 	f.t.Helper()
 	id := f.gh.AddComment(owner, repoName, n, requester, body)
-	m := deepCopy(commentTemplate)
+	data, err := os.ReadFile("../../testdata/github-webhooks/issue_comment.created.with-installation.json")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		f.t.Fatal(err)
+	}
 	sender := m["sender"].(map[string]any)
-	sender["login"], sender["type"], sender["id"] = requester, "User", float64(5000)
+	sender["login"], sender["type"], sender["id"] = requester, "User", float64(requesterID)
 	comment := m["comment"].(map[string]any)
 	comment["body"], comment["id"], comment["user"] = body, float64(id), sender
 	issue := m["issue"].(map[string]any)
@@ -210,18 +206,6 @@ func (f *fleet) comment(n int, body string) []byte {
 	out, err := json.Marshal(m)
 	if err != nil {
 		f.t.Fatal(err)
-	}
-	return out
-}
-
-func deepCopy(m map[string]any) map[string]any {
-	b, err := json.Marshal(m)
-	if err != nil {
-		panic(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		panic(err)
 	}
 	return out
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-github/v62/github"
 
 	"github.com/inspecthq/inspect/internal/retryafter"
-	"github.com/inspecthq/inspect/runner/buildkite"
+	"github.com/inspecthq/inspect/runner"
 )
 
 // Bounds on waiting out a rate limit: at least a second (a reset in the
@@ -47,8 +47,8 @@ func classifyAPIError(err error, now time.Time) (wait time.Duration, refusal *ap
 	var abuse *github.AbuseRateLimitError
 	var resp *github.ErrorResponse
 	var refused *apiRefusal
-	var bkFinal *buildkite.FinalError
-	var bkRate *buildkite.RateLimitedError
+	var execFinal *runner.FinalError
+	var execRate *runner.RateLimitedError
 	var mint *ghinstallation.HTTPError
 	switch {
 	case errors.As(err, &refused):
@@ -58,10 +58,10 @@ func classifyAPIError(err error, now time.Time) (wait time.Duration, refusal *ap
 			return 0, r
 		}
 		return 0, nil // a rate limit or a blip: retried with backoff
-	case errors.As(err, &bkFinal):
-		return 0, &apiRefusal{service: "Buildkite", status: bkFinal.Status, message: bkFinal.Message, final: true}
-	case errors.As(err, &bkRate):
-		return clampWait(bkRate.RetryAfter), nil
+	case errors.As(err, &execFinal):
+		return 0, &apiRefusal{service: execFinal.Service, status: execFinal.Status, message: execFinal.Message, final: true}
+	case errors.As(err, &execRate):
+		return clampWait(execRate.RetryAfter), nil
 	case errors.As(err, &rate):
 		return clampWait(rate.Rate.Reset.Time.Sub(now)), nil
 	case errors.As(err, &abuse):

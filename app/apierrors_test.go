@@ -13,7 +13,7 @@ import (
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v62/github"
 
-	"github.com/inspecthq/inspect/runner/buildkite"
+	"github.com/inspecthq/inspect/runner"
 )
 
 func TestClassifyAPIError(t *testing.T) {
@@ -55,8 +55,8 @@ func TestClassifyAPIError(t *testing.T) {
 		"mint not installed":   {err: mintErr(404, `{"message":"Not Found"}`), refusedBy: "GitHub"},
 		"mint secondary limit": {err: mintErr(403, `{"message":"You have exceeded a secondary rate limit"}`)},
 		"mint 502":             {err: mintErr(502, "bad gateway")},
-		"buildkite final":      {err: fmt.Errorf("starting: %w", &buildkite.FinalError{Status: 403, Message: "forbidden"}), refusedBy: "Buildkite", final: true},
-		"buildkite rate":       {err: &buildkite.RateLimitedError{RetryAfter: 5 * time.Hour}, wait: time.Hour},
+		"buildkite final":      {err: fmt.Errorf("starting: %w", &runner.FinalError{Service: "Buildkite", Status: 403, Message: "forbidden"}), refusedBy: "Buildkite", final: true},
+		"buildkite rate":       {err: &runner.RateLimitedError{Service: "Buildkite", RetryAfter: 5 * time.Hour}, wait: time.Hour},
 	} {
 		t.Run(name, func(t *testing.T) {
 			wait, refusal := classifyAPIError(c.err, now)

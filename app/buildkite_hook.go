@@ -16,7 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/runner/buildkite"
+	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // BuildkiteHookPath is where Buildkite delivers webhooks (build.running,
@@ -84,8 +84,8 @@ func (s *Service) handleBuildkiteHook(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK) // ping and the rest: acknowledged, ignored
 		return
 	}
-	sessionID := ev.Build.MetaData[buildkite.MetaSession]
-	number, err := strconv.Atoi(ev.Build.MetaData[buildkite.MetaAttempt])
+	sessionID := ev.Build.MetaData[contract.MetaSession]
+	number, err := strconv.Atoi(ev.Build.MetaData[contract.MetaAttempt])
 	if sessionID == "" || err != nil {
 		w.WriteHeader(http.StatusOK) // a build of the pipeline not started by us
 		return

@@ -12,39 +12,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/runner"
-	"github.com/inspecthq/inspect/runner/buildkite"
 	"github.com/inspecthq/inspect/runner/contract"
-)
-
-// What the app asks of an executor beyond Start and Cancel. Each is
-// optional: runner/local has State only; runner/buildkite has all four.
-type (
-	// stateReporter says where an attempt is.
-	stateReporter interface {
-		State(ctx context.Context, externalID string) (runner.AttemptState, error)
-	}
-	// runningLister lists the attempts running on this host (external id
-	// → attempt id): the local executor's.
-	runningLister interface {
-		Running(ctx context.Context) map[string]string
-	}
-	// attemptFinder finds an attempt's run by the session and attempt
-	// number it was started with, so a replayed dispatch adopts a run that
-	// started rather than making a second one.
-	attemptFinder interface {
-		Find(ctx context.Context, sessionID string, number int) (externalID string, found bool, err error)
-	}
-	// resultFetcher reads a finished attempt's evidence and manifest from
-	// the executor's own storage (a Buildkite build's artifacts): the slow
-	// path, for when the supervisor's upload never arrived.
-	resultFetcher interface {
-		FetchResult(ctx context.Context, externalID string) (evidence, manifest []byte, err error)
-	}
-	// runAnnotator writes the session's outcome onto the executor's run
-	// (a Buildkite build's annotation).
-	runAnnotator interface {
-		Annotate(ctx context.Context, externalID, style, body string) error
-	}
 )
 
 func isNoResult(err error) bool { return errors.Is(err, runner.ErrNoResult) }
@@ -78,13 +46,13 @@ func (s *Service) collect(ctx context.Context, sessionID, attemptID string, st r
 		return nil // reported, ended, or superseded meanwhile
 	}
 	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("attempt_id", a.ID).Logger()
-	fetcher, ok := s.executor.(resultFetcher)
+	fetcher, ok := s.executor.(runner.ResultFetcher)
 	if ok && a.State == store.AttemptRunning {
 		evidence, manifest, err := fetcher.FetchResult(ctx, a.ExternalID)
 		switch {
 		case err == nil:
 			return s.recordFetchedResult(log.WithContext(ctx), sess, a, evidence, manifest)
-		case errors.Is(err, buildkite.ErrResultTooLarge):
+		case errors.Is(err, runner.ErrResultTooLarge):
 			return s.refuseFetchedResult(ctx, sess, a, err)
 		case !isNoResult(err):
 			return fmt.Errorf("reading the attempt's result from the executor: %w", err)
@@ -173,7 +141,7 @@ func (s *Service) runOf(ctx context.Context, sess store.Session) runLink {
 // build's annotation), so people who look at the build see what came of
 // it. Best effort: the session has ended whatever this does.
 func (s *Service) annotateRun(ctx context.Context, sess store.Session) {
-	ann, ok := s.executor.(runAnnotator)
+	ann, ok := s.executor.(runner.RunAnnotator)
 	if !ok || sess.State != store.Done || sess.AttemptID == "" {
 		return
 	}

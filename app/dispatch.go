@@ -18,16 +18,12 @@ import (
 	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/contract"
-	"github.com/inspecthq/inspect/runner/local"
 )
 
-// Executor is the part of runner.Executor the app uses: runner/local on
-// the app's host, Buildkite in production. Results never come through it;
-// they arrive over the session channel.
-type Executor interface {
-	Start(ctx context.Context, a runner.Attempt) (externalID string, err error)
-	Cancel(ctx context.Context, externalID string) error
-}
+// Executor is runner.Executor: cmd/ picks runner/local on the app's host
+// or runner/buildkite in production. Results never come through it; they
+// arrive over the session channel.
+type Executor = runner.Executor
 
 // repoTokens remembers the read-only tokens minted per attempt, so they can
 // be revoked when the attempt ends. (They are in memory only: after a
@@ -140,7 +136,7 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 		SessionID: sess.ID, AttemptID: a.ID, Number: a.Number, ChannelURL: s.channelURL, ClaimCode: claim, Deadline: a.Deadline,
 		RequesterLogin: sess.RequesterLogin, RequesterID: sess.RequesterID,
 	})
-	if errors.Is(err, local.ErrAtCapacity) {
+	if errors.Is(err, runner.ErrAtCapacity) {
 		// Not a failure: the session waits for a free slot. The attempt
 		// made for it is ended, and a fresh one is made on the next try.
 		if endErr := s.store.EndAttempt(ctx, a.ID, s.clock.Now()); endErr != nil {
@@ -169,7 +165,7 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 // adoptRun records the run an executor started for an attempt whose start
 // was not recorded. It reports whether there was one.
 func (s *Service) adoptRun(ctx context.Context, a store.Attempt) (bool, error) {
-	finder, ok := s.executor.(attemptFinder)
+	finder, ok := s.executor.(runner.AttemptFinder)
 	if !ok {
 		return false, nil
 	}

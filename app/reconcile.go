@@ -89,9 +89,8 @@ func (s *Service) endRun(ctx context.Context, sessionID, attemptID string, outco
 // once while the deadline allows, and otherwise left for the deadline. One
 // session's trouble is logged and does not hold up the others.
 func (s *Service) reconcileAttempts(ctx context.Context) error {
-	states, ok := s.executor.(stateReporter)
-	if !ok {
-		return nil
+	if s.executor == nil {
+		return nil // the control plane alone: nothing to ask
 	}
 	s.stopOrphans(ctx)
 	active, err := s.store.SessionsRunning(ctx, reconcileBatch)
@@ -100,7 +99,7 @@ func (s *Service) reconcileAttempts(ctx context.Context) error {
 	}
 	for _, sess := range active {
 		log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Logger()
-		if err := s.reconcileAttempt(log.WithContext(ctx), states, sess); err != nil {
+		if err := s.reconcileAttempt(log.WithContext(ctx), sess); err != nil {
 			log.Warn().Err(err).Msg("reconciling the attempt failed; trying again next time")
 		}
 	}
@@ -113,7 +112,7 @@ func (s *Service) reconcileAttempts(ctx context.Context) error {
 // never reached the process. Their results would be refused anyway; this
 // frees the slot and the sandbox.
 func (s *Service) stopOrphans(ctx context.Context) {
-	lister, ok := s.executor.(runningLister)
+	lister, ok := s.executor.(runner.RunningLister)
 	if !ok {
 		return
 	}
@@ -132,7 +131,7 @@ func (s *Service) stopOrphans(ctx context.Context) {
 	}
 }
 
-func (s *Service) reconcileAttempt(ctx context.Context, states stateReporter, sess store.Session) error {
+func (s *Service) reconcileAttempt(ctx context.Context, sess store.Session) error {
 	a, err := s.store.GetAttempt(ctx, sess.AttemptID)
 	if err != nil || a.State == store.AttemptEnded {
 		return err // an ended attempt's result is being reported
@@ -157,7 +156,7 @@ func (s *Service) reconcileAttempt(ctx context.Context, states stateReporter, se
 		_, err := s.adoptRun(ctx, a)
 		return err
 	}
-	st, err := states.State(ctx, a.ExternalID)
+	st, err := s.executor.State(ctx, a.ExternalID)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,6 @@ import (
 	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/contract"
-	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
 // snapshotStore is the configured snapshot store, opened on first use.
@@ -125,9 +124,9 @@ func (s *Service) queueSnapshotBuilds(ctx context.Context) error {
 	return nil
 }
 
-// SnapshotBuilder builds and pushes one snapshot (supervisor.BuildSnapshot
-// on this host). Tests and executors without a local sandbox swap it.
-type SnapshotBuilder func(ctx context.Context, b supervisor.SnapshotBuild) (supervisor.SnapshotResult, error)
+// SnapshotBuilder is runner.SnapshotBuilder: supervisor.BuildSnapshot on
+// this host, which cmd/ hands over. Tests swap it.
+type SnapshotBuilder = runner.SnapshotBuilder
 
 // buildSnapshot is the BuildSnapshot work item: it builds the repo's
 // snapshot at its default branch's head, on this host. Whatever happens is
@@ -261,7 +260,7 @@ func (s *Service) buildSnapshotOf(ctx context.Context, r store.SnapshotRepo) (im
 	if err != nil {
 		return images.Snapshot{}, err
 	}
-	res, err := s.buildSnapshotFn(ctx, supervisor.SnapshotBuild{
+	res, err := s.buildSnapshotFn(ctx, runner.SnapshotBuild{
 		Repo:    target.repo,
 		SHA:     target.sha,
 		Token:   tok,

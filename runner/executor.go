@@ -3,6 +3,9 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"strings"
 	"time"
 )
 
@@ -86,4 +89,82 @@ type Executor interface {
 	Cancel(ctx context.Context, externalID string) error
 	// State reports where the attempt is.
 	State(ctx context.Context, externalID string) (AttemptState, error)
+}
+
+// The optional capabilities. Executor is all an executor must do; each of
+// these is something an executor may also do, found by a type assertion on
+// the Executor the app was given. The app does without a missing one: it
+// then relies on the session channel, and on deadlines, alone.
+type (
+	// RunningLister lists the attempts running on this host (external id
+	// → attempt id): the local executor's, so that the app can stop a
+	// supervisor whose attempt the store has already ended.
+	RunningLister interface {
+		Running(ctx context.Context) map[string]string
+	}
+	// AttemptFinder finds an attempt's run by the session and attempt
+	// number it was started with, so a replayed dispatch adopts a run that
+	// started rather than making a second one (Buildkite, by meta-data).
+	AttemptFinder interface {
+		Find(ctx context.Context, sessionID string, number int) (externalID string, found bool, err error)
+	}
+	// ResultFetcher reads a finished attempt's evidence and manifest from
+	// the executor's own storage (a Buildkite build's artifacts): the slow
+	// path, for when the supervisor's upload never arrived. It returns
+	// ErrNoResult when the attempt left none, and an error wrapping
+	// ErrResultTooLarge when what it left is over the contract's caps.
+	ResultFetcher interface {
+		FetchResult(ctx context.Context, externalID string) (evidence, manifest []byte, err error)
+	}
+	// RunAnnotator writes the session's outcome onto the executor's run
+	// (a Buildkite build's annotation).
+	RunAnnotator interface {
+		Annotate(ctx context.Context, externalID, style, body string) error
+	}
+)
+
+// The error kinds an executor returns, so that the app can tell what to do
+// without knowing which executor it has.
+var (
+	// ErrAtCapacity is returned by Start when the executor runs as many
+	// attempts as it may (the local executor's cap). The app tries the
+	// dispatch again later; it is not the attempt's failure.
+	ErrAtCapacity = errors.New("executor at capacity")
+	// ErrResultTooLarge is what a ResultFetcher's error wraps when the
+	// evidence or manifest it found is larger than the contract allows.
+	ErrResultTooLarge = errors.New("the attempt's result is larger than the contract allows")
+)
+
+// FinalError is an executor's service refusing a request for good: a bad
+// token, a missing scope, a pipeline that does not exist. Retrying cannot
+// help; the app ends the session api_refused and says why.
+type FinalError struct {
+	// Service names the service for people ("Buildkite").
+	Service string
+	// Status is the HTTP status it answered; Message is its own
+	// explanation, with any credential already redacted.
+	Status  int
+	Message string
+}
+
+// Error says what the service answered.
+func (e *FinalError) Error() string {
+	return fmt.Sprintf("%s answered %d %s: %s", strings.ToLower(e.Service), e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// RateLimitedError is an executor's service still answering "too many
+// requests" after the executor's own retries. Callers should try again
+// later, not at once.
+type RateLimitedError struct {
+	// Service names the service for people ("Buildkite").
+	Service string
+	// RetryAfter is how long the service last asked to wait, or the next
+	// backoff step when it did not say. It is advice for whoever schedules
+	// the next try, not capped.
+	RetryAfter time.Duration
+}
+
+// Error says how long to wait.
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("%s: rate limited; retry after %s", strings.ToLower(e.Service), e.RetryAfter)
 }

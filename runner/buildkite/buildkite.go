@@ -62,9 +62,9 @@ const (
 // second one.
 const (
 	// MetaSession's value is the session id.
-	MetaSession = "inspect:session"
+	MetaSession = contract.MetaSession
 	// MetaAttempt's value is the attempt number, in decimal from 1.
-	MetaAttempt = "inspect:attempt"
+	MetaAttempt = contract.MetaAttempt
 )
 
 const (
@@ -89,23 +89,19 @@ var ErrNoResult = runner.ErrNoResult
 // download turned out to hold. The build did finish and upload it, and
 // fetching it again will find it just as large: the caller should treat
 // the attempt as having left an invalid result, not retry the fetch.
-var ErrResultTooLarge = errors.New("the attempt's result is larger than the contract allows")
+var ErrResultTooLarge = runner.ErrResultTooLarge
 
-// FinalError is a 4xx answer from Buildkite that retrying will not change:
-// a bad token (401), a token without a scope (403), a pipeline or build
-// that does not exist where one must (404), a request Buildkite refused
-// (422). Message is Buildkite's own explanation, with the token redacted.
-// A 408 Request Timeout is never one (it says the request did not arrive
-// in time, not that it was wrong), nor is a 429 (a *RateLimitedError).
-type FinalError struct {
-	Status  int
-	Message string
-}
+// FinalError (runner's) is a 4xx answer from Buildkite that retrying will
+// not change: a bad token (401), a token without a scope (403), a pipeline
+// or build that does not exist where one must (404), a request Buildkite
+// refused (422). Message is Buildkite's own explanation, with the token
+// redacted. A 408 Request Timeout is never one (it says the request did not
+// arrive in time, not that it was wrong), nor is a 429 (a
+// *RateLimitedError).
+type FinalError = runner.FinalError
 
-// Error says what Buildkite answered.
-func (e *FinalError) Error() string {
-	return fmt.Sprintf("buildkite answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
-}
+// serviceName is how Buildkite is named in the errors the app shows.
+const serviceName = "Buildkite"
 
 // Config configures an Executor (and Setup).
 type Config struct {
@@ -718,7 +714,7 @@ func (e *Executor) fail(op string, err error) error {
 		if msg == "" {
 			msg = http.StatusText(er.Response.StatusCode)
 		}
-		err = &FinalError{Status: er.Response.StatusCode, Message: redact(msg, e.token)}
+		err = &FinalError{Service: serviceName, Status: er.Response.StatusCode, Message: redact(msg, e.token)}
 	}
 	return &opError{text: "buildkite: " + op + ": " + redact(err.Error(), e.token), err: err}
 }

@@ -10,26 +10,16 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/internal/retryafter"
+	"github.com/inspecthq/inspect/runner"
 )
 
-// RateLimitedError is returned when Buildkite still answers 429 Too Many
-// Requests after Config.MaxRetries retries. The transport returns it instead
-// of the 429 response because go-buildkite's Client.Do would otherwise retry
-// a GET's 429 itself, with real sleeps for up to 15 minutes, deaf to ctx; a
-// transport error is final for it. Callers should try again later, not at
-// once.
-type RateLimitedError struct {
-	// RetryAfter is how long Buildkite last asked to wait (Retry-After, or
-	// RateLimit-Reset), or the next backoff step when it did not say. It is
-	// not capped by Config.MaxWait: it is advice for whoever schedules the
-	// next try.
-	RetryAfter time.Duration
-}
-
-// Error says how long to wait.
-func (e *RateLimitedError) Error() string {
-	return fmt.Sprintf("buildkite: rate limited; retry after %s", e.RetryAfter)
-}
+// RateLimitedError (runner's) is returned when Buildkite still answers 429
+// Too Many Requests after Config.MaxRetries retries. The transport returns
+// it instead of the 429 response because go-buildkite's Client.Do would
+// otherwise retry a GET's 429 itself, with real sleeps for up to 15
+// minutes, deaf to ctx; a transport error is final for it. Callers should
+// try again later, not at once.
+type RateLimitedError = runner.RateLimitedError
 
 // maxAdvisedWait bounds the waits a response may advise, so that an absurd
 // Retry-After cannot overflow a time.Duration. Config.MaxWait caps the
@@ -87,7 +77,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if retry >= t.maxRetries || !replayable {
 			if resp.StatusCode == http.StatusTooManyRequests {
 				discard(resp)
-				return nil, &RateLimitedError{RetryAfter: wait}
+				return nil, &RateLimitedError{Service: serviceName, RetryAfter: wait}
 			}
 			return resp, nil
 		}

@@ -108,6 +108,19 @@ const (
 	EnvClaimCode = "INSPECT_CLAIM_CODE"
 )
 
+// The meta-data keys an executor tags a run with, where its service keeps
+// meta-data (a Buildkite build's), so that the run's webhooks and a later
+// search name the attempt. Runs already made carry them: changing either
+// would make the search miss those runs and a dispatch start a second one.
+// They name an attempt; they prove nothing (anyone who can start a run can
+// set them), so the app trusts only a run it recorded.
+const (
+	// MetaSession's value is the session id.
+	MetaSession = "inspect:session"
+	// MetaAttempt's value is the attempt number, in decimal from 1.
+	MetaAttempt = "inspect:attempt"
+)
+
 // Caps on channel messages.
 const (
 	// MaxClaimBytes caps a ClaimRequest, ClaimResponse or

@@ -39,11 +39,11 @@ import (
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
-// ErrAtCapacity is returned by Start when Config.MaxConcurrent attempts are
-// already running. Start does not queue: the app's dispatcher holds a lease
-// on its work item while it calls Start, so it is better told at once and
-// left to retry the work later than kept waiting for a slot.
-var ErrAtCapacity = errors.New("local executor: at capacity")
+// ErrAtCapacity (runner's) is returned by Start when Config.MaxConcurrent
+// attempts are already running. Start does not queue: the app's dispatcher
+// holds a lease on its work item while it calls Start, so it is better told
+// at once and left to retry the work later than kept waiting for a slot.
+var ErrAtCapacity = runner.ErrAtCapacity
 
 // ErrClosed is returned by Start after Close.
 var ErrClosed = errors.New("local executor: closed")

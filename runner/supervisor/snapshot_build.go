@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/images"
+	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/sandbox"
 )
@@ -49,74 +50,12 @@ import (
 // caches' previous layers as they are, so only the changed caches' layers
 // are new.
 
-// SnapshotBuild is one snapshot build: clone the repo at SHA into a fresh
-// workspace, run the repo's snapshot setup in the sandbox with each cache
-// directory bound writable at its fixed path, then package the result as
-// layers on the base image and push it.
-type SnapshotBuild struct {
-	// Repo names the repository (owner, name) and where to clone it from:
-	// an http(s) URL, or for tests and the CLI a local path or file URL.
-	Repo contract.Repo
-	// SHA is the commit to build: 40 lowercase hex digits.
-	SHA string
-	// Token is the read token for the clone ("" for none). It reaches git
-	// only as it does in a session (see git.go), never the sandbox, the
-	// image, a log or an error.
-	Token string
-	// Setup is the repo's snapshot setup, run in order in the sandbox with
-	// cwd /workspace. A command's Timeout bounds it (0: only ctx does); an
-	// empty Name becomes "setup N".
-	Setup []contract.Command
-	// Caches are the dependency caches, each a layer keyed by its
-	// lockfiles at SHA, the setup's argv and the env (cacheKey).
-	Caches []contract.Cache
-	// Env is the repo's env, added to every sandboxed command (see
-	// sandboxEnv). It must pass contract.ValidateEnv.
-	Env map[string]string
-	// Base is the toolchain image. nil means an empty image (OCI media
-	// types): the sandbox then binds the host's toolchain read-only, as a
-	// session without a snapshot does. A base whose one layer holds
-	// /usr/bin is used as the sandbox's root instead (the rule a session's
-	// restore follows too, so both see the same toolchain).
-	Base    v1.Image
-	Store   images.Store
-	Version string
-	// WorkDir is where the build's directory goes (default os.TempDir());
-	// the sandbox uid must be able to search every parent.
-	WorkDir string
-	// LayerCache is where layers are extracted, by digest (default
-	// WorkDir/inspect-layers, the same place a session's restore uses, so a
-	// layer extracted by either is reused by the other).
-	LayerCache string
-	// SandboxUID and SandboxGID are as Config's (defaults: 65534 when
-	// root, else yourself).
-	SandboxUID, SandboxGID uint32
-	// SandboxPath is PATH inside the sandbox (default DefaultSandboxPath).
-	SandboxPath string
-	// Git is the git binary ("git" on PATH when empty).
-	Git string
-	// Now stamps the snapshot (LabelBuilt); default time.Now.
-	Now func() time.Time
-	// Log receives the build's log; the zero Logger discards.
-	Log zerolog.Logger
-	// Stdout receives setup's output, stdout and stderr together, line by
-	// line, redacted of Token (nil discards it).
-	Stdout io.Writer
-}
-
-// SnapshotResult is what a build did.
-type SnapshotResult struct {
-	// Snapshot is the pushed snapshot (zero when the build failed).
-	Snapshot images.Snapshot
-	// Reused are the cache paths whose layer came from the previous
-	// snapshot as it was; Rebuilt are those packaged anew.
-	Reused, Rebuilt []string
-	// SetupRan is false when every cache key was unchanged.
-	SetupRan bool
-	// Setup are the setup commands that ran, in order, with their
-	// redacted output tails (also on failure, up to the failing one).
-	Setup []contract.CommandResult
-}
+// SnapshotBuild and SnapshotResult are the executor contract's (runner):
+// what the app asks of a build on this host, and what it gets back.
+type (
+	SnapshotBuild  = runner.SnapshotBuild
+	SnapshotResult = runner.SnapshotResult
+)
 
 // snapshotSetupOutputTail is how much of each setup command's output its
 // CommandResult keeps.
@@ -137,11 +76,11 @@ func BuildSnapshot(ctx context.Context, b SnapshotBuild) (SnapshotResult, error)
 	fail := func(err error) error {
 		return &snapshotBuildError{msg: red.Redact(fmt.Sprintf("snapshot build of %s/%s@%s: %v", b.Repo.Owner, b.Repo.Name, snapshotShortSHA(b.SHA), err)), err: err}
 	}
-	b, err := b.withDefaults()
+	b, err := snapshotBuildDefaults(b)
 	if err != nil {
 		return SnapshotResult{}, fail(err)
 	}
-	if err := b.validate(); err != nil {
+	if err := validateSnapshotBuild(b); err != nil {
 		return SnapshotResult{}, fail(err)
 	}
 	sb := &snapshotBuilder{
@@ -174,7 +113,8 @@ func snapshotShortSHA(sha string) string {
 	return sha
 }
 
-func (b SnapshotBuild) withDefaults() (SnapshotBuild, error) {
+// snapshotBuildDefaults fills in what b leaves empty.
+func snapshotBuildDefaults(b SnapshotBuild) (SnapshotBuild, error) {
 	if b.WorkDir == "" {
 		b.WorkDir = os.TempDir()
 	}
@@ -217,7 +157,8 @@ func (b SnapshotBuild) withDefaults() (SnapshotBuild, error) {
 	return b, nil
 }
 
-func (b SnapshotBuild) validate() error {
+// validateSnapshotBuild refuses a build that cannot run, saying why.
+func validateSnapshotBuild(b SnapshotBuild) error {
 	var problems []error
 	if b.Repo.Owner == "" || b.Repo.Name == "" {
 		problems = append(problems, errors.New("the repository's owner and name are required"))

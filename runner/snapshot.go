@@ -85,4 +85,3 @@ type SnapshotResult struct {
 	// redacted output tails (also on failure, up to the failing one).
 	Setup []contract.CommandResult
 }
-

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
@@ -30,7 +31,7 @@ const CheckRunName = "Inspect"
 type Service struct {
 	cfg    config.Server
 	store  *store.Store
-	gh     GitHubClients
+	gh     ghclient.GitHubClients
 	clock  Clock
 	log    zerolog.Logger
 	loader *config.RepoLoader
@@ -64,7 +65,7 @@ type Service struct {
 type Options struct {
 	Config     config.Server
 	Store      *store.Store
-	GitHub     GitHubClients
+	GitHub     ghclient.GitHubClients
 	Clock      Clock
 	Logger     zerolog.Logger
 	WorkerName string

@@ -2,123 +2,44 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/fleet"
 	"github.com/inspecthq/inspect/app/store"
 )
 
-// Several replicas share one database (decision 0015). Work items are
-// leased (store.Claim), so each step runs on one replica at a time; what
-// this file adds is what the fleet must agree on beyond that: which
-// replicas are alive, which replica runs a periodic job this interval, and
-// what happens to local attempts when their replica dies or stops.
+// The fleet (app/fleet) keeps the replica table and the periodic schedule;
+// what this file keeps is the engine's side of it: what becomes of local
+// attempts when their replica dies or stops, and what the periodic loop
+// runs each poll.
 
-// replicaName names this replica in leases, heartbeats and attempt hosts:
-// the host name (for people reading the tables) and randomness (for two
-// processes on one host, or a restart, which must not inherit a dead
-// process's attempts as its own).
-func replicaName() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "inspect"
-	}
-	var b [4]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail on Linux
-	return strings.ReplaceAll(host, "/", "-") + "-" + hex.EncodeToString(b[:])
+// newFleet wires this replica's membership of the fleet from the service's
+// parts.
+func newFleet(o Options) *fleet.Fleet {
+	return fleet.New(fleet.Options{
+		Name: o.WorkerName, Store: o.Store, GitHub: o.GitHub, Clock: o.Clock, Logger: o.Logger,
+		ClassifyError: func(err error, now time.Time) (time.Duration, bool) {
+			wait, refusal := classifyAPIError(err, now)
+			return wait, refusal != nil
+		},
+		Heartbeat: o.Config.Workers.Heartbeat, ReplicaTimeout: o.Config.Workers.ReplicaTimeout,
+		PollInterval: o.Config.Workers.PollInterval, Redelivery: o.Config.GitHub.Redelivery,
+	})
 }
 
-// fleetDue reports whether this replica runs the periodic job name now: one
-// replica of the fleet per interval. A store failure says no (the job waits
-// for the next poll) and is logged.
-func (s *Service) fleetDue(ctx context.Context, name string, every time.Duration) bool {
-	ok, err := s.store.ClaimTick(ctx, name, s.WorkerName, s.clock.Now(), every)
-	if err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Str("job", name).Msg("could not claim the periodic job; trying next poll")
-		return false
-	}
-	return ok
-}
+// fleetEngine is the engine as the fleet's periodic loop sees it.
+type fleetEngine struct{ s *Service }
 
-// periodic runs this replica's periodic duties once: the reconcile, and
-// the fleet's redelivery sweep when this replica wins it. Failures are
-// logged; the next poll tries again. The heartbeat is not among them: a
-// long pass (a thousand target checks, a sweep after an outage) must not
-// make this replica look dead.
-func (s *Service) periodic(ctx context.Context) {
-	if err := s.reconcile(ctx); err != nil {
-		s.log.Error().Err(err).Msg("reconcile failed")
-	}
-	if r := s.cfg.GitHub.Redelivery; r.Interval > 0 && s.fleetDue(ctx, "redelivery_sweep", r.Interval) {
-		n, err := s.sweepDeliveries(ctx)
-		if err != nil {
-			s.log.Warn().Err(err).Msg("redelivery sweep stopped early")
-		}
-		if n > 0 {
-			s.log.Info().Int("redelivered", n).Msg("asked GitHub to redeliver failed deliveries")
-		}
-	}
-}
+// Reconcile implements fleet.Engine.
+func (e fleetEngine) Reconcile(ctx context.Context) error { return e.s.reconcile(ctx) }
 
-// periodicLoop runs periodic until stop is closed.
-func (s *Service) periodicLoop(stop <-chan struct{}, ctx context.Context) {
-	// The jobs log through the context (zerolog.Ctx), as work items do.
-	ctx = s.log.With().Str("replica", s.WorkerName).Logger().WithContext(ctx)
-	t := time.NewTicker(s.cfg.Workers.PollInterval)
-	defer t.Stop()
-	for {
-		s.periodic(ctx)
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// heartbeat records that this replica is alive. beatingSince is when the
-// current run of successful beats began (0 after a failure): a replica
-// whose own beats failed (the database was away) cannot tell a dead peer
-// from one whose beats failed too, so it judges none until it has beaten
-// for a whole workers.replica_timeout again.
-func (s *Service) heartbeat(ctx context.Context) {
-	now := s.clock.Now()
-	if err := s.store.Heartbeat(ctx, s.WorkerName, now); err != nil {
-		s.beatingSince.Store(0)
-		s.log.Warn().Err(err).Msg("heartbeat failed")
-		return
-	}
-	s.beatingSince.CompareAndSwap(0, now.UnixMilli())
-	if err := s.store.PruneReplicas(ctx, now.Add(-10*s.cfg.Workers.ReplicaTimeout)); err != nil {
-		s.log.Warn().Err(err).Msg("pruning old replicas failed")
-	}
-}
-
-// heartbeatLoop beats every workers.heartbeat until stop is closed.
-func (s *Service) heartbeatLoop(stop <-chan struct{}, ctx context.Context) {
-	t := time.NewTicker(s.cfg.Workers.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			s.heartbeat(ctx)
-		}
-	}
-}
-
-// mayJudgeReplicas reports whether this replica's own heartbeats have
-// held long enough to call another replica dead (see heartbeat).
-func (s *Service) mayJudgeReplicas(now time.Time) bool {
-	since := s.beatingSince.Load()
-	return since != 0 && now.Sub(time.UnixMilli(since)) >= s.cfg.Workers.ReplicaTimeout
+// SweepDeliveries runs the redelivery sweep once, now, whatever the fleet's
+// schedule: for tests, and for an operator recovering after an outage.
+func (s *Service) SweepDeliveries(ctx context.Context) (int, error) {
+	return s.fleet.SweepDeliveries(ctx)
 }
 
 // hostsAttempts reports whether attempts run on this replica's own host,

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app"
+	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/internal/fakeclock"
@@ -131,7 +132,7 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	h.st = st
-	clients, err := app.NewGitHubClients(h.cfg.GitHub.APIURL, h.cfg.GitHub.AppID, []byte(h.cfg.GitHub.PrivateKey), "inspect-test", nil)
+	clients, err := ghclient.NewGitHubClients(h.cfg.GitHub.APIURL, h.cfg.GitHub.AppID, []byte(h.cfg.GitHub.PrivateKey), "inspect-test", nil)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -379,7 +380,7 @@ func (b *lockedBuffer) String() string {
 // client is an installation client on the stand-in, for assertions.
 func (h *harness) client(t *testing.T) *github.Client {
 	t.Helper()
-	clients, err := app.NewGitHubClients(h.cfg.GitHub.APIURL, h.cfg.GitHub.AppID, []byte(h.cfg.GitHub.PrivateKey), "inspect-test", nil)
+	clients, err := ghclient.NewGitHubClients(h.cfg.GitHub.APIURL, h.cfg.GitHub.AppID, []byte(h.cfg.GitHub.PrivateKey), "inspect-test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +394,7 @@ func (h *harness) client(t *testing.T) *github.Client {
 // appClient is the App's own (JWT) client on the stand-in.
 func (h *harness) appClient(t *testing.T) *github.Client {
 	t.Helper()
-	clients, err := app.NewGitHubClients(h.cfg.GitHub.APIURL, h.cfg.GitHub.AppID, []byte(h.cfg.GitHub.PrivateKey), "inspect-test", nil)
+	clients, err := ghclient.NewGitHubClients(h.cfg.GitHub.APIURL, h.cfg.GitHub.AppID, []byte(h.cfg.GitHub.PrivateKey), "inspect-test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,12 +34,12 @@ const reconcileBatch = 1000
 // fleet (store.ClaimTick): Buildkite about unfinished builds, and GitHub
 // about each session's target.
 func (s *Service) reconcile(ctx context.Context) error {
-	if s.cfg.Executor.Kind != "buildkite" || s.fleetDue(ctx, "reconcile_attempts", s.cfg.Workers.ReconcileInterval) {
+	if s.cfg.Executor.Kind != "buildkite" || s.fleet.Due(ctx, "reconcile_attempts", s.cfg.Workers.ReconcileInterval) {
 		if err := s.reconcileAttempts(ctx); err != nil {
 			return err
 		}
 	}
-	if s.fleetDue(ctx, "reconcile_targets", s.cfg.Workers.ReconcileInterval) {
+	if s.fleet.Due(ctx, "reconcile_targets", s.cfg.Workers.ReconcileInterval) {
 		if err := s.reconcileTargets(ctx); err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func (s *Service) reconcileAttempt(ctx context.Context, sess store.Session) erro
 		// and its own reconcile does. Once the replica is dead, its sandbox
 		// died with it.
 		now := s.clock.Now()
-		if !s.mayJudgeReplicas(now) {
+		if !s.fleet.MayJudgeReplicas(now) {
 			return nil
 		}
 		alive, err := s.store.ReplicaAlive(ctx, a.Host, now.Add(-s.cfg.Workers.ReplicaTimeout))

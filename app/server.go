@@ -222,7 +222,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	// own short deadline: the drain's may be spent by now.
 	leaveCtx, cancelLeave := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancelLeave()
-	if leaveErr := s.store.Leave(leaveCtx, s.WorkerName); leaveErr != nil {
+	if leaveErr := s.fleet.Leave(leaveCtx); leaveErr != nil {
 		s.log.Warn().Err(leaveErr).Msg("could not record leaving the fleet")
 	}
 	if errors.Is(err, http.ErrServerClosed) {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/fleet"
+	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
@@ -30,7 +32,7 @@ const CheckRunName = "Inspect"
 type Service struct {
 	cfg    config.Server
 	store  *store.Store
-	gh     GitHubClients
+	gh     ghclient.GitHubClients
 	clock  Clock
 	log    zerolog.Logger
 	loader *config.RepoLoader
@@ -47,9 +49,9 @@ type Service struct {
 	// snapshotExec starts snapshot builds on the executor (Options).
 	snapshotExec Executor
 	version      string
-	// beatingSince is when this replica's current run of successful
-	// heartbeats began, in Unix ms; 0 after a failure (see heartbeat).
-	beatingSince atomic.Int64
+	// fleet is this replica's membership of the fleet: heartbeats, the
+	// periodic schedule, the redelivery sweep.
+	fleet *fleet.Fleet
 	// inflightWebhooks counts webhooks being accepted, for load shedding.
 	inflightWebhooks atomic.Int64
 	// parsed memoises the cached repo configs' parses for the webhook path.
@@ -64,7 +66,7 @@ type Service struct {
 type Options struct {
 	Config     config.Server
 	Store      *store.Store
-	GitHub     GitHubClients
+	GitHub     ghclient.GitHubClients
 	Clock      Clock
 	Logger     zerolog.Logger
 	WorkerName string
@@ -88,14 +90,14 @@ func NewService(o Options) *Service {
 		o.Clock = SystemClock{}
 	}
 	if o.WorkerName == "" {
-		o.WorkerName = replicaName()
+		o.WorkerName = fleet.ReplicaName()
 	}
 	s := &Service{
 		cfg: o.Config, store: o.Store, gh: o.GitHub, clock: o.Clock, log: o.Logger,
 		loader: config.NewRepoLoader(), wake: make(chan struct{}, 1), WorkerName: o.WorkerName,
 		executor: o.Executor, channelURL: o.ChannelURL,
 		buildSnapshotFn: o.SnapshotBuilder, version: o.Version, snapshotExec: o.SnapshotExecutor,
-		modelClient: newModelClient(),
+		modelClient: newModelClient(), fleet: newFleet(o),
 	}
 	if s.version == "" {
 		s.version = "dev"

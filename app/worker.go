@@ -19,16 +19,16 @@ import (
 func (s *Service) RunWorkers(stop <-chan struct{}, workCtx context.Context) {
 	// Beat before any work: an attempt this replica starts must not look
 	// like a dead replica's for want of a first heartbeat.
-	s.heartbeat(workCtx)
+	s.fleet.Beat(workCtx)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		s.heartbeatLoop(stop, workCtx)
+		s.fleet.RunHeartbeats(stop, workCtx)
 	}()
 	go func() {
 		defer wg.Done()
-		s.periodicLoop(stop, workCtx)
+		s.fleet.RunPeriodic(stop, workCtx, fleetEngine{s})
 	}()
 	for i := range s.cfg.Workers.Count {
 		wg.Add(1)

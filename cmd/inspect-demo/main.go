@@ -26,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app"
+	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/examples"
@@ -97,7 +98,7 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 		return err
 	}
 	defer logFile.Close()
-	clients, err := app.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, []byte(cfg.GitHub.PrivateKey), "inspect-demo", nil)
+	clients, err := ghclient.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, []byte(cfg.GitHub.PrivateKey), "inspect-demo", nil)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app"
+	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/local"
@@ -113,8 +114,8 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	}()
 	// Every replica's requests share one budget per installation, counted
 	// in the database (github.outbound).
-	lim := app.NewOutboundLimiter(cfg.GitHub.Outbound, st, log)
-	gh, err := app.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, key, "inspect/"+version, lim)
+	lim := ghclient.NewOutboundLimiter(cfg.GitHub.Outbound, st, log)
+	gh, err := ghclient.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, key, "inspect/"+version, lim)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package app
+package fleet
 
 import (
 	"context"
@@ -31,19 +31,23 @@ type deliveryGroup struct {
 	event    string
 }
 
-// sweepDeliveries lists the App's deliveries of the last
-// github.redelivery.window (newest first, cursor-paged), groups them by
-// GUID, and asks GitHub once per sweep to redeliver each GUID none of whose
-// attempts got a 2xx, up to github.redelivery.max_per_guid times per GUID.
-// It returns how many redeliveries it asked for.
-func (s *Service) sweepDeliveries(ctx context.Context) (int, error) {
-	cfg := s.cfg.GitHub.Redelivery
+// SweepDeliveries runs the redelivery sweep once, now, whatever the
+// fleet's schedule (the periodic loop runs it once per
+// github.redelivery.interval across the fleet; tests and an operator
+// recovering after an outage run it at will). It lists the App's
+// deliveries of the last github.redelivery.window (newest first,
+// cursor-paged), groups them by GUID, and asks GitHub once per sweep to
+// redeliver each GUID none of whose attempts got a 2xx, up to
+// github.redelivery.max_per_guid times per GUID. It returns how many
+// redeliveries it asked for.
+func (f *Fleet) SweepDeliveries(ctx context.Context) (int, error) {
+	cfg := f.redelivery
 	log := zerolog.Ctx(ctx)
-	c, err := s.gh.App(ctx)
+	c, err := f.gh.App(ctx)
 	if err != nil {
 		return 0, err
 	}
-	now := s.clock.Now()
+	now := f.clock.Now()
 	since := now.Add(-cfg.Window)
 	groups, order, err := listDeliveryGroups(ctx, c, since)
 	if err != nil {
@@ -58,14 +62,14 @@ func (s *Service) sweepDeliveries(ctx context.Context) (int, error) {
 		glog := log.With().Str("delivery_id", guid).Str("event", g.event).Logger()
 		// Accepted after all (GitHub timed out waiting for a 2xx that was
 		// written): nothing to recover.
-		known, err := s.store.DeliveryKnown(ctx, guid)
+		known, err := f.store.DeliveryKnown(ctx, guid)
 		if err != nil {
 			return asked, err
 		}
 		if known {
 			continue
 		}
-		n, err := s.store.Redeliveries(ctx, guid)
+		n, err := f.store.Redeliveries(ctx, guid)
 		if err != nil {
 			return asked, err
 		}
@@ -75,11 +79,11 @@ func (s *Service) sweepDeliveries(ctx context.Context) (int, error) {
 		}
 		_, _, err = c.Apps.RedeliverHookDelivery(ctx, g.latest)
 		var accepted *github.AcceptedError
-		switch wait, refusal := classifyAPIError(err, now); {
+		switch wait, refused := f.classify(err, now); {
 		case err == nil || errors.As(err, &accepted):
 			glog.Info().Int64("attempt_id", g.latest).Int("asked_before", n).Msg("redelivery asked for")
 			asked++
-		case refusal != nil:
+		case refused:
 			// Refused (too old, gone): counted, so a GUID GitHub will
 			// not redeliver is not asked for every sweep; the others go on.
 			glog.Warn().Err(err).Int64("attempt_id", g.latest).Msg("redelivery refused")
@@ -94,11 +98,11 @@ func (s *Service) sweepDeliveries(ctx context.Context) (int, error) {
 		}
 		// Counted once GitHub has answered. A crash between the answer and
 		// this write asks once more than the cap, at most.
-		if err := s.store.RecordRedelivery(ctx, guid, now); err != nil {
+		if err := f.store.RecordRedelivery(ctx, guid, now); err != nil {
 			return asked, err
 		}
 	}
-	if err := s.store.PruneRedeliveries(ctx, now.Add(-2*cfg.Window)); err != nil {
+	if err := f.store.PruneRedeliveries(ctx, now.Add(-2*cfg.Window)); err != nil {
 		log.Warn().Err(err).Msg("pruning redelivery counts failed")
 	}
 	return asked, nil
@@ -141,10 +145,4 @@ func listDeliveryGroups(ctx context.Context, c *github.Client, since time.Time) 
 		opts.Cursor = resp.Cursor
 	}
 	return groups, order, nil
-}
-
-// SweepDeliveries runs the redelivery sweep once, now, whatever the fleet's
-// schedule: for tests, and for an operator recovering after an outage.
-func (s *Service) SweepDeliveries(ctx context.Context) (int, error) {
-	return s.sweepDeliveries(ctx)
 }

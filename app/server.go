@@ -36,7 +36,7 @@ func (s *Service) Handler() http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST "+WebhookPath, s.webhook(eventHandlers))
-	s.channelRoutes(mux)
+	s.sessionChannel().Routes(mux)
 	if s.cfg.Buildkite.WebhookToken != "" {
 		mux.Handle("POST "+BuildkiteHookPath, &handlers.BuildkiteHook{Secret: s.cfg.Buildkite.WebhookToken, Sink: buildSink{s}, Now: s.clock.Now, Log: s.log})
 	}

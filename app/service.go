@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -56,8 +55,6 @@ type Service struct {
 	inflightWebhooks atomic.Int64
 	// parsed memoises the cached repo configs' parses for the webhook path.
 	parsed parsedConfigs
-	// modelClient is the model proxy's client to providers.
-	modelClient *http.Client
 	// WorkerName identifies this replica's workers in leases.
 	WorkerName string
 }
@@ -97,7 +94,7 @@ func NewService(o Options) *Service {
 		loader: config.NewRepoLoader(), wake: make(chan struct{}, 1), WorkerName: o.WorkerName,
 		executor: o.Executor, channelURL: o.ChannelURL,
 		buildSnapshotFn: o.SnapshotBuilder, version: o.Version, snapshotExec: o.SnapshotExecutor,
-		modelClient: newModelClient(), fleet: newFleet(o),
+		fleet: newFleet(o),
 	}
 	if s.version == "" {
 		s.version = "dev"

@@ -1,16 +1,13 @@
-package app
+package channel
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/runner/contract"
@@ -33,12 +30,30 @@ type modelUpstream struct {
 	Key  string
 }
 
+// upstreamFor is the provider the session's agent may reach under name:
+// the one its spec names, as the server configures it (agents.providers).
+// ok is false for any other name, or a provider the server no longer has.
+func (c *Channel) upstreamFor(spec contract.Spec, name string) (modelUpstream, bool, error) {
+	if spec.Agent.Provider == "" || spec.Agent.Provider != name {
+		return modelUpstream{}, false, nil
+	}
+	p, ok := c.providers.Provider(name)
+	if !ok {
+		return modelUpstream{}, false, nil
+	}
+	key, err := p.APIKey()
+	if err != nil {
+		return modelUpstream{}, false, err
+	}
+	return modelUpstream{BaseURL: p.BaseURL, Kind: p.Kind, Key: key}, true, nil
+}
+
 // maxModelRequestBytes bounds one request to a provider.
 const maxModelRequestBytes = 32 << 20
 
-func (s *Service) handleEgressModel(w http.ResponseWriter, r *http.Request) {
+func (c *Channel) handleEgressModel(w http.ResponseWriter, r *http.Request) {
 	a := attemptOf(r)
-	log := s.channelLog(r)
+	log := c.channelLog(r)
 	provider := r.PathValue(contract.PathValueProvider)
 	refuse := func(status int, why string) {
 		log.Warn().Str("provider", provider).Str("why", why).Msg("model request refused")
@@ -53,7 +68,7 @@ func (s *Service) handleEgressModel(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusServiceUnavailable, "the attempt's spec is unreadable")
 		return
 	}
-	up, ok, err := s.upstreamFor(spec, provider)
+	up, ok, err := c.upstreamFor(spec, provider)
 	if err != nil {
 		log.Error().Err(err).Str("provider", provider).Msg("the provider's key is unreadable")
 		refuse(http.StatusServiceUnavailable, "the model provider is not available")
@@ -63,13 +78,13 @@ func (s *Service) handleEgressModel(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusForbidden, "this session's agent uses no provider named "+provider)
 		return
 	}
-	used, err := s.store.SessionUsage(r.Context(), a.ID)
+	used, err := c.store.SessionUsage(r.Context(), a.ID)
 	if err != nil {
 		refuse(http.StatusServiceUnavailable, "try again")
 		return
 	}
-	if budget := s.tokenBudget(); budget > 0 && used.TotalTokens >= budget {
-		s.endForBudget(r.Context(), a, used, budget)
+	if budget := c.tokenBudget; budget > 0 && used.TotalTokens >= budget {
+		c.engine.EndForBudget(r.Context(), a, used, budget)
 		refuse(http.StatusTooManyRequests, "the session's token budget is spent")
 		return
 	}
@@ -106,7 +121,7 @@ func (s *Service) handleEgressModel(w http.ResponseWriter, r *http.Request) {
 	default:
 		out.Header.Set("Authorization", "Bearer "+up.Key)
 	}
-	resp, err := s.modelClient.Do(out)
+	resp, err := c.modelClient.Do(out)
 	if err != nil {
 		log.Warn().Str("provider", provider).Str("error", redactKey(err.Error(), up.Key)).Msg("the model provider is unreachable")
 		contract.WriteError(w, http.StatusBadGateway, contract.ErrorInvalid, "the model provider is unreachable")
@@ -126,39 +141,14 @@ func (s *Service) handleEgressModel(w http.ResponseWriter, r *http.Request) {
 	})
 	u := meter.usage()
 	u.Requests = 1
-	total, err := s.store.AddUsage(context.WithoutCancel(r.Context()), a.ID, u, s.clock.Now())
+	total, err := c.store.AddUsage(context.WithoutCancel(r.Context()), a.ID, u, c.clock.Now())
 	if err != nil {
 		log.Error().Err(err).Msg("recording the token usage failed")
 		return
 	}
-	if budget := s.tokenBudget(); budget > 0 && total.TotalTokens > budget {
-		s.endForBudget(context.WithoutCancel(r.Context()), a, total, budget)
+	if budget := c.tokenBudget; budget > 0 && total.TotalTokens > budget {
+		c.engine.EndForBudget(context.WithoutCancel(r.Context()), a, total, budget)
 	}
-}
-
-// endForBudget ends a session whose tokens passed its budget: outcome
-// error with a clear reason, and its attempt stopped (the supervisor
-// uploads partial evidence, which arrives too late to change the ending).
-func (s *Service) endForBudget(ctx context.Context, a store.Attempt, used store.Usage, budget int64) {
-	log := zerolog.Ctx(ctx)
-	ended, err := s.store.MutateSession(ctx, a.SessionID, s.clock.Now(), func(x *store.Session) error {
-		if x.State == store.Done {
-			return errAlreadyDone
-		}
-		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "token_budget"
-		x.Detail = fmt.Sprintf("⚠️ @%s, the session used %d model tokens, more than its budget of %d, so Inspect stopped it. Nothing was pushed. "+
-			"Ask for a smaller change, or an operator can raise `agents.token_budget`.", x.RequesterLogin, used.TotalTokens, budget)
-		return nil
-	}, store.NewWork{Kind: store.SyncSession})
-	if err != nil {
-		if err != errAlreadyDone {
-			log.Error().Err(err).Msg("ending the session over its token budget failed")
-		}
-		return
-	}
-	s.log.Info().Str("session_id", ended.ID).Int64("tokens", used.TotalTokens).Int64("budget", budget).Msg("session stopped: token budget spent")
-	s.stopAttempt(ctx, ended.AttemptID)
-	s.wakeWorkers()
 }
 
 // usageMeter finds the token counts a provider reports in its answer: the
@@ -255,11 +245,11 @@ func redactKey(s, key string) string {
 	return strings.ReplaceAll(s, key, "[redacted]")
 }
 
-// newModelClient is the proxy's client to providers: no proxy from the
+// NewModelClient is the proxy's client to providers: no proxy from the
 // environment is honoured implicitly beyond Go's defaults, redirects are
 // not followed (they would carry the key elsewhere), and a stuck provider
 // cannot hold a request past the session's own limits.
-func newModelClient() *http.Client {
+func NewModelClient() *http.Client {
 	return &http.Client{
 		Timeout:       30 * time.Minute,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -1,0 +1,381 @@
+package channel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+type fixedClock struct{ now time.Time }
+
+func (c *fixedClock) Now() time.Time { return c.now }
+
+// fakeStore holds attempts by id; an attempt's session token is its id
+// with "-token" appended, and a claim code is accepted once.
+type fakeStore struct {
+	attempts  map[string]store.Attempt
+	claims    map[string]string // attempt id -> unspent claim code
+	sessions  map[string]store.Session
+	snapRepos map[int64]store.SnapshotRepo
+	usage     map[string]store.Usage
+}
+
+func tokenOf(id string) string { return id + "-token" }
+
+func (f *fakeStore) ClaimAttempt(_ context.Context, id, code, _ string, _ time.Time) (store.Attempt, error) {
+	if want, ok := f.claims[id]; !ok || want != code {
+		return store.Attempt{}, store.ErrClaimRefused
+	}
+	delete(f.claims, id)
+	return f.attempts[id], nil
+}
+
+func (f *fakeStore) AuthenticateAttempt(_ context.Context, id, token string) (store.Attempt, error) {
+	a, ok := f.attempts[id]
+	if !ok || token != tokenOf(id) {
+		return store.Attempt{}, errors.New("no such attempt")
+	}
+	return a, nil
+}
+
+func (f *fakeStore) GetSession(_ context.Context, id string) (store.Session, error) {
+	s, ok := f.sessions[id]
+	if !ok {
+		return store.Session{}, errors.New("no such session")
+	}
+	return s, nil
+}
+
+func (f *fakeStore) GetSnapshotRepo(_ context.Context, repoID int64) (store.SnapshotRepo, error) {
+	r, ok := f.snapRepos[repoID]
+	if !ok {
+		return store.SnapshotRepo{}, errors.New("no such repo")
+	}
+	return r, nil
+}
+
+func (f *fakeStore) SessionUsage(_ context.Context, id string) (store.Usage, error) {
+	return f.usage[id], nil
+}
+
+func (f *fakeStore) AddUsage(_ context.Context, id string, u store.Usage, _ time.Time) (store.Usage, error) {
+	t := f.usage[id]
+	t.InputTokens += u.InputTokens
+	t.OutputTokens += u.OutputTokens
+	t.TotalTokens += u.TotalTokens
+	t.Requests += u.Requests
+	f.usage[id] = t
+	return t, nil
+}
+
+// fakeEngine records what the channel asked of it.
+type fakeEngine struct {
+	wakes         int
+	progress      []string
+	results       []string
+	snapResults   []string
+	snapFirst     bool
+	minted        []int64 // installation ids
+	revoked       []string
+	endedOverBudg []int64 // the usage each EndForBudget was given
+}
+
+func (e *fakeEngine) WakeWorkers(context.Context) { e.wakes++ }
+func (e *fakeEngine) RecordProgress(_ context.Context, id string, _ int64, msg string) error {
+	e.progress = append(e.progress, id+": "+msg)
+	return nil
+}
+func (e *fakeEngine) RecordResult(_ context.Context, id, body string) error {
+	e.results = append(e.results, id)
+	return nil
+}
+func (e *fakeEngine) RecordSnapshotResult(_ context.Context, id, _, _, _ string) (bool, error) {
+	e.snapResults = append(e.snapResults, id)
+	return e.snapFirst, nil
+}
+func (e *fakeEngine) MintReadToken(_ context.Context, _ string, installationID, _ int64) (string, time.Time, error) {
+	e.minted = append(e.minted, installationID)
+	return "ghs_read", epoch.Add(time.Hour), nil
+}
+func (e *fakeEngine) RevokeReadTokens(_ context.Context, id string) {
+	e.revoked = append(e.revoked, id)
+}
+func (e *fakeEngine) EndForBudget(_ context.Context, _ store.Attempt, used store.Usage, _ int64) {
+	e.endedOverBudg = append(e.endedOverBudg, used.TotalTokens)
+}
+
+type providers map[string]config.Provider
+
+func (p providers) Provider(name string) (config.Provider, bool) { v, ok := p[name]; return v, ok }
+
+type rig struct {
+	st     *fakeStore
+	engine *fakeEngine
+	clock  *fixedClock
+	mux    *http.ServeMux
+}
+
+const (
+	jobSHA   = "0123456789abcdef0123456789abcdef01234567"
+	otherSHA = "89abcdef0123456789abcdef0123456789abcdef"
+	digest   = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+)
+
+const (
+	sessionAttempt  = "att-session"
+	snapshotAttempt = "att-snapshot"
+	endedAttempt    = "att-ended"
+)
+
+func newRig(t *testing.T, o Options) *rig {
+	t.Helper()
+	spec := mustJSON(t, contract.Spec{Agent: contract.Agent{Model: "m-1", Provider: "p"}})
+	r := &rig{
+		st: &fakeStore{
+			attempts: map[string]store.Attempt{
+				sessionAttempt:  {ID: sessionAttempt, SessionID: "s1", Kind: string(contract.KindSession), State: store.AttemptRunning, Deadline: epoch.Add(time.Hour), Spec: spec},
+				snapshotAttempt: {ID: snapshotAttempt, Kind: string(contract.KindSnapshot), RepoID: 7, State: store.AttemptRunning, Deadline: epoch.Add(time.Hour), Spec: `{"sha":"` + jobSHA + `"}`},
+				endedAttempt:    {ID: endedAttempt, SessionID: "s1", Kind: string(contract.KindSession), State: store.AttemptEnded, Deadline: epoch.Add(time.Hour), Spec: spec},
+			},
+			claims:    map[string]string{sessionAttempt: "claim-code-0123456789"},
+			sessions:  map[string]store.Session{"s1": {ID: "s1", InstallationID: 100, RepoID: 5}},
+			snapRepos: map[int64]store.SnapshotRepo{7: {RepoID: 7, InstallationID: 200}},
+			usage:     map[string]store.Usage{},
+		},
+		engine: &fakeEngine{},
+		clock:  &fixedClock{now: epoch},
+		mux:    http.NewServeMux(),
+	}
+	o.Store, o.Engine, o.Clock, o.Logger = r.st, r.engine, r.clock, zerolog.Nop()
+	New(o).Routes(r.mux)
+	return r
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// call sends a request as attempt id's supervisor and returns the status
+// and the body.
+func (r *rig) call(t *testing.T, method, pattern, id, body string) (int, string) {
+	t.Helper()
+	req := httptest.NewRequest(method, contract.AttemptPath(pattern, id), strings.NewReader(body))
+	req.Header.Set(contract.HeaderSessionToken, tokenOf(id))
+	rec := httptest.NewRecorder()
+	r.mux.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.String()
+}
+
+func errorCode(t *testing.T, body string) contract.ErrorCode {
+	t.Helper()
+	var e contract.ErrorResponse
+	if err := json.Unmarshal([]byte(body), &e); err != nil {
+		t.Fatalf("not an error body: %q", body)
+	}
+	return e.Code
+}
+
+func TestChannelRoutesRefuseATokenOfTheOtherKind(t *testing.T) {
+	r := newRig(t, Options{})
+	for _, tc := range []struct {
+		method, pattern, attempt string
+		want                     int
+	}{
+		{http.MethodGet, contract.PathSpec, sessionAttempt, http.StatusOK},
+		{http.MethodGet, contract.PathSnapshotJob, sessionAttempt, http.StatusConflict},
+		{http.MethodPut, contract.PathSnapshotResult, sessionAttempt, http.StatusConflict},
+		{http.MethodGet, contract.PathSnapshotJob, snapshotAttempt, http.StatusOK},
+		{http.MethodGet, contract.PathSpec, snapshotAttempt, http.StatusConflict},
+		{http.MethodPut, contract.PathResult, snapshotAttempt, http.StatusConflict},
+		{http.MethodPost, contract.PathProgress, snapshotAttempt, http.StatusConflict},
+		{http.MethodPost, contract.PathEgressModel, snapshotAttempt, http.StatusConflict},
+	} {
+		got, body := r.call(t, tc.method, tc.pattern, tc.attempt, "{}")
+		if got != tc.want {
+			t.Errorf("%s %s as %s = %d, want %d (%s)", tc.method, tc.pattern, tc.attempt, got, tc.want, body)
+		}
+	}
+	if len(r.engine.results)+len(r.engine.snapResults)+len(r.engine.progress) != 0 {
+		t.Errorf("a refused request reached the engine: %+v", r.engine)
+	}
+}
+
+func TestChannelRepoTokenServesBothKindsFromTheirOwnInstallation(t *testing.T) {
+	r := newRig(t, Options{})
+	for _, id := range []string{sessionAttempt, snapshotAttempt} {
+		got, body := r.call(t, http.MethodPost, contract.PathRepoToken, id, "")
+		var tok contract.RepoTokenResponse
+		if got != http.StatusOK || json.Unmarshal([]byte(body), &tok) != nil || tok.Token != "ghs_read" {
+			t.Errorf("repo token for %s = %d %s", id, got, body)
+		}
+	}
+	if want := []int64{100, 200}; len(r.engine.minted) != 2 || r.engine.minted[0] != want[0] || r.engine.minted[1] != want[1] {
+		t.Errorf("minted for installations %v, want %v", r.engine.minted, want)
+	}
+}
+
+func TestChannelRefusesBadEndedAndExpiredTokens(t *testing.T) {
+	r := newRig(t, Options{})
+	req := httptest.NewRequest(http.MethodGet, contract.AttemptPath(contract.PathSpec, sessionAttempt), nil)
+	req.Header.Set(contract.HeaderSessionToken, tokenOf(snapshotAttempt))
+	rec := httptest.NewRecorder()
+	r.mux.ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnauthorized || errorCode(t, rec.Body.String()) != contract.ErrorUnauthorized {
+		t.Errorf("another attempt's token = %d %s", rec.Code, rec.Body)
+	}
+
+	// An ended attempt may still upload its result, and nothing else.
+	if got, body := r.call(t, http.MethodGet, contract.PathSpec, endedAttempt, ""); got != http.StatusGone || errorCode(t, body) != contract.ErrorAttemptEnded {
+		t.Errorf("spec of an ended attempt = %d %s", got, body)
+	}
+	if got, body := r.call(t, http.MethodPost, contract.PathProgress, endedAttempt, `{"seq":1}`); got != http.StatusGone {
+		t.Errorf("progress of an ended attempt = %d %s", got, body)
+	}
+	if got, body := r.call(t, http.MethodPut, contract.PathResult, endedAttempt, "not json"); got != http.StatusBadRequest {
+		t.Errorf("result of an ended attempt = %d %s, want it past the token check (400 for its body)", got, body)
+	}
+
+	// The token outlives the deadline by the grace period, no more.
+	r.clock.now = epoch.Add(time.Hour + sessionTokenTTLGrace)
+	if got, body := r.call(t, http.MethodGet, contract.PathSpec, sessionAttempt, ""); got != http.StatusOK {
+		t.Errorf("spec at the end of the grace = %d %s", got, body)
+	}
+	r.clock.now = r.clock.now.Add(time.Second)
+	if got, body := r.call(t, http.MethodGet, contract.PathSpec, sessionAttempt, ""); got != http.StatusGone || errorCode(t, body) != contract.ErrorAttemptEnded {
+		t.Errorf("spec past the grace = %d %s", got, body)
+	}
+	if got, _ := r.call(t, http.MethodPut, contract.PathResult, sessionAttempt, "not json"); got != http.StatusGone {
+		t.Errorf("result past the grace = %d, want 410", got)
+	}
+}
+
+func TestClaimIsSpentOnceAndAnswersWithTheTokensExpiry(t *testing.T) {
+	r := newRig(t, Options{})
+	claim := func(req contract.ClaimRequest) (int, string) {
+		rec := httptest.NewRecorder()
+		r.mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, contract.AttemptPath(contract.PathClaim, sessionAttempt), strings.NewReader(mustJSON(t, req))))
+		return rec.Code, rec.Body.String()
+	}
+	good := contract.ClaimRequest{AttemptID: sessionAttempt, ClaimCode: "claim-code-0123456789", SpecVersion: contract.SpecVersion}
+
+	old := good
+	old.SpecVersion = "0"
+	if got, body := claim(old); got != http.StatusConflict || errorCode(t, body) != contract.ErrorVersionMismatch {
+		t.Errorf("another spec version = %d %s", got, body)
+	}
+	other := good
+	other.AttemptID = snapshotAttempt
+	if got, _ := claim(other); got != http.StatusBadRequest {
+		t.Errorf("another attempt's id = %d, want 400", got)
+	}
+	if r.engine.wakes != 0 {
+		t.Fatalf("a refused claim woke the workers")
+	}
+	got, body := claim(good)
+	var resp contract.ClaimResponse
+	if got != http.StatusOK || json.Unmarshal([]byte(body), &resp) != nil {
+		t.Fatalf("claim = %d %s", got, body)
+	}
+	if resp.SessionToken == "" || !resp.ExpiresAt.Equal(epoch.Add(time.Hour+sessionTokenTTLGrace)) || resp.Kind != contract.KindSession {
+		t.Errorf("claim response = %+v", resp)
+	}
+	if r.engine.wakes != 1 {
+		t.Errorf("wakes = %d, want 1", r.engine.wakes)
+	}
+	if got, body := claim(good); got != http.StatusUnauthorized || errorCode(t, body) != contract.ErrorClaimUsed {
+		t.Errorf("second claim = %d %s", got, body)
+	}
+}
+
+func TestSnapshotResultRevokesAndWakesOnlyTheFirstTime(t *testing.T) {
+	r := newRig(t, Options{})
+	if got, _ := r.call(t, http.MethodPut, contract.PathSnapshotResult, snapshotAttempt, `{"digest":"`+digest+`","sha":"`+otherSHA+`"}`); got != http.StatusBadRequest {
+		t.Errorf("a result for another commit = %d, want 400", got)
+	}
+	r.engine.snapFirst = true
+	if got, body := r.call(t, http.MethodPut, contract.PathSnapshotResult, snapshotAttempt, `{"digest":"`+digest+`","sha":"`+jobSHA+`"}`); got != http.StatusNoContent {
+		t.Fatalf("first result = %d %s", got, body)
+	}
+	if len(r.engine.revoked) != 1 || r.engine.wakes != 1 {
+		t.Errorf("after the first result: revoked %v, wakes %d", r.engine.revoked, r.engine.wakes)
+	}
+	r.engine.snapFirst = false
+	if got, _ := r.call(t, http.MethodPut, contract.PathSnapshotResult, snapshotAttempt, `{"digest":"`+digest+`","sha":"`+jobSHA+`"}`); got != http.StatusNoContent {
+		t.Fatalf("repeated result = %d", got)
+	}
+	if len(r.engine.snapResults) != 2 || len(r.engine.revoked) != 1 || r.engine.wakes != 1 {
+		t.Errorf("a repeat was acted on: %+v", r.engine)
+	}
+}
+
+func TestModelProxyAddsTheKeyRedactsItAndEndsTheSessionPastItsBudget(t *testing.T) {
+	const key = "sk-test-0123456789abcdef"
+	var gotAuth []string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = append(gotAuth, r.Header.Get("Authorization")+" "+r.URL.Path)
+		_, _ = io.Copy(io.Discard, r.Body) // the test reads no body
+		_, _ = io.WriteString(w, `{"echo":"`+key+`","usage":{"prompt_tokens":60,"completion_tokens":50}}`)
+	}))
+	t.Cleanup(upstream.Close)
+	r := newRig(t, Options{
+		Providers:   providers{"p": {Kind: "openai", BaseURL: upstream.URL + "/v1", Key: key}},
+		TokenBudget: 100,
+	})
+	model := func(provider, body string) (int, string) {
+		req := httptest.NewRequest(http.MethodPost, contract.EgressModelPath(sessionAttempt, provider, "responses"), bytes.NewReader([]byte(body)))
+		req.Header.Set(contract.HeaderSessionToken, tokenOf(sessionAttempt))
+		req.Header.Set("Authorization", "Bearer sk-agent-made-up")
+		rec := httptest.NewRecorder()
+		r.mux.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	if got, _ := model("other", `{}`); got != http.StatusForbidden {
+		t.Errorf("another provider = %d, want 403", got)
+	}
+	if got, _ := model("p", `{"model":"m-2"}`); got != http.StatusForbidden {
+		t.Errorf("another model = %d, want 403", got)
+	}
+	if len(gotAuth) != 0 {
+		t.Fatalf("a refused request reached the provider: %v", gotAuth)
+	}
+	got, body := model("p", `{"model":"m-1"}`)
+	if got != http.StatusOK || strings.Contains(body, key) || !strings.Contains(body, "[redacted]") {
+		t.Errorf("answer = %d %s", got, body)
+	}
+	if len(gotAuth) != 1 || gotAuth[0] != "Bearer "+key+" /v1/responses" {
+		t.Errorf("the provider got %v", gotAuth)
+	}
+	if u := r.st.usage[sessionAttempt]; u.TotalTokens != 110 || u.Requests != 1 {
+		t.Errorf("usage = %+v", u)
+	}
+	if len(r.engine.endedOverBudg) != 1 || r.engine.endedOverBudg[0] != 110 {
+		t.Fatalf("EndForBudget calls = %v, want one at 110 tokens", r.engine.endedOverBudg)
+	}
+	// Spent: the next request is refused before it reaches the provider.
+	if got, _ := model("p", `{"model":"m-1"}`); got != http.StatusTooManyRequests {
+		t.Errorf("past the budget = %d, want 429", got)
+	}
+	if len(gotAuth) != 1 || len(r.engine.endedOverBudg) != 2 {
+		t.Errorf("past the budget: provider calls %d, EndForBudget calls %v", len(gotAuth), r.engine.endedOverBudg)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/runner/contract"
 )
@@ -146,8 +146,7 @@ func (s *Service) endForBudget(ctx context.Context, a store.Attempt, used store.
 			return errAlreadyDone
 		}
 		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "token_budget"
-		x.Detail = fmt.Sprintf("⚠️ @%s, the session used %d model tokens, more than its budget of %d, so Inspect stopped it. Nothing was pushed. "+
-			"Ask for a smaller change, or an operator can raise `agents.token_budget`.", x.RequesterLogin, used.TotalTokens, budget)
+		x.Detail = render.TokenBudgetReply(x.RequesterLogin, used.TotalTokens, budget)
 		return nil
 	}, store.NewWork{Kind: store.SyncSession})
 	if err != nil {

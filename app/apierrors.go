@@ -89,13 +89,6 @@ func clampWait(d time.Duration) time.Duration {
 	return min(max(d, minRateWait), maxRateWait)
 }
 
-// refusalReply is what the requester is told when an API refused the
-// session's request for good.
-func refusalReply(login string, r *apiRefusal) string {
-	return fmt.Sprintf("⚠️ @%s, %s refused a request this session needed (`%d`: %s), so Inspect stopped it; retrying would not help. "+
-		"Operators can check the App's permissions and installation.", login, r.service, r.status, cell(r.message))
-}
-
 // mintRefusal reads GitHub's refusal to mint an installation token. 401
 // (the App's key or JWT refused) and 403 "suspended" end the session now,
 // cleanly: no retry changes them. 404 (uninstalled, or an installation

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/channel"
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 )
 
@@ -92,8 +93,7 @@ func (s *Service) endForBudget(ctx context.Context, a store.Attempt, used store.
 			return errAlreadyDone
 		}
 		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "token_budget"
-		x.Detail = fmt.Sprintf("⚠️ @%s, the session used %d model tokens, more than its budget of %d, so Inspect stopped it. Nothing was pushed. "+
-			"Ask for a smaller change, or an operator can raise `agents.token_budget`.", x.RequesterLogin, used.TotalTokens, budget)
+		x.Detail = render.TokenBudgetReply(x.RequesterLogin, used.TotalTokens, budget)
 		return nil
 	}, store.NewWork{Kind: store.SyncSession})
 	if err != nil {

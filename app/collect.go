@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/contract"
@@ -60,15 +61,11 @@ func (s *Service) collect(ctx context.Context, sessionID, attemptID string, st r
 	}
 	log.Warn().Str("status", string(st.Status)).Int("exit_code", st.ExitCode).Str("attempt_state", string(a.State)).
 		Msg("runner ended without a result")
-	where := ""
+	logURL := ""
 	if isWebURL(a.ExternalID) {
-		where = fmt.Sprintf(" Its log is at %s.", a.ExternalID)
+		logURL = a.ExternalID
 	}
-	if a.State == store.AttemptStarted {
-		where = " It never reached Inspect (is `inspect` installed on the agent, and can it reach the app's URL?)." + where
-	}
-	reply := fmt.Sprintf("⚠️ @%s, the session's runner stopped without reporting a result, so nothing was pushed.%s "+
-		"You can try again with `%s retry`.", sess.RequesterLogin, where, s.cfg.CommandWord)
+	reply := render.RunnerLostReply(sess.RequesterLogin, logURL, a.State == store.AttemptStarted, s.cfg.CommandWord)
 	return s.endRun(ctx, sess.ID, a.ID, store.Errored, "runner_lost", reply)
 }
 
@@ -77,9 +74,7 @@ func (s *Service) collect(ctx context.Context, sessionID, attemptID string, st r
 // refused, it cannot be trusted.
 func (s *Service) refuseFetchedResult(ctx context.Context, sess store.Session, a store.Attempt, why error) error {
 	zerolog.Ctx(ctx).Warn().Err(why).Msg("the executor's result is invalid")
-	return s.endRun(ctx, sess.ID, a.ID, store.Errored, "runner_lost", fmt.Sprintf(
-		"⚠️ @%s, the session's runner left a result Inspect could not accept, so nothing was pushed. You can try again with `%s retry`.",
-		sess.RequesterLogin, s.cfg.CommandWord))
+	return s.endRun(ctx, sess.ID, a.ID, store.Errored, "runner_lost", render.ResultRefusedReply(sess.RequesterLogin, s.cfg.CommandWord))
 }
 
 // recordFetchedResult checks a result read from the executor exactly as an
@@ -119,22 +114,15 @@ func (s *Service) recordFetchedResult(ctx context.Context, sess store.Session, a
 // runOf is where the session's current attempt runs, when the executor
 // gives it a link (a Buildkite build). Best effort: a store error shows
 // no link rather than failing the sync.
-func (s *Service) runOf(ctx context.Context, sess store.Session) runLink {
+func (s *Service) runOf(ctx context.Context, sess store.Session) render.RunLink {
 	if sess.AttemptID == "" {
-		return runLink{}
+		return render.RunLink{}
 	}
 	a, err := s.store.GetAttempt(ctx, sess.AttemptID)
 	if err != nil || !isWebURL(a.ExternalID) {
-		return runLink{}
+		return render.RunLink{}
 	}
-	label := "build"
-	if a.ExternalState != "" {
-		label += " (" + a.ExternalState + ")"
-	}
-	if a.Number > 1 {
-		label += fmt.Sprintf(", attempt %d", a.Number)
-	}
-	return runLink{URL: a.ExternalID, State: label}
+	return render.RunLink{URL: a.ExternalID, State: a.ExternalState, Attempt: a.Number}
 }
 
 // annotateRun writes the session's outcome onto its run (a Buildkite
@@ -150,7 +138,7 @@ func (s *Service) annotateRun(ctx context.Context, sess store.Session) {
 		return
 	}
 	style := "info"
-	switch checkConclusion(sess.Outcome) {
+	switch render.CheckConclusion(sess.Outcome) {
 	case "success":
 		style = "success"
 	case "failure", "timed_out":
@@ -158,8 +146,7 @@ func (s *Service) annotateRun(ctx context.Context, sess store.Session) {
 	case "action_required":
 		style = "warning"
 	}
-	body := fmt.Sprintf("**Inspect** session `%s` for @%s: **%s**\n\n%s", sess.ID, sess.RequesterLogin, sess.Outcome, sess.Detail)
-	if err := ann.Annotate(ctx, a.ExternalID, style, body); err != nil {
+	if err := ann.Annotate(ctx, a.ExternalID, style, render.RunAnnotation(sess)); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("session_id", sess.ID).Msg("annotating the run failed")
 	}
 }

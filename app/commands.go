@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
@@ -49,7 +50,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 		th.review = t.Review.ThreadRoot(t.CommentID)
 	}
 	reply := func(body string) error {
-		_, err := th.postOnce(ctx, replyMarker(t), withIgnoredNote(body, t.Command.Ignored, s.cfg.CommandWord), replay)
+		_, err := th.postOnce(ctx, render.ReplyMarker(t), render.WithIgnoredNote(body, t.Command.Ignored, s.cfg.CommandWord), replay)
 		return err
 	}
 	if t.Kind == handlers.KindUnlabel {
@@ -160,27 +161,24 @@ func (s *Service) status(ctx context.Context, t handlers.Trigger, reply func(str
 		return err
 	}
 	if len(sessions) == 0 {
-		return reply(fmt.Sprintf("No Inspect sessions on this thread yet. Start one with `%s <instructions>`.", s.cfg.CommandWord))
+		return reply(render.NoSessionsReply(s.cfg.CommandWord))
 	}
-	var b strings.Builder
-	b.WriteString("**Inspect sessions on this thread** (newest first)\n\n| Session | Requested by | Status | Started |\n|---|---|---|---|\n")
+	var rows []render.StatusRow
 	for _, sess := range sessions {
 		if sess.Reason == reasonNotATrigger {
 			continue // nobody asked: a label the fresh config does not name
 		}
-		// Logins without "@": anyone may ask for status, and it must not
-		// become a way to make the bot ping people.
-		status := statusWord(sess)
+		row := render.StatusRow{Session: sess}
 		if sess.Active() && sess.AttemptID != "" {
-			// The supervisor's latest progress report (fixed phrases and
-			// names, cleaned on arrival), so a long run shows where it is.
-			if a, err := s.store.GetAttempt(ctx, sess.AttemptID); err == nil && a.Progress != "" {
-				status += ": " + a.Progress
+			// The supervisor's latest progress report, so a long run shows
+			// where it is.
+			if a, err := s.store.GetAttempt(ctx, sess.AttemptID); err == nil {
+				row.Progress = a.Progress
 			}
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", sess.ID, sess.RequesterLogin, cell(status), sess.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"))
+		rows = append(rows, row)
 	}
-	return reply(b.String())
+	return reply(render.StatusListing(rows))
 }
 
 func (s *Service) cancel(ctx context.Context, t handlers.Trigger, reply func(string) error) error {
@@ -198,7 +196,7 @@ func (s *Service) cancel(ctx context.Context, t handlers.Trigger, reply func(str
 				return errAlreadyDone
 			}
 			x.State, x.Outcome, x.Reason = store.Done, store.Cancelled, "cancelled"
-			x.Detail = cancelDetail(t)
+			x.Detail = render.CancelDetail(t)
 			return nil
 		}, store.NewWork{Kind: store.SyncSession})
 		if errors.Is(err, errAlreadyDone) {
@@ -208,14 +206,14 @@ func (s *Service) cancel(ctx context.Context, t handlers.Trigger, reply func(str
 			return err
 		}
 		s.stopAttempt(ctx, ended.AttemptID) // as of the ending, not of the earlier read
-		cancelled = append(cancelled, "`"+sess.ID+"`")
+		cancelled = append(cancelled, sess.ID)
 	}
 	if len(cancelled) == 0 {
 		// An earlier run of this command may have cancelled them and then
 		// failed to reply; its marker in Detail says which.
 		for _, sess := range sessions {
-			if sess.Detail == cancelDetail(t) {
-				cancelled = append(cancelled, "`"+sess.ID+"`")
+			if sess.Detail == render.CancelDetail(t) {
+				cancelled = append(cancelled, sess.ID)
 			}
 		}
 	}
@@ -223,21 +221,12 @@ func (s *Service) cancel(ctx context.Context, t handlers.Trigger, reply func(str
 		if t.Kind == handlers.KindUnlabel {
 			return nil // it ended on its own meanwhile; nothing to say
 		}
-		return reply("Nothing to cancel: no Inspect session is active on this thread.")
+		return reply(render.NothingToCancelReply())
 	}
 	if t.Kind == handlers.KindUnlabel {
-		return reply(fmt.Sprintf("Cancelled %s: @%s removed the %s label.", strings.Join(cancelled, ", "), t.Sender.Login, policy.PathCodeSpan(t.Label)))
+		return reply(render.UnlabelCancelledReply(cancelled, t.Sender.Login, t.Label))
 	}
-	return reply(fmt.Sprintf("Cancelled %s, as @%s asked.", strings.Join(cancelled, ", "), t.Sender.Login))
-}
-
-// cancelDetail is what a cancelled session records; the hidden marker ties
-// it to the cancelling comment, so a replayed command can find its work.
-func cancelDetail(t handlers.Trigger) string {
-	if t.Kind != handlers.KindComment {
-		return fmt.Sprintf("Cancelled by @%s.<!-- inspect:cancel=%s -->", t.Sender.Login, t.DeliveryID)
-	}
-	return fmt.Sprintf("Cancelled by @%s.<!-- inspect:cancel=%d -->", t.Sender.Login, t.CommentID)
+	return reply(render.CancelledReply(cancelled, t.Sender.Login))
 }
 
 // syncSession brings GitHub in line with a session's stored state: the check
@@ -252,10 +241,11 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	if sess.CheckRunID != 0 && sess.State == store.Running {
+		title, summary := render.RunningCheckRun(sess)
 		_, _, err := c.Checks.UpdateCheckRun(ctx, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 			Name:    CheckRunName,
 			Status:  github.String("in_progress"),
-			Output:  &github.CheckRunOutput{Title: github.String("Running"), Summary: github.String(fmt.Sprintf("Session `%s` is running.", sess.ID))},
+			Output:  &github.CheckRunOutput{Title: github.String(title), Summary: github.String(summary)},
 			Actions: checkActions(sess),
 		})
 		if err != nil {
@@ -263,14 +253,15 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 		}
 	}
 	if sess.CheckRunID != 0 && sess.State == store.Done {
+		title, summary := render.DoneCheckRun(sess)
 		_, _, err := c.Checks.UpdateCheckRun(ctx, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 			Name:        CheckRunName,
 			Status:      github.String("completed"),
-			Conclusion:  github.String(checkConclusion(sess.Outcome)),
+			Conclusion:  github.String(render.CheckConclusion(sess.Outcome)),
 			CompletedAt: &github.Timestamp{Time: s.clock.Now()},
 			Output: &github.CheckRunOutput{
-				Title:   github.String(statusWord(sess)),
-				Summary: github.String(sess.Detail),
+				Title:   github.String(title),
+				Summary: github.String(summary),
 			},
 			Actions: checkActions(sess),
 		})
@@ -301,40 +292,19 @@ func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.
 	if progressID == 0 {
 		// An attempt may have posted it and died before recording it.
 		var err error
-		if progressID, err = th.find(ctx, sessionMarker(sess.ID)); err != nil {
+		if progressID, err = th.find(ctx, render.SessionMarker(sess.ID)); err != nil {
 			return err
 		}
 	}
 	if progressID != 0 {
-		return th.edit(ctx, progressID, sessionMarker(sess.ID), progressBody(sess, s.cfg.CommandWord, run))
+		return th.edit(ctx, progressID, render.SessionMarker(sess.ID), render.ProgressBody(sess, originOf(sess), s.cfg.CommandWord, run))
 	}
 	if sess.State == store.Done && sess.Detail != "" && sess.Outcome != store.Cancelled {
 		// A cancelled session's news is the cancel command's own reply.
-		_, err := th.postOnce(ctx, finalMarker(sess.ID), sess.Detail, true)
+		_, err := th.postOnce(ctx, render.FinalMarker(sess.ID), sess.Detail, true)
 		return err
 	}
 	return nil
-}
-
-// checkConclusion maps an outcome to a check-run conclusion (ARCHITECTURE.md).
-func checkConclusion(o store.Outcome) string {
-	switch o {
-	case store.Changed:
-		return "success"
-	case store.NoChange:
-		return "neutral"
-	case store.ChangeRefused:
-		return "action_required"
-	case store.TimedOut:
-		return "timed_out"
-	case store.Cancelled:
-		return "cancelled"
-	case store.Refused:
-		// Refused sessions get no check run; one exists only when an earlier
-		// attempt created it before the refusal (say, the PR was closed).
-		return "neutral"
-	}
-	return "failure"
 }
 
 func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(string) error) error {
@@ -351,7 +321,7 @@ func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(stri
 		if sess.Active() {
 			// Whatever the trigger: a double-pressed Retry must not queue
 			// a second run of the same request.
-			return reply(fmt.Sprintf("Session `%s` is still %s. Use `%s cancel` first if you want to start over.", sess.ID, sess.State, s.cfg.CommandWord))
+			return reply(render.StillActiveReply(sess, s.cfg.CommandWord))
 		}
 		if t.Kind == handlers.KindCheckAction && sess.ID != t.SessionID {
 			continue // a button retries its own session
@@ -363,7 +333,7 @@ func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(stri
 		}
 	}
 	if last == nil {
-		return reply(fmt.Sprintf("Nothing to retry on this thread. Start a session with `%s <instructions>`.", s.cfg.CommandWord))
+		return reply(render.NothingToRetryReply(s.cfg.CommandWord))
 	}
 	next := &store.Session{
 		ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name, InstallationID: t.InstallationID,
@@ -400,9 +370,11 @@ const (
 func checkActions(sess store.Session) []*github.CheckRunAction {
 	switch {
 	case sess.Active():
-		return []*github.CheckRunAction{{Label: "Cancel", Description: "Stop this Inspect session", Identifier: actionCancel}}
+		b := render.CancelButton()
+		return []*github.CheckRunAction{{Label: b.Label, Description: b.Description, Identifier: actionCancel}}
 	case sess.Outcome != store.Refused:
-		return []*github.CheckRunAction{{Label: "Retry", Description: "Run this request again", Identifier: actionRetry}}
+		b := render.RetryButton()
+		return []*github.CheckRunAction{{Label: b.Label, Description: b.Description, Identifier: actionRetry}}
 	}
 	return nil
 }

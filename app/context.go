@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/policy"
@@ -65,7 +66,7 @@ func (s *Service) gatherContext(ctx context.Context, c *github.Client, sess stor
 	ti := infoOf(sess)
 	if r := ti.Review; r != nil {
 		items = append(items, contract.ContextItem{Kind: contract.ContextReviewComment,
-			Source: fmt.Sprintf("%s, %s", cleanLine(r.Path), r.lines()), Text: clip(r.DiffHunk), Untrusted: true})
+			Source: fmt.Sprintf("%s, %s", render.CleanLine(r.Path), render.LineRange(r.StartLine, r.Line)), Text: clip(r.DiffHunk), Untrusted: true})
 	}
 	if len(ti.Checks) > 0 {
 		// A repair, or a person's retry of one.
@@ -179,7 +180,7 @@ func (s *Service) checkContext(ctx context.Context, c *github.Client, sess store
 				}
 			}
 		}
-		items = append(items, contract.ContextItem{Kind: contract.ContextCheckOutput, Source: cleanLine(ch.Name), Text: clip(b.String()), Untrusted: true})
+		items = append(items, contract.ContextItem{Kind: contract.ContextCheckOutput, Source: render.CleanLine(ch.Name), Text: clip(b.String()), Untrusted: true})
 	}
 	return items, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/policy"
@@ -203,19 +204,17 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	cfg, err := s.sessionRepoConfig(ctx, c, sess)
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
-		return contract.Spec{}, configErrorReply(sess, cfgErr), nil
+		return contract.Spec{}, render.ConfigErrorReply(sess, cfgErr), nil
 	}
 	if err != nil {
 		return contract.Spec{}, "", err
 	}
 	if !cfg.Agent.Configured() {
-		return contract.Spec{}, fmt.Sprintf("⚠️ @%s, this repository's `.github/inspect.yml` names no agent, so Inspect has nothing to run. "+
-			"Add `agent: {preset: codex, model: ...}` (or `{preset: command, command: [...]}`) on the default branch and comment again.", sess.RequesterLogin), nil
+		return contract.Spec{}, render.NoAgentReply(sess.RequesterLogin), nil
 	}
 	agent, err := cfg.Agent.Spec(s.cfg)
 	if err != nil {
-		return contract.Spec{}, fmt.Sprintf("⚠️ @%s, this repository's agent cannot run on this Inspect server:\n\n```\n%s\n```\n\n"+
-			"Fix `agent:` in `.github/inspect.yml` on the default branch and comment again.", sess.RequesterLogin, fence(err.Error())), nil
+		return contract.Spec{}, render.AgentUnusableReply(sess.RequesterLogin, err), nil
 	}
 	spec := contract.Spec{
 		Version:   contract.SpecVersion,

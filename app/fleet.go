@@ -2,12 +2,12 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/fleet"
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 )
 
@@ -58,9 +58,7 @@ func (s *Service) replaceDeadHostAttempt(ctx context.Context, sess store.Session
 		return s.redispatch(ctx, sess, a)
 	}
 	zerolog.Ctx(ctx).Warn().Str("host", a.Host).Int("redispatches", sess.Redispatches).Msg("the attempt's replica is dead; ending the session")
-	return s.endRun(ctx, sess.ID, a.ID, store.Errored, "runner_lost", fmt.Sprintf(
-		"@%s, the Inspect server running this session stopped, and there was no time (or no second try) left to run it again. Nothing was pushed. Comment `%s retry` to start over.",
-		sess.RequesterLogin, s.cfg.CommandWord))
+	return s.endRun(ctx, sess.ID, a.ID, store.Errored, "runner_lost", render.HostDiedReply(sess.RequesterLogin, s.cfg.CommandWord))
 }
 
 // handBack gives this replica's running local attempts to the fleet before

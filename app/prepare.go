@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
@@ -55,7 +56,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		cfg, err := s.sessionRepoConfig(ctx, c, sess)
 		var cfgErr *config.RepoConfigError
 		if errors.As(err, &cfgErr) {
-			return s.end(ctx, sess.ID, store.Errored, "config_invalid", configErrorReply(sess, cfgErr))
+			return s.end(ctx, sess.ID, store.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
 		}
 		if err != nil {
 			return err
@@ -71,7 +72,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	repoCfg, err := s.loadRepoConfig(ctx, c, sess.InstallationID, sess.RepoID, repo, fetchStart)
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
-		return s.end(ctx, sess.ID, store.Errored, "config_invalid", configErrorReply(sess, cfgErr))
+		return s.end(ctx, sess.ID, store.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
 	}
 	if err != nil {
 		return err
@@ -101,7 +102,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
-		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), refusalDetail(sess, d.Reply))
+		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == triggerRepair, d.Reply))
 	}
 	limits := policy.Narrow(s.cfg.PolicyLimits(), repoCfg.PolicyLimits())
 
@@ -133,11 +134,11 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if sess.ProgressCommentID == 0 {
 		next := sess
 		next.State = store.Preparing
-		body := progressBody(next, s.cfg.CommandWord, runLink{})
+		body := render.ProgressBody(next, originOf(next), s.cfg.CommandWord, render.RunLink{})
 		if blocker != "" {
-			body = waitingBody(sess, blocker, s.cfg.CommandWord)
+			body = render.WaitingBody(sess, blocker, s.cfg.CommandWord)
 		}
-		id, err := s.thread(c, sess).postOnce(ctx, sessionMarker(sess.ID), body, replay)
+		id, err := s.thread(c, sess).postOnce(ctx, render.SessionMarker(sess.ID), body, replay)
 		if err != nil {
 			return err
 		}
@@ -170,7 +171,7 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 			// counted when it took it.
 			if d := policy.DailyBudget(limits, load.StartedRepo, load.OldestStart, now, x.RequesterLogin); !d.Allowed {
 				refused = d
-				x.State, x.Outcome, x.Reason, x.Detail = store.Done, store.Refused, string(d.Reason), refusalDetail(*x, d.Reply)
+				x.State, x.Outcome, x.Reason, x.Detail = store.Done, store.Refused, string(d.Reason), render.RefusalDetail(x.TriggerKind == triggerRepair, d.Reply)
 				return []store.NewWork{{Kind: store.SyncSession}}, nil
 			}
 		}
@@ -211,16 +212,6 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 	}
 	zerolog.Ctx(ctx).Info().Msg("session preparing")
 	return nil
-}
-
-// refusalDetail is what a refused session posts: the policy's reply, or
-// nothing for a repair, which nobody asked for (a repair that cannot run
-// is logged, never posted).
-func refusalDetail(sess store.Session, reply string) string {
-	if sess.TriggerKind == triggerRepair {
-		return ""
-	}
-	return reply
 }
 
 // reasonNotATrigger ends a session accepted on a cache miss that the fresh
@@ -278,6 +269,7 @@ func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess sto
 			return id, err
 		}
 	}
+	title, summary := render.QueuedCheckRun(sess)
 	cr, _, err := c.Checks.CreateCheckRun(ctx, sess.RepoOwner, sess.RepoName, github.CreateCheckRunOptions{
 		Name:       CheckRunName,
 		HeadSHA:    sess.HeadSHA,
@@ -285,8 +277,8 @@ func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess sto
 		ExternalID: github.String(sess.ID),
 		Actions:    checkActions(sess),
 		Output: &github.CheckRunOutput{
-			Title:   github.String("Queued"),
-			Summary: github.String(fmt.Sprintf("Requested by @%s. Session `%s`.", sess.RequesterLogin, sess.ID)),
+			Title:   github.String(title),
+			Summary: github.String(summary),
 		},
 	})
 	if err != nil {

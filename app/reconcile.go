@@ -3,13 +3,13 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/runner"
 )
@@ -59,8 +59,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 		return err
 	}
 	for _, sess := range overdue {
-		if err := s.endRun(ctx, sess.ID, sess.AttemptID, store.TimedOut, "timed_out",
-			fmt.Sprintf("⏱️ @%s, the session ran past its deadline and was stopped. Nothing was pushed.", sess.RequesterLogin)); err != nil {
+		if err := s.endRun(ctx, sess.ID, sess.AttemptID, store.TimedOut, "timed_out", render.TimedOutReply(sess.RequesterLogin)); err != nil {
 			return err
 		}
 	}
@@ -231,11 +230,7 @@ func (s *Service) reconcileTargets(ctx context.Context) error {
 			continue
 		}
 		log.Info().Str("reason", why).Msg("target gone; cancelling the session")
-		reply := "The pull request was closed, so Inspect cancelled the session. Nothing was pushed."
-		if why == "repo_removed" {
-			reply = "Inspect can no longer reach this repository, so it cancelled the session. Nothing was pushed."
-		}
-		if err := s.endRun(ctx, sess.ID, sess.AttemptID, store.Cancelled, why, reply); err != nil {
+		if err := s.endRun(ctx, sess.ID, sess.AttemptID, store.Cancelled, why, render.TargetGoneReply(why == "repo_removed")); err != nil {
 			return err
 		}
 	}

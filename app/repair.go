@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
@@ -96,26 +98,11 @@ const maxRepairChecks = 15
 func checkNames(checks []failingCheck) []string {
 	var names []string
 	for _, ch := range checks {
-		if n := cleanLine(ch.Name); !slices.Contains(names, n) {
+		if n := render.CleanLine(ch.Name); !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
 	return names
-}
-
-// repairInstructions are a repair session's request: the checks are named
-// (as code spans, since another app chose the names); their output follows
-// in the context.
-func repairInstructions(names []string) string {
-	var quoted []string
-	for i, n := range names {
-		if i == maxRepairChecks {
-			quoted = append(quoted, fmt.Sprintf("and %d more", len(names)-i))
-			break
-		}
-		quoted = append(quoted, policy.PathCodeSpan(n))
-	}
-	return fmt.Sprintf("Make the failing checks pass: %s. Their output is in the context below.", strings.Join(quoted, ", "))
 }
 
 // considerRepair decides whether a failing check becomes a repair session,
@@ -307,8 +294,8 @@ func (s *Service) startRepair(ctx context.Context, f handlers.CheckFailure, pr *
 	sess := &store.Session{
 		ID: newID(), RepoID: f.Repo.ID, RepoOwner: f.Repo.Owner, RepoName: f.Repo.Name, InstallationID: f.InstallationID,
 		Number: pr.GetNumber(), IsPR: true, TriggerKind: triggerRepair, DeliveryID: f.DeliveryID,
-		RequesterLogin: author.GetLogin(), RequesterID: author.GetID(), RequesterType: orWord(author.GetType(), "User"),
-		Instructions: repairInstructions(names), State: store.Queued, HeadSHA: f.HeadSHA,
+		RequesterLogin: author.GetLogin(), RequesterID: author.GetID(), RequesterType: cmp.Or(author.GetType(), "User"),
+		Instructions: render.RepairInstructions(names, maxRepairChecks), State: store.Queued, HeadSHA: f.HeadSHA,
 		TriggerInfo: triggerInfo{Checks: names, RepairNumber: d.Number, RepairBudget: budget, RepairLast: d.Last}.encode(),
 	}
 	// One repair per (PR, commit), and each repair number once: two

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/policy"
@@ -58,14 +59,14 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 	}
 	switch ev.Outcome {
 	case contract.OutcomeTimedOut:
-		return s.end(ctx, sess.ID, store.TimedOut, "timed_out", fmt.Sprintf("⏱️ @%s, the session ran past its deadline and was stopped. Nothing was pushed.", sess.RequesterLogin))
+		return s.end(ctx, sess.ID, store.TimedOut, "timed_out", render.TimedOutReply(sess.RequesterLogin))
 	case contract.OutcomeCancelled:
-		return s.end(ctx, sess.ID, store.Cancelled, "cancelled", "The session was cancelled. Nothing was pushed.")
+		return s.end(ctx, sess.ID, store.Cancelled, "cancelled", render.RunCancelledReply())
 	case contract.OutcomeError, contract.OutcomeAgentFailed:
-		return s.end(ctx, sess.ID, store.Errored, string(ev.Outcome), agentFailedReply(sess, ev))
+		return s.end(ctx, sess.ID, store.Errored, string(ev.Outcome), render.AgentFailedReply(sess, ev))
 	}
 	if up.Manifest == nil || len(up.Manifest.Files) == 0 {
-		return s.end(ctx, sess.ID, store.NoChange, "no_change", noChangeReply(sess, ev)+usageNote(ev))
+		return s.end(ctx, sess.ID, store.NoChange, "no_change", render.NoChangeReply(sess, ev))
 	}
 	c, err := s.gh.Installation(ctx, sess.InstallationID)
 	if err != nil {
@@ -75,8 +76,7 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
 		// The repo's protected paths are in that file: fail closed.
-		return s.end(ctx, sess.ID, store.ChangeRefused, "config_invalid", fmt.Sprintf(
-			"🛑 @%s, this repository's `.github/inspect.yml` no longer parses, so Inspect cannot check the change against its protected paths and pushed nothing. Fix the file and try again.", sess.RequesterLogin))
+		return s.end(ctx, sess.ID, store.ChangeRefused, "config_invalid", render.ConfigUnparsableRefusal(sess.RequesterLogin))
 	}
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 	})
 	if !decision.Allowed {
 		log.Info().Str("reason", string(decision.Reason)).Msg("change refused")
-		return s.end(ctx, sess.ID, store.ChangeRefused, string(decision.Reason), "🛑 "+decision.Reply)
+		return s.end(ctx, sess.ID, store.ChangeRefused, string(decision.Reason), render.ChangeRefusedReply(decision.Reply))
 	}
 	verified := verificationPassed(ev)
 	if sess.CommitSHA == "" {
@@ -126,26 +126,10 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 		s.annotateFailures(ctx, c, sess, ev)
 	}
 	outcome, reason := store.Changed, "changed"
-	detail := fmt.Sprintf("✅ Verified change committed as `%.7s` on `%s`.", sess.CommitSHA, sess.Branch)
 	if !verified {
 		outcome, reason = store.VerificationFailed, "verification_failed"
-		detail = fmt.Sprintf("❌ Verification failed; the change is in draft pull request #%d for you to look at.", sess.PRNumber)
-		if sess.IsPR && sess.PRNumber == sess.Number {
-			detail = fmt.Sprintf("❌ Verification failed; the change was pushed to `%s` (commit `%.7s`) for you to look at.", sess.Branch, sess.CommitSHA)
-		}
 	}
-	if sess.PRNumber != 0 && verified {
-		detail = fmt.Sprintf("✅ Verified change in pull request #%d (commit `%.7s`).", sess.PRNumber, sess.CommitSHA)
-	}
-	return s.end(ctx, sess.ID, outcome, reason, detail+usageNote(ev))
-}
-
-// usageNote is the model usage, for the check run and the progress comment.
-func usageNote(ev contract.Evidence) string {
-	if u := ev.Usage; u != nil {
-		return fmt.Sprintf(" Model usage: %d tokens over %d requests.", u.Total, u.Requests)
-	}
-	return ""
+	return s.end(ctx, sess.ID, outcome, reason, render.ChangeReply(sess, verified, ev))
 }
 
 func (s *Service) revokeTokens(ctx context.Context, attemptID string) {
@@ -221,7 +205,7 @@ func (s *Service) createCommit(ctx context.Context, c *github.Client, sess store
 		return "", fmt.Errorf("creating the tree: %w", err)
 	}
 	commit, _, err := c.Git.CreateCommit(ctx, owner, repo, &github.Commit{
-		Message: github.String(commitMessage(sess)),
+		Message: github.String(render.CommitMessage(sess)),
 		Tree:    &github.Tree{SHA: tree.SHA},
 		Parents: []*github.Commit{{SHA: github.String(spec.PinnedSHA)}},
 	}, nil)
@@ -229,15 +213,6 @@ func (s *Service) createCommit(ctx context.Context, c *github.Client, sess store
 		return "", fmt.Errorf("creating the commit: %w", err)
 	}
 	return commit.GetSHA(), nil
-}
-
-func commitMessage(sess store.Session) string {
-	title := strings.TrimSpace(strings.SplitN(sess.Instructions, "\n", 2)[0])
-	if utf8.RuneCountInString(title) > 60 {
-		title = string([]rune(title)[:60]) + "…"
-	}
-	return fmt.Sprintf("Inspect: %s\n\nRequested by @%s in #%d.\n\nCo-authored-by: %s <%d+%s@users.noreply.github.com>\nInspect-Session: %s\n",
-		title, sess.RequesterLogin, sess.Number, sess.RequesterLogin, sess.RequesterID, sess.RequesterLogin, sess.ID)
 }
 
 // push puts the commit where it belongs:
@@ -290,7 +265,7 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 	if err := ensureBranch(ctx, c, owner, repo, branch, sess.CommitSHA); err != nil {
 		return "", 0, err
 	}
-	number, err := s.ensurePR(ctx, c, sess, branch, base, draft, prBody(sess, spec, verified, sum, ev))
+	number, err := s.ensurePR(ctx, c, sess, branch, base, draft, render.PRBody(sess, spec, verified, sum, ev))
 	if err != nil {
 		return "", 0, err
 	}
@@ -320,10 +295,8 @@ func ensureBranch(ctx context.Context, c *github.Client, owner, repo, branch, sh
 
 func (s *Service) ensurePR(ctx context.Context, c *github.Client, sess store.Session, head, base string, draft bool, body string) (int, error) {
 	owner, repo := sess.RepoOwner, sess.RepoName
-	// The PR's title is the commit's subject line.
-	title := strings.SplitN(commitMessage(sess), "\n", 2)[0]
 	pr, _, err := c.PullRequests.Create(ctx, owner, repo, &github.NewPullRequest{
-		Title: github.String(title), Head: github.String(head), Base: github.String(base),
+		Title: github.String(render.PRTitle(sess)), Head: github.String(head), Base: github.String(base),
 		Body: github.String(body), Draft: github.Bool(draft),
 	})
 	if isStatus(err, http.StatusUnprocessableEntity) {
@@ -351,39 +324,6 @@ func (s *Service) requestReview(ctx context.Context, c *github.Client, sess stor
 	}
 }
 
-func agentFailedReply(sess store.Session, ev contract.Evidence) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "⚠️ @%s, the agent did not finish (%s), so nothing was pushed.", sess.RequesterLogin, ev.Outcome)
-	for _, c := range ev.Commands {
-		if c.Phase == contract.PhaseAgent && !c.Succeeded() {
-			fmt.Fprintf(&b, " It exited with code %d.\n\n<details><summary>Last output</summary>\n\n```\n%s\n```\n</details>", c.ExitCode, fence(lastLines(c.OutputTail, 30)))
-		}
-	}
-	return b.String()
-}
-
-func noChangeReply(sess store.Session, ev contract.Evidence) string {
-	answer := strings.TrimSpace(ev.FinalAnswer)
-	if answer == "" {
-		return fmt.Sprintf("@%s, the agent made no change and gave no answer.", sess.RequesterLogin)
-	}
-	return fmt.Sprintf("@%s, the agent made no change. Its answer:\n\n%s", sess.RequesterLogin, quoteUntrusted(answer, 4000))
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// fence keeps untrusted output inside its code block, and keeps it from
-// carrying one of our hidden markers into a bot comment.
-func fence(s string) string {
-	return strings.NewReplacer("```", "'''", "<!--", "<\u200b!--").Replace(s)
-}
-
 func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 // annotateFailures puts one annotation per failing test (with a file and a
@@ -398,23 +338,21 @@ func (s *Service) annotateFailures(ctx context.Context, c *github.Client, sess s
 		if f.File == "" || f.Line <= 0 || len(anns) == 50 { // GitHub takes 50 per request
 			continue
 		}
-		msg := f.Message
-		if msg == "" {
-			msg = "failed"
-		}
+		title, msg := render.FailureAnnotation(f)
 		anns = append(anns, &github.CheckRunAnnotation{
 			Path: github.String(f.File), StartLine: github.Int(f.Line), EndLine: github.Int(f.Line),
-			AnnotationLevel: github.String("failure"), Title: github.String(f.Name), Message: github.String(msg),
+			AnnotationLevel: github.String("failure"), Title: github.String(title), Message: github.String(msg),
 		})
 	}
 	if len(anns) == 0 {
 		return
 	}
+	title, summary := render.FailedTestsCheckRun(*ev.Tests)
 	_, _, err := c.Checks.UpdateCheckRun(ctx, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 		Name: CheckRunName,
 		Output: &github.CheckRunOutput{
-			Title:       github.String("Verification failed"),
-			Summary:     github.String(fmt.Sprintf("%d failed, %d passed, %d skipped.", ev.Tests.Failed, ev.Tests.Passed, ev.Tests.Skipped)),
+			Title:       github.String(title),
+			Summary:     github.String(summary),
 			Annotations: anns,
 		},
 	})

@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/fleet"
 	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
@@ -192,17 +194,6 @@ func replyWork(t handlers.Trigger, marker, body string) store.NewWork {
 	return store.NewWork{Kind: store.PostReply, Payload: mustJSON(p)}
 }
 
-// replyMarker marks our one reply to a trigger, so a replay finds it.
-func replyMarker(t handlers.Trigger) string {
-	switch t.Kind {
-	case handlers.KindComment:
-		return commentMarker(t.CommentID)
-	case handlers.KindReviewComment:
-		return fmt.Sprintf("<!-- inspect:reply-to-review=%d -->", t.CommentID)
-	}
-	return "<!-- inspect:reply-to-delivery=" + t.DeliveryID + " -->"
-}
-
 // AcceptTrigger implements handlers.Sink. It decides from local state only
 // (server config, the repo-config cache, the trigger) and returns after the
 // decision is on disk.
@@ -225,19 +216,19 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 			return nil
 		}
 		if t.Kind == handlers.KindLabel {
-			t.Command.Instructions = labelInstructions(t)
+			t.Command.Instructions = render.LabelInstructions(t.Number, t.IssueTitle)
 		}
 	}
 	switch {
 	case t.Command.Kind == policy.Reply:
-		body := withIgnoredNote(t.Command.Reply, t.Command.Ignored, s.cfg.CommandWord)
+		body := render.WithIgnoredNote(t.Command.Reply, t.Command.Ignored, s.cfg.CommandWord)
 		// Help is for everyone but bots off the allowlist: they get the
 		// refusal instead, so no bot can make us talk without being trusted.
 		if d := policy.Authorize(policy.Facts{SenderLogin: t.Sender.Login, SenderType: t.Sender.Type,
 			AllowedBots: s.cfg.Policy.AllowedBots, Subcommand: policy.Help}); !d.Allowed {
 			body = d.Reply
 		}
-		a.Work = []store.NewWork{replyWork(t, replyMarker(t), body)}
+		a.Work = []store.NewWork{replyWork(t, render.ReplyMarker(t), body)}
 	case t.Command.Sub == policy.Run:
 		sess := &store.Session{
 			ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name,
@@ -284,7 +275,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 	if err != nil {
 		return &StoreError{Err: err}
 	}
-	ev := zerolog.Ctx(ctx).Info().Str("result", res.String()).Str("trigger", string(orWord(string(t.Kind), "comment")))
+	ev := zerolog.Ctx(ctx).Info().Str("result", res.String()).Str("trigger", cmp.Or(string(t.Kind), "comment"))
 	if a.Session != nil && res == store.Accepted {
 		ev = ev.Str("session_id", a.Session.ID).Str("state", string(a.Session.State))
 	}

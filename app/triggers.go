@@ -3,16 +3,15 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
-	"github.com/inspecthq/inspect/policy"
 )
 
 // Session trigger kinds, as stored in sessions.trigger_kind.
@@ -52,14 +51,6 @@ type reviewInfo struct {
 	CommitID  string `json:"commit_id,omitempty"`
 }
 
-// lines is "line 12" or "lines 10–12".
-func (r reviewInfo) lines() string {
-	if r.StartLine > 0 && r.StartLine != r.Line {
-		return fmt.Sprintf("lines %d–%d", r.StartLine, r.Line)
-	}
-	return fmt.Sprintf("line %d", r.Line)
-}
-
 func infoOf(sess store.Session) triggerInfo {
 	var ti triggerInfo
 	if sess.TriggerInfo != "" {
@@ -68,6 +59,17 @@ func infoOf(sess store.Session) triggerInfo {
 		_ = json.Unmarshal([]byte(sess.TriggerInfo), &ti)
 	}
 	return ti
+}
+
+// originOf is what the session's way in adds to its progress comment.
+func originOf(sess store.Session) render.Origin {
+	ti := infoOf(sess)
+	o := render.Origin{Repair: sess.TriggerKind == triggerRepair, Label: ti.Label, Checks: ti.Checks,
+		RepairNumber: ti.RepairNumber, RepairBudget: ti.RepairBudget, RepairLast: ti.RepairLast, QueuedFor: ti.QueuedFor}
+	if r := ti.Review; r != nil {
+		o.Review = &render.ReviewSpot{Path: r.Path, Line: r.Line, StartLine: r.StartLine}
+	}
+	return o
 }
 
 func (ti triggerInfo) encode() string {
@@ -149,16 +151,6 @@ func (s *Service) isTriggerLabel(ctx context.Context, repoID int64, label string
 	return strings.EqualFold(label, cfg.TriggerLabel()), nil
 }
 
-// labelInstructions are a label session's instructions: the issue is the
-// request, its title the gist.
-func labelInstructions(t handlers.Trigger) string {
-	title := strings.TrimSpace(cleanLine(t.IssueTitle))
-	if title == "" {
-		return fmt.Sprintf("Resolve issue #%d.", t.Number)
-	}
-	return fmt.Sprintf("Resolve issue #%d: %s", t.Number, title)
-}
-
 // AcceptCheckFailure implements handlers.Sink: a failing check that the
 // cached config asks to repair is queued for the worker, which decides
 // after repair.debounce so that checks failing on one commit meet in one
@@ -197,10 +189,4 @@ func allForks(prs []handlers.PullRef) bool {
 		}
 	}
 	return true
-}
-
-// cleanLine makes untrusted text one plain line: hidden characters and
-// line breaks out.
-func cleanLine(s string) string {
-	return strings.Join(strings.Fields(policy.CleanText(s)), " ")
 }

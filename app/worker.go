@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 )
 
@@ -207,9 +208,9 @@ func (s *Service) giveUp(ctx context.Context, w *store.Work, refusal *apiRefusal
 			return errAlreadyDone
 		}
 		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "internal_error"
-		x.Detail = errorReply(*x)
+		x.Detail = render.ErrorReply(*x)
 		if refusal != nil && x.CommitSHA == "" {
-			x.Reason, x.Detail = "api_refused", refusalReply(x.RequesterLogin, refusal)
+			x.Reason, x.Detail = "api_refused", render.RefusalReply(x.RequesterLogin, refusal.service, refusal.status, refusal.message)
 		}
 		return nil
 	}, store.NewWork{Kind: store.SyncSession})

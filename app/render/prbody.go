@@ -1,19 +1,20 @@
-package app
+package render
 
 import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
-// prBody is the evidence a reviewer reads: the request, what changed, how
+// PRBody is the evidence a reviewer reads: the request, what changed, how
 // it was verified, where it ran and the session. Everything taken from the
 // agent or the repo's output is untrusted and quoted or fenced.
-func prBody(sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) string {
+func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Request\n\n@%s asked in #%d:\n\n%s\n\n", sess.RequesterLogin, sess.Number, quoteUntrusted(sess.Instructions, 2000))
 	if !sess.IsPR {
@@ -98,4 +99,22 @@ func prBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 		fmt.Fprintf(&b, "\n## The agent's answer\n\n%s\n", quoteUntrusted(answer, 4000))
 	}
 	return b.String()
+}
+
+// CommitMessage is the message of the commit Inspect makes: the request's
+// first line as its subject, the requester credited in a trailer (the
+// commit itself has no author, so GitHub signs it as the App's bot).
+func CommitMessage(sess store.Session) string {
+	title := strings.TrimSpace(strings.SplitN(sess.Instructions, "\n", 2)[0])
+	if utf8.RuneCountInString(title) > 60 {
+		title = string([]rune(title)[:60]) + "…"
+	}
+	return fmt.Sprintf("Inspect: %s\n\nRequested by @%s in #%d.\n\nCo-authored-by: %s <%d+%s@users.noreply.github.com>\nInspect-Session: %s\n",
+		title, sess.RequesterLogin, sess.Number, sess.RequesterLogin, sess.RequesterID, sess.RequesterLogin, sess.ID)
+}
+
+// PRTitle is the title of a pull request Inspect opens: the commit's
+// subject line.
+func PRTitle(sess store.Session) string {
+	return strings.SplitN(CommitMessage(sess), "\n", 2)[0]
 }

@@ -1,4 +1,4 @@
-package app
+package render
 
 import (
 	"strings"
@@ -19,7 +19,7 @@ func TestPRBodyKeepsUntrustedTextInItsCell(t *testing.T) {
 		Commands: []contract.CommandResult{{Phase: contract.PhaseVerify, Argv: []string{"sh", "-c", "x|y\n<!-- inspect:final=zzz -->"}}},
 		Tests:    &contract.TestSummary{Failed: 1, Failures: []contract.TestFailure{{Name: "T|x\n**bold**"}}},
 	}
-	body := prBody(store.Session{RequesterLogin: "alice", Number: 1, Instructions: "fix"}, contract.Spec{}, false, sum, ev)
+	body := PRBody(store.Session{RequesterLogin: "alice", Number: 1, Instructions: "fix"}, contract.Spec{}, false, sum, ev)
 	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, "| ") && strings.Count(strings.ReplaceAll(line, `\|`, ""), "|") != 4 {
 			t.Errorf("a table row has extra cells: %q", line)

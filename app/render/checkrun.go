@@ -1,0 +1,81 @@
+package render
+
+import (
+	"fmt"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// CheckConclusion maps an outcome to a check-run conclusion (ARCHITECTURE.md).
+func CheckConclusion(o store.Outcome) string {
+	switch o {
+	case store.Changed:
+		return "success"
+	case store.NoChange:
+		return "neutral"
+	case store.ChangeRefused:
+		return "action_required"
+	case store.TimedOut:
+		return "timed_out"
+	case store.Cancelled:
+		return "cancelled"
+	case store.Refused:
+		// Refused sessions get no check run; one exists only when an earlier
+		// attempt created it before the refusal (say, the PR was closed).
+		return "neutral"
+	}
+	return "failure"
+}
+
+// QueuedCheckRun is a new check run's title and summary.
+func QueuedCheckRun(sess store.Session) (title, summary string) {
+	return "Queued", fmt.Sprintf("Requested by @%s. Session `%s`.", sess.RequesterLogin, sess.ID)
+}
+
+// RunningCheckRun is a running session's check-run title and summary.
+func RunningCheckRun(sess store.Session) (title, summary string) {
+	return "Running", fmt.Sprintf("Session `%s` is running.", sess.ID)
+}
+
+// DoneCheckRun is a finished session's check-run title and summary: its
+// outcome and its detail.
+func DoneCheckRun(sess store.Session) (title, summary string) {
+	return StatusWord(sess), sess.Detail
+}
+
+// FailedTestsCheckRun is the check run's title and summary when its failing
+// tests are annotated on it.
+func FailedTestsCheckRun(t contract.TestSummary) (title, summary string) {
+	return "Verification failed", fmt.Sprintf("%d failed, %d passed, %d skipped.", t.Failed, t.Passed, t.Skipped)
+}
+
+// FailureAnnotation is one failing test's annotation on the check run.
+func FailureAnnotation(f contract.TestFailure) (title, message string) {
+	message = f.Message
+	if message == "" {
+		message = "failed"
+	}
+	return f.Name, message
+}
+
+// Button is a check-run button's words.
+type Button struct {
+	Label, Description string
+}
+
+// CancelButton is the button on a running session's check run.
+func CancelButton() Button {
+	return Button{Label: "Cancel", Description: "Stop this Inspect session"}
+}
+
+// RetryButton is the button on a finished session's check run.
+func RetryButton() Button {
+	return Button{Label: "Retry", Description: "Run this request again"}
+}
+
+// RunAnnotation is the session's outcome as written onto its run (a
+// Buildkite build's annotation), for people who look at the build.
+func RunAnnotation(sess store.Session) string {
+	return fmt.Sprintf("**Inspect** session `%s` for @%s: **%s**\n\n%s", sess.ID, sess.RequesterLogin, sess.Outcome, sess.Detail)
+}

@@ -1,0 +1,181 @@
+package render
+
+import (
+	"strings"
+	"time"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// The golden cases' inputs. Fixed times and ids keep the output stable.
+
+var (
+	t0 = time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC)
+	t1 = t0.Add(4*time.Minute + 31*time.Second)
+)
+
+func baseSession() store.Session {
+	return store.Session{
+		ID: "01jpk3v7m2e4w9q8r6t5y3u1hz", RepoID: 42, RepoOwner: "acme", RepoName: "widgets", InstallationID: 7,
+		Number: 12, TriggerKind: "comment", CommentID: 9001, RequesterLogin: "alice", RequesterID: 1001, RequesterType: "User",
+		Instructions: "Fix the flaky `TestParse` in parser/parse_test.go.\n\nIt fails about one run in ten; ask @bob if unsure. <!-- inspect:final=x -->",
+		CreatedAt:    t0,
+	}
+}
+
+// origin is how a golden session came in, in plain fields.
+type origin struct {
+	repair       bool
+	label        string
+	reviewPath   string
+	reviewLine   int
+	reviewStart  int
+	checks       []string
+	repairNumber int
+	repairBudget int
+	repairLast   bool
+	queuedFor    string
+}
+
+// runLink is where a golden session runs: a build's URL, state and attempt.
+type runLink struct {
+	url, state string
+	attempt    int
+}
+
+type progressCase struct {
+	name        string
+	sess        store.Session
+	origin      origin
+	run         runLink
+	blocker     string // non-empty: the waiting body instead
+	commandWord string
+}
+
+func progressCases() []progressCase {
+	preparing := baseSession()
+	preparing.State = store.Preparing
+
+	running := baseSession()
+	running.State, running.RetryOf = store.Running, "01jpk2aaaaaaaaaaaaaaaaaaaa"
+
+	queued := baseSession()
+	queued.State, queued.WaitingSince = store.Queued, t0
+
+	admitted := baseSession()
+	admitted.State, admitted.WaitingSince, admitted.AdmittedAt = store.Running, t0, t1
+
+	changed := baseSession()
+	changed.State, changed.Outcome = store.Done, store.Changed
+	changed.Detail = "✅ Verified change in pull request #13 (commit `3f9a7b2`). Model usage: 48210 tokens over 17 requests."
+
+	noChange := baseSession()
+	noChange.State, noChange.Outcome = store.Done, store.NoChange
+	noChange.Detail = "@alice, the agent made no change. Its answer:\n\n> The test is not flaky here;\n> | it | passes |"
+
+	cancelled := baseSession()
+	cancelled.State, cancelled.Outcome = store.Done, store.Cancelled
+
+	label := baseSession()
+	label.TriggerKind, label.CommentID, label.State, label.Outcome = "label", 0, store.Done, store.Errored
+	label.Instructions = "Resolve issue #12: Parser panics on empty input"
+	label.Detail = "⏱️ @alice, the session ran past its deadline and was stopped. Nothing was pushed."
+
+	review := baseSession()
+	review.TriggerKind, review.CommentID, review.IsPR, review.State = "review_comment", 0, true, store.Dispatched
+
+	repair := baseSession()
+	repair.TriggerKind, repair.CommentID, repair.IsPR, repair.State = "repair", 0, true, store.Preparing
+	repair.Instructions = "Make the failing checks pass: `ci / test`, `lint`. Their output is in the context below."
+
+	notes := baseSession()
+	notes.State, notes.Truncated, notes.IgnoredCommands = store.Preparing, true, 2
+
+	waiting := baseSession()
+	waiting.State = store.Queued
+
+	return []progressCase{
+		{name: "preparing", sess: preparing, commandWord: "@inspect"},
+		{name: "running-on-a-build-retry", sess: running, run: runLink{"https://buildkite.com/acme/inspect/builds/77", "running", 2}, commandWord: "@inspect"},
+		{name: "queued-for-capacity", sess: queued, origin: origin{queuedFor: "Queued: 2nd in line for this repository's 1 concurrent session."}, commandWord: "@inspect"},
+		{name: "started-after-waiting", sess: admitted, run: runLink{"https://buildkite.com/acme/inspect/builds/78", "", 1}, commandWord: "@inspect"},
+		{name: "done-changed", sess: changed, commandWord: "@inspect"},
+		{name: "done-no-change", sess: noChange, commandWord: "/inspect"},
+		{name: "done-cancelled-without-detail", sess: cancelled, commandWord: "@inspect"},
+		{name: "label-done-timed-out", sess: label, origin: origin{label: "inspect|fix"}, commandWord: "@inspect"},
+		{name: "review-comment", sess: review, origin: origin{reviewPath: "parser/parse.go", reviewLine: 40, reviewStart: 31}, commandWord: "@inspect"},
+		{name: "repair-last", sess: repair, origin: origin{repair: true, checks: []string{"ci / test", "lint"}, repairNumber: 3, repairBudget: 3, repairLast: true}, commandWord: "@inspect"},
+		{name: "truncated-and-ignored", sess: notes, commandWord: "@inspect"},
+		{name: "waiting-for-another-session", sess: waiting, blocker: "01jpk2bbbbbbbbbbbbbbbbbbbb", commandWord: "@inspect"},
+	}
+}
+
+type prBodyCase struct {
+	name     string
+	sess     store.Session
+	spec     contract.Spec
+	verified bool
+	sum      policy.ChangeSummary
+	ev       contract.Evidence
+}
+
+func prBodyCases() []prBodyCase {
+	issue := baseSession()
+	issue.CommitSHA = "3f9a7b2e8d4c6a1f0b9e8d7c6a5f4e3d2c1b0a99"
+	pr := issue
+	pr.IsPR = true
+
+	spec := contract.Spec{AttemptID: "01jpk3v7m2e4w9q8r6t5y3u1hz-1", PinnedSHA: "9e8d7c6a5f4e3d2c1b0a993f9a7b2e8d4c6a1f0b",
+		Agent: contract.Agent{Preset: contract.PresetCodex, Model: "gpt-5-codex"}}
+	noModel := spec
+	noModel.Agent = contract.Agent{Preset: contract.PresetCommand}
+
+	sum := policy.ChangeSummary{Modified: 1, Added: 1, LinesAdded: 30, LinesRemoved: 4, Files: []policy.FileStat{
+		{Path: "parser/parse.go", Status: policy.FileModified, LinesAdded: 9, LinesRemoved: 3},
+		{Path: "parser/parse_test.go", Status: policy.FileAdded, LinesAdded: 21, Test: true},
+	}, TestFiles: []string{"parser/parse_test.go"}}
+	exact := []contract.ChangedFile{{Path: "parser/parse.go", Additions: 8, Deletions: 2}, {Path: "parser/parse_test.go", Additions: 21}}
+
+	passed := contract.Evidence{
+		StartedAt: t0, EndedAt: t1, Changes: exact,
+		Commands: []contract.CommandResult{
+			{Phase: contract.PhaseSetup, Argv: []string{"go", "mod", "download"}, DurationMS: 5120},
+			{Phase: contract.PhaseAgent, Argv: []string{"codex", "exec"}, DurationMS: 200000},
+			{Phase: contract.PhaseVerify, Argv: []string{"go", "test", "./..."}, DurationMS: 13456},
+			{Phase: contract.PhaseVerify, Argv: []string{"sh", "-c", "go vet ./... | tee `vet.log`"}, DurationMS: 2001},
+		},
+		Tests:       &contract.TestSummary{Passed: 212, Skipped: 3},
+		Usage:       &contract.TokenUsage{Input: 40110, Output: 8100, Total: 48210, Requests: 17},
+		FinalAnswer: "The test raced on a shared map; it now uses a fresh parser per case.\nSee @bob's note.",
+	}
+
+	var failures []contract.TestFailure
+	for i := range 23 {
+		failures = append(failures, contract.TestFailure{Name: "TestParse/case_" + strings.Repeat("x", i%3+1) + "_" + string(rune('a'+i))})
+	}
+	failed := contract.Evidence{
+		StartedAt: t0, EndedAt: t0.Add(9 * time.Minute),
+		Commands: []contract.CommandResult{
+			{Phase: contract.PhaseAgent, Argv: []string{"./agent.sh"}, DurationMS: 60000},
+			{Phase: contract.PhaseVerify, Argv: []string{"go", "test", "./..."}, ExitCode: 1, DurationMS: 41000},
+			{Phase: contract.PhaseVerify, Argv: []string{"make", "e2e"}, ExitCode: -1, TimedOut: true, DurationMS: 300000},
+		},
+		Tests: &contract.TestSummary{Passed: 10, Failed: 23, Failures: failures},
+	}
+
+	unverifiedNoUsage := failed
+	unverifiedNoUsage.Tests = &contract.TestSummary{Passed: 10, Failed: 2, Failures: failures[:2]}
+
+	usageNoModel := contract.Evidence{StartedAt: t0, EndedAt: t1, Usage: &contract.TokenUsage{Input: 900, Output: 100, Total: 1000, Requests: 2}}
+
+	small := policy.ChangeSummary{Deleted: 1, LinesRemoved: 7, Files: []policy.FileStat{{Path: "docs/old notes.md", Status: policy.FileDeleted, LinesRemoved: 7}}}
+
+	return []prBodyCase{
+		{name: "issue-verified-with-usage", sess: issue, spec: spec, verified: true, sum: sum, ev: passed},
+		{name: "pr-unverified-draft", sess: pr, spec: noModel, verified: false, sum: sum, ev: failed},
+		{name: "pr-unverified-with-model-without-usage", sess: pr, spec: spec, verified: false, sum: sum, ev: unverifiedNoUsage},
+		{name: "usage-without-a-model-nothing-verified", sess: issue, spec: noModel, verified: true, sum: small, ev: usageNoModel},
+	}
+}

@@ -1,0 +1,181 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// The replies that end a session: each becomes the session's detail, shown
+// in its progress comment and its check run's summary, or posted as its one
+// final reply when it has no progress comment.
+
+// ErrorReply is the reply of a session given up after an internal error.
+func ErrorReply(sess store.Session) string {
+	what := "Nothing was changed."
+	if sess.CommitSHA != "" {
+		// Giving up after the report began: say what exists, not "nothing".
+		what = fmt.Sprintf("Commit `%.7s` was created", sess.CommitSHA)
+		if sess.Branch != "" {
+			what += fmt.Sprintf(" and pushed to `%s`", sess.Branch)
+		}
+		what += "; check it before relying on it."
+	}
+	return fmt.Sprintf("⚠️ Inspect stopped this session because of an internal error, @%s. %s "+
+		"Operators can find the details under session `%s`; you can try again with a new comment.",
+		sess.RequesterLogin, what, sess.ID)
+}
+
+// RefusalReply is what the requester is told when an API (service, "GitHub"
+// or "Buildkite") refused the session's request for good.
+func RefusalReply(login, service string, status int, message string) string {
+	return fmt.Sprintf("⚠️ @%s, %s refused a request this session needed (`%d`: %s), so Inspect stopped it; retrying would not help. "+
+		"Operators can check the App's permissions and installation.", login, service, status, cell(message))
+}
+
+// RefusalDetail is what a refused session posts: the policy's reply, or
+// nothing for a repair, which nobody asked for (a repair that cannot run
+// is logged, never posted).
+func RefusalDetail(repair bool, reply string) string {
+	if repair {
+		return ""
+	}
+	return reply
+}
+
+// ConfigErrorReply says the repository's configuration does not parse, so
+// the session did not start.
+func ConfigErrorReply(sess store.Session, err error) string {
+	return fmt.Sprintf("⚠️ @%s, Inspect cannot read this repository's configuration, so it did not start:\n\n```\n%s\n```\n\n"+
+		"Fix the file on the default branch and comment again. See the configuration reference for the allowed keys.",
+		sess.RequesterLogin, fence(err.Error()))
+}
+
+// NoAgentReply says the repository's configuration names no agent.
+func NoAgentReply(login string) string {
+	return fmt.Sprintf("⚠️ @%s, this repository's `.github/inspect.yml` names no agent, so Inspect has nothing to run. "+
+		"Add `agent: {preset: codex, model: ...}` (or `{preset: command, command: [...]}`) on the default branch and comment again.", login)
+}
+
+// AgentUnusableReply says the repository's agent cannot run on this server,
+// and why.
+func AgentUnusableReply(login string, err error) string {
+	return fmt.Sprintf("⚠️ @%s, this repository's agent cannot run on this Inspect server:\n\n```\n%s\n```\n\n"+
+		"Fix `agent:` in `.github/inspect.yml` on the default branch and comment again.", login, fence(err.Error()))
+}
+
+// TimedOutReply says the session ran past its deadline.
+func TimedOutReply(login string) string {
+	return fmt.Sprintf("⏱️ @%s, the session ran past its deadline and was stopped. Nothing was pushed.", login)
+}
+
+// RunCancelledReply is the detail of a session whose supervisor reported
+// it cancelled.
+func RunCancelledReply() string { return "The session was cancelled. Nothing was pushed." }
+
+// TargetGoneReply says why a session was cancelled when its target went
+// away: its pull request was closed, or (repoRemoved) the App can no longer
+// reach the repository.
+func TargetGoneReply(repoRemoved bool) string {
+	if repoRemoved {
+		return "Inspect can no longer reach this repository, so it cancelled the session. Nothing was pushed."
+	}
+	return "The pull request was closed, so Inspect cancelled the session. Nothing was pushed."
+}
+
+// TokenBudgetReply says the session used more model tokens than its budget.
+func TokenBudgetReply(login string, used, budget int64) string {
+	return fmt.Sprintf("⚠️ @%s, the session used %d model tokens, more than its budget of %d, so Inspect stopped it. Nothing was pushed. "+
+		"Ask for a smaller change, or an operator can raise `agents.token_budget`.", login, used, budget)
+}
+
+// RunnerLostReply says the session's runner stopped without a result.
+// logURL is the run's log, when it has a web link; neverReached says the
+// runner never reached the app at all.
+func RunnerLostReply(login, logURL string, neverReached bool, commandWord string) string {
+	where := ""
+	if logURL != "" {
+		where = fmt.Sprintf(" Its log is at %s.", logURL)
+	}
+	if neverReached {
+		where = " It never reached Inspect (is `inspect` installed on the agent, and can it reach the app's URL?)." + where
+	}
+	return fmt.Sprintf("⚠️ @%s, the session's runner stopped without reporting a result, so nothing was pushed.%s "+
+		"You can try again with `%s retry`.", login, where, commandWord)
+}
+
+// ResultRefusedReply says the runner left a result that failed the checks
+// an upload gets.
+func ResultRefusedReply(login, commandWord string) string {
+	return fmt.Sprintf(
+		"⚠️ @%s, the session's runner left a result Inspect could not accept, so nothing was pushed. You can try again with `%s retry`.",
+		login, commandWord)
+}
+
+// HostDiedReply says the replica running the session died with no time or
+// second try left to run it again.
+func HostDiedReply(login, commandWord string) string {
+	return fmt.Sprintf(
+		"@%s, the Inspect server running this session stopped, and there was no time (or no second try) left to run it again. Nothing was pushed. Comment `%s retry` to start over.",
+		login, commandWord)
+}
+
+// AgentFailedReply says the agent did not finish, with the end of its
+// output when it exited non-zero.
+func AgentFailedReply(sess store.Session, ev contract.Evidence) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "⚠️ @%s, the agent did not finish (%s), so nothing was pushed.", sess.RequesterLogin, ev.Outcome)
+	for _, c := range ev.Commands {
+		if c.Phase == contract.PhaseAgent && !c.Succeeded() {
+			fmt.Fprintf(&b, " It exited with code %d.\n\n<details><summary>Last output</summary>\n\n```\n%s\n```\n</details>", c.ExitCode, fence(lastLines(c.OutputTail, 30)))
+		}
+	}
+	return b.String()
+}
+
+// NoChangeReply says the agent changed nothing, with its answer, quoted,
+// and the model usage.
+func NoChangeReply(sess store.Session, ev contract.Evidence) string {
+	answer := strings.TrimSpace(ev.FinalAnswer)
+	if answer == "" {
+		return fmt.Sprintf("@%s, the agent made no change and gave no answer.", sess.RequesterLogin) + usageNote(ev)
+	}
+	return fmt.Sprintf("@%s, the agent made no change. Its answer:\n\n%s", sess.RequesterLogin, quoteUntrusted(answer, 4000)) + usageNote(ev)
+}
+
+// ConfigUnparsableRefusal says the repository's config stopped parsing
+// before the change could be checked against its protected paths.
+func ConfigUnparsableRefusal(login string) string {
+	return fmt.Sprintf(
+		"🛑 @%s, this repository's `.github/inspect.yml` no longer parses, so Inspect cannot check the change against its protected paths and pushed nothing. Fix the file and try again.", login)
+}
+
+// ChangeRefusedReply is the policy's reason for refusing a change.
+func ChangeRefusedReply(policyReply string) string { return "🛑 " + policyReply }
+
+// ChangeReply is the detail of a session that committed a change: where it
+// went, whether it was verified, and the model usage. sess has the commit,
+// the branch and the pull request recorded.
+func ChangeReply(sess store.Session, verified bool, ev contract.Evidence) string {
+	detail := fmt.Sprintf("✅ Verified change committed as `%.7s` on `%s`.", sess.CommitSHA, sess.Branch)
+	if !verified {
+		detail = fmt.Sprintf("❌ Verification failed; the change is in draft pull request #%d for you to look at.", sess.PRNumber)
+		if sess.IsPR && sess.PRNumber == sess.Number {
+			detail = fmt.Sprintf("❌ Verification failed; the change was pushed to `%s` (commit `%.7s`) for you to look at.", sess.Branch, sess.CommitSHA)
+		}
+	}
+	if sess.PRNumber != 0 && verified {
+		detail = fmt.Sprintf("✅ Verified change in pull request #%d (commit `%.7s`).", sess.PRNumber, sess.CommitSHA)
+	}
+	return detail + usageNote(ev)
+}
+
+// usageNote is the model usage, for the check run and the progress comment.
+func usageNote(ev contract.Evidence) string {
+	if u := ev.Usage; u != nil {
+		return fmt.Sprintf(" Model usage: %d tokens over %d requests.", u.Total, u.Requests)
+	}
+	return ""
+}

@@ -2,14 +2,9 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/google/go-github/v62/github"
-	"github.com/rs/zerolog"
-
 	"github.com/inspecthq/inspect/app/channel"
-	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 )
 
@@ -49,12 +44,11 @@ func (e channelEngine) RecordSnapshotResult(ctx context.Context, attemptID, resu
 }
 
 func (e channelEngine) MintReadToken(ctx context.Context, attemptID string, installationID, repoID int64) (string, time.Time, error) {
-	tok, expires, err := e.s.mintRepoTokenUntil(ctx, installationID, repoID)
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	e.s.rememberToken(attemptID, mintedToken{installationID: installationID, value: tok, expiresAt: expires})
-	return tok, expires, nil
+	return e.s.mintReadToken(ctx, attemptID, installationID, repoID)
+}
+
+func (e channelEngine) ClaimAttempt(ctx context.Context, attemptID, claimCode, sessionToken string) (store.Attempt, error) {
+	return e.s.claimAttempt(ctx, attemptID, claimCode, sessionToken)
 }
 
 func (e channelEngine) RevokeReadTokens(ctx context.Context, attemptID string) {
@@ -63,46 +57,4 @@ func (e channelEngine) RevokeReadTokens(ctx context.Context, attemptID string) {
 
 func (e channelEngine) EndForBudget(ctx context.Context, a store.Attempt, used store.Usage, budget int64) {
 	e.s.endForBudget(ctx, a, used, budget)
-}
-
-// mintRepoTokenUntil mints a read-only installation token for one
-// repository, for a supervisor's fetch or a snapshot build's clone, and
-// says when it expires. Callers revoke it.
-func (s *Service) mintRepoTokenUntil(ctx context.Context, installationID, repoID int64) (string, time.Time, error) {
-	appClient, err := s.gh.App(ctx)
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	tok, _, err := appClient.Apps.CreateInstallationToken(ctx, installationID, &github.InstallationTokenOptions{
-		RepositoryIDs: []int64{repoID},
-		Permissions:   &github.InstallationPermissions{Contents: github.String("read")},
-	})
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("minting a read token: %w", err)
-	}
-	return tok.GetToken(), tok.GetExpiresAt().Time, nil
-}
-
-// endForBudget ends a session whose tokens passed its budget: outcome
-// error with a clear reason, and its attempt stopped (the supervisor
-// uploads partial evidence, which arrives too late to change the ending).
-func (s *Service) endForBudget(ctx context.Context, a store.Attempt, used store.Usage, budget int64) {
-	log := zerolog.Ctx(ctx)
-	ended, err := s.store.MutateSession(ctx, a.SessionID, s.clock.Now(), func(x *store.Session) error {
-		if x.State == store.Done {
-			return errAlreadyDone
-		}
-		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "token_budget"
-		x.Detail = render.TokenBudgetReply(x.RequesterLogin, used.TotalTokens, budget)
-		return nil
-	}, store.NewWork{Kind: store.SyncSession})
-	if err != nil {
-		if err != errAlreadyDone {
-			log.Error().Err(err).Msg("ending the session over its token budget failed")
-		}
-		return
-	}
-	s.log.Info().Str("session_id", ended.ID).Int64("tokens", used.TotalTokens).Int64("budget", budget).Msg("session stopped: token budget spent")
-	s.stopAttempt(ctx, ended.AttemptID)
-	s.wakeWorkers()
 }

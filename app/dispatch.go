@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/go-github/v62/github"
@@ -25,39 +24,6 @@ import (
 // or runner/buildkite in production. Results never come through it; they
 // arrive over the session channel.
 type Executor = runner.Executor
-
-// repoTokens remembers the read-only tokens minted per attempt, so they can
-// be revoked when the attempt ends. (They are in memory only: after a
-// restart they expire within the hour instead.)
-type repoTokens struct {
-	mu     sync.Mutex
-	tokens map[string][]mintedToken
-}
-
-// mintedToken is a token the app minted, and the installation it is for
-// (its revocation counts against that installation's outbound budget).
-type mintedToken struct {
-	installationID int64
-	value          string
-	expiresAt      time.Time
-}
-
-func (s *Service) rememberToken(attemptID string, tok mintedToken) {
-	s.tokens.mu.Lock()
-	defer s.tokens.mu.Unlock()
-	if s.tokens.tokens == nil {
-		s.tokens.tokens = map[string][]mintedToken{}
-	}
-	s.tokens.tokens[attemptID] = append(s.tokens.tokens[attemptID], tok)
-}
-
-func (s *Service) takeTokens(attemptID string) []mintedToken {
-	s.tokens.mu.Lock()
-	defer s.tokens.mu.Unlock()
-	t := s.tokens.tokens[attemptID]
-	delete(s.tokens.tokens, attemptID)
-	return t
-}
 
 // dispatch builds a prepared session's spec and starts its attempt. A
 // replay finds the attempt it created and only starts what did not start.
@@ -181,15 +147,6 @@ func (s *Service) adoptRun(ctx context.Context, a store.Attempt) (bool, error) {
 	return true, s.markDispatched(ctx, a.SessionID, a.Deadline)
 }
 
-func (s *Service) markDispatched(ctx context.Context, id string, deadline time.Time) error {
-	_, err := s.mutate(ctx, id, func(x *store.Session) {
-		if x.State == store.Preparing {
-			x.State, x.Deadline = store.Dispatched, deadline
-		}
-	})
-	return err
-}
-
 // buildSpec gathers what the agent gets. A non-empty reply means the repo's
 // config cannot run a session (no agent); the caller ends the session with it.
 func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Session) (contract.Spec, string, error) {
@@ -292,29 +249,6 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		return contract.Spec{}, "", fmt.Errorf("building the spec: %w", err)
 	}
 	return spec, "", nil
-}
-
-// stopAttempt ends an attempt so its token stops working and a late result
-// is ignored, and asks the executor to kill it. Best effort: the attempt's
-// own deadline stops it anyway.
-func (s *Service) stopAttempt(ctx context.Context, attemptID string) {
-	if attemptID == "" {
-		return
-	}
-	log := zerolog.Ctx(ctx)
-	if err := s.store.EndAttempt(ctx, attemptID, s.clock.Now()); err != nil {
-		log.Warn().Err(err).Msg("ending the attempt failed")
-	}
-	// Revoked whatever else fails below: a token minted for an attempt that
-	// never got an external id is still a live token.
-	s.revokeTokens(ctx, attemptID)
-	a, err := s.store.GetAttempt(ctx, attemptID)
-	if err != nil || a.ExternalID == "" || s.executor == nil {
-		return
-	}
-	if err := s.executor.Cancel(ctx, a.ExternalID); err != nil {
-		log.Warn().Err(err).Str("attempt_id", attemptID).Msg("cancelling the attempt failed")
-	}
 }
 
 // sessionRepoConfig is the repo config a session runs under: the cached

@@ -245,23 +245,6 @@ func (s *Service) thread(c *github.Client, sess store.Session) thread {
 
 func (s *Service) botLogin() string { return s.Identity().AppSlug + "[bot]" }
 
-func (s *Service) mutate(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error) {
-	return s.store.MutateSession(ctx, id, s.clock.Now(), func(x *store.Session) error { fn(x); return nil })
-}
-
-// record stores what a step created on GitHub. When the session has ended
-// meanwhile, it also queues a sync in the same transaction, so what was just
-// created is concluded rather than left behind.
-func (s *Service) record(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error) {
-	return s.store.MutateSessionThen(ctx, id, s.clock.Now(), func(x *store.Session) ([]store.NewWork, error) {
-		fn(x)
-		if x.State == store.Done {
-			return []store.NewWork{{Kind: store.SyncSession}}, nil
-		}
-		return nil, nil
-	})
-}
-
 func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess store.Session, replay bool) (int64, error) {
 	if replay {
 		id, err := findCheckRun(ctx, c, sess.RepoOwner, sess.RepoName, sess.HeadSHA, CheckRunName, sess.ID)
@@ -285,30 +268,6 @@ func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess sto
 		return 0, fmt.Errorf("creating the check run: %w", err)
 	}
 	return cr.GetID(), nil
-}
-
-// end ends a session (refused, or an error the user must fix): the store
-// first, with a sync queued in the same transaction that posts the one reply
-// and concludes anything an earlier attempt created.
-func (s *Service) end(ctx context.Context, id string, outcome store.Outcome, reason, reply string) error {
-	_, err := s.endIf(ctx, id, func(*store.Session) bool { return true }, outcome, reason, reply)
-	return err
-}
-
-// endIf ends a session that is not done yet and passes cond, queueing the
-// sync that tells GitHub, in one transaction. It reports whether it did.
-func (s *Service) endIf(ctx context.Context, id string, cond func(*store.Session) bool, outcome store.Outcome, reason, reply string) (bool, error) {
-	_, err := s.store.MutateSession(ctx, id, s.clock.Now(), func(x *store.Session) error {
-		if x.State == store.Done || !cond(x) {
-			return errAlreadyDone
-		}
-		x.State, x.Outcome, x.Reason, x.Detail = store.Done, outcome, reason, reply
-		return nil
-	}, store.NewWork{Kind: store.SyncSession})
-	if errors.Is(err, errAlreadyDone) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // loadRepoConfig reads the config from the default branch and refreshes the

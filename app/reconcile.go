@@ -66,21 +66,6 @@ func (s *Service) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// endRun ends a session whose attempt attemptID is still its current one
-// and still running (preparing, dispatched or running), then stops that
-// attempt. A session that moved on meanwhile (its result came and is being
-// reported, it ended, it was re-dispatched) is left alone: the run's news
-// is stale.
-func (s *Service) endRun(ctx context.Context, sessionID, attemptID string, outcome store.Outcome, reason, reply string) error {
-	ended, err := s.endIf(ctx, sessionID, func(x *store.Session) bool {
-		return x.AttemptID == attemptID && (x.State == store.Preparing || x.State == store.Dispatched || x.State == store.Running)
-	}, outcome, reason, reply)
-	if ended {
-		s.stopAttempt(ctx, attemptID)
-	}
-	return err
-}
-
 // reconcileAttempts asks the executor about sessions whose attempt has not
 // reported. A run whose start was not recorded is adopted; a run that
 // finished without uploading has its result read from the executor (or
@@ -189,25 +174,6 @@ func (s *Service) redispatch(ctx context.Context, sess store.Session, a store.At
 	s.stopAttempt(ctx, a.ID)
 	s.wakeWorkers()
 	return nil
-}
-
-// requeue puts a session back to preparing, with a dispatch (and a sync,
-// for the check run and the progress comment) queued in the same
-// transaction, if attemptID is still its current, running attempt; count
-// records why. It reports whether it did.
-func (s *Service) requeue(ctx context.Context, sessionID, attemptID string, count func(*store.Session)) (bool, error) {
-	_, err := s.store.MutateSession(ctx, sessionID, s.clock.Now(), func(x *store.Session) error {
-		if x.State != store.Dispatched && x.State != store.Running || x.AttemptID != attemptID {
-			return errAlreadyDone
-		}
-		x.State = store.Preparing
-		count(x)
-		return nil
-	}, store.NewWork{Kind: store.SyncSession}, store.NewWork{Kind: store.DispatchSession})
-	if errors.Is(err, errAlreadyDone) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // reconcileTargets cancels active sessions whose target went away: a pull

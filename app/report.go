@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-github/v62/github"
@@ -130,31 +129,6 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 		outcome, reason = store.VerificationFailed, "verification_failed"
 	}
 	return s.end(ctx, sess.ID, outcome, reason, render.ChangeReply(sess, verified, ev))
-}
-
-func (s *Service) revokeTokens(ctx context.Context, attemptID string) {
-	for _, tok := range s.takeTokens(attemptID) {
-		s.revokeToken(ctx, tok)
-	}
-}
-
-// revokeToken revokes an installation token the app minted for a
-// supervisor or a snapshot build, with the token itself (GitHub's DELETE
-// /installation/token), through the installation's outbound budget. Best
-// effort: it expires within the hour anyway.
-func (s *Service) revokeToken(ctx context.Context, tok mintedToken) {
-	if !tok.expiresAt.IsZero() && !time.Now().Before(tok.expiresAt) {
-		// Expired is as good as revoked, and GitHub would refuse the call.
-		// (GitHub's clock, not the app's test clock, is what counts.)
-		return
-	}
-	c, err := s.gh.WithToken(ctx, tok.installationID, tok.value)
-	if err == nil {
-		_, err = c.Apps.RevokeInstallationToken(ctx)
-	}
-	if err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Msg("revoking a repo token failed")
-	}
 }
 
 func verificationPassed(ev contract.Evidence) bool {

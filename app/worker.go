@@ -10,7 +10,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 )
 
@@ -194,36 +193,6 @@ func (s *Service) runWork(ctx context.Context, w *store.Work) error {
 	// leaves them visible rather than silently done.
 	return fmt.Errorf("unknown work kind %q", w.Kind)
 }
-
-// giveUp ends the session of work that failed for good, so nothing stays
-// stuck: the session is done with outcome error, and a sync (with its own
-// retries, since GitHub may be why we failed) tells the requester and
-// concludes the check run.
-func (s *Service) giveUp(ctx context.Context, w *store.Work, refusal *apiRefusal) {
-	if w.SessionID == "" || w.Kind == store.SyncSession {
-		return
-	}
-	ended, err := s.store.MutateSession(ctx, w.SessionID, s.clock.Now(), func(x *store.Session) error {
-		if x.State == store.Done {
-			return errAlreadyDone
-		}
-		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "internal_error"
-		x.Detail = render.ErrorReply(*x)
-		if refusal != nil && x.CommitSHA == "" {
-			x.Reason, x.Detail = "api_refused", render.RefusalReply(x.RequesterLogin, refusal.service, refusal.status, refusal.message)
-		}
-		return nil
-	}, store.NewWork{Kind: store.SyncSession})
-	switch {
-	case err == nil:
-		s.stopAttempt(ctx, ended.AttemptID)
-	case !errors.Is(err, errAlreadyDone):
-		zerolog.Ctx(ctx).Error().Err(err).Msg("could not end the failed session")
-	}
-}
-
-// errAlreadyDone aborts a mutation that has nothing to do.
-var errAlreadyDone = errors.New("session already done")
 
 // postponed is returned by work that must wait its turn; it is retried
 // after `after` without counting as a failed attempt.

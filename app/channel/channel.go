@@ -39,7 +39,6 @@ const sessionTokenTTLGrace = 10 * time.Minute
 // attempt's claim and token, what it runs for, and its model usage.
 // *store.Store implements it.
 type Store interface {
-	ClaimAttempt(ctx context.Context, id, claimCode, sessionToken string, now time.Time) (store.Attempt, error)
 	AuthenticateAttempt(ctx context.Context, id, sessionToken string) (store.Attempt, error)
 	GetSession(ctx context.Context, id string) (store.Session, error)
 	GetSnapshotRepo(ctx context.Context, repoID int64) (store.SnapshotRepo, error)
@@ -50,6 +49,10 @@ type Store interface {
 // Engine is what the channel asks of the session engine. The channel
 // wakes the workers itself, after each write that gives them work.
 type Engine interface {
+	// ClaimAttempt exchanges the attempt's claim code for its session
+	// token, once (store.ErrClaimRefused otherwise), and moves the session
+	// to running.
+	ClaimAttempt(ctx context.Context, attemptID, claimCode, sessionToken string) (store.Attempt, error)
 	// WakeWorkers tells the engine's workers there is work.
 	WakeWorkers(ctx context.Context)
 	// RecordProgress stores an attempt's progress event (already cleaned).
@@ -151,8 +154,7 @@ func (c *Channel) handleClaim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := contract.NewSecret()
-	now := c.clock.Now()
-	a, err := c.store.ClaimAttempt(r.Context(), id, req.ClaimCode, token, now)
+	a, err := c.engine.ClaimAttempt(r.Context(), id, req.ClaimCode, token)
 	switch {
 	case errors.Is(err, store.ErrClaimRefused):
 		c.channelLog(r).Warn().Msg("claim refused")

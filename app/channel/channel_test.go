@@ -37,7 +37,8 @@ type fakeStore struct {
 
 func tokenOf(id string) string { return id + "-token" }
 
-func (f *fakeStore) ClaimAttempt(_ context.Context, id, code, _ string, _ time.Time) (store.Attempt, error) {
+// claim is the store's side of the engine's ClaimAttempt.
+func (f *fakeStore) claim(id, code string) (store.Attempt, error) {
 	if want, ok := f.claims[id]; !ok || want != code {
 		return store.Attempt{}, store.ErrClaimRefused
 	}
@@ -85,6 +86,7 @@ func (f *fakeStore) AddUsage(_ context.Context, id string, u store.Usage, _ time
 
 // fakeEngine records what the channel asked of it.
 type fakeEngine struct {
+	st            *fakeStore // claims are the store's
 	wakes         int
 	progress      []string
 	results       []string
@@ -96,6 +98,9 @@ type fakeEngine struct {
 }
 
 func (e *fakeEngine) WakeWorkers(context.Context) { e.wakes++ }
+func (e *fakeEngine) ClaimAttempt(_ context.Context, id, code, _ string) (store.Attempt, error) {
+	return e.st.claim(id, code)
+}
 func (e *fakeEngine) RecordProgress(_ context.Context, id string, _ int64, msg string) error {
 	e.progress = append(e.progress, id+": "+msg)
 	return nil
@@ -161,6 +166,7 @@ func newRig(t *testing.T, o Options) *rig {
 		clock:  &fixedClock{now: epoch},
 		mux:    http.NewServeMux(),
 	}
+	r.engine.st = r.st
 	o.Store, o.Engine, o.Clock, o.Logger = r.st, r.engine, r.clock, zerolog.Nop()
 	New(o).Routes(r.mux)
 	return r

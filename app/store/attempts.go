@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -107,7 +108,13 @@ func (s *Store) SetAttemptExternalID(ctx context.Context, id, externalID string,
 // must match and the attempt must not have been claimed or ended. In the same
 // transaction the session, if this is still its attempt, becomes running and
 // a sync is queued to tell GitHub.
-func (s *Store) ClaimAttempt(ctx context.Context, id, claimCode, sessionToken string, now time.Time) (Attempt, error) {
+//
+// The caller names the transition (the engine's claimAttempt: to Running,
+// from Preparing or Dispatched), so that the state machine reads in Go.
+func (s *Store) ClaimAttempt(ctx context.Context, id, claimCode, sessionToken string, now time.Time, to State, from ...State) (Attempt, error) {
+	if len(from) == 0 {
+		return Attempt{}, errors.New("ClaimAttempt: no state to claim from")
+	}
 	var out Attempt
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		a, claimHash, _, err := s.attemptRow(ctx, tx, id)
@@ -127,8 +134,14 @@ func (s *Store) ClaimAttempt(ctx context.Context, id, claimCode, sessionToken st
 			id, HashSecret(sessionToken), string(AttemptRunning), ms(now)); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET state = 'running', updated_at = $3
-			WHERE id = $1 AND attempt_id = $2 AND state IN ('preparing', 'dispatched')`, a.SessionID, id, ms(now))
+		args := []any{a.SessionID, id, ms(now), string(to)}
+		marks := make([]string, len(from))
+		for i, st := range from {
+			args = append(args, string(st))
+			marks[i] = fmt.Sprintf("$%d", 5+i)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET state = $4, updated_at = $3
+			WHERE id = $1 AND attempt_id = $2 AND state IN (`+strings.Join(marks, ", ")+`)`, args...)
 		if err != nil {
 			return err
 		}

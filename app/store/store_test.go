@@ -423,13 +423,13 @@ func TestAttemptClaimIsSingleUseAndTokensAreChecked(t *testing.T) {
 		if err := s.CreateAttempt(ctx, a, "claim-code-0123456789", t0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.ClaimAttempt(ctx, "a1", "wrong-code-0123456789", "tok", t0); !errors.Is(err, store.ErrClaimRefused) {
+		if _, err := s.ClaimAttempt(ctx, "a1", "wrong-code-0123456789", "tok", t0, store.Running, store.Preparing, store.Dispatched); !errors.Is(err, store.ErrClaimRefused) {
 			t.Errorf("wrong code: %v", err)
 		}
-		if _, err := s.ClaimAttempt(ctx, "a1", "claim-code-0123456789", "token-abcdefghijklmnop", t0); err != nil {
+		if _, err := s.ClaimAttempt(ctx, "a1", "claim-code-0123456789", "token-abcdefghijklmnop", t0, store.Running, store.Preparing, store.Dispatched); err != nil {
 			t.Fatalf("claim: %v", err)
 		}
-		if _, err := s.ClaimAttempt(ctx, "a1", "claim-code-0123456789", "token-2", t0); !errors.Is(err, store.ErrClaimRefused) {
+		if _, err := s.ClaimAttempt(ctx, "a1", "claim-code-0123456789", "token-2", t0, store.Running, store.Preparing, store.Dispatched); !errors.Is(err, store.ErrClaimRefused) {
 			t.Errorf("second claim: %v", err)
 		}
 		if _, err := s.AuthenticateAttempt(ctx, "a1", "token-abcdefghijklmnop"); err != nil {

@@ -1,0 +1,183 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/render"
+	"github.com/inspecthq/inspect/app/store"
+)
+
+// Every change of a session's state, in one place. The states run
+//
+//	queued → preparing → dispatched → running → reporting → done
+//
+// and each arrow is one store transaction that also queues the work that
+// brings GitHub in line (a sync, a dispatch), so a crash between the two
+// loses nothing:
+//
+//   - queued → preparing: store.Admit, under the admission lock (prepare.go).
+//   - preparing → dispatched: markDispatched, once the executor took the
+//     attempt (dispatch.go).
+//   - preparing or dispatched → running: claimAttempt, when the supervisor
+//     claims its attempt over the session channel.
+//   - running (or dispatched) → reporting: store.RecordResult, when the
+//     result arrives (the channel's upload, or collect.go's fetch).
+//   - dispatched or running → preparing: requeue, for a lost attempt's one
+//     re-dispatch or a replica's handback.
+//   - any → done: end and endIf (one reply, a sync queued), endRun (only
+//     while attemptID is still the session's live attempt), giveUp (a step
+//     that kept failing), endForBudget (the model proxy's token budget).
+//
+// A session that is done never leaves done: every function here refuses to
+// change one (errAlreadyDone).
+
+func (s *Service) mutate(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error) {
+	return s.store.MutateSession(ctx, id, s.clock.Now(), func(x *store.Session) error { fn(x); return nil })
+}
+
+// record stores what a step created on GitHub. When the session has ended
+// meanwhile, it also queues a sync in the same transaction, so what was just
+// created is concluded rather than left behind.
+func (s *Service) record(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error) {
+	return s.store.MutateSessionThen(ctx, id, s.clock.Now(), func(x *store.Session) ([]store.NewWork, error) {
+		fn(x)
+		if x.State == store.Done {
+			return []store.NewWork{{Kind: store.SyncSession}}, nil
+		}
+		return nil, nil
+	})
+}
+
+// end ends a session (refused, or an error the user must fix): the store
+// first, with a sync queued in the same transaction that posts the one reply
+// and concludes anything an earlier attempt created.
+func (s *Service) end(ctx context.Context, id string, outcome store.Outcome, reason, reply string) error {
+	_, err := s.endIf(ctx, id, func(*store.Session) bool { return true }, outcome, reason, reply)
+	return err
+}
+
+// endIf ends a session that is not done yet and passes cond, queueing the
+// sync that tells GitHub, in one transaction. It reports whether it did.
+func (s *Service) endIf(ctx context.Context, id string, cond func(*store.Session) bool, outcome store.Outcome, reason, reply string) (bool, error) {
+	_, err := s.store.MutateSession(ctx, id, s.clock.Now(), func(x *store.Session) error {
+		if x.State == store.Done || !cond(x) {
+			return errAlreadyDone
+		}
+		x.State, x.Outcome, x.Reason, x.Detail = store.Done, outcome, reason, reply
+		return nil
+	}, store.NewWork{Kind: store.SyncSession})
+	if errors.Is(err, errAlreadyDone) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// giveUp ends the session of work that failed for good, so nothing stays
+// stuck: the session is done with outcome error, and a sync (with its own
+// retries, since GitHub may be why we failed) tells the requester and
+// concludes the check run.
+func (s *Service) giveUp(ctx context.Context, w *store.Work, refusal *apiRefusal) {
+	if w.SessionID == "" || w.Kind == store.SyncSession {
+		return
+	}
+	ended, err := s.store.MutateSession(ctx, w.SessionID, s.clock.Now(), func(x *store.Session) error {
+		if x.State == store.Done {
+			return errAlreadyDone
+		}
+		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "internal_error"
+		x.Detail = render.ErrorReply(*x)
+		if refusal != nil && x.CommitSHA == "" {
+			x.Reason, x.Detail = "api_refused", render.RefusalReply(x.RequesterLogin, refusal.service, refusal.status, refusal.message)
+		}
+		return nil
+	}, store.NewWork{Kind: store.SyncSession})
+	switch {
+	case err == nil:
+		s.stopAttempt(ctx, ended.AttemptID)
+	case !errors.Is(err, errAlreadyDone):
+		zerolog.Ctx(ctx).Error().Err(err).Msg("could not end the failed session")
+	}
+}
+
+// errAlreadyDone aborts a mutation that has nothing to do.
+var errAlreadyDone = errors.New("session already done")
+
+// endRun ends a session whose attempt attemptID is still its current one
+// and still running (preparing, dispatched or running), then stops that
+// attempt. A session that moved on meanwhile (its result came and is being
+// reported, it ended, it was re-dispatched) is left alone: the run's news
+// is stale.
+func (s *Service) endRun(ctx context.Context, sessionID, attemptID string, outcome store.Outcome, reason, reply string) error {
+	ended, err := s.endIf(ctx, sessionID, func(x *store.Session) bool {
+		return x.AttemptID == attemptID && (x.State == store.Preparing || x.State == store.Dispatched || x.State == store.Running)
+	}, outcome, reason, reply)
+	if ended {
+		s.stopAttempt(ctx, attemptID)
+	}
+	return err
+}
+
+// requeue puts a session back to preparing, with a dispatch (and a sync,
+// for the check run and the progress comment) queued in the same
+// transaction, if attemptID is still its current, running attempt; count
+// records why. It reports whether it did.
+func (s *Service) requeue(ctx context.Context, sessionID, attemptID string, count func(*store.Session)) (bool, error) {
+	_, err := s.store.MutateSession(ctx, sessionID, s.clock.Now(), func(x *store.Session) error {
+		if x.State != store.Dispatched && x.State != store.Running || x.AttemptID != attemptID {
+			return errAlreadyDone
+		}
+		x.State = store.Preparing
+		count(x)
+		return nil
+	}, store.NewWork{Kind: store.SyncSession}, store.NewWork{Kind: store.DispatchSession})
+	if errors.Is(err, errAlreadyDone) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s *Service) markDispatched(ctx context.Context, id string, deadline time.Time) error {
+	_, err := s.mutate(ctx, id, func(x *store.Session) {
+		if x.State == store.Preparing {
+			x.State, x.Deadline = store.Dispatched, deadline
+		}
+	})
+	return err
+}
+
+// endForBudget ends a session whose tokens passed its budget: outcome
+// error with a clear reason, and its attempt stopped (the supervisor
+// uploads partial evidence, which arrives too late to change the ending).
+func (s *Service) endForBudget(ctx context.Context, a store.Attempt, used store.Usage, budget int64) {
+	log := zerolog.Ctx(ctx)
+	ended, err := s.store.MutateSession(ctx, a.SessionID, s.clock.Now(), func(x *store.Session) error {
+		if x.State == store.Done {
+			return errAlreadyDone
+		}
+		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "token_budget"
+		x.Detail = render.TokenBudgetReply(x.RequesterLogin, used.TotalTokens, budget)
+		return nil
+	}, store.NewWork{Kind: store.SyncSession})
+	if err != nil {
+		if err != errAlreadyDone {
+			log.Error().Err(err).Msg("ending the session over its token budget failed")
+		}
+		return
+	}
+	s.log.Info().Str("session_id", ended.ID).Int64("tokens", used.TotalTokens).Int64("budget", budget).Msg("session stopped: token budget spent")
+	s.stopAttempt(ctx, ended.AttemptID)
+	s.wakeWorkers()
+}
+
+// claimAttempt exchanges an attempt's single-use claim code for its session
+// token. In the same transaction the session, if this is still its attempt
+// and it is preparing or dispatched, becomes running, with a sync queued to
+// tell GitHub.
+func (s *Service) claimAttempt(ctx context.Context, attemptID, claimCode, sessionToken string) (store.Attempt, error) {
+	return s.store.ClaimAttempt(ctx, attemptID, claimCode, sessionToken, s.clock.Now(),
+		store.Running, store.Preparing, store.Dispatched)
+}

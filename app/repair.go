@@ -19,13 +19,6 @@ import (
 	"github.com/inspecthq/inspect/policy"
 )
 
-// failingConclusions are the check-run conclusions a repair answers;
-// failingStates the commit-status states.
-var (
-	failingConclusions = []string{"failure", "timed_out", "startup_failure"}
-	failingStates      = []string{"failure", "error"}
-)
-
 // failingCheck is one failing check on a commit that the repo repairs.
 type failingCheck struct {
 	Name string
@@ -56,10 +49,10 @@ func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, na
 		for _, cr := range res.CheckRuns {
 			seen++
 			app := cr.GetApp()
-			if (self.AppID != 0 && app.GetID() == self.AppID) || (self.AppSlug != "" && strings.EqualFold(app.GetSlug(), self.AppSlug)) {
+			if policy.OwnCheck(app.GetID(), app.GetSlug(), self.AppID, self.AppSlug) {
 				continue
 			}
-			if !slices.Contains(failingConclusions, cr.GetConclusion()) || !cfg.RepairsCheck(cr.GetName()) {
+			if !policy.FailingConclusion(cr.GetConclusion()) || !cfg.RepairsCheck(cr.GetName()) {
 				continue
 			}
 			out = append(out, failingCheck{Name: cr.GetName(), RunID: cr.GetID(), AppSlug: app.GetSlug(),
@@ -81,7 +74,7 @@ func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, na
 		return nil, fmt.Errorf("reading commit statuses: %w", err)
 	}
 	for _, st := range combined.Statuses {
-		if slices.Contains(failingStates, st.GetState()) && cfg.RepairsCheck(st.GetContext()) {
+		if policy.FailingState(st.GetState()) && cfg.RepairsCheck(st.GetContext()) {
 			out = append(out, failingCheck{Name: st.GetContext(), Description: st.GetDescription(), TargetURL: st.GetTargetURL()})
 		}
 	}

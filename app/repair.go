@@ -277,7 +277,7 @@ func (s *Service) repairDecision(ctx context.Context, c *github.Client, f handle
 	author := pr.GetUser()
 	facts := policy.RepairFacts{
 		Enabled: cfg.RepairEnabled(), Matched: matched, PROpen: pr.GetState() == "open" && !pr.GetMerged(),
-		Fork:        !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), pr.GetBase().GetRepo().GetFullName()) || pr.GetHead().GetRepo() == nil,
+		Fork:        policy.IsFork(pr.GetHead().GetRepo().GetFullName(), pr.GetBase().GetRepo().GetFullName()),
 		AuthorIsBot: policy.IsBotSender(author.GetLogin(), author.GetType()), AuthorRole: policy.RoleNone,
 		HeadMoved: pr.GetHead().GetSHA() != f.HeadSHA, Repairs: hist.Repairs, Budget: limits.RepairsPerPR,
 		OnOwnCommit: own, ActiveSession: hist.Active, LastRepairEnd: hist.LastEnd, Cooldown: s.cfg.Repair.Cooldown, Now: now,

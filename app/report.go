@@ -255,7 +255,7 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 		if pr, _, err = c.PullRequests.Get(ctx, owner, repo, sess.Number); err != nil {
 			return "", 0, fmt.Errorf("reading the pull request: %w", err)
 		}
-		facts.SameRepo = strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), sess.FullName())
+		facts.SameRepo = !policy.IsFork(pr.GetHead().GetRepo().GetFullName(), sess.FullName())
 		facts.AlreadyPushed = pr.GetHead().GetSHA() == sess.CommitSHA
 		facts.HeadMoved = pr.GetHead().GetSHA() != spec.PinnedSHA
 		facts.FollowUp = s.openedByInspect(pr)

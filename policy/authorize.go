@@ -176,7 +176,7 @@ func Authorize(f Facts) Decision {
 		return deny(ReasonLocked, who, fmt.Sprintf(
 			"this %s's conversation is locked, so Inspect won't start a session on it. A maintainer can unlock it first.", thing))
 	}
-	if t.IsPR && isFork(t) && !f.ForkOptIn {
+	if t.IsPR && IsFork(t.HeadRepoFullName, t.BaseRepoFullName) && !f.ForkOptIn {
 		from := "a fork that has since been deleted"
 		if name := sanitizeRepoName(t.HeadRepoFullName); name != "" {
 			from = fmt.Sprintf("a fork (`%s`)", name)
@@ -215,10 +215,6 @@ func botAllowed(login string, allowed []string) bool {
 		}
 	}
 	return false
-}
-
-func isFork(t Target) bool {
-	return t.HeadRepoFullName == "" || !asciiEqualFold(t.HeadRepoFullName, t.BaseRepoFullName)
 }
 
 func permissionText(sub Subcommand, role Role) string {

@@ -20,13 +20,15 @@ const (
 	RoleNone     Role = "none"
 )
 
-// canWrite reports whether the role may start, retry and cancel sessions.
+// CanWrite reports whether the role may start, retry and cancel sessions.
 // Only the built-in write, maintain and admin roles can, matched exactly.
+// The app also uses it to keep only writers' comments in a session's
+// context.
 // A custom repository role inherits from a base role, but role_name gives
 // only the custom name, and a custom role based on "read" can look
 // harmless or important by name alone; so custom roles are refused, and
 // their holders are told to ask for a built-in role.
-func canWrite(r Role) bool {
+func CanWrite(r Role) bool {
 	switch r {
 	case RoleWrite, RoleMaintain, RoleAdmin:
 		return true
@@ -153,7 +155,7 @@ func Authorize(f Facts) Decision {
 		return Decision{Allowed: true}
 	}
 
-	if !trustedBot && !canWrite(f.SenderRole) {
+	if !trustedBot && !CanWrite(f.SenderRole) {
 		return deny(ReasonInsufficientPermission, who, permissionText(sub, f.SenderRole))
 	}
 	if sub == Cancel {

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/inspecthq/inspect/policy"
 )
 
 // ChannelVersion names the version of the session channel: the messages
@@ -443,7 +445,7 @@ func CleanProgressMessage(s string) string {
 	var b strings.Builder
 	space := false
 	for _, r := range s {
-		if hiddenRune(r) || r == ' ' {
+		if policy.IsHiddenInLine(r) || r == ' ' {
 			if !space && b.Len() > 0 {
 				b.WriteByte(' ')
 			}

@@ -268,9 +268,5 @@ func capBytes(s string, max int) (string, bool) {
 	if len(s) <= max {
 		return s, false
 	}
-	i := max
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return strings.TrimRightFunc(s[:i], unicode.IsSpace), true
+	return strings.TrimRightFunc(TruncateUTF8(s, max), unicode.IsSpace), true
 }

@@ -457,7 +457,7 @@ func CleanProgressMessage(s string) string {
 	}
 	out := strings.TrimRight(b.String(), " ")
 	if len(out) > MaxProgressMessageBytes {
-		out = truncateUTF8(out, MaxProgressMessageBytes-len("…")) + "…"
+		out = policy.TruncateUTF8(out, MaxProgressMessageBytes-len("…")) + "…"
 	}
 	return out
 }

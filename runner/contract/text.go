@@ -140,23 +140,7 @@ func safeQuote(s string) string {
 	}
 	const max = 64
 	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		return fmt.Sprintf("%q…", s[:cut])
+		return fmt.Sprintf("%q…", policy.TruncateUTF8(s, max))
 	}
 	return fmt.Sprintf("%q", s)
-}
-
-// truncateUTF8 returns at most max bytes of s, cut at a rune boundary.
-func truncateUTF8(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }

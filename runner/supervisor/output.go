@@ -208,14 +208,5 @@ func cleanLine(s string) string {
 func cleanText(s string, max int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = policy.CleanText(s)
-	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut]
-	}
-	return s
+	return policy.TruncateUTF8(s, max)
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

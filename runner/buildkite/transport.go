@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/inspecthq/inspect/internal/retryafter"
+	"github.com/inspecthq/inspect/runner/retryafter"
 )
 
 // RateLimitedError is returned when Buildkite still answers 429 Too Many

@@ -11,8 +11,8 @@ import (
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v62/github"
 
-	"github.com/inspecthq/inspect/internal/retryafter"
 	"github.com/inspecthq/inspect/runner"
+	"github.com/inspecthq/inspect/runner/retryafter"
 )
 
 // Bounds on waiting out a rate limit: at least a second (a reset in the

@@ -297,11 +297,5 @@ func clip(s string) string {
 	if len(s) <= contextTextBytes {
 		return s
 	}
-	cut := contextTextBytes
-	for cut > 0 && !utf8RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "\n…(cut)"
+	return policy.TruncateUTF8(s, contextTextBytes) + "\n…(cut)"
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/go-github/v62/github"
@@ -19,13 +18,6 @@ import (
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
-)
-
-// failingConclusions are the check-run conclusions a repair answers;
-// failingStates the commit-status states.
-var (
-	failingConclusions = []string{"failure", "timed_out", "startup_failure"}
-	failingStates      = []string{"failure", "error"}
 )
 
 // failingCheck is one failing check on a commit that the repo repairs.
@@ -58,10 +50,10 @@ func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, na
 		for _, cr := range res.CheckRuns {
 			seen++
 			app := cr.GetApp()
-			if (self.AppID != 0 && app.GetID() == self.AppID) || (self.AppSlug != "" && strings.EqualFold(app.GetSlug(), self.AppSlug)) {
+			if policy.OwnCheck(app.GetID(), app.GetSlug(), self.AppID, self.AppSlug) {
 				continue
 			}
-			if !slices.Contains(failingConclusions, cr.GetConclusion()) || !cfg.RepairsCheck(cr.GetName()) {
+			if !policy.FailingConclusion(cr.GetConclusion()) || !cfg.RepairsCheck(cr.GetName()) {
 				continue
 			}
 			out = append(out, failingCheck{Name: cr.GetName(), RunID: cr.GetID(), AppSlug: app.GetSlug(),
@@ -83,7 +75,7 @@ func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, na
 		return nil, fmt.Errorf("reading commit statuses: %w", err)
 	}
 	for _, st := range combined.Statuses {
-		if slices.Contains(failingStates, st.GetState()) && cfg.RepairsCheck(st.GetContext()) {
+		if policy.FailingState(st.GetState()) && cfg.RepairsCheck(st.GetContext()) {
 			out = append(out, failingCheck{Name: st.GetContext(), Description: st.GetDescription(), TargetURL: st.GetTargetURL()})
 		}
 	}
@@ -271,7 +263,7 @@ func (s *Service) repairDecision(ctx context.Context, c *github.Client, f handle
 	author := pr.GetUser()
 	facts := policy.RepairFacts{
 		Enabled: cfg.RepairEnabled(), Matched: matched, PROpen: pr.GetState() == "open" && !pr.GetMerged(),
-		Fork:        !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), pr.GetBase().GetRepo().GetFullName()) || pr.GetHead().GetRepo() == nil,
+		Fork:        policy.IsFork(pr.GetHead().GetRepo().GetFullName(), pr.GetBase().GetRepo().GetFullName()),
 		AuthorIsBot: policy.IsBotSender(author.GetLogin(), author.GetType()), AuthorRole: policy.RoleNone,
 		HeadMoved: pr.GetHead().GetSHA() != f.HeadSHA, Repairs: hist.Repairs, Budget: limits.RepairsPerPR,
 		OnOwnCommit: own, ActiveSession: hist.Active, LastRepairEnd: hist.LastEnd, Cooldown: s.cfg.Repair.Cooldown, Now: now,

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/google/go-github/v62/github"
@@ -189,49 +188,51 @@ func (s *Service) createCommit(ctx context.Context, c *github.Client, sess store
 	return commit.GetSHA(), nil
 }
 
-// push puts the commit where it belongs:
+// push puts the commit where it belongs (policy.DecideDestination):
 //   - a verified change on a same-repo PR whose head has not moved: onto the
-//     PR branch (a fast-forward);
-//   - a failed verification, or a moved head: a new (draft, if failed) PR
-//     targeting the PR branch;
+//     PR branch (a fast-forward), as is a follow-up's on Inspect's own PR;
+//   - a failed verification, or a moved head: a new draft PR targeting the
+//     PR branch (a fork's: the PR's base);
 //   - an issue: a new branch and a PR that fixes it.
 func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) (string, int, error) {
 	owner, repo := sess.RepoOwner, sess.RepoName
-	base, draft := spec.Target.BaseBranch, !verified
+	facts := policy.DestinationFacts{IsPR: sess.IsPR, Verified: verified}
+	var pr *github.PullRequest
 	if sess.IsPR {
-		pr, _, err := c.PullRequests.Get(ctx, owner, repo, sess.Number)
-		if err != nil {
+		var err error
+		if pr, _, err = c.PullRequests.Get(ctx, owner, repo, sess.Number); err != nil {
 			return "", 0, fmt.Errorf("reading the pull request: %w", err)
 		}
-		sameRepo := strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), sess.FullName())
-		switch {
-		case sameRepo && pr.GetHead().GetSHA() == sess.CommitSHA:
-			// An earlier run pushed it and died before recording that.
+		facts.SameRepo = !policy.IsFork(pr.GetHead().GetRepo().GetFullName(), sess.FullName())
+		facts.AlreadyPushed = pr.GetHead().GetSHA() == sess.CommitSHA
+		facts.HeadMoved = pr.GetHead().GetSHA() != spec.PinnedSHA
+		facts.FollowUp = s.openedByInspect(pr)
+	}
+	d := policy.DecideDestination(facts)
+	switch d.Kind {
+	case policy.AlreadyOnPRBranch:
+		// An earlier run pushed it and died before recording that.
+		return spec.Target.HeadBranch, sess.Number, nil
+	case policy.OntoPRBranch:
+		_, _, err := c.Git.UpdateRef(ctx, owner, repo, &github.Reference{
+			Ref: github.String("refs/heads/" + spec.Target.HeadBranch), Object: &github.GitObject{SHA: github.String(sess.CommitSHA)},
+		}, false)
+		if err == nil {
 			return spec.Target.HeadBranch, sess.Number, nil
-		case sameRepo && (verified || s.openedByInspect(pr)) && pr.GetHead().GetSHA() == spec.PinnedSHA:
-			// A verified change goes onto the PR's branch; so does a
-			// follow-up's unverified one when the branch is Inspect's own
-			// (its PR is where the change is reviewed anyway).
-			_, _, err := c.Git.UpdateRef(ctx, owner, repo, &github.Reference{
-				Ref: github.String("refs/heads/" + spec.Target.HeadBranch), Object: &github.GitObject{SHA: github.String(sess.CommitSHA)},
-			}, false)
-			if err == nil {
-				return spec.Target.HeadBranch, sess.Number, nil
-			}
-			if !isStatus(err, http.StatusUnprocessableEntity) {
-				return "", 0, fmt.Errorf("updating the PR branch: %w", err)
-			}
-			// Not a fast-forward: the head moved after our check.
 		}
-		if sameRepo {
-			// A moved head or a failed verification: a draft against the
-			// PR branch, for the author to take or leave.
-			base, draft = spec.Target.HeadBranch, true
-		} else {
-			// A fork's branch is not ours to target: a draft against the
-			// PR's base, which the PR body says.
-			base, draft = pr.GetBase().GetRef(), true
+		if !isStatus(err, http.StatusUnprocessableEntity) {
+			return "", 0, fmt.Errorf("updating the PR branch: %w", err)
 		}
+		// Not a fast-forward: the head moved after our check.
+		facts.HeadMoved = true
+		d = policy.DecideDestination(facts)
+	}
+	base := spec.Target.BaseBranch
+	switch d.Base {
+	case policy.BasePRBranch:
+		base = spec.Target.HeadBranch
+	case policy.BasePRBase:
+		base = pr.GetBase().GetRef()
 	}
 	// The id's random tail, not its time-ordered head: two sessions on one
 	// thread in the same instant must not share a branch.
@@ -239,7 +240,7 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 	if err := ensureBranch(ctx, c, owner, repo, branch, sess.CommitSHA); err != nil {
 		return "", 0, err
 	}
-	number, err := s.ensurePR(ctx, c, sess, branch, base, draft, render.PRBody(sess, spec, verified, sum, ev))
+	number, err := s.ensurePR(ctx, c, sess, branch, base, d.Draft, render.PRBody(sess, spec, verified, sum, ev))
 	if err != nil {
 		return "", 0, err
 	}

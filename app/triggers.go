@@ -12,6 +12,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/policy"
 )
 
 // Session trigger kinds, as stored in sessions.trigger_kind.
@@ -165,7 +166,7 @@ func (s *Service) AcceptCheckFailure(ctx context.Context, f handlers.CheckFailur
 		log.Debug().Str("check", f.Name).Msg("check failure ignored: the repo does not repair it")
 		return nil
 	}
-	if len(f.PullRequests) > 0 && allForks(f.PullRequests) {
+	if policy.AllForks(f.PullRequests, func(p handlers.PullRef) (int64, int64) { return p.HeadRepoID, p.BaseRepoID }) {
 		log.Debug().Str("check", f.Name).Msg("check failure ignored: fork pull requests are never repaired")
 		return nil
 	}
@@ -180,13 +181,4 @@ func (s *Service) AcceptCheckFailure(ctx context.Context, f handlers.CheckFailur
 	log.Info().Str("result", res.String()).Str("check", f.Name).Str("sha", f.HeadSHA).Msg("check failure queued for repair")
 	s.wakeWorkers()
 	return nil
-}
-
-func allForks(prs []handlers.PullRef) bool {
-	for _, p := range prs {
-		if p.HeadRepoID == 0 || p.HeadRepoID == p.BaseRepoID {
-			return false
-		}
-	}
-	return true
 }

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"strings"
 
 	json "github.com/goccy/go-json"
 	"github.com/rs/zerolog"
@@ -32,7 +31,7 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 	cr := ev.CheckRun
 	switch ev.Action {
 	case "completed":
-		if isOwnCheck(cr.App, self) || !failingConclusion(cr.Conclusion) {
+		if policy.OwnCheck(cr.App.ID, cr.App.Slug, self.AppID, self.AppSlug) || !policy.FailingConclusion(cr.Conclusion) {
 			return nil
 		}
 		return acceptFailure(ctx, h.Sink, CheckFailure{
@@ -56,7 +55,7 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 
 	// A button on a check run: only ours carry a session.
 	sender := ev.Sender.sender()
-	if !isOwnCheck(cr.App, self) || policy.IsOwnApp(sender.Login, sender.Type, self.AppSlug) || cr.ExternalID == "" {
+	if !policy.OwnCheck(cr.App.ID, cr.App.Slug, self.AppID, self.AppSlug) || policy.IsOwnApp(sender.Login, sender.Type, self.AppSlug) || cr.ExternalID == "" {
 		return nil
 	}
 	var sub policy.Subcommand
@@ -92,25 +91,6 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 	zerolog.Ctx(ctx).Info().Str("session_id", t.SessionID).Int64("check_run_id", cr.ID).Str("repo", t.Repo.FullName()).
 		Int("number", t.Number).Str("sender", sender.Login).Str("subcommand", string(sub)).Msg("check run action received")
 	return h.Sink.AcceptTrigger(ctx, t)
-}
-
-// isOwnCheck reports whether a check run or suite belongs to our app: the
-// same app id, or the same slug (ASCII case ignored). An empty id or slug
-// on our side matches nothing.
-func isOwnCheck(app payloadApp, self Identity) bool {
-	return (self.AppID != 0 && app.ID == self.AppID) ||
-		(self.AppSlug != "" && strings.EqualFold(app.Slug, self.AppSlug))
-}
-
-// failingConclusion reports whether a check run's or suite's conclusion is
-// a failure worth repairing. Cancelled, skipped, neutral, stale and
-// action_required checks are not.
-func failingConclusion(c string) bool {
-	switch c {
-	case "failure", "timed_out", "startup_failure":
-		return true
-	}
-	return false
 }
 
 // acceptFailure validates f, logs it and hands it to the sink.

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/inspecthq/inspect/policy"
 )
 
 // CheckSuite handles `check_suite`: another app's failing suite is a repair
@@ -24,7 +26,10 @@ func (h *CheckSuite) Handle(ctx context.Context, eventType, deliveryID string, p
 		return &PayloadError{Err: err}
 	}
 	cs := ev.CheckSuite
-	if ev.Action != "completed" || isOwnCheck(cs.App, h.Self()) || !failingConclusion(cs.Conclusion) {
+	if ev.Action != "completed" {
+		return nil
+	}
+	if self := h.Self(); policy.OwnCheck(cs.App.ID, cs.App.Slug, self.AppID, self.AppSlug) || !policy.FailingConclusion(cs.Conclusion) {
 		return nil
 	}
 	return acceptFailure(ctx, h.Sink, CheckFailure{

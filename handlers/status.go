@@ -25,7 +25,7 @@ func (h *Status) Handle(ctx context.Context, eventType, deliveryID string, paylo
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return &PayloadError{Err: err}
 	}
-	if ev.State != "failure" && ev.State != "error" {
+	if !policy.FailingState(ev.State) {
 		return nil
 	}
 	sender := ev.Sender.sender()

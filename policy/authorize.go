@@ -20,13 +20,15 @@ const (
 	RoleNone     Role = "none"
 )
 
-// canWrite reports whether the role may start, retry and cancel sessions.
+// CanWrite reports whether the role may start, retry and cancel sessions.
 // Only the built-in write, maintain and admin roles can, matched exactly.
+// The app also uses it to keep only writers' comments in a session's
+// context.
 // A custom repository role inherits from a base role, but role_name gives
 // only the custom name, and a custom role based on "read" can look
 // harmless or important by name alone; so custom roles are refused, and
 // their holders are told to ask for a built-in role.
-func canWrite(r Role) bool {
+func CanWrite(r Role) bool {
 	switch r {
 	case RoleWrite, RoleMaintain, RoleAdmin:
 		return true
@@ -153,7 +155,7 @@ func Authorize(f Facts) Decision {
 		return Decision{Allowed: true}
 	}
 
-	if !trustedBot && !canWrite(f.SenderRole) {
+	if !trustedBot && !CanWrite(f.SenderRole) {
 		return deny(ReasonInsufficientPermission, who, permissionText(sub, f.SenderRole))
 	}
 	if sub == Cancel {
@@ -176,7 +178,7 @@ func Authorize(f Facts) Decision {
 		return deny(ReasonLocked, who, fmt.Sprintf(
 			"this %s's conversation is locked, so Inspect won't start a session on it. A maintainer can unlock it first.", thing))
 	}
-	if t.IsPR && isFork(t) && !f.ForkOptIn {
+	if t.IsPR && IsFork(t.HeadRepoFullName, t.BaseRepoFullName) && !f.ForkOptIn {
 		from := "a fork that has since been deleted"
 		if name := sanitizeRepoName(t.HeadRepoFullName); name != "" {
 			from = fmt.Sprintf("a fork (`%s`)", name)
@@ -215,10 +217,6 @@ func botAllowed(login string, allowed []string) bool {
 		}
 	}
 	return false
-}
-
-func isFork(t Target) bool {
-	return t.HeadRepoFullName == "" || !asciiEqualFold(t.HeadRepoFullName, t.BaseRepoFullName)
 }
 
 func permissionText(sub Subcommand, role Role) string {

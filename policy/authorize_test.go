@@ -65,7 +65,7 @@ func checkReplySafe(t *testing.T, reply string) {
 	if Parse(reply, "/inspect").Kind != Ignore {
 		t.Errorf("reply parses as a command: %q", reply)
 	}
-	if strings.IndexFunc(reply, isHiddenRune) >= 0 || strings.Contains(reply, "\n") {
+	if strings.IndexFunc(reply, IsHidden) >= 0 || strings.Contains(reply, "\n") {
 		t.Errorf("reply has hidden or control characters or several lines: %q", reply)
 	}
 }

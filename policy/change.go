@@ -363,7 +363,7 @@ func pathFault(p string) string {
 		return fmt.Sprintf("is longer than %d bytes", maxPathBytes)
 	case !utf8.ValidString(p):
 		return "is not valid UTF-8"
-	case strings.IndexFunc(p, pathHiddenRune) >= 0:
+	case strings.IndexFunc(p, IsHiddenInLine) >= 0:
 		return "has control or invisible characters"
 	case strings.Contains(p, `\`):
 		return "has a backslash"
@@ -420,7 +420,7 @@ func symlinkFault(link, target string) string {
 		return "is a symbolic link with an empty target"
 	case len(target) > maxPathBytes:
 		return fmt.Sprintf("is a symbolic link with a target longer than %d bytes", maxPathBytes)
-	case !utf8.ValidString(target) || strings.IndexFunc(target, pathHiddenRune) >= 0:
+	case !utf8.ValidString(target) || strings.IndexFunc(target, IsHiddenInLine) >= 0:
 		return "is a symbolic link with an unreadable target"
 	case strings.Contains(target, `\`):
 		return "is a symbolic link whose target has a backslash"
@@ -672,7 +672,7 @@ func PathCodeSpan(p string) string {
 		switch {
 		case r == '`':
 			continue
-		case (r == utf8.RuneError && size == 1) || pathHiddenRune(r):
+		case (r == utf8.RuneError && size == 1) || IsHiddenInLine(r):
 			r = utf8.RuneError
 		}
 		if n == maxShownRunes {
@@ -687,13 +687,6 @@ func PathCodeSpan(p string) string {
 		return "(a path with no printable characters)"
 	}
 	return "`" + s + "`"
-}
-
-// pathHiddenRune: characters no path may hold, those a reader cannot see
-// (isHiddenRune, which lets "\n" and "\t" through for comments) and every
-// control character.
-func pathHiddenRune(r rune) bool {
-	return r < 0x20 || r == 0x7F || isHiddenRune(r)
 }
 
 func plural(n int, one, many string) string {

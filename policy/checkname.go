@@ -99,7 +99,7 @@ func ValidCheckPattern(p string) error {
 		return fmt.Errorf("check pattern is %d bytes long; at most %d", len(p), MaxCheckPatternBytes)
 	case !utf8.ValidString(p):
 		return fmt.Errorf("check pattern %q is not valid UTF-8", p)
-	case strings.IndexFunc(p, pathHiddenRune) >= 0:
+	case strings.IndexFunc(p, IsHiddenInLine) >= 0:
 		return fmt.Errorf("check pattern %q has control or invisible characters", p)
 	}
 	return nil

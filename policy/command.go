@@ -125,7 +125,7 @@ func Parse(body string, commandWord string) Parsed {
 	// Built only for replies: this runs on every webhook.
 	help := func() string { return HelpText(commandWord) }
 
-	line := cleanText(s.visible(first.rest, s.lineEnd(first.line)))
+	line := CleanText(s.visible(first.rest, s.lineEnd(first.line)))
 	word, more := firstWord(line)
 	if sub, ok := subcommandOf(word); ok {
 		switch {
@@ -147,7 +147,7 @@ func Parse(body string, commandWord string) Parsed {
 	if len(cmds) > 1 {
 		end = s.starts[cmds[1].line] - 1 // up to the newline before it
 	}
-	instr, truncated := capBytes(strings.TrimSpace(cleanText(s.visible(first.rest, end))), MaxInstructionBytes)
+	instr, truncated := capBytes(strings.TrimSpace(CleanText(s.visible(first.rest, end))), MaxInstructionBytes)
 	if instr == "" {
 		return Parsed{Kind: Reply, Sub: Help, Reply: help(), Ignored: ignored}
 	}
@@ -251,7 +251,7 @@ func isOption(word string) bool {
 func sanitizeOption(word string) string {
 	var rs []rune
 	for _, r := range word {
-		if r == '`' || isHiddenRune(r) || unicode.IsSpace(r) {
+		if r == '`' || IsHidden(r) || unicode.IsSpace(r) {
 			continue
 		}
 		rs = append(rs, r)
@@ -262,50 +262,11 @@ func sanitizeOption(word string) string {
 	return string(rs)
 }
 
-// isHiddenRune reports whether r is invisible or a control character, other
-// than newline and tab: format characters (Cf: zero-width characters, bidi
-// controls, the soft hyphen, tag characters, U+FEFF), control characters
-// (Cc), variation selectors, the combining grapheme joiner, Mongolian free
-// variation selectors, and the Hangul fillers that render as nothing. Emoji
-// joined with U+200D lose the joiner; that is accepted.
-func isHiddenRune(r rune) bool {
-	switch {
-	case r == '\n' || r == '\t':
-		return false
-	case r < 0x20 || (r >= 0x7F && r <= 0x9F):
-		return true
-	case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF:
-		return true
-	case r >= 0x180B && r <= 0x180F:
-		return true
-	case r == 0x034F, r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0:
-		return true
-	}
-	return unicode.Is(unicode.Cf, r)
-}
-
-// cleanText removes hidden runes.
-func cleanText(s string) string {
-	if strings.IndexFunc(s, isHiddenRune) < 0 {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if isHiddenRune(r) {
-			return -1
-		}
-		return r
-	}, s)
-}
-
 // capBytes cuts s to at most max bytes on a rune boundary, then trims
 // trailing space.
 func capBytes(s string, max int) (string, bool) {
 	if len(s) <= max {
 		return s, false
 	}
-	i := max
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return strings.TrimRightFunc(s[:i], unicode.IsSpace), true
+	return strings.TrimRightFunc(TruncateUTF8(s, max), unicode.IsSpace), true
 }

@@ -460,7 +460,7 @@ func FuzzParse(f *testing.F) {
 				if strings.TrimSpace(p.Instructions) != p.Instructions {
 					t.Fatalf("instructions not trimmed: %q", p.Instructions)
 				}
-				if i := strings.IndexFunc(p.Instructions, isHiddenRune); i >= 0 {
+				if i := strings.IndexFunc(p.Instructions, IsHidden); i >= 0 {
 					t.Fatalf("hidden rune left at %d: %q", i, p.Instructions)
 				}
 			case Status, Cancel, Retry:

@@ -56,7 +56,7 @@ func ValidGlob(pattern string) error {
 		return errors.New("glob is empty")
 	case !utf8.ValidString(p):
 		return fmt.Errorf("glob %q is not valid UTF-8", pattern)
-	case strings.IndexFunc(p, pathHiddenRune) >= 0:
+	case strings.IndexFunc(p, IsHiddenInLine) >= 0:
 		return fmt.Errorf("glob %q has control or invisible characters", pattern)
 	case strings.Contains(p, `\`):
 		return fmt.Errorf("glob %q has a backslash: separate directories with \"/\" (there are no escapes)", pattern)

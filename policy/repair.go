@@ -129,7 +129,7 @@ func DecideRepair(f RepairFacts) RepairDecision {
 		return skip(ReasonForkPR)
 	case f.AuthorIsBot:
 		return skip(ReasonBotAuthor)
-	case !canWrite(f.AuthorRole):
+	case !CanWrite(f.AuthorRole):
 		return skip(ReasonInsufficientPermission)
 	case f.HeadMoved:
 		return skip(ReasonHeadMoved)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 
-	"github.com/inspecthq/inspect/internal/retryafter"
+	"github.com/inspecthq/inspect/runner/retryafter"
 )
 
 // HeaderLimiter marks the synthetic responses inside the limiter's own

@@ -30,7 +30,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/inspecthq/inspect/internal/retryafter"
+	"github.com/inspecthq/inspect/runner/retryafter"
 )
 
 // Slots is the budget for content-creating requests. Take records one

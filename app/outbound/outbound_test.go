@@ -18,8 +18,8 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakeclock"
-	"github.com/inspecthq/inspect/internal/retryafter"
 	"github.com/inspecthq/inspect/internal/storetest"
+	"github.com/inspecthq/inspect/runner/retryafter"
 )
 
 // t0 is on a whole second, as X-RateLimit-Reset is.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/inspecthq/inspect/runner/localrun"
+	"github.com/inspecthq/inspect/runner/checkoutrun"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
@@ -66,7 +66,7 @@ func (a *agentFlag) Set(v string) error {
 // `inspect run` inside a test binary, so they build inspect and set it.)
 var forwarderBinary string
 
-// runCmd is `inspect run`: flags and wiring for runner/localrun.
+// runCmd is `inspect run`: flags and wiring for runner/checkoutrun.
 func runCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -74,14 +74,14 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, runUsage)
 		fs.PrintDefaults()
 	}
-	var opt localrun.Options
+	var opt checkoutrun.Options
 	var agent agentFlag
 	fs.StringVar(&opt.RepoDir, "repo", ".", "the git checkout to run on (its HEAD commit)")
 	fs.StringVar(&opt.ConfigFile, "config", "", "a repository config file to use instead of .github/inspect.yml at HEAD")
 	fs.Var(&agent, "agent", `the agent's argv as a JSON array, e.g. '["my-agent", "--yes"]', instead of the config's agent (the prompt file is appended)`)
 	fs.StringVar(&opt.PatchFile, "patch", "inspect.patch", `where to write the change as a git patch ("" for nowhere); nothing is written when there is no change`)
 	fs.StringVar(&opt.EvidenceFile, "evidence", "", "also write evidence.json to this file")
-	fs.DurationVar(&opt.Timeout, "timeout", localrun.DefaultTimeout, "the session's time limit")
+	fs.DurationVar(&opt.Timeout, "timeout", checkoutrun.DefaultTimeout, "the session's time limit")
 	fs.BoolVar(&opt.KeepWorkspace, "keep-workspace", false, "leave the attempt's directory in place (debugging)")
 	fs.StringVar(&opt.WorkDir, "work-dir", "", "directory for the attempt's workspace (default: the system temp dir); the sandbox user must be able to search every parent")
 	uid := fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65534 when root, else your own)")
@@ -122,8 +122,8 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	res, err := localrun.Run(ctx, opt)
-	var ue *localrun.UsageError
+	res, err := checkoutrun.Run(ctx, opt)
+	var ue *checkoutrun.UsageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "inspect run: %v\n", err)
 		return 2

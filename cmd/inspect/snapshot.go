@@ -21,8 +21,8 @@ import (
 
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/images"
+	"github.com/inspecthq/inspect/runner/checkoutrun"
 	"github.com/inspecthq/inspect/runner/contract"
-	"github.com/inspecthq/inspect/runner/localrun"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
@@ -197,7 +197,7 @@ func snapshotBuildCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "inspect snapshot build: %v\n", err)
 		return 2
 	}
-	out, err := localrun.UserGit(ctx, "git", checkout, "rev-parse", "--verify", "--quiet", "--end-of-options", *ref+"^{commit}")
+	out, err := checkoutrun.UserGit(ctx, "git", checkout, "rev-parse", "--verify", "--quiet", "--end-of-options", *ref+"^{commit}")
 	sha := strings.TrimSpace(string(out))
 	if err != nil || len(sha) != 40 {
 		fmt.Fprintf(stderr, "inspect snapshot build: %s has no commit %q\n", *dir, *ref)
@@ -363,7 +363,7 @@ func snapshotCheckOwner(ctx context.Context, dir string) error {
 		}
 		return nil
 	}
-	out, err := localrun.UserGit(ctx, "git", dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	out, err := checkoutrun.UserGit(ctx, "git", dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		if err := owner(dir); err != nil {
 			return err // your own git may refuse it too, for the same reason
@@ -378,10 +378,10 @@ func snapshotCheckOwner(ctx context.Context, dir string) error {
 func snapshotRepoConfig(ctx context.Context, checkout, sha string) (config.Repo, string, error) {
 	for _, p := range config.RepoConfigPaths {
 		spec := sha + ":" + p
-		if _, err := localrun.UserGit(ctx, "git", checkout, "cat-file", "-e", spec); err != nil {
+		if _, err := checkoutrun.UserGit(ctx, "git", checkout, "cat-file", "-e", spec); err != nil {
 			continue
 		}
-		data, err := localrun.UserGit(ctx, "git", checkout, "cat-file", "blob", spec)
+		data, err := checkoutrun.UserGit(ctx, "git", checkout, "cat-file", "blob", spec)
 		if err != nil {
 			return config.Repo{}, "", fmt.Errorf("reading %s at %s: %v", p, sha[:12], err)
 		}

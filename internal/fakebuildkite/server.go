@@ -28,10 +28,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -326,47 +324,8 @@ func (s *Server) handle(pattern string, h handler) {
 	})
 }
 
-// paginate slices n items as Buildkite does (page from 1, per_page default
-// 30, at most 100) and returns the Link header.
-func (c *call) paginate(n int) (lo, hi int, h http.Header) {
-	q := c.r.URL.Query()
-	per, err := strconv.Atoi(q.Get("per_page"))
-	if err != nil || per < 1 {
-		per = 30
-	}
-	per = min(per, 100)
-	pg, err := strconv.Atoi(q.Get("page"))
-	if err != nil || pg < 1 {
-		pg = 1
-	}
-	last := max(1, (n+per-1)/per)
-	lo = min((pg-1)*per, n)
-	hi = min(lo+per, n)
-	link := func(p int, rel string) string {
-		q.Set("page", strconv.Itoa(p))
-		q.Set("per_page", strconv.Itoa(per))
-		return fmt.Sprintf("<http://%s%s?%s>; rel=%q", c.r.Host, c.r.URL.Path, q.Encode(), rel)
-	}
-	var links []string
-	if pg < last {
-		links = append(links, link(pg+1, "next"), link(last, "last"))
-	}
-	if pg > 1 {
-		links = append(links, link(1, "first"), link(min(pg-1, last), "prev"))
-	}
-	h = http.Header{}
-	if len(links) > 0 {
-		h.Set("Link", strings.Join(links, ", "))
-	}
-	return lo, hi, h
-}
-
 func page[T any](c *call, items []T) response {
-	lo, hi, h := c.paginate(len(items))
-	out := items[lo:hi]
-	if out == nil {
-		out = []T{}
-	}
+	out, h := standin.Page(c.r, c.r.URL.Path, items)
 	return response{status: http.StatusOK, body: out, header: h}
 }
 

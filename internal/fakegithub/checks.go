@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/inspecthq/inspect/internal/standin"
 )
 
 const (
@@ -624,7 +626,7 @@ func (s *Server) listRuns(c *call, in func(*checkRun) bool) response {
 		}
 		runs = append(runs, cr)
 	}
-	lo, hi, h := c.paginate(len(runs))
+	lo, hi, h := standin.Paginate(c.r, c.origPath, len(runs))
 	out := []map[string]any{}
 	for _, cr := range runs[lo:hi] {
 		out = append(out, s.checkRunJSON(c.repo, cr))

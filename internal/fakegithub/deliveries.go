@@ -15,7 +15,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -429,8 +428,7 @@ func (s *Server) listDeliveries(c *call) response {
 	link := func(a *attempt, rel string) string {
 		q.Set("cursor", deliveryCursorPrefix+strconv.FormatInt(a.ID, 10))
 		q.Set("per_page", strconv.Itoa(per))
-		u := url.URL{Scheme: "http", Host: c.r.Host, Path: c.origPath, RawQuery: q.Encode()}
-		return fmt.Sprintf("<%s>; rel=%q", u.String(), rel)
+		return standin.Link(c.r, c.origPath, q, rel)
 	}
 	var links []string
 	if end < len(list) {

@@ -41,11 +41,9 @@ import (
 	"context"
 	"crypto/rsa"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -347,54 +345,9 @@ func validationFailed(doc string, errs ...fieldError) response {
 	return r
 }
 
-// paginate slices n items the way GitHub's page-based pagination does
-// (per_page defaults to 30 and is capped at 100; page starts at 1) and
-// returns the Link header to send. An out-of-range page is an empty page.
-func (c *call) paginate(n int) (lo, hi int, h http.Header) {
-	q := c.r.URL.Query()
-	per, err := strconv.Atoi(q.Get("per_page"))
-	if err != nil || per < 1 {
-		per = 30
-	}
-	per = min(per, 100)
-	page, err := strconv.Atoi(q.Get("page"))
-	if err != nil || page < 1 {
-		page = 1
-	}
-	last := max(1, (n+per-1)/per)
-	lo = min((page-1)*per, n)
-	hi = min(lo+per, n)
-
-	link := func(p int, rel string) string {
-		q.Set("page", strconv.Itoa(p))
-		q.Set("per_page", strconv.Itoa(per))
-		u := url.URL{Scheme: "http", Host: c.r.Host, Path: c.origPath, RawQuery: q.Encode()}
-		return fmt.Sprintf("<%s>; rel=%q", u.String(), rel)
-	}
-	var links []string
-	if page > 1 {
-		links = append(links, link(min(page-1, last), "prev"))
-	}
-	if page < last {
-		links = append(links, link(page+1, "next"), link(last, "last"))
-	}
-	if page > 1 {
-		links = append(links, link(1, "first"))
-	}
-	h = http.Header{}
-	if len(links) > 0 {
-		h.Set("Link", strings.Join(links, ", "))
-	}
-	return lo, hi, h
-}
-
 // page answers a JSON array of one page of items.
 func page[T any](c *call, items []T) response {
-	lo, hi, h := c.paginate(len(items))
-	out := items[lo:hi]
-	if out == nil {
-		out = []T{}
-	}
+	out, h := standin.Page(c.r, c.origPath, items)
 	return response{status: http.StatusOK, body: out, header: h}
 }
 

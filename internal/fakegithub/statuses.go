@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/inspecthq/inspect/internal/standin"
 )
 
 // Commit statuses: POST .../statuses/{sha}, and under /commits/{ref}/ (see
@@ -247,7 +249,7 @@ func (s *Server) combinedStatus(c *call) response {
 		index[st.Context] = len(latest)
 		latest = append(latest, st)
 	}
-	lo, hi, h := c.paginate(len(latest))
+	lo, hi, h := standin.Paginate(c.r, c.origPath, len(latest))
 	list := []map[string]any{}
 	for _, st := range latest[lo:hi] {
 		list = append(list, s.statusJSON(r, st))

@@ -1,7 +1,8 @@
 // Package standin holds what the service stand-ins (internal/fakegithub,
 // internal/fakebuildkite) share: one-shot rules matched by method and path
 // (failure injection, held requests), a status-recording ResponseWriter, a
-// capped body reader and random UUIDs. Test support only.
+// capped body reader, random UUIDs, and page-numbered pagination with its
+// Link header. Test support only.
 package standin
 
 import (

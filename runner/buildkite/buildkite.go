@@ -36,9 +36,9 @@ import (
 
 	bk "github.com/buildkite/go-buildkite/v3/buildkite"
 
-	"github.com/inspecthq/inspect/internal/retryafter"
 	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/retryafter"
 )
 
 // Artifact paths of the session step, relative to its work directory: what

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/inspecthq/inspect/internal/retryafter"
 	"github.com/inspecthq/inspect/runner"
+	"github.com/inspecthq/inspect/runner/retryafter"
 )
 
 // RateLimitedError (runner's) is returned when Buildkite still answers 429

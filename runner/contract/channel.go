@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/inspecthq/inspect/policy"
 )
 
 // ChannelVersion names the version of the session channel: the messages
@@ -456,7 +458,7 @@ func CleanProgressMessage(s string) string {
 	var b strings.Builder
 	space := false
 	for _, r := range s {
-		if hiddenRune(r) || r == ' ' {
+		if policy.IsHiddenInLine(r) || r == ' ' {
 			if !space && b.Len() > 0 {
 				b.WriteByte(' ')
 			}
@@ -468,7 +470,7 @@ func CleanProgressMessage(s string) string {
 	}
 	out := strings.TrimRight(b.String(), " ")
 	if len(out) > MaxProgressMessageBytes {
-		out = truncateUTF8(out, MaxProgressMessageBytes-len("…")) + "…"
+		out = policy.TruncateUTF8(out, MaxProgressMessageBytes-len("…")) + "…"
 	}
 	return out
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/inspecthq/inspect/policy"
 )
 
 // ManifestVersion is the version of the change manifest this build writes
@@ -242,7 +244,7 @@ func ValidatePath(p string) error {
 		return errors.New("is not valid UTF-8")
 	case strings.IndexByte(p, 0) >= 0:
 		return errors.New("contains a NUL byte")
-	case strings.ContainsFunc(p, hiddenRune):
+	case strings.ContainsFunc(p, policy.IsHiddenInLine):
 		return errors.New("contains a control or invisible character")
 	case strings.IndexByte(p, '\\') >= 0:
 		return errors.New(`contains a backslash`)

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/inspecthq/inspect/policy"
 )
 
 // SpecVersion is the version of the session spec this build writes and
@@ -780,7 +782,7 @@ func checkCloneURL(f *faults, field, s string) {
 		f.add(field, "must name a host")
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 		f.add(field, "must have no query or fragment")
-	case strings.ContainsFunc(s, hiddenRune) || strings.ContainsAny(s, " \t"):
+	case strings.ContainsFunc(s, policy.IsHiddenInLine) || strings.ContainsAny(s, " \t"):
 		f.add(field, "must not contain spaces, control or invisible characters")
 	}
 }

@@ -3,8 +3,9 @@ package contract
 import (
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/inspecthq/inspect/policy"
 )
 
 // Caps on single values. They exist so that no field can carry an unbounded
@@ -49,13 +50,9 @@ func checkLine(f *faults, field, s string, max int, required bool) {
 	if f.count() > n || s == "" {
 		return
 	}
-	if i := strings.IndexFunc(s, hiddenRune); i >= 0 {
+	if i := strings.IndexFunc(s, policy.IsHiddenInLine); i >= 0 {
 		f.add(field, "contains a control or invisible character (%U) at byte %d", []rune(s[i:])[0], i)
 	}
-}
-
-func hiddenRune(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 }
 
 // checkID checks an opaque identifier (session id, attempt id). Ids travel
@@ -143,23 +140,7 @@ func safeQuote(s string) string {
 	}
 	const max = 64
 	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		return fmt.Sprintf("%q…", s[:cut])
+		return fmt.Sprintf("%q…", policy.TruncateUTF8(s, max))
 	}
 	return fmt.Sprintf("%q", s)
-}
-
-// truncateUTF8 returns at most max bytes of s, cut at a rune boundary.
-func truncateUTF8(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode"
 
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -204,23 +204,9 @@ func cleanLine(s string) string {
 }
 
 // cleanText makes untrusted text valid for a text field: valid UTF-8, no
-// NUL, at most max bytes.
+// hidden characters (policy.IsHidden, NUL among them), at most max bytes.
 func cleanText(s string, max int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.Map(func(r rune) rune {
-		if r == 0 || (unicode.Is(unicode.Cf, r)) {
-			return -1
-		}
-		return r
-	}, s)
-	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut]
-	}
-	return s
+	s = policy.CleanText(s)
+	return policy.TruncateUTF8(s, max)
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

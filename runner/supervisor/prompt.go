@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -123,7 +124,7 @@ func (p *promptDoc) fit(capBytes int) string {
 	}
 	if len(out) > capBytes {
 		note := fmt.Sprintf("\n\n(Inspect cut the prompt here: it was longer than %d bytes.)\n", capBytes)
-		out = truncateUTF8(out, capBytes-len(note)) + note
+		out = policy.TruncateUTF8(out, capBytes-len(note)) + note
 	}
 	return out
 }
@@ -151,26 +152,13 @@ func cutText(text string, limit int, tail bool) string {
 		return text
 	}
 	if !tail {
-		return truncateUTF8(text, limit)
+		return policy.TruncateUTF8(text, limit)
 	}
 	start := len(text) - limit
 	for start < len(text) && !utf8.RuneStart(text[start]) {
 		start++
 	}
 	return text[start:]
-}
-
-func truncateUTF8(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 func (p *promptDoc) render() string {
@@ -313,7 +301,7 @@ func contextLabel(c contract.ContextItem) string {
 	}
 	if src := c.Source; src != "" {
 		if len(src) > maxLabelSource {
-			src = truncateUTF8(src, maxLabelSource) + "…"
+			src = policy.TruncateUTF8(src, maxLabelSource) + "…"
 		}
 		if c.Untrusted {
 			// A check run's name is the pull request's to choose: quoted,

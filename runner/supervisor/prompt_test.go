@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -78,7 +79,7 @@ func TestPromptSanitizesEveryUntrustedSection(t *testing.T) {
 					t.Errorf("the prompt still holds %q:\n%s", bad, p)
 				}
 			}
-			if i := strings.IndexFunc(p, hiddenRune); i >= 0 {
+			if i := strings.IndexFunc(p, policy.IsHidden); i >= 0 {
 				t.Errorf("the prompt holds a hidden character at byte %d: %q", i, p[max(0, i-20):min(len(p), i+20)])
 			}
 			want := sanitizeUntrusted(hiddenPayload)

@@ -2,8 +2,9 @@ package supervisor
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/inspecthq/inspect/policy"
 )
 
 // sanitizeUntrusted removes from gathered text what a person reading it on
@@ -20,7 +21,7 @@ import (
 //
 //  1. Invalid UTF-8 becomes U+FFFD, so removing a character can never
 //     join stray bytes into a new one.
-//  2. Hidden characters go (hiddenRune): control characters other than
+//  2. Hidden characters go (policy.IsHidden): control characters other than
 //     newline and tab, all format characters (Cf: zero-width characters,
 //     bidi embeddings, overrides and isolates, the soft hyphen, U+FEFF, tag
 //     characters), variation selectors and the other invisible fillers.
@@ -37,52 +38,10 @@ func sanitizeUntrusted(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	s = stripHidden(s)
+	s = policy.CleanText(s)
 	s = stripHTMLComments(s)
 	s = replaceHTMLImages(s)
 	return dropImageAlt(s)
-}
-
-// hiddenRune reports whether r is invisible, or a control character other
-// than newline and tab. It is the notion of policy's command parser (which
-// cleans instructions the same way), restated here so the supervisor need
-// not import policy.
-func hiddenRune(r rune) bool {
-	switch {
-	case r == '\n' || r == '\t':
-		return false
-	case r < 0x20 || r >= 0x7F && r <= 0x9F: // C0 and C1 controls, DEL
-		return true
-	case r >= 0x200B && r <= 0x200F, // zero-width space, joiners, LRM, RLM
-		r >= 0x202A && r <= 0x202E, // bidi embeddings and overrides
-		r >= 0x2060 && r <= 0x206F, // word joiner, invisible operators, isolates
-		r == 0xFEFF, r == 0x00AD:   // byte order mark, soft hyphen
-		return true
-	case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF: // variation selectors
-		return true
-	case r >= 0x180B && r <= 0x180F: // Mongolian free variation selectors
-		return true
-	case r == 0x034F, r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0: // grapheme joiner, Hangul fillers
-		return true
-	}
-	return unicode.Is(unicode.Cf, r)
-}
-
-// stripHidden removes every hiddenRune from s, which must be valid UTF-8.
-func stripHidden(s string) string {
-	i := strings.IndexFunc(s, hiddenRune)
-	if i < 0 {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	b.WriteString(s[:i])
-	for _, r := range s[i:] {
-		if !hiddenRune(r) {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // stripHTMLComments removes HTML comments. It copies byte by byte and looks

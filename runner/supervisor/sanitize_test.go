@@ -5,6 +5,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/inspecthq/inspect/policy"
 )
 
 func TestSanitizeUntrusted(t *testing.T) {
@@ -178,7 +180,7 @@ func FuzzSanitizeUntrusted(f *testing.F) {
 		if strings.Contains(out, "<!--") {
 			t.Fatalf("a comment opener is left in %q: %q", s, out)
 		}
-		if i := strings.IndexFunc(out, hiddenRune); i >= 0 {
+		if i := strings.IndexFunc(out, policy.IsHidden); i >= 0 {
 			t.Fatalf("a hidden character is left in %q: %q", s, out)
 		}
 		if len(out) > len(s)*3+16 { // U+FFFD and "[image]" may grow it, but not without bound

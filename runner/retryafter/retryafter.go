@@ -4,6 +4,11 @@
 // Buildkite executor's transport, the app's outbound limiter and its error
 // classification, so that all read the header, and wait it out, the same
 // way.
+//
+// It is production code, under runner/ so that runner/buildkite may import
+// it (runner never imports app) and app/outbound may too (decision 0016).
+// It imports only the standard library, and must import nothing of this
+// module: both sides lean on it, so it leans on neither.
 package retryafter
 
 import (

@@ -1,4 +1,4 @@
-package localrun
+package checkoutrun
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 func TestMain(m *testing.M) {
 	if err := sandbox.Available(); err != nil {
 		// Fail, never skip: the sandbox is the point of `inspect run`.
-		fmt.Fprintf(os.Stderr, "runner/localrun tests need a working bubblewrap: %v\nRun .ci/ensure-bubblewrap from the repository root, then test again.\n", err)
+		fmt.Fprintf(os.Stderr, "runner/checkoutrun tests need a working bubblewrap: %v\nRun .ci/ensure-bubblewrap from the repository root, then test again.\n", err)
 		os.Exit(1)
 	}
 	if _, err := exec.LookPath("go"); err != nil {

@@ -1,4 +1,4 @@
-package localrun
+package checkoutrun
 
 import (
 	"fmt"

@@ -1,6 +1,7 @@
-// Package localrun is `inspect run`: a session from the shell on a local
-// git checkout, in the same sandbox as every other session, with no GitHub
-// and no app.
+// Package checkoutrun is `inspect run`: a session on a local checkout, from
+// the shell, in the same sandbox as every other session, with no GitHub and
+// no app. (runner/local is something else: the executor that `inspect
+// serve` dispatches attempts to.)
 //
 // It plays the app's part for one attempt, on loopback only and for as long
 // as the run lasts (see server): it builds the session spec from the
@@ -17,7 +18,7 @@
 // The session sees HEAD as committed: uncommitted and untracked files are
 // not part of it (Result.Uncommitted says there were some). The user's
 // repository is only read.
-package localrun
+package checkoutrun
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package localrun
+package checkoutrun
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"github.com/inspecthq/inspect/config"
 )
 
-// checkout is what localrun reads from the user's repository. It only ever
+// checkout is what checkoutrun reads from the user's repository. It only ever
 // reads: nothing in the repository, its index or its .git is written.
 type checkout struct {
 	dir       string // as given, made absolute

@@ -100,7 +100,7 @@ func (s *Service) cancellable(ctx context.Context, t handlers.Trigger) ([]store.
 		case handlers.KindUnlabel:
 			// Only what the label started before it was taken off: a
 			// session from the label put back since is not this removal's.
-			if !strings.EqualFold(infoOf(sess).Label, t.Label) || (!t.AcceptedAt.IsZero() && sess.CreatedAt.After(t.AcceptedAt)) {
+			if !strings.EqualFold(sess.Info().Label, t.Label) || (!t.AcceptedAt.IsZero() && sess.CreatedAt.After(t.AcceptedAt)) {
 				continue
 			}
 		}
@@ -297,7 +297,7 @@ func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.
 		}
 	}
 	if progressID != 0 {
-		return th.edit(ctx, progressID, render.SessionMarker(sess.ID), render.ProgressBody(sess, originOf(sess), s.cfg.CommandWord, run))
+		return th.edit(ctx, progressID, render.SessionMarker(sess.ID), render.ProgressBody(sess, render.OriginOf(sess), s.cfg.CommandWord, run))
 	}
 	if sess.State == store.Done && sess.Detail != "" && sess.Outcome != store.Cancelled {
 		// A cancelled session's news is the cancel command's own reply.
@@ -337,13 +337,13 @@ func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(stri
 	}
 	next := &store.Session{
 		ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name, InstallationID: t.InstallationID,
-		Number: last.Number, IsPR: last.IsPR, TriggerKind: triggerRetry, DeliveryID: t.DeliveryID,
+		Number: last.Number, IsPR: last.IsPR, TriggerKind: store.TriggerRetry, DeliveryID: t.DeliveryID,
 		RequesterLogin: t.Sender.Login, RequesterID: t.Sender.ID, RequesterType: t.Sender.Type,
 		Instructions: last.Instructions, RetryOf: last.ID, State: store.Queued,
 		// What the way in added carries over (the review thread it answers,
 		// the label it shows its end on, the checks it repairs), but not
 		// the repair's place in the budget: a retry is a person's request.
-		TriggerInfo: triggerInfo{Review: infoOf(*last).Review, Label: infoOf(*last).Label, Checks: infoOf(*last).Checks}.encode(),
+		TriggerInfo: store.TriggerInfo{Review: last.Info().Review, Label: last.Info().Label, Checks: last.Info().Checks}.Encode(),
 	}
 	if t.Kind == handlers.KindComment {
 		next.CommentID = t.CommentID
@@ -386,7 +386,7 @@ func checkActions(sess store.Session) []*github.CheckRunAction {
 // purpose, by taking the label off or otherwise. Each call is idempotent,
 // so a replayed sync repeats nothing visible.
 func (s *Service) syncLabels(ctx context.Context, c *github.Client, sess store.Session) error {
-	ti := infoOf(sess)
+	ti := sess.Info()
 	if ti.Label == "" || sess.Outcome == store.Refused || sess.Outcome == store.Cancelled {
 		return nil
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
-	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
 )
 
@@ -69,7 +68,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return fmt.Errorf("reading the repository: %w", err)
 	}
-	repoCfg, err := s.loadRepoConfig(ctx, c, sess.InstallationID, sess.RepoID, repo, fetchStart)
+	repoCfg, err := s.loadRepoConfig(ctx, c, sess.RepoID, repo, fetchStart)
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
 		return s.end(ctx, sess.ID, store.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
@@ -77,8 +76,11 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
+	if err := s.scheduleSnapshots(ctx, sess.InstallationID, sess.RepoID, repo.GetFullName(), repoCfg); err != nil {
+		return err
+	}
 
-	if sess.TriggerKind == triggerLabel && !strings.EqualFold(infoOf(sess).Label, repoCfg.TriggerLabel()) {
+	if sess.TriggerKind == store.TriggerLabel && !strings.EqualFold(sess.Info().Label, repoCfg.TriggerLabel()) {
 		// Accepted on a cache miss; the fresh config names another label.
 		// Nobody asked Inspect anything, so nothing is said.
 		log.Info().Msg("label is not this repo's trigger; session dropped")
@@ -102,7 +104,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
-		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == triggerRepair, d.Reply))
+		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == store.TriggerRepair, d.Reply))
 	}
 	limits := policy.Narrow(s.cfg.PolicyLimits(), repoCfg.PolicyLimits())
 
@@ -134,7 +136,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if sess.ProgressCommentID == 0 {
 		next := sess
 		next.State = store.Preparing
-		body := render.ProgressBody(next, originOf(next), s.cfg.CommandWord, render.RunLink{})
+		body := render.ProgressBody(next, render.OriginOf(next), s.cfg.CommandWord, render.RunLink{})
 		if blocker != "" {
 			body = render.WaitingBody(sess, blocker, s.cfg.CommandWord)
 		}
@@ -171,7 +173,7 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 			// counted when it took it.
 			if d := policy.DailyBudget(limits, load.StartedRepo, load.OldestStart, now, x.RequesterLogin); !d.Allowed {
 				refused = d
-				x.State, x.Outcome, x.Reason, x.Detail = store.Done, store.Refused, string(d.Reason), render.RefusalDetail(x.TriggerKind == triggerRepair, d.Reply)
+				x.State, x.Outcome, x.Reason, x.Detail = store.Done, store.Refused, string(d.Reason), render.RefusalDetail(x.TriggerKind == store.TriggerRepair, d.Reply)
 				return []store.NewWork{{Kind: store.SyncSession}}, nil
 			}
 		}
@@ -182,9 +184,9 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 				return nil, nil // it says so already; not at every move
 			}
 			x.WaitingSince = now
-			ti := infoOf(*x)
+			ti := x.Info()
 			ti.QueuedFor = policy.QueueText(a)
-			x.TriggerInfo = ti.encode()
+			x.TriggerInfo = ti.Encode()
 			return []store.NewWork{{Kind: store.SyncSession}}, nil
 		}
 		x.State, x.AdmittedAt, x.WaitingScope = store.Preparing, now, ""
@@ -226,8 +228,8 @@ func react(ctx context.Context, c *github.Client, sess store.Session) error {
 	switch {
 	case sess.CommentID != 0:
 		_, _, err = c.Reactions.CreateIssueCommentReaction(ctx, sess.RepoOwner, sess.RepoName, sess.CommentID, "eyes")
-	case infoOf(sess).Review != nil:
-		_, _, err = c.Reactions.CreatePullRequestCommentReaction(ctx, sess.RepoOwner, sess.RepoName, infoOf(sess).Review.CommentID, "eyes")
+	case sess.Info().Review != nil:
+		_, _, err = c.Reactions.CreatePullRequestCommentReaction(ctx, sess.RepoOwner, sess.RepoName, sess.Info().Review.CommentID, "eyes")
 	}
 	if err != nil {
 		return fmt.Errorf("reacting: %w", err)
@@ -237,7 +239,7 @@ func react(ctx context.Context, c *github.Client, sess store.Session) error {
 
 func (s *Service) thread(c *github.Client, sess store.Session) thread {
 	t := thread{c: c, owner: sess.RepoOwner, repo: sess.RepoName, number: sess.Number, bot: s.botLogin()}
-	if r := infoOf(sess).Review; r != nil {
+	if r := sess.Info().Review; r != nil {
 		t.review = r.ThreadID
 	}
 	return t
@@ -268,65 +270,6 @@ func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess sto
 		return 0, fmt.Errorf("creating the check run: %w", err)
 	}
 	return cr.GetID(), nil
-}
-
-// loadRepoConfig reads the config from the default branch and refreshes the
-// cache, as every session does.
-// fetchStart orders concurrent refreshes (see store.PutRepoConfig).
-func (s *Service) loadRepoConfig(ctx context.Context, c *github.Client, installationID, repoID int64, repo *github.Repository, fetchStart time.Time) (config.Repo, error) {
-	loaded, err := s.loader.Load(ctx, c, repo.GetOwner().GetLogin(), repo.GetName(), repo.GetDefaultBranch())
-	entry := store.RepoConfigEntry{RepoID: repoID, FullName: repo.GetFullName(), FetchedAt: fetchStart}
-	var cfgErr *config.RepoConfigError
-	switch {
-	case errors.As(err, &cfgErr):
-		entry.Status, entry.Source, entry.Error = store.ConfigInvalid, cfgErr.Source, cfgErr.Error()
-	case err != nil:
-		return config.Repo{}, err
-	case loaded.Source == "":
-		entry.Status = store.ConfigDefaults
-	default:
-		entry.Status, entry.Source, entry.Content = store.ConfigFile, loaded.Source, string(loaded.Raw)
-	}
-	if putErr := s.store.PutRepoConfig(ctx, entry); putErr != nil {
-		return config.Repo{}, putErr
-	}
-	if err == nil {
-		if schedErr := s.scheduleSnapshots(ctx, installationID, repoID, repo.GetFullName(), loaded.Config); schedErr != nil {
-			return config.Repo{}, schedErr
-		}
-	}
-	return loaded.Config, err
-}
-
-// refreshFromPush re-reads a repo's config after a push changed it. An
-// org-wide change forgets the owner's inherited entries instead: there may be
-// many, and a miss simply re-reads at the next trigger.
-func (s *Service) refreshFromPush(ctx context.Context, w *store.Work) error {
-	var p handlers.ConfigPush
-	if err := json.Unmarshal([]byte(w.Payload), &p); err != nil {
-		return fmt.Errorf("decoding refresh payload: %w", err)
-	}
-	if p.OrgWide {
-		if err := s.store.ForgetOwnerDefaults(ctx, p.Repo.Owner); err != nil {
-			return err
-		}
-	}
-	c, err := s.gh.Installation(ctx, p.InstallationID)
-	if err != nil {
-		return err
-	}
-	repo := &github.Repository{
-		ID: github.Int64(p.Repo.ID), Name: github.String(p.Repo.Name), FullName: github.String(p.Repo.Owner + "/" + p.Repo.Name),
-		Owner: &github.User{Login: github.String(p.Repo.Owner)}, DefaultBranch: github.String(p.Repo.DefaultBranch),
-	}
-	_, err = s.loadRepoConfig(ctx, c, p.InstallationID, p.Repo.ID, repo, s.clock.Now())
-	var cfgErr *config.RepoConfigError
-	if errors.As(err, &cfgErr) {
-		// Cached as invalid; the next trigger reports it to its requester.
-		zerolog.Ctx(ctx).Warn().Err(err).Msg("pushed config does not parse")
-		return nil
-	}
-	return err
 }
 
 func (s *Service) postReply(ctx context.Context, w *store.Work) error {

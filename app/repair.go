@@ -138,13 +138,16 @@ func (s *Service) considerRepair(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return fmt.Errorf("reading the repository: %w", err)
 	}
-	cfg, err := s.loadRepoConfig(ctx, c, f.InstallationID, f.Repo.ID, repo, s.clock.Now())
+	cfg, err := s.loadRepoConfig(ctx, c, f.Repo.ID, repo, s.clock.Now())
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
 		log.Info().Err(err).Msg("repair dropped: the repo's config does not parse")
 		return nil
 	}
 	if err != nil {
+		return err
+	}
+	if err := s.scheduleSnapshots(ctx, f.InstallationID, f.Repo.ID, repo.GetFullName(), cfg); err != nil {
 		return err
 	}
 	if !cfg.RepairEnabled() || repo.GetArchived() {
@@ -285,10 +288,10 @@ func (s *Service) startRepair(ctx context.Context, f handlers.CheckFailure, pr *
 	author := pr.GetUser()
 	sess := &store.Session{
 		ID: newID(), RepoID: f.Repo.ID, RepoOwner: f.Repo.Owner, RepoName: f.Repo.Name, InstallationID: f.InstallationID,
-		Number: pr.GetNumber(), IsPR: true, TriggerKind: triggerRepair, DeliveryID: f.DeliveryID,
+		Number: pr.GetNumber(), IsPR: true, TriggerKind: store.TriggerRepair, DeliveryID: f.DeliveryID,
 		RequesterLogin: author.GetLogin(), RequesterID: author.GetID(), RequesterType: cmp.Or(author.GetType(), "User"),
 		Instructions: render.RepairInstructions(names, maxRepairChecks), State: store.Queued, HeadSHA: f.HeadSHA,
-		TriggerInfo: triggerInfo{Checks: names, RepairNumber: d.Number, RepairBudget: budget, RepairLast: d.Last}.encode(),
+		TriggerInfo: store.TriggerInfo{Checks: names, RepairNumber: d.Number, RepairBudget: budget, RepairLast: d.Last}.Encode(),
 	}
 	// One repair per (PR, commit), and each repair number once: two
 	// commits' failures racing past the budget check cannot both take the

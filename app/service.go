@@ -4,7 +4,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -19,11 +18,9 @@ import (
 
 	"github.com/inspecthq/inspect/app/fleet"
 	"github.com/inspecthq/inspect/app/ghclient"
-	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
-	"github.com/inspecthq/inspect/policy"
 )
 
 // CheckRunName is the name of Inspect's check run.
@@ -183,160 +180,9 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-func replyWork(t handlers.Trigger, marker, body string) store.NewWork {
-	p := replyPayload{
-		Owner: t.Repo.Owner, Repo: t.Repo.Name, InstallationID: t.InstallationID, Number: t.Number,
-		Marker: marker, Body: body,
-	}
-	if t.Kind == handlers.KindReviewComment && t.Review != nil {
-		p.ReviewThread = t.Review.ThreadRoot(t.CommentID)
-	}
-	return store.NewWork{Kind: store.PostReply, Payload: mustJSON(p)}
-}
-
-// AcceptTrigger implements handlers.Sink. It decides from local state only
-// (server config, the repo-config cache, the trigger) and returns after the
-// decision is on disk.
-func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
-	now := s.clock.Now()
-	a := store.Acceptance{DeliveryID: t.DeliveryID, Event: t.Event, At: now}
-	switch t.Kind {
-	case handlers.KindComment:
-		a.CommentID = t.CommentID
-	case handlers.KindReviewComment:
-		// Review comments number apart from issue comments.
-		a.ClaimKey = fmt.Sprintf("review-comment:%d", t.CommentID)
-	case handlers.KindLabel, handlers.KindUnlabel:
-		ok, err := s.isTriggerLabel(ctx, t.Repo.ID, t.Label)
-		if err != nil {
-			return &StoreError{Err: err}
-		}
-		if !ok {
-			zerolog.Ctx(ctx).Debug().Str("label", t.Label).Msg("label ignored: not this repo's trigger label")
-			return nil
-		}
-		if t.Kind == handlers.KindLabel {
-			t.Command.Instructions = render.LabelInstructions(t.Number, t.IssueTitle)
-		}
-	}
-	switch {
-	case t.Command.Kind == policy.Reply:
-		body := render.WithIgnoredNote(t.Command.Reply, t.Command.Ignored, s.cfg.CommandWord)
-		// Help is for everyone but bots off the allowlist: they get the
-		// refusal instead, so no bot can make us talk without being trusted.
-		if d := policy.Authorize(policy.Facts{SenderLogin: t.Sender.Login, SenderType: t.Sender.Type,
-			AllowedBots: s.cfg.Policy.AllowedBots, Subcommand: policy.Help}); !d.Allowed {
-			body = d.Reply
-		}
-		a.Work = []store.NewWork{replyWork(t, render.ReplyMarker(t), body)}
-	case t.Command.Sub == policy.Run:
-		sess := &store.Session{
-			ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name,
-			InstallationID: t.InstallationID, Number: t.Number, IsPR: t.IsPR, TriggerKind: triggerComment,
-			DeliveryID: t.DeliveryID, RequesterLogin: t.Sender.Login,
-			RequesterID: t.Sender.ID, RequesterType: t.Sender.Type, Instructions: t.Command.Instructions,
-			Truncated: t.Command.Truncated, IgnoredCommands: t.Command.Ignored, State: store.Queued,
-		}
-		switch t.Kind {
-		case handlers.KindComment:
-			sess.CommentID = t.CommentID
-		case handlers.KindReviewComment:
-			sess.TriggerKind = triggerReviewComment
-			r := t.Review
-			if r == nil {
-				r = &handlers.ReviewComment{}
-			}
-			sess.TriggerInfo = triggerInfo{Review: &reviewInfo{
-				CommentID: t.CommentID, ThreadID: r.ThreadRoot(t.CommentID), Path: r.Path, Line: r.Line, StartLine: r.StartLine,
-				Side: r.Side, DiffHunk: r.DiffHunk, CommitID: r.CommitID,
-			}}.encode()
-		case handlers.KindLabel:
-			sess.TriggerKind = triggerLabel
-			sess.TriggerInfo = triggerInfo{Label: t.Label}.encode()
-		}
-		paused, err := s.pausedLocally(ctx, t)
-		if err != nil {
-			return &StoreError{Err: err}
-		}
-		if paused.Allowed {
-			a.Work = []store.NewWork{{Kind: store.PrepareSession}}
-		} else {
-			// Refused from local state: no network, no 👀; the sync posts
-			// the one reply.
-			sess.State, sess.Outcome, sess.Reason, sess.Detail = store.Done, store.Refused, string(paused.Reason), paused.Reply
-			a.Work = []store.NewWork{{Kind: store.SyncSession}}
-		}
-		a.Session = sess
-	default:
-		t.AcceptedAt = now
-		a.Work = []store.NewWork{{Kind: store.RunCommand, Payload: mustJSON(t)}}
-	}
-	res, err := s.store.Accept(ctx, a)
-	if err != nil {
-		return &StoreError{Err: err}
-	}
-	ev := zerolog.Ctx(ctx).Info().Str("result", res.String()).Str("trigger", cmp.Or(string(t.Kind), "comment"))
-	if a.Session != nil && res == store.Accepted {
-		ev = ev.Str("session_id", a.Session.ID).Str("state", string(a.Session.State))
-	}
-	ev.Msg("trigger accepted")
-	s.wakeWorkers()
-	return nil
-}
-
-// pausedLocally checks the two pause switches from local state. A cache miss
-// errs on the side of accepting; the worker re-checks with the fresh config.
-func (s *Service) pausedLocally(ctx context.Context, t handlers.Trigger) (policy.Decision, error) {
-	// A cached pause is trusted only while fresh (cachedRepoConfig): were
-	// the push that lifted it lost, an old entry would otherwise refuse
-	// forever without looking. Past repo_config_max_age the trigger is
-	// accepted and the worker reads the config again.
-	cfg, known, err := s.cachedRepoConfig(ctx, t.Repo.ID)
-	if err != nil {
-		return policy.Decision{}, err
-	}
-	repoPaused := known && !cfg.IsEnabled()
-	if !s.cfg.Paused && !repoPaused {
-		return policy.Decision{Allowed: true}, nil
-	}
-	// Authorize checks pauses first, so with pause facts set its decision is
-	// the pause refusal whatever the other facts are.
-	return policy.Authorize(policy.Facts{
-		SenderLogin: t.Sender.Login, SenderType: t.Sender.Type,
-		ServerPaused: s.cfg.Paused, RepoPaused: repoPaused, Subcommand: policy.Run,
-	}), nil
-}
-
-// AcceptConfigPush implements handlers.Sink: it queues a cache refresh.
-func (s *Service) AcceptConfigPush(ctx context.Context, p handlers.ConfigPush) error {
-	now := s.clock.Now()
-	res, err := s.store.Accept(ctx, store.Acceptance{
-		DeliveryID: p.DeliveryID, Event: "push", At: now,
-		Work: []store.NewWork{{Kind: store.RefreshRepoConfig, Payload: mustJSON(p)}},
-	})
-	if err != nil {
-		return &StoreError{Err: err}
-	}
-	zerolog.Ctx(ctx).Info().Str("result", res.String()).Str("repo", p.Repo.FullName()).Bool("org_wide", p.OrgWide).Msg("config refresh queued")
-	s.wakeWorkers()
-	return nil
-}
-
 // snapshotPushDebounce is how long after a push to a default branch its
 // snapshot is rebuilt: pushes in a burst share one build.
 const snapshotPushDebounce = time.Minute
-
-// DefaultBranchMoved implements handlers.Sink: a repo that wants snapshots
-// gets its next build within snapshotPushDebounce. A failure only delays
-// the rebuild to the regular refresh, so it is logged, not answered 503.
-func (s *Service) DefaultBranchMoved(ctx context.Context, repo handlers.Repo) {
-	if s.cfg.Snapshots.Store == "" {
-		return
-	}
-	if err := s.store.SnapshotSoon(ctx, repo.ID, s.clock.Now().Add(snapshotPushDebounce)); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Str("repo", repo.FullName()).Msg("bringing the snapshot rebuild forward failed")
-	}
-}
 
 func (s *Service) wakeWorkers() {
 	select {

@@ -224,7 +224,10 @@ func (s *Service) snapshotTargetOf(ctx context.Context, r store.SnapshotRepo) (s
 	if err != nil {
 		return snapshotTarget{}, fmt.Errorf("reading the default branch: %w", err)
 	}
-	cfg, err := s.loadRepoConfig(ctx, c, r.InstallationID, r.RepoID, repo, s.clock.Now())
+	cfg, err := s.loadRepoConfig(ctx, c, r.RepoID, repo, s.clock.Now())
+	if err == nil {
+		err = s.scheduleSnapshots(ctx, r.InstallationID, r.RepoID, repo.GetFullName(), cfg)
+	}
 	if err != nil {
 		return snapshotTarget{}, fmt.Errorf("reading the repo's config: %w", err)
 	}

@@ -136,3 +136,14 @@ func triggerNote(origin Origin, commandWord string) string {
 	}
 	return ""
 }
+
+// OriginOf is what the session's way in adds to its progress comment.
+func OriginOf(sess store.Session) Origin {
+	ti := sess.Info()
+	o := Origin{Repair: sess.TriggerKind == store.TriggerRepair, Label: ti.Label, Checks: ti.Checks,
+		RepairNumber: ti.RepairNumber, RepairBudget: ti.RepairBudget, RepairLast: ti.RepairLast, QueuedFor: ti.QueuedFor}
+	if r := ti.Review; r != nil {
+		o.Review = &ReviewSpot{Path: r.Path, Line: r.Line, StartLine: r.StartLine}
+	}
+	return o
+}

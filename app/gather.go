@@ -53,7 +53,7 @@ func (s *Service) gatherContext(ctx context.Context, c *github.Client, sess stor
 	if sess.CommentID != 0 {
 		ours++
 	}
-	if sess.ProgressCommentID != 0 && infoOf(sess).Review == nil { // a review thread's reply is no issue comment
+	if sess.ProgressCommentID != 0 && sess.Info().Review == nil { // a review thread's reply is no issue comment
 		ours++
 	}
 	var items []contract.ContextItem
@@ -63,7 +63,7 @@ func (s *Service) gatherContext(ctx context.Context, c *github.Client, sess stor
 			return nil, err
 		}
 	}
-	ti := infoOf(sess)
+	ti := sess.Info()
 	if r := ti.Review; r != nil {
 		items = append(items, contract.ContextItem{Kind: contract.ContextReviewComment,
 			Source: fmt.Sprintf("%s, %s", render.CleanLine(r.Path), render.LineRange(r.StartLine, r.Line)), Text: clip(r.DiffHunk), Untrusted: true})

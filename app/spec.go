@@ -1,0 +1,144 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+
+	"github.com/inspecthq/inspect/app/render"
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// The session spec: everything the agent gets, assembled in one place from
+// the session, the default branch's repo config, the gathered context
+// (gather.go) and the pinned snapshot. It carries no credential.
+
+// buildSpec gathers what the agent gets. A non-empty reply means the repo's
+// config cannot run a session (no agent); the caller ends the session with it.
+func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Session) (contract.Spec, string, error) {
+	defaultBranch := sess.DefaultBranch
+	if defaultBranch == "" {
+		repo, _, err := c.Repositories.Get(ctx, sess.RepoOwner, sess.RepoName)
+		if err != nil {
+			return contract.Spec{}, "", fmt.Errorf("reading the repository: %w", err)
+		}
+		defaultBranch = repo.GetDefaultBranch()
+	}
+	cfg, err := s.sessionRepoConfig(ctx, c, sess)
+	var cfgErr *config.RepoConfigError
+	if errors.As(err, &cfgErr) {
+		return contract.Spec{}, render.ConfigErrorReply(sess, cfgErr), nil
+	}
+	if err != nil {
+		return contract.Spec{}, "", err
+	}
+	if !cfg.Agent.Configured() {
+		return contract.Spec{}, render.NoAgentReply(sess.RequesterLogin), nil
+	}
+	agent, err := cfg.Agent.Spec(s.cfg)
+	if err != nil {
+		return contract.Spec{}, render.AgentUnusableReply(sess.RequesterLogin, err), nil
+	}
+	spec := contract.Spec{
+		Version:   contract.SpecVersion,
+		SessionID: sess.ID,
+		AttemptID: newID(),
+		Repo: contract.Repo{
+			Owner: sess.RepoOwner, Name: sess.RepoName, ID: sess.RepoID,
+			CloneURL:      strings.TrimSuffix(s.cfg.GitHub.WebURL, "/") + "/" + sess.RepoOwner + "/" + sess.RepoName + ".git",
+			DefaultBranch: defaultBranch,
+		},
+		Instructions: sess.Instructions,
+		Requester:    contract.Requester{Login: sess.RequesterLogin, ID: sess.RequesterID},
+		Agent:        agent,
+	}
+	var pr *github.PullRequest
+	comments := -1 // the thread's comment count, when GitHub said
+	if sess.IsPR {
+		var err error
+		pr, _, err = c.PullRequests.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
+		if err != nil {
+			return contract.Spec{}, "", fmt.Errorf("reading the pull request: %w", err)
+		}
+		spec.PinnedSHA = sess.HeadSHA
+		spec.Target = contract.Target{Kind: contract.TargetPullRequest, Number: sess.Number, BaseBranch: pr.GetBase().GetRef(), HeadBranch: pr.GetHead().GetRef()}
+		spec.Context = append(spec.Context,
+			contract.ContextItem{Kind: contract.ContextTitle, Author: pr.GetUser().GetLogin(), Text: pr.GetTitle(), Untrusted: true},
+			contract.ContextItem{Kind: contract.ContextBody, Author: pr.GetUser().GetLogin(), Text: pr.GetBody(), Untrusted: true})
+	} else {
+		issue, _, err := c.Issues.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
+		if err != nil {
+			return contract.Spec{}, "", fmt.Errorf("reading the issue: %w", err)
+		}
+		if issue.Comments != nil {
+			comments = issue.GetComments()
+		}
+		ref, _, err := c.Git.GetRef(ctx, sess.RepoOwner, sess.RepoName, "heads/"+defaultBranch)
+		if err != nil {
+			return contract.Spec{}, "", fmt.Errorf("reading the default branch: %w", err)
+		}
+		spec.PinnedSHA = ref.GetObject().GetSHA()
+		spec.Target = contract.Target{Kind: contract.TargetIssue, Number: sess.Number, BaseBranch: defaultBranch}
+		spec.Context = append(spec.Context,
+			contract.ContextItem{Kind: contract.ContextTitle, Author: issue.GetUser().GetLogin(), Text: issue.GetTitle(), Untrusted: true},
+			contract.ContextItem{Kind: contract.ContextBody, Author: issue.GetUser().GetLogin(), Text: issue.GetBody(), Untrusted: true})
+	}
+	if pr != nil && pr.Comments != nil {
+		comments = pr.GetComments()
+	}
+	extra, err := s.gatherContext(ctx, c, sess, cfg, spec.PinnedSHA, pr, comments)
+	if err != nil {
+		return contract.Spec{}, "", err
+	}
+	agentsMD, err := defaultBranchAgentsMD(ctx, c, sess.RepoOwner, sess.RepoName, defaultBranch)
+	if err != nil {
+		return contract.Spec{}, "", err
+	}
+	// The default branch's AGENTS.md comes first: a pull request's own copy
+	// (in the checkout) is the PR author's to change, this one the repo's.
+	spec.Context = append(append(agentsMD, spec.Context...), extra...)
+	// A repo may only narrow the server's limits (policy.Narrow).
+	limits := policy.Narrow(s.cfg.PolicyLimits(), cfg.PolicyLimits())
+	timeout, maxFiles := limits.SessionTimeout, limits.MaxChangedFiles
+	spec.Verify = cfg.VerifyCommands(s.cfg.Sessions.CommandTimeout, timeout)
+	spec.Setup = cfg.SetupCommands(s.cfg.Sessions.CommandTimeout, timeout)
+	spec.Env = cfg.Env
+	spec.Snapshot = s.pinSnapshot(ctx, sess, cfg, timeout)
+	spec.Limits = contract.Limits{
+		Deadline: s.clock.Now().Add(timeout).UTC().Truncate(time.Second), Timeout: contract.Duration(timeout),
+		MaxOutputBytes: 64 << 10, MaxChangedFiles: maxFiles, MaxChangeBytes: s.cfg.Sessions.MaxChangeBytes,
+	}
+	// Untrusted text may carry a pasted token; the spec refuses any, so
+	// redact first rather than fail the session.
+	contract.NewRedactor().RedactStrings(&spec)
+	if err := spec.Validate(); err != nil {
+		return contract.Spec{}, "", fmt.Errorf("building the spec: %w", err)
+	}
+	return spec, "", nil
+}
+
+// defaultBranchAgentsMD is the default branch's AGENTS.md as a context item
+// (none when there is no such file). It is the repository's own guidance,
+// merged by its writers, so it is not marked untrusted.
+func defaultBranchAgentsMD(ctx context.Context, c *github.Client, owner, repo, branch string) ([]contract.ContextItem, error) {
+	f, _, _, err := c.Repositories.GetContents(ctx, owner, repo, "AGENTS.md", &github.RepositoryContentGetOptions{Ref: branch})
+	if isStatus(err, http.StatusNotFound) || (err == nil && f == nil) {
+		return nil, nil // no file (or a directory of that name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading AGENTS.md from %s: %w", branch, err)
+	}
+	text, err := f.GetContent()
+	if err != nil {
+		return nil, fmt.Errorf("decoding AGENTS.md: %w", err)
+	}
+	return []contract.ContextItem{{Kind: contract.ContextAgentsMD, Source: "AGENTS.md@" + branch, Text: clip(text)}}, nil
+}

@@ -1,0 +1,65 @@
+package store
+
+import "encoding/json"
+
+// What a session's way in was (sessions.trigger_kind).
+const (
+	TriggerComment       = "comment"
+	TriggerReviewComment = "review_comment"
+	TriggerLabel         = "label"
+	TriggerRepair        = "repair"
+	TriggerRetry         = "retry"
+)
+
+// TriggerInfo is what a session's way in adds (sessions.trigger_info).
+type TriggerInfo struct {
+	// Label is the label that started a label session.
+	Label string `json:"label,omitempty"`
+	// Review is the review comment a review-comment session answers.
+	Review *ReviewInfo `json:"review,omitempty"`
+	// Checks are the failing checks a repair session repairs.
+	Checks []string `json:"checks,omitempty"`
+	// Repair is this repair's number and the budget it counts against.
+	RepairNumber int  `json:"repair_number,omitempty"`
+	RepairBudget int  `json:"repair_budget,omitempty"`
+	RepairLast   bool `json:"repair_last,omitempty"`
+	// Queue is the progress comment's line while the session waited for
+	// capacity, and QueuedFor its scope, so it can say so when it starts.
+	QueuedFor string `json:"queued_for,omitempty"`
+}
+
+// ReviewInfo is where a review comment sits, as stored for its session.
+type ReviewInfo struct {
+	CommentID int64  `json:"comment_id"`
+	ThreadID  int64  `json:"thread_id"` // the thread's first comment, which replies attach to
+	Path      string `json:"path"`
+	Line      int    `json:"line"`
+	StartLine int    `json:"start_line,omitempty"`
+	Side      string `json:"side,omitempty"`
+	DiffHunk  string `json:"diff_hunk,omitempty"`
+	CommitID  string `json:"commit_id,omitempty"`
+}
+
+// Info decodes what the session's way in added (sessions.trigger_info).
+func (s Session) Info() TriggerInfo {
+	var ti TriggerInfo
+	if s.TriggerInfo != "" {
+		// Only our own JSON is stored here; a row that does not decode
+		// (written by a newer replica) reads as no extra information.
+		_ = json.Unmarshal([]byte(s.TriggerInfo), &ti)
+	}
+	return ti
+}
+
+// Encode is ti as sessions.trigger_info stores it: "" when it adds nothing.
+func (ti TriggerInfo) Encode() string {
+	if ti.Label == "" && ti.Review == nil && len(ti.Checks) == 0 && ti.RepairNumber == 0 && ti.QueuedFor == "" {
+		return ""
+	}
+	b, err := json.Marshal(ti)
+	if err != nil {
+		// A plain struct of strings and numbers always marshals.
+		panic("marshalling a TriggerInfo: " + err.Error())
+	}
+	return string(b)
+}

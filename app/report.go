@@ -24,6 +24,11 @@ import (
 // says, a pull request, a review request and, through the final sync, the
 // concluded check run and the edited progress comment. Each GitHub write is
 // recorded before the next, so a replay continues where it stopped.
+//
+// report only loads: the session, its attempt's spec and result, and the
+// proxy's token counts; it revokes the attempt's read tokens. What happens
+// next is decided by reportResult over the reportSteps interface, which
+// serviceReport implements against GitHub and the store.
 func (s *Service) report(ctx context.Context, w *store.Work) error {
 	sess, err := s.store.GetSession(ctx, w.SessionID)
 	if err != nil {
@@ -47,34 +52,69 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 		return fmt.Errorf("stored spec: %w", err)
 	}
 	s.revokeTokens(ctx, a.ID)
-	ev := up.Evidence
 	// The model proxy's counts are the app's own, never the supervisor's
 	// word: they replace whatever the upload says.
 	if used, err := s.store.SessionUsage(ctx, a.ID); err == nil && used.Requests > 0 {
-		ev.Usage = &contract.TokenUsage{Input: used.InputTokens, Output: used.OutputTokens, Total: used.TotalTokens, Requests: int(used.Requests)}
+		up.Evidence.Usage = &contract.TokenUsage{Input: used.InputTokens, Output: used.OutputTokens, Total: used.TotalTokens, Requests: int(used.Requests)}
 	} else {
-		ev.Usage = nil
+		up.Evidence.Usage = nil
 	}
+	return reportResult(ctx, &serviceReport{s: s}, sess, spec, up)
+}
+
+// reportSteps is what the report step does to the world, one verb per
+// write, so that reportResult's decisions can be table-tested with a
+// plain struct (report_test.go) while serviceReport does them for real.
+type reportSteps interface {
+	// RepoConfig is the config the session runs under (its protected
+	// paths); a *config.RepoConfigError when the file does not parse.
+	RepoConfig(ctx context.Context, sess store.Session) (config.Repo, error)
+	// Commit makes the commit of the manifest on the pinned commit.
+	Commit(ctx context.Context, sess store.Session, spec contract.Spec, m *contract.Manifest) (sha string, err error)
+	// Push puts sess.CommitSHA where it belongs (decision 0009) and
+	// returns the branch and pull request it is on.
+	Push(ctx context.Context, sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) (branch string, pr int, err error)
+	// CheckRun finds or creates the session's check run on sess.HeadSHA.
+	CheckRun(ctx context.Context, sess store.Session) (int64, error)
+	// AnnotateFailures puts the failing tests on the check run (best
+	// effort: it returns nothing).
+	AnnotateFailures(ctx context.Context, sess store.Session, ev contract.Evidence)
+	// Record stores what a write made (see Service.record).
+	Record(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error)
+	// End ends the session with one reply (see Service.end).
+	End(ctx context.Context, id string, outcome store.Outcome, reason, reply string) error
+}
+
+// reportResult decides, from the session as stored and its attempt's
+// result, what the report step does, and does it through do:
+//   - a run that timed out, was cancelled or failed ends as such;
+//   - no change ends no_change with the agent's answer;
+//   - an unreadable repo config (it holds the protected paths) or a change
+//     policy refuses ends change_refused, and nothing is written;
+//   - otherwise: commit, push, (issue sessions) a check run on the commit,
+//     (failed verification) annotations, and the end: changed or
+//     verification_failed.
+//
+// Each write is recorded before the next, and a step already recorded
+// (a replay) is not done again; a session that ended meanwhile stops here.
+func reportResult(ctx context.Context, do reportSteps, sess store.Session, spec contract.Spec, up contract.ResultUpload) error {
+	ev := up.Evidence
 	switch ev.Outcome {
 	case contract.OutcomeTimedOut:
-		return s.end(ctx, sess.ID, store.TimedOut, "timed_out", render.TimedOutReply(sess.RequesterLogin))
+		return do.End(ctx, sess.ID, store.TimedOut, "timed_out", render.TimedOutReply(sess.RequesterLogin))
 	case contract.OutcomeCancelled:
-		return s.end(ctx, sess.ID, store.Cancelled, "cancelled", render.RunCancelledReply())
+		return do.End(ctx, sess.ID, store.Cancelled, "cancelled", render.RunCancelledReply())
 	case contract.OutcomeError, contract.OutcomeAgentFailed:
-		return s.end(ctx, sess.ID, store.Errored, string(ev.Outcome), render.AgentFailedReply(sess, ev))
+		return do.End(ctx, sess.ID, store.Errored, string(ev.Outcome), render.AgentFailedReply(sess, ev))
 	}
 	if up.Manifest == nil || len(up.Manifest.Files) == 0 {
-		return s.end(ctx, sess.ID, store.NoChange, "no_change", render.NoChangeReply(sess, ev))
+		return do.End(ctx, sess.ID, store.NoChange, "no_change", render.NoChangeReply(sess, ev))
 	}
-	c, err := s.gh.Installation(ctx, sess.InstallationID)
-	if err != nil {
-		return err
-	}
-	repoCfg, err := s.sessionRepoConfig(ctx, c, sess)
+	repoCfg, err := do.RepoConfig(ctx, sess)
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
 		// The repo's protected paths are in that file: fail closed.
-		return s.end(ctx, sess.ID, store.ChangeRefused, "config_invalid", render.ConfigUnparsableRefusal(sess.RequesterLogin))
+		return do.End(ctx, sess.ID, store.ChangeRefused, "config_invalid", render.ConfigUnparsableRefusal(sess.RequesterLogin))
 	}
 	if err != nil {
 		return err
@@ -83,51 +123,119 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 		MaxFiles: spec.Limits.MaxChangedFiles, MaxBytes: spec.Limits.MaxChangeBytes, ProtectedPaths: repoCfg.ProtectedPaths,
 	})
 	if !decision.Allowed {
-		log.Info().Str("reason", string(decision.Reason)).Msg("change refused")
-		return s.end(ctx, sess.ID, store.ChangeRefused, string(decision.Reason), render.ChangeRefusedReply(decision.Reply))
+		zerolog.Ctx(ctx).Info().Str("reason", string(decision.Reason)).Msg("change refused")
+		return do.End(ctx, sess.ID, store.ChangeRefused, string(decision.Reason), render.ChangeRefusedReply(decision.Reply))
 	}
 	verified := verificationPassed(ev)
 	if sess.CommitSHA == "" {
-		sha, err := s.createCommit(ctx, c, sess, spec, up.Manifest)
+		sha, err := do.Commit(ctx, sess, spec, up.Manifest)
 		if err != nil {
 			return err
 		}
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.CommitSHA = sha }); err != nil || sess.State == store.Done {
+		if sess, err = do.Record(ctx, sess.ID, func(x *store.Session) { x.CommitSHA = sha }); err != nil || sess.State == store.Done {
 			return err
 		}
 	}
 	if sess.Branch == "" {
-		branch, prNumber, err := s.push(ctx, c, sess, spec, verified, summary, ev)
+		branch, prNumber, err := do.Push(ctx, sess, spec, verified, summary, ev)
 		if err != nil {
 			return err
 		}
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.Branch, x.PRNumber = branch, prNumber }); err != nil || sess.State == store.Done {
+		if sess, err = do.Record(ctx, sess.ID, func(x *store.Session) { x.Branch, x.PRNumber = branch, prNumber }); err != nil || sess.State == store.Done {
 			return err
 		}
 	}
 	if !sess.IsPR && sess.CheckRunID == 0 {
 		// An issue session's check run lives on the commit Inspect made.
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.HeadSHA = x.CommitSHA }); err != nil {
+		if sess, err = do.Record(ctx, sess.ID, func(x *store.Session) { x.HeadSHA = x.CommitSHA }); err != nil {
 			return err
 		}
-		// Always search first: a drained attempt's replay is not counted,
-		// so the attempt number cannot tell a replay here.
-		id, err := s.ensureCheckRun(ctx, c, sess, true)
+		id, err := do.CheckRun(ctx, sess)
 		if err != nil {
 			return err
 		}
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.CheckRunID = id }); err != nil || sess.State == store.Done {
+		if sess, err = do.Record(ctx, sess.ID, func(x *store.Session) { x.CheckRunID = id }); err != nil || sess.State == store.Done {
 			return err
 		}
 	}
 	if !verified && sess.CheckRunID != 0 {
-		s.annotateFailures(ctx, c, sess, ev)
+		do.AnnotateFailures(ctx, sess, ev)
 	}
 	outcome, reason := store.Changed, "changed"
 	if !verified {
 		outcome, reason = store.VerificationFailed, "verification_failed"
 	}
-	return s.end(ctx, sess.ID, outcome, reason, render.ChangeReply(sess, verified, ev))
+	return do.End(ctx, sess.ID, outcome, reason, render.ChangeReply(sess, verified, ev))
+}
+
+// serviceReport does the report step's writes for real: GitHub through the
+// session's installation client (made once, on the first write), the store
+// through the Service's transitions.
+type serviceReport struct {
+	s *Service
+	c *github.Client
+}
+
+func (r *serviceReport) client(ctx context.Context, sess store.Session) (*github.Client, error) {
+	if r.c == nil {
+		c, err := r.s.gh.Installation(ctx, sess.InstallationID)
+		if err != nil {
+			return nil, err
+		}
+		r.c = c
+	}
+	return r.c, nil
+}
+
+func (r *serviceReport) RepoConfig(ctx context.Context, sess store.Session) (config.Repo, error) {
+	c, err := r.client(ctx, sess)
+	if err != nil {
+		return config.Repo{}, err
+	}
+	return r.s.sessionRepoConfig(ctx, c, sess)
+}
+
+func (r *serviceReport) Commit(ctx context.Context, sess store.Session, spec contract.Spec, m *contract.Manifest) (string, error) {
+	c, err := r.client(ctx, sess)
+	if err != nil {
+		return "", err
+	}
+	return r.s.createCommit(ctx, c, sess, spec, m)
+}
+
+func (r *serviceReport) Push(ctx context.Context, sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) (string, int, error) {
+	c, err := r.client(ctx, sess)
+	if err != nil {
+		return "", 0, err
+	}
+	return r.s.push(ctx, c, sess, spec, verified, sum, ev)
+}
+
+func (r *serviceReport) CheckRun(ctx context.Context, sess store.Session) (int64, error) {
+	c, err := r.client(ctx, sess)
+	if err != nil {
+		return 0, err
+	}
+	// Always search first: a drained attempt's replay is not counted,
+	// so the attempt number cannot tell a replay here.
+	return r.s.ensureCheckRun(ctx, c, sess, true)
+}
+
+func (r *serviceReport) AnnotateFailures(ctx context.Context, sess store.Session, ev contract.Evidence) {
+	c, err := r.client(ctx, sess)
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("annotating the check run failed")
+		return
+	}
+	r.s.annotateFailures(ctx, c, sess, ev)
+}
+
+func (r *serviceReport) Record(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error) {
+	return r.s.record(ctx, id, fn)
+}
+
+func (r *serviceReport) End(ctx context.Context, id string, outcome store.Outcome, reason, reply string) error {
+	return r.s.end(ctx, id, outcome, reason, reply)
 }
 
 func verificationPassed(ev contract.Evidence) bool {

@@ -1,0 +1,192 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// fakeReport is reportSteps as a plain struct, in the manner of
+// policy-bot's pulltest: it answers from its fields and records each call,
+// so reportResult's decisions are tested without GitHub or its stand-in.
+type fakeReport struct {
+	cfg    config.Repo
+	cfgErr error
+	// doneAfter, when set, is the call after whose Record the session is
+	// found done (ended meanwhile by a cancel).
+	doneAfter string
+	calls     []string
+	ended     *endCall
+	sess      store.Session
+}
+
+type endCall struct {
+	outcome store.Outcome
+	reason  string
+	reply   string
+}
+
+func (f *fakeReport) RepoConfig(context.Context, store.Session) (config.Repo, error) {
+	f.calls = append(f.calls, "config")
+	return f.cfg, f.cfgErr
+}
+
+func (f *fakeReport) Commit(_ context.Context, _ store.Session, spec contract.Spec, m *contract.Manifest) (string, error) {
+	f.calls = append(f.calls, fmt.Sprintf("commit %d files on %s", len(m.Files), spec.PinnedSHA))
+	return "c0ffee", nil
+}
+
+func (f *fakeReport) Push(_ context.Context, sess store.Session, _ contract.Spec, verified bool, _ policy.ChangeSummary, _ contract.Evidence) (string, int, error) {
+	f.calls = append(f.calls, fmt.Sprintf("push %s verified=%t", sess.CommitSHA, verified))
+	return "inspect/7-abcdefgh", 8, nil
+}
+
+func (f *fakeReport) CheckRun(_ context.Context, sess store.Session) (int64, error) {
+	f.calls = append(f.calls, "check run on "+sess.HeadSHA)
+	return 99, nil
+}
+
+func (f *fakeReport) AnnotateFailures(_ context.Context, sess store.Session, _ contract.Evidence) {
+	f.calls = append(f.calls, fmt.Sprintf("annotate %d", sess.CheckRunID))
+}
+
+func (f *fakeReport) Record(_ context.Context, _ string, fn func(*store.Session)) (store.Session, error) {
+	fn(&f.sess)
+	last := f.calls[len(f.calls)-1]
+	if f.doneAfter != "" && strings.HasPrefix(last, f.doneAfter) {
+		f.sess.State = store.Done
+	}
+	return f.sess, nil
+}
+
+func (f *fakeReport) End(_ context.Context, _ string, outcome store.Outcome, reason, reply string) error {
+	f.calls = append(f.calls, "end "+string(outcome))
+	f.ended = &endCall{outcome: outcome, reason: reason, reply: reply}
+	return nil
+}
+
+func TestReportResultDecides(t *testing.T) {
+	prSession := store.Session{ID: "s-0123456789", Number: 7, IsPR: true, State: store.Reporting, RequesterLogin: "alice", HeadSHA: "head0", CheckRunID: 5}
+	issueSession := prSession
+	issueSession.IsPR, issueSession.CheckRunID, issueSession.HeadSHA = false, 0, ""
+	passed := []contract.CommandResult{{Name: "test", Phase: contract.PhaseVerify, ExitCode: 0}}
+	failed := []contract.CommandResult{{Name: "test", Phase: contract.PhaseVerify, ExitCode: 1}}
+	change := &contract.Manifest{Files: []contract.FileChange{{Path: "calc.go", Mode: "100644", Content: []byte("package calc\n")}}}
+	workflow := &contract.Manifest{Files: []contract.FileChange{{Path: ".github/workflows/ci.yml", Mode: "100644", Content: []byte("on: push\n")}}}
+	spec := contract.Spec{PinnedSHA: "pin0", Limits: contract.Limits{MaxChangedFiles: 10, MaxChangeBytes: 1 << 20}}
+
+	cases := map[string]struct {
+		sess      store.Session
+		up        contract.ResultUpload
+		cfgErr    error
+		doneAfter string
+		calls     []string
+		outcome   store.Outcome
+		reason    string
+		reply     string // a part of the reply
+	}{
+		"timed out: ends, writes nothing": {
+			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeTimedOut}, Manifest: change},
+			calls: []string{"end timed_out"}, outcome: store.TimedOut, reason: "timed_out",
+		},
+		"cancelled: ends, writes nothing": {
+			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeCancelled}, Manifest: change},
+			calls: []string{"end cancelled"}, outcome: store.Cancelled, reason: "cancelled",
+		},
+		"agent failed: error with its reason": {
+			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeAgentFailed}, Manifest: change},
+			calls: []string{"end error"}, outcome: store.Errored, reason: "agent_failed",
+		},
+		"no files: no change": {
+			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}},
+			calls: []string{"end no_change"}, outcome: store.NoChange, reason: "no_change",
+		},
+		"unreadable repo config: refused, fail closed": {
+			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
+			cfgErr: &config.RepoConfigError{Path: ".github/inspect.yml", Err: errors.New("bad yaml")},
+			calls:  []string{"config", "end change_refused"}, outcome: store.ChangeRefused, reason: "config_invalid",
+		},
+		"protected path: refused, nothing committed": {
+			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: workflow},
+			calls: []string{"config", "end change_refused"}, outcome: store.ChangeRefused, reason: string(policy.ReasonProtectedPath), reply: ".github/workflows/ci.yml",
+		},
+		"verified PR change: commit, push, changed": {
+			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
+			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=true", "end changed"},
+			outcome: store.Changed, reason: "changed",
+		},
+		"failed verification on a PR: pushed unverified, annotated": {
+			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeVerifyFailed, Commands: failed}, Manifest: change},
+			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=false", "annotate 5", "end verification_failed"},
+			outcome: store.VerificationFailed, reason: "verification_failed",
+		},
+		"issue session: its check run goes on the commit": {
+			sess: issueSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
+			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=true", "check run on c0ffee", "end changed"},
+			outcome: store.Changed, reason: "changed",
+		},
+		"replay after the commit: not committed again": {
+			sess: func() store.Session { s := prSession; s.CommitSHA = "c0ffee"; return s }(),
+			up:   contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
+			calls: []string{"config", "push c0ffee verified=true", "end changed"}, outcome: store.Changed, reason: "changed",
+		},
+		"replay after the push: neither again": {
+			sess: func() store.Session { s := issueSession; s.CommitSHA, s.Branch = "c0ffee", "inspect/7-abcdefgh"; return s }(),
+			up:   contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
+			calls: []string{"config", "check run on c0ffee", "end changed"}, outcome: store.Changed, reason: "changed",
+		},
+		"cancelled while committing: stops after recording the commit": {
+			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
+			doneAfter: "commit", calls: []string{"config", "commit 1 files on pin0"},
+		},
+		"cancelled while pushing: stops after recording the branch": {
+			sess: issueSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
+			doneAfter: "push", calls: []string{"config", "commit 1 files on pin0", "push c0ffee verified=true"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := &fakeReport{cfgErr: tc.cfgErr, doneAfter: tc.doneAfter, sess: tc.sess}
+			if err := reportResult(context.Background(), f, tc.sess, spec, tc.up); err != nil {
+				t.Fatalf("reportResult: %v", err)
+			}
+			if !slices.Equal(f.calls, tc.calls) {
+				t.Fatalf("calls\n got %q\nwant %q", f.calls, tc.calls)
+			}
+			if tc.outcome == "" {
+				if f.ended != nil {
+					t.Fatalf("ended %+v; a session that ended meanwhile must not be ended again", *f.ended)
+				}
+				return
+			}
+			if f.ended == nil || f.ended.outcome != tc.outcome || f.ended.reason != tc.reason {
+				t.Fatalf("ended %+v, want %s/%s", f.ended, tc.outcome, tc.reason)
+			}
+			if !strings.Contains(f.ended.reply, tc.reply) {
+				t.Fatalf("reply %q does not mention %q", f.ended.reply, tc.reply)
+			}
+		})
+	}
+}
+
+// A store or GitHub failure is returned for the worker to retry, and the
+// session is not ended.
+func TestReportResultReturnsFailuresForRetry(t *testing.T) {
+	f := &fakeReport{cfgErr: errors.New("connection reset")}
+	up := contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK}, Manifest: &contract.Manifest{Files: []contract.FileChange{{Path: "a.go", Mode: "100644"}}}}
+	err := reportResult(context.Background(), f, store.Session{ID: "s1", IsPR: true}, contract.Spec{}, up)
+	if err == nil || !strings.Contains(err.Error(), "connection reset") {
+		t.Fatalf("err = %v, want the config read's failure", err)
+	}
+	if f.ended != nil {
+		t.Fatalf("ended %+v on a passing failure", *f.ended)
+	}
+}

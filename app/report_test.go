@@ -134,13 +134,17 @@ func TestReportResultDecides(t *testing.T) {
 			outcome: store.Changed, reason: "changed",
 		},
 		"replay after the commit: not committed again": {
-			sess: func() store.Session { s := prSession; s.CommitSHA = "c0ffee"; return s }(),
-			up:   contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
+			sess:  func() store.Session { s := prSession; s.CommitSHA = "c0ffee"; return s }(),
+			up:    contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
 			calls: []string{"config", "push c0ffee verified=true", "end changed"}, outcome: store.Changed, reason: "changed",
 		},
 		"replay after the push: neither again": {
-			sess: func() store.Session { s := issueSession; s.CommitSHA, s.Branch = "c0ffee", "inspect/7-abcdefgh"; return s }(),
-			up:   contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
+			sess: func() store.Session {
+				s := issueSession
+				s.CommitSHA, s.Branch = "c0ffee", "inspect/7-abcdefgh"
+				return s
+			}(),
+			up:    contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
 			calls: []string{"config", "check run on c0ffee", "end changed"}, outcome: store.Changed, reason: "changed",
 		},
 		"cancelled while committing: stops after recording the commit": {

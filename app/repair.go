@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/gather"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -20,26 +21,14 @@ import (
 	"github.com/inspecthq/inspect/policy"
 )
 
-// failingCheck is one failing check on a commit that the repo repairs.
-type failingCheck struct {
-	Name string
-	// RunID and AppSlug are a check run's (0 and "" for a status).
-	RunID   int64
-	AppSlug string
-	// Title, Summary and Text are a check run's output; Description and
-	// TargetURL a status's.
-	Title, Summary, Text   string
-	Description, TargetURL string
-}
-
 // maxListedChecks bounds the check runs read for one commit.
 const maxListedChecks = 300
 
 // failingChecks lists the latest check runs and commit statuses on sha that
 // failed and that the repo's config repairs. Our own check run never
 // counts: repairing Inspect's verdict would be a loop.
-func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, name, sha string, cfg config.Repo) ([]failingCheck, error) {
-	var out []failingCheck
+func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, name, sha string, cfg config.Repo) ([]gather.FailingCheck, error) {
+	var out []gather.FailingCheck
 	self := s.Identity()
 	opts := &github.ListCheckRunsOptions{Status: github.String("completed"), Filter: github.String("latest"), ListOptions: github.ListOptions{PerPage: 100}}
 	for seen := 0; seen < maxListedChecks; {
@@ -56,7 +45,7 @@ func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, na
 			if !policy.FailingConclusion(cr.GetConclusion()) || !cfg.RepairsCheck(cr.GetName()) {
 				continue
 			}
-			out = append(out, failingCheck{Name: cr.GetName(), RunID: cr.GetID(), AppSlug: app.GetSlug(),
+			out = append(out, gather.FailingCheck{Name: cr.GetName(), RunID: cr.GetID(), AppSlug: app.GetSlug(),
 				Title: cr.GetOutput().GetTitle(), Summary: cr.GetOutput().GetSummary(), Text: cr.GetOutput().GetText()})
 		}
 		if resp.NextPage == 0 {
@@ -76,18 +65,13 @@ func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, na
 	}
 	for _, st := range combined.Statuses {
 		if policy.FailingState(st.GetState()) && cfg.RepairsCheck(st.GetContext()) {
-			out = append(out, failingCheck{Name: st.GetContext(), Description: st.GetDescription(), TargetURL: st.GetTargetURL()})
+			out = append(out, gather.FailingCheck{Name: st.GetContext(), Description: st.GetDescription(), TargetURL: st.GetTargetURL()})
 		}
 	}
 	return out, nil
 }
 
-// maxRepairChecks bounds the failing checks one repair names and gathers
-// output for: a matrix build can fail hundreds of jobs for one cause, and
-// the spec has room for only so much.
-const maxRepairChecks = 15
-
-func checkNames(checks []failingCheck) []string {
+func checkNames(checks []gather.FailingCheck) []string {
 	var names []string
 	for _, ch := range checks {
 		if n := render.CleanLine(ch.Name); !slices.Contains(names, n) {
@@ -283,14 +267,14 @@ func (s *Service) repairDecision(ctx context.Context, c *github.Client, f handle
 
 // startRepair creates the repair session, once per (pull request, commit)
 // whatever replays or concurrent failures of the same commit do.
-func (s *Service) startRepair(ctx context.Context, f handlers.CheckFailure, pr *github.PullRequest, checks []failingCheck, d policy.RepairDecision, budget int, now time.Time) error {
+func (s *Service) startRepair(ctx context.Context, f handlers.CheckFailure, pr *github.PullRequest, checks []gather.FailingCheck, d policy.RepairDecision, budget int, now time.Time) error {
 	names := checkNames(checks)
 	author := pr.GetUser()
 	sess := &store.Session{
 		ID: newID(), RepoID: f.Repo.ID, RepoOwner: f.Repo.Owner, RepoName: f.Repo.Name, InstallationID: f.InstallationID,
 		Number: pr.GetNumber(), IsPR: true, TriggerKind: store.TriggerRepair, DeliveryID: f.DeliveryID,
 		RequesterLogin: author.GetLogin(), RequesterID: author.GetID(), RequesterType: cmp.Or(author.GetType(), "User"),
-		Instructions: render.RepairInstructions(names, maxRepairChecks), State: store.Queued, HeadSHA: f.HeadSHA,
+		Instructions: render.RepairInstructions(names, gather.MaxRepairChecks), State: store.Queued, HeadSHA: f.HeadSHA,
 		TriggerInfo: store.TriggerInfo{Checks: names, RepairNumber: d.Number, RepairBudget: budget, RepairLast: d.Last}.Encode(),
 	}
 	// One repair per (PR, commit), and each repair number once: two

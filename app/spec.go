@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/google/go-github/v62/github"
 
+	"github.com/inspecthq/inspect/app/gather"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -19,7 +19,7 @@ import (
 
 // The session spec: everything the agent gets, assembled in one place from
 // the session, the default branch's repo config, the gathered context
-// (gather.go) and the pinned snapshot. It carries no credential.
+// (app/gather) and the pinned snapshot. It carries no credential.
 
 // buildSpec gathers what the agent gets. A non-empty reply means the repo's
 // config cannot run a session (no agent); the caller ends the session with it.
@@ -94,11 +94,11 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	if pr != nil && pr.Comments != nil {
 		comments = pr.GetComments()
 	}
-	extra, err := s.gatherContext(ctx, c, sess, cfg, spec.PinnedSHA, pr, comments)
+	extra, err := s.gatherer().Context(ctx, c, sess, cfg, spec.PinnedSHA, pr, comments)
 	if err != nil {
 		return contract.Spec{}, "", err
 	}
-	agentsMD, err := defaultBranchAgentsMD(ctx, c, sess.RepoOwner, sess.RepoName, defaultBranch)
+	agentsMD, err := gather.DefaultBranchAgentsMD(ctx, c, sess.RepoOwner, sess.RepoName, defaultBranch)
 	if err != nil {
 		return contract.Spec{}, "", err
 	}
@@ -125,20 +125,13 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	return spec, "", nil
 }
 
-// defaultBranchAgentsMD is the default branch's AGENTS.md as a context item
-// (none when there is no such file). It is the repository's own guidance,
-// merged by its writers, so it is not marked untrusted.
-func defaultBranchAgentsMD(ctx context.Context, c *github.Client, owner, repo, branch string) ([]contract.ContextItem, error) {
-	f, _, _, err := c.Repositories.GetContents(ctx, owner, repo, "AGENTS.md", &github.RepositoryContentGetOptions{Ref: branch})
-	if isStatus(err, http.StatusNotFound) || (err == nil && f == nil) {
-		return nil, nil // no file (or a directory of that name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading AGENTS.md from %s: %w", branch, err)
-	}
-	text, err := f.GetContent()
-	if err != nil {
-		return nil, fmt.Errorf("decoding AGENTS.md: %w", err)
-	}
-	return []contract.ContextItem{{Kind: contract.ContextAgentsMD, Source: "AGENTS.md@" + branch, Text: clip(text)}}, nil
+// gatherer gathers a session's context with the store, our bot's login and
+// the app's GitHub reads it needs.
+func (s *Service) gatherer() gather.Gatherer {
+	return gather.Gatherer{Store: s.store, Bot: s.botLogin(), RoleName: roleName, FailingChecks: s.failingChecks}
+}
+
+// openedByInspect says whether Inspect opened the pull request.
+func (s *Service) openedByInspect(pr *github.PullRequest) bool {
+	return gather.OpenedByInspect(pr, s.botLogin())
 }

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -45,12 +46,12 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	replay := w.Attempts > 1
-	th := thread{c: c, owner: t.Repo.Owner, repo: t.Repo.Name, number: t.Number, bot: s.botLogin()}
+	th := ghwrite.NewThread(c, t.Repo.Owner, t.Repo.Name, t.Number, s.botLogin())
 	if t.Kind == handlers.KindReviewComment && t.Review != nil {
-		th.review = t.Review.ThreadRoot(t.CommentID)
+		th.Review = t.Review.ThreadRoot(t.CommentID)
 	}
 	reply := func(body string) error {
-		_, err := th.postOnce(ctx, render.ReplyMarker(t), render.WithIgnoredNote(body, t.Command.Ignored, s.cfg.CommandWord), replay)
+		_, err := th.PostOnce(ctx, render.ReplyMarker(t), render.WithIgnoredNote(body, t.Command.Ignored, s.cfg.CommandWord), replay)
 		return err
 	}
 	if t.Kind == handlers.KindUnlabel {
@@ -148,7 +149,7 @@ func targetFacts(ctx context.Context, c *github.Client, owner, name string, numb
 	if policy.IsBotSender(login, senderType) {
 		return target, "", headSHA, nil
 	}
-	role, err := roleName(ctx, c, owner, name, login)
+	role, err := ghclient.RoleName(ctx, c, owner, name, login)
 	if err != nil {
 		return target, "", "", err
 	}
@@ -242,21 +243,19 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 	}
 	if sess.CheckRunID != 0 && sess.State == store.Running {
 		title, summary := render.RunningCheckRun(sess)
-		_, _, err := c.Checks.UpdateCheckRun(ctx, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
+		err := ghwrite.StartCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 			Name:    CheckRunName,
-			Status:  github.String("in_progress"),
 			Output:  &github.CheckRunOutput{Title: github.String(title), Summary: github.String(summary)},
 			Actions: checkActions(sess),
 		})
 		if err != nil {
-			return fmt.Errorf("marking the check run in progress: %w", err)
+			return err
 		}
 	}
 	if sess.CheckRunID != 0 && sess.State == store.Done {
 		title, summary := render.DoneCheckRun(sess)
-		_, _, err := c.Checks.UpdateCheckRun(ctx, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
+		err := ghwrite.ConcludeCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 			Name:        CheckRunName,
-			Status:      github.String("completed"),
 			Conclusion:  github.String(render.CheckConclusion(sess.Outcome)),
 			CompletedAt: &github.Timestamp{Time: s.clock.Now()},
 			Output: &github.CheckRunOutput{
@@ -266,7 +265,7 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 			Actions: checkActions(sess),
 		})
 		if err != nil {
-			return fmt.Errorf("concluding the check run: %w", err)
+			return err
 		}
 	}
 	if sess.State == store.Done {
@@ -292,16 +291,16 @@ func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.
 	if progressID == 0 {
 		// An attempt may have posted it and died before recording it.
 		var err error
-		if progressID, err = th.find(ctx, render.SessionMarker(sess.ID)); err != nil {
+		if progressID, err = th.Find(ctx, render.SessionMarker(sess.ID)); err != nil {
 			return err
 		}
 	}
 	if progressID != 0 {
-		return th.edit(ctx, progressID, render.SessionMarker(sess.ID), render.ProgressBody(sess, render.OriginOf(sess), s.cfg.CommandWord, run))
+		return th.Edit(ctx, progressID, render.SessionMarker(sess.ID), render.ProgressBody(sess, render.OriginOf(sess), s.cfg.CommandWord, run))
 	}
 	if sess.State == store.Done && sess.Detail != "" && sess.Outcome != store.Cancelled {
 		// A cancelled session's news is the cancel command's own reply.
-		_, err := th.postOnce(ctx, render.FinalMarker(sess.ID), sess.Detail, true)
+		_, err := th.PostOnce(ctx, render.FinalMarker(sess.ID), sess.Detail, true)
 		return err
 	}
 	return nil
@@ -394,13 +393,5 @@ func (s *Service) syncLabels(ctx context.Context, c *github.Client, sess store.S
 	if sess.Outcome == store.Changed || sess.Outcome == store.NoChange {
 		outcome, other = other, outcome
 	}
-	for _, label := range []string{ti.Label, other} {
-		if _, err := c.Issues.RemoveLabelForIssue(ctx, sess.RepoOwner, sess.RepoName, sess.Number, label); err != nil && !isStatus(err, http.StatusNotFound) {
-			return fmt.Errorf("removing the %s label: %w", label, err)
-		}
-	}
-	if _, _, err := c.Issues.AddLabelsToIssue(ctx, sess.RepoOwner, sess.RepoName, sess.Number, []string{outcome}); err != nil {
-		return fmt.Errorf("adding the %s label: %w", outcome, err)
-	}
-	return nil
+	return ghwrite.SyncLabels(ctx, c.Issues, sess.RepoOwner, sess.RepoName, sess.Number, []string{ti.Label, other}, outcome)
 }

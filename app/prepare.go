@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -140,7 +141,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		if blocker != "" {
 			body = render.WaitingBody(sess, blocker, s.cfg.CommandWord)
 		}
-		id, err := s.thread(c, sess).postOnce(ctx, render.SessionMarker(sess.ID), body, replay)
+		id, err := s.thread(c, sess).PostOnce(ctx, render.SessionMarker(sess.ID), body, replay)
 		if err != nil {
 			return err
 		}
@@ -220,42 +221,34 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 // config says was no trigger at all.
 const reasonNotATrigger = "not_a_trigger"
 
-// react puts 👀 on the comment that asked. GitHub answers 200 instead of
-// 201 for a reaction that exists, so this is idempotent by itself. Labels
-// and repairs have no comment to react to.
+// react puts 👀 on the comment that asked (ghwrite.React). Labels and
+// repairs have no comment to react to.
 func react(ctx context.Context, c *github.Client, sess store.Session) error {
-	var err error
 	switch {
 	case sess.CommentID != 0:
-		_, _, err = c.Reactions.CreateIssueCommentReaction(ctx, sess.RepoOwner, sess.RepoName, sess.CommentID, "eyes")
+		return ghwrite.React(ctx, c.Reactions, sess.RepoOwner, sess.RepoName, sess.CommentID, false)
 	case sess.Info().Review != nil:
-		_, _, err = c.Reactions.CreatePullRequestCommentReaction(ctx, sess.RepoOwner, sess.RepoName, sess.Info().Review.CommentID, "eyes")
-	}
-	if err != nil {
-		return fmt.Errorf("reacting: %w", err)
+		return ghwrite.React(ctx, c.Reactions, sess.RepoOwner, sess.RepoName, sess.Info().Review.CommentID, true)
 	}
 	return nil
 }
 
-func (s *Service) thread(c *github.Client, sess store.Session) thread {
-	t := thread{c: c, owner: sess.RepoOwner, repo: sess.RepoName, number: sess.Number, bot: s.botLogin()}
+// thread is the session's conversation, or the review thread it answers.
+func (s *Service) thread(c *github.Client, sess store.Session) ghwrite.Thread {
+	t := ghwrite.NewThread(c, sess.RepoOwner, sess.RepoName, sess.Number, s.botLogin())
 	if r := sess.Info().Review; r != nil {
-		t.review = r.ThreadID
+		t.Review = r.ThreadID
 	}
 	return t
 }
 
 func (s *Service) botLogin() string { return s.Identity().AppSlug + "[bot]" }
 
+// ensureCheckRun finds or creates the session's queued check run on its
+// head SHA (ghwrite.EnsureCheckRun), its external id the session's.
 func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess store.Session, replay bool) (int64, error) {
-	if replay {
-		id, err := findCheckRun(ctx, c, sess.RepoOwner, sess.RepoName, sess.HeadSHA, CheckRunName, sess.ID)
-		if err != nil || id != 0 {
-			return id, err
-		}
-	}
 	title, summary := render.QueuedCheckRun(sess)
-	cr, _, err := c.Checks.CreateCheckRun(ctx, sess.RepoOwner, sess.RepoName, github.CreateCheckRunOptions{
+	return ghwrite.EnsureCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, github.CreateCheckRunOptions{
 		Name:       CheckRunName,
 		HeadSHA:    sess.HeadSHA,
 		Status:     github.String("queued"),
@@ -265,11 +258,7 @@ func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess sto
 			Title:   github.String(title),
 			Summary: github.String(summary),
 		},
-	})
-	if err != nil {
-		return 0, fmt.Errorf("creating the check run: %w", err)
-	}
-	return cr.GetID(), nil
+	}, replay)
 }
 
 func (s *Service) postReply(ctx context.Context, w *store.Work) error {
@@ -281,8 +270,9 @@ func (s *Service) postReply(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	t := thread{c: c, owner: p.Owner, repo: p.Repo, number: p.Number, review: p.ReviewThread, bot: s.botLogin()}
-	_, err = t.postOnce(ctx, p.Marker, p.Body, w.Attempts > 1)
+	t := ghwrite.NewThread(c, p.Owner, p.Repo, p.Number, s.botLogin())
+	t.Review = p.ReviewThread
+	_, err = t.PostOnce(ctx, p.Marker, p.Body, w.Attempts > 1)
 	return err
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/gather"
+	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -54,7 +56,7 @@ func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, na
 		opts.Page = resp.NextPage
 	}
 	combined, _, err := c.Repositories.GetCombinedStatus(ctx, owner, name, sha, &github.ListOptions{PerPage: 100})
-	if isStatus(err, http.StatusForbidden) {
+	if ghwrite.IsStatus(err, http.StatusForbidden) {
 		// An installation that has not accepted the statuses permission
 		// yet: its check runs still count.
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("commit statuses not readable; grant the App statuses: read")
@@ -115,7 +117,7 @@ func (s *Service) considerRepair(ctx context.Context, w *store.Work) error {
 	}
 	owner, name := f.Repo.Owner, f.Repo.Name
 	repo, _, err := c.Repositories.Get(ctx, owner, name)
-	if isStatus(err, http.StatusNotFound) {
+	if ghwrite.IsStatus(err, http.StatusNotFound) {
 		log.Info().Msg("repair dropped: the repository is gone")
 		return nil
 	}
@@ -256,7 +258,7 @@ func (s *Service) repairDecision(ctx context.Context, c *github.Client, f handle
 		OnOwnCommit: own, ActiveSession: hist.Active, LastRepairEnd: hist.LastEnd, Cooldown: s.cfg.Repair.Cooldown, Now: now,
 	}
 	if matched && facts.PROpen && !facts.Fork && !facts.AuthorIsBot {
-		role, err := roleName(ctx, c, f.Repo.Owner, f.Repo.Name, author.GetLogin())
+		role, err := ghclient.RoleName(ctx, c, f.Repo.Owner, f.Repo.Name, author.GetLogin())
 		if err != nil {
 			return policy.RepairDecision{}, nil, err
 		}

@@ -2,16 +2,14 @@ package app
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"unicode/utf8"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -259,41 +257,7 @@ func changedFiles(m *contract.Manifest) []policy.ChangedFile {
 // commit's and commits it with no author, so GitHub signs it as the App's
 // bot; the requester is credited in a trailer.
 func (s *Service) createCommit(ctx context.Context, c *github.Client, sess store.Session, spec contract.Spec, m *contract.Manifest) (string, error) {
-	owner, repo := sess.RepoOwner, sess.RepoName
-	base, _, err := c.Git.GetCommit(ctx, owner, repo, spec.PinnedSHA)
-	if err != nil {
-		return "", fmt.Errorf("reading the pinned commit: %w", err)
-	}
-	var entries []*github.TreeEntry
-	for _, f := range m.Files {
-		e := &github.TreeEntry{Path: github.String(f.Path), Mode: github.String(string(f.Mode)), Type: github.String("blob")}
-		switch {
-		case f.Deleted:
-			e.Mode = github.String("100644") // GitHub wants a mode even for a deletion; the null sha deletes
-		case utf8.Valid(f.Content):
-			e.Content = github.String(string(f.Content))
-		default:
-			blob, _, err := c.Git.CreateBlob(ctx, owner, repo, &github.Blob{Content: github.String(encodeBase64(f.Content)), Encoding: github.String("base64")})
-			if err != nil {
-				return "", fmt.Errorf("creating a blob: %w", err)
-			}
-			e.SHA = blob.SHA
-		}
-		entries = append(entries, e)
-	}
-	tree, _, err := c.Git.CreateTree(ctx, owner, repo, base.GetTree().GetSHA(), entries)
-	if err != nil {
-		return "", fmt.Errorf("creating the tree: %w", err)
-	}
-	commit, _, err := c.Git.CreateCommit(ctx, owner, repo, &github.Commit{
-		Message: github.String(render.CommitMessage(sess)),
-		Tree:    &github.Tree{SHA: tree.SHA},
-		Parents: []*github.Commit{{SHA: github.String(spec.PinnedSHA)}},
-	}, nil)
-	if err != nil {
-		return "", fmt.Errorf("creating the commit: %w", err)
-	}
-	return commit.GetSHA(), nil
+	return ghwrite.CommitManifest(ctx, c.Git, sess.RepoOwner, sess.RepoName, spec.PinnedSHA, render.CommitMessage(sess), m.Files)
 }
 
 // push puts the commit where it belongs (policy.DecideDestination):
@@ -322,14 +286,12 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 		// An earlier run pushed it and died before recording that.
 		return spec.Target.HeadBranch, sess.Number, nil
 	case policy.OntoPRBranch:
-		_, _, err := c.Git.UpdateRef(ctx, owner, repo, &github.Reference{
-			Ref: github.String("refs/heads/" + spec.Target.HeadBranch), Object: &github.GitObject{SHA: github.String(sess.CommitSHA)},
-		}, false)
-		if err == nil {
-			return spec.Target.HeadBranch, sess.Number, nil
-		}
-		if !isStatus(err, http.StatusUnprocessableEntity) {
+		ok, err := ghwrite.FastForward(ctx, c.Git, owner, repo, spec.Target.HeadBranch, sess.CommitSHA)
+		if err != nil {
 			return "", 0, fmt.Errorf("updating the PR branch: %w", err)
+		}
+		if ok {
+			return spec.Target.HeadBranch, sess.Number, nil
 		}
 		// Not a fast-forward: the head moved after our check.
 		facts.HeadMoved = true
@@ -345,7 +307,7 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 	// The id's random tail, not its time-ordered head: two sessions on one
 	// thread in the same instant must not share a branch.
 	branch := fmt.Sprintf("inspect/%d-%s", sess.Number, sess.ID[len(sess.ID)-8:])
-	if err := ensureBranch(ctx, c, owner, repo, branch, sess.CommitSHA); err != nil {
+	if err := ghwrite.EnsureBranch(ctx, c.Git, owner, repo, branch, sess.CommitSHA); err != nil {
 		return "", 0, err
 	}
 	number, err := s.ensurePR(ctx, c, sess, branch, base, d.Draft, render.PRBody(sess, spec, verified, sum, ev))
@@ -356,58 +318,22 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 	return branch, number, nil
 }
 
-// ensureBranch creates the branch at sha. A branch that exists already is
-// accepted only when it points at sha (a replay); it is never moved.
-func ensureBranch(ctx context.Context, c *github.Client, owner, repo, branch, sha string) error {
-	_, _, err := c.Git.CreateRef(ctx, owner, repo, &github.Reference{Ref: github.String("refs/heads/" + branch), Object: &github.GitObject{SHA: github.String(sha)}})
-	if err == nil {
-		return nil
-	}
-	if !isStatus(err, http.StatusUnprocessableEntity) {
-		return fmt.Errorf("creating branch %s: %w", branch, err)
-	}
-	ref, _, gerr := c.Git.GetRef(ctx, owner, repo, "heads/"+branch)
-	if gerr != nil {
-		return fmt.Errorf("creating branch %s: %w", branch, err)
-	}
-	if ref.GetObject().GetSHA() != sha {
-		return fmt.Errorf("branch %s exists and points at %s, not our commit; refusing to move it", branch, ref.GetObject().GetSHA())
-	}
-	return nil
-}
-
+// ensurePR opens the session's pull request from head into base, or finds
+// the one an earlier try opened (ghwrite.EnsurePR).
 func (s *Service) ensurePR(ctx context.Context, c *github.Client, sess store.Session, head, base string, draft bool, body string) (int, error) {
-	owner, repo := sess.RepoOwner, sess.RepoName
-	pr, _, err := c.PullRequests.Create(ctx, owner, repo, &github.NewPullRequest{
+	return ghwrite.EnsurePR(ctx, c.PullRequests, sess.RepoOwner, sess.RepoName, &github.NewPullRequest{
 		Title: github.String(render.PRTitle(sess)), Head: github.String(head), Base: github.String(base),
 		Body: github.String(body), Draft: github.Bool(draft),
 	})
-	if isStatus(err, http.StatusUnprocessableEntity) {
-		// Most likely a replay: it was opened already. Find it.
-		open, _, lerr := c.PullRequests.List(ctx, owner, repo, &github.PullRequestListOptions{State: "open", Head: owner + ":" + head, Base: base})
-		if lerr != nil {
-			return 0, fmt.Errorf("listing pull requests: %w", lerr)
-		}
-		if len(open) > 0 {
-			return open[0].GetNumber(), nil
-		}
-	}
-	if err != nil {
-		return 0, fmt.Errorf("opening the pull request: %w", err)
-	}
-	return pr.GetNumber(), nil
 }
 
 // requestReview asks the requester to review. GitHub refuses a review
 // request to a PR's own author (422); the PR body already @-mentions them.
 func (s *Service) requestReview(ctx context.Context, c *github.Client, sess store.Session, number int) {
-	_, _, err := c.PullRequests.RequestReviewers(ctx, sess.RepoOwner, sess.RepoName, number, github.ReviewersRequest{Reviewers: []string{sess.RequesterLogin}})
-	if err != nil && !isStatus(err, http.StatusUnprocessableEntity) {
+	if err := ghwrite.RequestReview(ctx, c.PullRequests, sess.RepoOwner, sess.RepoName, number, sess.RequesterLogin); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("requesting a review failed")
 	}
 }
-
-func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 // annotateFailures puts one annotation per failing test (with a file and a
 // line) on the check run, so a reviewer sees them in the diff. Best effort:
@@ -418,7 +344,7 @@ func (s *Service) annotateFailures(ctx context.Context, c *github.Client, sess s
 	}
 	var anns []*github.CheckRunAnnotation
 	for _, f := range ev.Tests.Failures {
-		if f.File == "" || f.Line <= 0 || len(anns) == 50 { // GitHub takes 50 per request
+		if f.File == "" || f.Line <= 0 || len(anns) == ghwrite.MaxAnnotations {
 			continue
 		}
 		title, msg := render.FailureAnnotation(f)
@@ -431,15 +357,7 @@ func (s *Service) annotateFailures(ctx context.Context, c *github.Client, sess s
 		return
 	}
 	title, summary := render.FailedTestsCheckRun(*ev.Tests)
-	_, _, err := c.Checks.UpdateCheckRun(ctx, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
-		Name: CheckRunName,
-		Output: &github.CheckRunOutput{
-			Title:       github.String(title),
-			Summary:     github.String(summary),
-			Annotations: anns,
-		},
-	})
-	if err != nil {
+	if err := ghwrite.AnnotateCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, CheckRunName, title, summary, anns); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("annotating the check run failed")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/images"
@@ -199,7 +200,7 @@ func isGone(err error) bool {
 	if err == nil || errors.As(err, &rate) || errors.As(err, &abuse) {
 		return false
 	}
-	return isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusForbidden)
+	return ghwrite.IsStatus(err, http.StatusNotFound) || ghwrite.IsStatus(err, http.StatusForbidden)
 }
 
 // snapshotTarget is what a snapshot build of a repo builds: the default

@@ -2,8 +2,9 @@
 // own (JWT) client, one cached client per installation, and clients for
 // tokens the App minted, all with their REST requests going through the
 // outbound limiter, whose store-backed write budget it also wires. It owns
-// key parsing and the transport chain; it must not make requests of its
-// own or decide what to write to GitHub (that is the engine's).
+// key parsing and the transport chain, and RoleName, a read go-github
+// cannot decode. It must not make requests of its own accord or write to
+// GitHub (the writes are app/ghwrite's, what to write is the engine's).
 package ghclient
 
 import (

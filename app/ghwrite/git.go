@@ -1,0 +1,111 @@
+package ghwrite
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/google/go-github/v62/github"
+
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// GitData is what CommitManifest needs of *github.GitService.
+type GitData interface {
+	GetCommit(ctx context.Context, owner, repo, sha string) (*github.Commit, *github.Response, error)
+	CreateBlob(ctx context.Context, owner, repo string, blob *github.Blob) (*github.Blob, *github.Response, error)
+	CreateTree(ctx context.Context, owner, repo, baseTree string, entries []*github.TreeEntry) (*github.Tree, *github.Response, error)
+	CreateCommit(ctx context.Context, owner, repo string, commit *github.Commit, opts *github.CreateCommitOptions) (*github.Commit, *github.Response, error)
+}
+
+// RefCreator is what EnsureBranch needs of *github.GitService.
+type RefCreator interface {
+	CreateRef(ctx context.Context, owner, repo string, ref *github.Reference) (*github.Reference, *github.Response, error)
+	GetRef(ctx context.Context, owner, repo, ref string) (*github.Reference, *github.Response, error)
+}
+
+// RefUpdater is what FastForward needs of *github.GitService.
+type RefUpdater interface {
+	UpdateRef(ctx context.Context, owner, repo string, ref *github.Reference, force bool) (*github.Reference, *github.Response, error)
+}
+
+// CommitManifest builds one tree from files on top of the pinned commit's
+// and commits it with message and no author, so GitHub signs it as the
+// App's bot. It returns the new commit's SHA. Git objects are content
+// addressed, so a replay makes the same objects again, harmlessly; the
+// caller records the SHA so that it is made once.
+func CommitManifest(ctx context.Context, git GitData, owner, repo, pinnedSHA, message string, files []contract.FileChange) (string, error) {
+	base, _, err := git.GetCommit(ctx, owner, repo, pinnedSHA)
+	if err != nil {
+		return "", fmt.Errorf("reading the pinned commit: %w", err)
+	}
+	var entries []*github.TreeEntry
+	for _, f := range files {
+		e := &github.TreeEntry{Path: github.String(f.Path), Mode: github.String(string(f.Mode)), Type: github.String("blob")}
+		switch {
+		case f.Deleted:
+			e.Mode = github.String("100644") // GitHub wants a mode even for a deletion; the null sha deletes
+		case utf8.Valid(f.Content):
+			e.Content = github.String(string(f.Content))
+		default:
+			blob, _, err := git.CreateBlob(ctx, owner, repo, &github.Blob{Content: github.String(base64.StdEncoding.EncodeToString(f.Content)), Encoding: github.String("base64")})
+			if err != nil {
+				return "", fmt.Errorf("creating a blob: %w", err)
+			}
+			e.SHA = blob.SHA
+		}
+		entries = append(entries, e)
+	}
+	tree, _, err := git.CreateTree(ctx, owner, repo, base.GetTree().GetSHA(), entries)
+	if err != nil {
+		return "", fmt.Errorf("creating the tree: %w", err)
+	}
+	commit, _, err := git.CreateCommit(ctx, owner, repo, &github.Commit{
+		Message: github.String(message),
+		Tree:    &github.Tree{SHA: tree.SHA},
+		Parents: []*github.Commit{{SHA: github.String(pinnedSHA)}},
+	}, nil)
+	if err != nil {
+		return "", fmt.Errorf("creating the commit: %w", err)
+	}
+	return commit.GetSHA(), nil
+}
+
+// EnsureBranch creates the branch at sha. A branch that exists already is
+// accepted only when it points at sha (a replay); it is never moved.
+func EnsureBranch(ctx context.Context, git RefCreator, owner, repo, branch, sha string) error {
+	_, _, err := git.CreateRef(ctx, owner, repo, &github.Reference{Ref: github.String("refs/heads/" + branch), Object: &github.GitObject{SHA: github.String(sha)}})
+	if err == nil {
+		return nil
+	}
+	if !IsStatus(err, http.StatusUnprocessableEntity) {
+		return fmt.Errorf("creating branch %s: %w", branch, err)
+	}
+	ref, _, gerr := git.GetRef(ctx, owner, repo, "heads/"+branch)
+	if gerr != nil {
+		return fmt.Errorf("creating branch %s: %w", branch, err)
+	}
+	if ref.GetObject().GetSHA() != sha {
+		return fmt.Errorf("branch %s exists and points at %s, not our commit; refusing to move it", branch, ref.GetObject().GetSHA())
+	}
+	return nil
+}
+
+// FastForward moves branch to sha if that is a fast-forward. GitHub's 422
+// (not a fast-forward: the branch moved) is ok=false and no error; any
+// other error is GitHub's, not wrapped, for the caller to say which
+// branch it was. A replay after a fast-forward is a no-op update.
+func FastForward(ctx context.Context, git RefUpdater, owner, repo, branch, sha string) (bool, error) {
+	_, _, err := git.UpdateRef(ctx, owner, repo, &github.Reference{
+		Ref: github.String("refs/heads/" + branch), Object: &github.GitObject{SHA: github.String(sha)},
+	}, false)
+	switch {
+	case err == nil:
+		return true, nil
+	case IsStatus(err, http.StatusUnprocessableEntity):
+		return false, nil
+	}
+	return false, err
+}

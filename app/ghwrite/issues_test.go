@@ -1,0 +1,102 @@
+package ghwrite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/google/go-github/v62/github"
+)
+
+// fakeLabels takes labels off and puts them on, failing as told.
+type fakeLabels struct {
+	removeErr map[string]error
+	addErr    error
+	calls     []string
+}
+
+func (f *fakeLabels) RemoveLabelForIssue(_ context.Context, _, _ string, number int, label string) (*github.Response, error) {
+	f.calls = append(f.calls, fmt.Sprintf("remove %s from #%d", label, number))
+	return nil, f.removeErr[label]
+}
+
+func (f *fakeLabels) AddLabelsToIssue(_ context.Context, _, _ string, number int, labels []string) ([]*github.Label, *github.Response, error) {
+	f.calls = append(f.calls, fmt.Sprintf("add %v to #%d", labels, number))
+	return nil, nil, f.addErr
+}
+
+func TestSyncLabels(t *testing.T) {
+	boom := errors.New("boom")
+	all := []string{"remove inspect from #3", "remove inspect:failed from #3", "add [inspect:done] to #3"}
+	tests := []struct {
+		name      string
+		labels    fakeLabels
+		wantErr   string
+		wantCalls []string
+	}{
+		{name: "both off, one on", wantCalls: all},
+		{name: "a label that is not there is fine", labels: fakeLabels{removeErr: map[string]error{"inspect:failed": statusErr(http.StatusNotFound)}}, wantCalls: all},
+		{name: "a failed removal stops before the add", labels: fakeLabels{removeErr: map[string]error{"inspect": boom}},
+			wantErr: "removing the inspect label: boom", wantCalls: all[:1]},
+		{name: "a failed add", labels: fakeLabels{addErr: boom}, wantErr: "adding the inspect:done label: boom", wantCalls: all},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			labels := &tt.labels
+			err := SyncLabels(context.Background(), labels, "o", "r", 3, []string{"inspect", "inspect:failed"}, "inspect:done")
+			if errText(err) != tt.wantErr {
+				t.Errorf("SyncLabels error %q, want %q", errText(err), tt.wantErr)
+			}
+			if !slices.Equal(labels.calls, tt.wantCalls) {
+				t.Errorf("calls %q, want %q", labels.calls, tt.wantCalls)
+			}
+		})
+	}
+}
+
+// fakeReactions records the reactions asked for.
+type fakeReactions struct {
+	calls []string
+	err   error
+}
+
+func (f *fakeReactions) CreateIssueCommentReaction(_ context.Context, _, _ string, id int64, content string) (*github.Reaction, *github.Response, error) {
+	f.calls = append(f.calls, fmt.Sprintf("issue comment %d %s", id, content))
+	return nil, nil, f.err
+}
+
+func (f *fakeReactions) CreatePullRequestCommentReaction(_ context.Context, _, _ string, id int64, content string) (*github.Reaction, *github.Response, error) {
+	f.calls = append(f.calls, fmt.Sprintf("review comment %d %s", id, content))
+	return nil, nil, f.err
+}
+
+func TestReact(t *testing.T) {
+	for _, tt := range []struct {
+		inReview bool
+		want     string
+	}{{false, "issue comment 5 eyes"}, {true, "review comment 5 eyes"}} {
+		r := &fakeReactions{}
+		if err := React(context.Background(), r, "o", "r", 5, tt.inReview); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(r.calls, []string{tt.want}) {
+			t.Errorf("inReview=%v: calls %q, want %q", tt.inReview, r.calls, tt.want)
+		}
+	}
+	if err := React(context.Background(), &fakeReactions{err: errors.New("boom")}, "o", "r", 5, false); errText(err) != "reacting: boom" {
+		t.Errorf("React error %v", err)
+	}
+}
+
+func TestIsStatus(t *testing.T) {
+	wrapped := fmt.Errorf("doing it: %w", statusErr(http.StatusNotFound))
+	if !IsStatus(wrapped, http.StatusNotFound) || IsStatus(wrapped, http.StatusUnprocessableEntity) {
+		t.Error("IsStatus does not read the status through wrapping")
+	}
+	if IsStatus(errors.New("404"), http.StatusNotFound) || IsStatus(nil, http.StatusNotFound) || IsStatus(&github.ErrorResponse{}, 0) {
+		t.Error("IsStatus says yes to an error that is not GitHub's answer")
+	}
+}

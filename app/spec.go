@@ -111,7 +111,7 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	spec.Verify = cfg.VerifyCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Setup = cfg.SetupCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Env = cfg.Env
-	spec.Snapshot = s.pinSnapshot(ctx, sess, cfg, timeout)
+	spec.Snapshot = s.snapshots.Pin(ctx, sess.FullName(), cfg, timeout)
 	spec.Limits = contract.Limits{
 		Deadline: s.clock.Now().Add(timeout).UTC().Truncate(time.Second), Timeout: contract.Duration(timeout),
 		MaxOutputBytes: 64 << 10, MaxChangedFiles: maxFiles, MaxChangeBytes: s.cfg.Sessions.MaxChangeBytes,

@@ -77,7 +77,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	if err := s.scheduleSnapshots(ctx, sess.InstallationID, sess.RepoID, repo.GetFullName(), repoCfg); err != nil {
+	if err := s.snapshots.Schedule(ctx, sess.InstallationID, sess.RepoID, repo.GetFullName(), repoCfg); err != nil {
 		return err
 	}
 

@@ -47,7 +47,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 	// Snapshot scheduling is once per repo per refresh across the fleet by
 	// itself: ScheduleSnapshotBuilds claims each repo's next build under a
 	// lock.
-	if err := s.queueSnapshotBuilds(ctx); err != nil {
+	if err := s.snapshots.QueueBuilds(ctx); err != nil {
 		return err
 	}
 	// The grace lets a supervisor that stopped at the deadline still upload

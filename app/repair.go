@@ -133,7 +133,7 @@ func (s *Service) considerRepair(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	if err := s.scheduleSnapshots(ctx, f.InstallationID, f.Repo.ID, repo.GetFullName(), cfg); err != nil {
+	if err := s.snapshots.Schedule(ctx, f.InstallationID, f.Repo.ID, repo.GetFullName(), cfg); err != nil {
 		return err
 	}
 	if !cfg.RepairEnabled() || repo.GetArchived() {

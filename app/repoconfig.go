@@ -20,7 +20,7 @@ import (
 // from (cachedRepoConfig, memoised parses), the fresh read every session and
 // config push makes (loadRepoConfig), and the config a session runs under
 // (sessionRepoConfig). Loading never schedules anything: callers keep the
-// snapshot schedule in step explicitly (scheduleSnapshots, snapshots.go).
+// snapshot schedule in step explicitly (snapshots.Scheduler.Schedule).
 
 // cachedRepoConfig is the repo's config as the cache knows it, for
 // decisions in the request: known is false on a miss (a row older than
@@ -84,7 +84,7 @@ func (p *parsedConfigs) get(e store.RepoConfigEntry) (config.Repo, bool) {
 // loadRepoConfig reads the config from the default branch and refreshes the
 // cache, as every session does. It does nothing else: each caller that
 // read a good config keeps the snapshot schedule in step with it itself
-// (scheduleSnapshots), so that no read hides a write.
+// (snapshots.Scheduler.Schedule), so that no read hides a write.
 // fetchStart orders concurrent refreshes (see store.PutRepoConfig).
 func (s *Service) loadRepoConfig(ctx context.Context, c *github.Client, repoID int64, repo *github.Repository, fetchStart time.Time) (config.Repo, error) {
 	loaded, err := s.loader.Load(ctx, c, repo.GetOwner().GetLogin(), repo.GetName(), repo.GetDefaultBranch())
@@ -137,7 +137,7 @@ func (s *Service) refreshFromPush(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	return s.scheduleSnapshots(ctx, p.InstallationID, p.Repo.ID, repo.GetFullName(), cfg)
+	return s.snapshots.Schedule(ctx, p.InstallationID, p.Repo.ID, repo.GetFullName(), cfg)
 }
 
 // sessionRepoConfig is the repo config a session runs under: the cached
@@ -158,7 +158,7 @@ func (s *Service) sessionRepoConfig(ctx context.Context, c *github.Client, sess 
 		if err != nil {
 			return config.Repo{}, err
 		}
-		if err := s.scheduleSnapshots(ctx, sess.InstallationID, sess.RepoID, repo.GetFullName(), cfg); err != nil {
+		if err := s.snapshots.Schedule(ctx, sess.InstallationID, sess.RepoID, repo.GetFullName(), cfg); err != nil {
 			return config.Repo{}, err
 		}
 		return cfg, nil

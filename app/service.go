@@ -18,6 +18,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/fleet"
 	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/snapshots"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
@@ -41,12 +42,9 @@ type Service struct {
 	executor   Executor
 	channelURL string
 	tokens     repoTokens
-	snapStore  snapshotStore
-	// buildSnapshotFn builds snapshots (Options.SnapshotBuilder).
-	buildSnapshotFn SnapshotBuilder
-	// snapshotExec starts snapshot builds on the executor (Options).
-	snapshotExec Executor
-	version      string
+	// snapshots is the snapshot scheduler (app/snapshots).
+	snapshots *snapshots.Scheduler
+	version   string
 	// fleet is this replica's membership of the fleet: heartbeats, the
 	// periodic schedule, the redelivery sweep.
 	fleet *fleet.Fleet
@@ -92,8 +90,7 @@ func NewService(o Options) *Service {
 		cfg: o.Config, store: o.Store, gh: o.GitHub, clock: o.Clock, log: o.Logger,
 		loader: config.NewRepoLoader(), wake: make(chan struct{}, 1), WorkerName: o.WorkerName,
 		executor: o.Executor, channelURL: o.ChannelURL,
-		buildSnapshotFn: o.SnapshotBuilder, version: o.Version, snapshotExec: o.SnapshotExecutor,
-		fleet: newFleet(o),
+		version: o.Version, fleet: newFleet(o),
 	}
 	if s.version == "" {
 		s.version = "dev"
@@ -101,6 +98,7 @@ func NewService(o Options) *Service {
 	if s.channelURL == "" {
 		s.channelURL = o.Config.ChannelURL
 	}
+	s.snapshots = s.newSnapshots(o)
 	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})
 	return s
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-github/v62/github"
 
 	"github.com/inspecthq/inspect/app/gather"
+	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -111,7 +112,7 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	spec.Verify = cfg.VerifyCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Setup = cfg.SetupCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Env = cfg.Env
-	spec.Snapshot = s.pinSnapshot(ctx, sess, cfg, timeout)
+	spec.Snapshot = s.snapshots.Pin(ctx, sess.FullName(), cfg, timeout)
 	spec.Limits = contract.Limits{
 		Deadline: s.clock.Now().Add(timeout).UTC().Truncate(time.Second), Timeout: contract.Duration(timeout),
 		MaxOutputBytes: 64 << 10, MaxChangedFiles: maxFiles, MaxChangeBytes: s.cfg.Sessions.MaxChangeBytes,
@@ -128,7 +129,7 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 // gatherer gathers a session's context with the store, our bot's login and
 // the app's GitHub reads it needs.
 func (s *Service) gatherer() gather.Gatherer {
-	return gather.Gatherer{Store: s.store, Bot: s.botLogin(), RoleName: roleName, FailingChecks: s.failingChecks}
+	return gather.Gatherer{Store: s.store, Bot: s.botLogin(), RoleName: ghclient.RoleName, FailingChecks: s.failingChecks}
 }
 
 // openedByInspect says whether Inspect opened the pull request.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/snapshots"
 	"github.com/inspecthq/inspect/app/store"
 )
 
@@ -100,7 +101,7 @@ func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 	if w.Kind == store.BuildSnapshot {
 		// A build takes minutes: hold it for as long as it may run, so no
 		// other worker starts it again meanwhile.
-		lease = snapshotBuildLease
+		lease = snapshots.BuildLease
 		if err := s.store.ExtendLease(ctx, w, now.Add(lease), now); err != nil {
 			return true, err
 		}
@@ -183,11 +184,11 @@ func (s *Service) runWork(ctx context.Context, w *store.Work) error {
 	case store.CollectResult:
 		return s.collectResult(ctx, w)
 	case store.BuildSnapshot:
-		return s.buildSnapshot(ctx, w)
+		return s.snapshots.BuildWork(ctx, w)
 	case store.ConsiderRepair:
 		return s.considerRepair(ctx, w)
 	case store.CollectSnapshots:
-		return s.collectSnapshotsWork(ctx, w)
+		return s.snapshots.CollectWork(ctx, w)
 	}
 	// Unknown kinds come only from a newer replica's schema; failing them
 	// leaves them visible rather than silently done.

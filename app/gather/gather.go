@@ -12,13 +12,13 @@ package gather
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/google/go-github/v62/github"
 
+	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -139,7 +139,7 @@ func OpenedByInspect(pr *github.PullRequest, bot string) bool {
 // merged by its writers, so it is not marked untrusted.
 func DefaultBranchAgentsMD(ctx context.Context, c *github.Client, owner, repo, branch string) ([]contract.ContextItem, error) {
 	f, _, _, err := c.Repositories.GetContents(ctx, owner, repo, "AGENTS.md", &github.RepositoryContentGetOptions{Ref: branch})
-	if isStatus(err, http.StatusNotFound) || (err == nil && f == nil) {
+	if ghwrite.IsStatus(err, http.StatusNotFound) || (err == nil && f == nil) {
 		return nil, nil // no file (or a directory of that name)
 	}
 	if err != nil {
@@ -150,14 +150,6 @@ func DefaultBranchAgentsMD(ctx context.Context, c *github.Client, owner, repo, b
 		return nil, fmt.Errorf("decoding AGENTS.md: %w", err)
 	}
 	return []contract.ContextItem{{Kind: contract.ContextAgentsMD, Source: "AGENTS.md@" + branch, Text: clip(text)}}, nil
-}
-
-// isStatus says whether err is GitHub's answer with that HTTP status. It
-// is app's check of the same name, kept here so this package needs no
-// writer's; the two can become one when a shared GitHub helper exists.
-func isStatus(err error, code int) bool {
-	var er *github.ErrorResponse
-	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == code
 }
 
 // clip makes untrusted text fit one context item.

@@ -143,6 +143,7 @@ func TestTheRulesCatchEachArrow(t *testing.T) {
 		{"app", module + "runner/buildkite"},
 		{"app", module + "runner/supervisor"},
 		{"app/channel", module + "runner/supervisor"},
+		{"app/snapshots", module + "runner/supervisor"},
 		{"policy", "github.com/rs/zerolog"},
 		{"policy", module + "config"},
 		{"handlers", module + "runner/contract"},

@@ -1,0 +1,235 @@
+// Package snapshots is the snapshot scheduler: it opens the snapshot store,
+// pins a repo's newest snapshot into a session's spec, keeps the build
+// schedule in step with each repo's config, queues the builds that are due
+// (one at a time across the fleet), runs a build (in this process, or as an
+// attempt on the snapshot executor, decision 0012) and collects old
+// snapshots.
+//
+// It decides when and what to build; it must not act on sessions. What is
+// the engine's (reading a repo's config and refreshing its cache, minting
+// and revoking read tokens, GitHub's installation clients, waking the
+// workers) it asks of the Engine it declares, which package app
+// implements. It must not import package app, nor a concrete executor
+// (runner/local, runner/buildkite, runner/supervisor): cmd/ hands it a
+// runner.SnapshotBuilder and a runner.Executor.
+package snapshots
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/images"
+	"github.com/inspecthq/inspect/runner"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// BuildLease bounds one snapshot build: past it, a build that never
+// reported is presumed dead and the repo may build again. The worker that
+// runs a BuildSnapshot item holds it for as long.
+const BuildLease = time.Hour
+
+// Store is the part of the store the scheduler uses (*store.Store): the
+// snapshot schedule, and the attempts of builds on the executor.
+type Store interface {
+	WantSnapshots(ctx context.Context, repoID int64, fullName string, installationID int64, now time.Time) error
+	ForgetSnapshots(ctx context.Context, repoID int64) error
+	ScheduleSnapshotBuilds(ctx context.Context, now time.Time, every, lease time.Duration, maxBuilding int) (int, error)
+	GetSnapshotRepo(ctx context.Context, repoID int64) (store.SnapshotRepo, error)
+	StartSnapshotBuild(ctx context.Context, repoID int64, until, now time.Time) error
+	SetSnapshotAttempt(ctx context.Context, repoID int64, attemptID string, now time.Time) error
+	FinishSnapshotBuild(ctx context.Context, repoID int64, digest, buildErr string, now time.Time) error
+	CreateAttempt(ctx context.Context, a store.Attempt, claimCode string, now time.Time) error
+	SetAttemptExternalID(ctx context.Context, id, externalID string, now time.Time) error
+	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
+	EndAttempt(ctx context.Context, id string, now time.Time) error
+}
+
+// Engine is what the scheduler asks of the session engine.
+type Engine interface {
+	// Installation is a client for the installation (ghclient).
+	Installation(ctx context.Context, installationID int64) (*github.Client, error)
+	// LoadRepoConfig reads the repo's config at its default branch and
+	// refreshes the cache with it, as a session does; fetchStart orders
+	// concurrent refreshes. It schedules nothing: the scheduler keeps the
+	// schedule in step itself (Schedule).
+	LoadRepoConfig(ctx context.Context, c *github.Client, repoID int64, repo *github.Repository, fetchStart time.Time) (config.Repo, error)
+	// MintReadToken mints a read-only token for one repository, for a
+	// build's clone; the caller revokes it (RevokeReadToken).
+	MintReadToken(ctx context.Context, installationID, repoID int64) (token string, expiresAt time.Time, err error)
+	// RevokeReadToken revokes a token MintReadToken minted. Best effort.
+	RevokeReadToken(ctx context.Context, installationID int64, token string, expiresAt time.Time)
+	// RevokeAttemptTokens revokes the tokens minted for an attempt over the
+	// session channel. Best effort.
+	RevokeAttemptTokens(ctx context.Context, attemptID string)
+	// WakeWorkers tells the engine's workers there is work.
+	WakeWorkers(ctx context.Context)
+}
+
+// Clock is where the scheduler reads the time, so tests can drive it.
+type Clock interface {
+	Now() time.Time
+}
+
+// Options are a Scheduler's parts.
+type Options struct {
+	Store  Store
+	Engine Engine
+	Clock  Clock
+	// Snapshots is the server's snapshots section; Store "" turns
+	// snapshots off.
+	Snapshots config.Snapshots
+	// CommandTimeout bounds each setup command (sessions.command_timeout);
+	// SessionTimeout bounds a build on the executor (sessions.timeout).
+	CommandTimeout, SessionTimeout time.Duration
+	// ExecutorKind (executor.kind) is named in the error of a build that
+	// has nowhere to run; WorkDir (executor.work_dir) is where a build in
+	// this process works.
+	ExecutorKind, WorkDir string
+	// WebURL is GitHub's web address (github.web_url), for clone URLs.
+	WebURL string
+	// Builder builds snapshots in this process (supervisor.BuildSnapshot
+	// with the local executor).
+	Builder runner.SnapshotBuilder
+	// Executor, when set and Builder is not, starts builds as attempts on
+	// the executor (Buildkite); ChannelURL is where their supervisor
+	// fetches its job.
+	Executor   runner.Executor
+	ChannelURL string
+	// Version is `inspect version`, for snapshot labels.
+	Version string
+	// NewID names a build's attempt.
+	NewID func() string
+}
+
+// Scheduler is the snapshot scheduler.
+type Scheduler struct {
+	store          Store
+	engine         Engine
+	clock          Clock
+	cfg            config.Snapshots
+	commandTimeout time.Duration
+	sessionTimeout time.Duration
+	executorKind   string
+	workDir        string
+	webURL         string
+	build          runner.SnapshotBuilder
+	exec           runner.Executor
+	channelURL     string
+	version        string
+	newID          func() string
+	opened         openedStore
+}
+
+// New wires a Scheduler.
+func New(o Options) *Scheduler {
+	return &Scheduler{
+		store: o.Store, engine: o.Engine, clock: o.Clock, cfg: o.Snapshots,
+		commandTimeout: o.CommandTimeout, sessionTimeout: o.SessionTimeout,
+		executorKind: o.ExecutorKind, workDir: o.WorkDir, webURL: o.WebURL,
+		build: o.Builder, exec: o.Executor, channelURL: o.ChannelURL, version: o.Version, newID: o.NewID,
+	}
+}
+
+// openedStore is the configured snapshot store, opened on first use.
+type openedStore struct {
+	once  sync.Once
+	name  string // as the spec names it: a layout's path made absolute
+	store images.Store
+	err   error
+}
+
+// open is the snapshot store; nil without an error when snapshots are off.
+func (s *Scheduler) open() (images.Store, string, error) {
+	if s.cfg.Store == "" {
+		return nil, "", nil
+	}
+	s.opened.once.Do(func() {
+		name := s.cfg.Store
+		if dir, ok := strings.CutPrefix(name, images.LayoutPrefix); ok && !filepath.IsAbs(dir) {
+			// config.Load makes it absolute; a Service built from
+			// config.Defaults() (tests, the demo) gets the same here.
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				s.opened.err = err
+				return
+			}
+			name = images.LayoutPrefix + abs
+		}
+		s.opened.name = name
+		s.opened.store, s.opened.err = images.OpenStore(name)
+	})
+	return s.opened.store, s.opened.name, s.opened.err
+}
+
+// Pin gives the spec the repo's caches and snapshot setup, and pins its
+// newest snapshot by digest when there is one. nil means the repo asks for
+// no snapshot. Without a digest the session clones cold and runs the setup
+// itself: snapshots are off, the repo has none yet, or the store cannot be
+// read (a snapshot only makes a session faster, so its absence never stops
+// one; it is logged). timeout is the session's.
+func (s *Scheduler) Pin(ctx context.Context, fullName string, cfg config.Repo, timeout time.Duration) *contract.Snapshot {
+	if !cfg.WantsSnapshots() {
+		return nil
+	}
+	out := &contract.Snapshot{
+		Caches: cfg.SnapshotCaches(),
+		Setup:  cfg.SnapshotSetupCommands(s.commandTimeout, timeout),
+	}
+	st, storeName, err := s.open()
+	if st == nil || err != nil {
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("snapshot store unavailable; cold clone")
+		}
+		return out
+	}
+	snap, err := st.Latest(ctx, fullName)
+	switch {
+	case errors.Is(err, images.ErrNoSnapshot):
+	case err != nil:
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("resolving the newest snapshot failed; cold clone")
+	default:
+		out.Store, out.Digest = storeName, snap.Digest.String()
+	}
+	return out
+}
+
+// Schedule keeps the snapshot schedule in step with a repo's config, each
+// time it is read: a repo that asks for snapshots is on it (due at once
+// when new), one that no longer does is taken off.
+func (s *Scheduler) Schedule(ctx context.Context, installationID, repoID int64, fullName string, cfg config.Repo) error {
+	if s.cfg.Store == "" || repoID == 0 {
+		return nil
+	}
+	if cfg.WantsSnapshots() && cfg.IsEnabled() {
+		return s.store.WantSnapshots(ctx, repoID, fullName, installationID, s.clock.Now())
+	}
+	return s.store.ForgetSnapshots(ctx, repoID)
+}
+
+// QueueBuilds queues a build for each repo whose snapshot is due
+// (snapshots.refresh, or sooner after a push to its default branch).
+func (s *Scheduler) QueueBuilds(ctx context.Context) error {
+	if s.cfg.Store == "" {
+		return nil
+	}
+	// One build at a time across the fleet: each holds a worker for as long
+	// as it runs, and sessions need the workers.
+	n, err := s.store.ScheduleSnapshotBuilds(ctx, s.clock.Now(), s.cfg.Refresh, BuildLease, 1)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		zerolog.Ctx(ctx).Info().Int("builds", n).Msg("snapshot builds queued")
+		s.engine.WakeWorkers(ctx)
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/fleet"
+	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 )
@@ -22,7 +23,7 @@ func newFleet(o Options) *fleet.Fleet {
 	return fleet.New(fleet.Options{
 		Name: o.WorkerName, Store: o.Store, GitHub: o.GitHub, Clock: o.Clock, Logger: o.Logger,
 		ClassifyError: func(err error, now time.Time) (time.Duration, bool) {
-			wait, refusal := classifyAPIError(err, now)
+			wait, refusal := ghclient.ClassifyError(err, now)
 			return wait, refusal != nil
 		},
 		Heartbeat: o.Config.Workers.Heartbeat, ReplicaTimeout: o.Config.Workers.ReplicaTimeout,

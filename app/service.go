@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -127,18 +126,9 @@ func (s *Service) ResolveIdentity(ctx context.Context) error {
 	return nil
 }
 
-// StoreError is a failure to persist; the server answers 503 so GitHub
-// records a failed delivery that can be redelivered.
-type StoreError struct{ Err error }
-
-func (e *StoreError) Error() string { return "store unavailable: " + e.Err.Error() }
-func (e *StoreError) Unwrap() error { return e.Err }
-
-// IsStoreError reports whether err is a StoreError.
-func IsStoreError(err error) bool {
-	var se *StoreError
-	return errors.As(err, &se)
-}
+// StoreError is handlers.StoreError: what a sink returns when it could
+// not persist (503, so GitHub can redeliver).
+type StoreError = handlers.StoreError
 
 // idEncoding keeps byte order in string order (0-9 then a-v).
 var idEncoding = base32.HexEncoding.WithPadding(base32.NoPadding)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 )
@@ -80,7 +81,7 @@ func (s *Service) endIf(ctx context.Context, id string, cond func(*store.Session
 // stuck: the session is done with outcome error, and a sync (with its own
 // retries, since GitHub may be why we failed) tells the requester and
 // concludes the check run.
-func (s *Service) giveUp(ctx context.Context, w *store.Work, refusal *apiRefusal) {
+func (s *Service) giveUp(ctx context.Context, w *store.Work, refusal *ghclient.Refusal) {
 	if w.SessionID == "" || w.Kind == store.SyncSession {
 		return
 	}
@@ -91,7 +92,7 @@ func (s *Service) giveUp(ctx context.Context, w *store.Work, refusal *apiRefusal
 		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "internal_error"
 		x.Detail = render.ErrorReply(*x)
 		if refusal != nil && x.CommitSHA == "" {
-			x.Reason, x.Detail = "api_refused", render.RefusalReply(x.RequesterLogin, refusal.service, refusal.status, refusal.message)
+			x.Reason, x.Detail = "api_refused", render.RefusalReply(x.RequesterLogin, refusal.Service, refusal.Status, refusal.Message)
 		}
 		return nil
 	}, store.NewWork{Kind: store.SyncSession})

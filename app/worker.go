@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/snapshots"
 	"github.com/inspecthq/inspect/app/store"
 )
@@ -116,7 +117,7 @@ func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 	defer cancelBook()
 	now = s.clock.Now()
 	var wait *postponed
-	rateWait, refusal := classifyAPIError(runErr, now)
+	rateWait, refusal := ghclient.ClassifyError(runErr, now)
 	switch {
 	case runErr == nil:
 		err = s.store.Complete(book, w, now)
@@ -131,7 +132,7 @@ func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 		// Not the work's fault: wait out the limit, uncounted.
 		log.Warn().Err(runErr).Dur("retry_in", rateWait).Msg("rate limited; work waits")
 		err = s.store.Postpone(book, w, now, now.Add(rateWait))
-	case refusal != nil && (refusal.final || w.Attempts >= s.cfg.Workers.MaxAttempts):
+	case refusal != nil && (refusal.Final || w.Attempts >= s.cfg.Workers.MaxAttempts):
 		log.Error().Err(runErr).Msg("work refused for good")
 		s.giveUp(log.WithContext(book), w, refusal)
 		err = s.store.Fail(book, w, now, runErr.Error())

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+
 	json "github.com/goccy/go-json"
 
 	"github.com/rs/zerolog"

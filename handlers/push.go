@@ -2,9 +2,10 @@ package handlers
 
 import (
 	"context"
-	json "github.com/goccy/go-json"
 	"slices"
 	"strings"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/inspecthq/inspect/config"
 )

@@ -116,6 +116,13 @@ type (
 	ResultFetcher interface {
 		FetchResult(ctx context.Context, externalID string) (evidence, manifest []byte, err error)
 	}
+	// Closer stops every attempt the executor runs on this host, when the
+	// app drains (the local executor's children): their supervisors get
+	// SIGTERM while the channel still answers, so they upload partial
+	// evidence.
+	Closer interface {
+		Close(ctx context.Context) error
+	}
 	// RunAnnotator writes the session's outcome onto the executor's run
 	// (a Buildkite build's annotation).
 	RunAnnotator interface {

@@ -1,4 +1,4 @@
-package app
+package ghclient
 
 import (
 	"errors"
@@ -59,14 +59,14 @@ func TestClassifyAPIError(t *testing.T) {
 		"buildkite rate":       {err: &runner.RateLimitedError{Service: "Buildkite", RetryAfter: 5 * time.Hour}, wait: time.Hour},
 	} {
 		t.Run(name, func(t *testing.T) {
-			wait, refusal := classifyAPIError(c.err, now)
+			wait, refusal := ClassifyError(c.err, now)
 			if wait != c.wait {
 				t.Errorf("wait = %v, want %v", wait, c.wait)
 			}
 			switch {
 			case c.refusedBy == "" && refusal != nil:
 				t.Errorf("refused: %v", refusal)
-			case c.refusedBy != "" && (refusal == nil || refusal.service != c.refusedBy || refusal.final != c.final):
+			case c.refusedBy != "" && (refusal == nil || refusal.Service != c.refusedBy || refusal.Final != c.final):
 				t.Errorf("refusal = %+v, want one by %s, final %v", refusal, c.refusedBy, c.final)
 			}
 		})

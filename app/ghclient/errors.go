@@ -1,4 +1,4 @@
-package app
+package ghclient
 
 import (
 	"bytes"
@@ -22,31 +22,34 @@ const (
 	maxRateWait = time.Hour
 )
 
-// apiRefusal is a request an API refused: a 4xx other than 408 and 429.
+// Refusal is a request an API refused: a 4xx other than 408 and 429.
 // A final one (bad request, bad credentials, forbidden, gone) ends the
 // session at once, since no retry changes it. Others (404, 409, 422) may
 // be GitHub's eventual consistency just after a write, so they are retried
 // like any failure, and end the session with this clear message only when
 // the retries run out.
-type apiRefusal struct {
-	service string
-	status  int
-	message string
-	final   bool
+type Refusal struct {
+	// Service names who refused, for people ("GitHub", "Buildkite").
+	Service string
+	Status  int
+	// Message is the service's own explanation.
+	Message string
+	// Final: no retry changes it; the session ends at once.
+	Final bool
 }
 
-func (e *apiRefusal) Error() string {
-	return fmt.Sprintf("%s refused a request: %d %s", e.service, e.status, e.message)
+func (e *Refusal) Error() string {
+	return fmt.Sprintf("%s refused a request: %d %s", e.Service, e.Status, e.Message)
 }
 
-// classifyAPIError says how the worker treats a failed step's error: a
+// ClassifyError says how the worker treats a failed step's error: a
 // rate limit is waited out (wait > 0, uncounted), a refusal ends the
 // session at once, anything else is retried with backoff.
-func classifyAPIError(err error, now time.Time) (wait time.Duration, refusal *apiRefusal) {
+func ClassifyError(err error, now time.Time) (wait time.Duration, refusal *Refusal) {
 	var rate *github.RateLimitError
 	var abuse *github.AbuseRateLimitError
 	var resp *github.ErrorResponse
-	var refused *apiRefusal
+	var refused *Refusal
 	var execFinal *runner.FinalError
 	var execRate *runner.RateLimitedError
 	var mint *ghinstallation.HTTPError
@@ -59,7 +62,7 @@ func classifyAPIError(err error, now time.Time) (wait time.Duration, refusal *ap
 		}
 		return 0, nil // a rate limit or a blip: retried with backoff
 	case errors.As(err, &execFinal):
-		return 0, &apiRefusal{service: execFinal.Service, status: execFinal.Status, message: execFinal.Message, final: true}
+		return 0, &Refusal{Service: execFinal.Service, Status: execFinal.Status, Message: execFinal.Message, Final: true}
 	case errors.As(err, &execRate):
 		return clampWait(execRate.RetryAfter), nil
 	case errors.As(err, &rate):
@@ -79,7 +82,7 @@ func classifyAPIError(err error, now time.Time) (wait time.Duration, refusal *ap
 		}
 		if code >= 400 && code < 500 && code != http.StatusRequestTimeout {
 			retryable := code == http.StatusNotFound || code == http.StatusConflict || code == http.StatusUnprocessableEntity
-			return 0, &apiRefusal{service: "GitHub", status: code, message: resp.Message, final: !retryable}
+			return 0, &Refusal{Service: "GitHub", Status: code, Message: resp.Message, Final: !retryable}
 		}
 	}
 	return 0, nil
@@ -96,7 +99,7 @@ func clampWait(d time.Duration) time.Duration {
 // secondary rate limit comes without headers sometimes) is no refusal.
 // ghinstallation leaves the response body open; it is read and closed
 // here.
-func mintRefusal(resp *http.Response) *apiRefusal {
+func mintRefusal(resp *http.Response) *Refusal {
 	var body []byte
 	if resp.Body != nil {
 		body, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<10)) // a short read only shortens the check
@@ -106,11 +109,11 @@ func mintRefusal(resp *http.Response) *apiRefusal {
 	const msg = "the installation's access token could not be created"
 	switch code := resp.StatusCode; {
 	case code == http.StatusUnauthorized:
-		return &apiRefusal{service: "GitHub", status: code, message: msg + " (the App's credentials were refused)", final: true}
+		return &Refusal{Service: "GitHub", Status: code, Message: msg + " (the App's credentials were refused)", Final: true}
 	case code == http.StatusForbidden && bytes.Contains(bytes.ToLower(body), []byte("suspended")):
-		return &apiRefusal{service: "GitHub", status: code, message: msg + " (the installation is suspended)", final: true}
+		return &Refusal{Service: "GitHub", Status: code, Message: msg + " (the installation is suspended)", Final: true}
 	case code == http.StatusNotFound:
-		return &apiRefusal{service: "GitHub", status: code, message: msg + " (the App is not installed there)"}
+		return &Refusal{Service: "GitHub", Status: code, Message: msg + " (the App is not installed there)"}
 	}
 	return nil
 }

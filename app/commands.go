@@ -15,7 +15,6 @@ import (
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
 )
@@ -230,82 +229,6 @@ func (s *Service) cancel(ctx context.Context, t handlers.Trigger, reply func(str
 	return reply(render.CancelledReply(cancelled, t.Sender.Login))
 }
 
-// syncSession brings GitHub in line with a session's stored state: the check
-// run, and the progress comment, or one final reply when there is none.
-func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
-	sess, err := s.store.GetSession(ctx, w.SessionID)
-	if err != nil {
-		return err
-	}
-	c, err := s.gh.Installation(ctx, sess.InstallationID)
-	if err != nil {
-		return err
-	}
-	if sess.CheckRunID != 0 && sess.State == store.Running {
-		title, summary := render.RunningCheckRun(sess)
-		err := ghwrite.StartCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
-			Name:    CheckRunName,
-			Output:  &github.CheckRunOutput{Title: github.String(title), Summary: github.String(summary)},
-			Actions: checkActions(sess),
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if sess.CheckRunID != 0 && sess.State == store.Done {
-		title, summary := render.DoneCheckRun(sess)
-		err := ghwrite.ConcludeCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
-			Name:        CheckRunName,
-			Conclusion:  github.String(render.CheckConclusion(sess.Outcome)),
-			CompletedAt: &github.Timestamp{Time: s.clock.Now()},
-			Output: &github.CheckRunOutput{
-				Title:   github.String(title),
-				Summary: github.String(summary),
-			},
-			Actions: checkActions(sess),
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if sess.State == store.Done {
-		s.annotateRun(ctx, sess)
-	}
-	if err := s.syncComment(ctx, c, sess); err != nil {
-		return err
-	}
-	if sess.State == store.Done {
-		// After the comment: a label GitHub refuses must not keep the
-		// requester from reading the outcome.
-		return s.syncLabels(ctx, c, sess)
-	}
-	return nil
-}
-
-// syncComment edits the progress comment to the session's state, or posts
-// the one final reply of a session that has none.
-func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.Session) error {
-	run := s.runOf(ctx, sess)
-	th := s.thread(c, sess)
-	progressID := sess.ProgressCommentID
-	if progressID == 0 {
-		// An attempt may have posted it and died before recording it.
-		var err error
-		if progressID, err = th.Find(ctx, render.SessionMarker(sess.ID)); err != nil {
-			return err
-		}
-	}
-	if progressID != 0 {
-		return th.Edit(ctx, progressID, render.SessionMarker(sess.ID), render.ProgressBody(sess, render.OriginOf(sess), s.cfg.CommandWord, run))
-	}
-	if sess.State == store.Done && sess.Detail != "" && sess.Outcome != store.Cancelled {
-		// A cancelled session's news is the cancel command's own reply.
-		_, err := th.PostOnce(ctx, render.FinalMarker(sess.ID), sess.Detail, true)
-		return err
-	}
-	return nil
-}
-
 func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(string) error) error {
 	sessions, err := s.store.SessionsForTarget(ctx, t.Repo.ID, t.Number, 50)
 	if err != nil {
@@ -362,36 +285,3 @@ const (
 	actionRetry  = "retry"
 	actionCancel = "cancel"
 )
-
-// checkActions are the buttons that apply to the session now: Cancel while
-// it runs, Retry once it is done (a refused session cannot be retried: its
-// request came from someone who may not run Inspect).
-func checkActions(sess store.Session) []*github.CheckRunAction {
-	switch {
-	case sess.Active():
-		b := render.CancelButton()
-		return []*github.CheckRunAction{{Label: b.Label, Description: b.Description, Identifier: actionCancel}}
-	case sess.Outcome != store.Refused:
-		b := render.RetryButton()
-		return []*github.CheckRunAction{{Label: b.Label, Description: b.Description, Identifier: actionRetry}}
-	}
-	return nil
-}
-
-// syncLabels shows a label session's end on its issue: the trigger label
-// comes off (so adding it again starts a new session) and an outcome label
-// goes on, replacing the other one. A refusal changes no label (it is one
-// reply and nothing else), and neither does a cancel: someone stopped it on
-// purpose, by taking the label off or otherwise. Each call is idempotent,
-// so a replayed sync repeats nothing visible.
-func (s *Service) syncLabels(ctx context.Context, c *github.Client, sess store.Session) error {
-	ti := sess.Info()
-	if ti.Label == "" || sess.Outcome == store.Refused || sess.Outcome == store.Cancelled {
-		return nil
-	}
-	outcome, other := config.OutcomeLabelFailed, config.OutcomeLabelDone
-	if sess.Outcome == store.Changed || sess.Outcome == store.NoChange {
-		outcome, other = other, outcome
-	}
-	return ghwrite.SyncLabels(ctx, c.Issues, sess.RepoOwner, sess.RepoName, sess.Number, []string{ti.Label, other}, outcome)
-}

@@ -1,14 +1,9 @@
 package app
 
-import "time"
+import "github.com/inspecthq/inspect/app/clock"
 
-// Clock is where the app reads the time, so tests can drive it.
-type Clock interface {
-	Now() time.Time
-}
+// Clock is clock.Clock: where the app reads the time.
+type Clock = clock.Clock
 
 // SystemClock is the real clock.
-type SystemClock struct{}
-
-// Now returns the current time.
-func (SystemClock) Now() time.Time { return time.Now() }
+type SystemClock = clock.System

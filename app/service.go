@@ -1,6 +1,9 @@
-// Package app is Inspect's server: it accepts triggers durably, runs the
-// session state machine in workers, and brings GitHub in line with the
-// store. Decisions come from package policy; app only does the I/O.
+// Package app is Inspect's session engine: it stores what the webhook
+// handlers hand over, runs the session state machine in workers, and brings
+// GitHub in line with the store. Decisions come from package policy, words
+// from app/render; app does the I/O, through its rooms (app/ghwrite,
+// app/channel, app/snapshots, app/fleet, …). docs/ARCHITECTURE.md, "Where
+// things live", maps each question to its file.
 package app
 
 import (

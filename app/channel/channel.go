@@ -26,6 +26,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/clock"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/contract"
@@ -78,16 +79,11 @@ type Providers interface {
 	Provider(name string) (config.Provider, bool)
 }
 
-// Clock is the channel's time, for claims, token expiry and usage.
-type Clock interface {
-	Now() time.Time
-}
-
 // Options are a Channel's parts.
 type Options struct {
 	Store  Store
 	Engine Engine
-	Clock  Clock
+	Clock  clock.Clock
 	Logger zerolog.Logger
 	// Providers are the model providers the egress proxy reaches.
 	Providers Providers
@@ -102,7 +98,7 @@ type Options struct {
 type Channel struct {
 	store       Store
 	engine      Engine
-	clock       Clock
+	clock       clock.Clock
 	log         zerolog.Logger
 	providers   Providers
 	tokenBudget int64

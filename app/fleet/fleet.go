@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/clock"
 	"github.com/inspecthq/inspect/config"
 )
 
@@ -45,11 +46,6 @@ type AppClient interface {
 	App(ctx context.Context) (*github.Client, error)
 }
 
-// Clock is where the fleet reads the time, so tests can drive it.
-type Clock interface {
-	Now() time.Time
-}
-
 // Engine is what the periodic loop asks of the session engine each poll.
 type Engine interface {
 	// Reconcile makes sure every session reaches an end. It runs every
@@ -64,7 +60,7 @@ type Options struct {
 	Name   string
 	Store  Store
 	GitHub AppClient
-	Clock  Clock
+	Clock  clock.Clock
 	Logger zerolog.Logger
 	// ClassifyError says how the sweep treats GitHub's answer to a
 	// redelivery, as the engine treats any step's: wait > 0 is a rate
@@ -86,7 +82,7 @@ type Fleet struct {
 	name           string
 	store          Store
 	gh             AppClient
-	clock          Clock
+	clock          clock.Clock
 	log            zerolog.Logger
 	classify       func(err error, now time.Time) (time.Duration, bool)
 	heartbeat      time.Duration

@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/clock"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/images"
@@ -74,16 +75,11 @@ type Engine interface {
 	WakeWorkers(ctx context.Context)
 }
 
-// Clock is where the scheduler reads the time, so tests can drive it.
-type Clock interface {
-	Now() time.Time
-}
-
 // Options are a Scheduler's parts.
 type Options struct {
 	Store  Store
 	Engine Engine
-	Clock  Clock
+	Clock  clock.Clock
 	// Snapshots is the server's snapshots section; Store "" turns
 	// snapshots off.
 	Snapshots config.Snapshots
@@ -114,7 +110,7 @@ type Options struct {
 type Scheduler struct {
 	store          Store
 	engine         Engine
-	clock          Clock
+	clock          clock.Clock
 	cfg            config.Snapshots
 	commandTimeout time.Duration
 	sessionTimeout time.Duration

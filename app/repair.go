@@ -23,54 +23,11 @@ import (
 	"github.com/inspecthq/inspect/policy"
 )
 
-// maxListedChecks bounds the check runs read for one commit.
-const maxListedChecks = 300
-
-// failingChecks lists the latest check runs and commit statuses on sha that
-// failed and that the repo's config repairs. Our own check run never
-// counts: repairing Inspect's verdict would be a loop.
+// failingChecks lists the failing checks on sha that the repo's config
+// repairs (gather.ListFailingChecks), never Inspect's own.
 func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, name, sha string, cfg config.Repo) ([]gather.FailingCheck, error) {
-	var out []gather.FailingCheck
 	self := s.Identity()
-	opts := &github.ListCheckRunsOptions{Status: github.String("completed"), Filter: github.String("latest"), ListOptions: github.ListOptions{PerPage: 100}}
-	for seen := 0; seen < maxListedChecks; {
-		res, resp, err := c.Checks.ListCheckRunsForRef(ctx, owner, name, sha, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing check runs: %w", err)
-		}
-		for _, cr := range res.CheckRuns {
-			seen++
-			app := cr.GetApp()
-			if policy.OwnCheck(app.GetID(), app.GetSlug(), self.AppID, self.AppSlug) {
-				continue
-			}
-			if !policy.FailingConclusion(cr.GetConclusion()) || !cfg.RepairsCheck(cr.GetName()) {
-				continue
-			}
-			out = append(out, gather.FailingCheck{Name: cr.GetName(), RunID: cr.GetID(), AppSlug: app.GetSlug(),
-				Title: cr.GetOutput().GetTitle(), Summary: cr.GetOutput().GetSummary(), Text: cr.GetOutput().GetText()})
-		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
-	}
-	combined, _, err := c.Repositories.GetCombinedStatus(ctx, owner, name, sha, &github.ListOptions{PerPage: 100})
-	if ghwrite.IsStatus(err, http.StatusForbidden) {
-		// An installation that has not accepted the statuses permission
-		// yet: its check runs still count.
-		zerolog.Ctx(ctx).Warn().Err(err).Msg("commit statuses not readable; grant the App statuses: read")
-		return out, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading commit statuses: %w", err)
-	}
-	for _, st := range combined.Statuses {
-		if policy.FailingState(st.GetState()) && cfg.RepairsCheck(st.GetContext()) {
-			out = append(out, gather.FailingCheck{Name: st.GetContext(), Description: st.GetDescription(), TargetURL: st.GetTargetURL()})
-		}
-	}
-	return out, nil
+	return gather.ListFailingChecks(ctx, c, owner, name, sha, cfg, self.AppID, self.AppSlug)
 }
 
 func checkNames(checks []gather.FailingCheck) []string {

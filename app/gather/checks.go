@@ -14,9 +14,11 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -141,4 +143,54 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 		t.dropped = true
 	}
 	return len(p), nil
+}
+
+// maxListedChecks bounds the check runs read for one commit.
+const maxListedChecks = 300
+
+// ListFailingChecks lists the latest check runs and commit statuses on sha
+// that failed and that the repo's config repairs. Our own check run (the
+// app selfID/selfSlug) never counts: repairing Inspect's verdict would be a
+// loop.
+func ListFailingChecks(ctx context.Context, c *github.Client, owner, name, sha string, cfg config.Repo, selfID int64, selfSlug string) ([]FailingCheck, error) {
+	var out []FailingCheck
+	opts := &github.ListCheckRunsOptions{Status: github.String("completed"), Filter: github.String("latest"), ListOptions: github.ListOptions{PerPage: 100}}
+	for seen := 0; seen < maxListedChecks; {
+		res, resp, err := c.Checks.ListCheckRunsForRef(ctx, owner, name, sha, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing check runs: %w", err)
+		}
+		for _, cr := range res.CheckRuns {
+			seen++
+			app := cr.GetApp()
+			if policy.OwnCheck(app.GetID(), app.GetSlug(), selfID, selfSlug) {
+				continue
+			}
+			if !policy.FailingConclusion(cr.GetConclusion()) || !cfg.RepairsCheck(cr.GetName()) {
+				continue
+			}
+			out = append(out, FailingCheck{Name: cr.GetName(), RunID: cr.GetID(), AppSlug: app.GetSlug(),
+				Title: cr.GetOutput().GetTitle(), Summary: cr.GetOutput().GetSummary(), Text: cr.GetOutput().GetText()})
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	combined, _, err := c.Repositories.GetCombinedStatus(ctx, owner, name, sha, &github.ListOptions{PerPage: 100})
+	if ghwrite.IsStatus(err, http.StatusForbidden) {
+		// An installation that has not accepted the statuses permission
+		// yet: its check runs still count.
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("commit statuses not readable; grant the App statuses: read")
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading commit statuses: %w", err)
+	}
+	for _, st := range combined.Statuses {
+		if policy.FailingState(st.GetState()) && cfg.RepairsCheck(st.GetContext()) {
+			out = append(out, FailingCheck{Name: st.GetContext(), Description: st.GetDescription(), TargetURL: st.GetTargetURL()})
+		}
+	}
+	return out, nil
 }

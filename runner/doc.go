@@ -1,8 +1,19 @@
-// Package runner holds what runs a session's attempt: the Executor
-// interface the app dispatches through, and, in its sub-packages, the local
-// executor (runner/local), the supervisor that `inspect runner` is
-// (runner/supervisor), the bubblewrap sandbox (runner/sandbox) and every
-// schema that crosses between the app and the supervisor (runner/contract).
+// Package runner holds what runs a session's attempt. This package is the
+// executor contract, in one place: Executor (executor.go), what every
+// executor must do; the optional capabilities the app looks for
+// (RunningLister, AttemptFinder, ResultFetcher, RunAnnotator, Closer); the
+// error kinds it understands (ErrAtCapacity, ErrResultTooLarge, FinalError,
+// RateLimitedError, ErrNoResult); and the snapshot builder's signature
+// (snapshot.go). The app imports only this package and runner/contract;
+// cmd/inspect picks the concrete executor.
 //
-// It must never import app, nor let a credential into the sandbox.
+// The sub-packages: the executors (runner/local on the app's host,
+// runner/buildkite), the supervisor that `inspect runner` is
+// (runner/supervisor), the bubblewrap sandbox (runner/sandbox), `inspect
+// run`'s engine (runner/checkoutrun), every schema that crosses between the
+// app and the supervisor (runner/contract), and the Retry-After reader both
+// sides use (runner/retryafter).
+//
+// It must never import app or handlers, nor let a credential into the
+// sandbox.
 package runner

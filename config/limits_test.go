@@ -132,6 +132,16 @@ func TestRepoNewKeyDefaults(t *testing.T) {
 	if got := r.PolicyLimits(); got != (policy.RepoLimits{}) {
 		t.Errorf("PolicyLimits() = %+v, want all zero (the server's)", got)
 	}
+	// An emoji's presentation selector (U+FE0F) is part of a label a
+	// person sees; every other hidden character is refused (below).
+	r, err = ParseRepo([]byte("label: \"\u2699\ufe0f inspect\"\n"))
+	if err != nil || r.TriggerLabel() != "\u2699\ufe0f inspect" {
+		t.Errorf("emoji label: %q, %v", r.TriggerLabel(), err)
+	}
+	_, err = ParseRepo([]byte("label: \"in\ufe01spect\"\n"))
+	if err == nil || !strings.Contains(err.Error(), "invisible") {
+		t.Errorf("a variation selector that is not a presentation selector: %v, want refused", err)
+	}
 	// An explicit empty label is the default too.
 	r, err = ParseRepo([]byte("label: \"\"\n"))
 	if err != nil || r.TriggerLabel() != "inspect" {

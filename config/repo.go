@@ -381,7 +381,7 @@ func validLabel(l string) error {
 		// The label goes into API paths (removing it from an issue), where
 		// these would end or garble the path.
 		return fmt.Errorf("%q must not contain ?, # or %%", l)
-	case strings.IndexFunc(l, policy.IsHiddenInLine) >= 0:
+	case strings.IndexFunc(l, func(r rune) bool { return policy.IsHiddenInLine(r) && !policy.IsPresentationSelector(r) }) >= 0:
 		return fmt.Errorf("%q has control or invisible characters", l)
 	case len(l) >= len(OutcomeLabelPrefix) && strings.EqualFold(l[:len(OutcomeLabelPrefix)], OutcomeLabelPrefix):
 		return fmt.Errorf("%q starts with %q, which is reserved for Inspect's outcome labels (%s, %s)", l, OutcomeLabelPrefix, OutcomeLabelDone, OutcomeLabelFailed)

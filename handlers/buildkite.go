@@ -131,7 +131,9 @@ func (h *BuildkiteHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case err == nil, errors.Is(err, ErrNotOurs):
 		w.WriteHeader(http.StatusOK)
 	default:
-		log.Error().Err(err).Msg("buildkite webhook: store unavailable")
+		// The build's meta-data names the session and attempt (as sent,
+		// unverified: the store could not say).
+		log.Error().Err(err).Interface("meta_data", ev.MetaData).Msg("buildkite webhook: store unavailable")
 		http.Error(w, "try again", http.StatusServiceUnavailable)
 	}
 }

@@ -52,6 +52,14 @@ func IsHiddenInLine(r rune) bool {
 	return r == '\n' || r == '\t' || IsHidden(r)
 }
 
+// IsPresentationSelector reports whether r is U+FE0E or U+FE0F, the
+// variation selectors that ask for the text or the emoji form of the
+// character before them. IsHidden counts them (every variation selector
+// can carry hidden data), but they belong to most emoji ("⚙️"), so a name
+// chosen by a repository's writers, a label, may keep them: config allows
+// them there and nowhere else.
+func IsPresentationSelector(r rune) bool { return r == 0xFE0E || r == 0xFE0F }
+
 // CleanText removes the hidden characters (IsHidden) from untrusted text
 // that reaches an agent, a commit message or a comment: instructions, an
 // issue's title, comments, check output.

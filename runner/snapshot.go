@@ -28,7 +28,7 @@ type SnapshotBuild struct {
 	// SHA is the commit to build: 40 lowercase hex digits.
 	SHA string
 	// Token is the read token for the clone ("" for none). It reaches git
-	// only as it does in a session (see git.go), never the sandbox, the
+	// only as it does in a session (runner/supervisor/git.go), never the sandbox, the
 	// image, a log or an error.
 	Token string
 	// Setup is the repo's snapshot setup, run in order in the sandbox with
@@ -36,7 +36,7 @@ type SnapshotBuild struct {
 	// empty Name becomes "setup N".
 	Setup []contract.Command
 	// Caches are the dependency caches, each a layer keyed by its
-	// lockfiles at SHA, the setup's argv and the env (cacheKey).
+	// lockfiles at SHA, the setup's argv and the env (the supervisor's cacheKey).
 	Caches []contract.Cache
 	// Env is the repo's env, added to every sandboxed command (see
 	// sandboxEnv). It must pass contract.ValidateEnv.

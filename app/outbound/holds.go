@@ -229,7 +229,7 @@ func resourceOf(req *http.Request) string {
 }
 
 // synthetic is the response inside the limiter's errors: go-github's
-// error types print the request from it, and classifyAPIError reads the
+// error types print the request from it, and ghclient.ClassifyError reads the
 // wait from the error's fields.
 func synthetic(req *http.Request, h http.Header, why string) *http.Response {
 	h.Set(HeaderLimiter, why)

@@ -15,7 +15,7 @@
 //
 // A request that would wait longer than MaxWait fails at once with the
 // go-github rate-limit error GitHub itself would have caused, so callers
-// (the worker's classifyAPIError) postpone the work until the reset instead
+// (the worker's ghclient.ClassifyError) postpone the work until the reset instead
 // of holding a worker. The package starts no goroutines.
 package outbound
 

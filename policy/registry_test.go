@@ -1,0 +1,90 @@
+package policy
+
+import "testing"
+
+func TestDecideRegistryRequest(t *testing.T) {
+	type want struct {
+		allowed bool
+		class   RegistryClass
+		quiet   bool
+	}
+	meta, artifact, refused := want{true, RegistryMetadata, false}, want{true, RegistryArtifact, false}, want{}
+	cases := []struct {
+		kind, method, path string
+		want               want
+	}{
+		// GOPROXY protocol, and the checksum database through it.
+		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/list", meta},
+		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/v0.7.0.info", meta},
+		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/v0.7.0.mod", artifact},
+		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/v0.7.0.zip", artifact},
+		{RegistryGoProxy, "HEAD", "github.com/google/go-cmp/@v/v0.7.0.zip", artifact},
+		{RegistryGoProxy, "GET", "github.com/!burnt!sushi/toml/@latest", meta},
+		{RegistryGoProxy, "GET", "golang.org/x/mod/@v/v0.0.0-20240101000000-abcdefabcdef.zip", artifact},
+		{RegistryGoProxy, "GET", "sumdb/sum.golang.org/supported", meta},
+		{RegistryGoProxy, "GET", "sumdb/sum.golang.org/latest", meta},
+		{RegistryGoProxy, "GET", "sumdb/sum.golang.org/lookup/github.com/google/go-cmp@v0.7.0", meta},
+		{RegistryGoProxy, "GET", "sumdb/sum.golang.org/tile/8/0/001", artifact},
+		{RegistryGoProxy, "GET", "sumdb/sum.golang.org/tile/8/1/000.p/12", meta},
+		{RegistryGoProxy, "GET", "github.com/Google/go-cmp/@v/list", refused}, // capitals travel escaped
+		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/v0.7.0.exe", refused},
+		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/0.7.0.zip", refused},
+		{RegistryGoProxy, "GET", "github.com/google/go-cmp", refused},
+		{RegistryGoProxy, "GET", "sumdb/sum.golang.org/admin", refused},
+		{RegistryGoProxy, "POST", "github.com/google/go-cmp/@v/list", refused},
+		{RegistryGoProxy, "PUT", "github.com/google/go-cmp/@v/v0.7.0.zip", refused},
+		{RegistryGoProxy, "GET", "github.com/../x/@v/list", refused},
+		{RegistryGoProxy, "GET", "github.com/%2e%2e/x/@v/list", refused},
+		{RegistryGoProxy, "GET", "github.com//x/@v/list", refused},
+		{RegistryGoProxy, "GET", "/github.com/x/@v/list", refused},
+		{RegistryGoProxy, "GET", "github.com\\x/@v/list", refused},
+
+		// npm: packuments and tarballs only.
+		{RegistryNPM, "GET", "left-pad", meta},
+		{RegistryNPM, "GET", "left-pad/1.3.0", meta},
+		{RegistryNPM, "GET", "left-pad/latest", meta},
+		{RegistryNPM, "GET", "left-pad/-/left-pad-1.3.0.tgz", artifact},
+		{RegistryNPM, "GET", "@types%2fnode", meta},
+		{RegistryNPM, "GET", "@types%2Fnode", meta},
+		{RegistryNPM, "GET", "@types/node", meta},
+		{RegistryNPM, "GET", "@types/node/-/node-20.1.0.tgz", artifact},
+		{RegistryNPM, "PUT", "left-pad", refused},           // publish
+		{RegistryNPM, "DELETE", "left-pad/-rev/3", refused}, // unpublish
+		{RegistryNPM, "GET", "-/package/left-pad/dist-tags", refused},
+		{RegistryNPM, "PUT", "-/user/org.couchdb.user:mallory", refused},
+		{RegistryNPM, "GET", "-/v1/search", refused},
+		{RegistryNPM, "GET", "-/whoami", refused},
+		{RegistryNPM, "GET", "-/npm/v1/security/advisories/bulk", want{quiet: true}},
+		{RegistryNPM, "GET", "left-pad/-/left-pad-1.3.0.exe", refused},
+		{RegistryNPM, "GET", "left-pad/a/b/c", refused},
+		{RegistryNPM, "GET", ".hidden", refused},
+		{RegistryNPM, "GET", "@scope", refused},
+
+		// PyPI: the simple index and its files.
+		{RegistryPyPI, "GET", "simple/", meta},
+		{RegistryPyPI, "GET", "simple/requests/", meta},
+		{RegistryPyPI, "GET", "simple/requests", meta},
+		{RegistryPyPI, "GET", "files/packages/ab/cd/requests-2.32.0-py3-none-any.whl", artifact},
+		{RegistryPyPI, "GET", "files/packages/ab/cd/requests-2.32.0.tar.gz", artifact},
+		{RegistryPyPI, "GET", "files/packages/ab/cd/requests-2.32.0-py3-none-any.whl.metadata", artifact},
+		{RegistryPyPI, "GET", "files/packages/ab/cd/evil.sh", refused},
+		{RegistryPyPI, "POST", "legacy/", refused},
+		{RegistryPyPI, "GET", "legacy/", refused},
+		{RegistryPyPI, "GET", "pypi/requests/json", refused},
+		{RegistryPyPI, "GET", "simple/a/b/", refused},
+		{RegistryPyPI, "GET", "files/../../etc/passwd.whl", refused},
+
+		// No such kind.
+		{"maven", "GET", "org/x/1.0/x-1.0.jar", refused},
+	}
+	for _, c := range cases {
+		d := DecideRegistryRequest(c.kind, c.method, c.path)
+		got := want{d.Allowed, d.Class, d.Quiet}
+		if got != c.want {
+			t.Errorf("%s %s %s = %+v, want %+v", c.kind, c.method, c.path, d, c.want)
+		}
+		if !d.Allowed && d.Why == "" {
+			t.Errorf("%s %s %s refused without saying why", c.kind, c.method, c.path)
+		}
+	}
+}

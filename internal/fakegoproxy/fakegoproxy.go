@@ -303,6 +303,7 @@ func (p *Proxy) find(path, version string) *servedModule {
 // recorder remembers the status and counts the body bytes of an answer.
 type recorder struct {
 	http.ResponseWriter
+	head   bool // net/http discards a HEAD's body but reports it written
 	status int
 	bytes  int64
 }
@@ -319,14 +320,16 @@ func (w *recorder) Write(b []byte) (int, error) {
 		w.status = http.StatusOK
 	}
 	n, err := w.ResponseWriter.Write(b)
-	w.bytes += int64(n)
+	if !w.head {
+		w.bytes += int64(n)
+	}
 	return n, err
 }
 
 // serve answers one request, after the latency, and records it.
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := &recorder{ResponseWriter: w}
+	rec := &recorder{ResponseWriter: w, head: r.Method == http.MethodHead}
 	entry := Request{Time: start, Method: r.Method, Path: r.URL.Path}
 	entry.AuthScheme, entry.Authenticated = p.authenticate(r)
 	defer func() {

@@ -288,3 +288,27 @@ func TestGoAuthenticatesWithTheToken(t *testing.T) {
 		})
 	}
 }
+
+// Graph is what the benchmark downloads: 30 modules, each
+// importing the next two. A consumer whose go.mod lists them all (as a
+// tidy go.mod does) downloads and builds every one, each zip once.
+func TestGoBuildsAGraph(t *testing.T) {
+	requireGoCommand(t)
+	graph := Graph("graph.test", 30)
+	p := New(t, Options{Modules: graph})
+	w := newGoWorld(t, p, map[string]string{
+		"go.mod": GoMod("consumer.test/graph", graph...),
+		"app.go": "// Package app builds the graph.\npackage app\n\nimport \"graph.test/m00\"\n\n// Names names the graph.\nfunc Names() string { return m00.Name() }\n",
+	})
+	w.mustRun(t, "mod", "download")
+	w.mustRun(t, "build", "./...")
+	zips := p.Fetches(KindZip)
+	for _, m := range graph {
+		if zips[m.String()] != 1 {
+			t.Errorf("%s: zip fetched %d times, want 1", m, zips[m.String()])
+		}
+	}
+	if len(zips) != len(graph) {
+		t.Errorf("zips fetched %v, want the %d of the graph", zips, len(graph))
+	}
+}

@@ -196,12 +196,12 @@ func Graph(prefix string, n int) []Module {
 			fmt.Fprintf(&imports, "import %q\n", mods[j].Path)
 			fmt.Fprintf(&calls, " + \" \" + %s.Name()", path.Base(mods[j].Path))
 		}
-		path := prefix + "/" + name
+		modPath := prefix + "/" + name
 		mods[i] = Module{
-			Path:    path,
+			Path:    modPath,
 			Version: "v1.0.0",
 			Files: map[string]string{
-				"go.mod": GoMod(path, deps...),
+				"go.mod": GoMod(modPath, deps...),
 				name + ".go": fmt.Sprintf("// Package %s is module %d of a generated graph.\npackage %s\n\n%s\n"+
 					"// Name names this module and those it imports.\nfunc Name() string { return %q%s }\n",
 					name, i, name, imports.String(), name, calls.String()),

@@ -11,6 +11,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/palantir/go-githubapp v0.26.0
 	github.com/rs/zerolog v1.35.1
+	golang.org/x/mod v0.42.0
 	golang.org/x/sys v0.49.0
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.62.0

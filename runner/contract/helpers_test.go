@@ -90,6 +90,10 @@ func validSpec() Spec {
 			{Name: "test", Argv: []string{"go", "test", "-json", "./..."}, Timeout: Duration(10 * time.Minute)},
 			{Name: "vet", Argv: []string{"go", "vet", "./..."}, Timeout: Duration(2 * time.Minute)},
 		},
+		Registries: []Registry{
+			{Name: "goproxy", Kind: "goproxy", Phases: []Phase{PhaseSetup, PhaseVerify}, SumDB: "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ky2ZRtpKj8Pw+U4=", NoSumDB: []string{"example.com/private/*"}},
+			{Name: "npmjs", Kind: "npm", Phases: []Phase{PhaseSetup}},
+		},
 		Limits: Limits{
 			Deadline:        t0.Add(time.Hour),
 			Timeout:         Duration(45 * time.Minute),

@@ -16,7 +16,7 @@ import (
 
 // SpecVersion is the version of the session spec this build writes and
 // reads. Bump it with any change to Spec's fields or their meaning.
-const SpecVersion = "inspect.session-spec/v3"
+const SpecVersion = "inspect.session-spec/v4"
 
 // Caps on a spec. A spec is built from gathered text (issue bodies, comments,
 // check output), so each part is bounded, and so is the whole.
@@ -84,6 +84,9 @@ type Spec struct {
 	Setup  []Command `json:"setup,omitempty"`
 	Verify []Command `json:"verify,omitempty"`
 	Limits Limits    `json:"limits"`
+	// Registries are the package registries the session may reach
+	// through the egress proxy, each in the phases it lists (v4).
+	Registries []Registry `json:"registries,omitempty"`
 }
 
 // Repo identifies the repository. It carries where to fetch from, never how
@@ -571,6 +574,7 @@ func (s *Spec) Validate() error {
 	validateCommands(&f, "setup", s.Setup)
 	validateCommands(&f, "verify", s.Verify)
 	s.Limits.validate(&f, "limits")
+	validateRegistries(&f, "registries", s.Registries)
 	scanSecrets(&f, "", reflect.ValueOf(s).Elem())
 	return f.err("session spec")
 }

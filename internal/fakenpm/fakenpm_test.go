@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -264,22 +265,12 @@ func TestWritesAreRecordedAndRefused(t *testing.T) {
 	if _, ok := reg.distTags("brand-new"); ok {
 		t.Error("a refused publish added a package")
 	}
-	if after, _ := reg.distTags("greet"); !slices.Equal(slices.Sorted(mapsKeys(after)), slices.Sorted(mapsKeys(before))) {
+	if after, _ := reg.distTags("greet"); !slices.Equal(slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(before))) {
 		t.Errorf("dist-tags changed: %v -> %v", before, after)
 	}
 	// Undocumented methods on read paths are a 405, not a write.
 	if status, h, _ := get(t, "POST", reg.URL()+"/greet/-/greet-2.0.0.tgz", token, nil); status != 405 || h.Get("Allow") != "GET, HEAD" {
 		t.Errorf("POST to a tarball: %d Allow %q", status, h.Get("Allow"))
-	}
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 

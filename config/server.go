@@ -55,6 +55,7 @@ type Server struct {
 	HTTP      HTTP      `yaml:"http"`
 	Policy    Policy    `yaml:"policy"`
 	Agents    Agents    `yaml:"agents"`
+	Egress    Egress    `yaml:"egress"`
 }
 
 // GitHub is how the app reaches GitHub (or GitHub Enterprise Server).
@@ -370,6 +371,14 @@ type Model struct {
 }
 
 // Provider returns the named provider.
+// Registry is the package registry upstream the server names name
+// (egress.registries).
+func (c Server) Registry(name string) (Registry, bool) {
+	r, ok := c.Egress.Registries[name]
+	return r, ok
+}
+
+// Provider is the model provider the server names name.
 func (c Server) Provider(name string) (Provider, bool) {
 	p, ok := c.Agents.Providers[name]
 	if ok {
@@ -715,6 +724,7 @@ func (c Server) Validate() error {
 	}
 	c.Snapshots.validate(add)
 	c.Agents.validate(add)
+	c.Egress.validate(add)
 	if c.Workers.ReconcileInterval < time.Second {
 		add("workers.reconcile_interval", "must be at least 1s")
 	}

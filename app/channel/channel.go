@@ -85,6 +85,8 @@ type Options struct {
 	Engine Engine
 	Clock  clock.Clock
 	Logger zerolog.Logger
+	// Registries are the package registries the egress proxy reaches.
+	Registries Registries
 	// Providers are the model providers the egress proxy reaches.
 	Providers Providers
 	// TokenBudget is the per-session model token budget (0: none).
@@ -101,6 +103,8 @@ type Channel struct {
 	clock       clock.Clock
 	log         zerolog.Logger
 	providers   Providers
+	registries  Registries
+	regClients  registryClients
 	tokenBudget int64
 	modelClient *http.Client
 }
@@ -109,7 +113,7 @@ type Channel struct {
 func New(o Options) *Channel {
 	c := &Channel{
 		store: o.Store, engine: o.Engine, clock: o.Clock, log: o.Logger,
-		providers: o.Providers, tokenBudget: o.TokenBudget, modelClient: o.ModelClient,
+		providers: o.Providers, registries: o.Registries, tokenBudget: o.TokenBudget, modelClient: o.ModelClient,
 	}
 	if c.modelClient == nil {
 		c.modelClient = NewModelClient()
@@ -127,6 +131,7 @@ func (c *Channel) Routes(mux *http.ServeMux) {
 	mux.HandleFunc(contract.RouteSnapshotJob, c.authed(c.handleSnapshotJob))
 	mux.HandleFunc(contract.RouteSnapshotResult, c.authed(c.handleSnapshotResult))
 	mux.HandleFunc(contract.PathEgressModel, c.authed(c.handleEgressModel))
+	mux.HandleFunc(contract.PathEgressRegistry, c.authed(c.handleEgressRegistry))
 }
 
 func (c *Channel) channelLog(r *http.Request) *zerolog.Logger {

@@ -149,6 +149,25 @@ func AttemptPath(pattern, attemptID string) string {
 	return strings.Replace(pattern, "{"+PathValueAttempt+"}", url.PathEscape(attemptID), 1)
 }
 
+// EgressListen is where the forwarder listens inside the sandbox, and
+// RegistryBaseURL a registry's base there: what the sandbox's package
+// managers are pointed at, and what the app rewrites a registry's
+// metadata links to.
+const EgressListen = "127.0.0.1:8931"
+
+// RegistryBaseURL is the base URL of registry name inside the sandbox.
+func RegistryBaseURL(name string) string {
+	return "http://" + EgressListen + "/v1/registries/" + name + "/"
+}
+
+// EgressRegistryPath is the channel path that relays rest (a path of the
+// registry's protocol, still escaped) to the named registry.
+func EgressRegistryPath(attemptID, registry, rest string) string {
+	p := AttemptPath(PathEgressRegistry, attemptID)
+	p = strings.Replace(p, "{"+PathValueRegistry+"}", url.PathEscape(registry), 1)
+	return strings.Replace(p, "{"+PathValueRest+"...}", strings.TrimPrefix(rest, "/"), 1)
+}
+
 // EgressModelPath is the channel path that relays rest (a provider API
 // path, such as "v1/responses") to the named model provider.
 func EgressModelPath(attemptID, provider, rest string) string {

@@ -39,6 +39,14 @@ const MaxRegistries = 16
 // Serves reports whether the registry is open to phase.
 func (r Registry) Serves(phase Phase) bool { return slices.Contains(r.Phases, phase) }
 
+// ValidateRegistries checks registries as a spec would carry them (the
+// server's config checks its own with it).
+func ValidateRegistries(rs []Registry) error {
+	var f faults
+	validateRegistries(&f, "registries", rs)
+	return f.err("registries")
+}
+
 func validateRegistries(f *faults, prefix string, rs []Registry) {
 	if len(rs) > MaxRegistries {
 		f.add(prefix, "has %d registries, more than the %d allowed", len(rs), MaxRegistries)

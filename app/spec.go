@@ -112,6 +112,9 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	spec.Verify = cfg.VerifyCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Setup = cfg.SetupCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Env = cfg.Env
+	// The registries the server opens to this repository, by name and
+	// phase; their URLs and tokens stay here (decision 0018).
+	spec.Registries = s.cfg.Egress.SessionRegistries(sess.FullName())
 	spec.Snapshot = s.snapshots.Pin(ctx, sess.FullName(), cfg, timeout)
 	spec.Limits = contract.Limits{
 		Deadline: s.clock.Now().Add(timeout).UTC().Truncate(time.Second), Timeout: contract.Duration(timeout),

@@ -37,6 +37,10 @@ func TestRoutesServe(t *testing.T) {
 		{"PUT", AttemptPath(PathResult, id), RouteResult + "|01hx-1|||"},
 		{"POST", EgressModelPath(id, "openai", "/v1/responses"), PathEgressModel + "|01hx-1|openai||v1/responses"},
 		{"GET", strings.Replace(AttemptPath(PathEgressRegistry, id), "{registry}/{path...}", "proxy.golang.org/x/@v/list", 1), "GET " + PathEgressRegistry + "|01hx-1||proxy.golang.org|x/@v/list"},
+		{"GET", EgressRegistryPath(id, "gomods", "golang.org/x/mod/@v/list"), "GET " + PathEgressRegistry + "|01hx-1||gomods|golang.org/x/mod/@v/list"},
+		// The path is kept escaped: a scoped npm name stays one segment
+		// on the wire (the app reads r.URL.EscapedPath to see it so).
+		{"GET", EgressRegistryPath(id, "npmjs", "@types%2fnode"), "GET " + PathEgressRegistry + "|01hx-1||npmjs|@types/node"},
 	}
 	for _, tc := range cases {
 		rec := httptest.NewRecorder()
@@ -305,6 +309,12 @@ func FuzzCleanProgressMessage(f *testing.F) {
 			t.Fatalf("CleanProgressMessage(%q) = %q is not a valid message: %v", s, p.Message, err)
 		}
 	})
+}
+
+func TestEgressRegistryPathKeepsTheEscapes(t *testing.T) {
+	if got, want := EgressRegistryPath("a 1", "npmjs", "/@types%2fnode"), "/v1/attempts/a%201/egress/registry/npmjs/@types%2fnode"; got != want {
+		t.Errorf("EgressRegistryPath = %q, want %q", got, want)
+	}
 }
 
 func TestValidEgressPath(t *testing.T) {

@@ -79,6 +79,18 @@ var ModelRequestHeaders = []string{
 // the agent.
 var ModelResponseHeaders = []string{"Content-Type", "Cache-Control", "Retry-After", "X-Request-Id", "Request-Id"}
 
+// RegistryRequestHeaders are the request headers a package manager's
+// request keeps on its way through the registry egress (the supervisor,
+// then the app): content negotiation (npm's abbreviated packuments, PEP
+// 691's JSON index), revalidation and the client's name. Anything else is
+// dropped, above all any Authorization or npm token the sandbox made up:
+// the app adds the upstream's credential itself.
+var RegistryRequestHeaders = []string{"Accept", "If-None-Match", "If-Modified-Since", "User-Agent"}
+
+// RegistryResponseHeaders are the upstream's response headers passed back
+// to the package manager: what it needs to read the body and to cache it.
+var RegistryResponseHeaders = []string{"Content-Type", "Content-Length", "ETag", "Last-Modified", "Cache-Control"}
+
 // CopyHeaders adds to dst the values src has for names.
 func CopyHeaders(dst, src http.Header, names []string) {
 	for _, k := range names {

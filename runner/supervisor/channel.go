@@ -227,3 +227,24 @@ func (c *channel) egress(ctx context.Context, method, provider, rest, rawQuery s
 	c.mu.Unlock()
 	return c.client.Do(req)
 }
+
+// registry sends one registry request (GET or HEAD, no body, no query) on
+// to the channel's registry route for the named registry (the app adds the
+// upstream's credential at the far end), with the session token, and hands
+// back the response unread, for streaming. rest is kept escaped as the
+// package manager sent it.
+func (c *channel) registry(ctx context.Context, method, name, rest string, hdr http.Header) (*http.Response, error) {
+	target := strings.TrimSuffix(c.base.String(), "/") + contract.EgressRegistryPath(c.attemptID, name, rest)
+	req, err := http.NewRequestWithContext(ctx, method, target, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = hdr
+	if c.runnerVersion != "" {
+		req.Header.Set(contract.HeaderRunnerVersion, c.runnerVersion)
+	}
+	c.mu.Lock()
+	req.Header.Set(contract.HeaderSessionToken, c.token)
+	c.mu.Unlock()
+	return c.client.Do(req)
+}

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/sandbox"
 )
@@ -31,10 +33,14 @@ func ModelBaseURL(provider string) string {
 }
 
 // egress serves the sandbox's only way out, on a Unix socket the sandbox
-// gets bound in: model requests under /v1/providers/{name}/ go to the
-// session channel's egress route with the attempt's session token, where
-// the app adds the provider's key and counts tokens. Nothing else leaves:
-// no CONNECT, no absolute-form proxy request, no other path.
+// gets bound in: the agent's model requests under /v1/providers/{name}/ go
+// to the session channel's egress model route with the attempt's session
+// token, where the app adds the provider's key and counts tokens; package
+// managers' reads under /v1/registries/{name}/, in the phases the spec
+// opens that registry to, go to its registry route, where the app adds the
+// upstream's credential (decision 0018). Nothing else leaves: no CONNECT,
+// no absolute-form proxy request, no other path, no registry in a phase it
+// is not open to; each refusal is a 403 that says what may be reached.
 type egress struct {
 	dir, sock, bin string
 	srv            *http.Server
@@ -113,22 +119,27 @@ func (e *egress) wrap(argv []string, stdin string) []string {
 
 func (s *session) egressHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		refuse := func(why string) {
-			s.log.Warn().Str("method", r.Method).Str("target", s.red.Redact(r.RequestURI)).Str("why", why).Msg("egress refused")
-			s.egressRefusals.Add(1)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusForbidden)
-			fmt.Fprintf(w, `{"error":{"type":"inspect_egress_refused","message":%q}}`,
-				"Inspect's sandbox has no network; it reaches only the model proxy at "+ModelBaseURL("<provider>")+": "+why)
-		}
+		// The phase as the request arrives: a request of the agent's that
+		// lingers into verify is judged by verify's rules.
+		phase := s.egressPhase()
 		if r.Method == http.MethodConnect || r.URL.Host != "" || r.URL.IsAbs() {
-			refuse("this is not a proxy; no other host can be reached")
+			s.refuseEgress(w, r, phase, "this is not a proxy; no other host can be reached", false)
+			return
+		}
+		if rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/v1/registries/"); ok {
+			s.relayRegistry(w, r, phase, rest)
 			return
 		}
 		rest, ok := strings.CutPrefix(r.URL.Path, "/v1/providers/")
 		provider, path, ok2 := strings.Cut(rest, "/")
 		if !ok || !ok2 || contract.ValidProviderName(provider) != nil || !contract.ValidEgressPath(path) {
-			refuse("only /v1/providers/{provider}/... is served")
+			s.refuseEgress(w, r, phase, "only /v1/providers/{provider}/... is served", false)
+			return
+		}
+		if phase != contract.PhaseAgent {
+			// The socket is bound into setup and verify only for their
+			// registries: the repo's own commands spend no model tokens.
+			s.refuseEgress(w, r, phase, "the model proxy serves the agent only, not the "+string(phase)+" phase", false)
 			return
 		}
 		hdr := http.Header{}
@@ -144,4 +155,114 @@ func (s *session) egressHandler() http.Handler {
 		w.WriteHeader(resp.StatusCode)
 		contract.Stream(w, resp.Body, nil)
 	})
+}
+
+// relayRegistry serves /v1/registries/{name}/{path...} (rest is what
+// follows the prefix, escaped as it arrived): only GET and HEAD, only a
+// registry of the spec's that is open to phase, and only the paths its
+// kind's protocol documents (policy.DecideRegistryRequest; the app decides
+// again, as the trust boundary). An allowed request goes on to the
+// channel's registry route with the session token and the allowlisted
+// headers, with no body and no query, and its answer is streamed back.
+func (s *session) relayRegistry(w http.ResponseWriter, r *http.Request, phase contract.Phase, rest string) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s.refuseEgress(w, r, phase, "only GET and HEAD reach a registry: the sandbox may download packages, never publish or change them", false)
+		return
+	}
+	name, path, ok := strings.Cut(rest, "/")
+	if !ok || contract.ValidProviderName(name) != nil {
+		s.refuseEgress(w, r, phase, "only /v1/registries/{name}/... is served", false)
+		return
+	}
+	reg, ok := findRegistry(s.spec.Registries, name)
+	if !ok {
+		s.refuseEgress(w, r, phase, fmt.Sprintf("the server opens no registry named %q to this session", name), false)
+		return
+	}
+	if !reg.Serves(phase) {
+		s.refuseEgress(w, r, phase, fmt.Sprintf("the registry %q is open only to these phases: %s (not %s)", name, joinPhases(reg.Phases), phase), false)
+		return
+	}
+	if d := policy.DecideRegistryRequest(reg.Kind, r.Method, path); !d.Allowed {
+		s.refuseEgress(w, r, phase, d.Why, d.Quiet)
+		return
+	}
+	hdr := http.Header{}
+	contract.CopyHeaders(hdr, r.Header, contract.RegistryRequestHeaders)
+	resp, err := s.ch.registry(r.Context(), r.Method, name, path, hdr)
+	if err != nil {
+		s.log.Warn().Str("error", s.red.Redact(err.Error())).Str("registry", name).Msg("registry request to the app failed")
+		http.Error(w, "the registry proxy is unreachable", http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	contract.CopyHeaders(w.Header(), resp.Header, contract.RegistryResponseHeaders)
+	w.WriteHeader(resp.StatusCode)
+	contract.Stream(w, resp.Body, nil)
+}
+
+// egressRefusal is the body of an egress 403: what was refused and why, and
+// what this phase may reach instead (Registries: those open to it).
+type egressRefusal struct {
+	Error struct {
+		Type       string            `json:"type"`
+		Message    string            `json:"message"`
+		Phase      contract.Phase    `json:"phase,omitempty"`
+		Registries []refusalRegistry `json:"registries,omitempty"`
+	} `json:"error"`
+}
+
+type refusalRegistry struct {
+	Name   string           `json:"name"`
+	Kind   string           `json:"kind"`
+	URL    string           `json:"url"`
+	Phases []contract.Phase `json:"phases"`
+}
+
+// refuseEgress answers a refused egress request with a 403 whose body
+// names what the sandbox may reach in phase, logs it redacted (a quiet
+// refusal, a client's own audit call, at debug level) and counts it.
+func (s *session) refuseEgress(w http.ResponseWriter, r *http.Request, phase contract.Phase, why string, quiet bool) {
+	ev := s.log.Warn()
+	if quiet {
+		ev = s.log.Debug()
+	}
+	ev.Str("method", r.Method).Str("target", s.red.Redact(r.RequestURI)).Str("phase", string(phase)).Str("why", why).Msg("egress refused")
+	s.egressRefusals.Add(1)
+	var body egressRefusal
+	body.Error.Type = "inspect_egress_refused"
+	var reach []string
+	if phase == contract.PhaseAgent {
+		reach = append(reach, "the model proxy at "+ModelBaseURL("<provider>"))
+	}
+	open := openRegistries(s.spec.Registries, phase)
+	if len(open) > 0 {
+		var names []string
+		for _, reg := range open {
+			names = append(names, fmt.Sprintf("%s (%s) at %s", reg.Name, reg.Kind, RegistryBaseURL(reg.Name)))
+			body.Error.Registries = append(body.Error.Registries, refusalRegistry{Name: reg.Name, Kind: reg.Kind, URL: RegistryBaseURL(reg.Name), Phases: reg.Phases})
+		}
+		reach = append(reach, "the package registries open to the "+string(phase)+" phase: "+strings.Join(names, ", "))
+	}
+	if len(reach) == 0 {
+		reach = append(reach, "nothing in the "+string(phase)+" phase")
+	}
+	if phase != contract.PhaseAgent || len(s.spec.Registries) > 0 {
+		body.Error.Phase = phase // with no registries, the agent's refusal stays as it was
+	}
+	body.Error.Message = "Inspect's sandbox has no network; it reaches only " + strings.Join(reach, " and ") + ": " + why
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusForbidden)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // "<provider>" reads as written
+	_ = enc.Encode(body)     // the client may be gone; nothing to do
+}
+
+// joinPhases names phases for a message: "setup, verify".
+func joinPhases(ps []contract.Phase) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
 }

@@ -335,10 +335,14 @@ type session struct {
 	// clock: JUnit reports written since are collected (see junit.go).
 	verifyStart time.Time
 
-	// egress is the sandbox's way out while the agent runs (nil before and
-	// after); egressRefusals counts what it turned away.
+	// egress is the sandbox's way out (nil when not open): opened for the
+	// agent, and for setup and verify when a registry is open to them (see
+	// egressFor); egressRefusals counts what it turned away, and
+	// livePhase is the phase for its handler's goroutines (a
+	// contract.Phase; s.phase is the run's own goroutine's).
 	egress         *egress
 	egressRefusals atomic.Int64
+	livePhase      atomic.Value
 	// invocation is how the agent's preset is run (set for the agent phase).
 	invocation *Invocation
 	// prompt is the agent's prompt, assembled from the spec in prepare.
@@ -348,6 +352,7 @@ type session struct {
 // run prepares the workspace and runs the agent and the verify commands,
 // recording the outcome. It returns early when ctx ends.
 func (s *session) run(ctx context.Context) {
+	defer s.closeEgress()
 	s.enter(contract.PhasePrepare, "preparing the workspace at "+s.spec.PinnedSHA[:12])
 	if !s.prepare(ctx) {
 		return
@@ -364,17 +369,13 @@ func (s *session) run(ctx context.Context) {
 		return
 	}
 	s.invocation = &inv
-	eg, err := s.startEgress()
-	if err != nil {
+	if err := s.openEgress(); err != nil {
 		s.fail(ctx, "opening the sandbox's egress proxy", err)
 		return
 	}
-	s.egress = eg
 	agent, ok := s.command(ctx, "agent", inv.Argv, 0)
-	s.egress = nil
-	eg.close()
-	if n := s.egressRefusals.Load(); n > 0 {
-		s.log.Info().Int64("refused", n).Msg("the egress proxy turned requests away")
+	if len(s.spec.Verify) == 0 || !s.egressFor(contract.PhaseVerify) {
+		s.closeEgress()
 	}
 	if !ok || s.cutShort(ctx) {
 		return
@@ -388,6 +389,12 @@ func (s *session) run(ctx context.Context) {
 	if len(s.spec.Verify) > 0 {
 		s.enter(contract.PhaseVerify, fmt.Sprintf("verifying the change (%d commands)", len(s.spec.Verify)))
 		s.verifyStart = fsNow(s.ws.dir)
+		if s.egressFor(contract.PhaseVerify) {
+			if err := s.openEgress(); err != nil {
+				s.fail(ctx, "opening the sandbox's egress proxy", err)
+				return
+			}
+		}
 	}
 	var failed []string
 	for _, c := range s.spec.Verify {
@@ -541,6 +548,11 @@ func (s *session) setup(ctx context.Context) bool {
 		return true
 	}
 	s.enter(contract.PhaseSetup, fmt.Sprintf("setting up (%d commands)", len(cmds)))
+	if s.egressFor(contract.PhaseSetup) {
+		if err := s.openEgress(); err != nil {
+			return s.fail(ctx, "opening the sandbox's egress proxy", err)
+		}
+	}
 	for _, c := range cmds {
 		r, ok := s.command(ctx, c.Name, c.Argv, c.Timeout.Std())
 		if !ok || s.cutShort(ctx) {
@@ -623,22 +635,75 @@ func (s *session) agentInvocation() (Invocation, error) {
 // agentEnv is the agent's environment: the sandbox's, with the preset's
 // own variables (no credential among them, and never HOME or PATH).
 func (s *session) agentEnv(extra map[string]string) []string {
+	repoEnv, regOwn := s.registryEnv()
 	own := []string{"INSPECT_SESSION_ID=" + s.spec.SessionID, "INSPECT_PROMPT_FILE=" + PromptFile, "INSPECT_ANSWER_FILE=" + AnswerFile}
 	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		if k != "HOME" && k != "PATH" && !strings.HasPrefix(k, "INSPECT_SESSION") {
 			own = append(own, k+"="+extra[k])
 		}
 	}
-	return sandboxEnv(s.cfg.SandboxPath, s.spec.Env, own...)
+	return sandboxEnv(s.cfg.SandboxPath, repoEnv, append(own, regOwn...)...)
 }
 
 // sandboxEnv is the sandbox's whole environment. It holds no credential of
 // any kind; keep it that way.
 func (s *session) sandboxEnv() []string {
-	return sandboxEnv(s.cfg.SandboxPath, s.spec.Env,
-		"INSPECT_SESSION_ID="+s.spec.SessionID,
-		"INSPECT_PROMPT_FILE="+PromptFile,
-		"INSPECT_ANSWER_FILE="+AnswerFile)
+	repoEnv, regOwn := s.registryEnv()
+	return sandboxEnv(s.cfg.SandboxPath, repoEnv, append([]string{
+		"INSPECT_SESSION_ID=" + s.spec.SessionID,
+		"INSPECT_PROMPT_FILE=" + PromptFile,
+		"INSPECT_ANSWER_FILE=" + AnswerFile}, regOwn...)...)
+}
+
+// registryEnv is the current phase's package-manager environment
+// (registryEnv, as "K=V", to win over the repo's) and the repo's env
+// without those names in any case.
+func (s *session) registryEnv() (repoEnv map[string]string, own []string) {
+	reg := registryEnv(s.spec.Registries, s.phase)
+	for _, k := range slices.Sorted(maps.Keys(reg)) {
+		own = append(own, k+"="+reg[k])
+	}
+	return withoutRegistryNames(s.spec.Env, reg), own
+}
+
+// egressFor reports whether phase's commands run under the forwarder with
+// the egress socket bound in: the agent's always (the model proxy), setup's
+// and verify's only when a registry is open to them. Otherwise they have
+// no network at all.
+func (s *session) egressFor(phase contract.Phase) bool {
+	return phase == contract.PhaseAgent || len(openRegistries(s.spec.Registries, phase)) > 0
+}
+
+// openEgress starts the egress once; later phases that need it share it.
+func (s *session) openEgress() error {
+	if s.egress != nil {
+		return nil
+	}
+	eg, err := s.startEgress()
+	if err != nil {
+		return err
+	}
+	s.egress = eg
+	return nil
+}
+
+// closeEgress stops the egress, if open, and logs how much it refused
+// (counted, like the log, for the whole attempt).
+func (s *session) closeEgress() {
+	if s.egress == nil {
+		return
+	}
+	s.egress.close()
+	s.egress = nil
+	if n := s.egressRefusals.Load(); n > 0 {
+		s.log.Info().Int64("refused", n).Msg("the egress proxy turned requests away")
+	}
+}
+
+// egressPhase is the phase now running, as the egress handler sees it.
+func (s *session) egressPhase() contract.Phase {
+	p, _ := s.livePhase.Load().(contract.Phase)
+	return p
 }
 
 // sandboxEnv is a sandboxed command's environment: the repo's env (spec.Env,
@@ -670,11 +735,12 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 		out.tests = s.tests
 	}
 	mounts, run, env := s.mounts, argv, s.sandboxEnv()
-	if s.egress != nil {
-		// The agent runs under the forwarder, with the egress socket bound
-		// in; the evidence records the agent's own command.
+	if s.egress != nil && s.egressFor(s.phase) {
+		// The agent (and setup and verify, when a registry is open to
+		// them) runs under the forwarder, with the egress socket bound in;
+		// the evidence records the command itself.
 		stdin := ""
-		if s.invocation != nil {
+		if s.phase == contract.PhaseAgent && s.invocation != nil {
 			stdin = s.invocation.StdinFile
 			env = s.agentEnv(s.invocation.Env)
 		}
@@ -764,6 +830,7 @@ func (s *session) fail(ctx context.Context, doing string, err error) bool {
 // enter moves to a phase and tells the app, best effort.
 func (s *session) enter(p contract.Phase, msg string) {
 	s.phase = p
+	s.livePhase.Store(p)
 	msg = contract.CleanProgressMessage(s.red.Redact(msg))
 	s.log.Info().Str("phase", string(p)).Msg(msg)
 	s.seq++

@@ -53,6 +53,8 @@ type Server struct {
 	tokenRepoID int64
 	// model answers the egress model route (ServeModel).
 	model http.HandlerFunc
+	// registry answers the egress registry route (ServeRegistry).
+	registry http.HandlerFunc
 }
 
 // OtherRepoID is a second repository of the installation, for tokens that
@@ -104,6 +106,39 @@ func (s *Server) egressModel(w http.ResponseWriter, r *http.Request, a *Attempt)
 	h(w, r)
 }
 
+// RegistryRequest is one request the sandbox's egress relayed to the
+// registry route: Path as the mux unescapes it, RawPath as it was sent
+// (below the registry's name).
+type RegistryRequest struct {
+	Registry, Path, RawPath, Method string
+	Header                          http.Header
+	RawQuery                        string
+}
+
+// ServeRegistry answers the egress registry route with h (the stand-in for
+// the app's registry proxy); without it the route answers 404.
+func (s *Server) ServeRegistry(h http.HandlerFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.registry = h
+}
+
+func (s *Server) egressRegistry(w http.ResponseWriter, r *http.Request, a *Attempt) {
+	name := r.PathValue(contract.PathValueRegistry)
+	prefix := contract.EgressRegistryPath(a.Spec.AttemptID, name, "")
+	req := RegistryRequest{Registry: name, Path: r.PathValue(contract.PathValueRest),
+		RawPath: strings.TrimPrefix(r.URL.EscapedPath(), prefix), Method: r.Method, Header: r.Header.Clone(), RawQuery: r.URL.RawQuery}
+	s.record(a, func() { a.RegistryRequests = append(a.RegistryRequests, req) })
+	s.mu.Lock()
+	h := s.registry
+	s.mu.Unlock()
+	if h == nil {
+		contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "no registry here")
+		return
+	}
+	h(w, r)
+}
+
 // Attempt is one attempt the server knows, and what it was sent.
 type Attempt struct {
 	Spec         contract.Spec
@@ -119,6 +154,8 @@ type Attempt struct {
 	RawResults [][]byte
 	// ModelRequests are what the egress relayed to the model route.
 	ModelRequests []ModelRequest
+	// RegistryRequests are what the egress relayed to the registry route.
+	RegistryRequests []RegistryRequest
 }
 
 // New starts a fake channel and a GitHub stand-in holding acme/widgets.
@@ -146,6 +183,9 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc(contract.RouteProgress, s.authed(s.progress))
 	mux.HandleFunc(contract.RouteResult, s.authed(s.result))
 	mux.HandleFunc(contract.PathEgressModel, s.authed(s.egressModel))
+	// Any method, so that one the supervisor should have refused is
+	// recorded rather than turned away by the mux.
+	mux.HandleFunc(contract.PathEgressRegistry, s.authed(s.egressRegistry))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.violate("unexpected request %s %s", r.Method, r.URL.Path)
 		contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "no such route")
@@ -223,6 +263,8 @@ func (s *Server) Attempt(attemptID string) Attempt {
 	cp.Progress = append([]contract.ProgressEvent(nil), a.Progress...)
 	cp.Results = append([]contract.ResultUpload(nil), a.Results...)
 	cp.RawResults = append([][]byte(nil), a.RawResults...)
+	cp.ModelRequests = append([]ModelRequest(nil), a.ModelRequests...)
+	cp.RegistryRequests = append([]RegistryRequest(nil), a.RegistryRequests...)
 	return cp
 }
 

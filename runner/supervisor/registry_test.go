@@ -1,0 +1,335 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/internal/channeltest"
+)
+
+// sumGolangOrg is the published verifier key of sum.golang.org.
+const sumGolangOrg = "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ze6rYfYMm2Lpv7kiy"
+
+var (
+	goRegistry  = contract.Registry{Name: "gomods", Kind: policy.RegistryGoProxy, Phases: []contract.Phase{contract.PhaseSetup, contract.PhaseVerify}, SumDB: sumGolangOrg}
+	npmRegistry = contract.Registry{Name: "npmjs", Kind: policy.RegistryNPM, Phases: []contract.Phase{contract.PhaseSetup}}
+)
+
+// egressSession is a claimed session against the fake channel, with no
+// sandbox: for calling the egress handler directly.
+func egressSession(t *testing.T, regs ...contract.Registry) (*session, *channeltest.Server) {
+	t.Helper()
+	ch := channeltest.New(t)
+	spec := ch.Spec("sess-reg", "sess-reg-a1", strings.Repeat("a", 40), []string{"true"})
+	spec.Registries = regs
+	code := ch.AddAttempt(spec)
+	c, err := newChannel(ch.URL(), "", spec.AttemptID, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	if _, err := c.claim(context.Background(), code); err != nil {
+		t.Fatal(err)
+	}
+	return &session{cfg: Config{SandboxPath: DefaultSandboxPath}, log: zerolog.New(zerolog.NewTestWriter(t)), ch: c, red: contract.NewRedactor(code), spec: spec}, ch
+}
+
+// at moves the session to phase, as enter does, without a progress event.
+func (s *session) at(p contract.Phase) {
+	s.phase = p
+	s.livePhase.Store(p)
+}
+
+func serveEgress(s *session, method, target string, hdr http.Header) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, target, nil)
+	maps.Copy(r.Header, hdr)
+	w := httptest.NewRecorder()
+	s.egressHandler().ServeHTTP(w, r)
+	return w
+}
+
+// refusalOf decodes a 403's body, failing unless it is one.
+func refusalOf(t *testing.T, w *httptest.ResponseRecorder) egressRefusal {
+	t.Helper()
+	if w.Code != http.StatusForbidden {
+		t.Fatalf("status %d, want 403: %s", w.Code, w.Body)
+	}
+	var body egressRefusal
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.Error.Type != "inspect_egress_refused" {
+		t.Fatalf("refusal body %q: %v", w.Body, err)
+	}
+	return body
+}
+
+// An allowed read in setup goes to the channel's registry route with the
+// session token and only the allowlisted headers, and its answer comes back
+// with only the allowlisted response headers.
+func TestEgressRelaysARegistryReadInSetup(t *testing.T) {
+	s, ch := egressSession(t, goRegistry)
+	ch.ServeRegistry(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("ETag", `"v1"`)
+		w.Header().Set("Set-Cookie", "upstream=1")
+		w.Header().Set("X-Upstream-Secret", "s3cret")
+		fmt.Fprint(w, "v0.1.0\nv0.2.0\n")
+	})
+	s.at(contract.PhaseSetup)
+	w := serveEgress(s, "GET", "/v1/registries/gomods/golang.org/x/mod/@v/list?go-get=1", http.Header{
+		"Accept":                      {"*/*"},
+		"User-Agent":                  {"Go-http-client/1.1"},
+		"If-None-Match":               {`"v0"`},
+		"Authorization":               {"Bearer made-up"},
+		"Cookie":                      {"x=1"},
+		contract.HeaderSessionToken:   {"forged"},
+		"X-Forwarded-For":             {"10.0.0.1"},
+		"Npm-Auth-Type":               {"web"},
+		contract.HeaderRunnerVersion:  {"forged"},
+		"Proxy-Authorization":         {"Basic eDp5"},
+		"If-Modified-Since":           {"Mon, 02 Jan 2006 15:04:05 GMT"},
+		"Accept-Encoding-Not-Allowed": {"x"},
+	})
+	if w.Code != http.StatusOK || w.Body.String() != "v0.1.0\nv0.2.0\n" {
+		t.Fatalf("got %d %q", w.Code, w.Body)
+	}
+	if got := w.Header().Get("ETag"); got != `"v1"` {
+		t.Errorf("ETag = %q", got)
+	}
+	if w.Header().Get("Set-Cookie") != "" || w.Header().Get("X-Upstream-Secret") != "" {
+		t.Errorf("response headers beyond the allowlist came back: %v", w.Header())
+	}
+	a := ch.Attempt(s.spec.AttemptID)
+	if len(a.RegistryRequests) != 1 {
+		t.Fatalf("registry requests = %+v", a.RegistryRequests)
+	}
+	req := a.RegistryRequests[0]
+	if req.Registry != "gomods" || req.Path != "golang.org/x/mod/@v/list" || req.Method != "GET" || req.RawQuery != "" {
+		t.Errorf("relayed %+v", req)
+	}
+	if got := req.Header.Get(contract.HeaderSessionToken); got != a.SessionToken {
+		t.Errorf("session token %q, want the attempt's", got)
+	}
+	for k := range req.Header {
+		switch k {
+		case "Accept", "User-Agent", "If-None-Match", "If-Modified-Since", contract.HeaderSessionToken, contract.HeaderRunnerVersion, "Accept-Encoding":
+			// Accept-Encoding is Go's transport's own (gzip, decoded on
+			// the way back).
+		default:
+			t.Errorf("header %s went on: %q", k, req.Header[k])
+		}
+	}
+	if got := req.Header.Get(contract.HeaderRunnerVersion); got != "test" {
+		t.Errorf("runner version %q", got)
+	}
+	if got := req.Header.Get("User-Agent"); got != "Go-http-client/1.1" {
+		t.Errorf("User-Agent %q", got)
+	}
+	if v := ch.Violations(); len(v) > 0 {
+		t.Errorf("protocol violations: %q", v)
+	}
+	if n := s.egressRefusals.Load(); n != 0 {
+		t.Errorf("%d refusals counted", n)
+	}
+}
+
+// A scoped npm name keeps its escaped slash on the way to the app, and a
+// HEAD is relayed as a HEAD.
+func TestEgressKeepsARegistryPathEscaped(t *testing.T) {
+	s, ch := egressSession(t, npmRegistry)
+	ch.ServeRegistry(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "2")
+		if r.Method == http.MethodGet {
+			fmt.Fprint(w, "{}")
+		}
+	})
+	s.at(contract.PhaseSetup)
+	for _, m := range []string{"GET", "HEAD"} {
+		if w := serveEgress(s, m, "/v1/registries/npmjs/@types%2fnode", http.Header{"Accept": {"application/vnd.npm.install-v1+json"}}); w.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", m, w.Code, w.Body)
+		} else if got := w.Header().Get("Content-Length"); got != "2" {
+			t.Errorf("%s: Content-Length %q", m, got)
+		}
+	}
+	reqs := ch.Attempt(s.spec.AttemptID).RegistryRequests
+	if len(reqs) != 2 || reqs[0].RawPath != "@types%2fnode" || reqs[0].Path != "@types/node" || reqs[1].Method != "HEAD" {
+		t.Fatalf("relayed %+v", reqs)
+	}
+	if got := reqs[0].Header.Get("Accept"); got != "application/vnd.npm.install-v1+json" {
+		t.Errorf("Accept %q", got)
+	}
+}
+
+// What the registry egress refuses never reaches the channel, is counted,
+// and says in its 403 what is open.
+func TestEgressRefusesRegistryRequests(t *testing.T) {
+	gomodsSetup := `"registries":[{"name":"gomods","kind":"goproxy","url":"http://127.0.0.1:8931/v1/registries/gomods/","phases":["setup","verify"]},{"name":"npmjs","kind":"npm","url":"http://127.0.0.1:8931/v1/registries/npmjs/","phases":["setup"]}]`
+	for _, tc := range []struct {
+		name          string
+		phase         contract.Phase
+		method        string
+		target        string
+		want          []string // in the body
+		wantNotInBody string
+	}{
+		{"the agent phase", contract.PhaseAgent, "GET", "/v1/registries/gomods/golang.org/x/mod/@v/list",
+			[]string{`registry \"gomods\" is open only to these phases: setup, verify (not agent)`, "the model proxy at " + ModelBaseURL("<provider>"), `"phase":"agent"`}, `"registries"`},
+		{"PUT", contract.PhaseSetup, "PUT", "/v1/registries/gomods/golang.org/x/mod/@v/v0.1.0.zip",
+			[]string{"only GET and HEAD", gomodsSetup}, ""},
+		{"POST", contract.PhaseSetup, "POST", "/v1/registries/npmjs/-/v1/login",
+			[]string{"only GET and HEAD"}, ""},
+		{"an unknown registry", contract.PhaseSetup, "GET", "/v1/registries/elsewhere/golang.org/x/mod/@v/list",
+			[]string{`no registry named \"elsewhere\"`, gomodsSetup}, ""},
+		{"a bad registry name", contract.PhaseSetup, "GET", "/v1/registries/Else%2fwhere/x",
+			[]string{"only /v1/registries/{name}/... is served"}, ""},
+		{"npm publish", contract.PhaseSetup, "PUT", "/v1/registries/npmjs/left-pad",
+			[]string{"only GET and HEAD"}, ""},
+		{"npm dist-tags", contract.PhaseSetup, "GET", "/v1/registries/npmjs/-/package/left-pad/dist-tags",
+			[]string{"registry operations under /-/"}, ""},
+		{"npm login", contract.PhaseSetup, "GET", "/v1/registries/npmjs/-/whoami",
+			[]string{"registry operations under /-/"}, ""},
+		{"npm audit", contract.PhaseSetup, "GET", "/v1/registries/npmjs/-/npm/v1/security/advisories/bulk",
+			[]string{"audits are not served"}, ""},
+		{"a path outside the protocol", contract.PhaseSetup, "GET", "/v1/registries/gomods/golang.org/x/mod/@v/v0.1.0.tar",
+			[]string{"not a GOPROXY version file"}, ""},
+		{"dot-dot", contract.PhaseSetup, "GET", "/v1/registries/gomods/x/%2e%2e/@v/list",
+			[]string{"not a clean relative path"}, ""},
+		{"verify, npm not open", contract.PhaseVerify, "GET", "/v1/registries/npmjs/left-pad",
+			[]string{`registry \"npmjs\" is open only to these phases: setup (not verify)`, `"name":"gomods"`}, `"name":"npmjs"`},
+		{"CONNECT", contract.PhaseSetup, "CONNECT", "registry.npmjs.org:443",
+			[]string{"this is not a proxy"}, ""},
+		{"absolute-form", contract.PhaseSetup, "GET", "http://proxy.golang.org/v1/registries/gomods/golang.org/x/mod/@v/list",
+			[]string{"this is not a proxy"}, ""},
+		{"the model route in setup", contract.PhaseSetup, "POST", "/v1/providers/openai/responses",
+			[]string{"the model proxy serves the agent only", `"phase":"setup"`}, "the model proxy at"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ch := egressSession(t, goRegistry, npmRegistry)
+			ch.ServeRegistry(func(w http.ResponseWriter, r *http.Request) { t.Errorf("relayed %s %s", r.Method, r.URL) })
+			ch.ServeModel(func(w http.ResponseWriter, r *http.Request) { t.Errorf("relayed %s %s", r.Method, r.URL) })
+			s.at(tc.phase)
+			w := serveEgress(s, tc.method, tc.target, nil)
+			refusalOf(t, w)
+			body := w.Body.String()
+			for _, want := range tc.want {
+				if !strings.Contains(body, want) {
+					t.Errorf("the refusal lacks %s:\n%s", want, body)
+				}
+			}
+			if tc.wantNotInBody != "" && strings.Contains(body, tc.wantNotInBody) {
+				t.Errorf("the refusal has %s:\n%s", tc.wantNotInBody, body)
+			}
+			a := ch.Attempt(s.spec.AttemptID)
+			if len(a.RegistryRequests)+len(a.ModelRequests) > 0 {
+				t.Errorf("relayed %+v %+v", a.RegistryRequests, a.ModelRequests)
+			}
+			if n := s.egressRefusals.Load(); n != 1 {
+				t.Errorf("%d refusals counted, want 1", n)
+			}
+		})
+	}
+}
+
+// The model route in the agent phase is as it was: relayed, and its
+// refusals say what they said.
+func TestEgressModelRouteUnchangedInTheAgentPhase(t *testing.T) {
+	s, ch := egressSession(t, goRegistry)
+	ch.ServeModel(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	s.at(contract.PhaseAgent)
+	if w := serveEgress(s, "POST", "/v1/providers/openai/responses", nil); w.Code != http.StatusOK || w.Body.String() != "ok" {
+		t.Fatalf("model route: %d %q", w.Code, w.Body)
+	}
+	s2, _ := egressSession(t)
+	s2.at(contract.PhaseAgent)
+	w := serveEgress(s2, "GET", "/v1/models", nil)
+	refusalOf(t, w)
+	want := `{"error":{"type":"inspect_egress_refused","message":"Inspect's sandbox has no network; it reaches only the model proxy at http://127.0.0.1:8931/v1/providers/<provider>: only /v1/providers/{provider}/... is served"}}` + "\n"
+	if got := w.Body.String(); got != want {
+		t.Errorf("refusal body\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestRegistryEnv(t *testing.T) {
+	goPrivate := goRegistry
+	goPrivate.Name, goPrivate.NoSumDB = "private", []string{"corp.example/*", "git.corp.example"}
+	pypi := contract.Registry{Name: "pypi", Kind: policy.RegistryPyPI, Phases: []contract.Phase{contract.PhaseSetup, contract.PhaseAgent}}
+	goClear := map[string]string{"GOPRIVATE": "", "GONOPROXY": "", "GOINSECURE": "", "GONOSUMCHECK": ""}
+	with := func(base map[string]string, more ...map[string]string) map[string]string {
+		m := maps.Clone(base)
+		for _, x := range more {
+			maps.Copy(m, x)
+		}
+		return m
+	}
+	goEnv := with(goClear, map[string]string{"GOPROXY": "http://127.0.0.1:8931/v1/registries/gomods/", "GOSUMDB": sumGolangOrg, "GONOSUMDB": ""})
+	npmEnv := map[string]string{"npm_config_registry": "http://127.0.0.1:8931/v1/registries/npmjs/", "npm_config_audit": "false", "npm_config_fund": "false", "npm_config_update_notifier": "false"}
+	pypiEnv := map[string]string{"PIP_INDEX_URL": "http://127.0.0.1:8931/v1/registries/pypi/simple/", "PIP_TRUSTED_HOST": "127.0.0.1:8931"}
+	for _, tc := range []struct {
+		name  string
+		regs  []contract.Registry
+		phase contract.Phase
+		want  map[string]string
+	}{
+		{"none", nil, contract.PhaseSetup, map[string]string{}},
+		{"goproxy in setup", []contract.Registry{goRegistry}, contract.PhaseSetup, goEnv},
+		{"goproxy in verify", []contract.Registry{goRegistry}, contract.PhaseVerify, goEnv},
+		{"goproxy not in the agent", []contract.Registry{goRegistry}, contract.PhaseAgent, map[string]string{}},
+		{"no_sumdb", []contract.Registry{goPrivate}, contract.PhaseSetup, with(goEnv, map[string]string{
+			"GOPROXY": "http://127.0.0.1:8931/v1/registries/private/", "GONOSUMDB": "corp.example/*,git.corp.example"})},
+		{"the first goproxy wins", []contract.Registry{goRegistry, goPrivate}, contract.PhaseSetup, goEnv},
+		{"the first open one wins", []contract.Registry{npmRegistry, goPrivate, goRegistry}, contract.PhaseVerify, with(goEnv, map[string]string{
+			"GOPROXY": "http://127.0.0.1:8931/v1/registries/private/", "GONOSUMDB": "corp.example/*,git.corp.example"})},
+		{"every kind", []contract.Registry{goRegistry, npmRegistry, pypi}, contract.PhaseSetup, with(goEnv, npmEnv, pypiEnv)},
+		{"pypi in the agent", []contract.Registry{goRegistry, npmRegistry, pypi}, contract.PhaseAgent, pypiEnv},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := registryEnv(tc.regs, tc.phase); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("registryEnv =\n%v\nwant\n%v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The registry env wins over the repo's, in any case; the rest of the
+// repo's env stays, and a phase with no registry gets the repo's as is.
+func TestRegistryEnvOverridesTheRepos(t *testing.T) {
+	s, _ := egressSession(t, goRegistry, npmRegistry)
+	s.spec.Env = map[string]string{"GOPROXY": "direct", "GOSUMDB": "off", "GOPRIVATE": "*", "NPM_CONFIG_REGISTRY": "http://evil.example/", "GOFLAGS": "-mod=mod"}
+	s.at(contract.PhaseSetup)
+	env := s.sandboxEnv()
+	for _, want := range []string{"GOPROXY=" + RegistryBaseURL("gomods"), "GOSUMDB=" + sumGolangOrg, "GOPRIVATE=", "npm_config_registry=" + RegistryBaseURL("npmjs"), "GOFLAGS=-mod=mod", "INSPECT_SESSION_ID=sess-reg"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("setup's env lacks %s: %q", want, env)
+		}
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "NPM_CONFIG_REGISTRY=") || kv == "GOPROXY=direct" {
+			t.Errorf("the repo's %s survived", kv)
+		}
+	}
+	if agent := s.agentEnv(nil); !slices.Contains(agent, "npm_config_registry="+RegistryBaseURL("npmjs")) {
+		t.Errorf("the agent's env in setup lacks the registry: %q", agent)
+	}
+	s.at(contract.PhaseAgent)
+	if env := s.agentEnv(map[string]string{"OPENAI_BASE_URL": ModelBaseURL("openai")}); !slices.Contains(env, "GOPROXY=direct") || !slices.Contains(env, "NPM_CONFIG_REGISTRY=http://evil.example/") {
+		t.Errorf("the agent's env, with no registry open, should be the repo's: %q", env)
+	}
+	if !s.egressFor(contract.PhaseAgent) || !s.egressFor(contract.PhaseSetup) || !s.egressFor(contract.PhaseVerify) {
+		t.Error("egressFor: the agent always, setup and verify with a registry open")
+	}
+	s.spec.Registries = []contract.Registry{npmRegistry}
+	if s.egressFor(contract.PhaseVerify) {
+		t.Error("egressFor(verify) with no registry open to verify")
+	}
+}

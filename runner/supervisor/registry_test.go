@@ -11,9 +11,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/internal/fakegoproxy"
 	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
@@ -331,5 +333,78 @@ func TestRegistryEnvOverridesTheRepos(t *testing.T) {
 	s.spec.Registries = []contract.Registry{npmRegistry}
 	if s.egressFor(contract.PhaseVerify) {
 		t.Error("egressFor(verify) with no registry open to verify")
+	}
+}
+
+// In the sandbox: setup's real `go build` downloads a module, and checks it
+// against the checksum database (there is no go.sum yet), through the
+// forwarder, the egress socket and the channel's registry route, with the
+// session token added on the way; the agent, to which the registry is not
+// open, is refused; verify, to which nothing is open, has no forwarder and
+// the repo's env as it is.
+func TestSetupDownloadsModulesThroughTheRegistryEgress(t *testing.T) {
+	alpha := fakegoproxy.Module{Path: "fake.test/alpha", Version: "v1.0.0", Files: map[string]string{
+		"go.mod":   fakegoproxy.GoMod("fake.test/alpha"),
+		"alpha.go": "// Package alpha greets.\npackage alpha\n\n// Greeting is a greeting.\nfunc Greeting() string { return \"hello\" }\n",
+	}}
+	gp := fakegoproxy.New(t, fakegoproxy.Options{Modules: []fakegoproxy.Module{alpha}})
+	_, verifierKey := gp.SumDB()
+	ch := channeltest.New(t)
+	ch.ServeRegistry(func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue(contract.PathValueRegistry) != "gomods" {
+			http.NotFound(w, r)
+			return
+		}
+		up := r.Clone(r.Context())
+		up.URL.Path, up.URL.RawPath = "/"+r.PathValue(contract.PathValueRest), ""
+		gp.Handler().ServeHTTP(w, up)
+	})
+	agent := `set -u
+echo "agent: GOPROXY=[${GOPROXY:-}] $(curl -sS -o /dev/null -w '%{http_code}' http://` + EgressListen + `/v1/registries/gomods/fake.test/alpha/@v/list)" > "$INSPECT_ANSWER_FILE"
+`
+	sha := ch.Seed(map[string]string{
+		"go.mod":   "module consumer.test/app\n\ngo 1.21\n\nrequire fake.test/alpha v1.0.0\n",
+		"app.go":   "// Package app greets.\npackage app\n\nimport \"fake.test/alpha\"\n\n// Hi greets.\nfunc Hi() string { return alpha.Greeting() }\n",
+		"agent.sh": agent,
+	})
+	spec := ch.Spec("sess-goreg", "sess-goreg-a1", sha, []string{"sh", "agent.sh"},
+		contract.Command{Name: "offline", Timeout: contract.Duration(time.Minute), Argv: []string{"sh", "-c", `echo "verify: GOPROXY=[${GOPROXY:-}]"; if curl -sS -m 5 -o /dev/null http://` + EgressListen + `/ 2>/dev/null; then echo "verify: reached"; else echo "verify: unreachable"; fi`}})
+	spec.Registries = []contract.Registry{{Name: "gomods", Kind: policy.RegistryGoProxy, Phases: []contract.Phase{contract.PhaseSetup}, SumDB: verifierKey}}
+	// The repo's own GOPROXY and GOSUMDB lose to the registry's.
+	spec.Env = map[string]string{"GOPROXY": "https://proxy.golang.org,direct", "GOSUMDB": "off", "GOFLAGS": "-mod=mod -modcacherw"}
+	spec.Setup = []contract.Command{{Name: "build", Timeout: contract.Duration(2 * time.Minute), Argv: []string{"sh", "-c", `go env GOPROXY GOSUMDB && go build ./... && echo built`}}}
+	h := newHarness(t, ch, spec)
+	u := h.result(t, h.run(t, context.Background()))
+	if u.Evidence.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s\n%+v", u.Evidence.Outcome, u.Evidence.Reason, u.Evidence.Commands)
+	}
+	byName := map[string]string{}
+	for _, c := range u.Evidence.Commands {
+		byName[c.Name] = c.OutputTail
+	}
+	if out := byName["build"]; !strings.Contains(out, RegistryBaseURL("gomods")+"\n"+verifierKey+"\n") || !strings.Contains(out, "built") {
+		t.Errorf("setup's output:\n%s", out)
+	}
+	if got := strings.TrimSpace(u.Evidence.FinalAnswer); got != "agent: GOPROXY=[https://proxy.golang.org,direct] 403" {
+		t.Errorf("the agent saw %q", got)
+	}
+	if out := byName["offline"]; !strings.Contains(out, "verify: GOPROXY=[https://proxy.golang.org,direct]") || !strings.Contains(out, "verify: unreachable") {
+		t.Errorf("verify's output:\n%s", out)
+	}
+	a := ch.Attempt(spec.AttemptID)
+	kinds := map[fakegoproxy.Kind]int{}
+	for _, r := range gp.Requests() {
+		kinds[r.Kind]++
+	}
+	if kinds[fakegoproxy.KindZip] != 1 || kinds[fakegoproxy.KindSumDBSupported] == 0 || kinds[fakegoproxy.KindSumDBLookup] != 1 {
+		t.Errorf("the proxy saw %v", kinds)
+	}
+	for _, r := range a.RegistryRequests {
+		if r.Header.Get(contract.HeaderSessionToken) != a.SessionToken || r.Method != http.MethodGet {
+			t.Errorf("relayed %s %s without the session token", r.Method, r.Path)
+		}
+	}
+	if len(a.RegistryRequests) != len(gp.Requests()) {
+		t.Errorf("%d registry requests relayed, %d reached the proxy", len(a.RegistryRequests), len(gp.Requests()))
 	}
 }

@@ -20,7 +20,7 @@ import (
 // EgressSocket, which the supervisor serves. Agents' CLIs are pointed at
 // ModelBaseURL(provider).
 const (
-	EgressListen = "127.0.0.1:8931"
+	EgressListen = contract.EgressListen
 	EgressSocket = "/run/inspect/egress.sock"
 	EgressBinary = "/run/inspect/inspect"
 )

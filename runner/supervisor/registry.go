@@ -9,11 +9,9 @@ import (
 
 // RegistryBaseURL is where a package manager inside the sandbox reaches the
 // named package registry (decision 0018): the forwarder on loopback, under
-// the server's name for it. The upstream's URL and credential live
-// server-side only.
-func RegistryBaseURL(name string) string {
-	return "http://" + EgressListen + "/v1/registries/" + name + "/"
-}
+// the server's name for it, as the app points metadata links back at it.
+// The upstream's URL and credential live server-side only.
+func RegistryBaseURL(name string) string { return contract.RegistryBaseURL(name) }
 
 // openRegistries are the registries of regs open to phase, in their order.
 func openRegistries(regs []contract.Registry, phase contract.Phase) []contract.Registry {

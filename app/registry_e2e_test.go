@@ -1,0 +1,75 @@
+package app_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/examples"
+	"github.com/inspecthq/inspect/internal/fakegoproxy"
+)
+
+// goDepsRepo is the sample repository made a module that needs a
+// third-party module it does not vendor: its go.sum names fake.test/alpha,
+// which only the registry egress can bring.
+func goDepsRepo(up *fakegoproxy.Proxy, alpha fakegoproxy.Module) map[string]string {
+	files := examples.SampleRepo()
+	files["go.mod"] = "module example.com/widgets\n\ngo 1.21\n\nrequire fake.test/alpha v1.0.0\n"
+	files["go.sum"] = up.GoSum(alpha.Path, alpha.Version)
+	files["uses.go"] = "package widgets\n\nimport \"fake.test/alpha\"\n\n// Greeting comes from a dependency.\nfunc Greeting() string { return alpha.Hello }\n"
+	files[".github/inspect.yml"] = "agent:\n" +
+		"  preset: command\n" +
+		"  command: [\"sh\", \"scripts/inspect-stand-in-agent.sh\"]\n" +
+		"env:\n  GOTOOLCHAIN: local\n  GOFLAGS: -mod=readonly\n" +
+		"setup:\n  - name: modules\n    run: [go, mod, download]\n" +
+		"verify:\n  - name: unit tests\n    run: [go, test, -json, ./...]\n    timeout: 5m\n"
+	return files
+}
+
+// A Go repository whose dependencies are not vendored gets them through
+// the registry egress, in setup and in verify; the upstream's token is
+// added by the app and never reaches the logs or GitHub.
+func TestRealSessionFetchesGoModulesThroughTheRegistryEgress(t *testing.T) {
+	alpha := fakegoproxy.Module{Path: "fake.test/alpha", Version: "v1.0.0", Files: map[string]string{
+		"go.mod": fakegoproxy.GoMod("fake.test/alpha"), "alpha.go": "package alpha\n\n// Hello greets.\nconst Hello = \"hello\"\n"}}
+	const token = "goproxy-upstream-token-0123456789"
+	up := fakegoproxy.New(t, fakegoproxy.Options{Modules: []fakegoproxy.Module{alpha}, Token: token, TLS: true, Latency: 30 * time.Millisecond})
+	_, key := up.SumDB()
+	h, lx := newSandboxHarness(t, func(c *config.Server) {
+		c.Egress.Registries = map[string]config.Registry{"goproxy": {Kind: "goproxy", URL: up.URL(), Token: token, CAFile: up.CertFile(), SumDB: key}}
+	})
+	h.gh.CommitFiles(owner, repoName, "main", goDepsRepo(up, alpha), "a module with a dependency")
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	h.waitForAttempt(lx)
+	h.runWorkers()
+
+	sess := assertIssueSessionOpenedPR(t, h)
+	if sess.Outcome != store.Changed {
+		t.Fatalf("session = %s", sess.Outcome)
+	}
+	if n := up.Fetches(fakegoproxy.KindZip)["fake.test/alpha@v1.0.0"]; n < 1 {
+		t.Fatalf("the module's zip was fetched %d times; requests: %+v", n, up.Requests())
+	}
+	// go.sum pins the module's hashes, so go checks those and needs no
+	// checksum database here (runner/supervisor's sandbox test shows the
+	// database reached through the proxy for a module go.sum lacks).
+	for _, q := range up.Requests() {
+		if !q.Authenticated {
+			t.Fatalf("%s %s reached the upstream without the token", q.Method, q.Path)
+		}
+	}
+	if strings.Contains(h.logs.String(), token) {
+		t.Fatal("the upstream's token is in the app's log")
+	}
+	ctx := context.Background()
+	pr, _, err := h.client(t).PullRequests.Get(ctx, owner, repoName, sess.PRNumber)
+	if err != nil || strings.Contains(pr.GetBody(), token) {
+		t.Fatalf("PR body: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
@@ -17,6 +18,10 @@ import (
 // server-side only; a session reaches a registry by its name through the
 // egress proxy, and the app adds the credential at the far end.
 type Egress struct {
+	// IdleTimeout bounds an egress request's silences, model and registry
+	// alike, in place of http.read_timeout and http.write_timeout, which
+	// would cut a long download or a model's long stream.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// Registries are keyed by name (contract.ValidProviderName), which the
 	// proxy routes on.
 	Registries map[string]Registry `yaml:"registries"`
@@ -148,6 +153,9 @@ func (r Registry) forSpec(name string) contract.Registry {
 }
 
 func (e Egress) validate(add func(key, format string, args ...any)) {
+	if e.IdleTimeout < time.Second {
+		add("egress.idle_timeout", "must be at least 1s")
+	}
 	for _, name := range sortedKeys(e.Registries) {
 		r := e.Registries[name]
 		key := "egress.registries." + name

@@ -143,6 +143,7 @@ func EnvVars() []EnvVar {
 		{"INSPECT_HTTP_READ_HEADER_TIMEOUT", "http.read_header_timeout", duration(func(c *Server) *time.Duration { return &c.HTTP.ReadHeaderTimeout })},
 		{"INSPECT_HTTP_READ_TIMEOUT", "http.read_timeout", duration(func(c *Server) *time.Duration { return &c.HTTP.ReadTimeout })},
 		{"INSPECT_HTTP_WRITE_TIMEOUT", "http.write_timeout", duration(func(c *Server) *time.Duration { return &c.HTTP.WriteTimeout })},
+		{"INSPECT_EGRESS_IDLE_TIMEOUT", "egress.idle_timeout", duration(func(c *Server) *time.Duration { return &c.Egress.IdleTimeout })},
 		{"INSPECT_HTTP_IDLE_TIMEOUT", "http.idle_timeout", duration(func(c *Server) *time.Duration { return &c.HTTP.IdleTimeout })},
 		{"INSPECT_HTTP_SHUTDOWN_TIMEOUT", "http.shutdown_timeout", duration(func(c *Server) *time.Duration { return &c.HTTP.ShutdownTimeout })},
 		{"INSPECT_HTTP_MAX_BODY_BYTES", "http.max_body_bytes", int64v(func(c *Server) *int64 { return &c.HTTP.MaxBodyBytes })},

@@ -87,6 +87,9 @@ type Options struct {
 	Logger zerolog.Logger
 	// Registries are the package registries the egress proxy reaches.
 	Registries Registries
+	// EgressIdleTimeout bounds an egress request's silences
+	// (egress.idle_timeout; DefaultEgressIdleTimeout when 0).
+	EgressIdleTimeout time.Duration
 	// Providers are the model providers the egress proxy reaches.
 	Providers Providers
 	// TokenBudget is the per-session model token budget (0: none).
@@ -105,6 +108,7 @@ type Channel struct {
 	providers   Providers
 	registries  Registries
 	regClients  registryClients
+	egressIdle  time.Duration
 	tokenBudget int64
 	modelClient *http.Client
 }
@@ -113,7 +117,7 @@ type Channel struct {
 func New(o Options) *Channel {
 	c := &Channel{
 		store: o.Store, engine: o.Engine, clock: o.Clock, log: o.Logger,
-		providers: o.Providers, registries: o.Registries, tokenBudget: o.TokenBudget, modelClient: o.ModelClient,
+		providers: o.Providers, registries: o.Registries, egressIdle: o.EgressIdleTimeout, tokenBudget: o.TokenBudget, modelClient: o.ModelClient,
 	}
 	if c.modelClient == nil {
 		c.modelClient = NewModelClient()

@@ -51,7 +51,8 @@ func (c *Channel) upstreamFor(spec contract.Spec, name string) (modelUpstream, b
 // maxModelRequestBytes bounds one request to a provider.
 const maxModelRequestBytes = 32 << 20
 
-func (c *Channel) handleEgressModel(w http.ResponseWriter, r *http.Request) {
+func (c *Channel) handleEgressModel(rw http.ResponseWriter, r *http.Request) {
+	w := liftTimeouts(rw, c.egressIdle)
 	a := attemptOf(r)
 	log := c.channelLog(r)
 	provider := r.PathValue(contract.PathValueProvider)

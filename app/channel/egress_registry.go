@@ -58,7 +58,8 @@ func writeRegistryRefusal(w http.ResponseWriter, why string) {
 	_, _ = w.Write(body) // a failed write to a gone client needs no handling
 }
 
-func (c *Channel) handleEgressRegistry(w http.ResponseWriter, r *http.Request) {
+func (c *Channel) handleEgressRegistry(rw http.ResponseWriter, r *http.Request) {
+	w := liftTimeouts(rw, c.egressIdle)
 	a := attemptOf(r)
 	start := c.clock.Now()
 	name := r.PathValue(contract.PathValueRegistry)

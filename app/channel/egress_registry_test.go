@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/internal/fakegoproxy"
@@ -190,5 +191,42 @@ func TestRegistryEgressFollowsRedirectsOnlyToItsOwnHosts(t *testing.T) {
 	r := registryRig(t, registries{"npm": {Kind: "npm", URL: up.URL}}, contract.Registry{Name: "npm", Kind: "npm", Phases: []contract.Phase{contract.PhaseSetup}})
 	if rec := r.registry(t, http.MethodGet, "npm", "left-pad/-/left-pad-1.0.0.tgz"); rec.Code != http.StatusBadGateway {
 		t.Fatalf("a redirect to another host: %d %s, want 502", rec.Code, rec.Body)
+	}
+}
+
+// A download that takes longer than the server's write timeout, with no
+// silence longer than the idle timeout, arrives whole: the egress lifts
+// http.write_timeout for its answers.
+func TestRegistryEgressOutlastsTheServersWriteTimeout(t *testing.T) {
+	const chunks, every = 6, 100 * time.Millisecond
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		fl := w.(http.Flusher)
+		// The upstream's pace, as a slow registry's: a ticker on the
+		// serving side, not a wait in the test.
+		pace := time.NewTicker(every)
+		defer pace.Stop()
+		for i := 0; i < chunks; i++ {
+			<-pace.C
+			_, _ = io.WriteString(w, strings.Repeat("z", 1000))
+			fl.Flush()
+		}
+	}))
+	t.Cleanup(up.Close)
+	r := registryRig(t, registries{"npm": {Kind: "npm", URL: up.URL}}, contract.Registry{Name: "npm", Kind: "npm", Phases: []contract.Phase{contract.PhaseSetup}})
+	front := httptest.NewUnstartedServer(r.mux)
+	front.Config.WriteTimeout = 3 * every // half of what the download takes
+	front.Config.ReadTimeout = 3 * every
+	front.Start()
+	t.Cleanup(front.Close)
+	req, _ := http.NewRequest(http.MethodGet, front.URL+contract.EgressRegistryPath(sessionAttempt, "npm", "left-pad/-/left-pad-1.0.0.tgz"), nil)
+	req.Header.Set(contract.HeaderSessionToken, tokenOf(sessionAttempt))
+	resp, err := front.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || len(body) != chunks*1000 {
+		t.Fatalf("read %d bytes (%v), want %d: the server's write timeout cut the download", len(body), err, chunks*1000)
 	}
 }

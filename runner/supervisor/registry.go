@@ -76,6 +76,10 @@ func registryEnv(regs []contract.Registry, phase contract.Phase) map[string]stri
 			env["npm_config_audit"] = "false"
 			env["npm_config_fund"] = "false"
 			env["npm_config_update_notifier"] = "false"
+			// A lockfile's "resolved" URLs name the registry it was made
+			// against; npm fetches them there unless told to put its
+			// configured registry in their place, always.
+			env["npm_config_replace_registry_host"] = "always"
 		case policy.RegistryPyPI:
 			// pip refuses a plain-http index unless its host is trusted;
 			// the forwarder is loopback inside the sandbox.

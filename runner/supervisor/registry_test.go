@@ -275,7 +275,7 @@ func TestRegistryEnv(t *testing.T) {
 		return m
 	}
 	goEnv := with(goClear, map[string]string{"GOPROXY": "http://127.0.0.1:8931/v1/registries/gomods/", "GOSUMDB": sumGolangOrg, "GONOSUMDB": ""})
-	npmEnv := map[string]string{"npm_config_registry": "http://127.0.0.1:8931/v1/registries/npmjs/", "npm_config_audit": "false", "npm_config_fund": "false", "npm_config_update_notifier": "false"}
+	npmEnv := map[string]string{"npm_config_registry": "http://127.0.0.1:8931/v1/registries/npmjs/", "npm_config_audit": "false", "npm_config_fund": "false", "npm_config_update_notifier": "false", "npm_config_replace_registry_host": "always"}
 	pypiEnv := map[string]string{"PIP_INDEX_URL": "http://127.0.0.1:8931/v1/registries/pypi/simple/", "PIP_TRUSTED_HOST": "127.0.0.1:8931"}
 	for _, tc := range []struct {
 		name  string

@@ -1,0 +1,114 @@
+package app_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/internal/fakenpm"
+)
+
+// npmLockfile runs the real npm once on the host, against the stand-in, to
+// write the package-lock.json a repository would commit.
+func npmLockfile(t *testing.T, reg *fakenpm.Registry, token, packageJSON string) string {
+	t.Helper()
+	dir, home := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(packageJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	npmrc := "//" + strings.TrimPrefix(reg.URL(), "http://") + "/:_authToken=" + token + "\n"
+	if err := os.WriteFile(filepath.Join(home, ".npmrc"), []byte(npmrc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "install", "--package-lock-only", "--ignore-scripts")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "npm_config_registry=" + reg.URL() + "/",
+		"npm_config_cache=" + filepath.Join(home, "cache"), "npm_config_userconfig=" + filepath.Join(home, ".npmrc"),
+		"npm_config_audit=false", "npm_config_fund=false", "npm_config_update_notifier=false"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm install --package-lock-only: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// An npm repository with a package-lock.json runs `npm ci` in setup and
+// `node --test` in verify, its packages coming through the registry egress
+// from an upstream that wants a token, which the sandbox never holds.
+func TestRealSessionInstallsNPMPackagesThroughTheRegistryEgress(t *testing.T) {
+	const token = "npm-upstream-token-0123456789"
+	up := fakenpm.Serve(t, fakenpm.WithToken(token, "inspect"), fakenpm.WithLatency(30*time.Millisecond))
+	if _, err := up.Add(fakenpm.Version{Name: "@acme/util", Version: "1.0.0", Manifest: map[string]any{"main": "index.js"},
+		Files: map[string]string{"index.js": "exports.shout = s => s.toUpperCase()\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := up.Add(fakenpm.Version{Name: "greet", Version: "2.1.0", Dependencies: map[string]string{"@acme/util": "^1.0.0"},
+		Manifest: map[string]any{"main": "index.js"},
+		Files:    map[string]string{"index.js": "const { shout } = require('@acme/util')\nexports.greet = n => shout('hello ' + n)\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	pkg := `{"name": "widgets", "version": "1.0.0", "private": true, "dependencies": {"greet": "^2.1.0"}}` + "\n"
+	files := map[string]string{
+		"package.json":      pkg,
+		"package-lock.json": npmLockfile(t, up, token, pkg),
+		".gitignore":        "node_modules/\n",
+		"test/greet.test.js": "const test = require('node:test')\nconst assert = require('node:assert')\nconst { greet } = require('greet')\n" +
+			"test('greets loudly', () => assert.strictEqual(greet('ana'), 'HELLO ANA'))\n",
+		".github/inspect.yml": "agent:\n" +
+			"  preset: command\n" +
+			"  command: [\"sh\", \"-c\", \"echo 'looked at it' > NOTES.md\"]\n" +
+			"setup:\n  - name: install\n    run: [npm, ci, --ignore-scripts]\n" +
+			"verify:\n  - name: tests\n    run: [node, --test]\n",
+	}
+	h, lx := newSandboxHarness(t, func(c *config.Server) {
+		c.Egress.Registries = map[string]config.Registry{"npmjs": {Kind: "npm", URL: up.URL(), Token: token}}
+	})
+	h.gh.CommitFiles(owner, repoName, "main", files, "a node project with dependencies")
+	before := len(up.Requests())
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect take notes"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	h.waitForAttempt(lx)
+	h.runWorkers()
+
+	sess := h.onlySession()
+	if sess.Outcome != store.Changed {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
+	}
+	// Only what the session asked for counts: the lockfile was made
+	// before it started.
+	fetched := map[string]int{}
+	for _, q := range up.Requests()[before:] {
+		if q.Route == fakenpm.RouteTarball && q.Status == 200 {
+			fetched[q.Package+"@"+q.Version]++
+		}
+		if !q.AuthValid {
+			t.Fatalf("%s %s reached the upstream without the token", q.Method, q.Path)
+		}
+		if q.Route.IsWrite() {
+			t.Fatalf("a write reached the upstream: %s %s", q.Method, q.Path)
+		}
+	}
+	if fetched["greet@2.1.0"] < 1 || fetched["@acme/util@1.0.0"] < 1 {
+		t.Fatalf("tarballs the session fetched through the egress: %v", fetched)
+	}
+	pr, _, err := h.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.GetDraft() || strings.Contains(pr.GetBody(), token) || strings.Contains(h.logs.String(), token) {
+		t.Fatalf("PR draft=%v, or the token leaked into the PR body or the logs", pr.GetDraft())
+	}
+}

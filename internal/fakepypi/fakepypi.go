@@ -63,18 +63,32 @@
 // server-side before each answer, like an index across the internet.
 //
 // What pip 23.2.1 (Python 3.11's ensurepip) was seen to do against it,
-// which the tests assert: it asks for the JSON form first ("Accept:
-// application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;
-// q=0.1, text/html; q=0.01") and so gets JSON; it asks for the normalised
-// name with the slash, so no redirect is followed; it sends the index URL's
-// credentials on every request to that host, files included; with a wrong
-// token it fails on the first page's 401 (naming 401 in its log with -v);
-// it checks the #sha256 of every file even without --require-hashes; with
-// WithMetadataFiles it fetches each wheel's .metadata, and the wheel itself
-// only to install it. With a warm --cache-dir it still asks for each
-// project page (pip sends Cache-Control: max-age=0 for index pages), which
-// is a 304 on its If-None-Match, and fetches no file: wheels come from its
-// HTTP cache.
+// which the tests assert:
+//   - It asks for the JSON form first ("Accept:
+//     application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;
+//     q=0.1, text/html; q=0.01") and so gets JSON; given only HTML, it
+//     installs from that just the same.
+//   - It asks for /simple/<normalised name>/ directly (never the root
+//     listing, never a redirect), then each file at the page's URL.
+//   - It sends the index URL's credentials on every request to that host,
+//     files included. With a wrong or missing token it gets one 401 for
+//     the first page, does not retry, and fails with "No matching
+//     distribution found"; the 401 itself ("401 Client Error:
+//     Unauthorized") is only in its -vv output.
+//   - It checks every file against the page's #sha256 even without
+//     --require-hashes, and fails with "THESE PACKAGES DO NOT MATCH THE
+//     HASHES" on a tampered one.
+//   - With WithMetadataFiles it resolves from each wheel's .metadata and
+//     fetches the wheels only to install them.
+//   - Its HTTP cache (--cache-dir) is not used at all for a plain-http
+//     index unless the host is also a --trusted-host (pip's http://
+//     adapter has no cache): a second install downloads every wheel again.
+//     With the host trusted, a second install still asks for each project
+//     page, because pip sends Cache-Control: max-age=0 for index pages,
+//     revalidating with If-None-Match (a 304 here), and fetches no file:
+//     wheels come from the cache with no request. So a plain-http
+//     forwarder in the sandbox needs PIP_TRUSTED_HOST beside its
+//     PIP_INDEX_URL for pip's own cache to work.
 //
 // Not modelled: uploads that succeed, yanking (PEP 592), the project
 // status markers of PEP 708 and later API versions, GPG signatures,

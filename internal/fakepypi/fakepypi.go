@@ -70,7 +70,8 @@
 //     installs from that just the same.
 //   - It asks for /simple/<normalised name>/ directly (never the root
 //     listing, never a redirect), then each file at the page's URL.
-//   - It sends the index URL's credentials on every request to that host,
+//   - It sends the index URL's credentials, or without them those a
+//     $HOME/.netrc gives for the host, on every request to that host,
 //     files included. With a wrong or missing token it gets one 401 for
 //     the first page, does not retry, and fails with "No matching
 //     distribution found"; the 401 itself ("401 Client Error:

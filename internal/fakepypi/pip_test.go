@@ -39,7 +39,9 @@ func newPython(t *testing.T) *python {
 	if err != nil {
 		t.Fatalf("python3 is not on PATH (%v): install it, and python3-venv with .ci/ensure-python-venv", err)
 	}
-	out, err := exec.Command(shim, "-c", "import sys; print(sys.executable)").Output()
+	ctx, cancel := context.WithTimeout(t.Context(), commandTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, shim, "-c", "import sys; print(sys.executable)").Output()
 	if err != nil {
 		t.Fatalf("%s: %v", shim, err)
 	}
@@ -290,6 +292,33 @@ func TestPip(t *testing.T) {
 		}
 		if d := x.Downloads(); len(d) != 0 {
 			t.Errorf("downloads = %v, want none", d)
+		}
+	})
+
+	t.Run("a token from a netrc", func(t *testing.T) {
+		x, _ := demoIndex(t, WithToken(demoToken))
+		// pip (through requests) looks the index's host up in
+		// $HOME/.netrc when its URL carries no credentials.
+		netrc := filepath.Join(py.dir, "home", ".netrc")
+		entry := fmt.Sprintf("machine 127.0.0.1 login %s password %s\n", TokenUser, demoToken)
+		if err := os.WriteFile(netrc, []byte(entry), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := os.Remove(netrc); err != nil {
+				t.Error(err)
+			}
+		})
+		if out, err := py.install(t, py.target(t), "--index-url", x.SimpleURL(""), "--no-cache-dir", "demo-app"); err != nil {
+			t.Fatalf("pip install with a netrc: %v\n%s", err, out)
+		}
+		for _, r := range x.Requests() {
+			if !r.AuthValid || r.Status != 200 {
+				t.Errorf("%s %s: %d, auth valid=%v", r.Method, r.Path, r.Status, r.AuthValid)
+			}
+		}
+		if d := x.Downloads(); !maps.Equal(d, map[string]int{appWheel: 1, depWheel: 1}) {
+			t.Errorf("downloads = %v", d)
 		}
 	})
 

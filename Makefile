@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test demo bench bench-faults vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex clean
+.PHONY: all build test demo bench bench-faults vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex ensure-python-venv clean
 
 all: build
 
@@ -26,6 +26,10 @@ ensure-skopeo:
 ensure-codex:
 	@.ci/ensure-codex
 
+# internal/fakepypi's tests run the real pip in venvs (Debian's python3-venv).
+ensure-python-venv:
+	@.ci/ensure-python-venv
+
 build: ensure-go
 	$(GO) build -o bin/inspect ./cmd/inspect
 
@@ -40,7 +44,7 @@ vet: ensure-go
 # The fault suite (./internal/faults) runs after the rest, on its own: its replicas,
 # sandboxes and PostgreSQL would otherwise compete for the CPU with the app's
 # end-to-end tests and push both toward their timeouts.
-test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex fmt-check vet
+test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex ensure-python-venv fmt-check vet
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v '/internal/faults$$')
 	$(GO) test -race -count=1 -timeout 20m -parallel 3 ./internal/faults/
 

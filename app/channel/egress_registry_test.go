@@ -13,6 +13,7 @@ import (
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/internal/fakegoproxy"
 	"github.com/inspecthq/inspect/internal/fakenpm"
+	"github.com/inspecthq/inspect/internal/fakepypi"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -228,5 +229,52 @@ func TestRegistryEgressOutlastsTheServersWriteTimeout(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || len(body) != chunks*1000 {
 		t.Fatalf("read %d bytes (%v), want %d: the server's write timeout cut the download", len(body), err, chunks*1000)
+	}
+}
+
+func TestRegistryEgressPointsPyPIFilesBackAtTheProxy(t *testing.T) {
+	up := fakepypi.Serve(t, fakepypi.WithToken(registryToken))
+	whl, err := fakepypi.Wheel{Name: "demo-dep", Version: "1.0", Source: "X = 1\n"}.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Add(whl); err != nil {
+		t.Fatal(err)
+	}
+	r := registryRig(t, registries{"pypi": {Kind: "pypi", URL: up.URL(), Token: registryToken, Auth: "basic"}},
+		contract.Registry{Name: "pypi", Kind: "pypi", Phases: []contract.Phase{contract.PhaseSetup}})
+	req := httptest.NewRequest(http.MethodGet, contract.EgressRegistryPath(sessionAttempt, "pypi", "simple/demo-dep/"), nil)
+	req.Header.Set(contract.HeaderSessionToken, tokenOf(sessionAttempt))
+	req.Header.Set("Accept", fakepypi.TypeV1JSON)
+	rec := httptest.NewRecorder()
+	r.mux.ServeHTTP(rec, req)
+	var page struct {
+		Files []struct {
+			URL    string
+			Hashes map[string]string
+		}
+	}
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &page) != nil || len(page.Files) != 1 {
+		t.Fatalf("project page: %d %s", rec.Code, rec.Body)
+	}
+	f := page.Files[0]
+	base := contract.RegistryBaseURL("pypi") + "files/"
+	if !strings.HasPrefix(f.URL, base) || f.Hashes["sha256"] != whl.SHA256() {
+		t.Fatalf("file %+v, want it under %s with sha256 %s untouched", f, base, whl.SHA256())
+	}
+	rec = r.registry(t, http.MethodGet, "pypi", strings.TrimPrefix(f.URL, contract.RegistryBaseURL("pypi")))
+	if rec.Code != http.StatusOK || rec.Body.String() != string(whl.Data) {
+		t.Fatalf("wheel: %d, %d bytes, want %d", rec.Code, rec.Body.Len(), len(whl.Data))
+	}
+	before := len(up.Requests())
+	refusedWith(t, r.registry(t, http.MethodPost, "pypi", "legacy/"), "only GET and HEAD")
+	refusedWith(t, r.registry(t, http.MethodGet, "pypi", "pypi/demo-dep/json"), "only the simple index")
+	if n := len(up.Requests()); n != before {
+		t.Fatalf("%d refused requests reached the upstream", n-before)
+	}
+	for _, q := range up.Requests() {
+		if !q.AuthValid {
+			t.Fatalf("%s %s reached the upstream without the token", q.Method, q.Path)
+		}
 	}
 }

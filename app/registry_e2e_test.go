@@ -2,6 +2,8 @@ package app_test
 
 import (
 	"context"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +73,20 @@ func TestRealSessionFetchesGoModulesThroughTheRegistryEgress(t *testing.T) {
 	pr, _, err := h.client(t).PullRequests.Get(ctx, owner, repoName, sess.PRNumber)
 	if err != nil || strings.Contains(pr.GetBody(), token) {
 		t.Fatalf("PR body: %v", err)
+	}
+	// The evidence's egress audit reaches the PR body: the registry
+	// traffic, in one line, and nothing refused.
+	if !regexp.MustCompile(`\nEgress: [1-9][0-9]* registry requests?, [0-9.]+ k?M?G?B, 0 refused\.\n`).MatchString(pr.GetBody()) {
+		t.Errorf("the PR body lacks the egress summary:\n%s", pr.GetBody())
+	}
+	if strings.Contains(pr.GetBody(), "Refused, and never sent on") {
+		t.Errorf("the PR body lists refusals:\n%s", pr.GetBody())
+	}
+	var summaries []string
+	for _, cr := range h.gh.CheckRuns(owner, repoName) {
+		summaries = append(summaries, cr.Summary)
+	}
+	if !slices.ContainsFunc(summaries, func(s string) bool { return strings.Contains(s, " refused.") }) {
+		t.Errorf("no check run's summary has the egress summary: %q", summaries)
 	}
 }

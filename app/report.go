@@ -356,7 +356,7 @@ func (s *Service) annotateFailures(ctx context.Context, c *github.Client, sess s
 	if len(anns) == 0 {
 		return
 	}
-	title, summary := render.FailedTestsCheckRun(*ev.Tests)
+	title, summary := render.FailedTestsCheckRun(*ev.Tests, ev.Egress)
 	if err := ghwrite.AnnotateCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, CheckRunName, title, summary, anns); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("annotating the check run failed")
 	}

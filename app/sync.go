@@ -2,13 +2,16 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // The sync: bringing GitHub in line with a session as stored, the one place
@@ -40,7 +43,7 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 		}
 	}
 	if sess.CheckRunID != 0 && sess.State == store.Done {
-		title, summary := render.DoneCheckRun(sess)
+		title, summary := render.DoneCheckRun(sess, s.egressAudit(ctx, sess))
 		err := ghwrite.ConcludeCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 			Name:        CheckRunName,
 			Conclusion:  github.String(render.CheckConclusion(sess.Outcome)),
@@ -124,4 +127,28 @@ func (s *Service) syncLabels(ctx context.Context, c *github.Client, sess store.S
 		outcome, other = other, outcome
 	}
 	return ghwrite.SyncLabels(ctx, c.Issues, sess.RepoOwner, sess.RepoName, sess.Number, []string{ti.Label, other}, outcome)
+}
+
+// egressAudit is the session's last attempt's egress audit, for the check
+// run's summary, as the upload carried it; nil when there is none or it
+// cannot be read, and the summary then goes without it. Only the audit is
+// decoded, not the change.
+func (s *Service) egressAudit(ctx context.Context, sess store.Session) *contract.EgressAudit {
+	if sess.AttemptID == "" {
+		return nil
+	}
+	a, err := s.store.GetAttempt(ctx, sess.AttemptID)
+	if err != nil || a.Result == "" {
+		return nil
+	}
+	var up struct {
+		Evidence struct {
+			Egress *contract.EgressAudit `json:"egress"`
+		} `json:"evidence"`
+	}
+	if err := json.Unmarshal([]byte(a.Result), &up); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("reading the egress audit for the check run")
+		return nil
+	}
+	return up.Evidence.Egress
 }

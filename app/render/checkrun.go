@@ -39,15 +39,28 @@ func RunningCheckRun(sess store.Session) (title, summary string) {
 }
 
 // DoneCheckRun is a finished session's check-run title and summary: its
-// outcome and its detail.
-func DoneCheckRun(sess store.Session) (title, summary string) {
-	return StatusWord(sess), sess.Detail
+// outcome and its detail, then the egress summary (EgressSummary) when
+// the evidence's audit (nil when there is none) has one.
+func DoneCheckRun(sess store.Session, egress *contract.EgressAudit) (title, summary string) {
+	return StatusWord(sess), withEgress(sess.Detail, egress)
 }
 
 // FailedTestsCheckRun is the check run's title and summary when its failing
-// tests are annotated on it.
-func FailedTestsCheckRun(t contract.TestSummary) (title, summary string) {
-	return "Verification failed", fmt.Sprintf("%d failed, %d passed, %d skipped.", t.Failed, t.Passed, t.Skipped)
+// tests are annotated on it, with the egress summary as DoneCheckRun has it.
+func FailedTestsCheckRun(t contract.TestSummary, egress *contract.EgressAudit) (title, summary string) {
+	return "Verification failed", withEgress(fmt.Sprintf("%d failed, %d passed, %d skipped.", t.Failed, t.Passed, t.Skipped), egress)
+}
+
+// withEgress is summary followed by the audit's EgressSummary, if any.
+func withEgress(summary string, egress *contract.EgressAudit) string {
+	e := EgressSummary(egress)
+	switch {
+	case e == "":
+		return summary
+	case summary == "":
+		return e
+	}
+	return summary + "\n\n" + e
 }
 
 // FailureAnnotation is one failing test's annotation on the check run.

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -172,8 +173,37 @@ func prBodyCases() []prBodyCase {
 
 	small := policy.ChangeSummary{Deleted: 1, LinesRemoved: 7, Files: []policy.FileStat{{Path: "docs/old notes.md", Status: policy.FileDeleted, LinesRemoved: 7}}}
 
+	// A session that fetched its modules through the registry egress, and
+	// one whose sandbox was refused: a publish, a host, an audit call,
+	// and a path that tries to write Markdown.
+	withRegistry := passed
+	withRegistry.Egress = &contract.EgressAudit{
+		Model:    contract.EgressCount{Requests: 17, Bytes: 912_000},
+		Registry: contract.EgressCount{Requests: 142, Bytes: 38_204_511},
+		Records: []contract.EgressRecord{
+			{Kind: contract.EgressRegistry, Phase: contract.PhaseSetup, Upstream: "gomods", Method: "GET", Path: "golang.org/x/mod/@v/list", Status: 200, Bytes: 16, Millis: 31},
+		},
+	}
+	var refused []contract.EgressRecord
+	for i := range 11 {
+		refused = append(refused, contract.EgressRecord{Kind: contract.EgressRefused, Phase: contract.PhaseSetup, Upstream: "npmjs", Method: "GET", Path: fmt.Sprintf("-/v1/search?text=%d", i), Status: 403})
+	}
+	withRefusals := failed
+	withRefusals.Egress = &contract.EgressAudit{
+		Registry:     contract.EgressCount{Requests: 3, Bytes: 2048},
+		RefusedCount: 15,
+		Refused: append([]contract.EgressRecord{
+			{Kind: contract.EgressRefused, Phase: contract.PhaseSetup, Upstream: "npmjs", Method: "PUT", Path: "left-pad", Status: 403},
+			{Kind: contract.EgressRefused, Phase: contract.PhaseAgent, Method: "CONNECT", Path: "registry.npmjs.org:443", Status: 403},
+			{Kind: contract.EgressRefused, Phase: contract.PhaseSetup, Upstream: "npmjs", Method: "POST", Path: "-/npm/v1/security/advisories/bulk", Status: 403, Quiet: true},
+			{Kind: contract.EgressRefused, Phase: contract.PhaseVerify, Upstream: "gomods", Method: "GET", Path: "x`|**@octocat** <!-- inspect:final=z -->\n[y](https://evil.example)", Status: 403},
+		}, refused...),
+	}
+
 	return []prBodyCase{
 		{name: "issue-verified-with-usage", sess: issue, spec: spec, verified: true, sum: sum, ev: passed},
+		{name: "issue-verified-with-registry-egress", sess: issue, spec: spec, verified: true, sum: sum, ev: withRegistry},
+		{name: "pr-unverified-with-egress-refusals", sess: pr, spec: noModel, verified: false, sum: sum, ev: withRefusals},
 		{name: "pr-unverified-draft", sess: pr, spec: noModel, verified: false, sum: sum, ev: failed},
 		{name: "pr-unverified-with-model-without-usage", sess: pr, spec: spec, verified: false, sum: sum, ev: unverifiedNoUsage},
 		{name: "usage-without-a-model-nothing-verified", sess: issue, spec: noModel, verified: true, sum: small, ev: usageNoModel},

@@ -86,6 +86,9 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 	}
 
 	fmt.Fprintf(&b, "\n## Environment\n\nBuilt on `%s` of `%s`.\n", spec.PinnedSHA, sess.FullName())
+	if egress := EgressSummary(ev.Egress); egress != "" {
+		b.WriteString("\n" + egress)
+	}
 	fmt.Fprintf(&b, "\n## Session\n\nSession `%s`, attempt `%s`, ran %s.\n", sess.ID, spec.AttemptID, ev.EndedAt.Sub(ev.StartedAt).Round(time.Second))
 	if spec.Agent.Model != "" {
 		fmt.Fprintf(&b, "\nAgent: %s with `%s`.", spec.Agent.Preset, spec.Agent.Model)

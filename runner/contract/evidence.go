@@ -10,7 +10,7 @@ import (
 
 // EvidenceVersion is the version of evidence.json this build writes and
 // reads. Bump it with any change to Evidence's fields or their meaning.
-const EvidenceVersion = "inspect.evidence/v2"
+const EvidenceVersion = "inspect.evidence/v3"
 
 // EvidenceFileName is the evidence's file name: in the attempt's directory,
 // and among a Buildkite build's artifacts, where the app looks for it when
@@ -135,6 +135,9 @@ type Evidence struct {
 	// Usage is the model token usage the egress proxy counted. The app
 	// merges it in; the supervisor leaves it empty.
 	Usage *TokenUsage `json:"usage,omitempty"`
+	// Egress is the audit of the sandbox's egress requests, model and
+	// registry, relayed and refused (v3). Nil when there were none.
+	Egress *EgressAudit `json:"egress,omitempty"`
 }
 
 // CommandResult is one command's run.
@@ -321,6 +324,9 @@ func (e *Evidence) validate(f *faults, prefix string) {
 	checkText(f, at(prefix, "prompt"), e.Prompt, MaxPromptBytes, false)
 	if e.Usage != nil {
 		e.Usage.validate(f, at(prefix, "usage"))
+	}
+	if e.Egress != nil {
+		e.Egress.validate(f, at(prefix, "egress"))
 	}
 }
 

@@ -130,6 +130,19 @@ func validEvidence() Evidence {
 		FinalAnswer: "Fixed the off-by-one in Add.",
 		Prompt:      "# Inspect session 01hx3k9q2m7e4w\n\nYou are working in /workspace, a checkout of octo-org/hello.world at commit " + sha1 + ".\n\n## Request\n\n```text\nmake the failing test pass\n```\n",
 		Usage:       &TokenUsage{Input: 1200, Output: 300, Total: 1500, Requests: 4},
+		Egress: &EgressAudit{
+			Model:        EgressCount{Requests: 1, Bytes: 5120},
+			Registry:     EgressCount{Requests: 2, Bytes: 40960},
+			RefusedCount: 1,
+			Records: []EgressRecord{
+				{Kind: EgressRegistry, Phase: PhaseSetup, Upstream: "gomods", Method: "GET", Path: "golang.org/x/mod/@v/list", Status: 200, Bytes: 16, Millis: 31},
+				{Kind: EgressRegistry, Phase: PhaseSetup, Upstream: "gomods", Method: "GET", Path: "golang.org/x/mod/@v/v0.20.0.zip", Status: 200, Bytes: 40944, Millis: 45},
+				{Kind: EgressModel, Phase: PhaseAgent, Upstream: "openai", Method: "POST", Path: "responses", Status: 200, Bytes: 5120, Millis: 2200},
+			},
+			Refused: []EgressRecord{
+				{Kind: EgressRefused, Phase: PhaseSetup, Upstream: "npmjs", Method: "PUT", Path: "left-pad", Status: 403, Why: "only GET and HEAD reach a registry"},
+			},
+		},
 	}
 }
 

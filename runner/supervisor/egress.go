@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/inspecthq/inspect/policy"
@@ -119,6 +120,7 @@ func (e *egress) wrap(argv []string, stdin string) []string {
 
 func (s *session) egressHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		// The phase as the request arrives: a request of the agent's that
 		// lingers into verify is judged by verify's rules.
 		phase := s.egressPhase()
@@ -127,7 +129,7 @@ func (s *session) egressHandler() http.Handler {
 			return
 		}
 		if rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/v1/registries/"); ok {
-			s.relayRegistry(w, r, phase, rest)
+			s.relayRegistry(w, r, phase, rest, start)
 			return
 		}
 		rest, ok := strings.CutPrefix(r.URL.Path, "/v1/providers/")
@@ -142,18 +144,24 @@ func (s *session) egressHandler() http.Handler {
 			s.refuseEgress(w, r, phase, "the model proxy serves the agent only, not the "+string(phase)+" phase", false)
 			return
 		}
+		rec := contract.EgressRecord{Kind: contract.EgressModel, Phase: phase, Upstream: provider, Method: r.Method, Path: path}
+		defer func() { s.auditEgress(rec, start) }()
 		hdr := http.Header{}
 		contract.CopyHeaders(hdr, r.Header, contract.ModelRequestHeaders)
 		resp, err := s.ch.egress(r.Context(), r.Method, provider, path, r.URL.RawQuery, hdr, r.Body)
 		if err != nil {
 			s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("egress request to the app failed")
 			http.Error(w, "the model proxy is unreachable", http.StatusBadGateway)
+			rec.Status = http.StatusBadGateway
 			return
 		}
 		defer resp.Body.Close()
 		contract.CopyHeaders(w.Header(), resp.Header, contract.ModelResponseHeaders)
 		w.WriteHeader(resp.StatusCode)
-		contract.Stream(w, resp.Body, nil)
+		rec.Status = resp.StatusCode
+		cw := &countingWriter{ResponseWriter: w}
+		contract.Stream(cw, resp.Body, nil)
+		rec.Bytes = cw.n
 	})
 }
 
@@ -164,7 +172,7 @@ func (s *session) egressHandler() http.Handler {
 // again, as the trust boundary). An allowed request goes on to the
 // channel's registry route with the session token and the allowlisted
 // headers, with no body and no query, and its answer is streamed back.
-func (s *session) relayRegistry(w http.ResponseWriter, r *http.Request, phase contract.Phase, rest string) {
+func (s *session) relayRegistry(w http.ResponseWriter, r *http.Request, phase contract.Phase, rest string, start time.Time) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		s.refuseEgress(w, r, phase, "only GET and HEAD reach a registry: the sandbox may download packages, never publish or change them", false)
 		return
@@ -187,18 +195,24 @@ func (s *session) relayRegistry(w http.ResponseWriter, r *http.Request, phase co
 		s.refuseEgress(w, r, phase, d.Why, d.Quiet)
 		return
 	}
+	rec := contract.EgressRecord{Kind: contract.EgressRegistry, Phase: phase, Upstream: name, Method: r.Method, Path: path}
+	defer func() { s.auditEgress(rec, start) }()
 	hdr := http.Header{}
 	contract.CopyHeaders(hdr, r.Header, contract.RegistryRequestHeaders)
 	resp, err := s.ch.registry(r.Context(), r.Method, name, path, hdr)
 	if err != nil {
 		s.log.Warn().Str("error", s.red.Redact(err.Error())).Str("registry", name).Msg("registry request to the app failed")
 		http.Error(w, "the registry proxy is unreachable", http.StatusBadGateway)
+		rec.Status = http.StatusBadGateway
 		return
 	}
 	defer resp.Body.Close()
 	contract.CopyHeaders(w.Header(), resp.Header, contract.RegistryResponseHeaders)
 	w.WriteHeader(resp.StatusCode)
-	contract.Stream(w, resp.Body, nil)
+	rec.Status = resp.StatusCode
+	cw := &countingWriter{ResponseWriter: w}
+	contract.Stream(cw, resp.Body, nil)
+	rec.Bytes = cw.n
 }
 
 // egressRefusal is the body of an egress 403: what was refused and why, and
@@ -229,6 +243,9 @@ func (s *session) refuseEgress(w http.ResponseWriter, r *http.Request, phase con
 	}
 	ev.Str("method", r.Method).Str("target", s.red.Redact(r.RequestURI)).Str("phase", string(phase)).Str("why", why).Msg("egress refused")
 	s.egressRefusals.Add(1)
+	upstream, path := refusedTarget(r)
+	s.auditEgress(contract.EgressRecord{Kind: contract.EgressRefused, Phase: phase, Upstream: upstream, Method: r.Method,
+		Path: path, Status: http.StatusForbidden, Why: why, Quiet: quiet}, time.Time{})
 	var body egressRefusal
 	body.Error.Type = "inspect_egress_refused"
 	var reach []string
@@ -265,4 +282,78 @@ func joinPhases(ps []contract.Phase) string {
 		names[i] = string(p)
 	}
 	return strings.Join(names, ", ")
+}
+
+// refusedTarget is what a refused request named, for its record: the
+// upstream's name and the escaped path below it, without the query, when
+// it named one of the two routes and a valid name; otherwise no upstream
+// and the whole request target (a CONNECT's host, an absolute URL).
+func refusedTarget(r *http.Request) (upstream, path string) {
+	if r.Method != http.MethodConnect && r.URL.Host == "" && !r.URL.IsAbs() {
+		for _, prefix := range []string{"/v1/registries/", "/v1/providers/"} {
+			rest, ok := strings.CutPrefix(r.URL.EscapedPath(), prefix)
+			if !ok {
+				continue
+			}
+			if name, p, ok := strings.Cut(rest, "/"); ok && contract.ValidProviderName(name) == nil {
+				return name, p
+			}
+		}
+	}
+	return "", r.RequestURI
+}
+
+// egressAudit is the attempt's egress audit, recorded by the egress
+// handler's goroutines (requests arrive concurrently) and put into the
+// evidence at the end.
+type egressAudit struct {
+	mu sync.Mutex
+	a  contract.EgressAudit
+}
+
+// auditEgress records rec, its path and reason redacted (before
+// contract.EgressAudit.Add cuts them), with the time since start (none for
+// a refusal, answered at once).
+func (s *session) auditEgress(rec contract.EgressRecord, start time.Time) {
+	if !start.IsZero() {
+		rec.Millis = time.Since(start).Milliseconds()
+	}
+	if rec.Phase == "" {
+		rec.Phase = contract.PhasePrepare // before the first phase: cannot happen
+	}
+	rec.Path, rec.Why = s.red.Redact(rec.Path), s.red.Redact(rec.Why)
+	s.audit.mu.Lock()
+	defer s.audit.mu.Unlock()
+	s.audit.a.Add(rec)
+}
+
+// egressEvidence is a copy of the audit so far, for the evidence; nil when
+// the sandbox sent nothing.
+func (s *session) egressEvidence() *contract.EgressAudit {
+	s.audit.mu.Lock()
+	defer s.audit.mu.Unlock()
+	if s.audit.a.Empty() {
+		return nil
+	}
+	return s.audit.a.Clone()
+}
+
+// countingWriter counts the response body bytes relayed to the sandbox,
+// and flushes as the writer it wraps does (contract.Stream flushes each
+// chunk, which a model's event stream needs).
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }

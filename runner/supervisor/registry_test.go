@@ -407,4 +407,108 @@ echo "agent: GOPROXY=[${GOPROXY:-}] $(curl -sS -o /dev/null -w '%{http_code}' ht
 	if len(a.RegistryRequests) != len(gp.Requests()) {
 		t.Errorf("%d registry requests relayed, %d reached the proxy", len(a.RegistryRequests), len(gp.Requests()))
 	}
+	// The evidence's audit has every relayed request, in setup, and the
+	// agent's refusal.
+	audit := u.Evidence.Egress
+	if audit == nil || audit.Registry.Requests != len(a.RegistryRequests) || len(audit.Records) != len(a.RegistryRequests) || audit.Registry.Bytes == 0 {
+		t.Fatalf("audit %+v, %d requests relayed", audit, len(a.RegistryRequests))
+	}
+	for _, r := range audit.Records {
+		if r.Kind != contract.EgressRegistry || r.Phase != contract.PhaseSetup || r.Upstream != "gomods" || r.Method != "GET" || r.Status != http.StatusOK {
+			t.Errorf("record %+v", r)
+		}
+	}
+	if audit.RefusedCount != 1 || audit.Refused[0].Phase != contract.PhaseAgent || audit.Refused[0].Path != "fake.test/alpha/@v/list" || audit.Refused[0].Upstream != "gomods" {
+		t.Errorf("refusals %+v", audit.Refused)
+	}
+}
+
+// Each egress request is recorded in the audit with the phase it arrived
+// in: a relayed registry GET with its status and the bytes relayed, a
+// refused PUT (which never reaches the channel) among the refusals, and a
+// model request with its provider.
+func TestEgressAuditRecordsEachRequest(t *testing.T) {
+	s, ch := egressSession(t, goRegistry)
+	ch.ServeRegistry(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "v0.1.0\nv0.2.0\n") })
+	ch.ServeModel(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+		fmt.Fprint(w, "model answer")
+	})
+	s.at(contract.PhaseSetup)
+	if w := serveEgress(s, "GET", "/v1/registries/gomods/golang.org/x/mod/@v/list?go-get=1", nil); w.Code != http.StatusOK {
+		t.Fatalf("GET: %d %s", w.Code, w.Body)
+	}
+	refusalOf(t, serveEgress(s, "PUT", "/v1/registries/gomods/golang.org/x/mod/@v/v0.1.0.zip?x=1", nil))
+	s.at(contract.PhaseAgent)
+	if w := serveEgress(s, "POST", "/v1/providers/openai/responses", nil); w.Code != http.StatusTeapot {
+		t.Fatalf("model: %d %s", w.Code, w.Body)
+	}
+	refusalOf(t, serveEgress(s, "CONNECT", "registry.npmjs.org:443", nil))
+
+	a := s.egressEvidence()
+	if a == nil {
+		t.Fatal("no audit")
+	}
+	for i := range a.Records {
+		if a.Records[i].Millis < 0 {
+			t.Errorf("record %d: negative millis", i)
+		}
+		a.Records[i].Millis = 0 // the time taken is the machine's
+	}
+	want := &contract.EgressAudit{
+		Model:        contract.EgressCount{Requests: 1, Bytes: int64(len("model answer"))},
+		Registry:     contract.EgressCount{Requests: 1, Bytes: int64(len("v0.1.0\nv0.2.0\n"))},
+		RefusedCount: 2,
+		Records: []contract.EgressRecord{
+			{Kind: contract.EgressRegistry, Phase: contract.PhaseSetup, Upstream: "gomods", Method: "GET", Path: "golang.org/x/mod/@v/list", Status: 200, Bytes: 14},
+			{Kind: contract.EgressModel, Phase: contract.PhaseAgent, Upstream: "openai", Method: "POST", Path: "responses", Status: http.StatusTeapot, Bytes: 12},
+		},
+		Refused: []contract.EgressRecord{
+			{Kind: contract.EgressRefused, Phase: contract.PhaseSetup, Upstream: "gomods", Method: "PUT", Path: "golang.org/x/mod/@v/v0.1.0.zip", Status: 403,
+				Why: "only GET and HEAD reach a registry: the sandbox may download packages, never publish or change them"},
+			{Kind: contract.EgressRefused, Phase: contract.PhaseAgent, Method: "CONNECT", Path: "registry.npmjs.org:443", Status: 403,
+				Why: "this is not a proxy; no other host can be reached"},
+		},
+	}
+	if !reflect.DeepEqual(a, want) {
+		t.Errorf("audit\n%+v\nwant\n%+v", a, want)
+	}
+	if n := s.egressRefusals.Load(); n != 2 {
+		t.Errorf("%d refusals counted, want 2", n)
+	}
+	if reqs := ch.Attempt(s.spec.AttemptID).RegistryRequests; len(reqs) != 1 {
+		t.Errorf("relayed %+v", reqs)
+	}
+	ev := contract.Evidence{Version: contract.EvidenceVersion, SessionID: "s", AttemptID: "a", PinnedSHA: strings.Repeat("a", 40),
+		StartedAt: time.Unix(1, 0), EndedAt: time.Unix(2, 0), Outcome: contract.OutcomeOK, Egress: a}
+	if err := ev.Validate(); err != nil {
+		t.Errorf("evidence with the audit: %v", err)
+	}
+}
+
+// Requests arrive concurrently; each is recorded once, a secret in a
+// refused path redacted.
+func TestEgressAuditIsSafeForConcurrentRequests(t *testing.T) {
+	s, ch := egressSession(t, goRegistry)
+	ch.ServeRegistry(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "x") })
+	s.at(contract.PhaseSetup)
+	secret := "ghs_" + strings.Repeat("A", 36)
+	const n = 16
+	done := make(chan int, 2*n)
+	for range n {
+		go func() { done <- serveEgress(s, "GET", "/v1/registries/gomods/golang.org/x/mod/@v/list", nil).Code }()
+		go func() { done <- serveEgress(s, "DELETE", "/v1/registries/gomods/"+secret, nil).Code }()
+	}
+	for range 2 * n {
+		<-done
+	}
+	a := s.egressEvidence()
+	if a.Registry.Requests != n || len(a.Records) != n || a.RefusedCount != n || len(a.Refused) != n {
+		t.Fatalf("audit counts %+v, %d records, %d refused", a.Registry, len(a.Records), len(a.Refused))
+	}
+	for _, r := range a.Refused {
+		if r.Path != contract.Redacted {
+			t.Fatalf("refused path %q, want it redacted", r.Path)
+		}
+	}
 }

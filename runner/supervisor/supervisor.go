@@ -343,6 +343,9 @@ type session struct {
 	egress         *egress
 	egressRefusals atomic.Int64
 	livePhase      atomic.Value
+	// audit records every egress request, relayed or refused, for the
+	// evidence's Egress.
+	audit egressAudit
 	// invocation is how the agent's preset is run (set for the agent phase).
 	invocation *Invocation
 	// prompt is the agent's prompt, assembled from the spec in prepare.
@@ -887,6 +890,9 @@ func (s *session) finish() *Report {
 		s.ev.Outcome, s.ev.Reason = contract.OutcomeError, "the supervisor ended without an outcome"
 	}
 	s.ev.Reason = cleanText(s.ev.Reason, contract.MaxReasonBytes)
+	// After the egress closed (run's defer), so nothing is still being
+	// recorded but a relay the close cut; partial evidence has it too.
+	s.ev.Egress = s.egressEvidence()
 	s.red.RedactStrings(&s.ev)
 
 	u := &contract.ResultUpload{Evidence: s.ev, Manifest: s.manifest}
@@ -899,6 +905,9 @@ func (s *session) finish() *Report {
 		u.Evidence.Reason = cleanText(s.red.Redact("the supervisor's result did not validate: "+err.Error()), contract.MaxReasonBytes)
 		if u.Validate(s.spec.Limits.Manifest()) != nil {
 			u.Evidence.Commands = nil
+		}
+		if u.Validate(s.spec.Limits.Manifest()) != nil {
+			u.Evidence.Egress = nil // built by EgressAudit.Add, it validates; but never send nothing
 		}
 	}
 	s.writeOut(u)

@@ -379,8 +379,12 @@ func TestHangingAgentTimesOutAndLeavesNoProcess(t *testing.T) {
 func TestCancelKillsTheSandboxAndUploadsPartialEvidence(t *testing.T) {
 	ch := channeltest.New(t)
 	sha := ch.SeedGoRepo()
-	marker := fmt.Sprintf("inspect-cancel-%d", time.Now().UnixNano())
-	spec := ch.Spec("sess-5", "sess-5-a1", sha, []string{"sh", "agent/hang.sh", marker}, command("never", time.Minute, "true"))
+	stamp := fmt.Sprint(time.Now().UnixNano())
+	marker := "inspect-cancel-" + stamp
+	// The agent is refused once before it hangs (the marker is put
+	// together only then, so waitForProcess waits for the refusal): the
+	// partial evidence keeps the egress audit.
+	spec := ch.Spec("sess-5", "sess-5-a1", sha, []string{"sh", "-c", `curl -sS -o /dev/null http://` + EgressListen + `/v1/models; exec sh agent/hang.sh "inspect-cancel-$1"`, "sh", stamp}, command("never", time.Minute, "true"))
 	h := newHarness(t, ch, spec)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -402,6 +406,9 @@ func TestCancelKillsTheSandboxAndUploadsPartialEvidence(t *testing.T) {
 	}
 	if len(ev.Commands) != 1 || ev.Commands[0].Signal != "SIGKILL" || ev.Commands[0].TimedOut {
 		t.Errorf("commands %+v", ev.Commands)
+	}
+	if ev.Egress == nil || ev.Egress.RefusedCount != 1 || ev.Egress.Refused[0].Path != "/v1/models" || ev.Egress.Refused[0].Phase != contract.PhaseAgent {
+		t.Errorf("the partial evidence's egress audit: %+v", ev.Egress)
 	}
 	if pids := channeltest.ProcessesWith(marker); len(pids) > 0 {
 		t.Errorf("processes of the sandbox are left: %v", pids)

@@ -72,6 +72,8 @@ import (
 	"golang.org/x/mod/semver"
 	"golang.org/x/mod/sumdb"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/inspecthq/inspect/internal/standin"
 )
 
 // DefaultSumDBName is the checksum database's name when Options gives
@@ -300,53 +302,21 @@ func (p *Proxy) find(path, version string) *servedModule {
 	return nil
 }
 
-// recorder remembers the status and counts the body bytes of an answer.
-type recorder struct {
-	http.ResponseWriter
-	head   bool // net/http discards a HEAD's body but reports it written
-	status int
-	bytes  int64
-}
-
-func (w *recorder) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *recorder) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(b)
-	if !w.head {
-		w.bytes += int64(n)
-	}
-	return n, err
-}
-
 // serve answers one request, after the latency, and records it.
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := &recorder{ResponseWriter: w, head: r.Method == http.MethodHead}
+	rec := &standin.StatusWriter{ResponseWriter: w, Head: r.Method == http.MethodHead}
 	entry := Request{Time: start, Method: r.Method, Path: r.URL.Path}
 	entry.AuthScheme, entry.Authenticated = p.authenticate(r)
 	defer func() {
-		entry.Status, entry.Bytes, entry.Duration = rec.status, rec.bytes, time.Since(start)
+		entry.Status, entry.Bytes, entry.Duration = rec.Status(), rec.Bytes(), time.Since(start)
 		p.mu.Lock()
 		p.log = append(p.log, entry)
 		p.mu.Unlock()
 	}()
 
-	if p.opts.Latency > 0 {
-		timer := time.NewTimer(p.opts.Latency)
-		select {
-		case <-timer.C:
-		case <-r.Context().Done():
-			timer.Stop()
-			return
-		}
+	if !standin.Pause(r.Context(), p.opts.Latency) {
+		return
 	}
 	route := p.route(r.URL.Path)
 	entry.Kind, entry.Module, entry.Version = route.kind, route.module, route.version

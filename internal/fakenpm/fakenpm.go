@@ -88,6 +88,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/inspecthq/inspect/internal/standin"
 )
 
 // maxBodyBytes bounds how much of a request body is read (and counted).
@@ -512,29 +514,6 @@ func splitPackage(p string) (name string, segs []string, ok bool) {
 	return first, segs, true
 }
 
-// recorder counts what is written.
-type recorder struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-}
-
-func (w *recorder) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *recorder) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.bytes += int64(n)
-	return n, err
-}
-
 // ServeHTTP answers one request and records it.
 func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	start := time.Now()
@@ -544,14 +523,7 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		// answered and logged, with the bytes that did arrive.
 		reqBytes, _ = io.Copy(io.Discard, io.LimitReader(req.Body, maxBodyBytes))
 	}
-	if r.latency > 0 {
-		timer := time.NewTimer(r.latency)
-		select {
-		case <-timer.C:
-		case <-req.Context().Done():
-			timer.Stop()
-		}
-	}
+	standin.Pause(req.Context(), r.latency) // a client gone meanwhile is still logged
 
 	t := classify(req.Method, req.URL.EscapedPath())
 	rec := Request{
@@ -566,14 +538,14 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		rec.User, rec.AuthValid = r.tokens[token]
 	}
 
-	rw := &recorder{ResponseWriter: w}
+	rw := &standin.StatusWriter{ResponseWriter: w}
 	r.answer(rw, req, t, &rec)
 
-	rec.Status = rw.status
+	rec.Status = rw.Status()
 	if rec.Status == 0 {
 		rec.Status = http.StatusOK
 	}
-	rec.Bytes = rw.bytes
+	rec.Bytes = rw.Bytes()
 	rec.Duration = time.Since(start)
 	r.mu.Lock()
 	defer r.mu.Unlock()

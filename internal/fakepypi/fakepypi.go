@@ -113,6 +113,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/inspecthq/inspect/internal/standin"
 )
 
 // TokenUser is the username that goes with a token, as on pypi.org.
@@ -347,29 +349,6 @@ func (x *Index) Downloads() map[string]int {
 	return maps.Clone(x.downloads)
 }
 
-// recorder counts what is written.
-type recorder struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-}
-
-func (w *recorder) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *recorder) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.bytes += int64(n)
-	return n, err
-}
-
 // target is what a request path names.
 type target struct {
 	route             Route
@@ -428,14 +407,7 @@ func (x *Index) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		// answered and logged, with the bytes that did arrive.
 		reqBytes, _ = io.Copy(io.Discard, io.LimitReader(req.Body, maxBodyBytes))
 	}
-	if x.latency > 0 {
-		timer := time.NewTimer(x.latency)
-		select {
-		case <-timer.C:
-		case <-req.Context().Done():
-			timer.Stop()
-		}
-	}
+	standin.Pause(req.Context(), x.latency) // a client gone meanwhile is still logged
 
 	t := classify(req.Method, req.URL.EscapedPath())
 	rec := Request{
@@ -453,14 +425,14 @@ func (x *Index) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		rec.AuthValid = user == TokenUser && x.tokenKnown(pass)
 	}
 
-	rw := &recorder{ResponseWriter: w}
+	rw := &standin.StatusWriter{ResponseWriter: w}
 	x.answer(rw, req, t, rec.AuthValid)
 
-	rec.Status = rw.status
+	rec.Status = rw.Status()
 	if rec.Status == 0 {
 		rec.Status = http.StatusOK
 	}
-	rec.Bytes = rw.bytes
+	rec.Bytes = rw.Bytes()
 	rec.ContentType = rw.Header().Get("Content-Type")
 	rec.Duration = time.Since(start)
 	x.mu.Lock()

@@ -6,12 +6,14 @@
 package standin
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"path"
+	"time"
 )
 
 // Rules is a queue of one-shot rules, each matched by method ("" for any)
@@ -56,10 +58,15 @@ func (q *Rules[T]) TakeIf(method, p string, ok func(T) bool) (T, bool) {
 	return zero, false
 }
 
-// StatusWriter remembers the status a handler answered, for request logs.
+// StatusWriter remembers the status a handler answered and counts the body
+// bytes it wrote, for request logs.
 type StatusWriter struct {
 	http.ResponseWriter
+	// Head is set for a HEAD request: net/http discards its body but
+	// reports it written, so nothing is counted.
+	Head bool
 	code int
+	n    int64
 }
 
 // WriteHeader records the first status written.
@@ -70,13 +77,20 @@ func (w *StatusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-// Write records an implicit 200.
+// Write records an implicit 200 and counts what was written.
 func (w *StatusWriter) Write(b []byte) (int, error) {
 	if w.code == 0 {
 		w.code = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	if !w.Head {
+		w.n += int64(n)
+	}
+	return n, err
 }
+
+// Bytes is how many body bytes the handler wrote.
+func (w *StatusWriter) Bytes() int64 { return w.n }
 
 // Status is the status answered (200 when the handler wrote nothing).
 func (w *StatusWriter) Status() int {
@@ -137,4 +151,21 @@ func UUID() string {
 	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// Pause waits d before a stand-in answers, as a service across the
+// internet takes time to: a delay on the serving side, never a test's
+// synchronisation. It returns false when the client went away first.
+func Pause(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

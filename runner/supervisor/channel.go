@@ -214,18 +214,7 @@ func (c *channel) egress(ctx context.Context, method, provider, rest, rawQuery s
 	u := *c.base
 	u.Path = strings.TrimSuffix(c.base.Path, "/") + contract.EgressModelPath(c.attemptID, provider, rest)
 	u.RawPath, u.RawQuery = "", rawQuery
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
-	if err != nil {
-		return nil, err
-	}
-	req.Header = hdr
-	if c.runnerVersion != "" {
-		req.Header.Set(contract.HeaderRunnerVersion, c.runnerVersion)
-	}
-	c.mu.Lock()
-	req.Header.Set(contract.HeaderSessionToken, c.token)
-	c.mu.Unlock()
-	return c.client.Do(req)
+	return c.relay(ctx, method, u.String(), hdr, body)
 }
 
 // registry sends one registry request (GET or HEAD, no body, no query) on
@@ -235,7 +224,14 @@ func (c *channel) egress(ctx context.Context, method, provider, rest, rawQuery s
 // package manager sent it.
 func (c *channel) registry(ctx context.Context, method, name, rest string, hdr http.Header) (*http.Response, error) {
 	target := strings.TrimSuffix(c.base.String(), "/") + contract.EgressRegistryPath(c.attemptID, name, rest)
-	req, err := http.NewRequestWithContext(ctx, method, target, nil)
+	return c.relay(ctx, method, target, hdr, nil)
+}
+
+// relay sends one egress request to the channel with the allowlisted
+// headers hdr, the runner's version and the session token, and hands back
+// the response unread.
+func (c *channel) relay(ctx context.Context, method, target string, hdr http.Header, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, target, body)
 	if err != nil {
 		return nil, err
 	}

@@ -156,13 +156,18 @@ func (s *session) egressHandler() http.Handler {
 			return
 		}
 		defer resp.Body.Close()
-		contract.CopyHeaders(w.Header(), resp.Header, contract.ModelResponseHeaders)
-		w.WriteHeader(resp.StatusCode)
-		rec.Status = resp.StatusCode
-		cw := &countingWriter{ResponseWriter: w}
-		contract.Stream(cw, resp.Body, nil)
-		rec.Bytes = cw.n
+		rec.Status, rec.Bytes = passAnswer(w, resp, contract.ModelResponseHeaders)
 	})
+}
+
+// passAnswer streams the app's answer to the sandbox with the allowlisted
+// headers, and says what it passed: the status and the body's bytes.
+func passAnswer(w http.ResponseWriter, resp *http.Response, headers []string) (int, int64) {
+	contract.CopyHeaders(w.Header(), resp.Header, headers)
+	w.WriteHeader(resp.StatusCode)
+	cw := &countingWriter{ResponseWriter: w}
+	contract.Stream(cw, resp.Body, nil)
+	return resp.StatusCode, cw.n
 }
 
 // relayRegistry serves /v1/registries/{name}/{path...} (rest is what
@@ -207,12 +212,7 @@ func (s *session) relayRegistry(w http.ResponseWriter, r *http.Request, phase co
 		return
 	}
 	defer resp.Body.Close()
-	contract.CopyHeaders(w.Header(), resp.Header, contract.RegistryResponseHeaders)
-	w.WriteHeader(resp.StatusCode)
-	rec.Status = resp.StatusCode
-	cw := &countingWriter{ResponseWriter: w}
-	contract.Stream(cw, resp.Body, nil)
-	rec.Bytes = cw.n
+	rec.Status, rec.Bytes = passAnswer(w, resp, contract.RegistryResponseHeaders)
 }
 
 // egressRefusal is the body of an egress 403: what was refused and why, and

@@ -45,7 +45,9 @@ func npmLockfile(t *testing.T, reg *fakenpm.Registry, token, packageJSON string)
 
 // An npm repository with a package-lock.json runs `npm ci` in setup and
 // `node --test` in verify, its packages coming through the registry egress
-// from an upstream that wants a token, which the sandbox never holds.
+// from an upstream that wants a token, which the sandbox never holds: a
+// verify command searches every process's environment and every file the
+// sandbox sees for it.
 func TestRealSessionInstallsNPMPackagesThroughTheRegistryEgress(t *testing.T) {
 	const token = "npm-upstream-token-0123456789"
 	up := fakenpm.Serve(t, fakenpm.WithToken(token, "inspect"), fakenpm.WithLatency(30*time.Millisecond))
@@ -65,11 +67,23 @@ func TestRealSessionInstallsNPMPackagesThroughTheRegistryEgress(t *testing.T) {
 		".gitignore":        "node_modules/\n",
 		"test/greet.test.js": "const test = require('node:test')\nconst assert = require('node:assert')\nconst { greet } = require('greet')\n" +
 			"test('greets loudly', () => assert.strictEqual(greet('ana'), 'HELLO ANA'))\n",
+		// Looks for the upstream's token, which only the app holds, in
+		// every process's environment and command line in the sandbox and
+		// in every file it can see; the token comes in two halves, so that
+		// it is nowhere in the repository itself.
+		"scripts/no-token.sh": "t=\"$1$2\"\n" +
+			// Read into the shell first: a grep given the token would find
+			// it in its own command line.
+			"all=$(for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < \"$f\" 2>/dev/null; done)\n" +
+			"case \"$all\" in *\"$t\"*) echo 'the token is in /proc'; exit 1;; esac\n" +
+			"grep -rqsF -- \"$t\" /workspace /tmp /run && { echo 'the token is in a file'; exit 1; }\n" +
+			"echo 'no token in the sandbox'\n",
 		".github/inspect.yml": "agent:\n" +
 			"  preset: command\n" +
 			"  command: [\"sh\", \"-c\", \"echo 'looked at it' > NOTES.md\"]\n" +
 			"setup:\n  - name: install\n    run: [npm, ci, --ignore-scripts]\n" +
-			"verify:\n  - name: tests\n    run: [node, --test]\n",
+			"verify:\n  - name: tests\n    run: [node, --test]\n" +
+			"  - name: no token\n    run: [sh, scripts/no-token.sh, " + token[:10] + ", " + token[10:] + "]\n",
 	}
 	h, lx := newSandboxHarness(t, func(c *config.Server) {
 		c.Egress.Registries = map[string]config.Registry{"npmjs": {Kind: "npm", URL: up.URL(), Token: token}}

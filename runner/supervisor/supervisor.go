@@ -14,11 +14,12 @@
 //     the remote no longer has ends the attempt with outcome error. The
 //     top-level .inspect/ is the supervisor's: never part of a change, and
 //     where the agent may leave its final answer (answer.md);
-//  4. runs the agent (spec.Agent.Command with the prompt file as its last
-//     argument) in the sandbox, then each verify command with its own
-//     timeout, each in a fresh sandbox, everything bounded by the spec's
-//     deadline and timeout; setup commands are for snapshot builds and do
-//     not run here;
+//  4. runs the setup commands, the agent (spec.Agent.Command with the
+//     prompt file as its last argument) and each verify command, each in a
+//     fresh sandbox with its own timeout, everything bounded by the spec's
+//     deadline and timeout; a phase the spec opens a registry to runs under
+//     the egress forwarder with its package managers pointed at it
+//     (registry.go), and the agent reaches the model proxy (egress.go);
 //  5. collects the change with its own git (never the workspace's .git,
 //     which the agent controlled), outside the sandbox, into a change
 //     manifest, and the evidence: each command's exit status, duration and

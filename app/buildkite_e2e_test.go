@@ -58,7 +58,7 @@ type bkHarness struct {
 	agentOnce    sync.Once
 }
 
-func newBuildkiteHarness(t *testing.T) *bkHarness {
+func newBuildkiteHarness(t *testing.T, opts ...harnessOption) *bkHarness {
 	t.Helper()
 	bin := inspectBinary(t)
 	// The pipeline's step runs `inspect runner` from the agent's PATH.
@@ -88,14 +88,14 @@ func newBuildkiteHarness(t *testing.T) *bkHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, func(c *config.Server) {
+	h := newHarness(t, append([]harnessOption{func(c *config.Server) {
 		c.Executor.Kind = "buildkite"
 		c.ChannelURL = b.front.URL
 		c.Buildkite.Organization = bkOrg
 		c.Buildkite.Pipeline = bkPipeline
 		c.Buildkite.APIToken = bk.Token()
 		c.Buildkite.WebhookToken = bkHookToken
-	})
+	}}, opts...)...)
 	h.stop()
 	h.exec = bx
 	h.channelURL = b.front.URL

@@ -31,30 +31,26 @@ func goDepsRepo(up *fakegoproxy.Proxy, alpha fakegoproxy.Module) map[string]stri
 	return files
 }
 
-// A Go repository whose dependencies are not vendored gets them through
-// the registry egress, in setup and in verify; the upstream's token is
-// added by the app and never reaches the logs or GitHub.
-func TestRealSessionFetchesGoModulesThroughTheRegistryEgress(t *testing.T) {
+// goRegistry is a TLS GOPROXY upstream that wants a token, serving the one
+// module goDepsRepo needs, and the server config that names it.
+func goRegistry(t *testing.T) (*fakegoproxy.Proxy, fakegoproxy.Module, string, harnessOption) {
+	t.Helper()
 	alpha := fakegoproxy.Module{Path: "fake.test/alpha", Version: "v1.0.0", Files: map[string]string{
 		"go.mod": fakegoproxy.GoMod("fake.test/alpha"), "alpha.go": "package alpha\n\n// Hello greets.\nconst Hello = \"hello\"\n"}}
 	const token = "goproxy-upstream-token-0123456789"
 	up := fakegoproxy.New(t, fakegoproxy.Options{Modules: []fakegoproxy.Module{alpha}, Token: token, TLS: true, Latency: 30 * time.Millisecond})
 	_, key := up.SumDB()
-	h, lx := newSandboxHarness(t, func(c *config.Server) {
+	return up, alpha, token, func(c *config.Server) {
 		c.Egress.Registries = map[string]config.Registry{"goproxy": {Kind: "goproxy", URL: up.URL(), Token: token, CAFile: up.CertFile(), SumDB: key}}
-	})
-	h.gh.CommitFiles(owner, repoName, "main", goDepsRepo(up, alpha), "a module with a dependency")
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {
-		t.Fatal(code)
 	}
-	h.runWorkers()
-	h.waitForAttempt(lx)
-	h.runWorkers()
+}
 
+// assertModuleCameThroughTheEgress checks the session fetched the module
+// from the upstream with the token the app added, and that the token is
+// nowhere the requester or the logs can see.
+func assertModuleCameThroughTheEgress(t *testing.T, h *harness, up *fakegoproxy.Proxy, token string) {
+	t.Helper()
 	sess := assertIssueSessionOpenedPR(t, h)
-	if sess.Outcome != store.Changed {
-		t.Fatalf("session = %s", sess.Outcome)
-	}
 	if n := up.Fetches(fakegoproxy.KindZip)["fake.test/alpha@v1.0.0"]; n < 1 {
 		t.Fatalf("the module's zip was fetched %d times; requests: %+v", n, up.Requests())
 	}
@@ -69,8 +65,7 @@ func TestRealSessionFetchesGoModulesThroughTheRegistryEgress(t *testing.T) {
 	if strings.Contains(h.logs.String(), token) {
 		t.Fatal("the upstream's token is in the app's log")
 	}
-	ctx := context.Background()
-	pr, _, err := h.client(t).PullRequests.Get(ctx, owner, repoName, sess.PRNumber)
+	pr, _, err := h.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
 	if err != nil || strings.Contains(pr.GetBody(), token) {
 		t.Fatalf("PR body: %v", err)
 	}
@@ -89,4 +84,38 @@ func TestRealSessionFetchesGoModulesThroughTheRegistryEgress(t *testing.T) {
 	if !slices.ContainsFunc(summaries, func(s string) bool { return strings.Contains(s, " refused.") }) {
 		t.Errorf("no check run's summary has the egress summary: %q", summaries)
 	}
+}
+
+// A Go repository whose dependencies are not vendored gets them through
+// the registry egress, in setup and in verify; the upstream's token is
+// added by the app and never reaches the logs or GitHub.
+func TestRealSessionFetchesGoModulesThroughTheRegistryEgress(t *testing.T) {
+	up, alpha, token, egress := goRegistry(t)
+	h, lx := newSandboxHarness(t, egress)
+	h.gh.CommitFiles(owner, repoName, "main", goDepsRepo(up, alpha), "a module with a dependency")
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	h.waitForAttempt(lx)
+	h.runWorkers()
+	assertModuleCameThroughTheEgress(t, h, up, token)
+}
+
+// The same on Buildkite: the supervisor runs as the agent's build step and
+// reaches the channel over its public URL.
+func TestBuildkiteSessionFetchesGoModulesThroughTheRegistryEgress(t *testing.T) {
+	up, alpha, token, egress := goRegistry(t)
+	b := newBuildkiteHarness(t, egress)
+	b.gh.CommitFiles(owner, repoName, "main", goDepsRepo(up, alpha), "a module with a dependency")
+	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {
+		t.Fatal(code)
+	}
+	b.runWorkers()
+	b.settle()
+	if s := b.onlySession(); s.Outcome != store.Changed {
+		t.Fatalf("session = %s/%s: %s\nbuild log:\n%s\n%s", s.State, s.Outcome, s.Detail, b.buildLogs(), b.logs)
+	}
+	assertModuleCameThroughTheEgress(t, b.harness, up, token)
+	b.checkBuildsCarryNoSecret(t)
 }

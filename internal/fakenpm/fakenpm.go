@@ -517,13 +517,7 @@ func splitPackage(p string) (name string, segs []string, ok bool) {
 // ServeHTTP answers one request and records it.
 func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	start := time.Now()
-	var reqBytes int64
-	if req.Body != nil {
-		// A failed read is a client gone midway: the request is still
-		// answered and logged, with the bytes that did arrive.
-		reqBytes, _ = io.Copy(io.Discard, io.LimitReader(req.Body, maxBodyBytes))
-	}
-	standin.Pause(req.Context(), r.latency) // a client gone meanwhile is still logged
+	reqBytes := standin.Arrive(req, maxBodyBytes, r.latency)
 
 	t := classify(req.Method, req.URL.EscapedPath())
 	rec := Request{
@@ -542,9 +536,6 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.answer(rw, req, t, &rec)
 
 	rec.Status = rw.Status()
-	if rec.Status == 0 {
-		rec.Status = http.StatusOK
-	}
 	rec.Bytes = rw.Bytes()
 	rec.Duration = time.Since(start)
 	r.mu.Lock()

@@ -104,7 +104,6 @@ package fakepypi
 import (
 	"crypto/subtle"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -401,13 +400,7 @@ func classify(method, escaped string) target {
 // ServeHTTP answers one request and records it.
 func (x *Index) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	start := time.Now()
-	var reqBytes int64
-	if req.Body != nil {
-		// A failed read is a client gone midway: the request is still
-		// answered and logged, with the bytes that did arrive.
-		reqBytes, _ = io.Copy(io.Discard, io.LimitReader(req.Body, maxBodyBytes))
-	}
-	standin.Pause(req.Context(), x.latency) // a client gone meanwhile is still logged
+	reqBytes := standin.Arrive(req, maxBodyBytes, x.latency)
 
 	t := classify(req.Method, req.URL.EscapedPath())
 	rec := Request{
@@ -429,9 +422,6 @@ func (x *Index) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	x.answer(rw, req, t, rec.AuthValid)
 
 	rec.Status = rw.Status()
-	if rec.Status == 0 {
-		rec.Status = http.StatusOK
-	}
 	rec.Bytes = rw.Bytes()
 	rec.ContentType = rw.Header().Get("Content-Type")
 	rec.Duration = time.Since(start)

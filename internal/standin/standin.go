@@ -169,3 +169,16 @@ func Pause(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// Arrive takes a request in as a registry stand-in does: it reads the
+// body (at most max bytes; a failed read is a client gone midway, and the
+// request is still answered and logged with what did arrive), then waits
+// the latency (Pause). It returns how many body bytes arrived.
+func Arrive(req *http.Request, max int64, latency time.Duration) int64 {
+	var n int64
+	if req.Body != nil {
+		n, _ = io.Copy(io.Discard, io.LimitReader(req.Body, max))
+	}
+	Pause(req.Context(), latency) // a client gone meanwhile is still logged
+	return n
+}

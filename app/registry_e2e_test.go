@@ -92,13 +92,7 @@ func assertModuleCameThroughTheEgress(t *testing.T, h *harness, up *fakegoproxy.
 func TestRealSessionFetchesGoModulesThroughTheRegistryEgress(t *testing.T) {
 	up, alpha, token, egress := goRegistry(t)
 	h, lx := newSandboxHarness(t, egress)
-	h.gh.CommitFiles(owner, repoName, "main", goDepsRepo(up, alpha), "a module with a dependency")
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	h.waitForAttempt(lx)
-	h.runWorkers()
+	h.runSession(lx, goDepsRepo(up, alpha), "/inspect make TestAdd pass")
 	assertModuleCameThroughTheEgress(t, h, up, token)
 }
 

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/internal/fakenpm"
 )
@@ -88,19 +87,8 @@ func TestRealSessionInstallsNPMPackagesThroughTheRegistryEgress(t *testing.T) {
 	h, lx := newSandboxHarness(t, func(c *config.Server) {
 		c.Egress.Registries = map[string]config.Registry{"npmjs": {Kind: "npm", URL: up.URL(), Token: token}}
 	})
-	h.gh.CommitFiles(owner, repoName, "main", files, "a node project with dependencies")
 	before := len(up.Requests())
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect take notes"})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	h.waitForAttempt(lx)
-	h.runWorkers()
-
-	sess := h.onlySession()
-	if sess.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
-	}
+	sess := h.runSession(lx, files, "/inspect take notes")
 	// Only what the session asked for counts: the lockfile was made
 	// before it started.
 	fetched := map[string]int{}

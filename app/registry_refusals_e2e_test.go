@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/internal/fakenpm"
 	"github.com/inspecthq/inspect/runner/contract"
@@ -55,19 +54,8 @@ func TestRealSessionRefusalsAreRecordedAndReachNoUpstream(t *testing.T) {
 	h, lx := newSandboxHarness(t, func(c *config.Server) {
 		c.Egress.Registries = map[string]config.Registry{"npmjs": {Kind: "npm", URL: up.URL(), Token: token}}
 	})
-	h.gh.CommitFiles(owner, repoName, "main", files, "probes")
 	before := len(up.Requests())
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect take notes"})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	h.waitForAttempt(lx)
-	h.runWorkers()
-
-	sess := h.onlySession()
-	if sess.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
-	}
+	sess := h.runSession(lx, files, "/inspect take notes")
 	// npm publish reads the packument first (a read, relayed); its PUT
 	// and every probe are refused on the way.
 	for _, q := range up.Requests()[before:] {

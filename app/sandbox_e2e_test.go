@@ -66,6 +66,25 @@ func (h *harness) waitForAttempt(lx *local.Executor) {
 	}
 }
 
+// runSession commits files as the repository's main branch, asks for a
+// session on the issue with a comment, runs it for real and returns it
+// once reported; it fails the test unless the session ended changed.
+func (h *harness) runSession(lx *local.Executor, files map[string]string, ask string) store.Session {
+	h.t.Helper()
+	h.gh.CommitFiles(owner, repoName, "main", files, "the repository under test")
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: ask})); code != 200 {
+		h.t.Fatal(code)
+	}
+	h.runWorkers()
+	h.waitForAttempt(lx)
+	h.runWorkers()
+	sess := h.onlySession()
+	if sess.Outcome != store.Changed {
+		h.t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
+	}
+	return sess
+}
+
 func TestRealSessionOnAnIssueFixesTheFailingTest(t *testing.T) {
 	h, lx := newSandboxHarness(t)
 	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {

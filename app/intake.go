@@ -46,7 +46,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 	case handlers.KindLabel, handlers.KindUnlabel:
 		ok, err := s.isTriggerLabel(ctx, t.Repo.ID, t.Label)
 		if err != nil {
-			return &StoreError{Err: err}
+			return &handlers.StoreError{Err: err}
 		}
 		if !ok {
 			zerolog.Ctx(ctx).Debug().Str("label", t.Label).Msg("label ignored: not this repo's trigger label")
@@ -93,7 +93,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 		}
 		paused, err := s.pausedLocally(ctx, t)
 		if err != nil {
-			return &StoreError{Err: err}
+			return &handlers.StoreError{Err: err}
 		}
 		if paused.Allowed {
 			a.Work = []store.NewWork{{Kind: store.PrepareSession}}
@@ -110,7 +110,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 	}
 	res, err := s.store.Accept(ctx, a)
 	if err != nil {
-		return &StoreError{Err: err}
+		return &handlers.StoreError{Err: err}
 	}
 	ev := zerolog.Ctx(ctx).Info().Str("result", res.String()).Str("trigger", cmp.Or(string(t.Kind), "comment"))
 	if a.Session != nil && res == store.Accepted {
@@ -152,7 +152,7 @@ func (s *Service) AcceptConfigPush(ctx context.Context, p handlers.ConfigPush) e
 		Work: []store.NewWork{{Kind: store.RefreshRepoConfig, Payload: mustJSON(p)}},
 	})
 	if err != nil {
-		return &StoreError{Err: err}
+		return &handlers.StoreError{Err: err}
 	}
 	zerolog.Ctx(ctx).Info().Str("result", res.String()).Str("repo", p.Repo.FullName()).Bool("org_wide", p.OrgWide).Msg("config refresh queued")
 	s.wakeWorkers()
@@ -192,7 +192,7 @@ func (s *Service) AcceptCheckFailure(ctx context.Context, f handlers.CheckFailur
 	log := zerolog.Ctx(ctx)
 	cfg, known, err := s.cachedRepoConfig(ctx, f.Repo.ID)
 	if err != nil {
-		return &StoreError{Err: err}
+		return &handlers.StoreError{Err: err}
 	}
 	if known && (!cfg.RepairEnabled() || (f.Name != "" && !cfg.RepairsCheck(f.Name))) {
 		log.Debug().Str("check", f.Name).Msg("check failure ignored: the repo does not repair it")
@@ -208,7 +208,7 @@ func (s *Service) AcceptCheckFailure(ctx context.Context, f handlers.CheckFailur
 		Work: []store.NewWork{{Kind: store.ConsiderRepair, Payload: mustJSON(f), RunAfter: now.Add(s.cfg.Repair.Debounce)}},
 	})
 	if err != nil {
-		return &StoreError{Err: err}
+		return &handlers.StoreError{Err: err}
 	}
 	log.Info().Str("result", res.String()).Str("check", f.Name).Str("sha", f.HeadSHA).Msg("check failure queued for repair")
 	s.wakeWorkers()

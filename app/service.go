@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/clock"
 	"github.com/inspecthq/inspect/app/fleet"
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/snapshots"
@@ -34,7 +35,7 @@ type Service struct {
 	cfg    config.Server
 	store  *store.Store
 	gh     ghclient.GitHubClients
-	clock  Clock
+	clock  clock.Clock
 	log    zerolog.Logger
 	loader *config.RepoLoader
 	self   atomic.Pointer[handlers.Identity]
@@ -63,7 +64,7 @@ type Options struct {
 	Config     config.Server
 	Store      *store.Store
 	GitHub     ghclient.GitHubClients
-	Clock      Clock
+	Clock      clock.Clock
 	Logger     zerolog.Logger
 	WorkerName string
 	Executor   Executor
@@ -83,7 +84,7 @@ type Options struct {
 // NewService wires a Service.
 func NewService(o Options) *Service {
 	if o.Clock == nil {
-		o.Clock = SystemClock{}
+		o.Clock = clock.System{}
 	}
 	if o.WorkerName == "" {
 		o.WorkerName = fleet.ReplicaName()
@@ -128,10 +129,6 @@ func (s *Service) ResolveIdentity(ctx context.Context) error {
 	s.self.Store(&id)
 	return nil
 }
-
-// StoreError is handlers.StoreError: what a sink returns when it could
-// not persist (503, so GitHub can redeliver).
-type StoreError = handlers.StoreError
 
 // idEncoding keeps byte order in string order (0-9 then a-v).
 var idEncoding = base32.HexEncoding.WithPadding(base32.NoPadding)

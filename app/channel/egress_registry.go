@@ -34,14 +34,6 @@ type Registries interface {
 	Registry(name string) (config.Registry, bool)
 }
 
-// Request and answer headers that cross the registry egress: what package
-// managers need for content negotiation and revalidation, nothing that
-// could carry a credential either way.
-var (
-	registryRequestHeaders  = []string{"Accept", "If-None-Match", "If-Modified-Since", "User-Agent"}
-	registryResponseHeaders = []string{"Content-Type", "Content-Length", "ETag", "Last-Modified", "Cache-Control"}
-)
-
 // maxRegistryMetadataBytes bounds a metadata document the proxy rewrites
 // (the largest npm packuments are tens of MB).
 const maxRegistryMetadataBytes = 128 << 20
@@ -136,7 +128,7 @@ func (c *Channel) handleEgressRegistry(rw http.ResponseWriter, r *http.Request) 
 		refuse("the path does not make a URL", false)
 		return
 	}
-	contract.CopyHeaders(req.Header, r.Header, registryRequestHeaders)
+	contract.CopyHeaders(req.Header, r.Header, contract.RegistryRequestHeaders)
 	if err := setRegistryCredential(req, up); err != nil {
 		log.Error().Err(err).Msg("the registry's token is unreadable")
 		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "the registry is not available")
@@ -163,7 +155,7 @@ func (c *Channel) handleEgressRegistry(rw http.ResponseWriter, r *http.Request) 
 		resp.Header.Set("Content-Length", fmt.Sprint(len(raw)))
 		resp.Header.Del("ETag") // the body is no longer the upstream's
 	}
-	contract.CopyHeaders(w.Header(), resp.Header, registryResponseHeaders)
+	contract.CopyHeaders(w.Header(), resp.Header, contract.RegistryResponseHeaders)
 	w.WriteHeader(resp.StatusCode)
 	n, _ := io.Copy(w, body) // a client that went away ends the copy; nothing to tell it
 	log.Info().Str("path", rest).Str("class", string(d.Class)).Int("status", resp.StatusCode).Int64("bytes", n).

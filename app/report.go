@@ -117,9 +117,8 @@ func reportResult(ctx context.Context, do reportSteps, sess store.Session, spec 
 	if err != nil {
 		return err
 	}
-	decision, summary := policy.ValidateChange(changedFiles(up.Manifest), policy.ChangeLimits{
-		MaxFiles: spec.Limits.MaxChangedFiles, MaxBytes: spec.Limits.MaxChangeBytes, ProtectedPaths: repoCfg.ProtectedPaths,
-	})
+	// The same check as `inspect run`'s (config.Repo.CheckChange).
+	decision, summary := repoCfg.CheckChange(up.Manifest, spec.Limits)
 	if !decision.Allowed {
 		zerolog.Ctx(ctx).Info().Str("reason", string(decision.Reason)).Msg("change refused")
 		return do.End(ctx, sess.ID, store.ChangeRefused, string(decision.Reason), render.ChangeRefusedReply(decision.Reply))
@@ -243,14 +242,6 @@ func verificationPassed(ev contract.Evidence) bool {
 		}
 	}
 	return true
-}
-
-func changedFiles(m *contract.Manifest) []policy.ChangedFile {
-	out := make([]policy.ChangedFile, 0, len(m.Files))
-	for _, f := range m.Files {
-		out = append(out, policy.ChangedFile{Path: f.Path, Mode: string(f.Mode), Content: f.Content, Deleted: f.Deleted, Existed: !f.Added})
-	}
-	return out
 }
 
 // createCommit builds one tree from the manifest on top of the pinned

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/go-github/v62/github"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
-	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -41,13 +39,6 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	if err != nil {
 		return contract.Spec{}, "", err
 	}
-	if !cfg.Agent.Configured() {
-		return contract.Spec{}, render.NoAgentReply(sess.RequesterLogin), nil
-	}
-	agent, err := cfg.Agent.Spec(s.cfg)
-	if err != nil {
-		return contract.Spec{}, render.AgentUnusableReply(sess.RequesterLogin, err), nil
-	}
 	spec := contract.Spec{
 		Version:   contract.SpecVersion,
 		SessionID: sess.ID,
@@ -59,7 +50,18 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		},
 		Instructions: sess.Instructions,
 		Requester:    contract.Requester{Login: sess.RequesterLogin, ID: sess.RequesterID},
-		Agent:        agent,
+	}
+	// The agent, commands, env, registries, snapshot caches and limits:
+	// what the server's config and the repo's decide, as `inspect run`
+	// decides them too.
+	var agentErr *config.AgentError
+	switch err := s.cfg.SessionSpec(&spec, cfg, sess.FullName(), s.clock.Now()); {
+	case errors.Is(err, config.ErrNoAgent):
+		return contract.Spec{}, render.NoAgentReply(sess.RequesterLogin), nil
+	case errors.As(err, &agentErr):
+		return contract.Spec{}, render.AgentUnusableReply(sess.RequesterLogin, agentErr.Err), nil
+	case err != nil:
+		return contract.Spec{}, "", err
 	}
 	var pr *github.PullRequest
 	comments := -1 // the thread's comment count, when GitHub said
@@ -106,20 +108,7 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	// The default branch's AGENTS.md comes first: a pull request's own copy
 	// (in the checkout) is the PR author's to change, this one the repo's.
 	spec.Context = append(append(agentsMD, spec.Context...), extra...)
-	// A repo may only narrow the server's limits (policy.Narrow).
-	limits := policy.Narrow(s.cfg.PolicyLimits(), cfg.PolicyLimits())
-	timeout, maxFiles := limits.SessionTimeout, limits.MaxChangedFiles
-	spec.Verify = cfg.VerifyCommands(s.cfg.Sessions.CommandTimeout, timeout)
-	spec.Setup = cfg.SetupCommands(s.cfg.Sessions.CommandTimeout, timeout)
-	spec.Env = cfg.Env
-	// The registries the server opens to this repository, by name and
-	// phase; their URLs and tokens stay here (decision 0018).
-	spec.Registries = s.cfg.Egress.SessionRegistries(sess.FullName())
-	spec.Snapshot = s.snapshots.Pin(ctx, sess.FullName(), cfg, timeout)
-	spec.Limits = contract.Limits{
-		Deadline: s.clock.Now().Add(timeout).UTC().Truncate(time.Second), Timeout: contract.Duration(timeout),
-		MaxOutputBytes: 64 << 10, MaxChangedFiles: maxFiles, MaxChangeBytes: s.cfg.Sessions.MaxChangeBytes,
-	}
+	s.snapshots.Pin(ctx, sess.FullName(), spec.Snapshot)
 	// Untrusted text may carry a pasted token; the spec refuses any, so
 	// redact first rather than fail the session.
 	contract.NewRedactor().RedactStrings(&spec)

@@ -679,18 +679,7 @@ func (c Server) Validate() error {
 			add("channel_url", "%v", err)
 		}
 	}
-	if c.Sessions.Timeout < time.Minute {
-		add("sessions.timeout", "must be at least 1m")
-	}
-	if c.Sessions.CommandTimeout <= 0 || c.Sessions.CommandTimeout > c.Sessions.Timeout {
-		add("sessions.command_timeout", "must be positive and at most sessions.timeout")
-	}
-	if c.Sessions.MaxChangedFiles < 1 || c.Sessions.MaxChangedFiles > 10000 {
-		add("sessions.max_changed_files", "must be between 1 and 10000")
-	}
-	if c.Sessions.MaxChangeBytes < 1<<10 || c.Sessions.MaxChangeBytes > contract.HardMaxChangeBytes {
-		add("sessions.max_change_bytes", "must be between 1 KiB and %d MiB (the session contract's cap)", contract.HardMaxChangeBytes>>20)
-	}
+	c.validateSessionKeys(add)
 	for key, n := range map[string]int{
 		"limits.active_per_repo":         c.Limits.ActivePerRepo,
 		"limits.active_per_user":         c.Limits.ActivePerUser,
@@ -724,8 +713,6 @@ func (c Server) Validate() error {
 		add("executor.max_concurrent", "must be between 1 and 256")
 	}
 	c.Snapshots.validate(add)
-	c.Agents.validate(add)
-	c.Egress.validate(add)
 	if c.Workers.ReconcileInterval < time.Second {
 		add("workers.reconcile_interval", "must be at least 1s")
 	}

@@ -166,36 +166,31 @@ func (s *Scheduler) open() (images.Store, string, error) {
 	return s.opened.store, s.opened.name, s.opened.err
 }
 
-// Pin gives the spec the repo's caches and snapshot setup, and pins its
-// newest snapshot by digest when there is one. nil means the repo asks for
-// no snapshot. Without a digest the session clones cold and runs the setup
-// itself: snapshots are off, the repo has none yet, or the store cannot be
-// read (a snapshot only makes a session faster, so its absence never stops
-// one; it is logged). timeout is the session's.
-func (s *Scheduler) Pin(ctx context.Context, fullName string, cfg config.Repo, timeout time.Duration) *contract.Snapshot {
-	if !cfg.WantsSnapshots() {
-		return nil
-	}
-	out := &contract.Snapshot{
-		Caches: cfg.SnapshotCaches(),
-		Setup:  cfg.SnapshotSetupCommands(s.commandTimeout, timeout),
+// Pin pins the repo's newest snapshot by digest in snap, the spec's
+// snapshot (config.Repo.SessionSnapshot: its caches and setup; nil when the
+// repo asks for none, and then Pin does nothing). Without a digest the
+// session clones cold and runs the setup itself: snapshots are off, the
+// repo has none yet, or the store cannot be read (a snapshot only makes a
+// session faster, so its absence never stops one; it is logged).
+func (s *Scheduler) Pin(ctx context.Context, fullName string, snap *contract.Snapshot) {
+	if snap == nil {
+		return
 	}
 	st, storeName, err := s.open()
 	if st == nil || err != nil {
 		if err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Msg("snapshot store unavailable; cold clone")
 		}
-		return out
+		return
 	}
-	snap, err := st.Latest(ctx, fullName)
+	latest, err := st.Latest(ctx, fullName)
 	switch {
 	case errors.Is(err, images.ErrNoSnapshot):
 	case err != nil:
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("resolving the newest snapshot failed; cold clone")
 	default:
-		out.Store, out.Digest = storeName, snap.Digest.String()
+		snap.Store, snap.Digest = storeName, latest.Digest.String()
 	}
-	return out
 }
 
 // Schedule keeps the snapshot schedule in step with a repo's config, each

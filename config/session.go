@@ -1,0 +1,98 @@
+package config
+
+import (
+	"errors"
+	"time"
+
+	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// What the server's config and a repository's decide of one session, in
+// one place for every way a session runs: the app's sessions (app/spec.go)
+// and `inspect run` (runner/checkoutrun), so that a local run is the
+// session the server would run (decision 0022).
+
+// MaxOutputBytes is how much of each command's output a session's
+// evidence keeps.
+const MaxOutputBytes = 64 << 10
+
+// ErrNoAgent is SessionSpec's error for a repository config that names no
+// agent.
+var ErrNoAgent = errors.New("the repository's config names no agent")
+
+// AgentError is SessionSpec's error for an agent this server cannot run
+// (Agent.Validate's reason: a model it does not offer the preset, or none
+// at all).
+type AgentError struct{ Err error }
+
+func (e *AgentError) Error() string { return e.Err.Error() }
+func (e *AgentError) Unwrap() error { return e.Err }
+
+// SessionSpec sets what the server's config and the repository's decide in
+// a session's spec:
+//   - the agent, with the provider that serves its model (ErrNoAgent, or
+//     an *AgentError when the server cannot run it);
+//   - the verify and setup commands, and env;
+//   - the registries the server opens to the repository fullName;
+//   - the snapshot's caches and setup (nil when the repository asks for
+//     none); pinning an image's digest is the caller's, who knows the store;
+//   - the limits, which the repository may only narrow (policy.Narrow),
+//     with the deadline counted from now.
+//
+// The rest of the spec (ids, repository, commit, target, instructions,
+// context) is the caller's.
+func (c Server) SessionSpec(spec *contract.Spec, repo Repo, fullName string, now time.Time) error {
+	if !repo.Agent.Configured() {
+		return ErrNoAgent
+	}
+	agent, err := repo.Agent.Spec(c)
+	if err != nil {
+		return &AgentError{Err: err}
+	}
+	limits := policy.Narrow(c.PolicyLimits(), repo.PolicyLimits())
+	timeout := limits.SessionTimeout
+	spec.Agent = agent
+	spec.Verify = repo.VerifyCommands(c.Sessions.CommandTimeout, timeout)
+	spec.Setup = repo.SetupCommands(c.Sessions.CommandTimeout, timeout)
+	spec.Env = repo.Env
+	// The registries the server opens to this repository, by name and
+	// phase; their URLs and tokens stay with the server (decision 0018).
+	spec.Registries = c.Egress.SessionRegistries(fullName)
+	spec.Snapshot = repo.SessionSnapshot(c.Sessions.CommandTimeout, timeout)
+	spec.Limits = contract.Limits{
+		Deadline:        now.Add(timeout).UTC().Truncate(time.Second),
+		Timeout:         contract.Duration(timeout),
+		MaxOutputBytes:  MaxOutputBytes,
+		MaxChangedFiles: limits.MaxChangedFiles,
+		MaxChangeBytes:  c.Sessions.MaxChangeBytes,
+	}
+	return nil
+}
+
+// SessionSnapshot is the spec's snapshot before a digest is pinned: the
+// repository's caches and its snapshot setup, each step's timeout def
+// unless it sets one, and at most max. nil when the repository asks for
+// no snapshot.
+func (r Repo) SessionSnapshot(def, max time.Duration) *contract.Snapshot {
+	if !r.WantsSnapshots() {
+		return nil
+	}
+	return &contract.Snapshot{Caches: r.SnapshotCaches(), Setup: r.SnapshotSetupCommands(def, max)}
+}
+
+// CheckChange validates a session's change against the spec's limits and
+// the repository's protected paths (on top of the ones no config can
+// remove), as the server does before it pushes anything.
+func (r Repo) CheckChange(m *contract.Manifest, limits contract.Limits) (policy.ChangeDecision, policy.ChangeSummary) {
+	var files []policy.ChangedFile
+	if m != nil {
+		files = make([]policy.ChangedFile, 0, len(m.Files))
+		for _, f := range m.Files {
+			files = append(files, policy.ChangedFile{Path: f.Path, Mode: string(f.Mode), Content: f.Content, Deleted: f.Deleted, Existed: !f.Added})
+		}
+	}
+	return policy.ValidateChange(files, policy.ChangeLimits{
+		MaxFiles: limits.MaxChangedFiles, MaxBytes: limits.MaxChangeBytes, ProtectedPaths: r.ProtectedPaths,
+	})
+}

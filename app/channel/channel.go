@@ -6,7 +6,7 @@
 //
 // It also owns the egress proxy, the far end of the sandbox's only way
 // out, behind the same session-token check. Today that is the model route
-// (egress_model.go). The registry routes (goproxy, npm, pypi) belong
+// (egress_model.go, over app/modelproxy, which `inspect run` serves too). The registry routes (goproxy, npm, pypi) belong
 // beside it, in egress_registry.go, behind that same check.
 //
 // The channel decides nothing about a session's life. It reads attempts
@@ -27,8 +27,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/clock"
+	"github.com/inspecthq/inspect/app/modelproxy"
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -75,9 +75,7 @@ type Engine interface {
 
 // Providers is the server's model providers (agents.providers);
 // config.Server implements it.
-type Providers interface {
-	Provider(name string) (config.Provider, bool)
-}
+type Providers = modelproxy.Providers
 
 // Options are a Channel's parts.
 type Options struct {
@@ -95,7 +93,7 @@ type Options struct {
 	// TokenBudget is the per-session model token budget (0: none).
 	TokenBudget int64
 	// ModelClient is the egress proxy's client to providers; nil is
-	// NewModelClient's.
+	// modelproxy.NewClient's.
 	ModelClient *http.Client
 }
 
@@ -105,22 +103,19 @@ type Channel struct {
 	engine      Engine
 	clock       clock.Clock
 	log         zerolog.Logger
-	providers   Providers
 	registries  Registries
 	regClients  registryClients
 	egressIdle  time.Duration
 	tokenBudget int64
-	modelClient *http.Client
+	models      *modelproxy.Proxy
 }
 
 // New wires a Channel.
 func New(o Options) *Channel {
 	c := &Channel{
 		store: o.Store, engine: o.Engine, clock: o.Clock, log: o.Logger,
-		providers: o.Providers, registries: o.Registries, egressIdle: o.EgressIdleTimeout, tokenBudget: o.TokenBudget, modelClient: o.ModelClient,
-	}
-	if c.modelClient == nil {
-		c.modelClient = NewModelClient()
+		registries: o.Registries, egressIdle: o.EgressIdleTimeout, tokenBudget: o.TokenBudget,
+		models: modelproxy.New(modelproxy.Options{Providers: o.Providers, Client: o.ModelClient}),
 	}
 	return c
 }

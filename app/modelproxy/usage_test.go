@@ -1,34 +1,32 @@
-package channel
+package modelproxy
 
 import (
 	"testing"
-
-	"github.com/inspecthq/inspect/app/store"
 )
 
 func TestUsageMeterReadsWhatProvidersReport(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		chunks []string
-		want   store.Usage
+		want   Usage
 	}{
 		{"responses stream", []string{
 			"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\n",
 			"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":120,\"output_tokens\":30,\"total_tokens\":150}}}\n\n",
-		}, store.Usage{InputTokens: 120, OutputTokens: 30, TotalTokens: 150}},
+		}, Usage{InputTokens: 120, OutputTokens: 30, TotalTokens: 150}},
 		{"split across chunks", []string{
 			"data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_to",
 			"kens\":7,\"output_tokens\":3}}}\r\n\r\n",
-		}, store.Usage{InputTokens: 7, OutputTokens: 3, TotalTokens: 10}},
+		}, Usage{InputTokens: 7, OutputTokens: 3, TotalTokens: 10}},
 		{"anthropic stream", []string{
 			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":50,\"output_tokens\":1}}}\n\n",
 			"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":12}}\n\n",
 			"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":20}}\n\n",
-		}, store.Usage{InputTokens: 50, OutputTokens: 20, TotalTokens: 70}},
+		}, Usage{InputTokens: 50, OutputTokens: 20, TotalTokens: 70}},
 		{"whole chat body", []string{`{"object":"chat.completion","usage":{"prompt_tokens":9,"completion_tokens":4,"total_tokens":13}}`},
-			store.Usage{InputTokens: 9, OutputTokens: 4, TotalTokens: 13}},
-		{"an error body", []string{`{"error":{"message":"bad key"}}`}, store.Usage{}},
-		{"garbage", []string{"data: {not json\n\n"}, store.Usage{}},
+			Usage{InputTokens: 9, OutputTokens: 4, TotalTokens: 13}},
+		{"an error body", []string{`{"error":{"message":"bad key"}}`}, Usage{}},
+		{"garbage", []string{"data: {not json\n\n"}, Usage{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &usageMeter{}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/render"
+	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/checkoutrun"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
@@ -21,16 +23,20 @@ import (
 const runUsage = `Usage: inspect run [flags] [--] INSTRUCTIONS...
 
 Runs a session locally, in the sandbox, on the HEAD commit of a git checkout
-(uncommitted changes are not included), with no GitHub. The agent and the
-verify commands come from .github/inspect.yml as committed at HEAD, unless
---config or --agent says otherwise. It prints the evidence, and writes the
-change as a patch (inspect.patch in the current directory by default; none
-when the agent changed nothing) that applies with ` + "`git apply`" + ` at the top
-of a clean checkout of that commit.
+(uncommitted changes are not included), with no GitHub, as the server would
+run it: the agent, setup, env, snapshot, verify commands, protected paths and
+limits come from .github/inspect.yml as committed at HEAD (unless --config or
+--agent says otherwise), and the models and registries from --server-config,
+a server config file with the keys of ` + "`inspect serve --config`" + ` (only
+sessions.*, agents.* and egress.* are read). The model proxy and the registry
+egress are served on loopback for this one session. It prints the evidence,
+and writes the change as a patch (inspect.patch in the current directory by
+default; none when the agent changed nothing or the change was refused) that
+applies with ` + "`git apply`" + ` at the top of a clean checkout of that commit.
 
 Exit status: 0 when the session ran and verification passed (or nothing
-verifies), 1 when the agent or verification failed or the session timed out
-or could not run, 2 for usage errors.
+verifies), 1 when the agent or verification failed, the change was refused,
+or the session timed out or could not run, 2 for usage errors.
 
 Flags:
 `
@@ -78,10 +84,13 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	var agent agentFlag
 	fs.StringVar(&opt.RepoDir, "repo", ".", "the git checkout to run on (its HEAD commit)")
 	fs.StringVar(&opt.ConfigFile, "config", "", "a repository config file to use instead of .github/inspect.yml at HEAD")
+	fs.StringVar(&opt.ServerSource, "server-config", "", "a server config file (inspect serve's keys): the models the agent may use (agents.*), the registries (egress.*), the limits (sessions.*)")
+	fs.StringVar(&opt.RepoName, "repo-name", "", "the repository as the server knows it, OWNER/NAME (default local/<the checkout's directory>): for egress.registries.*.repos and --snapshot-store")
+	fs.StringVar(&opt.SnapshotStore, "snapshot-store", "", `restore the repository's newest snapshot from this store ("oci:DIR" or a registry prefix, as snapshots.store); without it the session clones cold and runs the snapshot setup`)
 	fs.Var(&agent, "agent", `the agent's argv as a JSON array, e.g. '["my-agent", "--yes"]', instead of the config's agent (the prompt file is appended)`)
 	fs.StringVar(&opt.PatchFile, "patch", "inspect.patch", `where to write the change as a git patch ("" for nowhere); nothing is written when there is no change`)
 	fs.StringVar(&opt.EvidenceFile, "evidence", "", "also write evidence.json to this file")
-	fs.DurationVar(&opt.Timeout, "timeout", checkoutrun.DefaultTimeout, "the session's time limit")
+	fs.DurationVar(&opt.Timeout, "timeout", 0, "the session's time limit (default: sessions.timeout of --server-config, 30m); the repository's limits.session_timeout may shorten it")
 	fs.BoolVar(&opt.KeepWorkspace, "keep-workspace", false, "leave the attempt's directory in place (debugging)")
 	fs.StringVar(&opt.WorkDir, "work-dir", "", "directory for the attempt's workspace (default: the system temp dir); the sandbox user must be able to search every parent")
 	uid := fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65534 when root, else your own)")
@@ -99,7 +108,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "inspect run: no instructions: say what the agent should do, e.g. inspect run -- make TestAdd pass")
 		return 2
 	}
-	if opt.Timeout <= 0 {
+	if opt.Timeout < 0 || isFlagSet(fs, "timeout") && opt.Timeout == 0 {
 		fmt.Fprintln(stderr, "inspect run: --timeout must be positive")
 		return 2
 	}
@@ -119,6 +128,20 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		level = zerolog.InfoLevel
 	}
 	opt.Log = zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true}).Level(level).With().Timestamp().Logger()
+	if opt.ServerSource != "" {
+		cfg, err := config.LoadSessionKeys(opt.ServerSource, os.LookupEnv)
+		if err != nil {
+			fmt.Fprintf(stderr, "inspect run: --server-config: %v\n", err)
+			return 2
+		}
+		opt.Server = &cfg
+	}
+	server := config.Defaults()
+	if opt.Server != nil {
+		server = *opt.Server
+	}
+	opt.Egress = runEgress(server, opt.Log)
+	opt.ChangeRefusedReply = render.ChangeRefusedReply
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -35,18 +36,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/sandbox"
 	"github.com/inspecthq/inspect/runner/supervisor"
-)
-
-// Defaults for Options' zero values.
-const (
-	DefaultTimeout        = 30 * time.Minute
-	DefaultCommandTimeout = 10 * time.Minute
-	// DefaultMaxOutputBytes is how much of each command's output the
-	// evidence keeps, as on the app.
-	DefaultMaxOutputBytes = 64 << 10
 )
 
 // Options configure one local session.
@@ -62,9 +55,36 @@ type Options struct {
 	Agent []string
 	// Instructions are the request, as a /inspect comment would carry it.
 	Instructions string
-	// Timeout bounds the whole session (DefaultTimeout). A config's
-	// limits.session_timeout may only shorten it.
+	// Timeout, when set, replaces the server config's sessions.timeout
+	// (30m by default). A repository's limits.session_timeout may only
+	// shorten it.
 	Timeout time.Duration
+
+	// Server is the server config the session runs under, as `inspect
+	// serve` would run it (config.LoadSessionKeys): the models its agent
+	// may use (agents.*), the registries it reaches (egress.*), its
+	// limits (sessions.*). nil is config.Defaults(): no model, no
+	// registry. ServerSource names its file, for messages.
+	Server       *config.Server
+	ServerSource string
+	// Egress serves the sandbox's way out: the server's model proxy and
+	// registry egress, for this one session (cmd/inspect wires the
+	// app's). A zero Egress refuses every egress request.
+	Egress Egress
+	// ChangeRefusedReply is the server's reply when the change breaks the
+	// policy (protected paths, limits), from the policy's one line
+	// (cmd/inspect wires app/render's); nil shows the policy's line.
+	ChangeRefusedReply func(policyReply string) string
+	// RepoName is the repository as the server knows it, OWNER/NAME
+	// (default local/<the checkout's directory>): the registries that
+	// serve it (egress.registries.*.repos) and its snapshots in
+	// SnapshotStore go by it.
+	RepoName string
+	// SnapshotStore, when set, is where the session's snapshot is
+	// restored from (as snapshots.store names a store); the newest
+	// snapshot of RepoName there is pinned. Without it, or without a
+	// snapshot, the session clones cold and runs the snapshot setup.
+	SnapshotStore string
 
 	// PatchFile, when set, receives the change as a git patch; when the
 	// change is empty nothing is written there.
@@ -92,6 +112,18 @@ type Options struct {
 	Progress io.Writer
 	// Log is the supervisor's log (the zero Logger discards).
 	Log zerolog.Logger
+}
+
+// Egress is the far end of the sandbox's way out, for one session: each
+// handler serves a request on its route (contract.PathEgressModel,
+// contract.PathEgressRegistry), already authenticated with the session's
+// token, for the session's spec. A nil handler refuses its route.
+type Egress struct {
+	Model    func(w http.ResponseWriter, r *http.Request, spec contract.Spec)
+	Registry func(w http.ResponseWriter, r *http.Request, spec contract.Spec)
+	// Usage is the model usage the proxy counted, for the evidence (the
+	// proxy's count is the word, as the app's is; nil when none).
+	Usage func() *contract.TokenUsage
 }
 
 // UsageError is a problem with what the user asked for (no such
@@ -126,6 +158,9 @@ type Result struct {
 	Uncommitted bool
 	// ConfigSource names where the agent and verify commands came from.
 	ConfigSource string
+	// Refusal is the server's reply when the change broke the policy
+	// (protected paths, limits): no patch is written then. "" otherwise.
+	Refusal string
 	// AttemptDir is the supervisor's attempt directory, kept with
 	// KeepWorkspace ("" otherwise: it has been removed).
 	AttemptDir string
@@ -144,7 +179,7 @@ func (r *Result) Passed() bool { return r.Evidence.Outcome == contract.OutcomeOK
 // ExitCode is `inspect run`'s exit status for the session: 0 when it
 // passed and every file asked for was written, 1 otherwise.
 func (r *Result) ExitCode() int {
-	if r.Passed() && !r.outputFailed {
+	if r.Passed() && !r.outputFailed && r.Refusal == "" {
 		return 0
 	}
 	return 1
@@ -166,9 +201,6 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 	if opt.Timeout < 0 {
 		return nil, usageErrorf("the timeout must be positive")
-	}
-	if opt.Timeout == 0 {
-		opt.Timeout = DefaultTimeout
 	}
 	if opt.RepoDir == "" {
 		opt.RepoDir = "."
@@ -195,7 +227,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, source, err := buildSpec(ctx, opt, co)
+	spec, repoCfg, source, err := buildSpec(ctx, opt, co)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +237,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		return nil, fmt.Errorf("the sandbox cannot run here: %w (install bubblewrap: .ci/ensure-bubblewrap)", err)
 	}
 
-	srv, err := newServer(opt.Git, co.commonDir, opt.Progress)
+	srv, err := newServer(opt.Git, co.commonDir, opt.Progress, opt.Egress)
 	if err != nil {
 		return nil, err
 	}
@@ -261,8 +293,20 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	for _, f := range srv.protocolFaults() {
 		res.Problems = append(res.Problems, "session channel refused a request: "+f)
 	}
+	if opt.Egress.Usage != nil {
+		res.Evidence.Usage = opt.Egress.Usage() // the proxy's counts, never the supervisor's word
+	}
+	// The server's check before it pushes anything, with its reply.
+	if res.Manifest != nil && len(res.Manifest.Files) > 0 {
+		if d, _ := repoCfg.CheckChange(res.Manifest, spec.Limits); !d.Allowed {
+			res.Refusal = d.Reply
+			if opt.ChangeRefusedReply != nil {
+				res.Refusal = opt.ChangeRefusedReply(d.Reply)
+			}
+		}
+	}
 
-	if res.Manifest != nil {
+	if res.Manifest != nil && res.Refusal == "" {
 		patch, err := BuildPatch(context.WithoutCancel(ctx), opt.Git, co.objects, res.Manifest)
 		if err != nil {
 			res.Problems = append(res.Problems, "turning the change into a patch: "+err.Error())
@@ -308,84 +352,6 @@ func checkWritable(file string) error {
 		return fmt.Errorf("cannot write %s: it is a directory", file)
 	}
 	return nil
-}
-
-// buildSpec builds the session spec the app would build, from the checkout
-// and its config, with placeholders where a GitHub session has facts a
-// local one lacks (the repository id, the issue number). The clone URL is
-// filled in once the server listens.
-func buildSpec(ctx context.Context, opt Options, co *checkout) (contract.Spec, string, error) {
-	cfg, source, found, err := co.repoConfig(ctx, opt.Git, opt.ConfigFile)
-	if err != nil {
-		return contract.Spec{}, "", err
-	}
-	agent := cfg.Agent.Command
-	if len(opt.Agent) > 0 {
-		agent = opt.Agent
-		if found {
-			source = "--agent, with the verify commands of " + source
-		} else {
-			source = "--agent, with no repository config (nothing verifies)"
-		}
-	}
-	if len(agent) == 0 {
-		where := "no .github/inspect.yml is committed at HEAD"
-		if found {
-			where = source + " names no agent"
-		}
-		return contract.Spec{}, "", usageErrorf("no agent to run: %s; give --agent '[\"program\", \"arg\"]' or add `agent: {preset: command, command: [...]}` to .github/inspect.yml", where)
-	}
-
-	timeout := opt.Timeout
-	if cfg.Limits.SessionTimeout > 0 && cfg.Limits.SessionTimeout < timeout {
-		timeout = cfg.Limits.SessionTimeout // a repository may only narrow
-	}
-	maxFiles := contract.HardMaxChangedFiles
-	if cfg.Limits.MaxFiles > 0 && cfg.Limits.MaxFiles < maxFiles {
-		maxFiles = cfg.Limits.MaxFiles
-	}
-	branch := co.branch
-	if !validBranch(branch) {
-		branch = "HEAD"
-	}
-	spec := contract.Spec{
-		Version:   contract.SpecVersion,
-		SessionID: randomID(),
-		AttemptID: randomID(),
-		Repo: contract.Repo{
-			Owner: "local", Name: co.name(), ID: 1,
-			CloneURL:      "http://127.0.0.1/placeholder.git",
-			DefaultBranch: branch,
-		},
-		PinnedSHA: co.head,
-		// A local session works on no issue; the contract wants one, so
-		// #1 stands in, and the context below says so.
-		Target:       contract.Target{Kind: contract.TargetIssue, Number: 1, BaseBranch: branch},
-		Instructions: opt.Instructions,
-		Requester:    contract.Requester{Login: localLogin(), ID: 1},
-		Context: []contract.ContextItem{{
-			Kind:   contract.ContextBody,
-			Source: "inspect run",
-			Text: "This is a local session started from the shell with `inspect run`: there is no GitHub issue or pull request " +
-				"(issue #1 is a placeholder), and your change is handed back to the person who ran it as a patch.",
-		}},
-		Agent: contract.Agent{Preset: contract.PresetCommand, Command: agent, Model: cfg.Agent.Model},
-		Limits: contract.Limits{
-			Deadline:        time.Now().Add(timeout).UTC().Truncate(time.Second),
-			Timeout:         contract.Duration(timeout),
-			MaxOutputBytes:  DefaultMaxOutputBytes,
-			MaxChangedFiles: maxFiles,
-			MaxChangeBytes:  contract.HardMaxChangeBytes,
-		},
-	}
-	spec.Verify = cfg.VerifyCommands(DefaultCommandTimeout, timeout)
-	// A token pasted into the instructions would make the spec invalid;
-	// redact it, as the app does.
-	contract.NewRedactor().RedactStrings(&spec)
-	if err := spec.Validate(); err != nil {
-		return contract.Spec{}, "", usageErrorf("%v", err)
-	}
-	return spec, source, nil
 }
 
 // validBranch reports whether the contract accepts name as a branch.

@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/inspecthq/inspect/runner/internal/hostgit"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/inspecthq/inspect/runner/internal/hostgit"
 
 	"github.com/inspecthq/inspect/runner/contract"
 )

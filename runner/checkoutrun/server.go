@@ -26,6 +26,9 @@ import (
 //     single-use claim code is exchanged for the session token, which every
 //     later request must carry; progress events are printed, one line
 //     each; the result is decoded strictly and kept;
+//   - the egress routes (model, registry), behind the same session token,
+//     served by the Egress handlers: the server's own proxies, for this
+//     one session;
 //   - git's smart HTTP, upload-pack only, for the user's repository at
 //     /repo.git, served by git http-backend and open only to the repo
 //     token handed out over the channel (HTTP Basic,
@@ -43,6 +46,7 @@ type server struct {
 	// repoPath, the repository's common git directory.
 	projectRoot, repoPath string
 	progress              io.Writer
+	egress                Egress
 
 	ln   net.Listener
 	http *http.Server
@@ -65,7 +69,7 @@ const maxGitRequestBytes = 8 << 20
 
 // newServer listens on 127.0.0.1 on a free port. The spec's clone URL and
 // the channel URL both point at it; call start once the spec is complete.
-func newServer(gitBin, commonDir string, progress io.Writer) (*server, error) {
+func newServer(gitBin, commonDir string, progress io.Writer, egress Egress) (*server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listening on loopback: %w", err)
@@ -78,6 +82,7 @@ func newServer(gitBin, commonDir string, progress io.Writer) (*server, error) {
 		projectRoot: filepath.Dir(commonDir),
 		repoPath:    "/" + filepath.Base(commonDir),
 		progress:    progress,
+		egress:      egress,
 		ln:          ln,
 	}
 	if s.progress == nil {
@@ -98,6 +103,8 @@ func (s *server) start(spec contract.Spec) {
 	mux.HandleFunc(contract.RouteRepoToken, s.authed(s.serveRepoToken))
 	mux.HandleFunc(contract.RouteProgress, s.authed(s.serveProgress))
 	mux.HandleFunc(contract.RouteResult, s.authed(s.serveResult))
+	mux.HandleFunc(contract.PathEgressModel, s.authed(s.serveEgress("model", s.egress.Model)))
+	mux.HandleFunc(contract.PathEgressRegistry, s.authed(s.serveEgress("registry", s.egress.Registry)))
 	mux.HandleFunc(gitRepoPath+"/", s.serveGit)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "no such route")
@@ -262,6 +269,19 @@ func (s *server) serveResult(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// serveEgress hands an egress request to its handler, with the spec; a
+// route without one is refused, as the server refuses a registry it does
+// not configure.
+func (s *server) serveEgress(what string, h func(http.ResponseWriter, *http.Request, contract.Spec)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if h == nil {
+			contract.WriteError(w, http.StatusForbidden, contract.ErrorInvalid, "this inspect run serves no "+what+" egress: give it a server config (--server-config) that names one")
+			return
+		}
+		h(w, r, s.spec)
+	}
 }
 
 // serveGit serves git's smart HTTP protocol for fetching only.

@@ -18,14 +18,14 @@ import (
 )
 
 // testServer serves a spec for repo's HEAD, as Run would.
-func testServer(t *testing.T, repo, sha string, progress io.Writer) (*server, contract.Spec) {
+func testServer(t *testing.T, repo, sha string, progress io.Writer, egress Egress) (*server, contract.Spec) {
 	t.Helper()
 	common := strings.TrimSpace(testGit(t, repo, "rev-parse", "--path-format=absolute", "--git-common-dir"))
 	gitBin, err := exec.LookPath("git")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := newServer(gitBin, common, progress)
+	srv, err := newServer(gitBin, common, progress, egress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestChannelAndGitServerAuthenticateEverything(t *testing.T) {
 	t.Parallel()
 	repo, sha := newRepo(t, map[string]string{"a.txt": "a\n"})
 	var progress lockedBuffer
-	srv, spec := testServer(t, repo, sha, &progress)
+	srv, spec := testServer(t, repo, sha, &progress, Egress{})
 	base := srv.URL()
 	path := func(p string) string { return contract.AttemptPath(p, spec.AttemptID) }
 	claim := contract.ClaimRequest{AttemptID: spec.AttemptID, ClaimCode: srv.claimCode, SpecVersion: contract.SpecVersion}
@@ -239,7 +239,7 @@ func TestServerServesALinkedWorktree(t *testing.T) {
 	if co.head != sha || co.branch != "" || co.commonDir != filepath.Join(repo, ".git") {
 		t.Fatalf("checkout = %+v", co)
 	}
-	srv, spec := testServer(t, wt, sha, io.Discard)
+	srv, spec := testServer(t, wt, sha, io.Discard, Egress{})
 	srv.mu.Lock()
 	srv.claimed, srv.tokenIssued = true, true
 	srv.mu.Unlock()
@@ -248,5 +248,43 @@ func TestServerServesALinkedWorktree(t *testing.T) {
 	cred := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + srv.repoToken))
 	if _, err := testGitErr(dst, nil, "-c", "http.extraHeader=Authorization: Basic "+cred, "fetch", "--quiet", "--depth=1", spec.Repo.CloneURL, sha); err != nil {
 		t.Errorf("fetching the worktree's detached commit: %v", err)
+	}
+}
+
+// The egress routes are the session's: only with its token, after the
+// claim, and each handler gets the session's spec; a route with no handler
+// is refused.
+func TestEgressRoutesServeOnlyTheSession(t *testing.T) {
+	t.Parallel()
+	repo, sha := newRepo(t, map[string]string{"a.txt": "a\n"})
+	var served []string
+	model := func(w http.ResponseWriter, r *http.Request, spec contract.Spec) {
+		served = append(served, spec.AttemptID+" "+r.PathValue(contract.PathValueProvider)+" "+r.PathValue(contract.PathValueRest))
+		w.WriteHeader(http.StatusTeapot)
+	}
+	srv, spec := testServer(t, repo, sha, io.Discard, Egress{Model: model})
+	base := srv.URL()
+	modelPath := contract.EgressModelPath(spec.AttemptID, "p", "responses")
+	registryPath := contract.EgressRegistryPath(spec.AttemptID, "goproxy", "fake.test/alpha/@v/list")
+	if code, _ := (call{"POST", modelPath, srv.session, "{}"}).do(t, base); code != http.StatusUnauthorized {
+		t.Errorf("model route before the claim: %d", code)
+	}
+	srv.mu.Lock()
+	srv.claimed = true
+	srv.mu.Unlock()
+	if code, _ := (call{"POST", modelPath, "wrong-token-0123456789", "{}"}).do(t, base); code != http.StatusUnauthorized {
+		t.Errorf("model route with a wrong token: %d", code)
+	}
+	if code, _ := (call{"POST", contract.EgressModelPath("other", "p", "responses"), srv.session, "{}"}).do(t, base); code != http.StatusNotFound {
+		t.Errorf("model route of another attempt: %d", code)
+	}
+	if len(served) != 0 {
+		t.Fatalf("served without the session's token: %q", served)
+	}
+	if code, _ := (call{"POST", modelPath, srv.session, "{}"}).do(t, base); code != http.StatusTeapot || len(served) != 1 || served[0] != spec.AttemptID+" p responses" {
+		t.Errorf("model route: %d, served %q", code, served)
+	}
+	if code, body := (call{"GET", registryPath, srv.session, nil}).do(t, base); code != http.StatusForbidden || !strings.Contains(string(body), "serves no registry egress") {
+		t.Errorf("registry route without a handler: %d %s", code, body)
 	}
 }

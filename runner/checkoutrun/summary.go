@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -38,6 +39,10 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if ev.Reason != "" && ev.Outcome != contract.OutcomeOK {
 		fmt.Fprintf(w, "Reason:   %s\n", clean(ev.Reason))
 	}
+	if r.Refusal != "" {
+		// Whole, as the server would post it: it names the paths.
+		fmt.Fprintf(w, "Refused:  %s\n", cleanWhole(r.Refusal))
+	}
 	at := shortSHA(r.Spec.PinnedSHA)
 	if r.Branch != "" {
 		at += " (" + r.Branch + ")"
@@ -52,6 +57,10 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if !ev.StartedAt.IsZero() && !ev.EndedAt.IsZero() {
 		fmt.Fprintf(w, "Duration: %s\n", duration(ev.EndedAt.Sub(ev.StartedAt)))
 	}
+	if u := ev.Usage; u != nil {
+		fmt.Fprintf(w, "Model:    %d tokens (%d in, %d out) over %d requests\n", u.Total, u.Input, u.Output, u.Requests)
+	}
+	writeEgress(w, ev.Egress)
 
 	if len(ev.Commands) > 0 {
 		fmt.Fprintln(w, "\nCommands:")
@@ -118,6 +127,8 @@ func (r *Result) WriteSummary(w io.Writer) {
 
 	fmt.Fprintln(w)
 	switch {
+	case r.Refusal != "":
+		fmt.Fprintln(w, "Patch:    none: the change was refused (above), as the server would refuse it; no patch written")
 	case len(r.Patch) > 0 && r.PatchFile != "":
 		abs, err := filepath.Abs(r.PatchFile)
 		if err != nil {
@@ -195,3 +206,34 @@ func lastLines(s string, n int) []string {
 // clean makes one line safe for a terminal: no control or invisible
 // characters (escape sequences), bounded length.
 func clean(s string) string { return contract.CleanProgressMessage(s) }
+
+// writeEgress is the registry traffic and the refusals of the egress
+// audit, when there were any (a model-only session's usage is its own
+// line).
+func writeEgress(w io.Writer, a *contract.EgressAudit) {
+	if a == nil || a.Registry.Requests == 0 && a.RefusedCount == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Egress:   %d registry requests, %d bytes, %d refused\n", a.Registry.Requests, a.Registry.Bytes, a.RefusedCount)
+	for _, rec := range a.Refused {
+		if rec.Quiet {
+			continue
+		}
+		on := ""
+		if rec.Upstream != "" {
+			on = " on " + rec.Upstream
+		}
+		fmt.Fprintf(w, "  refused %s %s%s, in %s: %s\n", clean(rec.Method), clean(rec.Path), clean(on), rec.Phase, clean(rec.Why))
+	}
+}
+
+// cleanWhole is clean without the length cap: invalid UTF-8, control and
+// invisible characters made harmless for a terminal, all of it kept.
+func cleanWhole(s string) string {
+	return strings.Map(func(r rune) rune {
+		if policy.IsHiddenInLine(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+}

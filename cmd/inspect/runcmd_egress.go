@@ -1,0 +1,32 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/modelproxy"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/runner/checkoutrun"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// runEgress wires the app's own proxies for `inspect run`'s one session:
+// the model proxy, with the session's budget (agents.token_budget) kept in
+// memory, and the registry egress, over the server config's upstreams.
+func runEgress(cfg config.Server, log zerolog.Logger) checkoutrun.Egress {
+	models := modelproxy.New(modelproxy.Options{Providers: cfg})
+	budget := modelproxy.NewBudget(cfg.Agents.TokenBudget)
+	return checkoutrun.Egress{
+		Model: func(w http.ResponseWriter, r *http.Request, spec contract.Spec) {
+			models.Serve(w, r, spec, budget, log)
+		},
+		Usage: func() *contract.TokenUsage {
+			u := budget.Used()
+			if u.Requests == 0 {
+				return nil
+			}
+			return &contract.TokenUsage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens, Requests: int(u.Requests)}
+		},
+	}
+}

@@ -112,9 +112,7 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	spec.Verify = cfg.VerifyCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Setup = cfg.SetupCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Env = cfg.Env
-	// The registries the server opens to this repository, by name and
-	// phase; their URLs and tokens stay here (decision 0018).
-	spec.Registries = s.cfg.Egress.SessionRegistries(sess.FullName())
+	spec.Registries = s.sessionRegistries(sess.FullName(), cfg)
 	spec.Snapshot = s.snapshots.Pin(ctx, sess.FullName(), cfg, timeout)
 	spec.Limits = contract.Limits{
 		Deadline: s.clock.Now().Add(timeout).UTC().Truncate(time.Second), Timeout: contract.Duration(timeout),
@@ -127,6 +125,13 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		return contract.Spec{}, "", fmt.Errorf("building the spec: %w", err)
 	}
 	return spec, "", nil
+}
+
+// sessionRegistries are the registries the server opens to the
+// repository's sessions and snapshot builds, by name and phase; their URLs
+// and tokens stay here (decision 0018).
+func (s *Service) sessionRegistries(fullName string, _ config.Repo) []contract.Registry {
+	return s.cfg.Egress.SessionRegistries(fullName)
 }
 
 // gatherer gathers a session's context with the store, our bot's login and

@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/clock"
+	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/contract"
@@ -85,8 +86,9 @@ type Options struct {
 	Engine Engine
 	Clock  clock.Clock
 	Logger zerolog.Logger
-	// Registries are the package registries the egress proxy reaches.
-	Registries Registries
+	// RegistryProxy answers the registry route's requests once the
+	// attempt is known (nil: one that reaches no upstream).
+	RegistryProxy *registryproxy.Proxy
 	// EgressIdleTimeout bounds an egress request's silences
 	// (egress.idle_timeout; DefaultEgressIdleTimeout when 0).
 	EgressIdleTimeout time.Duration
@@ -101,26 +103,28 @@ type Options struct {
 
 // Channel serves the session channel's routes.
 type Channel struct {
-	store       Store
-	engine      Engine
-	clock       clock.Clock
-	log         zerolog.Logger
-	providers   Providers
-	registries  Registries
-	regClients  registryClients
-	egressIdle  time.Duration
-	tokenBudget int64
-	modelClient *http.Client
+	store         Store
+	engine        Engine
+	clock         clock.Clock
+	log           zerolog.Logger
+	providers     Providers
+	registryProxy *registryproxy.Proxy
+	egressIdle    time.Duration
+	tokenBudget   int64
+	modelClient   *http.Client
 }
 
 // New wires a Channel.
 func New(o Options) *Channel {
 	c := &Channel{
 		store: o.Store, engine: o.Engine, clock: o.Clock, log: o.Logger,
-		providers: o.Providers, registries: o.Registries, egressIdle: o.EgressIdleTimeout, tokenBudget: o.TokenBudget, modelClient: o.ModelClient,
+		providers: o.Providers, registryProxy: o.RegistryProxy, egressIdle: o.EgressIdleTimeout, tokenBudget: o.TokenBudget, modelClient: o.ModelClient,
 	}
 	if c.modelClient == nil {
 		c.modelClient = NewModelClient()
+	}
+	if c.registryProxy == nil {
+		c.registryProxy = registryproxy.New(registryproxy.Options{})
 	}
 	return c
 }
@@ -188,8 +192,11 @@ func (c *Channel) authed(next http.HandlerFunc) http.HandlerFunc {
 		}
 		// A session's routes serve sessions, a snapshot build's serve
 		// snapshot builds: a token of one kind is no key to the other.
+		// The repo token and the registry route serve both: a snapshot
+		// build clones, and its setup downloads what its job allows.
 		snapshotRoute := r.Pattern == contract.RouteSnapshotJob || r.Pattern == contract.RouteSnapshotResult
-		if snapshotRoute != (a.Kind == string(contract.KindSnapshot)) && r.Pattern != contract.RouteRepoToken {
+		shared := r.Pattern == contract.RouteRepoToken || r.Pattern == contract.PathEgressRegistry
+		if snapshotRoute != (a.Kind == string(contract.KindSnapshot)) && !shared {
 			contract.WriteError(w, http.StatusConflict, contract.ErrorInvalid, "not a route for this kind of attempt")
 			return
 		}

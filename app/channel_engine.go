@@ -18,7 +18,7 @@ import (
 func (s *Service) sessionChannel() *channel.Channel {
 	return channel.New(channel.Options{
 		Store: s.store, Engine: channelEngine{s: s}, Clock: s.clock, Logger: s.log,
-		Providers: s.cfg, Registries: s.cfg, EgressIdleTimeout: s.cfg.Egress.IdleTimeout, TokenBudget: s.cfg.Agents.TokenBudget,
+		Providers: s.cfg, RegistryProxy: s.registryProxy, EgressIdleTimeout: s.cfg.Egress.IdleTimeout, TokenBudget: s.cfg.Agents.TokenBudget,
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/inspecthq/inspect/app/clock"
 	"github.com/inspecthq/inspect/app/fleet"
 	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/snapshots"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -51,6 +52,9 @@ type Service struct {
 	// fleet is this replica's membership of the fleet: heartbeats, the
 	// periodic schedule, the redelivery sweep.
 	fleet *fleet.Fleet
+	// registryProxy answers the registry egress for every attempt, with
+	// this replica's artifact cache.
+	registryProxy *registryproxy.Proxy
 	// inflightWebhooks counts webhooks being accepted, for load shedding.
 	inflightWebhooks atomic.Int64
 	// parsed memoises the cached repo configs' parses for the webhook path.
@@ -79,6 +83,9 @@ type Options struct {
 	// with the local executor); nil means snapshot builds fail with a clear
 	// error and sessions clone cold.
 	SnapshotBuilder SnapshotBuilder
+	// RegistryCache keeps registry artifacts for this replica's attempts
+	// (egress.cache; cmd opens it); nil keeps none.
+	RegistryCache *registryproxy.Cache
 }
 
 // NewService wires a Service.
@@ -94,6 +101,7 @@ func NewService(o Options) *Service {
 		loader: config.NewRepoLoader(), wake: make(chan struct{}, 1), WorkerName: o.WorkerName,
 		executor: o.Executor, channelURL: o.ChannelURL,
 		version: o.Version, fleet: newFleet(o),
+		registryProxy: registryproxy.New(registryproxy.Options{Upstreams: o.Config, Cache: o.RegistryCache, Now: o.Clock.Now}),
 	}
 	if s.version == "" {
 		s.version = "dev"

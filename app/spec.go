@@ -118,6 +118,13 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	return spec, "", nil
 }
 
+// sessionRegistries are the registries the server opens to the
+// repository's sessions and snapshot builds, by name and phase; their URLs
+// and tokens stay here (decision 0018).
+func (s *Service) sessionRegistries(fullName string, cfg config.Repo) []contract.Registry {
+	return s.cfg.SessionRegistries(fullName, cfg)
+}
+
 // gatherer gathers a session's context with the store, our bot's login and
 // the app's GitHub reads it needs.
 func (s *Service) gatherer() gather.Gatherer {

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +26,35 @@ type Egress struct {
 	// Registries are keyed by name (contract.ValidProviderName), which the
 	// proxy routes on.
 	Registries map[string]Registry `yaml:"registries"`
+	// Cache keeps the registries' immutable artifacts for every session
+	// of this replica (decision 0019).
+	Cache RegistryCache `yaml:"cache"`
+}
+
+// RegistryCache is the registry egress's artifact cache, one per replica.
+type RegistryCache struct {
+	// Dir is where it lives; default the user's cache directory's
+	// inspect/registries (CacheDir).
+	Dir string `yaml:"dir"`
+	// MaxBytes bounds it; least recently used artifacts go first.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// Disabled turns it off: every artifact comes from its upstream.
+	Disabled bool `yaml:"disabled"`
+}
+
+// DefaultRegistryCacheBytes is egress.cache.max_bytes's default: 8 GiB.
+const DefaultRegistryCacheBytes = 8 << 30
+
+// CacheDir is the cache's directory: Dir, or the default.
+func (c RegistryCache) CacheDir() string {
+	if c.Dir != "" {
+		return c.Dir
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir() // no $HOME: the system's temp dir still serves
+	}
+	return filepath.Join(base, "inspect", "registries")
 }
 
 // Registry is one package registry upstream.
@@ -155,6 +185,12 @@ func (r Registry) forSpec(name string) contract.Registry {
 func (e Egress) validate(add func(key, format string, args ...any)) {
 	if e.IdleTimeout < time.Second {
 		add("egress.idle_timeout", "must be at least 1s")
+	}
+	if e.Cache.MaxBytes < 1<<20 {
+		add("egress.cache.max_bytes", "must be at least 1 MiB (1048576)")
+	}
+	if e.Cache.Dir != "" && !filepath.IsAbs(e.Cache.Dir) {
+		add("egress.cache.dir", "must be an absolute path")
 	}
 	for _, name := range sortedKeys(e.Registries) {
 		r := e.Registries[name]

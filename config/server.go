@@ -588,7 +588,7 @@ func Defaults() Server {
 			MaxInflightWebhooks: 256,
 		},
 		Agents: Agents{TokenBudget: DefaultTokenBudget},
-		Egress: Egress{IdleTimeout: 2 * time.Minute},
+		Egress: Egress{IdleTimeout: 2 * time.Minute, Cache: RegistryCache{MaxBytes: DefaultRegistryCacheBytes}},
 	}
 }
 

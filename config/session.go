@@ -56,9 +56,7 @@ func (c Server) SessionSpec(spec *contract.Spec, repo Repo, fullName string, now
 	spec.Verify = repo.VerifyCommands(c.Sessions.CommandTimeout, timeout)
 	spec.Setup = repo.SetupCommands(c.Sessions.CommandTimeout, timeout)
 	spec.Env = repo.Env
-	// The registries the server opens to this repository, by name and
-	// phase; their URLs and tokens stay with the server (decision 0018).
-	spec.Registries = c.Egress.SessionRegistries(fullName)
+	spec.Registries = c.SessionRegistries(fullName, repo)
 	spec.Snapshot = repo.SessionSnapshot(c.Sessions.CommandTimeout, timeout)
 	spec.Limits = contract.Limits{
 		Deadline:        now.Add(timeout).UTC().Truncate(time.Second),
@@ -68,6 +66,14 @@ func (c Server) SessionSpec(spec *contract.Spec, repo Repo, fullName string, now
 		MaxChangeBytes:  c.Sessions.MaxChangeBytes,
 	}
 	return nil
+}
+
+// SessionRegistries are the registries a session of the repository
+// fullName reaches, by name and phase, as its spec (and its snapshot
+// builds' jobs) name them: the ones the server opens to it. Their URLs and
+// tokens stay with the server (decision 0018).
+func (c Server) SessionRegistries(fullName string, _ Repo) []contract.Registry {
+	return c.Egress.SessionRegistries(fullName)
 }
 
 // SessionSnapshot is the spec's snapshot before a digest is pinned: the

@@ -67,6 +67,15 @@ type SnapshotBuild struct {
 	Now func() time.Time
 	// Log receives the build's log; the zero Logger discards.
 	Log zerolog.Logger
+	// Registries are the package registries setup may reach (those open
+	// to the setup phase), through the egress forwarder and the session
+	// channel's registry route: only a build an executor's supervisor
+	// runs for a snapshot job has that channel; BuildSnapshot called
+	// directly refuses registries.
+	Registries []contract.Registry
+	// ForwarderBinary is the inspect binary for the sandbox's egress
+	// forwarder (as supervisor.Config's); empty means this executable.
+	ForwarderBinary string
 	// Stdout receives setup's output, stdout and stderr together, line by
 	// line, redacted of Token (nil discards it).
 	Stdout io.Writer

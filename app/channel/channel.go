@@ -28,6 +28,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/clock"
 	"github.com/inspecthq/inspect/app/modelproxy"
+	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/runner/contract"
 )
@@ -83,8 +84,9 @@ type Options struct {
 	Engine Engine
 	Clock  clock.Clock
 	Logger zerolog.Logger
-	// Registries are the package registries the egress proxy reaches.
-	Registries Registries
+	// RegistryProxy answers the registry route's requests once the
+	// attempt is known (nil: one that reaches no upstream).
+	RegistryProxy *registryproxy.Proxy
 	// EgressIdleTimeout bounds an egress request's silences
 	// (egress.idle_timeout; DefaultEgressIdleTimeout when 0).
 	EgressIdleTimeout time.Duration
@@ -99,23 +101,25 @@ type Options struct {
 
 // Channel serves the session channel's routes.
 type Channel struct {
-	store       Store
-	engine      Engine
-	clock       clock.Clock
-	log         zerolog.Logger
-	registries  Registries
-	regClients  registryClients
-	egressIdle  time.Duration
-	tokenBudget int64
-	models      *modelproxy.Proxy
+	store         Store
+	engine        Engine
+	clock         clock.Clock
+	log           zerolog.Logger
+	registryProxy *registryproxy.Proxy
+	egressIdle    time.Duration
+	tokenBudget   int64
+	models        *modelproxy.Proxy
 }
 
 // New wires a Channel.
 func New(o Options) *Channel {
 	c := &Channel{
 		store: o.Store, engine: o.Engine, clock: o.Clock, log: o.Logger,
-		registries: o.Registries, egressIdle: o.EgressIdleTimeout, tokenBudget: o.TokenBudget,
+		registryProxy: o.RegistryProxy, egressIdle: o.EgressIdleTimeout, tokenBudget: o.TokenBudget,
 		models: modelproxy.New(modelproxy.Options{Providers: o.Providers, Client: o.ModelClient}),
+	}
+	if c.registryProxy == nil {
+		c.registryProxy = registryproxy.New(registryproxy.Options{})
 	}
 	return c
 }
@@ -183,8 +187,11 @@ func (c *Channel) authed(next http.HandlerFunc) http.HandlerFunc {
 		}
 		// A session's routes serve sessions, a snapshot build's serve
 		// snapshot builds: a token of one kind is no key to the other.
+		// The repo token and the registry route serve both: a snapshot
+		// build clones, and its setup downloads what its job allows.
 		snapshotRoute := r.Pattern == contract.RouteSnapshotJob || r.Pattern == contract.RouteSnapshotResult
-		if snapshotRoute != (a.Kind == string(contract.KindSnapshot)) && r.Pattern != contract.RouteRepoToken {
+		shared := r.Pattern == contract.RouteRepoToken || r.Pattern == contract.PathEgressRegistry
+		if snapshotRoute != (a.Kind == string(contract.KindSnapshot)) && !shared {
 			contract.WriteError(w, http.StatusConflict, contract.ErrorInvalid, "not a route for this kind of attempt")
 			return
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/internal/fakegoproxy"
 	"github.com/inspecthq/inspect/internal/fakenpm"
@@ -27,7 +28,7 @@ const registryToken = "upstream-secret-0123456789"
 // registries, in front of real stand-in upstreams.
 func registryRig(t *testing.T, regs registries, open ...contract.Registry) *rig {
 	t.Helper()
-	r := newRig(t, Options{Registries: regs})
+	r := newRig(t, Options{RegistryProxy: registryproxy.New(registryproxy.Options{Upstreams: regs})})
 	a := r.st.attempts[sessionAttempt]
 	a.Spec = mustJSON(t, contract.Spec{Registries: open})
 	r.st.attempts[sessionAttempt] = a
@@ -160,15 +161,15 @@ func TestRegistryEgressRefusesWhatTheSessionWasNotGiven(t *testing.T) {
 	// The session's spec opens only npm, though the server has both.
 	r := registryRig(t, regs, contract.Registry{Name: "npm", Kind: "npm", Phases: []contract.Phase{contract.PhaseSetup}})
 	refusedWith(t, r.registry(t, http.MethodGet, "go", "x.test/a/@v/list"), "it may reach: npm")
-	// A snapshot build's token is no key to a session's routes (its
-	// setup reaches no registry yet).
+	// A snapshot build reaches what its own job opens, here nothing.
+	job := r.st.attempts[snapshotAttempt]
+	job.Spec = mustJSON(t, contract.SnapshotJob{Registries: []contract.Registry{{Name: "go", Kind: "goproxy", Phases: []contract.Phase{contract.PhaseSetup}}}})
+	r.st.attempts[snapshotAttempt] = job
 	req := httptest.NewRequest(http.MethodGet, contract.EgressRegistryPath(snapshotAttempt, "npm", "left-pad"), nil)
 	req.Header.Set(contract.HeaderSessionToken, tokenOf(snapshotAttempt))
 	rec := httptest.NewRecorder()
 	r.mux.ServeHTTP(rec, req)
-	if rec.Code != http.StatusConflict {
-		t.Fatalf("a snapshot build's token: %d %s, want 409", rec.Code, rec.Body)
-	}
+	refusedWith(t, rec, "it may reach: go")
 	// An ended attempt's token is refused before anything is looked at.
 	req = httptest.NewRequest(http.MethodGet, contract.EgressRegistryPath(endedAttempt, "npm", "left-pad"), nil)
 	req.Header.Set(contract.HeaderSessionToken, tokenOf(endedAttempt))
@@ -179,6 +180,14 @@ func TestRegistryEgressRefusesWhatTheSessionWasNotGiven(t *testing.T) {
 	}
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("%d refused requests reached the upstream", n)
+	}
+	// What the job opens, it reaches.
+	req = httptest.NewRequest(http.MethodGet, contract.EgressRegistryPath(snapshotAttempt, "go", "x.test/a/@v/list"), nil)
+	req.Header.Set(contract.HeaderSessionToken, tokenOf(snapshotAttempt))
+	rec = httptest.NewRecorder()
+	r.mux.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || hits.Load() != 1 {
+		t.Fatalf("the snapshot build's own registry: %d %s, %d upstream hits", rec.Code, rec.Body, hits.Load())
 	}
 }
 

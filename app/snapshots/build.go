@@ -247,6 +247,8 @@ func (s *Scheduler) dispatch(ctx context.Context, r store.SnapshotRepo) error {
 		Setup:  t.cfg.SnapshotSetupCommands(s.commandTimeout, BuildLease),
 		Caches: t.cfg.SnapshotCaches(),
 		Env:    t.cfg.Env,
+		// Setup reaches the registries a session's setup would.
+		Registries: s.registriesOf(t),
 		// Within the pipeline step's own timeout (sessions.timeout plus
 		// slack), so the supervisor reports before Buildkite kills it.
 		Deadline: s.clock.Now().Add(min(BuildLease, s.sessionTimeout)).UTC().Truncate(time.Second),
@@ -283,6 +285,15 @@ func (s *Scheduler) dispatch(ctx context.Context, r store.SnapshotRepo) error {
 	}
 	zerolog.Ctx(ctx).Info().Str("attempt_id", a.ID).Str("external_id", ext).Msg("snapshot build dispatched")
 	return s.store.SetAttemptExternalID(ctx, a.ID, ext, s.clock.Now())
+}
+
+// registriesOf are the registries open to t's build (none without the
+// option).
+func (s *Scheduler) registriesOf(t target) []contract.Registry {
+	if s.registries == nil {
+		return nil
+	}
+	return s.registries(t.repo.Owner+"/"+t.repo.Name, t.cfg)
 }
 
 // baseImage pulls snapshots.base_image (by reference, with the default

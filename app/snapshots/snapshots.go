@@ -104,6 +104,10 @@ type Options struct {
 	Version string
 	// NewID names a build's attempt.
 	NewID func() string
+	// Registries are the package registries a build's setup may reach, as
+	// a session of the repo would (the server's, narrowed by the repo's
+	// config); nil for none.
+	Registries func(fullName string, cfg config.Repo) []contract.Registry
 }
 
 // Scheduler is the snapshot scheduler.
@@ -122,6 +126,7 @@ type Scheduler struct {
 	channelURL     string
 	version        string
 	newID          func() string
+	registries     func(fullName string, cfg config.Repo) []contract.Registry
 	opened         openedStore
 }
 
@@ -132,6 +137,7 @@ func New(o Options) *Scheduler {
 		commandTimeout: o.CommandTimeout, sessionTimeout: o.SessionTimeout,
 		executorKind: o.ExecutorKind, workDir: o.WorkDir, webURL: o.WebURL,
 		build: o.Builder, exec: o.Executor, channelURL: o.ChannelURL, version: o.Version, newID: o.NewID,
+		registries: o.Registries,
 	}
 }
 

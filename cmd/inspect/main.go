@@ -17,11 +17,11 @@ import (
 
 	"github.com/inspecthq/inspect/app"
 	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/local"
 	"github.com/inspecthq/inspect/runner/sandbox"
-	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -158,13 +158,13 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 		}()
 		exec = lx
 	}
-	var builder app.SnapshotBuilder
 	var snapshotExec app.Executor
 	switch cfg.Executor.Kind {
 	case "local":
 		// Snapshots are built on this host, in the same sandbox sessions
-		// use.
-		builder = supervisor.BuildSnapshot
+		// use, each by a supervisor of its own: its setup reaches the
+		// registries over the session channel, as a session's does.
+		snapshotExec = exec
 	case "buildkite":
 		// As builds of the snapshot pipeline, whose agents may push.
 		sx, err := buildkiteSnapshotExecutor(cfg)
@@ -173,8 +173,15 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 		}
 		snapshotExec = sx
 	}
+	var regCache *registryproxy.Cache
+	if len(cfg.Egress.Registries) > 0 && !cfg.Egress.Cache.Disabled {
+		regCache, err = registryproxy.OpenCache(cfg.Egress.Cache.CacheDir(), cfg.Egress.Cache.MaxBytes, log.With().Str("component", "registry-cache").Logger())
+		if err != nil {
+			return fmt.Errorf("egress.cache: %w", err)
+		}
+	}
 	svc := app.NewService(app.Options{Config: cfg, Store: st, GitHub: gh, Logger: log, Executor: exec, ChannelURL: channelURL,
-		Version: version, SnapshotBuilder: builder, SnapshotExecutor: snapshotExec})
+		Version: version, SnapshotExecutor: snapshotExec, RegistryCache: regCache})
 	if err := svc.ResolveIdentity(ctx); err != nil {
 		return err
 	}

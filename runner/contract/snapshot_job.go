@@ -17,7 +17,9 @@ const (
 
 // SnapshotJobVersion is the version of SnapshotJob this build writes and
 // reads.
-const SnapshotJobVersion = "inspect.snapshot-job/v1"
+//
+// v2 added Registries: a build's setup reaches package registries.
+const SnapshotJobVersion = "inspect.snapshot-job/v2"
 
 // MaxSnapshotJobBytes caps a SnapshotJob.
 const MaxSnapshotJobBytes = 256 << 10
@@ -39,7 +41,11 @@ type SnapshotJob struct {
 	Setup     []Command         `json:"setup,omitempty"`
 	Caches    []Cache           `json:"caches,omitempty"`
 	Env       map[string]string `json:"env,omitempty"`
-	Deadline  time.Time         `json:"deadline"`
+	// Registries are the package registries the build's setup may reach
+	// through the egress, as a session's spec names them (those open to
+	// the setup phase are; their URLs and credentials stay in the app).
+	Registries []Registry `json:"registries,omitempty"`
+	Deadline   time.Time  `json:"deadline"`
 }
 
 // Validate reports every fault in the job, each naming its field.
@@ -58,6 +64,7 @@ func (j *SnapshotJob) Validate() error {
 	validateCommands(&f, "setup", j.Setup)
 	validateCaches(&f, "caches", j.Caches)
 	validateEnv(&f, "env", j.Env)
+	validateRegistries(&f, "registries", j.Registries)
 	if j.Deadline.IsZero() {
 		f.add("deadline", "is required")
 	}

@@ -1,19 +1,23 @@
 package supervisor
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/sandbox"
+	"github.com/rs/zerolog"
 )
 
 // The egress path inside the sandbox: the forwarder (`inspect runner
@@ -34,32 +38,78 @@ func ModelBaseURL(provider string) string {
 }
 
 // egress serves the sandbox's only way out, on a Unix socket the sandbox
-// gets bound in: the agent's model requests under /v1/providers/{name}/ go
-// to the session channel's egress model route with the attempt's session
-// token, where the app adds the provider's key and counts tokens; package
-// managers' reads under /v1/registries/{name}/, in the phases the spec
-// opens that registry to, go to its registry route, where the app adds the
-// upstream's credential (decision 0018). Nothing else leaves: no CONNECT,
-// no absolute-form proxy request, no other path, no registry in a phase it
-// is not open to; each refusal is a 403 that says what may be reached.
+// gets bound in, with an egressGate's handler; startEgress also copies the
+// forwarder in next to the socket.
 type egress struct {
 	dir, sock, bin string
 	srv            *http.Server
 	served         chan struct{}
 }
 
-// startEgress listens on the attempt's egress socket and copies the
-// supervisor's own binary next to it for the forwarder (the sandbox uid
-// cannot reach the binary where it was installed, or must not write it).
-func (s *session) startEgress() (*egress, error) {
-	e := &egress{dir: filepath.Join(s.ws.dir, "egress"), served: make(chan struct{})}
+// egressRelay carries what the gate lets through to the app: the session
+// channel's egress model and registry routes, with the attempt's token
+// (*channel).
+type egressRelay interface {
+	egress(ctx context.Context, method, provider, rest, rawQuery string, hdr http.Header, body io.Reader) (*http.Response, error)
+	registry(ctx context.Context, method, name, rest string, hdr http.Header) (*http.Response, error)
+}
+
+// egressGate decides what leaves one attempt's sandbox: the agent's model
+// requests under /v1/providers/{name}/ go to the session channel's egress
+// model route, where the app adds the provider's key and counts tokens;
+// package managers' reads under /v1/registries/{name}/, in the phases the
+// attempt opens that registry to, go to its registry route, where the app
+// adds the upstream's credential (decision 0018). Nothing else leaves: no
+// CONNECT, no absolute-form proxy request, no other path, no registry in a
+// phase it is not open to; each refusal is a 403 that says what may be
+// reached. A session and a snapshot build each have one.
+type egressGate struct {
+	registries []contract.Registry
+	relay      egressRelay
+	red        *contract.Redactor
+	log        zerolog.Logger
+	// phase is the phase now running (a contract.Phase), for the
+	// handler's goroutines; refusals counts what it turned away.
+	phase    atomic.Value
+	refusals atomic.Int64
+	// audit records every egress request, relayed or refused, for the
+	// evidence's Egress.
+	audit egressAudit
+}
+
+func newEgressGate(regs []contract.Registry, relay egressRelay, red *contract.Redactor, log zerolog.Logger) *egressGate {
+	return &egressGate{registries: regs, relay: relay, red: red, log: log}
+}
+
+// setPhase is the phase requests are judged by from now on.
+func (g *egressGate) setPhase(p contract.Phase) { g.phase.Store(p) }
+
+func (g *egressGate) livePhase() contract.Phase {
+	p, _ := g.phase.Load().(contract.Phase)
+	return p
+}
+
+// openFor reports whether phase's commands run under the forwarder with
+// the egress socket bound in: the agent's always (the model proxy), setup's
+// and verify's only when a registry is open to them. Otherwise they have
+// no network at all.
+func (g *egressGate) openFor(phase contract.Phase) bool {
+	return phase == contract.PhaseAgent || len(openRegistries(g.registries, phase)) > 0
+}
+
+// startEgress listens on an egress socket in dir (made here) with handler
+// h, and copies the inspect binary (forwarder; "" for this executable)
+// next to it for the forwarder (the sandbox uid cannot reach the binary
+// where it was installed, or must not write it).
+func startEgress(dir, forwarder string, h http.Handler) (*egress, error) {
+	e := &egress{dir: dir, served: make(chan struct{})}
 	if err := os.Mkdir(e.dir, 0o711); err != nil {
 		return nil, err
 	}
 	if err := os.Chmod(e.dir, 0o711); err != nil { // past the umask
 		return nil, err
 	}
-	self := s.cfg.ForwarderBinary
+	self := forwarder
 	if self == "" {
 		var err error
 		if self, err = os.Executable(); err != nil {
@@ -86,7 +136,7 @@ func (s *session) startEgress() (*egress, error) {
 		_ = ln.Close()
 		return nil, err
 	}
-	e.srv = &http.Server{Handler: s.egressHandler(), ReadHeaderTimeout: 30 * time.Second}
+	e.srv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	go func() {
 		defer close(e.served)
 		_ = e.srv.Serve(ln) // ends with ErrServerClosed when close runs
@@ -118,39 +168,39 @@ func (e *egress) wrap(argv []string, stdin string) []string {
 	return append(append(w, "--"), argv...)
 }
 
-func (s *session) egressHandler() http.Handler {
+func (g *egressGate) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		// The phase as the request arrives: a request of the agent's that
 		// lingers into verify is judged by verify's rules.
-		phase := s.egressPhase()
+		phase := g.livePhase()
 		if r.Method == http.MethodConnect || r.URL.Host != "" || r.URL.IsAbs() {
-			s.refuseEgress(w, r, phase, "this is not a proxy; no other host can be reached", false)
+			g.refuse(w, r, phase, "this is not a proxy; no other host can be reached", false)
 			return
 		}
 		if rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/v1/registries/"); ok {
-			s.relayRegistry(w, r, phase, rest, start)
+			g.relayRegistry(w, r, phase, rest, start)
 			return
 		}
 		rest, ok := strings.CutPrefix(r.URL.Path, "/v1/providers/")
 		provider, path, ok2 := strings.Cut(rest, "/")
 		if !ok || !ok2 || contract.ValidProviderName(provider) != nil || !contract.ValidEgressPath(path) {
-			s.refuseEgress(w, r, phase, "only /v1/providers/{provider}/... is served", false)
+			g.refuse(w, r, phase, "only /v1/providers/{provider}/... is served", false)
 			return
 		}
 		if phase != contract.PhaseAgent {
 			// The socket is bound into setup and verify only for their
 			// registries: the repo's own commands spend no model tokens.
-			s.refuseEgress(w, r, phase, "the model proxy serves the agent only, not the "+string(phase)+" phase", false)
+			g.refuse(w, r, phase, "the model proxy serves the agent only, not the "+string(phase)+" phase", false)
 			return
 		}
 		rec := contract.EgressRecord{Kind: contract.EgressModel, Phase: phase, Upstream: provider, Method: r.Method, Path: path}
-		defer func() { s.auditEgress(rec, start) }()
+		defer func() { g.record(rec, start) }()
 		hdr := http.Header{}
 		contract.CopyHeaders(hdr, r.Header, contract.ModelRequestHeaders)
-		resp, err := s.ch.egress(r.Context(), r.Method, provider, path, r.URL.RawQuery, hdr, r.Body)
+		resp, err := g.relay.egress(r.Context(), r.Method, provider, path, r.URL.RawQuery, hdr, r.Body)
 		if err != nil {
-			s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("egress request to the app failed")
+			g.log.Warn().Str("error", g.red.Redact(err.Error())).Msg("egress request to the app failed")
 			http.Error(w, "the model proxy is unreachable", http.StatusBadGateway)
 			rec.Status = http.StatusBadGateway
 			return
@@ -177,36 +227,36 @@ func passAnswer(w http.ResponseWriter, resp *http.Response, headers []string) (i
 // again, as the trust boundary). An allowed request goes on to the
 // channel's registry route with the session token and the allowlisted
 // headers, with no body and no query, and its answer is streamed back.
-func (s *session) relayRegistry(w http.ResponseWriter, r *http.Request, phase contract.Phase, rest string, start time.Time) {
+func (g *egressGate) relayRegistry(w http.ResponseWriter, r *http.Request, phase contract.Phase, rest string, start time.Time) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		s.refuseEgress(w, r, phase, "only GET and HEAD reach a registry: the sandbox may download packages, never publish or change them", false)
+		g.refuse(w, r, phase, "only GET and HEAD reach a registry: the sandbox may download packages, never publish or change them", false)
 		return
 	}
 	name, path, ok := strings.Cut(rest, "/")
 	if !ok || contract.ValidProviderName(name) != nil {
-		s.refuseEgress(w, r, phase, "only /v1/registries/{name}/... is served", false)
+		g.refuse(w, r, phase, "only /v1/registries/{name}/... is served", false)
 		return
 	}
-	reg, ok := findRegistry(s.spec.Registries, name)
+	reg, ok := findRegistry(g.registries, name)
 	if !ok {
-		s.refuseEgress(w, r, phase, fmt.Sprintf("the server opens no registry named %q to this session", name), false)
+		g.refuse(w, r, phase, fmt.Sprintf("the server opens no registry named %q to this attempt", name), false)
 		return
 	}
 	if !reg.Serves(phase) {
-		s.refuseEgress(w, r, phase, fmt.Sprintf("the registry %q is open only to these phases: %s (not %s)", name, joinPhases(reg.Phases), phase), false)
+		g.refuse(w, r, phase, fmt.Sprintf("the registry %q is open only to these phases: %s (not %s)", name, joinPhases(reg.Phases), phase), false)
 		return
 	}
 	if d := policy.DecideRegistryRequest(reg.Kind, r.Method, path); !d.Allowed {
-		s.refuseEgress(w, r, phase, d.Why, d.Quiet)
+		g.refuse(w, r, phase, d.Why, d.Quiet)
 		return
 	}
 	rec := contract.EgressRecord{Kind: contract.EgressRegistry, Phase: phase, Upstream: name, Method: r.Method, Path: path}
-	defer func() { s.auditEgress(rec, start) }()
+	defer func() { g.record(rec, start) }()
 	hdr := http.Header{}
 	contract.CopyHeaders(hdr, r.Header, contract.RegistryRequestHeaders)
-	resp, err := s.ch.registry(r.Context(), r.Method, name, path, hdr)
+	resp, err := g.relay.registry(r.Context(), r.Method, name, path, hdr)
 	if err != nil {
-		s.log.Warn().Str("error", s.red.Redact(err.Error())).Str("registry", name).Msg("registry request to the app failed")
+		g.log.Warn().Str("error", g.red.Redact(err.Error())).Str("registry", name).Msg("registry request to the app failed")
 		http.Error(w, "the registry proxy is unreachable", http.StatusBadGateway)
 		rec.Status = http.StatusBadGateway
 		return
@@ -236,15 +286,15 @@ type refusalRegistry struct {
 // refuseEgress answers a refused egress request with a 403 whose body
 // names what the sandbox may reach in phase, logs it redacted (a quiet
 // refusal, a client's own audit call, at debug level) and counts it.
-func (s *session) refuseEgress(w http.ResponseWriter, r *http.Request, phase contract.Phase, why string, quiet bool) {
-	ev := s.log.Warn()
+func (g *egressGate) refuse(w http.ResponseWriter, r *http.Request, phase contract.Phase, why string, quiet bool) {
+	ev := g.log.Warn()
 	if quiet {
-		ev = s.log.Debug()
+		ev = g.log.Debug()
 	}
-	ev.Str("method", r.Method).Str("target", s.red.Redact(r.RequestURI)).Str("phase", string(phase)).Str("why", why).Msg("egress refused")
-	s.egressRefusals.Add(1)
+	ev.Str("method", r.Method).Str("target", g.red.Redact(r.RequestURI)).Str("phase", string(phase)).Str("why", why).Msg("egress refused")
+	g.refusals.Add(1)
 	upstream, path := refusedTarget(r)
-	s.auditEgress(contract.EgressRecord{Kind: contract.EgressRefused, Phase: phase, Upstream: upstream, Method: r.Method,
+	g.record(contract.EgressRecord{Kind: contract.EgressRefused, Phase: phase, Upstream: upstream, Method: r.Method,
 		Path: path, Status: http.StatusForbidden, Why: why, Quiet: quiet}, time.Time{})
 	var body egressRefusal
 	body.Error.Type = "inspect_egress_refused"
@@ -252,7 +302,7 @@ func (s *session) refuseEgress(w http.ResponseWriter, r *http.Request, phase con
 	if phase == contract.PhaseAgent {
 		reach = append(reach, "the model proxy at "+ModelBaseURL("<provider>"))
 	}
-	open := openRegistries(s.spec.Registries, phase)
+	open := openRegistries(g.registries, phase)
 	if len(open) > 0 {
 		var names []string
 		for _, reg := range open {
@@ -264,7 +314,7 @@ func (s *session) refuseEgress(w http.ResponseWriter, r *http.Request, phase con
 	if len(reach) == 0 {
 		reach = append(reach, "nothing in the "+string(phase)+" phase")
 	}
-	if phase != contract.PhaseAgent || len(s.spec.Registries) > 0 {
+	if phase != contract.PhaseAgent || len(g.registries) > 0 {
 		body.Error.Phase = phase // with no registries, the agent's refusal stays as it was
 	}
 	body.Error.Message = "Inspect's sandbox has no network; it reaches only " + strings.Join(reach, " and ") + ": " + why
@@ -303,8 +353,8 @@ func refusedTarget(r *http.Request) (upstream, path string) {
 	return "", r.RequestURI
 }
 
-// egressAudit is the attempt's egress audit, recorded by the egress
-// handler's goroutines (requests arrive concurrently) and put into the
+// egressAudit is the attempt's egress audit, recorded by the gate's
+// handler goroutines (requests arrive concurrently) and put into the
 // evidence at the end.
 type egressAudit struct {
 	mu sync.Mutex
@@ -314,28 +364,28 @@ type egressAudit struct {
 // auditEgress records rec, its path and reason redacted (before
 // contract.EgressAudit.Add cuts them), with the time since start (none for
 // a refusal, answered at once).
-func (s *session) auditEgress(rec contract.EgressRecord, start time.Time) {
+func (g *egressGate) record(rec contract.EgressRecord, start time.Time) {
 	if !start.IsZero() {
 		rec.Millis = time.Since(start).Milliseconds()
 	}
 	if rec.Phase == "" {
 		rec.Phase = contract.PhasePrepare // before the first phase: cannot happen
 	}
-	rec.Path, rec.Why = s.red.Redact(rec.Path), s.red.Redact(rec.Why)
-	s.audit.mu.Lock()
-	defer s.audit.mu.Unlock()
-	s.audit.a.Add(rec)
+	rec.Path, rec.Why = g.red.Redact(rec.Path), g.red.Redact(rec.Why)
+	g.audit.mu.Lock()
+	defer g.audit.mu.Unlock()
+	g.audit.a.Add(rec)
 }
 
 // egressEvidence is a copy of the audit so far, for the evidence; nil when
 // the sandbox sent nothing.
-func (s *session) egressEvidence() *contract.EgressAudit {
-	s.audit.mu.Lock()
-	defer s.audit.mu.Unlock()
-	if s.audit.a.Empty() {
+func (g *egressGate) evidence() *contract.EgressAudit {
+	g.audit.mu.Lock()
+	defer g.audit.mu.Unlock()
+	if g.audit.a.Empty() {
 		return nil
 	}
-	return s.audit.a.Clone()
+	return g.audit.a.Clone()
 }
 
 // countingWriter counts the response body bytes relayed to the sandbox,

@@ -5,13 +5,14 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/inspecthq/inspect/runner/internal/hostgit"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/inspecthq/inspect/runner/internal/hostgit"
 )
 
 // The supervisor's git. It runs outside the sandbox, as the supervisor, and

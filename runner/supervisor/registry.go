@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/inspecthq/inspect/policy"
@@ -88,6 +90,17 @@ func registryEnv(regs []contract.Registry, phase contract.Phase) map[string]stri
 		}
 	}
 	return env
+}
+
+// phaseEnv is phase's package-manager environment for regs (registryEnv,
+// as "K=V", to win over the repo's) and the repo's env without those names
+// in any case.
+func phaseEnv(regs []contract.Registry, phase contract.Phase, env map[string]string) (repoEnv map[string]string, own []string) {
+	reg := registryEnv(regs, phase)
+	for _, k := range slices.Sorted(maps.Keys(reg)) {
+		own = append(own, k+"="+reg[k])
+	}
+	return withoutRegistryNames(env, reg), own
 }
 
 // withoutRegistryNames is repoEnv without the names regEnv sets, compared

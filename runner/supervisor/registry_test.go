@@ -45,20 +45,21 @@ func egressSession(t *testing.T, regs ...contract.Registry) (*session, *channelt
 	if _, err := c.claim(context.Background(), code); err != nil {
 		t.Fatal(err)
 	}
-	return &session{cfg: Config{SandboxPath: DefaultSandboxPath}, log: zerolog.New(zerolog.NewTestWriter(t)), ch: c, red: contract.NewRedactor(code), spec: spec}, ch
+	log, red := zerolog.New(zerolog.NewTestWriter(t)), contract.NewRedactor(code)
+	return &session{cfg: Config{SandboxPath: DefaultSandboxPath}, log: log, ch: c, red: red, spec: spec, gate: newEgressGate(spec.Registries, c, red, log)}, ch
 }
 
 // at moves the session to phase, as enter does, without a progress event.
 func (s *session) at(p contract.Phase) {
 	s.phase = p
-	s.livePhase.Store(p)
+	s.gate.setPhase(p)
 }
 
 func serveEgress(s *session, method, target string, hdr http.Header) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, target, nil)
 	maps.Copy(r.Header, hdr)
 	w := httptest.NewRecorder()
-	s.egressHandler().ServeHTTP(w, r)
+	s.gate.handler().ServeHTTP(w, r)
 	return w
 }
 
@@ -140,7 +141,7 @@ func TestEgressRelaysARegistryReadInSetup(t *testing.T) {
 	if v := ch.Violations(); len(v) > 0 {
 		t.Errorf("protocol violations: %q", v)
 	}
-	if n := s.egressRefusals.Load(); n != 0 {
+	if n := s.gate.refusals.Load(); n != 0 {
 		t.Errorf("%d refusals counted", n)
 	}
 }
@@ -236,7 +237,7 @@ func TestEgressRefusesRegistryRequests(t *testing.T) {
 			if len(a.RegistryRequests)+len(a.ModelRequests) > 0 {
 				t.Errorf("relayed %+v %+v", a.RegistryRequests, a.ModelRequests)
 			}
-			if n := s.egressRefusals.Load(); n != 1 {
+			if n := s.gate.refusals.Load(); n != 1 {
 				t.Errorf("%d refusals counted, want 1", n)
 			}
 		})
@@ -331,6 +332,7 @@ func TestRegistryEnvOverridesTheRepos(t *testing.T) {
 		t.Error("egressFor: the agent always, setup and verify with a registry open")
 	}
 	s.spec.Registries = []contract.Registry{npmRegistry}
+	s.gate = newEgressGate(s.spec.Registries, s.ch, s.red, s.log)
 	if s.egressFor(contract.PhaseVerify) {
 		t.Error("egressFor(verify) with no registry open to verify")
 	}
@@ -445,7 +447,7 @@ func TestEgressAuditRecordsEachRequest(t *testing.T) {
 	}
 	refusalOf(t, serveEgress(s, "CONNECT", "registry.npmjs.org:443", nil))
 
-	a := s.egressEvidence()
+	a := s.gate.evidence()
 	if a == nil {
 		t.Fatal("no audit")
 	}
@@ -473,7 +475,7 @@ func TestEgressAuditRecordsEachRequest(t *testing.T) {
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("audit\n%+v\nwant\n%+v", a, want)
 	}
-	if n := s.egressRefusals.Load(); n != 2 {
+	if n := s.gate.refusals.Load(); n != 2 {
 		t.Errorf("%d refusals counted, want 2", n)
 	}
 	if reqs := ch.Attempt(s.spec.AttemptID).RegistryRequests; len(reqs) != 1 {
@@ -502,7 +504,7 @@ func TestEgressAuditIsSafeForConcurrentRequests(t *testing.T) {
 	for range 2 * n {
 		<-done
 	}
-	a := s.egressEvidence()
+	a := s.gate.evidence()
 	if a.Registry.Requests != n || len(a.Records) != n || a.RefusedCount != n || len(a.Refused) != n {
 		t.Fatalf("audit counts %+v, %d records, %d refused", a.Registry, len(a.Records), len(a.Refused))
 	}

@@ -65,10 +65,17 @@ const snapshotSetupOutputTail = 64 << 10
 // nothing, so the repository's latest snapshot stays what it was. The
 // build's directory is removed afterwards, whatever happened.
 //
-// The sandbox has no network yet (the egress proxy comes later), so a setup
-// that downloads dependencies cannot work until then; one that builds or
-// warms caches from what the repository holds can.
+// Called directly, setup has no network at all, so b may name no
+// registries: a build that downloads dependencies runs as a snapshot job
+// (runSnapshotJob), whose setup reaches the job's registries over the
+// session channel.
 func BuildSnapshot(ctx context.Context, b SnapshotBuild) (SnapshotResult, error) {
+	return buildSnapshot(ctx, b, nil)
+}
+
+// buildSnapshot is BuildSnapshot with relay carrying setup's registry
+// requests to the app (nil: none may be named).
+func buildSnapshot(ctx context.Context, b SnapshotBuild, relay egressRelay) (SnapshotResult, error) {
 	red := contract.NewRedactor()
 	if b.Token != "" {
 		red.Add(b.Token, basicCredential(b.Token))
@@ -83,11 +90,15 @@ func BuildSnapshot(ctx context.Context, b SnapshotBuild) (SnapshotResult, error)
 	if err := validateSnapshotBuild(b); err != nil {
 		return SnapshotResult{}, fail(err)
 	}
+	if len(b.Registries) > 0 && relay == nil {
+		return SnapshotResult{}, fail(errors.New("registries need the session channel: run the build as a snapshot job"))
+	}
 	sb := &snapshotBuilder{
-		b:    b,
-		red:  red,
-		repo: b.Repo.Owner + "/" + b.Repo.Name,
-		log:  b.Log.With().Str("repo", b.Repo.Owner+"/"+b.Repo.Name).Str("sha", b.SHA).Logger(),
+		b:     b,
+		relay: relay,
+		red:   red,
+		repo:  b.Repo.Owner + "/" + b.Repo.Name,
+		log:   b.Log.With().Str("repo", b.Repo.Owner+"/"+b.Repo.Name).Str("sha", b.SHA).Logger(),
 	}
 	res, err := sb.build(ctx)
 	if err != nil {
@@ -186,6 +197,9 @@ func validateSnapshotBuild(b SnapshotBuild) error {
 	if err := contract.ValidateEnv(b.Env); err != nil {
 		problems = append(problems, err)
 	}
+	if err := contract.ValidateRegistries(b.Registries); err != nil {
+		problems = append(problems, err)
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("invalid build: %w", errors.Join(problems...))
 	}
@@ -194,10 +208,11 @@ func validateSnapshotBuild(b SnapshotBuild) error {
 
 // snapshotBuilder is one BuildSnapshot call in progress.
 type snapshotBuilder struct {
-	b    SnapshotBuild
-	red  *contract.Redactor
-	repo string
-	log  zerolog.Logger
+	b     SnapshotBuild
+	relay egressRelay // for setup's registries; nil for none
+	red   *contract.Redactor
+	repo  string
+	log   zerolog.Logger
 
 	ws  *workspace
 	git *git
@@ -420,14 +435,27 @@ func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []im
 		}
 	}
 
-	env := sandboxEnv(b.SandboxPath, b.Env)
+	repoEnv, regOwn := phaseEnv(b.Registries, contract.PhaseSetup, b.Env)
+	env := sandboxEnv(b.SandboxPath, repoEnv, regOwn...)
+	eg, err := sb.openEgress()
+	if err != nil {
+		return nil, fmt.Errorf("opening the sandbox's egress proxy: %w", err)
+	}
+	if eg != nil {
+		defer sb.closeEgress(eg)
+		mounts = append(mounts, eg.mounts()...)
+	}
 	var results []contract.CommandResult
 	for i, c := range b.Setup {
 		name := c.Name
 		if name == "" {
 			name = fmt.Sprintf("setup %d", i+1)
 		}
-		r, err := sb.runSetup(ctx, name, c, setupDir, rootFS, mounts, env)
+		argv := c.Argv
+		if eg != nil {
+			argv = eg.wrap(c.Argv, "")
+		}
+		r, err := sb.runSetup(ctx, name, c, argv, setupDir, rootFS, mounts, env)
 		if err != nil {
 			return results, err
 		}
@@ -471,23 +499,52 @@ func snapshotFileKind(m fs.FileMode) string {
 	}
 }
 
-// runSetup runs one setup command in a fresh sandbox.
-func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract.Command, setupDir, rootFS string, mounts []sandbox.Mount, env []string) (contract.CommandResult, error) {
+// openEgress starts setup's egress when a registry is open to setup; nil
+// when none is (setup then has no network at all). Its gate judges every
+// request as setup's: a snapshot build has no other phase.
+func (sb *snapshotBuilder) openEgress() (*egressGateServer, error) {
+	if sb.relay == nil || len(openRegistries(sb.b.Registries, contract.PhaseSetup)) == 0 {
+		return nil, nil
+	}
+	gate := newEgressGate(sb.b.Registries, sb.relay, sb.red, sb.log)
+	gate.setPhase(contract.PhaseSetup)
+	eg, err := startEgress(filepath.Join(sb.ws.dir, "egress"), sb.b.ForwarderBinary, gate.handler())
+	if err != nil {
+		return nil, err
+	}
+	return &egressGateServer{egress: eg, gate: gate}, nil
+}
+
+// closeEgress stops setup's egress and logs what it passed and refused.
+func (sb *snapshotBuilder) closeEgress(eg *egressGateServer) {
+	eg.close()
+	if a := eg.gate.evidence(); a != nil {
+		sb.log.Info().Int("requests", a.Registry.Requests).Int64("bytes", a.Registry.Bytes).Int("refused", a.RefusedCount).Msg("snapshot setup's registry egress")
+	}
+}
+
+// egressGateServer is an egress with the gate it serves.
+type egressGateServer struct {
+	*egress
+	gate *egressGate
+}
+
+// runSetup runs one setup command (as argv: c's, or c's under the
+// forwarder) in a fresh sandbox.
+func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract.Command, argv []string, setupDir, rootFS string, mounts []sandbox.Mount, env []string) (contract.CommandResult, error) {
 	out := &setupOutput{tail: newTailBuffer(snapshotSetupOutputTail), out: sb.b.Stdout, red: sb.red}
 	out.header(name, c.Argv)
 	res, err := sandbox.Run(ctx, sandbox.Spec{
 		Workspace:   setupDir,
 		RootFS:      rootFS,
 		ExtraMounts: mounts,
-		Argv:        c.Argv,
+		Argv:        argv,
 		Env:         env,
 		UID:         sb.b.SandboxUID,
 		GID:         sb.b.SandboxGID,
 		Timeout:     c.Timeout.Std(),
 		Stdout:      out,
 		Stderr:      out,
-		// TODO(egress proxy): no network at all until the egress proxy's
-		// socket is bound here, as in a session (see session.command).
 	})
 	out.flush()
 	if err != nil && res.Duration == 0 {

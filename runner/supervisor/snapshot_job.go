@@ -74,13 +74,14 @@ func buildFromJob(ctx context.Context, cfg Config, ch *channel, red *contract.Re
 			return images.Snapshot{}, fmt.Errorf("pulling the base image: %w", err)
 		}
 	}
-	res, err := BuildSnapshot(ctx, SnapshotBuild{
+	res, err := buildSnapshot(ctx, SnapshotBuild{
 		Repo: job.Repo, SHA: job.SHA, Token: tok.Token,
-		Setup: job.Setup, Caches: job.Caches, Env: job.Env, Base: base, Store: store,
+		Setup: job.Setup, Caches: job.Caches, Env: job.Env, Registries: job.Registries, ForwarderBinary: cfg.ForwarderBinary,
+		Base: base, Store: store,
 		Version: cfg.RunnerVersion, WorkDir: cfg.WorkDir, LayerCache: cfg.LayerCache,
 		SandboxUID: cfg.SandboxUID, SandboxGID: cfg.SandboxGID, SandboxPath: cfg.SandboxPath, Git: cfg.Git,
 		Now: cfg.Now, Log: log,
-	})
+	}, ch)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return images.Snapshot{}, fmt.Errorf("the build ran past its deadline (%s)", job.Deadline.Format(time.RFC3339))

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/empty"

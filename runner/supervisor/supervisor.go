@@ -53,7 +53,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -271,6 +270,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		spec:   spec,
 		parent: ctx,
 		tests:  newGoTestParser(""),
+		gate:   newEgressGate(spec.Registries, ch, red, log),
 		ev: contract.Evidence{
 			Version:       contract.EvidenceVersion,
 			SessionID:     spec.SessionID,
@@ -338,15 +338,10 @@ type session struct {
 
 	// egress is the sandbox's way out (nil when not open): opened for the
 	// agent, and for setup and verify when a registry is open to them (see
-	// egressFor); egressRefusals counts what it turned away, and
-	// livePhase is the phase for its handler's goroutines (a
-	// contract.Phase; s.phase is the run's own goroutine's).
-	egress         *egress
-	egressRefusals atomic.Int64
-	livePhase      atomic.Value
-	// audit records every egress request, relayed or refused, for the
-	// evidence's Egress.
-	audit egressAudit
+	// egressFor), serving gate's decisions (its phase is the handler
+	// goroutines'; s.phase is the run's own goroutine's).
+	egress *egress
+	gate   *egressGate
 	// invocation is how the agent's preset is run (set for the agent phase).
 	invocation *Invocation
 	// prompt is the agent's prompt, assembled from the spec in prepare.
@@ -659,31 +654,23 @@ func (s *session) sandboxEnv() []string {
 		"INSPECT_ANSWER_FILE=" + AnswerFile}, regOwn...)...)
 }
 
-// registryEnv is the current phase's package-manager environment
-// (registryEnv, as "K=V", to win over the repo's) and the repo's env
-// without those names in any case.
+// registryEnv is phaseEnv for the current phase and the spec's registries.
 func (s *session) registryEnv() (repoEnv map[string]string, own []string) {
-	reg := registryEnv(s.spec.Registries, s.phase)
-	for _, k := range slices.Sorted(maps.Keys(reg)) {
-		own = append(own, k+"="+reg[k])
-	}
-	return withoutRegistryNames(s.spec.Env, reg), own
+	return phaseEnv(s.spec.Registries, s.phase, s.spec.Env)
 }
 
 // egressFor reports whether phase's commands run under the forwarder with
 // the egress socket bound in: the agent's always (the model proxy), setup's
 // and verify's only when a registry is open to them. Otherwise they have
 // no network at all.
-func (s *session) egressFor(phase contract.Phase) bool {
-	return phase == contract.PhaseAgent || len(openRegistries(s.spec.Registries, phase)) > 0
-}
+func (s *session) egressFor(phase contract.Phase) bool { return s.gate.openFor(phase) }
 
 // openEgress starts the egress once; later phases that need it share it.
 func (s *session) openEgress() error {
 	if s.egress != nil {
 		return nil
 	}
-	eg, err := s.startEgress()
+	eg, err := startEgress(filepath.Join(s.ws.dir, "egress"), s.cfg.ForwarderBinary, s.gate.handler())
 	if err != nil {
 		return err
 	}
@@ -699,15 +686,9 @@ func (s *session) closeEgress() {
 	}
 	s.egress.close()
 	s.egress = nil
-	if n := s.egressRefusals.Load(); n > 0 {
+	if n := s.gate.refusals.Load(); n > 0 {
 		s.log.Info().Int64("refused", n).Msg("the egress proxy turned requests away")
 	}
-}
-
-// egressPhase is the phase now running, as the egress handler sees it.
-func (s *session) egressPhase() contract.Phase {
-	p, _ := s.livePhase.Load().(contract.Phase)
-	return p
 }
 
 // sandboxEnv is a sandboxed command's environment: the repo's env (spec.Env,
@@ -834,7 +815,7 @@ func (s *session) fail(ctx context.Context, doing string, err error) bool {
 // enter moves to a phase and tells the app, best effort.
 func (s *session) enter(p contract.Phase, msg string) {
 	s.phase = p
-	s.livePhase.Store(p)
+	s.gate.setPhase(p)
 	msg = contract.CleanProgressMessage(s.red.Redact(msg))
 	s.log.Info().Str("phase", string(p)).Msg(msg)
 	s.seq++
@@ -893,7 +874,7 @@ func (s *session) finish() *Report {
 	s.ev.Reason = cleanText(s.ev.Reason, contract.MaxReasonBytes)
 	// After the egress closed (run's defer), so nothing is still being
 	// recorded but a relay the close cut; partial evidence has it too.
-	s.ev.Egress = s.egressEvidence()
+	s.ev.Egress = s.gate.evidence()
 	s.red.RedactStrings(&s.ev)
 
 	u := &contract.ResultUpload{Evidence: s.ev, Manifest: s.manifest}

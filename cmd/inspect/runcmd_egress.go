@@ -6,6 +6,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/modelproxy"
+	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/checkoutrun"
 	"github.com/inspecthq/inspect/runner/contract"
@@ -13,13 +14,19 @@ import (
 
 // runEgress wires the app's own proxies for `inspect run`'s one session:
 // the model proxy, with the session's budget (agents.token_budget) kept in
-// memory, and the registry egress, over the server config's upstreams.
+// memory, and the registry egress over the server config's upstreams,
+// without the server's artifact cache (egress.cache is one replica's; a
+// second process would miscount its bound; decision 0022).
 func runEgress(cfg config.Server, log zerolog.Logger) checkoutrun.Egress {
 	models := modelproxy.New(modelproxy.Options{Providers: cfg})
 	budget := modelproxy.NewBudget(cfg.Agents.TokenBudget)
+	registries := registryproxy.New(registryproxy.Options{Upstreams: cfg})
 	return checkoutrun.Egress{
 		Model: func(w http.ResponseWriter, r *http.Request, spec contract.Spec) {
 			models.Serve(w, r, spec, budget, log)
+		},
+		Registry: func(w http.ResponseWriter, r *http.Request, spec contract.Spec) {
+			registries.Serve(w, r, spec.Registries, log)
 		},
 		Usage: func() *contract.TokenUsage {
 			u := budget.Used()

@@ -46,6 +46,11 @@ func sandboxWorkDir(t *testing.T) string {
 func TestRunUsageErrors(t *testing.T) {
 	plain := t.TempDir()
 	noConfig := gitRepo(t, map[string]string{"README.md": "hi\n"})
+	codex := gitRepo(t, map[string]string{".github/inspect.yml": "agent: {preset: codex, model: gpt-5-codex}\n"})
+	badServer := filepath.Join(plain, "server.yaml")
+	if err := os.WriteFile(badServer, []byte("agents:\n  models:\n    - {name: gpt-5-codex, provider: openai}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args []string
 		want string
@@ -62,6 +67,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "--repo", plain, "--", "x"}, "is not a git checkout"},
 		{[]string{"run", "--repo", noConfig, "--patch", filepath.Join(plain, "x.patch"), "--", "x"}, "no agent to run"},
 		{[]string{"run", "--repo", noConfig, "--config", filepath.Join(plain, "missing.yml"), "--", "x"}, "--config"},
+		{[]string{"run", "--repo", codex, "--", "x"}, "asks for agent preset codex with model gpt-5-codex, which needs a model provider, and no server config names one: give --server-config FILE"},
+		{[]string{"run", "--repo", codex, "--server-config", filepath.Join(plain, "missing.yaml"), "--", "x"}, "--server-config: reading the server config"},
+		{[]string{"run", "--repo", codex, "--server-config", badServer, "--", "x"}, `agents.models[0].provider: "openai" is not in agents.providers`},
 	}
 	for _, tc := range cases {
 		var out, errOut bytes.Buffer

@@ -35,7 +35,12 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if ev.Outcome == contract.OutcomeOK && len(r.Spec.Verify) == 0 {
 		words = "the agent finished (nothing verifies it: the config has no verify commands)"
 	}
-	fmt.Fprintf(w, "Outcome:  %s: %s\n", ev.Outcome, words)
+	outcome := string(ev.Outcome)
+	if r.Refusal != "" {
+		// The server's outcome for a change it will not push.
+		outcome, words = "change_refused", "the session ran, and the server would refuse its change"
+	}
+	fmt.Fprintf(w, "Outcome:  %s: %s\n", outcome, words)
 	if ev.Reason != "" && ev.Outcome != contract.OutcomeOK {
 		fmt.Fprintf(w, "Reason:   %s\n", clean(ev.Reason))
 	}

@@ -5,15 +5,20 @@
 //
 // It plays the app's part for one attempt, on loopback only and for as long
 // as the run lasts (see server): it builds the session spec from the
-// checkout's HEAD commit and its .github/inspect.yml, serves it over the
-// session channel with a random single-use claim code, and serves the
-// checkout's repository over git's smart HTTP to the one read token it
+// checkout's HEAD commit, its .github/inspect.yml and a server config
+// through the server's own code (config.Server.SessionSpec, decision
+// 0022), serves it over the session channel with a random single-use claim
+// code, serves the egress routes with the handlers it is given (the app's
+// model proxy and registry egress, which cmd/inspect wires), and serves
+// the checkout's repository over git's smart HTTP to the one read token it
 // hands out. Then it runs the supervisor (runner/supervisor) in-process,
 // exactly as `inspect runner` would run it: claim, fetch of the pinned
-// commit, agent and verify commands in the sandbox, evidence and change
-// manifest uploaded over the channel. What the supervisor uploaded is
-// decoded strictly, summarised for a person, and the change is turned into
-// a patch that applies with `git apply` to a clean checkout of that commit.
+// commit, setup, agent and verify commands in the sandbox, evidence and
+// change manifest uploaded over the channel. What the supervisor uploaded
+// is decoded strictly, the change is checked as the server checks it
+// (config.Repo.CheckChange: protected paths, limits), summarised for a
+// person, and turned into a patch that applies with `git apply` to a clean
+// checkout of that commit, unless it was refused.
 //
 // The session sees HEAD as committed: uncommitted and untracked files are
 // not part of it (Result.Uncommitted says there were some). The user's

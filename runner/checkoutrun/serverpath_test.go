@@ -41,13 +41,15 @@ setup:
 verify:
   - name: env and setup
     run: ["sh", "-c", "test \"$GREETING\" = hello && grep -q 'from the session setup' /cache/demo/stamp"]
+limits: {max_files: 3, session_timeout: 5m}
 `,
 }
 
 // The session the server would run, from the repository's config: env in
 // every command, the snapshot setup and the session setup before the
-// agent, cold without a store; restored from the store the user names,
-// where the snapshot setup does not run again.
+// agent, cold without a snapshot in the store; restored from the store the
+// user names once it holds one, where the snapshot setup does not run
+// again; the limits narrowed by the repository.
 func TestRunHonoursEnvSetupAndSnapshots(t *testing.T) {
 	t.Parallel()
 	repo, sha := newRepo(t, stampRepo)
@@ -61,6 +63,11 @@ func TestRunHonoursEnvSetupAndSnapshots(t *testing.T) {
 	}
 	if cold.Evidence.Outcome != contract.OutcomeOK || cold.Evidence.FinalAnswer != "hello from the snapshot setup\nhello from the session setup\n" {
 		t.Fatalf("cold: %s (%s), answer %q", cold.Evidence.Outcome, cold.Evidence.Reason, cold.Evidence.FinalAnswer)
+	}
+	// The repository narrows the server's limits (sessions.timeout 30m,
+	// sessions.max_changed_files 100), as on the server.
+	if l := cold.Spec.Limits; l.MaxChangedFiles != 3 || time.Duration(l.Timeout) != 5*time.Minute || l.MaxChangeBytes != config.Defaults().Sessions.MaxChangeBytes {
+		t.Errorf("limits = %+v", l)
 	}
 	if names := commandNames(cold.Evidence); names != "snapshot stamp,more,agent,env and setup" {
 		t.Errorf("cold commands: %s", names)

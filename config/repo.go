@@ -52,7 +52,10 @@ type Repo struct {
 	Limits         RepoLimit `yaml:"limits"`
 	// Env is added to every sandboxed command's environment, in snapshot
 	// builds and sessions alike (GOFLAGS=-trimpath, GOMODCACHE=/cache/...),
-	// so both see the caches at the same paths. No credentials.
+	// so both see the caches at the same paths. No credentials. A
+	// directory it names outside /workspace and /tmp is writable in every
+	// session (contract.EnvCacheDirs), or the config is refused
+	// (contract.ValidateEnvPath).
 	Env map[string]string `yaml:"env"`
 	// Snapshot describes the repo's prepared environment (issue 5).
 	Snapshot RepoSnapshot `yaml:"snapshot"`

@@ -113,8 +113,12 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	spec.Setup = cfg.SetupCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Env = cfg.Env
 	// The registries the server opens to this repository, by name and
-	// phase; their URLs and tokens stay here (decision 0018).
-	spec.Registries = s.cfg.Egress.SessionRegistries(sess.FullName())
+	// phase, as the repository narrows them (decision 0021); their URLs
+	// and tokens stay here (decision 0018).
+	spec.Registries, err = config.NarrowRegistries(s.cfg.Egress.SessionRegistries(sess.FullName()), cfg.Registries)
+	if err != nil {
+		return contract.Spec{}, render.ConfigErrorReply(sess, err), nil
+	}
 	spec.Snapshot = s.snapshots.Pin(ctx, sess.FullName(), cfg, timeout)
 	spec.Limits = contract.Limits{
 		Deadline: s.clock.Now().Add(timeout).UTC().Truncate(time.Second), Timeout: contract.Duration(timeout),

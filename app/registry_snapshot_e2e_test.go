@@ -141,7 +141,7 @@ func TestRealSnapshotBuildsFetchModulesThroughTheEgressAndTheCacheKeepsThem(t *t
 		t.Fatalf("the first session's workspace = %+v, want a cold clone", ev.Workspace)
 	}
 	once("a cold session after a snapshot")
-	assertModuleCameThroughTheEgress(t, h, up, token)
+	assertModuleCameThroughTheEgress(t, &realSessions{harness: h, lx: lx}, up, token)
 
 	// Its own build (the session put it on the schedule), then a session
 	// that restores it: go test passes on the snapshot's modules.

@@ -112,7 +112,10 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	spec.Verify = cfg.VerifyCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Setup = cfg.SetupCommands(s.cfg.Sessions.CommandTimeout, timeout)
 	spec.Env = cfg.Env
-	spec.Registries = s.sessionRegistries(sess.FullName(), cfg)
+	spec.Registries, err = s.sessionRegistries(sess.FullName(), cfg)
+	if err != nil {
+		return contract.Spec{}, render.ConfigErrorReply(sess, err), nil
+	}
 	spec.Snapshot = s.snapshots.Pin(ctx, sess.FullName(), cfg, timeout)
 	spec.Limits = contract.Limits{
 		Deadline: s.clock.Now().Add(timeout).UTC().Truncate(time.Second), Timeout: contract.Duration(timeout),
@@ -128,10 +131,12 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 }
 
 // sessionRegistries are the registries the server opens to the
-// repository's sessions and snapshot builds, by name and phase; their URLs
-// and tokens stay here (decision 0018).
-func (s *Service) sessionRegistries(fullName string, _ config.Repo) []contract.Registry {
-	return s.cfg.Egress.SessionRegistries(fullName)
+// repository's sessions and snapshot builds, by name and phase, as the
+// repository narrows them (decision 0021); their URLs and tokens stay here
+// (decision 0018). The error names a registry the repository asks for
+// that the server does not open to it.
+func (s *Service) sessionRegistries(fullName string, cfg config.Repo) ([]contract.Registry, error) {
+	return config.NarrowRegistries(s.cfg.Egress.SessionRegistries(fullName), cfg.Registries)
 }
 
 // gatherer gathers a session's context with the store, our bot's login and

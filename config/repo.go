@@ -62,6 +62,9 @@ type Repo struct {
 	// Repair turns on automatic repair sessions for failing checks on
 	// pull requests.
 	Repair RepoRepair `yaml:"repair"`
+	// Registries narrow the server's package registries for this
+	// repository's sessions, by the server's names (registries_repo.go).
+	Registries map[string]RepoRegistry `yaml:"registries"`
 }
 
 // RepoRepair is the repo's choice about automatic repair. The server's
@@ -363,6 +366,7 @@ func (r Repo) validate() error {
 	if r.Repair.MaxSessions < 0 {
 		add("repair.max_sessions", "must not be negative (0 means the server's repair.max_sessions_per_pr)")
 	}
+	validateRepoRegistries(r.Registries, add)
 	if len(faults) > 0 {
 		return errors.New(strings.Join(faults, "; "))
 	}

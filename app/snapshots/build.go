@@ -52,6 +52,12 @@ func (s *Scheduler) BuildWork(ctx context.Context, w *store.Work) error {
 		if err == nil {
 			return nil // the result comes over the channel
 		}
+		if errors.Is(err, runner.ErrAtCapacity) {
+			// The executor's places are taken (by sessions, on the local
+			// one): the work is tried again after the workers' backoff,
+			// not at the next refresh.
+			return err
+		}
 		return s.finish(ctx, repoID, images.Snapshot{}, err)
 	}
 	if s.build == nil {

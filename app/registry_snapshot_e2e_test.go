@@ -11,6 +11,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/fakegoproxy"
+	"github.com/inspecthq/inspect/runner/buildkite"
 	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/local"
 )
@@ -186,4 +187,65 @@ func TestRealSnapshotBuildsFetchModulesThroughTheEgressAndTheCacheKeepsThem(t *t
 	if strings.Contains(h.logs.String(), token) {
 		t.Fatal("the upstream's token is in the app's log")
 	}
+}
+
+// On Buildkite the snapshot pipeline's build fetches the modules through
+// the registry egress too (its supervisor's token reaches the channel's
+// registry route and nothing else of a session's), and a session restores
+// what it built with nothing fetched again.
+func TestBuildkiteSnapshotBuildFetchesModulesThroughTheEgress(t *testing.T) {
+	up, alpha, token, egress := goRegistry(t)
+	b := newBuildkiteHarness(t, egress)
+	pipelineYAML, _ := b.bk.PipelineConfig(bkOrg, bkPipeline)
+	b.bk.AddPipeline(bkOrg, "inspect-snapshot", pipelineYAML)
+	sx, err := buildkite.New(buildkite.Config{BaseURL: b.bk.URL(), Token: b.bk.Token(), Org: bkOrg, Pipeline: "inspect-snapshot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.stop()
+	b.snapshotExec = sx
+	b.start()
+	files := goDepsRepo(up, alpha)
+	files[".github/inspect.yml"] = goSnapshotConfig("")
+	b.pushToMain(repoName, 0, files)
+	b.runWorkers() // the pushed config puts the repo on the schedule
+	b.runWorkers() // and its build is dispatched
+	b.settle()
+	snapBuilds := b.bk.Builds(bkOrg, "inspect-snapshot")
+	if len(snapBuilds) != 1 || snapBuilds[0].State != "passed" {
+		t.Fatalf("snapshot builds = %+v\n%s", snapBuilds, b.logs)
+	}
+	sr, err := b.st.GetSnapshotRepo(context.Background(), repoID)
+	if err != nil || sr.LastDigest == "" || sr.LastError != "" {
+		t.Fatalf("schedule = %+v (%v)\nbuild log:\n%s", sr, err, snapBuilds[0].Log)
+	}
+	if n := up.Fetches(fakegoproxy.KindZip)["fake.test/alpha@v1.0.0"]; n != 1 {
+		t.Fatalf("the build fetched the zip %d times, want 1\n%s", n, snapBuilds[0].Log)
+	}
+
+	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {
+		t.Fatal(code)
+	}
+	b.runWorkers()
+	b.settle()
+	sess := b.onlySession()
+	if sess.Outcome != store.Changed {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, b.buildLogs())
+	}
+	if ev := sessionEvidence(t, b.harness, sess); ev.Workspace == nil || ev.Workspace.Source != contract.WorkspaceSnapshot || ev.Workspace.SnapshotDigest != sr.LastDigest {
+		t.Fatalf("the session's workspace = %+v, want snapshot %s", ev.Workspace, sr.LastDigest)
+	}
+	zips, mods := up.Fetches(fakegoproxy.KindZip), up.Fetches(fakegoproxy.KindMod)
+	if zips["fake.test/alpha@v1.0.0"] != 1 || mods["fake.test/alpha@v1.0.0"] != 1 {
+		t.Fatalf("after the session the upstream served the zip %d and the .mod %d times, want once each", zips["fake.test/alpha@v1.0.0"], mods["fake.test/alpha@v1.0.0"])
+	}
+	for _, q := range up.Requests() {
+		if !q.Authenticated {
+			t.Fatalf("%s %s reached the upstream without the token", q.Method, q.Path)
+		}
+	}
+	if strings.Contains(b.logs.String()+b.buildLogs()+snapBuilds[0].Log, token) {
+		t.Fatal("the upstream's token is in a log")
+	}
+	b.checkBuildsCarryNoSecret(t)
 }

@@ -125,17 +125,30 @@ func TestOrgWideConfigPushForgetsInheritedEntries(t *testing.T) {
 }
 
 func TestInvalidConfigIsReportedToTheUser(t *testing.T) {
-	h := newHarness(t)
-	h.gh.SetFile(owner, repoName, "main", ".github/inspect.yml", []byte("enabled: true\nverfy: []\n"))
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it"})); code != 200 {
-		t.Fatal(code)
+	for name, tc := range map[string]struct {
+		file  string
+		wants []string
+	}{
+		"unknown key": {"enabled: true\nverfy: []\n", []string{"unknown key `verfy`"}},
+		// An env path that cannot be a writable directory of the session
+		// is refused, naming the variable and the path, before any
+		// session runs into a read-only file system.
+		"env path under the toolchain": {"env:\n  GOCACHE: /usr/local/go-cache\n", []string{"env.GOCACHE", `"/usr/local/go-cache"`, "such as /cache/gocache"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.gh.SetFile(owner, repoName, "main", ".github/inspect.yml", []byte(tc.file))
+			if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it"})); code != 200 {
+				t.Fatal(code)
+			}
+			h.runWorkers()
+			sess := h.onlySession()
+			if sess.Outcome != store.Errored || sess.Reason != "config_invalid" {
+				t.Errorf("session = %s/%s", sess.Outcome, sess.Reason)
+			}
+			h.expectOneReply(issueNumber, append(tc.wants, ".github/inspect.yml")...)
+		})
 	}
-	h.runWorkers()
-	sess := h.onlySession()
-	if sess.Outcome != store.Errored || sess.Reason != "config_invalid" {
-		t.Errorf("session = %s/%s", sess.Outcome, sess.Reason)
-	}
-	h.expectOneReply(issueNumber, "unknown key `verfy`", ".github/inspect.yml")
 }
 
 func TestRestartResumesAcceptedWorkExactlyOnce(t *testing.T) {

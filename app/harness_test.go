@@ -23,6 +23,7 @@ import (
 
 	"github.com/inspecthq/inspect/app"
 	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/internal/fakeclock"
@@ -70,6 +71,9 @@ type harness struct {
 	snapshotBuilder app.SnapshotBuilder
 	// snapshotExec, when set before start, starts snapshot builds.
 	snapshotExec app.Executor
+	// registryCache is the replica's registry artifact cache, kept across
+	// restarts as a replica's directory is.
+	registryCache *registryproxy.Cache
 }
 
 type harnessOption func(*config.Server)
@@ -117,8 +121,12 @@ func newHarnessOn(t *testing.T, driver string, opts ...harnessOption) *harness {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	regCache, err := registryproxy.OpenCache(t.TempDir(), 0, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := &harness{t: t, gh: gh, cfg: cfg, driver: driver, dsn: storetest.DSN(t, driver),
-		clock: fakeclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)), logs: &lockedBuffer{}}
+		clock: fakeclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)), logs: &lockedBuffer{}, registryCache: regCache}
 	h.start()
 	return h
 }
@@ -145,7 +153,7 @@ func (h *harness) start() {
 	}
 	h.svc = app.NewService(app.Options{Config: h.cfg, Store: st, GitHub: clients, Clock: h.clock,
 		Logger: zerolog.New(h.logs), WorkerName: "test", Executor: h.exec, ChannelURL: channelURL,
-		SnapshotBuilder: h.snapshotBuilder, SnapshotExecutor: h.snapshotExec, Version: "test"})
+		SnapshotBuilder: h.snapshotBuilder, SnapshotExecutor: h.snapshotExec, RegistryCache: h.registryCache, Version: "test"})
 	if err := h.svc.ResolveIdentity(ctx); err != nil {
 		h.t.Fatal(err)
 	}

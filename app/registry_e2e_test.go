@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/examples"
 	"github.com/inspecthq/inspect/internal/fakegoproxy"
@@ -48,8 +47,9 @@ func goRegistry(t *testing.T) (*fakegoproxy.Proxy, fakegoproxy.Module, string, h
 // assertModuleCameThroughTheEgress checks the session fetched the module
 // from the upstream with the token the app added, and that the token is
 // nowhere the requester or the logs can see.
-func assertModuleCameThroughTheEgress(t *testing.T, h *harness, up *fakegoproxy.Proxy, token string) {
+func assertModuleCameThroughTheEgress(t *testing.T, r *realSessions, up *fakegoproxy.Proxy, token string) {
 	t.Helper()
+	h := r.harness
 	sess := assertIssueSessionOpenedPR(t, h)
 	if n := up.Fetches(fakegoproxy.KindZip)["fake.test/alpha@v1.0.0"]; n < 1 {
 		t.Fatalf("the module's zip was fetched %d times; requests: %+v", n, up.Requests())
@@ -62,8 +62,8 @@ func assertModuleCameThroughTheEgress(t *testing.T, h *harness, up *fakegoproxy.
 			t.Fatalf("%s %s reached the upstream without the token", q.Method, q.Path)
 		}
 	}
-	if strings.Contains(h.logs.String(), token) {
-		t.Fatal("the upstream's token is in the app's log")
+	if strings.Contains(r.allLogs(), token) {
+		t.Fatal("the upstream's token is in the logs")
 	}
 	pr, _, err := h.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
 	if err != nil || strings.Contains(pr.GetBody(), token) {
@@ -87,29 +87,14 @@ func assertModuleCameThroughTheEgress(t *testing.T, h *harness, up *fakegoproxy.
 }
 
 // A Go repository whose dependencies are not vendored gets them through
-// the registry egress, in setup and in verify; the upstream's token is
-// added by the app and never reaches the logs or GitHub.
+// the registry egress, in setup and in verify, on both executors; the
+// upstream's token is added by the app and never reaches the logs or
+// GitHub.
 func TestRealSessionFetchesGoModulesThroughTheRegistryEgress(t *testing.T) {
-	up, alpha, token, egress := goRegistry(t)
-	h, lx := newSandboxHarness(t, egress)
-	h.runSession(lx, goDepsRepo(up, alpha), "/inspect make TestAdd pass")
-	assertModuleCameThroughTheEgress(t, h, up, token)
-}
-
-// The same on Buildkite: the supervisor runs as the agent's build step and
-// reaches the channel over its public URL.
-func TestBuildkiteSessionFetchesGoModulesThroughTheRegistryEgress(t *testing.T) {
-	up, alpha, token, egress := goRegistry(t)
-	b := newBuildkiteHarness(t, egress)
-	b.gh.CommitFiles(owner, repoName, "main", goDepsRepo(up, alpha), "a module with a dependency")
-	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {
-		t.Fatal(code)
-	}
-	b.runWorkers()
-	b.settle()
-	if s := b.onlySession(); s.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\nbuild log:\n%s\n%s", s.State, s.Outcome, s.Detail, b.buildLogs(), b.logs)
-	}
-	assertModuleCameThroughTheEgress(t, b.harness, up, token)
-	b.checkBuildsCarryNoSecret(t)
+	forEachExecutor(t, func(t *testing.T, executor string) {
+		up, alpha, token, egress := goRegistry(t)
+		r := newRealSessions(t, executor, egress)
+		r.run(goDepsRepo(up, alpha), "/inspect make TestAdd pass")
+		assertModuleCameThroughTheEgress(t, r, up, token)
+	})
 }

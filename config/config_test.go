@@ -178,6 +178,12 @@ func TestParseRepo(t *testing.T) {
 	if err != nil || !r.WantsSnapshots() || r.Snapshot.Caches[0].Path != "/cache/go" || r.Env["GOFLAGS"] != "-trimpath" {
 		t.Fatalf("snapshot config: %+v %v", r, err)
 	}
+	// An env path outside /workspace and /tmp needs no snapshot section:
+	// every session makes it a writable directory.
+	r, err = ParseRepo([]byte("env: {GOCACHE: /cache/go/build, GOFLAGS: -trimpath}\n"))
+	if err != nil || r.WantsSnapshots() || r.Env["GOCACHE"] != "/cache/go/build" {
+		t.Fatalf("env path without a snapshot section: %+v %v", r, err)
+	}
 	for input, want := range map[string]string{
 		"enabled: maybe\n":                 "line 1",
 		"enbled: false\n":                  "unknown key `enbled`",
@@ -193,6 +199,10 @@ func TestParseRepo(t *testing.T) {
 		"env: {INSPECT_SESSION_ID: x}\n":                                                             "env",
 		"env: {GITHUB_TOKEN: ghp_0123456789abcdefghijklmnopqrstuvwxyzAB}\n":                          "env",
 		"snapshot: {caches: [{path: /workspace/node_modules, lockfiles: [../package-lock.json]}]}\n": "snapshot.caches[0].lockfiles[0]",
+		"snapshot: {caches: [{path: /usr/local/cache, lockfiles: [go.sum]}]}\n":                      "snapshot.caches[0].path: must not be under /usr",
+		"env: {GOCACHE: /usr/local/go-cache}\n":                                                      `env.GOCACHE: names "/usr/local/go-cache"`,
+		"env: {npm_config_cache: /etc/npm}\n":                                                        "under /etc",
+		"env: {CACHE: /cache/.git/x}\n":                                                              ".git",
 	} {
 		_, err := ParseRepo([]byte(input))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -52,13 +52,19 @@ type Repo struct {
 	Limits         RepoLimit `yaml:"limits"`
 	// Env is added to every sandboxed command's environment, in snapshot
 	// builds and sessions alike (GOFLAGS=-trimpath, GOMODCACHE=/cache/...),
-	// so both see the caches at the same paths. No credentials.
+	// so both see the caches at the same paths. No credentials. A
+	// directory it names outside /workspace and /tmp is writable in every
+	// session (contract.EnvCacheDirs), or the config is refused
+	// (contract.ValidateEnvPath).
 	Env map[string]string `yaml:"env"`
 	// Snapshot describes the repo's prepared environment (issue 5).
 	Snapshot RepoSnapshot `yaml:"snapshot"`
 	// Repair turns on automatic repair sessions for failing checks on
 	// pull requests.
 	Repair RepoRepair `yaml:"repair"`
+	// Registries narrow the server's package registries for this
+	// repository's sessions, by the server's names (registries_repo.go).
+	Registries map[string]RepoRegistry `yaml:"registries"`
 }
 
 // RepoRepair is the repo's choice about automatic repair. The server's
@@ -360,6 +366,7 @@ func (r Repo) validate() error {
 	if r.Repair.MaxSessions < 0 {
 		add("repair.max_sessions", "must not be negative (0 means the server's repair.max_sessions_per_pr)")
 	}
+	validateRepoRegistries(r.Registries, add)
 	if len(faults) > 0 {
 		return errors.New(strings.Join(faults, "; "))
 	}

@@ -29,12 +29,22 @@ type AgentError struct{ Err error }
 func (e *AgentError) Error() string { return e.Err.Error() }
 func (e *AgentError) Unwrap() error { return e.Err }
 
+// RegistriesError is SessionSpec's error for a repository whose
+// `registries:` names one the server does not open to it
+// (NarrowRegistries' reason).
+type RegistriesError struct{ Err error }
+
+func (e *RegistriesError) Error() string { return e.Err.Error() }
+func (e *RegistriesError) Unwrap() error { return e.Err }
+
 // SessionSpec sets what the server's config and the repository's decide in
 // a session's spec:
 //   - the agent, with the provider that serves its model (ErrNoAgent, or
 //     an *AgentError when the server cannot run it);
 //   - the verify and setup commands, and env;
-//   - the registries the server opens to the repository fullName;
+//   - the registries the server opens to the repository fullName, as
+//     the repository narrows them (a *RegistriesError when it names one
+//     the server does not open);
 //   - the snapshot's caches and setup (nil when the repository asks for
 //     none); pinning an image's digest is the caller's, who knows the store;
 //   - the limits, which the repository may only narrow (policy.Narrow),
@@ -50,13 +60,17 @@ func (c Server) SessionSpec(spec *contract.Spec, repo Repo, fullName string, now
 	if err != nil {
 		return &AgentError{Err: err}
 	}
+	registries, err := c.SessionRegistries(fullName, repo)
+	if err != nil {
+		return &RegistriesError{Err: err}
+	}
 	limits := policy.Narrow(c.PolicyLimits(), repo.PolicyLimits())
 	timeout := limits.SessionTimeout
 	spec.Agent = agent
 	spec.Verify = repo.VerifyCommands(c.Sessions.CommandTimeout, timeout)
 	spec.Setup = repo.SetupCommands(c.Sessions.CommandTimeout, timeout)
 	spec.Env = repo.Env
-	spec.Registries = c.SessionRegistries(fullName, repo)
+	spec.Registries = registries
 	spec.Snapshot = repo.SessionSnapshot(c.Sessions.CommandTimeout, timeout)
 	spec.Limits = contract.Limits{
 		Deadline:        now.Add(timeout).UTC().Truncate(time.Second),
@@ -70,10 +84,11 @@ func (c Server) SessionSpec(spec *contract.Spec, repo Repo, fullName string, now
 
 // SessionRegistries are the registries a session of the repository
 // fullName reaches, by name and phase, as its spec (and its snapshot
-// builds' jobs) name them: the ones the server opens to it. Their URLs and
-// tokens stay with the server (decision 0018).
-func (c Server) SessionRegistries(fullName string, _ Repo) []contract.Registry {
-	return c.Egress.SessionRegistries(fullName)
+// builds' jobs) name them: the ones the server opens to it, as the
+// repository narrows them (NarrowRegistries, decision 0021). Their URLs
+// and tokens stay with the server (decision 0018).
+func (c Server) SessionRegistries(fullName string, repo Repo) ([]contract.Registry, error) {
+	return NarrowRegistries(c.Egress.SessionRegistries(fullName), repo.Registries)
 }
 
 // SessionSnapshot is the spec's snapshot before a digest is pinned: the

@@ -86,6 +86,19 @@ limits: {session_timeout: 10m, max_files: 500}
 	if err := sessionServer().SessionSpec(&acme, repo, "Acme/widgets", now); err != nil || len(acme.Registries) != 2 {
 		t.Errorf("acme's registries = %+v (%v)", acme.Registries, err)
 	}
+	// The repository narrows them, as every session's spec and snapshot
+	// build's job (NarrowRegistries).
+	setupOnly := []string{"setup"}
+	repo.Registries = map[string]RepoRegistry{"npmjs": {Phases: &setupOnly}, "goproxy": {Off: true}}
+	if err := sessionServer().SessionSpec(&acme, repo, "acme/widgets", now); err != nil || len(acme.Registries) != 1 ||
+		acme.Registries[0].Name != "npmjs" || len(acme.Registries[0].Phases) != 1 || acme.Registries[0].Phases[0] != contract.PhaseSetup {
+		t.Errorf("narrowed registries = %+v (%v)", acme.Registries, err)
+	}
+	repo.Registries = map[string]RepoRegistry{"npmjs": {Off: true}}
+	var re *RegistriesError
+	if err := sessionServer().SessionSpec(&acme, repo, "other/widgets", now); !errors.As(err, &re) || !strings.Contains(err.Error(), `registries.npmjs: this Inspect server opens no registry named "npmjs"`) {
+		t.Errorf("a registry the server does not open to the repository: %v", err)
+	}
 }
 
 func TestSessionSpecSaysWhyTheAgentCannotRun(t *testing.T) {

@@ -52,6 +52,12 @@ func (s *Scheduler) BuildWork(ctx context.Context, w *store.Work) error {
 		if err == nil {
 			return nil // the result comes over the channel
 		}
+		if errors.Is(err, runner.ErrAtCapacity) {
+			// The executor's places are taken (by sessions, on the local
+			// one): the work is tried again after the workers' backoff,
+			// not at the next refresh.
+			return err
+		}
 		return s.finish(ctx, repoID, images.Snapshot{}, err)
 	}
 	if s.build == nil {
@@ -241,6 +247,10 @@ func (s *Scheduler) dispatch(ctx context.Context, r store.SnapshotRepo) error {
 	if err != nil {
 		return err
 	}
+	regs, err := s.registriesOf(t)
+	if err != nil {
+		return fmt.Errorf("the repo's registries: %w", err)
+	}
 	job := contract.SnapshotJob{
 		Version: contract.SnapshotJobVersion, AttemptID: s.newID(), Repo: t.repo, SHA: t.sha,
 		Store: storeName, BaseImage: s.cfg.BaseImage,
@@ -248,7 +258,7 @@ func (s *Scheduler) dispatch(ctx context.Context, r store.SnapshotRepo) error {
 		Caches: t.cfg.SnapshotCaches(),
 		Env:    t.cfg.Env,
 		// Setup reaches the registries a session's setup would.
-		Registries: s.registriesOf(t),
+		Registries: regs,
 		// Within the pipeline step's own timeout (sessions.timeout plus
 		// slack), so the supervisor reports before Buildkite kills it.
 		Deadline: s.clock.Now().Add(min(BuildLease, s.sessionTimeout)).UTC().Truncate(time.Second),
@@ -289,9 +299,9 @@ func (s *Scheduler) dispatch(ctx context.Context, r store.SnapshotRepo) error {
 
 // registriesOf are the registries open to t's build (none without the
 // option).
-func (s *Scheduler) registriesOf(t target) []contract.Registry {
+func (s *Scheduler) registriesOf(t target) ([]contract.Registry, error) {
 	if s.registries == nil {
-		return nil
+		return nil, nil
 	}
 	return s.registries(t.repo.Owner+"/"+t.repo.Name, t.cfg)
 }

@@ -106,8 +106,8 @@ type Options struct {
 	NewID func() string
 	// Registries are the package registries a build's setup may reach, as
 	// a session of the repo would (the server's, narrowed by the repo's
-	// config); nil for none.
-	Registries func(fullName string, cfg config.Repo) []contract.Registry
+	// config), or why the repo's config cannot have them; nil for none.
+	Registries func(fullName string, cfg config.Repo) ([]contract.Registry, error)
 }
 
 // Scheduler is the snapshot scheduler.
@@ -126,7 +126,7 @@ type Scheduler struct {
 	channelURL     string
 	version        string
 	newID          func() string
-	registries     func(fullName string, cfg config.Repo) []contract.Registry
+	registries     func(fullName string, cfg config.Repo) ([]contract.Registry, error)
 	opened         openedStore
 }
 

@@ -3,6 +3,7 @@ package snapshots
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -581,6 +582,38 @@ func TestDispatchOnTheExecutor(t *testing.T) {
 		}
 		if want := (finished{42, "", "starting the snapshot build: no agents"}); len(st.finished) != 1 || st.finished[0] != want {
 			t.Errorf("finished = %+v", st.finished)
+		}
+	})
+	t.Run("the executor is at capacity: tried again, not failed", func(t *testing.T) {
+		st, _, _, s := newRun("", runner.ErrAtCapacity)
+		if err := s.BuildWork(context.Background(), &store.Work{Payload: "42"}); !errors.Is(err, runner.ErrAtCapacity) {
+			t.Fatalf("BuildWork = %v, want the capacity error for the workers to retry", err)
+		}
+		if len(st.finished) != 0 || !contains(st.calls, "end attempt att1") {
+			t.Errorf("finished %+v, calls %q", st.finished, st.calls)
+		}
+	})
+	t.Run("the job carries the repo's registries", func(t *testing.T) {
+		st, _, _, s := newRun("", nil)
+		s.registries = func(fullName string, _ config.Repo) ([]contract.Registry, error) {
+			return []contract.Registry{{Name: "gomods", Kind: "goproxy", Phases: []contract.Phase{contract.PhaseSetup}, SumDB: config.DefaultSumDB}}, nil
+		}
+		if err := s.BuildWork(context.Background(), &store.Work{Payload: "42"}); err != nil {
+			t.Fatal(err)
+		}
+		var job contract.SnapshotJob
+		if err := json.Unmarshal([]byte(st.created[0].Spec), &job); err != nil || len(job.Registries) != 1 || job.Registries[0].Name != "gomods" {
+			t.Fatalf("job registries = %+v (%v)", job.Registries, err)
+		}
+		st, _, x, s := newRun("", nil)
+		s.registries = func(string, config.Repo) ([]contract.Registry, error) {
+			return nil, errors.New("no registry named npmjs")
+		}
+		if err := s.BuildWork(context.Background(), &store.Work{Payload: "42"}); err != nil {
+			t.Fatal(err)
+		}
+		if len(x.started) != 0 || len(st.finished) != 1 || !strings.Contains(st.finished[0].why, "no registry named npmjs") {
+			t.Errorf("started %+v, finished %+v", x.started, st.finished)
 		}
 	})
 }

@@ -85,6 +85,7 @@ func buildSpec(ctx context.Context, opt Options, co *checkout) (contract.Spec, c
 		}},
 	}
 	var agentErr *config.AgentError
+	var regErr *config.RegistriesError
 	switch err := server.SessionSpec(&spec, cfg, owner+"/"+name, time.Now()); {
 	case errors.Is(err, config.ErrNoAgent):
 		where := "no .github/inspect.yml is committed at HEAD"
@@ -95,6 +96,8 @@ func buildSpec(ctx context.Context, opt Options, co *checkout) (contract.Spec, c
 			"(or a preset such as codex and its model, with --server-config naming the model's provider) to .github/inspect.yml", where)
 	case errors.As(err, &agentErr):
 		return contract.Spec{}, config.Repo{}, "", agentUnusable(cfg.Agent, source, opt.ServerSource, agentErr)
+	case errors.As(err, &regErr):
+		return contract.Spec{}, config.Repo{}, "", usageErrorf("%s: %v (the registries come from --server-config; --repo-name names the repository they serve)", source, regErr.Err)
 	case err != nil:
 		return contract.Spec{}, config.Repo{}, "", err
 	}

@@ -68,6 +68,9 @@ type Spec struct {
 	// Env is added to every command's environment in the sandbox (the
 	// repo's `env:`, e.g. GOFLAGS=-trimpath or GOMODCACHE pointing into a
 	// cache), so sessions use caches at the paths the snapshot put them.
+	// Every directory it names outside /workspace and /tmp and outside the
+	// caches (EnvCacheDirs) is an empty writable directory for the whole
+	// attempt; a path that cannot be one is refused (ValidateEnvPath).
 	Env map[string]string `json:"env,omitempty"`
 	// Instructions are what the requester asked for, as written after the
 	// command word. For label and repair triggers the app writes a default
@@ -462,27 +465,6 @@ func ValidateSnapshotStore(store string) error {
 	return nil
 }
 
-// ValidateCachePath checks a cache's path: absolute, clean, not the root,
-// and not /workspace itself (a cache inside it, like node_modules, is
-// fine).
-func ValidateCachePath(p string) error {
-	switch {
-	case !path.IsAbs(p) || path.Clean(p) != p:
-		return errors.New("must be an absolute, clean path")
-	case p == "/" || p == "/workspace":
-		return errors.New("must not be / or /workspace itself")
-	case p == "/proc" || p == "/dev" || p == "/tmp" || strings.HasPrefix(p, "/proc/") || strings.HasPrefix(p, "/dev/") || strings.HasPrefix(p, "/tmp/"):
-		return errors.New("must not be under /proc, /dev or /tmp, which the sandbox makes fresh")
-	case slices.Contains(strings.Split(p, "/"), ".git"):
-		// Setup (repo code) fills caches; a .git it wrote would be read by
-		// the supervisor's own git.
-		return errors.New("must not be or lie inside a .git directory")
-	case p == "/workspace/.inspect" || strings.HasPrefix(p, "/workspace/.inspect/"):
-		return errors.New("must not be under /workspace/.inspect, which Inspect reserves")
-	}
-	return nil
-}
-
 // ValidateEnv checks an environment for the sandbox as Spec.Validate does
 // (repo config uses it to report faults early).
 func ValidateEnv(env map[string]string) error {
@@ -504,6 +486,10 @@ func validateEnv(f *faults, prefix string, env map[string]string) {
 			f.add(at(prefix, k), "is set by Inspect and may not be overridden")
 		case len(v) > MaxEnvBytes || strings.ContainsRune(v, 0):
 			f.add(at(prefix, k), "must be at most %d bytes with no NUL", MaxEnvBytes)
+		default:
+			if err := ValidateEnvPath(k, v); err != nil {
+				f.add(at(prefix, k), "%v", err)
+			}
 		}
 	}
 }

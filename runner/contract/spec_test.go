@@ -92,6 +92,8 @@ func TestSpecValidate(t *testing.T) {
 		{"env overrides HOME", func(s *Spec) { s.Env["HOME"] = "/root" }, []string{"env.HOME"}},
 		{"env bad name", func(s *Spec) { s.Env["A-B"] = "x" }, []string{"env"}},
 		{"env carries a token", func(s *Spec) { s.Env["GH"] = "ghp_" + strings.Repeat("a", 36) }, []string{"env.GH"}},
+		{"env path under the toolchain", func(s *Spec) { s.Env["GOCACHE"] = "/usr/local/go-cache" }, []string{"env.GOCACHE"}},
+		{"env path outside the caches", func(s *Spec) { s.Env["PIP_CACHE_DIR"] = "/var/cache/pip" }, nil},
 
 		{"instructions missing", func(s *Spec) { s.Instructions = "" }, []string{"instructions"}},
 		{"instructions too long", func(s *Spec) { s.Instructions = long(MaxInstructionsBytes + 1) }, []string{"instructions"}},

@@ -44,6 +44,12 @@ type egress struct {
 	dir, sock, bin string
 	srv            *http.Server
 	served         chan struct{}
+	// inFlight counts requests being handled, so that close returns only
+	// once each has recorded itself in the audit; closing (under mu) turns
+	// new ones away, so none is added while close waits.
+	mu       sync.Mutex
+	closing  bool
+	inFlight sync.WaitGroup
 }
 
 // egressRelay carries what the gate lets through to the app: the session
@@ -136,7 +142,18 @@ func startEgress(dir, forwarder string, h http.Handler) (*egress, error) {
 		_ = ln.Close()
 		return nil, err
 	}
-	e.srv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	e.srv = &http.Server{ReadHeaderTimeout: 30 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.mu.Lock()
+		if e.closing {
+			e.mu.Unlock()
+			http.Error(w, "the egress is closing", http.StatusServiceUnavailable)
+			return
+		}
+		e.inFlight.Add(1)
+		e.mu.Unlock()
+		defer e.inFlight.Done()
+		h.ServeHTTP(w, r)
+	})}
 	go func() {
 		defer close(e.served)
 		_ = e.srv.Serve(ln) // ends with ErrServerClosed when close runs
@@ -144,10 +161,16 @@ func startEgress(dir, forwarder string, h http.Handler) (*egress, error) {
 	return e, nil
 }
 
-// close stops the egress server and waits for it.
+// close stops the egress server and waits for it and for the requests it
+// was handling: closing their connections cancels their relays, and each
+// records itself in the audit before the evidence is read.
 func (e *egress) close() {
-	_ = e.srv.Close() // in-flight relays end with the agent anyway
+	e.mu.Lock()
+	e.closing = true
+	e.mu.Unlock()
+	_ = e.srv.Close() // always nil for a server that was serving; errors are the listener's, and it is going away
 	<-e.served
+	e.inFlight.Wait()
 }
 
 // mounts bind the socket and the forwarder into the sandbox.

@@ -3,8 +3,11 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/inspecthq/inspect/runner/contract"
@@ -75,5 +78,40 @@ func TestAPlantedAgentHomeIsRemoved(t *testing.T) {
 	}
 	if !strings.Contains(u.Evidence.Prompt, "sess-home") {
 		t.Errorf("the evidence does not keep the prompt: %.200q", u.Evidence.Prompt)
+	}
+}
+
+// Closing the egress waits for the requests it was handling: their
+// connections are cut (which ends their relays) and each finishes, so its
+// audit record is in before the evidence is read.
+func TestEgressCloseWaitsForRequestsInFlight(t *testing.T) {
+	started := make(chan struct{})
+	var finished atomic.Bool
+	e, err := startEgress(filepath.Join(t.TempDir(), "egress"), "", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-r.Context().Done() // a relay in flight: it ends when its connection does
+		finished.Store(true)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", e.sock)
+	}}}
+	done := make(chan error, 1)
+	go func() {
+		resp, err := client.Get("http://egress/v1/registries/x/y")
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-started
+	e.close()
+	if !finished.Load() {
+		t.Fatal("close returned while a request was still being handled")
+	}
+	if err := <-done; err == nil {
+		t.Fatal("the cut request got an answer")
 	}
 }

@@ -53,7 +53,7 @@ var (
 )
 
 // benchEnv is the repo's env in the sandbox. withCache puts the build cache
-// at its snapshot path; a session without a snapshot cannot use that (see
+// at its snapshot path; the cold case goes without (see
 // BenchmarkSessionStart).
 func benchEnv(withCache bool) map[string]string {
 	env := map[string]string{"GOFLAGS": benchGoFlags, "GOTOOLCHAIN": "local"}
@@ -175,11 +175,12 @@ func benchSnapshotBuild(repo contract.Repo, sha string, store images.Store, work
 // start to the agent's start (evidence Workspace.PrepareMS) and the first
 // `go build ./...` in the session (the agent's own command):
 //
-//   - cold: a clone, then the repo's session setup `go build ./...`. A
-//     session without a snapshot has no /cache/go, and a repo env with
-//     GOCACHE=/cache/go/build fails there ("mkdir /cache: read-only file
-//     system"), so this case runs without GOCACHE: the build cache is the
-//     sandbox's /tmp, which each command gets fresh.
+//   - cold: a clone, then the repo's session setup `go build ./...`. It
+//     runs without GOCACHE, as it was first measured (when
+//     GOCACHE=/cache/go/build failed without a snapshot, "mkdir /cache:
+//     read-only file system"; decision 0020 made it a writable directory
+//     for the whole session): the build cache is the sandbox's /tmp,
+//     which each command gets fresh, so the agent's build is cold too.
 //   - snapshot-empty-layer-cache: a snapshot restored into a layer cache
 //     that is empty every iteration (pull, extract, copy).
 //   - snapshot-warm-layer-cache: the layers already extracted (copy only).

@@ -41,6 +41,9 @@ import (
 //     host directory bound writable at its path; one inside it
 //     (/workspace/node_modules) is simply that directory of setup's copy of
 //     the workspace. Either way it is left out of the workspace layer.
+//   - nothing of a directory the repo's env names outside /workspace, /tmp
+//     and the caches (GOCACHE=/cache/gobuild, no cache there): it is an
+//     empty host directory bound writable for setup, as in a session.
 //
 // When every cache's key equals the previous snapshot's, setup is skipped
 // and every cache layer is reused as it is (no tar, no upload): a source
@@ -396,8 +399,16 @@ func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []im
 	if err := os.Chmod(cachesDir, 0o711); err != nil { // past the umask
 		return nil, err
 	}
-	var mounts []sandbox.Mount
+	// The env's own directories, writable for setup but never packaged;
+	// first, since one may hold a cache.
+	mounts, err := envCacheMounts(cachesDir, b.Env, b.Caches)
+	if err != nil {
+		return nil, err
+	}
 	var owned []string // directories to give to the sandbox uid
+	for _, m := range mounts {
+		owned = append(owned, m.Source)
+	}
 	for i := range caches {
 		c := &caches[i]
 		var host string

@@ -239,10 +239,12 @@ func TestSnapshotBuildRunsSetupThenReusesAndRebuildsCaches(t *testing.T) {
 			 if [ -f /cache/go/marker ]; then echo prefilled; else echo empty; fi > node_modules/go-state &&
 			 echo run >> /cache/go/marker`),
 		command("build", 5*time.Minute, "go", "build", "-o", "node_modules/bin", "."),
-		// Setup's writes outside the caches never reach the image.
-		command("scribble", time.Minute, "sh", "-c", `echo scribbled >> main.go && echo stray > stray.txt && echo "token? `+snapTestToken+`"`),
+		// Setup's writes outside the caches never reach the image, not
+		// even those to a directory the env names outside them, which is
+		// writable for setup.
+		command("scribble", time.Minute, "sh", "-c", `echo scribbled >> main.go && echo stray > stray.txt && echo xdg > "$XDG_CACHE_HOME/stray" && echo "token? `+snapTestToken+`"`),
 	}
-	env := map[string]string{"GOCACHE": "/cache/go/build", "GOTOOLCHAIN": "local", "GOFLAGS": "-trimpath -buildvcs=false"}
+	env := map[string]string{"GOCACHE": "/cache/go/build", "GOTOOLCHAIN": "local", "GOFLAGS": "-trimpath -buildvcs=false", "XDG_CACHE_HOME": "/var/cache/xdg"}
 	var out bytes.Buffer
 	build := func(sha string, built time.Time) (SnapshotResult, error) {
 		b := snapTestBuild(t, repo, sha, store, workDir, built, &out)
@@ -289,6 +291,13 @@ func TestSnapshotBuildRunsSetupThenReusesAndRebuildsCaches(t *testing.T) {
 	layers1 := snapTestLayers(t, img1)
 	if len(layers1) != 3 {
 		t.Fatalf("layers: %v", layers1)
+	}
+	for kind, l := range layers1 {
+		for name := range snapTestFiles(t, l) {
+			if strings.HasPrefix(name, "var/") {
+				t.Errorf("layer %s holds %s, from the env's directory outside the caches", kind, name)
+			}
+		}
 	}
 	ws := snapTestFiles(t, layers1["workspace"])
 	if ws["workspace/main.go"] != "package main\n\nfunc main() { println(\"one\") }\n" {

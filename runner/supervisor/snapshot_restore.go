@@ -203,10 +203,7 @@ func (s *session) emptyCaches() error {
 		// caches/ may only be traversed by others, as the attempt's
 		// directory: each cache in it is the sandbox uid's alone.
 		parent := filepath.Join(s.ws.dir, "caches")
-		if err := os.MkdirAll(parent, 0o711); err != nil {
-			return err
-		}
-		if err := os.Chmod(parent, 0o711); err != nil {
+		if err := traversableDir(parent); err != nil {
 			return err
 		}
 		host := filepath.Join(parent, fmt.Sprintf("empty-%d", i))

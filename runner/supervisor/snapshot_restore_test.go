@@ -40,6 +40,9 @@ type snapshotFixture struct {
 var (
 	depsCache = []contract.Cache{{Path: "/cache/deps", Lockfiles: []string{"deps.lock"}}}
 	depsSetup = []contract.Command{{Name: "deps", Argv: []string{"sh", "-c", "echo rebuilt > /cache/deps/marker"}, Timeout: contract.Duration(time.Minute)}}
+	// depsEnv names a directory that holds the cache: the session makes it
+	// writable and binds the cache inside it, restored or cold.
+	depsEnv = map[string]string{"XDG_CACHE_HOME": "/cache"}
 )
 
 func newSnapshotFixture(t *testing.T) *snapshotFixture {
@@ -71,7 +74,7 @@ func newSnapshotFixtureWith(t *testing.T, tamper func(work string)) *snapshotFix
 	if err := os.WriteFile(filepath.Join(cacheHost, "marker"), []byte("from-snapshot\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	key, err := cacheKey(ws.work, depsCache[0], depsSetup, nil)
+	key, err := cacheKey(ws.work, depsCache[0], depsSetup, depsEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +138,7 @@ var reportAgent = []string{"sh", "-c", "test ! -e old.txt && cat main.txt new.tx
 
 func (f *snapshotFixture) spec(pinned string) contract.Spec {
 	spec := f.ch.Spec("s-snap", "a-snap", pinned, reportAgent)
+	spec.Env = depsEnv
 	spec.Snapshot = &contract.Snapshot{
 		Store: f.store, Digest: f.digest, Caches: depsCache,
 		Setup: depsSetup,
@@ -169,12 +173,18 @@ func seenFile(t *testing.T, u contract.ResultUpload) string {
 func TestRestoredSnapshotCatchesUpToThePinnedCommit(t *testing.T) {
 	f := newSnapshotFixture(t)
 	pinned := f.drift("")
-	h := newHarness(t, f.ch, f.spec(pinned))
+	spec := f.spec(pinned)
+	spec.Agent.Command = []string{"sh", "-c", reportAgent[2] + ` && echo restored > "$XDG_CACHE_HOME/agent"`}
+	h := newHarness(t, f.ch, spec)
 	rep := h.run(t, context.Background())
 	u := h.result(t, rep)
 	ev := u.Evidence
 	if ev.Outcome != contract.OutcomeOK {
 		t.Fatalf("outcome %s: %s\n%+v", ev.Outcome, ev.Reason, ev.Commands)
+	}
+	// The env's directory (which holds the restored cache) was writable.
+	if b, err := os.ReadFile(filepath.Join(rep.AttemptDir, "caches", "env-0", "agent")); err != nil || string(b) != "restored\n" {
+		t.Errorf("the agent's file in $XDG_CACHE_HOME: %q, %v", b, err)
 	}
 	w := ev.Workspace
 	if w == nil || w.Source != contract.WorkspaceSnapshot || w.SnapshotDigest != f.digest || w.DriftCommits != 3 || w.SnapshotCreatedAt.IsZero() {

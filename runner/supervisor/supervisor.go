@@ -501,6 +501,9 @@ func (s *session) prepare(ctx context.Context) bool {
 	if err := s.emptyCaches(); err != nil {
 		return s.fail(ctx, "preparing the cache directories", err)
 	}
+	if err := s.envDirs(); err != nil {
+		return s.fail(ctx, "preparing the env's directories", err)
+	}
 	if uid, gid := int(s.cfg.SandboxUID), int(s.cfg.SandboxGID); uid != os.Geteuid() || gid != os.Getegid() {
 		dirs := []string{ws.work}
 		for _, m := range s.mounts {

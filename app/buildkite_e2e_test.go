@@ -670,16 +670,7 @@ func TestBuildkiteBuildsTheSnapshotAndTheNextSessionRestoresIt(t *testing.T) {
 	b := newBuildkiteHarness(t)
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
-	pipelineYAML, _ := b.bk.PipelineConfig(bkOrg, bkPipeline)
-	b.bk.AddPipeline(bkOrg, "inspect-snapshot", pipelineYAML)
-	sx, err := buildkite.New(buildkite.Config{BaseURL: b.bk.URL(), Token: b.bk.Token(), Org: bkOrg, Pipeline: "inspect-snapshot"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.stop()
-	b.cfg.Snapshots.Store = strings.TrimPrefix(reg.URL, "http://") + "/inspect"
-	b.snapshotExec = sx
-	b.start()
+	b.withSnapshotPipeline(strings.TrimPrefix(reg.URL, "http://") + "/inspect")
 	b.gh.CommitFiles(owner, repoName, "main", map[string]string{
 		"deps.lock": "v1\n",
 		".github/inspect.yml": "agent: {preset: command, command: [sh, scripts/inspect-stand-in-agent.sh]}\n" +
@@ -694,14 +685,7 @@ func TestBuildkiteBuildsTheSnapshotAndTheNextSessionRestoresIt(t *testing.T) {
 	b.settle()
 	b.runWorkers()
 	b.settle()
-	snapBuilds := b.bk.Builds(bkOrg, "inspect-snapshot")
-	if len(snapBuilds) != 1 || snapBuilds[0].State != "passed" {
-		t.Fatalf("snapshot builds = %+v\n%s", snapBuilds, b.logs)
-	}
-	sr, err := b.st.GetSnapshotRepo(context.Background(), repoID)
-	if err != nil || sr.LastDigest == "" || sr.LastError != "" {
-		t.Fatalf("schedule = %+v (%v)\nbuild log:\n%s", sr, err, snapBuilds[0].Log)
-	}
+	snapBuild, sr := b.onlySnapshotBuild()
 	first := b.onlySession()
 	if first.Outcome != store.Changed {
 		t.Fatalf("first session = %s/%s: %s", first.State, first.Outcome, first.Detail)
@@ -730,11 +714,45 @@ func TestBuildkiteBuildsTheSnapshotAndTheNextSessionRestoresIt(t *testing.T) {
 		t.Errorf("second session's workspace = %+v, want snapshot %s", ev.Workspace, sr.LastDigest)
 	}
 	// The snapshot build's env, like a session's, holds no secret.
-	for k := range snapBuilds[0].Env {
+	for k := range snapBuild.Env {
 		if !strings.HasPrefix(k, "INSPECT_") {
 			t.Errorf("snapshot build env has %s", k)
 		}
 	}
+}
+
+// withSnapshotPipeline restarts the app with snapshot builds on the
+// snapshot pipeline (its own pipeline, the session pipeline's steps),
+// pushing to store ("" keeps the harness's).
+func (b *bkHarness) withSnapshotPipeline(store string) {
+	b.t.Helper()
+	pipelineYAML, _ := b.bk.PipelineConfig(bkOrg, bkPipeline)
+	b.bk.AddPipeline(bkOrg, "inspect-snapshot", pipelineYAML)
+	sx, err := buildkite.New(buildkite.Config{BaseURL: b.bk.URL(), Token: b.bk.Token(), Org: bkOrg, Pipeline: "inspect-snapshot"})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.stop()
+	if store != "" {
+		b.cfg.Snapshots.Store = store
+	}
+	b.snapshotExec = sx
+	b.start()
+}
+
+// onlySnapshotBuild is the one build of the snapshot pipeline, which must
+// have passed, and the schedule's record of what it pushed.
+func (b *bkHarness) onlySnapshotBuild() (fakebuildkite.Build, store.SnapshotRepo) {
+	b.t.Helper()
+	builds := b.bk.Builds(bkOrg, "inspect-snapshot")
+	if len(builds) != 1 || builds[0].State != "passed" {
+		b.t.Fatalf("snapshot builds = %+v\n%s", builds, b.logs)
+	}
+	sr, err := b.st.GetSnapshotRepo(context.Background(), repoID)
+	if err != nil || sr.LastDigest == "" || sr.LastError != "" {
+		b.t.Fatalf("schedule = %+v (%v)\nbuild log:\n%s", sr, err, builds[0].Log)
+	}
+	return builds[0], sr
 }
 
 // sessionEvidence is the evidence a session's attempt reported.

@@ -11,7 +11,6 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/fakegoproxy"
-	"github.com/inspecthq/inspect/runner/buildkite"
 	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/local"
 )
@@ -196,31 +195,16 @@ func TestRealSnapshotBuildsFetchModulesThroughTheEgressAndTheCacheKeepsThem(t *t
 func TestBuildkiteSnapshotBuildFetchesModulesThroughTheEgress(t *testing.T) {
 	up, alpha, token, egress := goRegistry(t)
 	b := newBuildkiteHarness(t, egress)
-	pipelineYAML, _ := b.bk.PipelineConfig(bkOrg, bkPipeline)
-	b.bk.AddPipeline(bkOrg, "inspect-snapshot", pipelineYAML)
-	sx, err := buildkite.New(buildkite.Config{BaseURL: b.bk.URL(), Token: b.bk.Token(), Org: bkOrg, Pipeline: "inspect-snapshot"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.stop()
-	b.snapshotExec = sx
-	b.start()
+	b.withSnapshotPipeline("")
 	files := goDepsRepo(up, alpha)
 	files[".github/inspect.yml"] = goSnapshotConfig("")
 	b.pushToMain(repoName, 0, files)
 	b.runWorkers() // the pushed config puts the repo on the schedule
 	b.runWorkers() // and its build is dispatched
 	b.settle()
-	snapBuilds := b.bk.Builds(bkOrg, "inspect-snapshot")
-	if len(snapBuilds) != 1 || snapBuilds[0].State != "passed" {
-		t.Fatalf("snapshot builds = %+v\n%s", snapBuilds, b.logs)
-	}
-	sr, err := b.st.GetSnapshotRepo(context.Background(), repoID)
-	if err != nil || sr.LastDigest == "" || sr.LastError != "" {
-		t.Fatalf("schedule = %+v (%v)\nbuild log:\n%s", sr, err, snapBuilds[0].Log)
-	}
+	snapBuild, sr := b.onlySnapshotBuild()
 	if n := up.Fetches(fakegoproxy.KindZip)["fake.test/alpha@v1.0.0"]; n != 1 {
-		t.Fatalf("the build fetched the zip %d times, want 1\n%s", n, snapBuilds[0].Log)
+		t.Fatalf("the build fetched the zip %d times, want 1\n%s", n, snapBuild.Log)
 	}
 
 	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {
@@ -244,7 +228,7 @@ func TestBuildkiteSnapshotBuildFetchesModulesThroughTheEgress(t *testing.T) {
 			t.Fatalf("%s %s reached the upstream without the token", q.Method, q.Path)
 		}
 	}
-	if strings.Contains(b.logs.String()+b.buildLogs()+snapBuilds[0].Log, token) {
+	if strings.Contains(b.logs.String()+b.buildLogs()+snapBuild.Log, token) {
 		t.Fatal("the upstream's token is in a log")
 	}
 	b.checkBuildsCarryNoSecret(t)

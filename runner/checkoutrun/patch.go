@@ -12,9 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/inspecthq/inspect/runner/internal/hostgit"
-
 	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/internal/hostgit"
 )
 
 // The patch is built from the change manifest alone (what the app would

@@ -55,10 +55,13 @@ demo: ensure-go ensure-bubblewrap
 # benchmark runs a fixed 6000 deliveries per side, five times, so its
 # percentiles come from enough samples. The snapshot benchmarks (issue 5)
 # build this repository with its vendored dependencies in the sandbox, cold
-# and from snapshots: one iteration each, several minutes in all.
+# and from snapshots: one iteration each, several minutes in all. The
+# registry egress benchmark (issue 15) runs `go mod download` straight, through
+# real sessions' egress and through a warm cache, ten times each, interleaved.
 bench: ensure-go ensure-postgres ensure-bubblewrap
 	$(GO) test -run '^$$' -bench WebhookAck -benchtime 6000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench IgnoredCheckRun -benchtime 20000x -count 5 ./app/
+	$(GO) test -run '^$$' -bench GoModDownload -benchtime 10x -timeout 30m ./app/
 	$(GO) test -run '^$$' -bench . -benchtime 8000x ./app/store/
 	$(GO) test -run '^$$' -bench . ./policy/
 	$(GO) test -run '^$$' -bench 'SessionStart|SnapshotRefreshBytes' -benchtime=1x -timeout 60m ./runner/supervisor/

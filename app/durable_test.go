@@ -12,7 +12,7 @@ import (
 )
 
 // pushEvent builds a push to the default branch from the real fixture.
-func pushEvent(t *testing.T, repo string, modified ...string) []byte {
+func pushEvent(t testing.TB, repo string, modified ...string) []byte {
 	t.Helper()
 	m := loadFixture(t, "push.payload.json")
 	m["ref"] = "refs/heads/main"

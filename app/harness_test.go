@@ -49,7 +49,7 @@ const (
 type harness struct {
 	// exec, when set before start, is the executor sessions dispatch to.
 	exec   app.Executor
-	t      *testing.T
+	t      testing.TB
 	gh     *fakegithub.Server
 	dsn    string
 	driver string
@@ -85,11 +85,11 @@ func forBothDrivers(t *testing.T, fn func(t *testing.T, driver string)) {
 	}
 }
 
-func newHarness(t *testing.T, opts ...harnessOption) *harness {
+func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	return newHarnessOn(t, "sqlite", opts...)
 }
 
-func newHarnessOn(t *testing.T, driver string, opts ...harnessOption) *harness {
+func newHarnessOn(t testing.TB, driver string, opts ...harnessOption) *harness {
 	t.Helper()
 	gh := fakegithub.New()
 	t.Cleanup(gh.Close)
@@ -121,9 +121,13 @@ func newHarnessOn(t *testing.T, driver string, opts ...harnessOption) *harness {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	regCache, err := registryproxy.OpenCache(t.TempDir(), 0, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
+	// As cmd/inspect does: no cache when egress.cache.disabled says so.
+	var regCache *registryproxy.Cache
+	if !cfg.Egress.Cache.Disabled {
+		var err error
+		if regCache, err = registryproxy.OpenCache(t.TempDir(), 0, zerolog.Nop()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h := &harness{t: t, gh: gh, cfg: cfg, driver: driver, dsn: storetest.DSN(t, driver),
 		clock: fakeclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)), logs: &lockedBuffer{}, registryCache: regCache}

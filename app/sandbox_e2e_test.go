@@ -24,12 +24,12 @@ func TestMain(m *testing.M) { servetest.Main(m) }
 
 // inspectBinary is cmd/inspect, built once per test process: the local
 // executor runs it as `inspect runner`, exactly as in production.
-func inspectBinary(t *testing.T) string { return servetest.Build(t) }
+func inspectBinary(t testing.TB) string { return servetest.Build(t) }
 
 // newSandboxHarness runs sessions for real: the local executor starts
 // `inspect runner`, which fetches from the stand-in's git endpoint and runs
 // the sample repo's stand-in agent and `go test` in bubblewrap.
-func newSandboxHarness(t *testing.T, opts ...harnessOption) (*harness, *local.Executor) {
+func newSandboxHarness(t testing.TB, opts ...harnessOption) (*harness, *local.Executor) {
 	t.Helper()
 	work := sandboxtest.ReachableDir(t)
 	lx, err := local.New(local.Config{Binary: inspectBinary(t), Args: []string{"--work-dir", work}, MaxConcurrent: 2})

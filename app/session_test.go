@@ -66,7 +66,7 @@ func (e *scriptedExecutor) last(t *testing.T) runner.Attempt {
 
 // supervisor plays `inspect runner` against the channel.
 type supervisor struct {
-	t     *testing.T
+	t     testing.TB
 	base  string
 	id    string
 	token string
@@ -246,7 +246,7 @@ func TestIssueSessionOpensVerifiedPullRequest(t *testing.T) {
 }
 
 // withRealPR replaces PR #2 with one whose head branch has real history.
-func withRealPR(t *testing.T, h *harness) string {
+func withRealPR(t testing.TB, h *harness) string {
 	t.Helper()
 	h.gh.CreateBranch(owner, repoName, "fix-flaky", "main")
 	head := h.gh.CommitFiles(owner, repoName, "fix-flaky", map[string]string{"notes.md": "wip\n"}, "wip")

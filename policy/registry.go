@@ -154,9 +154,13 @@ func decideGoProxy(p string) RegistryDecision {
 	}
 	for _, ext := range []string{".info", ".mod", ".zip"} {
 		if v, ok := strings.CutSuffix(file, ext); ok && goModuleChars(v) && strings.HasPrefix(v, "v") {
-			if ext == ".info" {
+			if ext == ".info" && !canonicalGoVersion(v) {
+				// A query (v1.2, a branch): the version it names may move.
 				return allowRegistry(RegistryMetadata)
 			}
+			// A canonical version's .info (its Version and Time) is as
+			// fixed as its .mod: the go command keeps it in its module
+			// cache and never asks again.
 			return allowRegistry(RegistryArtifact)
 		}
 	}

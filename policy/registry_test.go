@@ -15,7 +15,19 @@ func TestDecideRegistryRequest(t *testing.T) {
 	}{
 		// GOPROXY protocol, and the checksum database through it.
 		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/list", meta},
-		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/v0.7.0.info", meta},
+		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/v0.7.0.info", artifact},
+		{RegistryGoProxy, "GET", "golang.org/x/mod/@v/v0.0.0-20240101000000-abcdefabcdef.info", artifact},
+		{RegistryGoProxy, "GET", "golang.org/x/mod/@v/v0.1.1-0.20240101000000-abcdefabcdef.info", artifact},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/v2.0.0+incompatible.info", artifact},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/v1.0.0-!r!c.1.info", artifact}, // v1.0.0-RC.1, escaped
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/v1.2.info", meta},              // queries: the answer may move
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/v2-dev.info", meta},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/v01.2.3.info", meta},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/v1.2.3-01.info", meta},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/v1.2.3-.info", meta},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/v1.2.3-a..b.info", meta},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/v1.2.3+build.info", meta},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/v1.2.3-!.info", meta},
 		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/v0.7.0.mod", artifact},
 		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/v0.7.0.zip", artifact},
 		{RegistryGoProxy, "HEAD", "github.com/google/go-cmp/@v/v0.7.0.zip", artifact},

@@ -95,9 +95,19 @@ func TestArtifactsComeFromTheUpstreamOnceAndMetadataEveryTime(t *testing.T) {
 	if got := r.up.Fetches(fakegoproxy.KindMod)["fake.test/alpha@v1.0.0"]; got != 1 {
 		t.Errorf(".mod fetched %d times from the upstream, want 1", got)
 	}
-	// .info is metadata (a proxy may answer it for a query): never cached.
-	if got := r.up.Fetches(fakegoproxy.KindInfo)["fake.test/alpha@v1.0.0"]; got != 3 {
-		t.Errorf(".info fetched %d times, want 3", got)
+	// A canonical version's .info is as fixed as its .mod (a query's is
+	// metadata: policy's tests).
+	if got := r.up.Fetches(fakegoproxy.KindInfo)["fake.test/alpha@v1.0.0"]; got != 1 {
+		t.Errorf(".info fetched %d times, want 1", got)
+	}
+	// Metadata comes from the upstream every time.
+	for range 2 {
+		if rec := r.get(t, http.MethodGet, "go", "fake.test/alpha/@v/list", open); rec.Code != http.StatusOK {
+			t.Fatalf("list: %d %s", rec.Code, rec.Body)
+		}
+	}
+	if got := r.up.Fetches(fakegoproxy.KindList)["fake.test/alpha"]; got != 2 {
+		t.Errorf("list fetched %d times, want 2", got)
 	}
 	// A new Cache over the same directory (a restarted replica) still
 	// holds them.
@@ -105,8 +115,8 @@ func TestArtifactsComeFromTheUpstreamOnceAndMetadataEveryTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := c2.Stats(); n != 2 {
-		t.Fatalf("reopened cache holds %d entries, want 2", n)
+	if n, _ := c2.Stats(); n != 3 {
+		t.Fatalf("reopened cache holds %d entries, want 3", n)
 	}
 }
 

@@ -119,6 +119,7 @@ func reportResult(ctx context.Context, do reportSteps, sess store.Session, spec 
 	}
 	decision, summary := policy.ValidateChange(changedFiles(up.Manifest), policy.ChangeLimits{
 		MaxFiles: spec.Limits.MaxChangedFiles, MaxBytes: spec.Limits.MaxChangeBytes, ProtectedPaths: repoCfg.ProtectedPaths,
+		Repo: sess.RepoName, // the owner's .github repository protects the org-wide config too
 	})
 	if !decision.Allowed {
 		zerolog.Ctx(ctx).Info().Str("reason", string(decision.Reason)).Msg("change refused")

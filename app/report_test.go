@@ -120,7 +120,7 @@ func TestReportResultDecides(t *testing.T) {
 			calls: []string{"config", "end change_refused"}, outcome: store.ChangeRefused, reason: string(policy.ReasonProtectedPath), reply: ".github/workflows/ci.yml",
 		},
 		"the org-wide config in the owner's .github repo: refused": {
-			sess: func() store.Session { s := prSession; s.RepoName = ".github"; return s }(),
+			sess:  func() store.Session { s := prSession; s.RepoName = ".github"; return s }(),
 			up:    contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: orgConfig},
 			calls: []string{"config", "end change_refused"}, outcome: store.ChangeRefused, reason: string(policy.ReasonProtectedPath), reply: "`inspect.yml`",
 		},

@@ -164,8 +164,11 @@ func ConfigUnparsableRefusal(login string) string {
 		"🛑 @%s, this repository's `.github/inspect.yml` no longer parses, so Inspect cannot check the change against its protected paths and pushed nothing. Fix the file and try again.", login)
 }
 
-// ChangeRefusedReply is the policy's reason for refusing a change.
-func ChangeRefusedReply(policyReply string) string { return "🛑 " + policyReply }
+// ChangeRefusedReply is the policy's reason for refusing a change. It
+// names the change's paths as code spans (policy.PathCodeSpan); defusing
+// the whole reply keeps a path from carrying a reference, a mention or one
+// of Inspect's markers, and changes none of policy's own words.
+func ChangeRefusedReply(policyReply string) string { return "🛑 " + defuse(policyReply) }
 
 // ChangeReply is the detail of a session that committed a change: where it
 // went, whether it was verified, and the model usage. sess has the commit,

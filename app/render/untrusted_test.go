@@ -73,6 +73,7 @@ func TestUntrustedTextCannotAct(t *testing.T) {
 			"status listing":    StatusListing([]StatusRow{{Session: running, Progress: evil}}),
 			"check run summary": checkSummary,
 			"label cancel":      UnlabelCancelledReply([]string{"a1"}, "mara", evil),
+			"change refused":    ChangeRefusedReply(refusal(evil)),
 			// Plain text: GitHub links references in both, a closing
 			// keyword in the commit closes once it is on the default
 			// branch, and nothing else renders.
@@ -124,6 +125,16 @@ func TestUntrustedTextCannotAct(t *testing.T) {
 			}
 		}
 	}
+}
+
+// refusal is policy's reply refusing a change to a protected path, beside
+// a file named evil.
+func refusal(evil string) string {
+	d, _ := policy.ValidateChange([]policy.ChangedFile{
+		{Path: ".github/workflows/ci.yml", Mode: policy.ModeFile},
+		{Path: ".github/workflows/" + strings.NewReplacer("\r", "", "\n", "").Replace(evil), Mode: policy.ModeFile},
+	}, policy.ChangeLimits{})
+	return d.Reply
 }
 
 // The issue's own closing keyword is Inspect's word and still acts, once.

@@ -124,35 +124,53 @@ func (s *Service) commandFacts(ctx context.Context, c *github.Client, t handlers
 	return f, err
 }
 
+// targetRead is what targetFacts read of a PR or issue besides policy's
+// facts.
+type targetRead struct {
+	headSHA string   // a pull request's head commit
+	labels  []string // an issue's labels, by name, as GitHub has them now
+}
+
+// hasLabel reports whether the issue carries the label; GitHub's label
+// names ignore case.
+func (r targetRead) hasLabel(label string) bool {
+	return slices.ContainsFunc(r.labels, func(l string) bool { return strings.EqualFold(l, label) })
+}
+
 // targetFacts reads what policy needs about a PR or issue, and the
 // sender's role on the repo (none for a bot, whose permission is the
-// allowlist's to decide), plus a PR's head commit.
-func targetFacts(ctx context.Context, c *github.Client, owner, name string, number int, isPR bool, login, senderType string) (policy.Target, policy.Role, string, error) {
+// allowlist's to decide), plus a PR's head commit and an issue's labels.
+func targetFacts(ctx context.Context, c *github.Client, owner, name string, number int, isPR bool, login, senderType string) (policy.Target, policy.Role, targetRead, error) {
 	var target policy.Target
-	headSHA := ""
+	var read targetRead
 	if isPR {
 		pr, _, err := c.PullRequests.Get(ctx, owner, name, number)
 		if err != nil {
-			return target, "", "", fmt.Errorf("reading the pull request: %w", err)
+			return target, "", read, fmt.Errorf("reading the pull request: %w", err)
 		}
-		headSHA = pr.GetHead().GetSHA()
+		read.headSHA = pr.GetHead().GetSHA()
 		target = policy.Target{IsPR: true, State: pr.GetState(), Merged: pr.GetMerged(), Locked: pr.GetLocked(),
 			HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRepoFullName: pr.GetBase().GetRepo().GetFullName()}
 	} else {
 		issue, _, err := c.Issues.Get(ctx, owner, name, number)
 		if err != nil {
-			return target, "", "", fmt.Errorf("reading the issue: %w", err)
+			return target, "", read, fmt.Errorf("reading the issue: %w", err)
 		}
 		target = policy.Target{State: issue.GetState(), Locked: issue.GetLocked()}
+		// The issue carries all its labels (GitHub allows 100); no page
+		// of its labels endpoint is needed.
+		for _, l := range issue.Labels {
+			read.labels = append(read.labels, l.GetName())
+		}
 	}
 	if policy.IsBotSender(login, senderType) {
-		return target, "", headSHA, nil
+		return target, "", read, nil
 	}
 	role, err := ghclient.RoleName(ctx, c, owner, name, login)
 	if err != nil {
-		return target, "", "", err
+		return target, "", targetRead{}, err
 	}
-	return target, policy.Role(role), headSHA, nil
+	return target, policy.Role(role), read, nil
 }
 
 func (s *Service) status(ctx context.Context, t handlers.Trigger, reply func(string) error) error {
@@ -165,8 +183,8 @@ func (s *Service) status(ctx context.Context, t handlers.Trigger, reply func(str
 	}
 	var rows []render.StatusRow
 	for _, sess := range sessions {
-		if sess.Reason == reasonNotATrigger {
-			continue // nobody asked: a label the fresh config does not name
+		if sess.Reason == reasonNotATrigger || sess.Reason == reasonLabelRemoved {
+			continue // nobody asked: a label the fresh config does not name, or one no longer on the issue
 		}
 		row := render.StatusRow{Session: sess}
 		if sess.Active() && sess.AttemptID != "" {

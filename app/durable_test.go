@@ -127,17 +127,31 @@ func TestOrgWideConfigPushForgetsInheritedEntries(t *testing.T) {
 func TestInvalidConfigIsReportedToTheUser(t *testing.T) {
 	for name, tc := range map[string]struct {
 		file  string
+		org   bool // the file is the org-wide one, in the owner's .github repository
 		wants []string
 	}{
-		"unknown key": {"enabled: true\nverfy: []\n", []string{"unknown key `verfy`"}},
+		"unknown key": {file: "enabled: true\nverfy: []\n", wants: []string{"unknown key `verfy`", ".github/inspect.yml"}},
 		// An env path that cannot be a writable directory of the session
 		// is refused, naming the variable and the path, before any
 		// session runs into a read-only file system.
-		"env path under the toolchain": {"env:\n  GOCACHE: /usr/local/go-cache\n", []string{"env.GOCACHE", `"/usr/local/go-cache"`, "such as /cache/gocache"}},
+		"env path under the toolchain": {file: "env:\n  GOCACHE: /usr/local/go-cache\n", wants: []string{"env.GOCACHE", `"/usr/local/go-cache"`, "such as /cache/gocache", ".github/inspect.yml"}},
+		// appconfig's remote reference would put the effective config in
+		// another repository, beyond the protected paths: refused, and the
+		// remote file (which parses) is never read.
+		"remote reference": {file: "remote: " + owner + "/elsewhere\npath: inspect.yml\n", wants: []string{"remote: ", "remote reference", ".github/inspect.yml"}},
+		"org-wide remote reference": {file: "remote: " + owner + "/elsewhere\n", org: true,
+			wants: []string{"remote: ", "remote reference", "inspect.yml in " + owner + "/.github@main"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t)
-			h.gh.SetFile(owner, repoName, "main", ".github/inspect.yml", []byte(tc.file))
+			h.gh.AddRepo(fakegithub.Repo{Owner: owner, Name: "elsewhere", DefaultBranch: "main", InstallationID: installationID})
+			h.gh.SetFile(owner, "elsewhere", "main", "inspect.yml", []byte("enabled: true\n"))
+			if tc.org {
+				h.gh.AddRepo(fakegithub.Repo{Owner: owner, Name: ".github", DefaultBranch: "main", InstallationID: installationID})
+				h.gh.SetFile(owner, ".github", "main", "inspect.yml", []byte(tc.file))
+			} else {
+				h.gh.SetFile(owner, repoName, "main", ".github/inspect.yml", []byte(tc.file))
+			}
 			if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it"})); code != 200 {
 				t.Fatal(code)
 			}
@@ -146,7 +160,10 @@ func TestInvalidConfigIsReportedToTheUser(t *testing.T) {
 			if sess.Outcome != store.Errored || sess.Reason != "config_invalid" {
 				t.Errorf("session = %s/%s", sess.Outcome, sess.Reason)
 			}
-			h.expectOneReply(issueNumber, append(tc.wants, ".github/inspect.yml")...)
+			h.expectOneReply(issueNumber, tc.wants...)
+			if got := h.gh.RequestsMatching("GET", "/repos/"+owner+"/elsewhere"); len(got) != 0 {
+				t.Errorf("the remote repository was read: %+v", got)
+			}
 		})
 	}
 }

@@ -176,6 +176,7 @@ func TestLabelOnACacheMissIsDecidedWithTheFreshConfig(t *testing.T) {
 	}
 	// Now cached: the next such label stores nothing, the trigger label starts.
 	h.label("labeled", "bug", "alice", "")
+	h.gh.SetIssueLabels(owner, repoName, issueNumber, "bug", "agent-work")
 	h.label("labeled", "agent-work", "alice", "")
 	if all := h.sessions(); len(all) != 2 || all[0].State != store.Dispatched {
 		t.Fatalf("sessions = %+v", all)
@@ -201,5 +202,59 @@ func TestUnlabelCancelsOnlyWhatItStartedBefore(t *testing.T) {
 	}
 	if got := h.gh.IssueLabels(owner, repoName, issueNumber); !slices.Equal(got, []string{"inspect"}) {
 		t.Errorf("labels = %v: the cancelled session took the re-added label off", got)
+	}
+}
+
+// A signed issues.labeled body is valid under any delivery id, so it can be
+// replayed. Prepare asks GitHub whether the label is still on the issue:
+// after it was taken off, a replay starts nothing and says nothing.
+func TestReplayedLabelAfterRemovalStartsNothing(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	h.gh.SetIssueLabels(owner, repoName, issueNumber, "inspect")
+	body := labelEvent(t, "labeled", "inspect", "alice", "")
+	if code, _ := h.deliverAs("issues", "delivery-original", body, sign(body, secret)); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	first := h.onlySession()
+	if first.State != store.Dispatched {
+		t.Fatalf("the real label: state = %s (%s)\n%s", first.State, first.Detail, h.logs)
+	}
+	h.gh.SetIssueLabels(owner, repoName, issueNumber)
+	h.label("unlabeled", "inspect", "mara", "")
+	repliesBefore := len(h.comments(issueNumber))
+
+	for _, id := range []string{"delivery-replay-1", "delivery-replay-2"} {
+		if code, _ := h.deliverAs("issues", id, body, sign(body, secret)); code != 200 {
+			t.Fatal(code)
+		}
+		h.runWorkers()
+	}
+	for _, s := range h.sessions() {
+		if s.ID == first.ID {
+			continue
+		}
+		if s.State != store.Done || s.Outcome != store.Refused || s.Reason != "label_removed" || s.Detail != "" {
+			t.Errorf("replayed session = %s/%s %q (%q), want ended silently as label_removed", s.State, s.Outcome, s.Reason, s.Detail)
+		}
+		if s.CheckRunID != 0 || s.ProgressCommentID != 0 {
+			t.Errorf("the replay wrote to GitHub: check run %d, comment %d", s.CheckRunID, s.ProgressCommentID)
+		}
+	}
+	if n := len(h.sessions()); n != 3 {
+		t.Errorf("sessions = %d, want the first and one per replay", n)
+	}
+	if len(ex.launches) != 1 {
+		t.Errorf("attempts started = %d, want only the real label's", len(ex.launches))
+	}
+	if got := h.comments(issueNumber); len(got) != repliesBefore {
+		t.Errorf("a replay spoke: %+v", got[repliesBefore:])
+	}
+	// status lists the real session only: nobody asked for the replays.
+	h.deliver("issue_comment", h.event(commentOpts{body: "/inspect status"}))
+	h.runWorkers()
+	status := h.commentsWith(issueNumber, "Inspect sessions on this thread")
+	if len(status) != 1 || strings.Count(status[0].Body, "| `") != 1 {
+		t.Errorf("status = %+v, want the one real session", status)
 	}
 }

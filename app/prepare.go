@@ -98,10 +98,19 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		ForkOptIn:    s.cfg.ForkPRAllowed(sess.FullName()),
 		Subcommand:   policy.Run,
 	}
-	var headSHA string
-	facts.Target, facts.SenderRole, headSHA, err = targetFacts(ctx, c, owner, name, sess.Number, sess.IsPR, sess.RequesterLogin, sess.RequesterType)
+	var read targetRead
+	facts.Target, facts.SenderRole, read, err = targetFacts(ctx, c, owner, name, sess.Number, sess.IsPR, sess.RequesterLogin, sess.RequesterType)
 	if err != nil {
 		return err
+	}
+	headSHA := read.headSHA
+	if sess.TriggerKind == store.TriggerLabel && !read.hasLabel(repoCfg.TriggerLabel()) {
+		// The label is no longer on the issue: a late delivery, or a signed
+		// body replayed under a new delivery id. Nobody is asking now, so
+		// nothing starts and nothing is said, before any refusal could
+		// speak: a replay must not make Inspect post either.
+		log.Info().Msg("label is no longer on the issue; session dropped")
+		return s.end(ctx, sess.ID, store.Refused, reasonLabelRemoved, "")
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
@@ -220,6 +229,10 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 // reasonNotATrigger ends a session accepted on a cache miss that the fresh
 // config says was no trigger at all.
 const reasonNotATrigger = "not_a_trigger"
+
+// reasonLabelRemoved ends a label session whose label was no longer on the
+// issue when it was prepared (a replayed or late issues.labeled).
+const reasonLabelRemoved = "label_removed"
 
 // react puts 👀 on the comment that asked (ghwrite.React). Labels and
 // repairs have no comment to react to.

@@ -117,8 +117,9 @@ func reportResult(ctx context.Context, do reportSteps, sess store.Session, spec 
 	if err != nil {
 		return err
 	}
-	// The same check as `inspect run`'s (config.Repo.CheckChange).
-	decision, summary := repoCfg.CheckChange(up.Manifest, spec.Limits)
+	// The same check as `inspect run`'s (config.Repo.CheckChange); the
+	// owner's .github repository protects the org-wide config too.
+	decision, summary := repoCfg.CheckChange(up.Manifest, spec.Limits, sess.RepoName)
 	if !decision.Allowed {
 		zerolog.Ctx(ctx).Info().Str("reason", string(decision.Reason)).Msg("change refused")
 		return do.End(ctx, sess.ID, store.ChangeRefused, string(decision.Reason), render.ChangeRefusedReply(decision.Reply))

@@ -74,13 +74,14 @@ func (f *fakeReport) End(_ context.Context, _ string, outcome store.Outcome, rea
 }
 
 func TestReportResultDecides(t *testing.T) {
-	prSession := store.Session{ID: "s-0123456789", Number: 7, IsPR: true, State: store.Reporting, RequesterLogin: "alice", HeadSHA: "head0", CheckRunID: 5}
+	prSession := store.Session{ID: "s-0123456789", RepoOwner: "acme", RepoName: "widgets", Number: 7, IsPR: true, State: store.Reporting, RequesterLogin: "alice", HeadSHA: "head0", CheckRunID: 5}
 	issueSession := prSession
 	issueSession.IsPR, issueSession.CheckRunID, issueSession.HeadSHA = false, 0, ""
 	passed := []contract.CommandResult{{Name: "test", Phase: contract.PhaseVerify, ExitCode: 0}}
 	failed := []contract.CommandResult{{Name: "test", Phase: contract.PhaseVerify, ExitCode: 1}}
 	change := &contract.Manifest{Files: []contract.FileChange{{Path: "calc.go", Mode: "100644", Content: []byte("package calc\n")}}}
 	workflow := &contract.Manifest{Files: []contract.FileChange{{Path: ".github/workflows/ci.yml", Mode: "100644", Content: []byte("on: push\n")}}}
+	orgConfig := &contract.Manifest{Files: []contract.FileChange{{Path: "inspect.yml", Mode: "100644", Content: []byte("enabled: true\n")}}}
 	spec := contract.Spec{PinnedSHA: "pin0", Limits: contract.Limits{MaxChangedFiles: 10, MaxChangeBytes: 1 << 20}}
 
 	cases := map[string]struct {
@@ -117,6 +118,16 @@ func TestReportResultDecides(t *testing.T) {
 		"protected path: refused, nothing committed": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: workflow},
 			calls: []string{"config", "end change_refused"}, outcome: store.ChangeRefused, reason: string(policy.ReasonProtectedPath), reply: ".github/workflows/ci.yml",
+		},
+		"the org-wide config in the owner's .github repo: refused": {
+			sess:  func() store.Session { s := prSession; s.RepoName = ".github"; return s }(),
+			up:    contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: orgConfig},
+			calls: []string{"config", "end change_refused"}, outcome: store.ChangeRefused, reason: string(policy.ReasonProtectedPath), reply: "`inspect.yml`",
+		},
+		"inspect.yml at another repo's root is an ordinary file": {
+			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: orgConfig},
+			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=true", "end changed"},
+			outcome: store.Changed, reason: "changed",
 		},
 		"verified PR change: commit, push, changed": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},

@@ -122,6 +122,11 @@ func (sv *supervisor) spec() contract.Spec {
 }
 
 func (sv *supervisor) upload(spec contract.Spec, verifyExit int, files ...contract.FileChange) {
+	sv.uploadAnswer(spec, verifyExit, "Fixed the off-by-one in Add.", files...)
+}
+
+// uploadAnswer is upload with the agent's final answer.
+func (sv *supervisor) uploadAnswer(spec contract.Spec, verifyExit int, answer string, files ...contract.FileChange) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	ev := contract.Evidence{
 		Version: contract.EvidenceVersion, SessionID: spec.SessionID, AttemptID: spec.AttemptID, PinnedSHA: spec.PinnedSHA,
@@ -130,7 +135,7 @@ func (sv *supervisor) upload(spec contract.Spec, verifyExit int, files ...contra
 			{Phase: contract.PhaseAgent, Name: "agent", Argv: spec.Agent.Command, DurationMS: 30000},
 			{Phase: contract.PhaseVerify, Name: "unit tests", Argv: []string{"go", "test", "./..."}, ExitCode: verifyExit, DurationMS: 1200},
 		},
-		FinalAnswer: "Fixed the off-by-one in Add.",
+		FinalAnswer: answer,
 	}
 	if verifyExit != 0 {
 		ev.Outcome = contract.OutcomeVerifyFailed
@@ -647,7 +652,7 @@ func TestStatusShowsTheLatestProgress(t *testing.T) {
 		t.Fatal(code)
 	}
 	h.runWorkers()
-	if len(h.commentsWith(prNumber, `running: running the agent \| now`)) == 0 {
+	if len(h.commentsWith(prNumber, "running: `running the agent \\| now`")) == 0 {
 		t.Errorf("status does not show the progress:\n%+v", h.comments(prNumber))
 	}
 }

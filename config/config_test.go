@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inspecthq/inspect/policy"
 )
 
 func envOf(m map[string]string) func(string) (string, bool) {
@@ -207,6 +209,43 @@ func TestParseRepo(t *testing.T) {
 		_, err := ParseRepo([]byte(input))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseRepo(%q) = %v, want error containing %q", input, err, want)
+		}
+	}
+}
+
+// go-githubapp's appconfig follows a file that is only `remote:` (with
+// `path:` and `ref:`) to another repository, which no session protection
+// covers; Inspect refuses it, with its own key named, however it is
+// written.
+func TestParseRepoRefusesRemoteReferences(t *testing.T) {
+	for _, input := range []string{
+		"remote: acme/elsewhere\n",
+		"remote: acme/elsewhere\npath: configs/inspect.yml\nref: v1\n",
+		"remote: \"\"\n",
+		"remote: acme/elsewhere\nagent: {preset: command, command: [./a]}\n",
+		"# where it lives\nremote:\n  acme/elsewhere\n",
+	} {
+		_, err := ParseRepo([]byte(input))
+		if err == nil || !strings.Contains(err.Error(), "remote: ") || !strings.Contains(err.Error(), "remote reference") {
+			t.Errorf("ParseRepo(%q) = %v, want the remote reference refused", input, err)
+		}
+	}
+	// A key that only mentions the word is no reference.
+	if _, err := ParseRepo([]byte("verify: [{name: remote, run: [make, remote]}]\n")); err != nil {
+		t.Errorf("a verify step named remote: %v", err)
+	}
+}
+
+// The files the loader reads as the org-wide config are the ones policy
+// protects in the owner's .github repository.
+func TestOrgConfigPathsAreProtectedInTheOrgConfigRepo(t *testing.T) {
+	if len(OrgConfigPaths) != len(RepoConfigPaths) {
+		t.Fatalf("org config paths %q for repo config paths %q", OrgConfigPaths, RepoConfigPaths)
+	}
+	for _, p := range OrgConfigPaths {
+		change := []policy.ChangedFile{{Path: p, Mode: policy.ModeFile, Content: []byte("enabled: true\n")}}
+		if d, _ := policy.ValidateChange(change, policy.ChangeLimits{Repo: policy.OrgConfigRepo}); d.Reason != policy.ReasonProtectedPath {
+			t.Errorf("changing %s in %s: %+v, want it protected", p, policy.OrgConfigRepo, d)
 		}
 	}
 }

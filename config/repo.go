@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/appconfig"
+	"gopkg.in/yaml.v3"
 
 	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
@@ -276,7 +277,11 @@ func (r Repo) PolicyLimits() policy.RepoLimits {
 func (r Repo) IsEnabled() bool { return r.Enabled == nil || *r.Enabled }
 
 // ParseRepo parses a repo config strictly. Empty content means defaults.
+// A remote reference is refused (refuseRemote).
 func ParseRepo(data []byte) (Repo, error) {
+	if err := refuseRemote(data); err != nil {
+		return Repo{}, err
+	}
 	var r Repo
 	if err := decodeStrict(data, &r); err != nil {
 		return Repo{}, err
@@ -421,15 +426,55 @@ type LoadedRepo struct {
 	Raw []byte
 }
 
+// refuseRemote refuses a file with a top-level `remote` key: go-githubapp's
+// appconfig would read such a file as a reference to the config in
+// another repository (`remote:`, `path:`, `ref:`), which the protected
+// paths of this repository's sessions (and of the owner's `.github`
+// repository's) do not cover, so any session there could rewrite it. The
+// loader never follows one (NewRepoLoader); this is the error the user
+// sees, whether or not the rest of the file would make a reference.
+func refuseRemote(data []byte) error {
+	var top map[string]yaml.Node
+	if yaml.Unmarshal(data, &top) != nil {
+		return nil // not a mapping, or no YAML at all: decodeStrict says what is wrong
+	}
+	if _, ok := top["remote"]; !ok {
+		return nil
+	}
+	return errors.New("remote: Inspect does not follow remote references; put the configuration in this file, " +
+		"or in inspect.yml at the root of the owner's .github repository, where Inspect's sessions cannot change it")
+}
+
 // RepoLoader loads a repository's config: its own file, else the owner's
-// `.github` repository's, else defaults (go-githubapp's appconfig rules).
+// `.github` repository's (policy.OrgConfigRepo), else defaults
+// (go-githubapp's appconfig rules), never following a remote reference.
 type RepoLoader struct {
 	loader *appconfig.Loader
 }
 
-// NewRepoLoader returns a loader over RepoConfigPaths.
+// OrgConfigPaths are the org-wide config files at the root of the owner's
+// `.github` repository: RepoConfigPaths without their `.github/`, as
+// appconfig reads them by default. policy.ProtectedPathsFor protects the
+// same files there.
+var OrgConfigPaths = orgConfigPaths()
+
+func orgConfigPaths() []string {
+	out := make([]string, len(RepoConfigPaths))
+	for i, p := range RepoConfigPaths {
+		out[i] = strings.TrimPrefix(p, ".github/")
+	}
+	return out
+}
+
+// NewRepoLoader returns a loader over RepoConfigPaths, falling back to
+// OrgConfigPaths in policy.OrgConfigRepo. Its remote-reference parser
+// finds none, so a file holding one is parsed as the config itself, and
+// ParseRepo refuses it naming the file that holds it.
 func NewRepoLoader() *RepoLoader {
-	return &RepoLoader{loader: appconfig.NewLoader(RepoConfigPaths)}
+	return &RepoLoader{loader: appconfig.NewLoader(RepoConfigPaths,
+		appconfig.WithOwnerDefault(policy.OrgConfigRepo, OrgConfigPaths),
+		appconfig.WithRemoteRefParser(func(string, []byte) (*appconfig.RemoteRef, error) { return nil, nil }),
+	)}
 }
 
 // Load fetches and strictly parses the config on ref (the default branch).

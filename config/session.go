@@ -104,8 +104,9 @@ func (r Repo) SessionSnapshot(def, max time.Duration) *contract.Snapshot {
 
 // CheckChange validates a session's change against the spec's limits and
 // the repository's protected paths (on top of the ones no config can
-// remove), as the server does before it pushes anything.
-func (r Repo) CheckChange(m *contract.Manifest, limits contract.Limits) (policy.ChangeDecision, policy.ChangeSummary) {
+// remove, which depend on the repository's name, without its owner: see
+// policy.ProtectedPathsFor), as the server does before it pushes anything.
+func (r Repo) CheckChange(m *contract.Manifest, limits contract.Limits, repoName string) (policy.ChangeDecision, policy.ChangeSummary) {
 	var files []policy.ChangedFile
 	if m != nil {
 		files = make([]policy.ChangedFile, 0, len(m.Files))
@@ -114,6 +115,6 @@ func (r Repo) CheckChange(m *contract.Manifest, limits contract.Limits) (policy.
 		}
 	}
 	return policy.ValidateChange(files, policy.ChangeLimits{
-		MaxFiles: limits.MaxChangedFiles, MaxBytes: limits.MaxChangeBytes, ProtectedPaths: r.ProtectedPaths,
+		MaxFiles: limits.MaxChangedFiles, MaxBytes: limits.MaxChangeBytes, ProtectedPaths: r.ProtectedPaths, Repo: repoName,
 	})
 }

@@ -133,7 +133,7 @@ func TestCheckChangeRefusesProtectedPathsAndWideChanges(t *testing.T) {
 		{"too many files", []contract.FileChange{file("a"), file("b"), file("c")}, policy.ReasonTooManyFiles},
 		{"allowed", []contract.FileChange{file("calc.go")}, ""},
 	} {
-		d, sum := repo.CheckChange(&contract.Manifest{Files: tc.files}, limits)
+		d, sum := repo.CheckChange(&contract.Manifest{Files: tc.files}, limits, "r")
 		if d.Reason != tc.want || d.Allowed != (tc.want == "") {
 			t.Errorf("%s: %+v", tc.name, d)
 		}
@@ -141,9 +141,18 @@ func TestCheckChangeRefusesProtectedPathsAndWideChanges(t *testing.T) {
 			t.Errorf("%s: summary %+v", tc.name, sum)
 		}
 	}
-	d, _ := repo.CheckChange(&contract.Manifest{Files: []contract.FileChange{file(".github/workflows/x.yml")}}, limits)
+	d, _ := repo.CheckChange(&contract.Manifest{Files: []contract.FileChange{file(".github/workflows/x.yml")}}, limits, "r")
 	if !strings.Contains(d.Reply, "`.github/workflows/x.yml`") {
 		t.Errorf("the reply does not name the path: %s", d.Reply)
+	}
+	// The org-wide config is protected in the owner's .github repository
+	// only (where it lives), whichever way the session runs.
+	orgWide := &contract.Manifest{Files: []contract.FileChange{file("inspect.yml")}}
+	if d, _ := repo.CheckChange(orgWide, limits, ".github"); d.Allowed || d.Reason != policy.ReasonProtectedPath {
+		t.Errorf("inspect.yml in .github: %+v", d)
+	}
+	if d, _ := repo.CheckChange(orgWide, limits, "r"); !d.Allowed {
+		t.Errorf("inspect.yml in another repository: %+v", d)
 	}
 }
 

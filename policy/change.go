@@ -39,8 +39,12 @@ type ChangeLimits struct {
 	MaxBytes    int64 // bytes written: the total size of every new content
 	AllowBinary bool
 	// ProtectedPaths are globs (see MatchGlob) checked on top of
-	// DefaultProtectedPaths, which no configuration can remove.
+	// ProtectedPathsFor(Repo), which no configuration can remove.
 	ProtectedPaths []string
+	// Repo is the name (without its owner) of the repository the change
+	// is for: in the owner's OrgConfigRepo more paths are protected
+	// (ProtectedPathsFor).
+	Repo string
 }
 
 // Reasons for refusing a change. Like the other Reason codes they are
@@ -129,7 +133,9 @@ type ChangeSummary struct {
 //   - `.github/inspect.yml` and `.github/inspect.yaml` (config's
 //     RepoConfigPaths): Inspect's repository configuration names the agent,
 //     the verify commands, the protected paths and the limits. A session
-//     must not loosen them for the sessions after it is merged.
+//     must not loosen them for the sessions after it is merged. (The
+//     owner's org-wide copy is protected in its repository:
+//     ProtectedPathsFor.)
 //   - `CODEOWNERS`, `.github/CODEOWNERS`, `docs/CODEOWNERS` (where GitHub
 //     looks): they decide who must approve a change, Inspect's included.
 //   - `.buildkite/**`: Inspect's production executor is Buildkite, its
@@ -149,6 +155,35 @@ func DefaultProtectedPaths() []string {
 		"docs/CODEOWNERS",
 		".buildkite/**",
 	}
+}
+
+// OrgConfigRepo is the repository whose root holds an owner's org-wide
+// configuration: go-githubapp's appconfig reads `inspect.yml` there as the
+// default of every repository of the owner without a file of its own.
+const OrgConfigRepo = ".github"
+
+// orgConfigPaths are the org-wide config files at OrgConfigRepo's root: the
+// repository config paths (`.github/inspect.y*ml`) without their `.github/`,
+// as appconfig reads them.
+var orgConfigPaths = [...]string{"inspect.yml", "inspect.yaml"}
+
+// IsOrgConfigRepo reports whether a repository name (without its owner) is
+// OrgConfigRepo. GitHub's repository names ignore ASCII case, and so does
+// the lookup appconfig makes.
+func IsOrgConfigRepo(name string) bool { return asciiEqualFold(name, OrgConfigRepo) }
+
+// ProtectedPathsFor returns the globs every change to the named repository
+// is checked against, whatever its configuration says: DefaultProtectedPaths
+// and, in the owner's OrgConfigRepo, the org-wide config at its root. The
+// rule is DefaultProtectedPaths': a session in the `.github` repository
+// must not rewrite the configuration every other repository of the owner
+// runs under. Each call returns a new slice.
+func ProtectedPathsFor(repo string) []string {
+	paths := DefaultProtectedPaths()
+	if IsOrgConfigRepo(repo) {
+		paths = append(paths, orgConfigPaths[:]...)
+	}
+	return paths
 }
 
 // Path and target length limits. Git has none, but checkouts fail past
@@ -181,7 +216,7 @@ const (
 //     `.gitignore` or `.mailmap`, which git refuses as links.
 //  2. protected_path: no entry (added, modified or deleted; a rename is a
 //     deletion plus an addition, so both of its paths count) may match a
-//     protected glob, nor sit on a directory that a glob names before its
+//     protected glob (ProtectedPathsFor(limits.Repo), then the limits'), nor sit on a directory that a glob names before its
 //     first `**` (writing or deleting `.github` would replace or remove
 //     `.github/workflows`), and no symbolic link may point at such a path.
 //     Protected globs are matched ignoring ASCII case: `.GitHub/Workflows`
@@ -207,7 +242,7 @@ func ValidateChange(files []ChangedFile, limits ChangeLimits) (ChangeDecision, C
 	if d, ok := checkPaths(files); !ok {
 		return d, sum
 	}
-	if d, ok := checkProtected(files, limits.ProtectedPaths); !ok {
+	if d, ok := checkProtected(files, append(ProtectedPathsFor(limits.Repo), limits.ProtectedPaths...)); !ok {
 		return d, sum
 	}
 	if !limits.AllowBinary && len(sum.Binary) > 0 {
@@ -474,9 +509,9 @@ type protectedGlob struct {
 	segs  []string
 }
 
-func compileProtected(extra []string) []protectedGlob {
+func compileProtected(globs []string) []protectedGlob {
 	var out []protectedGlob
-	for _, p := range append(DefaultProtectedPaths(), extra...) {
+	for _, p := range globs {
 		segs, ok := globSegs(asciiLower(p))
 		if !ok {
 			continue
@@ -496,9 +531,10 @@ func (g protectedGlob) touches(segs []string) bool {
 	return (len(segs) > 0 && matchSegs(g.segs, segs)) || globDirOnPath(g.segs, segs)
 }
 
-// checkProtected applies rule 2. Paths are valid by now.
-func checkProtected(files []ChangedFile, extra []string) (ChangeDecision, bool) {
-	globs := compileProtected(extra)
+// checkProtected applies rule 2 with every protected glob. Paths are valid
+// by now.
+func checkProtected(files []ChangedFile, protected []string) (ChangeDecision, bool) {
+	globs := compileProtected(protected)
 	var bad, patterns []string
 	notes := map[string]string{}
 	for _, f := range files {

@@ -234,7 +234,43 @@ func TestValidateChangeProtected(t *testing.T) {
 		{name: "symlink at a workflow path", files: []ChangedFile{symlink(wf, "../../x")}, reason: ReasonProtectedPath,
 			reply: []string{"touches a protected path: `.github/workflows/ci.yml`."}},
 		{name: "symlink elsewhere", files: []ChangedFile{symlink("docs/x", "../src")}},
+		// The owner's .github repository holds the org-wide config at its
+		// root, where appconfig reads it as every repository's default.
+		{name: "org config in the owner's .github repo", files: []ChangedFile{modified("inspect.yml", "a", "b")},
+			limits: ChangeLimits{Repo: ".github"}, reason: ReasonProtectedPath,
+			reply: []string{"touches a protected path: `inspect.yml`.", "leaves `inspect.yml` alone"}},
+		{name: "org config, yaml, added", files: []ChangedFile{added("inspect.yaml", "a")},
+			limits: ChangeLimits{Repo: ".github"}, reason: ReasonProtectedPath},
+		{name: "org config, deleted", files: []ChangedFile{deleted("inspect.yml", "a")},
+			limits: ChangeLimits{Repo: ".github"}, reason: ReasonProtectedPath},
+		{name: "org config repo name in another case", files: []ChangedFile{modified("Inspect.YML", "a", "b")},
+			limits: ChangeLimits{Repo: ".GitHub"}, reason: ReasonProtectedPath},
+		{name: "symlink to the org config", files: []ChangedFile{symlink("docs/x", "../inspect.yml")},
+			limits: ChangeLimits{Repo: ".github"}, reason: ReasonProtectedPath},
+		{name: "org config repo's own repo config stays protected", files: []ChangedFile{modified(".github/inspect.yml", "a", "b")},
+			limits: ChangeLimits{Repo: ".github"}, reason: ReasonProtectedPath},
+		{name: "inspect.yml at the root of another repo is no config", files: []ChangedFile{modified("inspect.yml", "a", "b")},
+			limits: ChangeLimits{Repo: "widgets"}},
+		{name: "inspect.yml deeper in the .github repo is no config", files: []ChangedFile{added("profile/inspect.yml", "a")},
+			limits: ChangeLimits{Repo: ".github"}},
 	})
+}
+
+func TestProtectedPathsFor(t *testing.T) {
+	if got := ProtectedPathsFor("widgets"); !slices.Equal(got, DefaultProtectedPaths()) {
+		t.Errorf("another repo's protected paths = %q, want the defaults", got)
+	}
+	got := ProtectedPathsFor(OrgConfigRepo)
+	for _, p := range append(DefaultProtectedPaths(), "inspect.yml", "inspect.yaml") {
+		if !slices.Contains(got, p) {
+			t.Errorf("the org config repo's protected paths %q lack %q", got, p)
+		}
+	}
+	for _, g := range got {
+		if err := ValidGlob(g); err != nil {
+			t.Errorf("%q: %v", g, err)
+		}
+	}
 }
 
 func TestValidateChangeBinary(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/policy"
 )
 
 // The replies to `status`, `cancel` and `retry`.
@@ -33,7 +32,7 @@ func StatusListing(rows []StatusRow) string {
 		// become a way to make the bot ping people.
 		status := StatusWord(sess)
 		if r.Progress != "" {
-			status += ": " + r.Progress
+			status += ": " + untrustedSpan(r.Progress)
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", sess.ID, sess.RequesterLogin, cell(status), sess.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"))
 	}
@@ -54,7 +53,7 @@ func CancelledReply(sessionIDs []string, sender string) string {
 // UnlabelCancelledReply says which sessions stopped because sender took
 // their label off.
 func UnlabelCancelledReply(sessionIDs []string, sender, label string) string {
-	return fmt.Sprintf("Cancelled %s: @%s removed the %s label.", codeList(sessionIDs), sender, policy.PathCodeSpan(label))
+	return fmt.Sprintf("Cancelled %s: @%s removed the %s label.", codeList(sessionIDs), sender, pathSpan(label))
 }
 
 // StillActiveReply answers `retry` while a session on the thread is active.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -58,9 +57,8 @@ func EgressSummary(a *contract.EgressAudit) string {
 	return b.String()
 }
 
-// code is untrusted text as one inline code span (policy.PathCodeSpan),
-// with no hidden marker in it (fence).
-func code(s string) string { return fence(policy.PathCodeSpan(s)) }
+// code is untrusted text as one inline code span (pathSpan).
+func code(s string) string { return pathSpan(s) }
 
 // plural is "1 registry request" or "2 registry requests"; "refusal was"
 // becomes "refusals were".

@@ -36,7 +36,7 @@ func TestEgressSummaryKeepsUntrustedPathsInCode(t *testing.T) {
 	}})
 	lines := strings.Split(strings.TrimSpace(got), "\n")
 	last := lines[len(lines)-1]
-	if len(lines) != 5 || !strings.HasPrefix(last, "- `PUT` `a **Approved by @octocat** ") || strings.Count(last, "`") != 6 {
+	if len(lines) != 5 || !strings.HasPrefix(last, "- `PUT` `a **Approved by ＠octocat** ") || strings.Count(last, "`") != 6 {
 		t.Errorf("the refusal is not one line of three code spans:\n%s", got)
 	}
 	if strings.Contains(got, "<!-- inspect:") || strings.Contains(got, "\u202e") {

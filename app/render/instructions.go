@@ -3,8 +3,6 @@ package render
 import (
 	"fmt"
 	"strings"
-
-	"github.com/inspecthq/inspect/policy"
 )
 
 // The instructions of sessions nobody typed: Inspect words them itself.
@@ -29,7 +27,7 @@ func RepairInstructions(names []string, max int) string {
 			quoted = append(quoted, fmt.Sprintf("and %d more", len(names)-i))
 			break
 		}
-		quoted = append(quoted, policy.PathCodeSpan(n))
+		quoted = append(quoted, pathSpan(n))
 	}
 	return fmt.Sprintf("Make the failing checks pass: %s. Their output is in the context below.", strings.Join(quoted, ", "))
 }

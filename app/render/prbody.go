@@ -13,10 +13,13 @@ import (
 
 // PRBody is the evidence a reviewer reads: the request, what changed, how
 // it was verified, where it ran and the session. Everything taken from the
-// agent or the repo's output is untrusted and quoted or fenced.
+// agent or the repo's output is untrusted and shown only inside code
+// (markdown.go), so none of it acts: the only issue the body closes is the
+// session's own (Inspect's "Fixes #N"), the only person it mentions the
+// requester.
 func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Request\n\n@%s asked in #%d:\n\n%s\n\n", sess.RequesterLogin, sess.Number, quoteUntrusted(sess.Instructions, 2000))
+	fmt.Fprintf(&b, "## Request\n\n@%s asked in #%d:\n\n%s\n\n", sess.RequesterLogin, sess.Number, untrustedBlock(sess.Instructions, 2000))
 	if !sess.IsPR {
 		fmt.Fprintf(&b, "Fixes #%d\n\n", sess.Number)
 	}
@@ -45,7 +48,7 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 		if c, ok := exact[f.Path]; ok {
 			plus, minus = c.Additions, c.Deletions
 		}
-		fmt.Fprintf(&b, "| %s%s | %s | +%d −%d |\n", cell(policy.PathCodeSpan(f.Path)), flag, f.Status, plus, minus)
+		fmt.Fprintf(&b, "| %s%s | %s | +%d −%d |\n", cell(pathSpan(f.Path)), flag, f.Status, plus, minus)
 	}
 	if len(sum.TestFiles) > 0 {
 		b.WriteString("\nTest files were changed: review them as carefully as the code they test.\n")
@@ -66,7 +69,7 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 		case !c.Succeeded():
 			result = fmt.Sprintf("❌ exit %d", c.ExitCode)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", cell(fence(strings.ReplaceAll(strings.Join(c.Argv, " "), "`", "'"))), result, (time.Duration(c.DurationMS) * time.Millisecond).Round(time.Millisecond))
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", cell(untrustedSpan(strings.Join(c.Argv, " "))), result, (time.Duration(c.DurationMS) * time.Millisecond).Round(time.Millisecond))
 	}
 	if verifies == 0 {
 		b.WriteString("| (none configured) | — | — |\n\nThis repository's `.github/inspect.yml` sets no `verify` commands, so nothing was checked.\n")
@@ -78,7 +81,7 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 				fmt.Fprintf(&b, "- and %d more\n", len(t.Failures)-20)
 				break
 			}
-			fmt.Fprintf(&b, "- `%s`\n", cell(fence(strings.ReplaceAll(f.Name, "`", "'"))))
+			fmt.Fprintf(&b, "- %s\n", untrustedSpan(f.Name))
 		}
 	}
 	if !verified {
@@ -99,19 +102,23 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 		b.WriteString("\n")
 	}
 	if answer := strings.TrimSpace(ev.FinalAnswer); answer != "" {
-		fmt.Fprintf(&b, "\n## The agent's answer\n\n%s\n", quoteUntrusted(answer, 4000))
+		fmt.Fprintf(&b, "\n## The agent's answer\n\n%s\n", untrustedBlock(answer, 4000))
 	}
 	return b.String()
 }
 
 // CommitMessage is the message of the commit Inspect makes: the request's
-// first line as its subject, the requester credited in a trailer (the
+// first line as its subject (defused: it is untrusted), the requester credited in a trailer (the
 // commit itself has no author, so GitHub signs it as the App's bot).
 func CommitMessage(sess store.Session) string {
 	title := strings.TrimSpace(strings.SplitN(sess.Instructions, "\n", 2)[0])
 	if utf8.RuneCountInString(title) > 60 {
 		title = string([]rune(title)[:60]) + "…"
 	}
+	// Plain text, where GitHub still links references and a closing
+	// keyword closes its issue once the commit reaches the default branch:
+	// the request's words are defused.
+	title = defuse(title)
 	return fmt.Sprintf("Inspect: %s\n\nRequested by @%s in #%d.\n\nCo-authored-by: %s <%d+%s@users.noreply.github.com>\nInspect-Session: %s\n",
 		title, sess.RequesterLogin, sess.Number, sess.RequesterLogin, sess.RequesterID, sess.RequesterLogin, sess.ID)
 }

@@ -63,7 +63,7 @@ func ProgressBody(sess store.Session, origin Origin, commandWord string, run Run
 	} else {
 		fmt.Fprintf(&b, "👀 **Inspect** is on it, @%s.\n\n", sess.RequesterLogin)
 	}
-	b.WriteString(quoteUntrusted(sess.Instructions, 500))
+	b.WriteString(untrustedBlock(sess.Instructions, 500))
 	b.WriteString("\n\n")
 	b.WriteString(triggerNote(origin, commandWord))
 	fmt.Fprintf(&b, "| | |\n|---|---|\n| Status | %s |\n| Session | `%s` |\n", StatusWord(sess), sess.ID)
@@ -105,7 +105,7 @@ func StatusWord(sess store.Session) string {
 func WaitingBody(sess store.Session, blocker, commandWord string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "⏳ **Inspect** got your request, @%s, and will start it when session `%s` on this thread has finished.\n\n", sess.RequesterLogin, blocker)
-	b.WriteString(quoteUntrusted(sess.Instructions, 500))
+	b.WriteString(untrustedBlock(sess.Instructions, 500))
 	fmt.Fprintf(&b, "\n\n| | |\n|---|---|\n| Status | waiting |\n| Session | `%s` |\n", sess.ID)
 	fmt.Fprintf(&b, "\n`%s status` shows progress; `%s cancel` stops every session here.", commandWord, commandWord)
 	return b.String()
@@ -117,15 +117,15 @@ func WaitingBody(sess store.Session, blocker, commandWord string) string {
 func triggerNote(origin Origin, commandWord string) string {
 	switch {
 	case origin.Label != "":
-		return fmt.Sprintf("Started by the %s label; removing the label cancels the session.\n\n", policy.PathCodeSpan(origin.Label))
+		return fmt.Sprintf("Started by the %s label; removing the label cancels the session.\n\n", pathSpan(origin.Label))
 	case origin.Review != nil:
-		return fmt.Sprintf("Asked in a review comment on %s, %s.\n\n", policy.PathCodeSpan(origin.Review.Path), LineRange(origin.Review.StartLine, origin.Review.Line))
+		return fmt.Sprintf("Asked in a review comment on %s, %s.\n\n", pathSpan(origin.Review.Path), LineRange(origin.Review.StartLine, origin.Review.Line))
 	case origin.Repair:
 		var b strings.Builder
 		if len(origin.Checks) > 0 {
 			names := make([]string, len(origin.Checks))
 			for i, n := range origin.Checks {
-				names[i] = policy.PathCodeSpan(n)
+				names[i] = pathSpan(n)
 			}
 			fmt.Fprintf(&b, "Failing: %s. ", strings.Join(names, ", "))
 		}

@@ -12,6 +12,14 @@ import (
 // in its progress comment and its check run's summary, or posted as its one
 // final reply when it has no progress comment.
 
+// Limits of the untrusted text a reply shows, in runes: an error message
+// (which may quote a repository's file) and the end of a command's output
+// (30 lines).
+const (
+	maxErrorRunes  = 2000
+	maxOutputRunes = 8000
+)
+
 // ErrorReply is the reply of a session given up after an internal error.
 func ErrorReply(sess store.Session) string {
 	what := "Nothing was changed."
@@ -32,7 +40,7 @@ func ErrorReply(sess store.Session) string {
 // or "Buildkite") refused the session's request for good.
 func RefusalReply(login, service string, status int, message string) string {
 	return fmt.Sprintf("⚠️ @%s, %s refused a request this session needed (`%d`: %s), so Inspect stopped it; retrying would not help. "+
-		"Operators can check the App's permissions and installation.", login, service, status, cell(message))
+		"Operators can check the App's permissions and installation.", login, service, status, cell(untrustedSpan(message)))
 }
 
 // RefusalDetail is what a refused session posts: the policy's reply, or
@@ -48,9 +56,9 @@ func RefusalDetail(repair bool, reply string) string {
 // ConfigErrorReply says the repository's configuration does not parse, so
 // the session did not start.
 func ConfigErrorReply(sess store.Session, err error) string {
-	return fmt.Sprintf("⚠️ @%s, Inspect cannot read this repository's configuration, so it did not start:\n\n```\n%s\n```\n\n"+
+	return fmt.Sprintf("⚠️ @%s, Inspect cannot read this repository's configuration, so it did not start:\n\n%s\n\n"+
 		"Fix the file on the default branch and comment again. See the configuration reference for the allowed keys.",
-		sess.RequesterLogin, fence(err.Error()))
+		sess.RequesterLogin, untrustedBlock(err.Error(), maxErrorRunes))
 }
 
 // NoAgentReply says the repository's configuration names no agent.
@@ -62,8 +70,8 @@ func NoAgentReply(login string) string {
 // AgentUnusableReply says the repository's agent cannot run on this server,
 // and why.
 func AgentUnusableReply(login string, err error) string {
-	return fmt.Sprintf("⚠️ @%s, this repository's agent cannot run on this Inspect server:\n\n```\n%s\n```\n\n"+
-		"Fix `agent:` in `.github/inspect.yml` on the default branch and comment again.", login, fence(err.Error()))
+	return fmt.Sprintf("⚠️ @%s, this repository's agent cannot run on this Inspect server:\n\n%s\n\n"+
+		"Fix `agent:` in `.github/inspect.yml` on the default branch and comment again.", login, untrustedBlock(err.Error(), maxErrorRunes))
 }
 
 // TimedOutReply says the session ran past its deadline.
@@ -129,20 +137,24 @@ func AgentFailedReply(sess store.Session, ev contract.Evidence) string {
 	fmt.Fprintf(&b, "⚠️ @%s, the agent did not finish (%s), so nothing was pushed.", sess.RequesterLogin, ev.Outcome)
 	for _, c := range ev.Commands {
 		if c.Phase == contract.PhaseAgent && !c.Succeeded() {
-			fmt.Fprintf(&b, " It exited with code %d.\n\n<details><summary>Last output</summary>\n\n```\n%s\n```\n</details>", c.ExitCode, fence(lastLines(c.OutputTail, 30)))
+			fmt.Fprintf(&b, " It exited with code %d.\n\n<details><summary>Last output</summary>\n\n%s\n</details>", c.ExitCode, untrustedBlock(lastLines(c.OutputTail, 30), maxOutputRunes))
 		}
 	}
 	return b.String()
 }
 
-// NoChangeReply says the agent changed nothing, with its answer, quoted,
-// and the model usage.
+// NoChangeReply says the agent changed nothing, with its answer (as
+// untrusted text) and the model usage.
 func NoChangeReply(sess store.Session, ev contract.Evidence) string {
 	answer := strings.TrimSpace(ev.FinalAnswer)
 	if answer == "" {
 		return fmt.Sprintf("@%s, the agent made no change and gave no answer.", sess.RequesterLogin) + usageNote(ev)
 	}
-	return fmt.Sprintf("@%s, the agent made no change. Its answer:\n\n%s", sess.RequesterLogin, quoteUntrusted(answer, 4000)) + usageNote(ev)
+	reply := fmt.Sprintf("@%s, the agent made no change. Its answer:\n\n%s", sess.RequesterLogin, untrustedBlock(answer, 4000))
+	if note := usageNote(ev); note != "" {
+		reply += "\n\n" + strings.TrimSpace(note) // a closing fence ends its line
+	}
+	return reply
 }
 
 // ConfigUnparsableRefusal says the repository's config stopped parsing
@@ -152,8 +164,11 @@ func ConfigUnparsableRefusal(login string) string {
 		"🛑 @%s, this repository's `.github/inspect.yml` no longer parses, so Inspect cannot check the change against its protected paths and pushed nothing. Fix the file and try again.", login)
 }
 
-// ChangeRefusedReply is the policy's reason for refusing a change.
-func ChangeRefusedReply(policyReply string) string { return "🛑 " + policyReply }
+// ChangeRefusedReply is the policy's reason for refusing a change. It
+// names the change's paths as code spans (policy.PathCodeSpan); defusing
+// the whole reply keeps a path from carrying a reference, a mention or one
+// of Inspect's markers, and changes none of policy's own words.
+func ChangeRefusedReply(policyReply string) string { return "🛑 " + defuse(policyReply) }
 
 // ChangeReply is the detail of a session that committed a change: where it
 // went, whether it was verified, and the model usage. sess has the commit,

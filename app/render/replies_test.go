@@ -41,11 +41,11 @@ func TestReplies(t *testing.T) {
 		{"error after a push", ErrorReply(committed),
 			"⚠️ Inspect stopped this session because of an internal error, @alice. Commit `3f9a7b2` was created and pushed to `inspect/12-u1hz`; check it before relying on it. Operators can find the details under session `01jpk3v7m2e4w9q8r6t5y3u1hz`; you can try again with a new comment."},
 		{"api refusal keeps its message in one cell", RefusalReply("alice", "GitHub", 403, "Resource not\naccessible | by integration"),
-			"⚠️ @alice, GitHub refused a request this session needed (`403`: Resource not accessible \\| by integration), so Inspect stopped it; retrying would not help. Operators can check the App's permissions and installation."},
+			"⚠️ @alice, GitHub refused a request this session needed (`403`: `Resource not accessible \\| by integration`), so Inspect stopped it; retrying would not help. Operators can check the App's permissions and installation."},
 		{"refusal of a request", RefusalDetail(false, "no"), "no"},
 		{"refusal of a repair says nothing", RefusalDetail(true, "no"), ""},
-		{"config error fences the parser's words", ConfigErrorReply(sess, errors.New("line 3: ``` <!-- x")),
-			"⚠️ @alice, Inspect cannot read this repository's configuration, so it did not start:\n\n```\nline 3: ''' <\u200b!-- x\n```\n\nFix the file on the default branch and comment again. See the configuration reference for the allowed keys."},
+		{"config error fences the parser's words, in a fence longer than theirs", ConfigErrorReply(sess, errors.New("line 3: ``` <!-- x")),
+			"⚠️ @alice, Inspect cannot read this repository's configuration, so it did not start:\n\n````\nline 3: ``` ＜!-- x\n````\n\nFix the file on the default branch and comment again. See the configuration reference for the allowed keys."},
 		{"no agent", NoAgentReply("alice"),
 			"⚠️ @alice, this repository's `.github/inspect.yml` names no agent, so Inspect has nothing to run. Add `agent: {preset: codex, model: ...}` (or `{preset: command, command: [...]}`) on the default branch and comment again."},
 		{"agent unusable", AgentUnusableReply("alice", errors.New("model x is not offered")),
@@ -65,13 +65,13 @@ func TestReplies(t *testing.T) {
 		{"host died", HostDiedReply("alice", "@inspect"),
 			"@alice, the Inspect server running this session stopped, and there was no time (or no second try) left to run it again. Nothing was pushed. Comment `@inspect retry` to start over."},
 		{"agent failed shows the agent's last 30 lines, fenced", AgentFailedReply(sess, agentFailed),
-			"⚠️ @alice, the agent did not finish (agent_failed), so nothing was pushed. It exited with code 3.\n\n<details><summary>Last output</summary>\n\n```\n" +
-				strings.Repeat("noise\n", 29) + "last ''' line <\u200b!-- x -->\n```\n</details>"},
+			"⚠️ @alice, the agent did not finish (agent_failed), so nothing was pushed. It exited with code 3.\n\n<details><summary>Last output</summary>\n\n````\n" +
+				strings.Repeat("noise\n", 29) + "last ``` line ＜!-- x -->\n````\n</details>"},
 		{"agent errored without a failing command", AgentFailedReply(sess, contract.Evidence{Outcome: contract.OutcomeError}),
 			"⚠️ @alice, the agent did not finish (error), so nothing was pushed."},
 		{"no change, no answer", NoChangeReply(sess, contract.Evidence{FinalAnswer: "  \n"}), "@alice, the agent made no change and gave no answer."},
-		{"no change quotes the answer, with usage", NoChangeReply(sess, contract.Evidence{FinalAnswer: "Ask @bob.\n", Usage: usage.Usage}),
-			"@alice, the agent made no change. Its answer:\n\n> Ask @\u200bbob. Model usage: 1200 tokens over 3 requests."},
+		{"no change fences the answer, with usage after it", NoChangeReply(sess, contract.Evidence{FinalAnswer: "Ask @bob.\n", Usage: usage.Usage}),
+			"@alice, the agent made no change. Its answer:\n\n```\nAsk ＠bob.\n```\n\nModel usage: 1200 tokens over 3 requests."},
 		{"config stopped parsing", ConfigUnparsableRefusal("alice"),
 			"🛑 @alice, this repository's `.github/inspect.yml` no longer parses, so Inspect cannot check the change against its protected paths and pushed nothing. Fix the file and try again."},
 		{"change refused", ChangeRefusedReply("The change touches a protected path."), "🛑 The change touches a protected path."},
@@ -86,7 +86,7 @@ func TestReplies(t *testing.T) {
 		{"no sessions", NoSessionsReply("@inspect"), "No Inspect sessions on this thread yet. Start one with `@inspect <instructions>`."},
 		{"status listing", StatusListing([]StatusRow{{Session: running, Progress: "verify | go test"}, {Session: done}}),
 			"**Inspect sessions on this thread** (newest first)\n\n| Session | Requested by | Status | Started |\n|---|---|---|---|\n" +
-				"| `01jpk3v7m2e4w9q8r6t5y3u1hz` | alice | running: verify \\| go test | 2025-03-14 09:26 UTC |\n" +
+				"| `01jpk3v7m2e4w9q8r6t5y3u1hz` | alice | running: `verify \\| go test` | 2025-03-14 09:26 UTC |\n" +
 				"| `01jpk3v7m2e4w9q8r6t5y3u1hz` | alice | done: no_change | 2025-03-14 09:26 UTC |\n"},
 		{"nothing to cancel", NothingToCancelReply(), "Nothing to cancel: no Inspect session is active on this thread."},
 		{"cancelled", CancelledReply([]string{"a1", "b2"}, "alice"), "Cancelled `a1`, `b2`, as @alice asked."},

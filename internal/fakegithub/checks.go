@@ -447,6 +447,9 @@ func (s *Server) createCheckRun(c *call) response {
 	}
 	cr.ID = s.nextID()
 	cr.SuiteID = s.suiteFor(c.repo, s.appID, s.appSlug, cr.HeadSHA).id
+	if req.Output != nil {
+		c.repo.render(RenderedCheckRun, 0, cr.ID, cr.Summary+"\n\n"+cr.Text, false)
+	}
 	c.repo.checkRuns = append(c.repo.checkRuns, cr)
 	return jsonResp(http.StatusCreated, s.checkRunJSON(c.repo, cr))
 }
@@ -494,6 +497,9 @@ func (s *Server) updateCheckRun(c *call) response {
 	}
 	next.Updates++
 	*cr = next
+	if req.Output != nil {
+		c.repo.render(RenderedCheckRun, 0, cr.ID, cr.Summary+"\n\n"+cr.Text, false)
+	}
 	return jsonResp(http.StatusOK, s.checkRunJSON(c.repo, cr))
 }
 

@@ -367,6 +367,7 @@ func (s *Server) createComment(c *call, number string) response {
 	}
 	s.ensureUser(s.botLogin(), "Bot")
 	cm := s.addComment(c.repo, it, s.botLogin(), *req.Body, true)
+	c.repo.render(RenderedComment, it.Number, cm.ID, cm.Body, false)
 	body := s.commentJSON(c.repo, cm)
 	resp := jsonResp(http.StatusCreated, body)
 	resp.header = http.Header{"Location": {body["url"].(string)}}
@@ -432,6 +433,7 @@ func (s *Server) updateComment(c *call, id string) response {
 	cm.Body = *req.Body
 	cm.UpdatedAt = s.now()
 	cm.Edits++
+	c.repo.render(RenderedComment, cm.number, cm.ID, cm.Body, false)
 	return jsonResp(http.StatusOK, s.commentJSON(c.repo, cm))
 }
 

@@ -286,6 +286,7 @@ func (s *Server) createPull(c *call) response {
 		HeadSHA: headSHA, HeadRef: head, BaseRef: base,
 	}
 	it.followsHead = true
+	r.renderPull(it)
 	out := s.pullJSON(r, it)
 	return response{status: http.StatusCreated, body: out, header: http.Header{"Location": {out["url"].(string)}}}
 }
@@ -346,8 +347,12 @@ func (s *Server) updatePull(c *call) response {
 			it.closedAt = now
 		}
 	}
+	retargeted := p.BaseRef != base
 	p.BaseRef = base
 	it.updatedAt = now
+	if req.Body != nil || retargeted {
+		r.renderPull(it)
+	}
 	s.followHead(r, it)
 	return jsonResp(http.StatusOK, s.pullJSON(r, it))
 }

@@ -42,6 +42,7 @@ type repoState struct {
 	signed     map[string]time.Time // commits the server "signed", and when
 	seeded     int                  // fixture commits made so far, for their dates
 	roles      map[string]string    // lower-case login → role name
+	rendered   []Rendered           // every rendered body written, in order (rendered.go)
 	issues     map[int]*issue       // issues and pulls share numbers
 	lastNumber int
 	comments   map[int64]*comment

@@ -108,6 +108,13 @@ func (s *Server) addReviewComment(r *repoState, it *issue, rc ReviewComment) *re
 	return cm
 }
 
+// rendered judges a review comment written through the API (rendered.go)
+// and returns it.
+func rendered(r *repoState, cm *reviewComment) *reviewComment {
+	r.render(RenderedReviewComment, cm.number, cm.ID, cm.Body, false)
+	return cm
+}
+
 // threadRoot is the root of a comment's thread (the comment itself, for a
 // root).
 func (s *Server) threadRoot(r *repoState, cm *reviewComment) *reviewComment {
@@ -357,7 +364,7 @@ func (s *Server) updateReviewComment(c *call, id string) response {
 	}
 	cm.Body = *req.Body
 	cm.updatedAt = s.now()
-	return jsonResp(http.StatusOK, s.reviewCommentJSON(c.repo, cm))
+	return jsonResp(http.StatusOK, s.reviewCommentJSON(c.repo, rendered(c.repo, cm)))
 }
 
 // deleteReviewComment deletes one of the App's review comments: 204. Its
@@ -432,7 +439,7 @@ func (s *Server) createReviewComment(c *call, number string) response {
 		if bad := lockedPull(it); bad != nil {
 			return *bad
 		}
-		return createdReviewComment(s.reviewCommentJSON(r, s.replyTo(r, it, s.threadRoot(r, root), s.callerLogin(c), *req.Body)))
+		return createdReviewComment(s.reviewCommentJSON(r, rendered(r, s.replyTo(r, it, s.threadRoot(r, root), s.callerLogin(c), *req.Body))))
 	}
 
 	switch {
@@ -474,7 +481,7 @@ func (s *Server) createReviewComment(c *call, number string) response {
 	if bad := lockedPull(it); bad != nil {
 		return *bad
 	}
-	return createdReviewComment(s.reviewCommentJSON(r, s.addReviewComment(r, it, rc)))
+	return createdReviewComment(s.reviewCommentJSON(r, rendered(r, s.addReviewComment(r, it, rc))))
 }
 
 // replyToReviewComment answers POST .../pulls/{number}/comments/{id}/replies:
@@ -504,7 +511,7 @@ func (s *Server) replyToReviewComment(c *call) response {
 	if bad := lockedPull(it); bad != nil {
 		return *bad
 	}
-	return createdReviewComment(s.reviewCommentJSON(c.repo, s.replyTo(c.repo, it, root, s.callerLogin(c), *req.Body)))
+	return createdReviewComment(s.reviewCommentJSON(c.repo, rendered(c.repo, s.replyTo(c.repo, it, root, s.callerLogin(c), *req.Body))))
 }
 
 func (s *Server) createReviewCommentReaction(c *call) response {

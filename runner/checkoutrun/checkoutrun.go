@@ -303,7 +303,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 	// The server's check before it pushes anything, with its reply.
 	if res.Manifest != nil && len(res.Manifest.Files) > 0 {
-		if d, _ := repoCfg.CheckChange(res.Manifest, spec.Limits); !d.Allowed {
+		if d, _ := repoCfg.CheckChange(res.Manifest, spec.Limits, spec.Repo.Name); !d.Allowed {
 			res.Refusal = d.Reply
 			if opt.ChangeRefusedReply != nil {
 				res.Refusal = opt.ChangeRefusedReply(d.Reply)

@@ -144,7 +144,7 @@ protected_paths: ["deploy/**"]
 		t.Fatalf("manifest = %+v (%s)", res.Manifest, res.Evidence.Reason)
 	}
 	repoCfg := config.Repo{ProtectedPaths: []string{"deploy/**"}}
-	d, _ := repoCfg.CheckChange(res.Manifest, res.Spec.Limits)
+	d, _ := repoCfg.CheckChange(res.Manifest, res.Spec.Limits, res.Spec.Repo.Name)
 	if d.Allowed || d.Reason != "protected_path" || res.Refusal != "the server says: "+d.Reply {
 		t.Fatalf("refusal = %q; the policy says %+v", res.Refusal, d)
 	}

@@ -595,20 +595,8 @@ func Defaults() Server {
 // Load reads the YAML file at path (optional: "" means defaults only), then
 // applies INSPECT_* overrides from env, then validates.
 func Load(path string, env func(string) (string, bool)) (Server, error) {
-	cfg := Defaults()
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return Server{}, fmt.Errorf("reading config: %w", err)
-		}
-		if err := decodeStrict(data, &cfg); err != nil {
-			return Server{}, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	if env == nil {
-		env = os.LookupEnv
-	}
-	if err := applyEnv(&cfg, env); err != nil {
+	cfg, err := readServer(path, env, "reading config")
+	if err != nil {
 		return Server{}, err
 	}
 	if dir, ok := strings.CutPrefix(cfg.Snapshots.Store, "oci:"); ok && dir != "" && !filepath.IsAbs(dir) {
@@ -967,4 +955,27 @@ func (r Redelivery) validate(add func(key, format string, args ...any)) {
 	if r.MaxPerGUID < 1 || r.MaxPerGUID > 20 {
 		add("github.redelivery.max_per_guid", "must be between 1 and 20 (found %d)", r.MaxPerGUID)
 	}
+}
+
+// readServer is the defaults, then the file at path (none when path is
+// ""; a read failure is reported as reading), then the INSPECT_*
+// overrides from env (os.LookupEnv when nil), not yet validated.
+func readServer(path string, env func(string) (string, bool), reading string) (Server, error) {
+	cfg := Defaults()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return Server{}, fmt.Errorf("%s: %w", reading, err)
+		}
+		if err := decodeStrict(data, &cfg); err != nil {
+			return Server{}, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if env == nil {
+		env = os.LookupEnv
+	}
+	if err := applyEnv(&cfg, env); err != nil {
+		return Server{}, err
+	}
+	return cfg, nil
 }

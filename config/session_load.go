@@ -1,8 +1,8 @@
 package config
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/inspecthq/inspect/runner/contract"
@@ -15,18 +15,11 @@ import (
 // a file that holds just the model providers and registries will do, and
 // so will the server's own. path is required.
 func LoadSessionKeys(path string, env func(string) (string, bool)) (Server, error) {
-	cfg := Defaults()
-	data, err := os.ReadFile(path)
+	if path == "" {
+		return Server{}, errors.New("reading the server config: no file named")
+	}
+	cfg, err := readServer(path, env, "reading the server config")
 	if err != nil {
-		return Server{}, fmt.Errorf("reading the server config: %w", err)
-	}
-	if err := decodeStrict(data, &cfg); err != nil {
-		return Server{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if env == nil {
-		env = os.LookupEnv
-	}
-	if err := applyEnv(&cfg, env); err != nil {
 		return Server{}, err
 	}
 	var faults []string

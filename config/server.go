@@ -599,12 +599,8 @@ func Load(path string, env func(string) (string, bool)) (Server, error) {
 	if err != nil {
 		return Server{}, err
 	}
-	if dir, ok := strings.CutPrefix(cfg.Snapshots.Store, "oci:"); ok && dir != "" && !filepath.IsAbs(dir) {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return Server{}, fmt.Errorf("snapshots.store: %w", err)
-		}
-		cfg.Snapshots.Store = "oci:" + abs
+	if cfg.Snapshots.Store, err = contract.AbsSnapshotStore(cfg.Snapshots.Store); err != nil {
+		return Server{}, fmt.Errorf("snapshots.store: %w", err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return Server{}, err

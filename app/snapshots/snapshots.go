@@ -17,8 +17,6 @@ package snapshots
 import (
 	"context"
 	"errors"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -155,16 +153,12 @@ func (s *Scheduler) open() (images.Store, string, error) {
 		return nil, "", nil
 	}
 	s.opened.once.Do(func() {
-		name := s.cfg.Store
-		if dir, ok := strings.CutPrefix(name, images.LayoutPrefix); ok && !filepath.IsAbs(dir) {
-			// config.Load makes it absolute; a Service built from
-			// config.Defaults() (tests, the demo) gets the same here.
-			abs, err := filepath.Abs(dir)
-			if err != nil {
-				s.opened.err = err
-				return
-			}
-			name = images.LayoutPrefix + abs
+		// config.Load makes it absolute; a Service built from
+		// config.Defaults() (tests, the demo) gets the same here.
+		name, err := contract.AbsSnapshotStore(s.cfg.Store)
+		if err != nil {
+			s.opened.err = err
+			return
 		}
 		s.opened.name = name
 		s.opened.store, s.opened.err = images.OpenStore(name)

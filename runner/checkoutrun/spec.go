@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -141,13 +140,9 @@ func pinSnapshot(ctx context.Context, opt Options, spec *contract.Spec) error {
 		fmt.Fprintf(progressOf(opt), "inspect run: note: --snapshot-store is ignored: the repository config has no snapshot section\n")
 		return nil
 	}
-	store := opt.SnapshotStore
-	if dir, ok := strings.CutPrefix(store, images.LayoutPrefix); ok && dir != "" && !filepath.IsAbs(dir) {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return usageErrorf("--snapshot-store %s: %v", store, err)
-		}
-		store = images.LayoutPrefix + abs
+	store, err := contract.AbsSnapshotStore(opt.SnapshotStore)
+	if err != nil {
+		return usageErrorf("--snapshot-store %s: %v", opt.SnapshotStore, err)
 	}
 	if err := contract.ValidateSnapshotStore(store); err != nil {
 		return usageErrorf("--snapshot-store %q: %v", opt.SnapshotStore, err)

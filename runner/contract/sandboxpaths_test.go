@@ -1,6 +1,8 @@
 package contract
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -130,5 +132,22 @@ func TestReadOnlyEnvNamesAreSortedAndCopied(t *testing.T) {
 	names[0] = "GOCACHE"
 	if slices.Contains(ReadOnlyEnvNames(), "GOCACHE") {
 		t.Error("the list can be changed through its copy")
+	}
+}
+
+func TestAbsSnapshotStore(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"oci:snaps":                "oci:" + filepath.Join(wd, "snaps"),
+		"oci:/var/snaps":           "oci:/var/snaps",
+		"oci:":                     "oci:",
+		"registry.example/inspect": "registry.example/inspect",
+	} {
+		if got, err := AbsSnapshotStore(in); err != nil || got != want {
+			t.Errorf("AbsSnapshotStore(%q) = %q, %v; want %q", in, got, err, want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/url"
 	"path"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -443,6 +444,21 @@ func validateCaches(f *faults, prefix string, caches []Cache) {
 // lies inside the other (each would then hold part of the other's layer).
 func CachePathsConflict(a, b string) bool {
 	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
+}
+
+// AbsSnapshotStore is store with a relative "oci:" directory made absolute
+// against the working directory (as a user types it on a command line or
+// in a config file); any other store is returned as it is.
+func AbsSnapshotStore(store string) (string, error) {
+	dir, ok := strings.CutPrefix(store, "oci:")
+	if !ok || dir == "" || filepath.IsAbs(dir) {
+		return store, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return "oci:" + abs, nil
 }
 
 // ValidateSnapshotStore checks a snapshot store: "oci:" and an absolute,

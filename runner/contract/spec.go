@@ -443,7 +443,7 @@ func validateCaches(f *faults, prefix string, caches []Cache) {
 // CachePathsConflict reports whether two cache paths are the same or one
 // lies inside the other (each would then hold part of the other's layer).
 func CachePathsConflict(a, b string) bool {
-	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
+	return within(a, b) || within(b, a)
 }
 
 // AbsSnapshotStore is store with a relative "oci:" directory made absolute

@@ -115,10 +115,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			// A writable view (an overlay, or a copy): the sandbox writes
 			// to its caches and the layer cache is shared.
 			parent := filepath.Join(s.ws.dir, "caches")
-			if err := os.MkdirAll(parent, 0o711); err != nil {
-				return nil, err
-			}
-			if err := os.Chmod(parent, 0o711); err != nil {
+			if err := traversableDir(parent); err != nil {
 				return nil, err
 			}
 			host := filepath.Join(parent, fmt.Sprintf("%d", len(out.mounts)))

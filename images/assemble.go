@@ -47,6 +47,18 @@ type Input struct {
 	// Previous is the repository's newest snapshot, or nil. A cache whose
 	// Path and Key match one of its cache layers reuses that layer as it is.
 	Previous v1.Image
+	// Workspace, when set, are the workspace's layers as they are: a base
+	// (LayerKindWorkspace) and then drift layers (LayerKindWorkspaceDrift),
+	// for example Previous's and a new DriftLayer. When empty, one
+	// workspace layer is made from WorkspaceDir.
+	Workspace []WorkspaceLayer
+}
+
+// WorkspaceLayer is one of a snapshot's workspace layers.
+type WorkspaceLayer struct {
+	Layer v1.Layer
+	// Kind is LayerKindWorkspace or LayerKindWorkspaceDrift.
+	Kind string
 }
 
 // Assembled is Assemble's result.
@@ -109,19 +121,29 @@ func Assemble(in Input) (Assembled, error) {
 		cacheInfos = append(cacheInfos, CacheInfo{Path: c.Path, Key: c.Key})
 	}
 
-	workspace, err := DirLayer(in.WorkspaceDir, WorkspacePath, workspaceExcludeFor(in.Caches))
-	if err != nil {
-		return Assembled{}, fmt.Errorf("images: workspace: %w", err)
+	wsLayers := in.Workspace
+	if len(wsLayers) == 0 {
+		workspace, err := DirLayer(in.WorkspaceDir, WorkspacePath, WorkspaceExcludeFor(in.Caches))
+		if err != nil {
+			return Assembled{}, fmt.Errorf("images: workspace: %w", err)
+		}
+		wsLayers = []WorkspaceLayer{{Layer: workspace, Kind: LayerKindWorkspace}}
 	}
-	addenda = append(addenda, mutate.Addendum{
-		Layer:       workspace,
-		MediaType:   types.OCILayer,
-		Annotations: map[string]string{AnnotationLayer: LayerKindWorkspace},
-		History: v1.History{
-			Created:   v1.Time{Time: in.Built},
-			CreatedBy: "inspect snapshot: workspace " + in.Repo + "@" + in.SHA,
-		},
-	})
+	for i, l := range wsLayers {
+		createdBy := "inspect snapshot: workspace " + in.Repo + "@" + in.SHA
+		if l.Kind == LayerKindWorkspaceDrift {
+			createdBy = fmt.Sprintf("inspect snapshot: workspace drift %d", i)
+		}
+		addenda = append(addenda, mutate.Addendum{
+			Layer:       l.Layer,
+			MediaType:   layerMediaType(l.Layer),
+			Annotations: map[string]string{AnnotationLayer: l.Kind},
+			History: v1.History{
+				Created:   v1.Time{Time: in.Built},
+				CreatedBy: createdBy,
+			},
+		})
+	}
 
 	img := mutate.MediaType(in.Base, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
@@ -194,9 +216,9 @@ func previousCacheLayers(prev v1.Image) (map[CacheInfo]v1.Layer, error) {
 	return found, nil
 }
 
-// workspaceExcludeFor adds to WorkspaceExclude the caches that lie inside
+// WorkspaceExcludeFor adds to WorkspaceExclude the caches that lie inside
 // the workspace, which have layers of their own.
-func workspaceExcludeFor(caches []Cache) func(string) bool {
+func WorkspaceExcludeFor(caches []Cache) func(string) bool {
 	var inside []string
 	for _, c := range caches {
 		if rel, ok := strings.CutPrefix(c.Path, WorkspacePath+"/"); ok {
@@ -230,8 +252,20 @@ func validateInput(in Input) error {
 	if in.Built.IsZero() {
 		problems = append(problems, errors.New("built time is zero"))
 	}
-	if in.WorkspaceDir == "" {
+	if in.WorkspaceDir == "" && len(in.Workspace) == 0 {
 		problems = append(problems, errors.New("no workspace dir"))
+	}
+	for i, l := range in.Workspace {
+		want := LayerKindWorkspaceDrift
+		if i == 0 {
+			want = LayerKindWorkspace
+		}
+		if l.Layer == nil || l.Kind != want {
+			problems = append(problems, fmt.Errorf("workspace layer %d must be a %s layer", i, want))
+		}
+	}
+	if len(in.Workspace) > 1+MaxWorkspaceDrifts {
+		problems = append(problems, fmt.Errorf("%d workspace drift layers; at most %d", len(in.Workspace)-1, MaxWorkspaceDrifts))
 	}
 	for i, c := range in.Caches {
 		if err := contract.ValidateCachePath(c.Path); err != nil {

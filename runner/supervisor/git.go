@@ -94,6 +94,11 @@ type workspace struct {
 	// layer cache (the supervisor's, never mounted, never the agent's):
 	// the private repository borrows its objects instead of fetching them.
 	snapshotGit string
+	// driftObjects, when the snapshot has drift layers, is the
+	// supervisor's own copy of the object store their packs add, and
+	// driftShallow the shallow boundary they set (keepDriftObjects).
+	driftObjects string
+	driftShallow []byte
 }
 
 // The pinned commit is kept under this ref, in the private repository and in
@@ -218,8 +223,12 @@ func (w *workspace) fetchOnto(ctx context.Context, g *git, cloneURL, sha, token,
 	if base != "" && sha == base {
 		// Pinned at the snapshot's own commit: the restored files and the
 		// restored .git (made by the snapshot build exactly as below) are
-		// already what a checkout would give.
-		return 0, nil
+		// already what a checkout would give, but for the index, which no
+		// layer carries (it is volatile): without one, git in the
+		// workspace would call every file deleted. The private
+		// repository's, read from the same commit and refreshed against
+		// these files above, is that index.
+		return 0, copyIndex(filepath.Join(w.gitDir, "index"), filepath.Join(w.work, ".git"))
 	}
 	if _, err := w.private(ctx, g, nil, nil, "checkout", "--quiet", "--force", "--detach", sha); err != nil {
 		return 0, err
@@ -257,8 +266,18 @@ func (w *workspace) borrowSnapshotObjects() error {
 	if fi, err := os.Lstat(objects); err != nil || !fi.IsDir() {
 		return fmt.Errorf("the snapshot has no object store of its own (%v)", err)
 	}
-	if err := os.WriteFile(filepath.Join(w.gitDir, "objects", "info", "alternates"), []byte(objects+"\n"), 0o600); err != nil {
+	alternates := objects + "\n"
+	if w.driftObjects != "" {
+		alternates += w.driftObjects + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(w.gitDir, "objects", "info", "alternates"), []byte(alternates), 0o600); err != nil {
 		return err
+	}
+	if w.driftObjects != "" { // the drifts' boundary replaces the layer's
+		if w.driftShallow == nil {
+			return nil
+		}
+		return os.WriteFile(filepath.Join(w.gitDir, "shallow"), w.driftShallow, 0o600)
 	}
 	shallowFile := filepath.Join(w.snapshotGit, "shallow")
 	if fi, err := os.Lstat(shallowFile); err == nil && !fi.Mode().IsRegular() {
@@ -318,4 +337,21 @@ func removeAll(dir string) error {
 		return nil
 	})
 	return os.RemoveAll(dir)
+}
+
+// copyIndex puts a copy of the index file src into the .git directory
+// gitDir (which must be a real directory), replacing any index there.
+func copyIndex(src, gitDir string) error {
+	if fi, err := os.Lstat(gitDir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("the workspace's .git is not a directory (%v)", err)
+	}
+	root, err := os.OpenRoot(gitDir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = root.Close() }() // every write is checked
+	if err := root.Remove("index"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return copyFileIn(root, src, "index", 0o644)
 }

@@ -287,7 +287,9 @@ func (sb *snapshotBuilder) build(ctx context.Context) (SnapshotResult, error) {
 		}
 	}
 
+	wsLayers := sb.workspaceLayers(ctx, caches)
 	asm, err := images.Assemble(images.Input{
+		Workspace:    wsLayers,
 		Base:         base,
 		Repo:         sb.repo,
 		SHA:          b.SHA,

@@ -145,6 +145,8 @@ func snapTestLayers(t *testing.T, img v1.Image) map[string]v1.Layer {
 			out[d.Annotations[images.AnnotationCachePath]] = l
 		case images.LayerKindWorkspace:
 			out["workspace"] = l
+		case images.LayerKindWorkspaceDrift:
+			out["drift"] = l // the last one
 		default:
 			out["base"] = l
 		}

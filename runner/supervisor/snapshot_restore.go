@@ -71,7 +71,21 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 	}
 	out := &restored{snap: snap}
 	var base []string
+	var wsLayerDir string // the extracted workspace layer, once seen
+	drifts := 0
 	for i, desc := range manifest.Layers {
+		if desc.Annotations[images.AnnotationLayer] == images.LayerKindWorkspaceDrift {
+			// What changed since the layers below: applied onto the
+			// session's workspace (never extracted into the shared cache).
+			if wsLayerDir == "" {
+				return nil, fmt.Errorf("layer %s: a workspace drift before the workspace layer", desc.Digest)
+			}
+			if _, err := images.ApplyDrift(ctx, layers[i], s.ws.work, images.WorkspacePath); err != nil {
+				return nil, fmt.Errorf("restoring the workspace: %w", err)
+			}
+			drifts++
+			continue
+		}
 		into := cache.private
 		if desc.Annotations[images.AnnotationLayer] == "" {
 			into = cache.base
@@ -91,6 +105,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 				return nil, fmt.Errorf("restoring the workspace: %w", err)
 			}
 			s.ws.snapshotGit = filepath.Join(dir, "workspace", ".git")
+			wsLayerDir = dir
 		case images.LayerKindCache:
 			p := desc.Annotations[images.AnnotationCachePath]
 			if contract.ValidateCachePath(p) != nil || !s.declaresCache(p) {
@@ -125,6 +140,11 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			out.mounts = append(out.mounts, sandbox.Mount{Source: host, Target: p})
 		default:
 			base = append(base, dir)
+		}
+	}
+	if drifts > 0 {
+		if err := s.ws.keepDriftObjects(); err != nil {
+			return nil, fmt.Errorf("restoring the workspace's objects: %w", err)
 		}
 	}
 	// The image's root is used only when it brings a toolchain and is one

@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test demo bench bench-faults vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex ensure-python-venv clean
+.PHONY: all build test demo bench bench-faults vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex ensure-python-venv ensure-chromium clean
 
 all: build
 
@@ -26,6 +26,10 @@ ensure-skopeo:
 ensure-codex:
 	@.ci/ensure-codex
 
+# The sandbox tests run Debian's Chromium headless in a sandbox (issue 16).
+ensure-chromium:
+	@.ci/ensure-chromium
+
 # internal/fakepypi's tests run the real pip in venvs (Debian's python3-venv).
 ensure-python-venv:
 	@.ci/ensure-python-venv
@@ -44,7 +48,7 @@ vet: ensure-go
 # The fault suite (./internal/faults) runs after the rest, on its own: its replicas,
 # sandboxes and PostgreSQL would otherwise compete for the CPU with the app's
 # end-to-end tests and push both toward their timeouts.
-test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex ensure-python-venv fmt-check vet
+test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex ensure-python-venv ensure-chromium fmt-check vet
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v '/internal/faults$$')
 	$(GO) test -race -count=1 -timeout 20m -parallel 3 ./internal/faults/
 

@@ -142,8 +142,9 @@ type Result struct {
 // DefaultEtcFiles are the /etc entries bound when Spec.EtcFiles is nil and
 // there is no RootFS: the user and host databases, name-service and TLS
 // configuration, the dynamic linker's cache (for libraries outside the
-// default directories) and Debian's alternatives symlinks (/usr/bin/awk,
-// /usr/bin/which… point into them). None of them holds a secret.
+// default directories), Debian's alternatives symlinks (/usr/bin/awk,
+// /usr/bin/which… point into them), and the font and Chromium launcher
+// settings. None of them holds a secret.
 var DefaultEtcFiles = []string{
 	"passwd",
 	"group",
@@ -153,6 +154,11 @@ var DefaultEtcFiles = []string{
 	"ssl/certs/ca-certificates.crt",
 	"ld.so.cache",
 	"alternatives",
+	// Fontconfig's settings and Debian's Chromium launcher settings (its
+	// /usr/bin/chromium sources each file there), so a host's headless
+	// browser renders text in the sandbox (issue 16).
+	"fonts",
+	"chromium.d",
 }
 
 // hostToolchain are the host's top-level entries bound without RootFS.

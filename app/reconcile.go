@@ -44,6 +44,16 @@ func (s *Service) reconcile(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.fleet.Due(ctx, "prune_artifacts", s.cfg.Workers.ReconcileInterval) {
+		// artifacts.retention: the store is shared, so one replica prunes.
+		n, err := s.store.PruneArtifacts(ctx, s.clock.Now().Add(-s.cfg.Artifacts.Retention))
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			zerolog.Ctx(ctx).Info().Int64("artifacts", n).Msg("pruned artifacts past their retention")
+		}
+	}
 	// Snapshot scheduling is once per repo per refresh across the fleet by
 	// itself: ScheduleSnapshotBuilds claims each repo's next build under a
 	// lock.

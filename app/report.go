@@ -57,7 +57,38 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 	} else {
 		up.Evidence.Usage = nil
 	}
+	// Likewise the artifacts: what the store received, never the
+	// supervisor's word.
+	stored, err := s.store.Artifacts(ctx, a.ID)
+	if err != nil {
+		return err
+	}
+	up.Evidence.Artifacts = receivedArtifacts(up.Evidence.Artifacts, stored)
 	return reportResult(ctx, &serviceReport{s: s}, sess, spec, up)
+}
+
+// receivedArtifacts is the evidence's artifact list as the app received
+// the files: a collected entry takes the stored size, type and digest, or
+// is refused when nothing arrived under its name; the supervisor's
+// refusals stay as they are.
+func receivedArtifacts(listed []contract.Artifact, stored []store.Artifact) []contract.Artifact {
+	byName := make(map[string]store.Artifact, len(stored))
+	for _, a := range stored {
+		byName[a.Name] = a
+	}
+	out := make([]contract.Artifact, 0, len(listed))
+	for _, l := range listed {
+		if l.Refused == "" {
+			got, ok := byName[l.Name]
+			if !ok {
+				l = contract.Artifact{Name: l.Name, Size: l.Size, Refused: "listed by the supervisor, never received"}
+			} else {
+				l = contract.Artifact{Name: l.Name, Size: got.Size, ContentType: got.ContentType, SHA256: got.SHA256}
+			}
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // reportSteps is what the report step does to the world, one verb per

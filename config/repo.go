@@ -66,6 +66,11 @@ type Repo struct {
 	// Registries narrow the server's package registries for this
 	// repository's sessions, by the server's names (registries_repo.go).
 	Registries map[string]RepoRegistry `yaml:"registries"`
+	// Artifacts are globs, relative to the repository root, naming files
+	// verify writes that a person looks at (screenshots/*.png,
+	// reports/**): collected after verify, listed in the PR, never part of
+	// the change (contract.ValidateArtifactPattern).
+	Artifacts []string `yaml:"artifacts"`
 }
 
 // RepoRepair is the repo's choice about automatic repair. The server's
@@ -314,6 +319,14 @@ func (r Repo) validate() error {
 	for i, c := range r.Snapshot.Setup {
 		if len(c.Run) == 0 {
 			add(fmt.Sprintf("snapshot.setup[%d].run", i), "must be a non-empty argv list")
+		}
+	}
+	if len(r.Artifacts) > contract.MaxArtifactPatterns {
+		add("artifacts", "has %d globs; at most %d", len(r.Artifacts), contract.MaxArtifactPatterns)
+	}
+	for i, p := range r.Artifacts {
+		if err := contract.ValidateArtifactPattern(p); err != nil {
+			add(fmt.Sprintf("artifacts[%d]", i), "%v", err)
 		}
 	}
 	if len(r.Snapshot.Caches) > contract.MaxCaches {

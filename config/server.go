@@ -56,6 +56,19 @@ type Server struct {
 	Policy    Policy    `yaml:"policy"`
 	Agents    Agents    `yaml:"agents"`
 	Egress    Egress    `yaml:"egress"`
+	Artifacts Artifacts `yaml:"artifacts"`
+}
+
+// Artifacts caps the files sessions collect after verify (a repository's
+// artifacts: globs) and how long the store keeps them.
+type Artifacts struct {
+	// MaxFileBytes caps one file; a bigger one is listed, refused.
+	MaxFileBytes int64 `yaml:"max_file_bytes"`
+	// MaxSessionBytes caps one session's artifacts together.
+	MaxSessionBytes int64 `yaml:"max_session_bytes"`
+	// Retention is how long the store keeps an artifact after it was
+	// collected; older ones are deleted by the reconcile loop.
+	Retention time.Duration `yaml:"retention"`
 }
 
 // GitHub is how the app reaches GitHub (or GitHub Enterprise Server).
@@ -587,8 +600,9 @@ func Defaults() Server {
 			MaxBodyBytes:        25 << 20,
 			MaxInflightWebhooks: 256,
 		},
-		Agents: Agents{TokenBudget: DefaultTokenBudget},
-		Egress: Egress{IdleTimeout: 2 * time.Minute, Cache: RegistryCache{MaxBytes: DefaultRegistryCacheBytes}},
+		Agents:    Agents{TokenBudget: DefaultTokenBudget},
+		Egress:    Egress{IdleTimeout: 2 * time.Minute, Cache: RegistryCache{MaxBytes: DefaultRegistryCacheBytes}},
+		Artifacts: Artifacts{MaxFileBytes: 10 << 20, MaxSessionBytes: 50 << 20, Retention: 30 * 24 * time.Hour},
 	}
 }
 
@@ -651,6 +665,14 @@ func (c Server) Validate() error {
 	}
 	if c.Listen == "" {
 		add("listen", "must not be empty")
+	}
+	if a := c.Artifacts; a.MaxFileBytes <= 0 || a.MaxFileBytes > contract.HardMaxArtifactBytes {
+		add("artifacts.max_file_bytes", "must be 1 to %d", contract.HardMaxArtifactBytes)
+	} else if a.MaxSessionBytes < a.MaxFileBytes {
+		add("artifacts.max_session_bytes", "must be at least artifacts.max_file_bytes (%d)", a.MaxFileBytes)
+	}
+	if c.Artifacts.Retention < time.Hour {
+		add("artifacts.retention", "must be at least 1h")
 	}
 	if err := policy.ValidCommandWord(c.CommandWord); err != nil {
 		add("command_word", "%v", err)

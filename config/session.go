@@ -72,6 +72,9 @@ func (c Server) SessionSpec(spec *contract.Spec, repo Repo, fullName string, now
 	spec.Env = repo.Env
 	spec.Registries = registries
 	spec.Snapshot = repo.SessionSnapshot(c.Sessions.CommandTimeout, timeout)
+	if len(repo.Artifacts) > 0 {
+		spec.Artifacts = &contract.ArtifactSpec{Patterns: repo.Artifacts, MaxFileBytes: c.Artifacts.MaxFileBytes, MaxSessionBytes: c.Artifacts.MaxSessionBytes}
+	}
 	spec.Limits = contract.Limits{
 		Deadline:        now.Add(timeout).UTC().Truncate(time.Second),
 		Timeout:         contract.Duration(timeout),

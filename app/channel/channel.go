@@ -46,6 +46,7 @@ type Store interface {
 	GetSnapshotRepo(ctx context.Context, repoID int64) (store.SnapshotRepo, error)
 	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
 	AddUsage(ctx context.Context, attemptID string, u store.Usage, now time.Time) (store.Usage, error)
+	PutArtifact(ctx context.Context, a store.Artifact, maxSessionBytes int64) error
 }
 
 // Engine is what the channel asks of the session engine. The channel
@@ -131,6 +132,7 @@ func (c *Channel) Routes(mux *http.ServeMux) {
 	mux.HandleFunc(contract.RouteRepoToken, c.authed(c.handleRepoToken))
 	mux.HandleFunc(contract.RouteProgress, c.authed(c.handleProgress))
 	mux.HandleFunc(contract.RouteResult, c.authed(c.handleResult))
+	mux.HandleFunc(contract.RouteArtifact, c.authed(c.handleArtifact))
 	mux.HandleFunc(contract.RouteSnapshotJob, c.authed(c.handleSnapshotJob))
 	mux.HandleFunc(contract.RouteSnapshotResult, c.authed(c.handleSnapshotResult))
 	mux.HandleFunc(contract.PathEgressModel, c.authed(c.handleEgressModel))

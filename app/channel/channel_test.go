@@ -33,6 +33,7 @@ type fakeStore struct {
 	sessions  map[string]store.Session
 	snapRepos map[int64]store.SnapshotRepo
 	usage     map[string]store.Usage
+	artifacts []store.Artifact
 }
 
 func tokenOf(id string) string { return id + "-token" }
@@ -72,6 +73,13 @@ func (f *fakeStore) GetSnapshotRepo(_ context.Context, repoID int64) (store.Snap
 
 func (f *fakeStore) SessionUsage(_ context.Context, id string) (store.Usage, error) {
 	return f.usage[id], nil
+}
+
+// PutArtifact keeps what the handler stores; the cap is the store's to
+// enforce (app/store's own tests), so every artifact fits here.
+func (f *fakeStore) PutArtifact(_ context.Context, a store.Artifact, _ int64) error {
+	f.artifacts = append(f.artifacts, a)
+	return nil
 }
 
 func (f *fakeStore) AddUsage(_ context.Context, id string, u store.Usage, _ time.Time) (store.Usage, error) {

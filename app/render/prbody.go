@@ -88,6 +88,7 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 		b.WriteString("\n**Verification failed.** This pull request is a draft so the change can be looked at; it was not pushed to your branch.\n")
 	}
 
+	b.WriteString(ArtifactsSection(ev.Artifacts))
 	fmt.Fprintf(&b, "\n## Environment\n\nBuilt on `%s` of `%s`.\n", spec.PinnedSHA, sess.FullName())
 	if egress := EgressSummary(ev.Egress); egress != "" {
 		b.WriteString("\n" + egress)

@@ -48,6 +48,10 @@ const (
 	// upload of the same attempt's result is acknowledged and changes
 	// nothing, so the supervisor may retry freely.
 	PathResult = "/v1/attempts/{attempt}/result"
+	// PathArtifact: PUT one artifact's bytes (Content-Type
+	// application/octet-stream), its workspace path in the "name" query
+	// parameter, before the result. Session token. Idempotent per name.
+	PathArtifact = "/v1/attempts/{attempt}/artifacts"
 	// PathSnapshotJob: GET the SnapshotJob of a snapshot build attempt.
 	PathSnapshotJob = "/v1/attempts/{attempt}/snapshot-job"
 	// PathSnapshotResult: PUT the SnapshotResult.
@@ -73,6 +77,7 @@ const (
 	RouteRepoToken = "POST " + PathRepoToken
 	RouteProgress  = "POST " + PathProgress
 	RouteResult    = "PUT " + PathResult
+	RouteArtifact  = "PUT " + PathArtifact
 	// RouteSnapshotJob and RouteSnapshotResult serve snapshot builds.
 	RouteSnapshotJob    = "GET " + PathSnapshotJob
 	RouteSnapshotResult = "PUT " + PathSnapshotResult

@@ -10,7 +10,7 @@ import (
 
 // EvidenceVersion is the version of evidence.json this build writes and
 // reads. Bump it with any change to Evidence's fields or their meaning.
-const EvidenceVersion = "inspect.evidence/v3"
+const EvidenceVersion = "inspect.evidence/v4"
 
 // EvidenceFileName is the evidence's file name: in the attempt's directory,
 // and among a Buildkite build's artifacts, where the app looks for it when
@@ -138,6 +138,9 @@ type Evidence struct {
 	// Egress is the audit of the sandbox's egress requests, model and
 	// registry, relayed and refused (v3). Nil when there were none.
 	Egress *EgressAudit `json:"egress,omitempty"`
+	// Artifacts are the files the repository's artifacts: globs named
+	// after verify, collected or refused (v4).
+	Artifacts []Artifact `json:"artifacts,omitempty"`
 }
 
 // CommandResult is one command's run.
@@ -328,6 +331,7 @@ func (e *Evidence) validate(f *faults, prefix string) {
 	if e.Egress != nil {
 		e.Egress.validate(f, at(prefix, "egress"))
 	}
+	validateArtifacts(f, at(prefix, "artifacts"), e.Artifacts)
 }
 
 func (u *TokenUsage) validate(f *faults, prefix string) {

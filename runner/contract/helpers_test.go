@@ -94,6 +94,7 @@ func validSpec() Spec {
 			{Name: "goproxy", Kind: "goproxy", Phases: []Phase{PhaseSetup, PhaseVerify}, SumDB: "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ky2ZRtpKj8Pw+U4=", NoSumDB: []string{"example.com/private/*"}},
 			{Name: "npmjs", Kind: "npm", Phases: []Phase{PhaseSetup}},
 		},
+		Artifacts: &ArtifactSpec{Patterns: []string{"screenshots/*.png", "reports/**"}, MaxFileBytes: 10 << 20, MaxSessionBytes: 50 << 20},
 		Limits: Limits{
 			Deadline:        t0.Add(time.Hour),
 			Timeout:         Duration(45 * time.Minute),
@@ -142,6 +143,10 @@ func validEvidence() Evidence {
 			Refused: []EgressRecord{
 				{Kind: EgressRefused, Phase: PhaseSetup, Upstream: "npmjs", Method: "PUT", Path: "left-pad", Status: 403, Why: "only GET and HEAD reach a registry"},
 			},
+		},
+		Artifacts: []Artifact{
+			{Name: "screenshots/home.png", Size: 20480, ContentType: "image/png", SHA256: strings.Repeat("ab", 32)},
+			{Name: "reports/trace.zip", Size: 90 << 20, Refused: "over the 10485760-byte limit per file"},
 		},
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 // SpecVersion is the version of the session spec this build writes and
 // reads. Bump it with any change to Spec's fields or their meaning.
-const SpecVersion = "inspect.session-spec/v4"
+const SpecVersion = "inspect.session-spec/v5"
 
 // Caps on a spec. A spec is built from gathered text (issue bodies, comments,
 // check output), so each part is bounded, and so is the whole.
@@ -91,6 +91,8 @@ type Spec struct {
 	// Registries are the package registries the session may reach
 	// through the egress proxy, each in the phases it lists (v4).
 	Registries []Registry `json:"registries,omitempty"`
+	// Artifacts, when set, are the files to collect after verify (v5).
+	Artifacts *ArtifactSpec `json:"artifacts,omitempty"`
 }
 
 // Repo identifies the repository. It carries where to fetch from, never how
@@ -577,6 +579,9 @@ func (s *Spec) Validate() error {
 	validateCommands(&f, "verify", s.Verify)
 	s.Limits.validate(&f, "limits")
 	validateRegistries(&f, "registries", s.Registries)
+	if s.Artifacts != nil {
+		s.Artifacts.validate(&f, "artifacts")
+	}
 	scanSecrets(&f, "", reflect.ValueOf(s).Elem())
 	return f.err("session spec")
 }

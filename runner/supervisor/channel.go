@@ -100,25 +100,37 @@ func (c *channel) close() { c.client.CloseIdleConnections() }
 // do sends one request and hands a 2xx body to decode; anything else is a
 // *ChannelError.
 func (c *channel) do(ctx context.Context, method, pattern string, body any, decode func(io.Reader) error) error {
-	p := contract.AttemptPath(pattern, c.attemptID)
 	var rd io.Reader
+	contentType := ""
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
+		rd, contentType = bytes.NewReader(b), contract.ContentTypeJSON
 	}
+	return c.send(ctx, method, pattern, "", contentType, rd, decode)
+}
+
+// putArtifact uploads one artifact's bytes (contract.PathArtifact).
+func (c *channel) putArtifact(ctx context.Context, name string, content []byte) error {
+	q := url.Values{"name": {name}}
+	return c.send(ctx, http.MethodPut, contract.PathArtifact, q.Encode(), "application/octet-stream", bytes.NewReader(content), nil)
+}
+
+// send is do with the body as it is, of contentType, and a query.
+func (c *channel) send(ctx context.Context, method, pattern, rawQuery, contentType string, rd io.Reader, decode func(io.Reader) error) error {
+	p := contract.AttemptPath(pattern, c.attemptID)
 	u := *c.base
 	u.Path = strings.TrimSuffix(c.base.Path, "/") + p
-	u.RawPath = ""
+	u.RawPath, u.RawQuery = "", rawQuery
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Accept", contract.ContentTypeJSON)
-	if body != nil {
-		req.Header.Set("Content-Type", contract.ContentTypeJSON)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if c.runnerVersion != "" {
 		req.Header.Set(contract.HeaderRunnerVersion, c.runnerVersion)

@@ -856,7 +856,10 @@ func (s *session) finish() *Report {
 				}
 			}
 		}
-		m, changes, err := collectChange(ctx, s.git, s.ws, s.spec.PinnedSHA, s.spec.Limits.Manifest(), s.spec.Verify, s.workspaceCaches()...)
+		// Artifacts first: they are uploaded, listed, and never part of
+		// the change.
+		artifacts := s.collectArtifacts(ctx)
+		m, changes, err := collectChange(ctx, s.git, s.ws, s.spec.PinnedSHA, s.spec.Limits.Manifest(), s.spec.Verify, append(s.workspaceCaches(), artifacts...)...)
 		s.ev.Changes = changes
 		if err != nil {
 			s.noteChangeError(err)

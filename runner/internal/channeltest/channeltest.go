@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -152,6 +153,8 @@ type Attempt struct {
 	// sent, for searching the bytes for secrets.
 	Results    []contract.ResultUpload
 	RawResults [][]byte
+	// Artifacts are the artifacts uploaded, by name.
+	Artifacts map[string][]byte
 	// ModelRequests are what the egress relayed to the model route.
 	ModelRequests []ModelRequest
 	// RegistryRequests are what the egress relayed to the registry route.
@@ -182,6 +185,7 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc(contract.RouteRepoToken, s.authed(s.repoToken))
 	mux.HandleFunc(contract.RouteProgress, s.authed(s.progress))
 	mux.HandleFunc(contract.RouteResult, s.authed(s.result))
+	mux.HandleFunc(contract.RouteArtifact, s.authed(s.artifact))
 	mux.HandleFunc(contract.PathEgressModel, s.authed(s.egressModel))
 	// Any method, so that one the supervisor should have refused is
 	// recorded rather than turned away by the mux.
@@ -263,6 +267,7 @@ func (s *Server) Attempt(attemptID string) Attempt {
 	cp.Progress = append([]contract.ProgressEvent(nil), a.Progress...)
 	cp.Results = append([]contract.ResultUpload(nil), a.Results...)
 	cp.RawResults = append([][]byte(nil), a.RawResults...)
+	cp.Artifacts = maps.Clone(a.Artifacts)
 	cp.ModelRequests = append([]ModelRequest(nil), a.ModelRequests...)
 	cp.RegistryRequests = append([]RegistryRequest(nil), a.RegistryRequests...)
 	return cp
@@ -401,6 +406,31 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request, a *Attempt) {
 	s.record(a, func() {
 		a.Results = append(a.Results, u)
 		a.RawResults = append(a.RawResults, body)
+	})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// artifact keeps an uploaded artifact, checked as the app checks one: a
+// name the spec's globs match, within its per-file cap.
+func (s *Server) artifact(w http.ResponseWriter, r *http.Request, a *Attempt) {
+	name := r.URL.Query().Get("name")
+	spec := a.Spec.Artifacts
+	if spec == nil || contract.ValidatePath(name) != nil || !contract.MatchArtifact(spec.Patterns, name) {
+		s.violate("artifact %q: not one the spec names", name)
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "not an artifact of this session")
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, spec.MaxFileBytes+1))
+	if err != nil || int64(len(body)) > spec.MaxFileBytes {
+		s.violate("artifact %q: over the cap or unreadable (%v)", name, err)
+		contract.WriteError(w, http.StatusRequestEntityTooLarge, contract.ErrorTooLarge, "artifact too large")
+		return
+	}
+	s.record(a, func() {
+		if a.Artifacts == nil {
+			a.Artifacts = map[string][]byte{}
+		}
+		a.Artifacts[name] = body
 	})
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -1,0 +1,145 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// artifactFile is one artifact to upload, with its evidence entry.
+type artifactFile struct {
+	info    contract.Artifact
+	content []byte
+}
+
+// findArtifacts lists the workspace's files that the spec's artifact globs
+// name, in path order, without reading any: each gets its evidence entry,
+// refused when it is not a regular file or is over a cap (checked by size
+// before anything is read), or when there are more than
+// contract.MaxArtifacts. Directories the globs cannot match below are not
+// walked into; nothing under .git or .inspect is ever an artifact.
+func findArtifacts(work string, spec *contract.ArtifactSpec) ([]contract.Artifact, error) {
+	var found []contract.Artifact
+	var total int64
+	err := filepath.WalkDir(work, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(work, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == ".git" || rel == inspectDir {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !contract.MatchArtifact(spec.Patterns, rel) || contract.ValidatePath(rel) != nil {
+			return nil
+		}
+		a := contract.Artifact{Name: rel}
+		fi, err := d.Info()
+		switch {
+		case err != nil:
+			return err
+		case len(found) == contract.MaxArtifacts:
+			return fs.SkipAll // the evidence says how many were kept
+		case !fi.Mode().IsRegular():
+			a.Refused = "not a regular file"
+		case fi.Size() > spec.MaxFileBytes:
+			a.Size, a.Refused = fi.Size(), fmt.Sprintf("over the %d-byte limit per file", spec.MaxFileBytes)
+		case total+fi.Size() > spec.MaxSessionBytes:
+			a.Size, a.Refused = fi.Size(), fmt.Sprintf("over the %d-byte limit per session", spec.MaxSessionBytes)
+		default:
+			a.Size = fi.Size()
+			total += fi.Size()
+		}
+		found = append(found, a)
+		return nil
+	})
+	return found, err
+}
+
+// readArtifact reads one listed artifact through an os.Root at work (no
+// symlink followed out of it), no more than the size it was listed with,
+// and types it by its bytes. A file that changed type or grew since it was
+// listed is refused.
+func readArtifact(work string, a contract.Artifact) (artifactFile, error) {
+	root, err := os.OpenRoot(work)
+	if err != nil {
+		return artifactFile{}, err
+	}
+	defer func() { _ = root.Close() }() // read-only
+	f, err := root.OpenFile(filepath.FromSlash(a.Name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return artifactFile{}, err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	fi, err := f.Stat()
+	if err != nil {
+		return artifactFile{}, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != a.Size {
+		return artifactFile{}, errors.New("it changed after it was listed")
+	}
+	content, err := io.ReadAll(io.LimitReader(f, a.Size+1))
+	if err != nil {
+		return artifactFile{}, err
+	}
+	if int64(len(content)) != a.Size {
+		return artifactFile{}, errors.New("it changed while it was read")
+	}
+	sum := sha256.Sum256(content)
+	a.SHA256 = hex.EncodeToString(sum[:])
+	a.ContentType = http.DetectContentType(content)
+	return artifactFile{info: a, content: content}, nil
+}
+
+// collectArtifacts finds, reads and uploads the session's artifacts after
+// verify and records them in the evidence. A file that cannot be read or
+// uploaded is listed refused, with why; the session's outcome is not
+// changed by its artifacts. It returns the names listed, which the change
+// leaves out.
+func (s *session) collectArtifacts(ctx context.Context) []string {
+	spec := s.spec.Artifacts
+	if spec == nil || s.verifyStart.IsZero() {
+		return nil
+	}
+	found, err := findArtifacts(s.ws.work, spec)
+	if err != nil {
+		s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("looking for artifacts")
+	}
+	names := make([]string, 0, len(found))
+	for i, a := range found {
+		names = append(names, a.Name)
+		if a.Refused != "" {
+			continue
+		}
+		file, err := readArtifact(s.ws.work, a)
+		if err == nil {
+			err = s.ch.putArtifact(ctx, file.info.Name, file.content)
+		}
+		if err != nil {
+			found[i].Refused = cleanText(s.red.Redact("not collected: "+err.Error()), contract.MaxReasonBytes)
+			s.log.Warn().Str("artifact", a.Name).Str("error", found[i].Refused).Msg("artifact not collected")
+			continue
+		}
+		found[i] = file.info
+	}
+	s.ev.Artifacts = found
+	slices.Sort(names)
+	return names
+}

@@ -3,8 +3,6 @@ package images
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -55,13 +52,9 @@ func DriftLayer(hostDir, prevDir, imagePath string, exclude func(rel string) boo
 	if !path.IsAbs(imagePath) || path.Clean(imagePath) != imagePath || imagePath == "/" {
 		return nil, stats, fmt.Errorf("images: drift layer path %q must be absolute, clean and not the root", imagePath)
 	}
-	file, err := os.CreateTemp("", "inspect-drift-*.tar.gz")
+	file, err := unlinkedTemp()
 	if err != nil {
-		return nil, stats, fmt.Errorf("images: drift temp file: %w", err)
-	}
-	if err := os.Remove(file.Name()); err != nil { // as DirLayer: nothing left behind
-		closeQuietly(file)
-		return nil, stats, fmt.Errorf("images: unlink drift temp file: %w", err)
+		return nil, stats, err
 	}
 	layer, err := writeDriftLayer(file, hostDir, prevDir, imagePath, exclude, &stats)
 	if err != nil {
@@ -72,23 +65,11 @@ func DriftLayer(hostDir, prevDir, imagePath string, exclude func(rel string) boo
 }
 
 func writeDriftLayer(file *os.File, hostDir, prevDir, imagePath string, exclude func(string) bool, stats *DriftStats) (*fileLayer, error) {
-	compressedHash := sha256.New()
-	compressedCount := &countingWriter{}
-	gz, err := gzip.NewWriterLevel(io.MultiWriter(file, compressedHash, compressedCount), layerCompressionLevel)
+	w, prefix, err := newLayerWriter(file, imagePath)
 	if err != nil {
-		return nil, fmt.Errorf("images: gzip writer: %w", err)
+		return nil, err
 	}
-	uncompressedHash := sha256.New()
-	tw := tar.NewWriter(io.MultiWriter(gz, uncompressedHash))
-	prefix := strings.TrimPrefix(imagePath, "/")
-	parts := strings.Split(prefix, "/")
-	for i := range parts {
-		if err := tw.WriteHeader(dirHeader(strings.Join(parts[:i+1], "/")+"/", mountPointMode)); err != nil {
-			return nil, fmt.Errorf("images: tar header: %w", err)
-		}
-	}
-	prefix += "/"
-	skip := func(rel string) bool { return exclude != nil && exclude(rel) }
+	tw := w.tw
 
 	// Directories are written only when something below them is, just
 	// before it: written records the ones already in the tar.
@@ -109,25 +90,20 @@ func writeDriftLayer(file *os.File, hostDir, prevDir, imagePath string, exclude 
 		written[dir] = true
 		return tw.WriteHeader(dirHeader(prefix+dir+"/", int64(fi.Mode().Perm())))
 	}
-
-	err = filepath.WalkDir(hostDir, func(hostPath string, d fs.DirEntry, walkErr error) error {
-		if walkErr != nil {
-			return walkErr
-		}
-		if hostPath == hostDir {
-			return nil
-		}
-		rel, err := filepath.Rel(hostDir, hostPath)
-		if err != nil {
+	// replace writes rel's parents, and a whiteout first when the entry
+	// replaces one of another type.
+	replace := func(rel string, typeChanged bool) error {
+		if err := writeParents(rel); err != nil {
 			return err
 		}
-		rel = filepath.ToSlash(rel)
-		if skip(rel) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
+		if !typeChanged {
 			return nil
 		}
+		stats.Deleted++
+		return writeWhiteout(tw, prefix, rel)
+	}
+
+	err = walkRel(hostDir, exclude, func(hostPath, rel string, d fs.DirEntry) error {
 		info, err := d.Info()
 		if err != nil {
 			return err
@@ -141,20 +117,14 @@ func writeDriftLayer(file *os.File, hostDir, prevDir, imagePath string, exclude 
 		}
 		typeChanged := prev != nil && prev.Mode().Type() != info.Mode().Type()
 		if info.IsDir() {
-			if prev == nil || typeChanged || prev.Mode().Perm() != info.Mode().Perm() {
-				if err := writeParents(rel); err != nil {
-					return err
-				}
-				if typeChanged {
-					if err := writeWhiteout(tw, prefix, rel); err != nil {
-						return err
-					}
-					stats.Deleted++
-				}
-				written[rel] = true
-				return tw.WriteHeader(dirHeader(prefix+rel+"/", int64(info.Mode().Perm())))
+			if prev != nil && !typeChanged && prev.Mode().Perm() == info.Mode().Perm() {
+				return nil
 			}
-			return nil
+			if err := replace(rel, typeChanged); err != nil {
+				return err
+			}
+			written[rel] = true
+			return tw.WriteHeader(dirHeader(prefix+rel+"/", int64(info.Mode().Perm())))
 		}
 		if !info.Mode().IsRegular() && info.Mode()&fs.ModeSymlink == 0 {
 			return nil // as DirLayer: sockets, devices and fifos are not carried
@@ -165,14 +135,8 @@ func writeDriftLayer(file *os.File, hostDir, prevDir, imagePath string, exclude 
 				return err
 			}
 		}
-		if err := writeParents(rel); err != nil {
+		if err := replace(rel, typeChanged); err != nil {
 			return err
-		}
-		if typeChanged {
-			if err := writeWhiteout(tw, prefix, rel); err != nil {
-				return err
-			}
-			stats.Deleted++
 		}
 		stats.Files++
 		stats.Bytes += info.Size()
@@ -184,32 +148,11 @@ func writeDriftLayer(file *os.File, hostDir, prevDir, imagePath string, exclude 
 
 	// Whiteouts for what is gone: the topmost missing path of each deleted
 	// subtree; its parent exists in hostDir, so it is in the tar or below.
-	err = filepath.WalkDir(prevDir, func(prevPath string, d fs.DirEntry, walkErr error) error {
-		if walkErr != nil {
-			return walkErr
-		}
-		if prevPath == prevDir {
-			return nil
-		}
-		rel, err := filepath.Rel(prevDir, prevPath)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if skip(rel) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	err = walkRel(prevDir, exclude, func(_, rel string, d fs.DirEntry) error {
 		now, err := os.Lstat(filepath.Join(hostDir, filepath.FromSlash(rel)))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			if err := writeParents(rel); err != nil {
-				return err
-			}
-			stats.Deleted++
-			if err := writeWhiteout(tw, prefix, rel); err != nil {
+			if err := replace(rel, true); err != nil {
 				return err
 			}
 			if d.IsDir() {
@@ -227,18 +170,7 @@ func writeDriftLayer(file *os.File, hostDir, prevDir, imagePath string, exclude 
 	if err != nil {
 		return nil, fmt.Errorf("images: drift of %s: %w", prevDir, err)
 	}
-	if err := tw.Close(); err != nil {
-		return nil, fmt.Errorf("images: close tar: %w", err)
-	}
-	if err := gz.Close(); err != nil {
-		return nil, fmt.Errorf("images: close gzip: %w", err)
-	}
-	return &fileLayer{
-		file:   file,
-		size:   compressedCount.n,
-		digest: v1.Hash{Algorithm: "sha256", Hex: fmt.Sprintf("%x", compressedHash.Sum(nil))},
-		diffID: v1.Hash{Algorithm: "sha256", Hex: fmt.Sprintf("%x", uncompressedHash.Sum(nil))},
-	}, nil
+	return w.finish()
 }
 
 func writeWhiteout(tw *tar.Writer, prefix, rel string) error {

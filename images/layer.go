@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -68,15 +69,9 @@ func DirLayer(hostDir, imagePath string, exclude func(rel string) bool) (v1.Laye
 		return nil, fmt.Errorf("images: layer source %s is not a directory", hostDir)
 	}
 
-	file, err := os.CreateTemp("", "inspect-layer-*.tar.gz")
+	file, err := unlinkedTemp()
 	if err != nil {
-		return nil, fmt.Errorf("images: layer temp file: %w", err)
-	}
-	// Unlink at once: the open descriptor keeps the data, and nothing is left
-	// behind however the process ends.
-	if err := os.Remove(file.Name()); err != nil {
-		closeQuietly(file)
-		return nil, fmt.Errorf("images: unlink layer temp file: %w", err)
+		return nil, err
 	}
 	layer, err := writeDirLayer(file, resolved, imagePath, exclude)
 	if err != nil {
@@ -86,40 +81,91 @@ func DirLayer(hostDir, imagePath string, exclude func(rel string) bool) (v1.Laye
 	return layer, nil
 }
 
-// writeDirLayer tars and gzips the tree into file in one pass, hashing the
-// tar (the diff ID) and the gzip (the digest) on the way.
-func writeDirLayer(file *os.File, hostDir, imagePath string, exclude func(string) bool) (*fileLayer, error) {
-	compressedHash := sha256.New()
-	compressedCount := &countingWriter{}
-	gz, err := gzip.NewWriterLevel(io.MultiWriter(file, compressedHash, compressedCount), layerCompressionLevel)
+// unlinkedTemp is a new temporary file already unlinked: the open
+// descriptor keeps the data, and nothing is left behind however the
+// process ends.
+func unlinkedTemp() (*os.File, error) {
+	file, err := os.CreateTemp("", "inspect-layer-*.tar.gz")
 	if err != nil {
-		return nil, fmt.Errorf("images: gzip writer: %w", err)
+		return nil, fmt.Errorf("images: layer temp file: %w", err)
 	}
-	uncompressedHash := sha256.New()
-	tw := tar.NewWriter(io.MultiWriter(gz, uncompressedHash))
+	if err := os.Remove(file.Name()); err != nil {
+		closeQuietly(file)
+		return nil, fmt.Errorf("images: unlink layer temp file: %w", err)
+	}
+	return file, nil
+}
 
+// layerWriter writes a gzipped tar into a file in one pass, hashing the
+// tar (the diff ID) and the gzip (the digest) on the way.
+type layerWriter struct {
+	file                             *os.File
+	gz                               *gzip.Writer
+	tw                               *tar.Writer
+	compressedHash, uncompressedHash hash.Hash
+	compressed                       *countingWriter
+}
+
+// newLayerWriter starts a layer in file with imagePath's mount point
+// (mountPoint) and returns the tar name prefix of what goes below it.
+func newLayerWriter(file *os.File, imagePath string) (*layerWriter, string, error) {
+	w := &layerWriter{file: file, compressedHash: sha256.New(), uncompressedHash: sha256.New(), compressed: &countingWriter{}}
+	gz, err := gzip.NewWriterLevel(io.MultiWriter(file, w.compressedHash, w.compressed), layerCompressionLevel)
+	if err != nil {
+		return nil, "", fmt.Errorf("images: gzip writer: %w", err)
+	}
+	w.gz = gz
+	w.tw = tar.NewWriter(io.MultiWriter(gz, w.uncompressedHash))
+	prefix, err := w.mountPoint(imagePath)
+	return w, prefix, err
+}
+
+// mountPoint writes imagePath's directory and its parents, so an extractor
+// creates them with a known mode instead of guessing, and returns the tar
+// name prefix of what goes below it ("" for "/").
+func (w *layerWriter) mountPoint(imagePath string) (string, error) {
 	prefix := strings.TrimPrefix(imagePath, "/")
-	if prefix != "" {
-		// The mount point and its parents, so an extractor creates them with
-		// a known mode instead of guessing.
-		parts := strings.Split(prefix, "/")
-		for i := range parts {
-			name := strings.Join(parts[:i+1], "/") + "/"
-			if err := tw.WriteHeader(dirHeader(name, mountPointMode)); err != nil {
-				return nil, fmt.Errorf("images: tar header %s: %w", name, err)
-			}
-		}
-		prefix += "/"
+	if prefix == "" {
+		return "", nil
 	}
+	parts := strings.Split(prefix, "/")
+	for i := range parts {
+		name := strings.Join(parts[:i+1], "/") + "/"
+		if err := w.tw.WriteHeader(dirHeader(name, mountPointMode)); err != nil {
+			return "", fmt.Errorf("images: tar header %s: %w", name, err)
+		}
+	}
+	return prefix + "/", nil
+}
 
-	err = filepath.WalkDir(hostDir, func(hostPath string, d fs.DirEntry, walkErr error) error {
+// finish closes the tar and the gzip and returns the layer they made.
+func (w *layerWriter) finish() (*fileLayer, error) {
+	if err := w.tw.Close(); err != nil {
+		return nil, fmt.Errorf("images: close tar: %w", err)
+	}
+	if err := w.gz.Close(); err != nil {
+		return nil, fmt.Errorf("images: close gzip: %w", err)
+	}
+	return &fileLayer{
+		file:   w.file,
+		size:   w.compressed.n,
+		digest: v1.Hash{Algorithm: "sha256", Hex: fmt.Sprintf("%x", w.compressedHash.Sum(nil))},
+		diffID: v1.Hash{Algorithm: "sha256", Hex: fmt.Sprintf("%x", w.uncompressedHash.Sum(nil))},
+	}, nil
+}
+
+// walkRel walks dir like filepath.WalkDir, calling fn with each entry's
+// slash-separated path relative to dir (dir itself is skipped), and skips
+// what exclude drops: a file, or a directory with everything under it.
+func walkRel(dir string, exclude func(string) bool, fn func(hostPath, rel string, d fs.DirEntry) error) error {
+	return filepath.WalkDir(dir, func(hostPath string, d fs.DirEntry, walkErr error) error {
 		if walkErr != nil {
 			return walkErr
 		}
-		if hostPath == hostDir {
+		if hostPath == dir {
 			return nil
 		}
-		rel, err := filepath.Rel(hostDir, hostPath)
+		rel, err := filepath.Rel(dir, hostPath)
 		if err != nil {
 			return err
 		}
@@ -130,23 +176,23 @@ func writeDirLayer(file *os.File, hostDir, imagePath string, exclude func(string
 			}
 			return nil
 		}
-		return writeEntry(tw, hostPath, prefix+rel, d)
+		return fn(hostPath, rel, d)
+	})
+}
+
+// writeDirLayer tars and gzips the tree into file in one pass.
+func writeDirLayer(file *os.File, hostDir, imagePath string, exclude func(string) bool) (*fileLayer, error) {
+	w, prefix, err := newLayerWriter(file, imagePath)
+	if err != nil {
+		return nil, err
+	}
+	err = walkRel(hostDir, exclude, func(hostPath, rel string, d fs.DirEntry) error {
+		return writeEntry(w.tw, hostPath, prefix+rel, d)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("images: tar %s: %w", hostDir, err)
 	}
-	if err := tw.Close(); err != nil {
-		return nil, fmt.Errorf("images: close tar: %w", err)
-	}
-	if err := gz.Close(); err != nil {
-		return nil, fmt.Errorf("images: close gzip: %w", err)
-	}
-	return &fileLayer{
-		file:   file,
-		size:   compressedCount.n,
-		digest: v1.Hash{Algorithm: "sha256", Hex: fmt.Sprintf("%x", compressedHash.Sum(nil))},
-		diffID: v1.Hash{Algorithm: "sha256", Hex: fmt.Sprintf("%x", uncompressedHash.Sum(nil))},
-	}, nil
+	return w.finish()
 }
 
 // writeEntry writes one walked path; types a layer cannot carry are skipped.

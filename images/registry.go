@@ -19,7 +19,15 @@ import (
 type RegistryStore struct {
 	prefix string
 	opts   []remote.Option
+	// configCache, when set, is where Image keeps config blobs (see
+	// WithConfigCache).
+	configCache string
 }
+
+// CacheConfigsIn makes Image keep each image's config blob in dir, so the
+// host fetches it once: a restore reads the snapshot's labels and Env from
+// it every session.
+func (s *RegistryStore) CacheConfigsIn(dir string) { s.configCache = dir }
 
 // NewRegistryStore stores under prefix (e.g. "registry.example.com/inspect"
 // or "127.0.0.1:5000"). opts are passed to every remote call, followed by
@@ -119,6 +127,9 @@ func (s *RegistryStore) Image(ctx context.Context, repo string, digest v1.Hash) 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("images: fetch %s@%s: %w", repo, digest, err)
+	}
+	if s.configCache != "" {
+		img = WithConfigCache(img, s.configCache)
 	}
 	if err := checkSnapshotOf(img, repo); err != nil {
 		return nil, err

@@ -10,10 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
@@ -312,13 +309,9 @@ func (s *Scheduler) baseImage(ctx context.Context) (v1.Image, error) {
 	if s.cfg.BaseImage == "" {
 		return nil, nil
 	}
-	ref, err := name.ParseReference(s.cfg.BaseImage)
+	img, err := images.OpenBaseImage(ctx, s.cfg.BaseImage)
 	if err != nil {
 		return nil, fmt.Errorf("snapshots.base_image: %w", err)
-	}
-	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
-	if err != nil {
-		return nil, fmt.Errorf("pulling the base image: %w", err)
 	}
 	return img, nil
 }

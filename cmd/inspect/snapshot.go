@@ -13,10 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/config"
@@ -398,13 +395,5 @@ func snapshotRepoConfig(ctx context.Context, checkout, sha string) (config.Repo,
 // pullBaseImage pulls the toolchain image by reference, with the default
 // keychain (as the app does for snapshots.base_image).
 func pullBaseImage(ctx context.Context, reference string) (v1.Image, error) {
-	ref, err := name.ParseReference(reference)
-	if err != nil {
-		return nil, fmt.Errorf("base image %q: %w", reference, err)
-	}
-	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
-	if err != nil {
-		return nil, fmt.Errorf("pulling the base image %s: %w", reference, err)
-	}
-	return img, nil
+	return images.OpenBaseImage(ctx, reference)
 }

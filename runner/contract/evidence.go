@@ -253,6 +253,25 @@ type Workspace struct {
 	DriftCommits int `json:"drift_commits,omitempty"`
 	// PrepareMS is the time from the supervisor's start to the agent's.
 	PrepareMS int64 `json:"prepare_ms,omitempty"`
+	// ImageRoot describes the base image's root the sandbox ran on, when
+	// the restored snapshot's base brings a toolchain (snapshot only;
+	// absent for the host's toolchain).
+	ImageRoot *ImageRoot `json:"image_root,omitempty"`
+	// RestoreError says why the pinned snapshot was not used and the
+	// session cloned cold instead (clone only).
+	RestoreError string `json:"restore_error,omitempty"`
+}
+
+// ImageRoot is the base image flattened into the sandbox's root, and what
+// flattening left out of it.
+type ImageRoot struct {
+	// Layers is how many base layers were applied.
+	Layers int `json:"layers"`
+	// SetIDBitsDropped counts files and directories that lost a setuid
+	// or setgid bit (the sandbox runs with no_new_privs anyway).
+	SetIDBitsDropped int `json:"setid_bits_dropped,omitempty"`
+	// DeviceNodesSkipped counts device nodes and fifos not created.
+	DeviceNodesSkipped int `json:"device_nodes_skipped,omitempty"`
 }
 
 // DecodeEvidence reads evidence strictly (size cap, version, no unknown
@@ -424,8 +443,8 @@ func (c ChangedFile) validate(f *faults, prefix string) {
 func (w *Workspace) validate(f *faults, prefix string) {
 	switch w.Source {
 	case WorkspaceClone:
-		if w.SnapshotDigest != "" || !w.SnapshotCreatedAt.IsZero() || w.DriftCommits != 0 {
-			f.add(prefix, "a clone has no snapshot digest, time or drift")
+		if w.SnapshotDigest != "" || !w.SnapshotCreatedAt.IsZero() || w.DriftCommits != 0 || w.ImageRoot != nil {
+			f.add(prefix, "a clone has no snapshot digest, time, drift or image root")
 		}
 	case WorkspaceSnapshot:
 		if !IsImageDigest(w.SnapshotDigest) {
@@ -439,6 +458,18 @@ func (w *Workspace) validate(f *faults, prefix string) {
 	}
 	if w.PrepareMS < 0 {
 		f.add(at(prefix, "prepare_ms"), "must not be negative")
+	}
+	if w.RestoreError != "" && w.Source != WorkspaceClone {
+		f.add(at(prefix, "restore_error"), "only a clone has a restore error")
+	}
+	checkText(f, at(prefix, "restore_error"), w.RestoreError, MaxReasonBytes, false)
+	if r := w.ImageRoot; r != nil {
+		if r.Layers < 1 {
+			f.add(at(at(prefix, "image_root"), "layers"), "must be at least 1")
+		}
+		if r.SetIDBitsDropped < 0 || r.DeviceNodesSkipped < 0 {
+			f.add(at(prefix, "image_root"), "counts must not be negative")
+		}
 	}
 }
 

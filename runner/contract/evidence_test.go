@@ -40,6 +40,18 @@ func TestEvidenceValidate(t *testing.T) {
 		{"workspace clone with snapshot", func(e *Evidence) { e.Workspace.Source = WorkspaceClone }, []string{"workspace"}},
 		{"workspace drift negative", func(e *Evidence) { e.Workspace.DriftCommits = -1 }, []string{"workspace.drift_commits"}},
 		{"workspace prepare negative", func(e *Evidence) { e.Workspace.PrepareMS = -1 }, []string{"workspace.prepare_ms"}},
+		{"valid clone with restore error", func(e *Evidence) {
+			e.Workspace = &Workspace{Source: WorkspaceClone, RestoreError: "layer sha256:ab: entry \"../x\" climbs out of the root"}
+		}, nil},
+		{"restore error on a snapshot", func(e *Evidence) { e.Workspace.RestoreError = "x" }, []string{"workspace.restore_error"}},
+		{"restore error too long", func(e *Evidence) {
+			e.Workspace = &Workspace{Source: WorkspaceClone, RestoreError: strings.Repeat("r", MaxReasonBytes+1)}
+		}, []string{"workspace.restore_error"}},
+		{"image root on a clone", func(e *Evidence) {
+			e.Workspace = &Workspace{Source: WorkspaceClone, ImageRoot: &ImageRoot{Layers: 3}}
+		}, []string{"workspace"}},
+		{"image root without layers", func(e *Evidence) { e.Workspace.ImageRoot = &ImageRoot{} }, []string{"workspace.image_root.layers"}},
+		{"image root negative count", func(e *Evidence) { e.Workspace.ImageRoot.SetIDBitsDropped = -1 }, []string{"workspace.image_root"}},
 
 		{"too many commands", func(e *Evidence) {
 			e.Commands = make([]CommandResult, MaxEvidenceCommands+1)

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/images"
@@ -66,12 +63,8 @@ func buildFromJob(ctx context.Context, cfg Config, ch *channel, red *contract.Re
 	}
 	var base v1.Image
 	if job.BaseImage != "" {
-		ref, err := name.ParseReference(job.BaseImage)
-		if err != nil {
-			return images.Snapshot{}, fmt.Errorf("base image: %w", err)
-		}
-		if base, err = remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
-			return images.Snapshot{}, fmt.Errorf("pulling the base image: %w", err)
+		if base, err = images.OpenBaseImage(ctx, job.BaseImage); err != nil {
+			return images.Snapshot{}, err
 		}
 	}
 	res, err := buildSnapshot(ctx, SnapshotBuild{

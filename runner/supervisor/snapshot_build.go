@@ -373,7 +373,7 @@ func snapshotSameBase(base, snapshot []v1.Descriptor) bool {
 func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []images.Cache, unchanged []bool) ([]contract.CommandResult, error) {
 	b := sb.b
 	run := len(b.Setup) > 0 // with no command, the caches are just empty
-	rootFS := ""
+	rootFS, imageEnv := "", []string(nil)
 	if run {
 		if err := sandbox.Available(); err != nil {
 			return nil, err
@@ -382,7 +382,7 @@ func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []im
 			return nil, err
 		}
 		var err error
-		if rootFS, err = sb.rootFS(ctx, base); err != nil {
+		if rootFS, imageEnv, err = sb.rootFS(ctx, base); err != nil {
 			return nil, err
 		}
 	}
@@ -448,7 +448,14 @@ func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []im
 		}
 	}
 
-	repoEnv, regOwn := phaseEnv(b.Registries, contract.PhaseSetup, b.Env)
+	if rootFS != "" {
+		ids, err := identityMounts(filepath.Join(sb.ws.dir, "etc"), rootFS, b.SandboxUID, b.SandboxGID)
+		if err != nil {
+			return nil, fmt.Errorf("writing the sandbox's /etc/passwd: %w", err)
+		}
+		mounts = append(mounts, ids...)
+	}
+	repoEnv, regOwn := phaseEnv(b.Registries, contract.PhaseSetup, withImageEnv(imageEnv, b.Env))
 	env := sandboxEnv(b.SandboxPath, repoEnv, regOwn...)
 	eg, err := sb.openEgress()
 	if err != nil {
@@ -593,32 +600,30 @@ func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract
 	return r, nil
 }
 
-// rootFS is the sandbox's root for the build: the base image's root when
-// it is one layer holding /usr/bin, else "" (the host's toolchain, bound
-// read-only). A session's restore applies the same rule, so setup and the
-// session see the same toolchain.
-func (sb *snapshotBuilder) rootFS(ctx context.Context, base v1.Image) (string, error) {
+// rootFS is the sandbox's root for the build and the base image's Env:
+// its flattened root when it brings a toolchain, else "" (the host's
+// toolchain, bound read-only) and no Env. A session's restore applies the
+// same rule (baseRoot), so setup and the session see the same toolchain.
+func (sb *snapshotBuilder) rootFS(ctx context.Context, base v1.Image) (string, []string, error) {
 	layers, err := base.Layers()
 	if err != nil {
-		return "", fmt.Errorf("reading the base image's layers: %w", err)
-	}
-	switch len(layers) {
-	case 0:
-		return "", nil
-	case 1:
-	default:
-		sb.log.Warn().Int("layers", len(layers)).Msg("snapshot build: the base image has several layers, which are not merged yet; setup uses the host's toolchain")
-		return "", nil
+		return "", nil, fmt.Errorf("reading the base image's layers: %w", err)
 	}
 	cache, err := openLayerCache(sb.b.LayerCache)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	dir, err := images.ExtractLayer(ctx, layers[0], cache.base)
+	root, err := baseRoot(ctx, cache, layers)
+	if err != nil || root.dir == "" {
+		return "", nil, err
+	}
+	cfg, err := base.ConfigFile()
 	if err != nil {
-		return "", fmt.Errorf("extracting the base image: %w", err)
+		return "", nil, fmt.Errorf("reading the base image's config: %w", err)
 	}
-	return imageRoot(dir), nil
+	sb.log.Info().Int("layers", root.evidence.Layers).Int("setid_bits_dropped", root.evidence.SetIDBitsDropped).
+		Int("device_nodes_skipped", root.evidence.DeviceNodesSkipped).Msg("snapshot setup runs on the base image's root")
+	return root.dir, cfg.Config.Env, nil
 }
 
 // prefill copies the latest snapshot's layer for the cache into host.

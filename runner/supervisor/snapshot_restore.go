@@ -31,6 +31,11 @@ type restored struct {
 	// mounts are the writable copies of the cache layers outside
 	// /workspace, bound at the paths the snapshot was built at.
 	mounts []sandbox.Mount
+	// env is the base image's Env (only with rootFS): the repo's env
+	// wins over it.
+	env []string
+	// imageRoot is rootFS's evidence (only with rootFS).
+	imageRoot *contract.ImageRoot
 }
 
 // restore fills the workspace from the pinned snapshot (s.spec.Snapshot):
@@ -41,9 +46,17 @@ type restored struct {
 // the workspace up to the pinned commit.
 func (s *session) restore(ctx context.Context) (*restored, error) {
 	sn := s.spec.Snapshot
+	cache, err := openLayerCache(s.cfg.layerCache())
+	if err != nil {
+		return nil, err
+	}
 	store, err := images.OpenStore(sn.Store)
 	if err != nil {
 		return nil, err
+	}
+	if rs, ok := store.(*images.RegistryStore); ok {
+		// The config (labels, Env) is read every session: once per host.
+		rs.CacheConfigsIn(cache.configs)
 	}
 	digest, err := v1.NewHash(sn.Digest)
 	if err != nil {
@@ -65,12 +78,8 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 	if err != nil || len(layers) != len(manifest.Layers) {
 		return nil, fmt.Errorf("reading the snapshot's layers: %v", err)
 	}
-	cache, err := openLayerCache(s.cfg.layerCache())
-	if err != nil {
-		return nil, err
-	}
 	out := &restored{snap: snap}
-	var base []string
+	var base []v1.Layer
 	var wsLayerDir string // the extracted workspace layer, once seen
 	drifts := 0
 	for i, desc := range manifest.Layers {
@@ -86,11 +95,11 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			drifts++
 			continue
 		}
-		into := cache.private
 		if desc.Annotations[images.AnnotationLayer] == "" {
-			into = cache.base
+			base = append(base, layers[i]) // flattened below, once per host
+			continue
 		}
-		dir, err := images.ExtractLayer(ctx, layers[i], into)
+		dir, err := images.ExtractLayer(ctx, layers[i], cache.private)
 		if err != nil {
 			return nil, fmt.Errorf("extracting layer %s: %w", desc.Digest, err)
 		}
@@ -139,7 +148,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			}
 			out.mounts = append(out.mounts, sandbox.Mount{Source: host, Target: p})
 		default:
-			base = append(base, dir)
+			return nil, fmt.Errorf("layer %s: unknown kind %q", desc.Digest, desc.Annotations[images.AnnotationLayer])
 		}
 	}
 	if drifts > 0 {
@@ -147,13 +156,49 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			return nil, fmt.Errorf("restoring the workspace's objects: %w", err)
 		}
 	}
-	// The image's root is used only when it brings a toolchain and is one
-	// layer (a multi-layer base would need merging or overlays); otherwise
-	// the host's toolchain is bound, read-only, as for a cold clone.
-	if len(base) == 1 {
-		out.rootFS = imageRoot(base[0])
+	root, err := baseRoot(ctx, cache, base)
+	if err != nil {
+		return nil, err
+	}
+	if root.dir != "" {
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			return nil, fmt.Errorf("reading the snapshot's config: %w", err)
+		}
+		out.rootFS, out.env, out.imageRoot = root.dir, cfg.Config.Env, &root.evidence
 	}
 	return out, nil
+}
+
+// imageBase is a base image's flattened root, as a sandbox uses it.
+type imageBase struct {
+	// dir is the root, or "" when the base brings no toolchain.
+	dir      string
+	evidence contract.ImageRoot
+}
+
+// baseRoot flattens the base image's layers (in order, once per host, by
+// their digests) into the layer cache. Its root is the sandbox's when it
+// brings a toolchain (/usr/bin); otherwise the host's toolchain is bound,
+// read-only, as for a cold clone. Builds and restores follow the same
+// rule, so both see the same toolchain. The image's config sets its Env;
+// its WorkingDir is ignored (commands run in /workspace) and its User too
+// (they run as the sandbox uid).
+func baseRoot(ctx context.Context, cache layerCache, layers []v1.Layer) (imageBase, error) {
+	if len(layers) == 0 {
+		return imageBase{}, nil
+	}
+	flat, err := images.Flatten(ctx, layers, cache.base)
+	if err != nil {
+		return imageBase{}, fmt.Errorf("flattening the base image: %w", err)
+	}
+	dir := imageRoot(flat.Root)
+	if dir == "" {
+		return imageBase{}, nil
+	}
+	return imageBase{dir: dir, evidence: contract.ImageRoot{
+		Layers: flat.Stats.Layers, SetIDBitsDropped: flat.Stats.SetIDBitsDropped, DeviceNodesSkipped: flat.Stats.DeviceNodesSkipped,
+	}}, nil
 }
 
 // declaresCache says whether p is one of the spec's caches: a layer for any
@@ -300,7 +345,7 @@ func inWorkspace(p string) (rel string, ok bool) {
 	return strings.CutPrefix(p, images.WorkspacePath+"/")
 }
 
-// imageRoot is dir, an extracted base layer, when it brings a toolchain
+// imageRoot is dir, a flattened base image, when it brings a toolchain
 // (/usr/bin) and so can be a sandbox's root; "" otherwise, for the host's
 // toolchain, bound read-only. Builds and restores follow the same rule, so
 // both see the same toolchain.
@@ -311,11 +356,12 @@ func imageRoot(dir string) string {
 	return ""
 }
 
-// layerCache holds extracted layers, by digest, in two halves: base
-// layers, which a sandbox binds as its root, so its uid must be able to
-// reach them (base/, 0711), and the rest, which hold private source and
-// caches and are copied, never bound (private/, 0700).
-type layerCache struct{ base, private string }
+// layerCache holds extracted layers, by digest, in three parts: base
+// images flattened into roots, which a sandbox binds as its root, so its
+// uid must be able to reach them (base/, 0711); the rest, which hold
+// private source and caches and are copied, never bound (private/, 0700);
+// and images' config blobs, by digest (configs/, 0700).
+type layerCache struct{ base, private, configs string }
 
 // openLayerCache makes the layer cache at root, or checks the one there.
 // It is trusted (what is in it becomes a sandbox's root and sessions'
@@ -326,11 +372,11 @@ func openLayerCache(root string) (layerCache, error) {
 	if err := os.MkdirAll(filepath.Dir(root), 0o755); err != nil {
 		return layerCache{}, err
 	}
-	c := layerCache{base: filepath.Join(root, "base"), private: filepath.Join(root, "private")}
+	c := layerCache{base: filepath.Join(root, "base"), private: filepath.Join(root, "private"), configs: filepath.Join(root, "configs")}
 	for _, d := range []struct {
 		path string
 		mode os.FileMode
-	}{{root, 0o711}, {c.base, 0o711}, {c.private, 0o700}} {
+	}{{root, 0o711}, {c.base, 0o711}, {c.private, 0o700}, {c.configs, 0o700}} {
 		if err := ownDir(d.path, d.mode); err != nil {
 			return layerCache{}, fmt.Errorf("layer cache: %w", err)
 		}

@@ -35,6 +35,8 @@ type snapshotFixture struct {
 	store  string
 	digest string
 	first  string
+	// reg logs the requests the snapshot's registry served.
+	reg *requestLog
 }
 
 var (
@@ -53,6 +55,13 @@ func newSnapshotFixture(t *testing.T) *snapshotFixture {
 // newSnapshotFixtureWith is newSnapshotFixture with a change to the
 // snapshot's workspace before it is packaged.
 func newSnapshotFixtureWith(t *testing.T, tamper func(work string)) *snapshotFixture {
+	t.Helper()
+	return newSnapshotFixtureOn(t, nil, tamper)
+}
+
+// newSnapshotFixtureOn is newSnapshotFixtureWith on a base image (nil: an
+// empty one, so the sandbox binds the host's toolchain).
+func newSnapshotFixtureOn(t *testing.T, base v1.Image, tamper func(work string)) *snapshotFixture {
 	t.Helper()
 	ctx := context.Background()
 	ch := channeltest.New(t)
@@ -78,7 +87,9 @@ func newSnapshotFixtureWith(t *testing.T, tamper func(work string)) *snapshotFix
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	if base == nil {
+		base = mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	}
 	built, err := images.Assemble(images.Input{
 		Base: base, Repo: channeltest.Owner + "/" + channeltest.Repo, SHA: first, Version: "test", Built: time.Now().UTC(),
 		WorkspaceDir: ws.work, Caches: []images.Cache{{Path: "/cache/deps", HostDir: cacheHost, Key: key}},
@@ -88,7 +99,8 @@ func newSnapshotFixtureWith(t *testing.T, tamper func(work string)) *snapshotFix
 	}
 	// In an OCI registry (go-containerregistry's, in process), as on
 	// Buildkite; the layout store is the images package's to test.
-	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	reqs := &requestLog{}
+	reg := httptest.NewServer(reqs.wrap(registry.New(registry.Logger(log.New(io.Discard, "", 0)))))
 	t.Cleanup(reg.Close)
 	storeName := strings.TrimPrefix(reg.URL, "http://") + "/inspect"
 	store, err := images.OpenStore(storeName)
@@ -99,7 +111,8 @@ func newSnapshotFixtureWith(t *testing.T, tamper func(work string)) *snapshotFix
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &snapshotFixture{t: t, ch: ch, store: storeName, digest: snap.Digest.String(), first: first}
+	reqs.reset() // the push is not what a test counts
+	return &snapshotFixture{t: t, ch: ch, store: storeName, digest: snap.Digest.String(), first: first, reg: reqs}
 }
 
 // drift makes three commits after the snapshot's: one edits, one deletes,

@@ -322,6 +322,8 @@ type session struct {
 	// root ("" for the host toolchain) and the cache directories.
 	rootFS string
 	mounts []sandbox.Mount
+	// imageEnv is the base image's Env, under the repo's (with rootFS).
+	imageEnv []string
 	// overlays are the attempt's overlay mounts (snapshot layers), taken
 	// down before its directory is removed.
 	overlays []overlay
@@ -447,6 +449,7 @@ func (s *session) prepare(ctx context.Context) bool {
 			// A snapshot is an optimisation: without it the session starts
 			// cold, and the evidence says so.
 			s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("snapshot restore failed; cloning cold")
+			s.ev.Workspace.RestoreError = contract.CleanProgressMessage(s.red.Redact(err.Error()))
 			s.unmountOverlays() // a failed restore may have mounted some
 			if err := resetDir(ws.work); err != nil {
 				return s.fail(ctx, "clearing the workspace after a failed restore", err)
@@ -459,6 +462,7 @@ func (s *session) prepare(ctx context.Context) bool {
 		// The restored snapshot could not be caught up (a corrupt .git in
 		// it, say): start over cold rather than fail the session.
 		s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("catching the snapshot up failed; cloning cold")
+		s.ev.Workspace.RestoreError = contract.CleanProgressMessage(s.red.Redact("catching up: " + err.Error()))
 		s.restored = nil
 		s.unmountOverlays()
 		if err := resetDir(ws.work); err != nil {
@@ -471,7 +475,7 @@ func (s *session) prepare(ctx context.Context) bool {
 	}
 	if s.restored != nil && err == nil {
 		s.ev.Workspace = &contract.Workspace{Source: contract.WorkspaceSnapshot, SnapshotDigest: s.restored.snap.Digest.String(),
-			SnapshotCreatedAt: s.restored.snap.Built, DriftCommits: drift}
+			SnapshotCreatedAt: s.restored.snap.Built, DriftCommits: drift, ImageRoot: s.restored.imageRoot}
 	}
 	if errors.As(err, &gone) && ctx.Err() == nil {
 		s.ev.Outcome = contract.OutcomeError
@@ -496,7 +500,7 @@ func (s *session) prepare(ctx context.Context) bool {
 		}
 	}
 	if s.restored != nil {
-		s.rootFS, s.mounts = s.restored.rootFS, s.restored.mounts
+		s.rootFS, s.mounts, s.imageEnv = s.restored.rootFS, s.restored.mounts, s.restored.env
 	}
 	if err := s.emptyCaches(); err != nil {
 		return s.fail(ctx, "preparing the cache directories", err)
@@ -520,6 +524,14 @@ func (s *session) prepare(ctx context.Context) bool {
 				return s.fail(ctx, "handing the workspace to the sandbox user", err)
 			}
 		}
+	}
+	if s.rootFS != "" {
+		// After the hand-over: the files are the supervisor's, read-only.
+		ids, err := identityMounts(filepath.Join(s.ws.dir, "etc"), s.rootFS, s.cfg.SandboxUID, s.cfg.SandboxGID)
+		if err != nil {
+			return s.fail(ctx, "writing the sandbox's /etc/passwd", err)
+		}
+		s.mounts = append(s.mounts, ids...)
 	}
 	return true
 }
@@ -659,7 +671,7 @@ func (s *session) sandboxEnv() []string {
 
 // registryEnv is phaseEnv for the current phase and the spec's registries.
 func (s *session) registryEnv() (repoEnv map[string]string, own []string) {
-	return phaseEnv(s.spec.Registries, s.phase, s.spec.Env)
+	return phaseEnv(s.spec.Registries, s.phase, withImageEnv(s.imageEnv, s.spec.Env))
 }
 
 // egressFor reports whether phase's commands run under the forwarder with

@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test demo bench bench-faults vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex ensure-python-venv ensure-chromium clean
+.PHONY: all build test demo bench bench-faults vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex ensure-python-venv ensure-chromium ensure-distroot clean
 
 all: build
 
@@ -21,6 +21,11 @@ ensure-bubblewrap:
 # skopeo reads pushed snapshot images as an independent client (images tests).
 ensure-skopeo:
 	@.ci/ensure-skopeo
+
+# A real Debian root (apt-get download + dpkg-deb -x), built once per machine
+# outside the clone, for the supervisor's distribution-root session test.
+ensure-distroot:
+	@.ci/ensure-distroot
 
 # The real-agent end-to-end test runs Codex CLI (npm @openai/codex, pinned).
 ensure-codex:
@@ -48,7 +53,7 @@ vet: ensure-go
 # The fault suite (./internal/faults) runs after the rest, on its own: its replicas,
 # sandboxes and PostgreSQL would otherwise compete for the CPU with the app's
 # end-to-end tests and push both toward their timeouts.
-test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex ensure-python-venv ensure-chromium fmt-check vet
+test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex ensure-python-venv ensure-chromium ensure-distroot fmt-check vet
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v '/internal/faults$$')
 	$(GO) test -race -count=1 -timeout 20m -parallel 3 ./internal/faults/
 

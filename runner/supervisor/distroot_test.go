@@ -1,0 +1,88 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/inspecthq/inspect/images"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// distributionRoot opens the Debian root .ci/ensure-distroot built on this
+// machine (make test runs it first), at the path the script derives from
+// its own hash.
+func distributionRoot(t testing.TB) v1.Image {
+	t.Helper()
+	script, err := os.ReadFile(filepath.Join("..", "..", ".ci", "ensure-distroot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(script)
+	cache := os.Getenv("INSPECT_DISTROOT_CACHE")
+	if cache == "" {
+		cache = "/var/cache/inspect-distroot"
+	}
+	dir := filepath.Join(cache, hex.EncodeToString(sum[:])[:16])
+	digest, err := os.ReadFile(filepath.Join(dir, "digest"))
+	if err != nil {
+		t.Fatalf("no distribution root: run .ci/ensure-distroot first (make test does): %v", err)
+	}
+	img, err := images.OpenBaseImage(context.Background(), images.LayoutPrefix+filepath.Join(dir, "layout")+"@"+strings.TrimSpace(string(digest)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// A real Debian root serves a whole session: the stand-in agent (sh, sed,
+// wc from the root) makes its fix, and a verify that needs only the root's
+// own tools passes. git, which the host has, is not there: the host's
+// toolchain is not what ran.
+func TestSessionOnADistributionRoot(t *testing.T) {
+	agent, err := os.ReadFile(filepath.Join("..", "..", "examples", "stand-in-agent.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newSnapshotFixtureOn(t, distributionRoot(t), nil)
+	pinned := f.ch.Seed(map[string]string{
+		"calc.go":                           "package calc\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn a + b + 1\n}\n",
+		"scripts/inspect-stand-in-agent.sh": string(agent),
+	})
+	spec := f.spec(pinned)
+	spec.Agent.Command = []string{"sh", "scripts/inspect-stand-in-agent.sh"}
+	spec.Verify = []contract.Command{{
+		Name: "the root's tools",
+		Argv: []string{"bash", "-c", `set -e
+grep -q 'return a + b$' calc.go
+sort --version | head -n1 | grep -q 'GNU coreutils'
+test "$DISTROOT" = debian
+test "$(awk 'BEGIN { print 6 * 7 }')" = 42
+find . -name calc.go | grep -q calc.go
+if command -v git; then echo "git is the host's"; exit 1; fi
+test "$(whoami)" = nobody`},
+		Timeout: contract.Duration(time.Minute),
+	}}
+	h := newHarness(t, f.ch, spec)
+	u := h.result(t, h.run(t, context.Background()))
+	ev := u.Evidence
+	if ev.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s\n%+v", ev.Outcome, ev.Reason, ev.Commands)
+	}
+	if w := ev.Workspace; w == nil || w.Source != contract.WorkspaceSnapshot || w.ImageRoot == nil || w.ImageRoot.Layers != 1 {
+		t.Fatalf("workspace evidence = %+v", w)
+	}
+	if u.Manifest == nil || len(u.Manifest.Files) != 1 || u.Manifest.Files[0].Path != "calc.go" {
+		t.Fatalf("the change is not the agent's fix: %+v", u.Manifest)
+	}
+	if got := string(u.Manifest.Files[0].Content); !strings.Contains(got, "return a + b\n") {
+		t.Errorf("calc.go after the agent:\n%s", got)
+	}
+}

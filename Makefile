@@ -67,13 +67,16 @@ demo: ensure-go ensure-bubblewrap
 # and from snapshots: one iteration each, several minutes in all. The
 # registry egress benchmark (issue 15) runs `go mod download` straight, through
 # real sessions' egress and through a warm cache, ten times each, interleaved.
-bench: ensure-go ensure-postgres ensure-bubblewrap
+# The base-image benchmark (issue 16) starts an agent on the host's toolchain,
+# a three-layer base and a Debian root, ten sessions each, three times.
+bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot
 	$(GO) test -run '^$$' -bench WebhookAck -benchtime 6000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench IgnoredCheckRun -benchtime 20000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench GoModDownload -benchtime 10x -timeout 30m ./app/
 	$(GO) test -run '^$$' -bench . -benchtime 8000x ./app/store/
 	$(GO) test -run '^$$' -bench . ./policy/
 	$(GO) test -run '^$$' -bench 'SessionStart|SnapshotRefreshBytes' -benchtime=1x -timeout 60m ./runner/supervisor/
+	$(GO) test -run '^$$' -bench AgentStartOnABaseImage -benchtime=10x -count 3 ./runner/supervisor/
 
 # The fault suite on its own (real replicas on PostgreSQL, crashes, an
 # outage, a flood), then the sustained intake of two replicas; results are

@@ -30,7 +30,7 @@ import (
 // .git, as a snapshot build leaves it) and a cache at /cache/deps keyed by
 // deps.lock.
 type snapshotFixture struct {
-	t      *testing.T
+	t      testing.TB
 	ch     *channeltest.Server
 	store  string
 	digest string
@@ -61,7 +61,7 @@ func newSnapshotFixtureWith(t *testing.T, tamper func(work string)) *snapshotFix
 
 // newSnapshotFixtureOn is newSnapshotFixtureWith on a base image (nil: an
 // empty one, so the sandbox binds the host's toolchain).
-func newSnapshotFixtureOn(t *testing.T, base v1.Image, tamper func(work string)) *snapshotFixture {
+func newSnapshotFixtureOn(t testing.TB, base v1.Image, tamper func(work string)) *snapshotFixture {
 	t.Helper()
 	ctx := context.Background()
 	ch := channeltest.New(t)

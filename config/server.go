@@ -229,8 +229,9 @@ type Snapshots struct {
 	// turns snapshots off: every session starts with a cold clone.
 	Store string `yaml:"store"`
 	// BaseImage is the toolchain image snapshots start from, pinned by
-	// digest in a registry ("" = an empty base: the sandbox binds the
-	// host's toolchain read-only).
+	// digest: "name@sha256:..." in a registry or "oci:/dir@sha256:..." for
+	// an OCI layout ("" = an empty base: the sandbox binds the host's
+	// toolchain read-only). Any number of layers (decision 0026).
 	BaseImage string `yaml:"base_image"`
 	// Refresh is how often each enabled repo's snapshot is rebuilt.
 	Refresh time.Duration `yaml:"refresh"`

@@ -288,8 +288,14 @@ func TestSnapshotBuildOnABaseImageFromARegistry(t *testing.T) {
 	}
 
 	code, _, errOut = snapshotRun(t, "build", "--dir", repo, "--repo", "acme/widget", "--store", "oci:"+storeDir,
-		"--work-dir", sandboxWorkDir(t), "--base", strings.TrimPrefix(reg.URL, "http://")+"/toolchain/missing:latest")
+		"--work-dir", sandboxWorkDir(t), "--base", strings.TrimPrefix(reg.URL, "http://")+"/toolchain/missing@sha256:"+strings.Repeat("0", 64))
 	if code != 1 || !strings.Contains(errOut, "pulling the base image") {
 		t.Errorf("missing base: exit %d\n%s", code, errOut)
+	}
+	// A tag could move between builds: a base is pinned by digest.
+	code, _, errOut = snapshotRun(t, "build", "--dir", repo, "--repo", "acme/widget", "--store", "oci:"+storeDir,
+		"--work-dir", sandboxWorkDir(t), "--base", strings.TrimPrefix(reg.URL, "http://")+"/toolchain/base:latest")
+	if code != 1 || !strings.Contains(errOut, "must be pinned by digest") {
+		t.Errorf("base by tag: exit %d\n%s", code, errOut)
 	}
 }

@@ -12,11 +12,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/internal/layertest"
+	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
 )
@@ -282,4 +284,26 @@ func mapsEqual(a, b map[string]int) bool {
 		}
 	}
 	return true
+}
+
+// A snapshot build's setup runs on the three-layer base, as the session
+// does: the image's PATH (under the repo's env), the sandbox uid by name.
+func TestSnapshotSetupRunsOnAThreeLayerBase(t *testing.T) {
+	repo := newSnapTestRepo(t, map[string]string{"deps.lock": "v1\n"})
+	sha := repo.git("rev-parse", "HEAD")
+	store := newSnapTestStore(t)
+	b := snapTestBuild(t, repo, sha, store, sandboxtest.ReachableDir(t), time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), nil)
+	b.Base = threeLayerBase(t)
+	b.Env = map[string]string{"TOOL_MODE": "repo"}
+	b.Caches = []contract.Cache{{Path: "/cache/deps", Lockfiles: []string{"deps.lock"}}}
+	b.Setup = []contract.Command{command("fill", time.Minute, "sh", "-c",
+		`{ test -e /opt/data/gone.txt && echo gone.txt; imgtool; echo "$TOOL_MODE $IMAGE_ONLY $(whoami)"; } > /cache/deps/seen`)}
+	res, err := BuildSnapshot(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers := snapTestLayers(t, snapTestImage(t, store, res.Snapshot))
+	if got, want := snapTestFiles(t, layers["/cache/deps"])["cache/deps/seen"], "imgtool ran\nrepo from-image nobody\n"; got != want {
+		t.Errorf("setup saw %q, want %q", got, want)
+	}
 }

@@ -322,7 +322,9 @@ func (f *flattener) mark(name string) {
 	}
 }
 
-// opaque removes from dir every entry the current layer did not make.
+// opaque removes from dir every entry the current layer did not make,
+// at any depth: a lower directory this layer only writes into (opq/sub
+// for opq/sub/new) keeps this layer's entries and loses the lower ones.
 func (f *flattener) opaque(dir string) error {
 	if dir != "." {
 		f.mark(dir)
@@ -330,6 +332,11 @@ func (f *flattener) opaque(dir string) error {
 			return err
 		}
 	}
+	return f.prune(dir)
+}
+
+// prune is opaque's walk of one directory.
+func (f *flattener) prune(dir string) error {
 	d, err := f.root.Open(dir)
 	if err != nil {
 		return err
@@ -341,11 +348,16 @@ func (f *flattener) opaque(dir string) error {
 	}
 	for _, n := range names {
 		p := path.Join(dir, n)
-		if f.layerPaths[p] {
+		if !f.layerPaths[p] {
+			if err := f.root.RemoveAll(p); err != nil {
+				return fmt.Errorf("opaque whiteout: %w", err)
+			}
 			continue
 		}
-		if err := f.root.RemoveAll(p); err != nil {
-			return fmt.Errorf("opaque whiteout: %w", err)
+		if fi, err := f.root.Lstat(p); err == nil && fi.IsDir() {
+			if err := f.prune(p); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -30,6 +30,7 @@ func threeLayers(t *testing.T) []v1.Layer {
 		layertest.Layer(t,
 			layertest.File(".wh.gone.txt", "", 0o644),
 			layertest.File("opq/upper.txt", "upper", 0o644),
+			layertest.File("opq/sub/new.txt", "upper", 0o644),
 			layertest.File("opq/.wh..wh..opq", "", 0o644),
 			layertest.File("usr/bin/su", "setuid", 0o4755),
 			layertest.Entry{Name: "dev-null", Typeflag: tar.TypeChar},
@@ -69,8 +70,13 @@ func TestFlattenAppliesLayersWhiteoutsAndOpaqueDirectories(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if !slices.Equal(names, []string{"upper.txt"}) {
-		t.Errorf("the opaque directory holds %v, want only the upper layer's upper.txt", names)
+	if !slices.Equal(names, []string{"sub", "upper.txt"}) {
+		t.Errorf("the opaque directory holds %v, want only the upper layer's sub and upper.txt", names)
+	}
+	// A lower directory the upper layer writes into under the opaque one
+	// keeps only the upper entries.
+	if ents, err := os.ReadDir(filepath.Join(root, "opq", "sub")); err != nil || len(ents) != 1 || ents[0].Name() != "new.txt" {
+		t.Errorf("opq/sub holds %v (%v), want only new.txt", ents, err)
 	}
 	checkFile(t, filepath.Join(root, "usr/bin/su"), "setuid", 0o755) // the bit is gone
 	checkFile(t, filepath.Join(root, "dir-then-file"), "a file now", 0o644)

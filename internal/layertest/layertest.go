@@ -6,6 +6,7 @@ package layertest
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"io"
 	"testing"
 
@@ -75,7 +76,7 @@ func Layer(t testing.TB, entries ...Entry) v1.Layer {
 	raw := buf.Bytes()
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(raw)), nil
-	}, tarball.WithMediaType(types.OCILayer))
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestSpeed))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,28 @@ func (l *requestLog) requests() []string {
 	return slices.Clone(l.reqs)
 }
 
+// testImages memoises the tests' base images and layers by name: made
+// from megabytes of the host's programs, they are slow to tar and gzip
+// under -race, and they are immutable, so tests share them.
+var testImages = struct {
+	sync.Mutex
+	layers map[string]v1.Layer
+	images map[string]v1.Image
+}{layers: map[string]v1.Layer{}, images: map[string]v1.Image{}}
+
+// sharedToolchainLayer is toolchainLayer without extras, made once.
+func sharedToolchainLayer(t testing.TB) v1.Layer {
+	t.Helper()
+	testImages.Lock()
+	defer testImages.Unlock()
+	if l, ok := testImages.layers["toolchain"]; ok {
+		return l
+	}
+	l := toolchainLayer(t)
+	testImages.layers["toolchain"] = l
+	return l
+}
+
 // toolchainLayer is a layer holding a few of the host's programs at their
 // paths, with the shared libraries they (and the forwarder, which wraps
 // the agent) load: enough for sh -c scripts in an image root.
@@ -108,6 +130,18 @@ func toolchainLayer(t testing.TB, extra ...layertest.Entry) v1.Layer {
 // adds a setuid file and a tool on the image's PATH, and a third with a
 // device node and a tool the repo's env overrides.
 func threeLayerBase(t testing.TB) v1.Image {
+	t.Helper()
+	testImages.Lock()
+	defer testImages.Unlock()
+	if img, ok := testImages.images["three-layer"]; ok {
+		return img
+	}
+	img := makeThreeLayerBase(t)
+	testImages.images["three-layer"] = img
+	return img
+}
+
+func makeThreeLayerBase(t testing.TB) v1.Image {
 	t.Helper()
 	return layertest.Image(t, []string{"PATH=/opt/tools/bin:/usr/bin:/bin", "TOOL_MODE=image", "IMAGE_ONLY=from-image"},
 		toolchainLayer(t,
@@ -174,7 +208,7 @@ func TestSessionOnAThreeLayerBaseImage(t *testing.T) {
 
 	t.Run("a layer climbing out is refused", func(t *testing.T) {
 		evil := layertest.Layer(t, layertest.File("opt/../../escape", "x", 0o644))
-		base := layertest.Image(t, []string{"PATH=/usr/bin:/bin"}, toolchainLayer(t), evil)
+		base := layertest.Image(t, []string{"PATH=/usr/bin:/bin"}, sharedToolchainLayer(t), evil)
 		f := newSnapshotFixtureOn(t, base, nil)
 		spec := f.spec(f.first)
 		spec.Agent.Command = []string{"sh", "-c", "cat main.txt > seen.txt"}

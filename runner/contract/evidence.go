@@ -10,7 +10,7 @@ import (
 
 // EvidenceVersion is the version of evidence.json this build writes and
 // reads. Bump it with any change to Evidence's fields or their meaning.
-const EvidenceVersion = "inspect.evidence/v4"
+const EvidenceVersion = "inspect.evidence/v5"
 
 // EvidenceFileName is the evidence's file name: in the attempt's directory,
 // and among a Buildkite build's artifacts, where the app looks for it when

@@ -157,6 +157,9 @@ func EnvVars() []EnvVar {
 		{"INSPECT_POLICY_ALLOWED_BOTS", "policy.allowed_bots", list(func(c *Server) *[]string { return &c.Policy.AllowedBots })},
 		{"INSPECT_POLICY_FORK_PR_REPOS", "policy.fork_pr_repos", list(func(c *Server) *[]string { return &c.Policy.ForkPRRepos })},
 		{"INSPECT_AGENTS_TOKEN_BUDGET", "agents.token_budget", int64v(func(c *Server) *int64 { return &c.Agents.TokenBudget })},
+		{"INSPECT_AGENTS_MAX_REQUESTS_IN_FLIGHT", "agents.max_requests_in_flight", integer(func(c *Server) *int { return &c.Agents.MaxRequestsInFlight })},
+		{"INSPECT_AGENTS_OUTPUT_RESERVATION", "agents.output_reservation", int64v(func(c *Server) *int64 { return &c.Agents.OutputReservation })},
+		{"INSPECT_AGENTS_MAX_REQUEST_BYTES", "agents.max_request_bytes", int64v(func(c *Server) *int64 { return &c.Agents.MaxRequestBytes })},
 	}
 }
 

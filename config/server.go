@@ -301,6 +301,15 @@ type Agents struct {
 	// reports them) one session may use, counted by the model proxy; 0
 	// means no cap.
 	TokenBudget int64 `yaml:"token_budget"`
+	// MaxRequestsInFlight caps one session's model requests in flight at
+	// once, across replicas (the store holds each one's reservation).
+	MaxRequestsInFlight int `yaml:"max_requests_in_flight"`
+	// OutputReservation is the output tokens reserved for a model request
+	// that names no output cap of its own (max_tokens and the like).
+	OutputReservation int64 `yaml:"output_reservation"`
+	// MaxRequestBytes bounds one model request's body, which the model
+	// proxy reads whole to check the model and reserve tokens.
+	MaxRequestBytes int64 `yaml:"max_request_bytes"`
 	// Providers are keyed by name (contract.ValidProviderName), which the
 	// model proxy routes on and models refer to.
 	Providers map[string]Provider `yaml:"providers"`
@@ -456,9 +465,26 @@ func (c Server) ModelsFor(preset string) []string {
 // DefaultTokenBudget is agents.token_budget's default.
 const DefaultTokenBudget = 2_000_000
 
+// The defaults of agents.max_requests_in_flight, agents.output_reservation
+// and agents.max_request_bytes (decision 0027).
+const (
+	DefaultMaxModelRequestsInFlight = 4
+	DefaultOutputReservation        = 8192
+	DefaultMaxModelRequestBytes     = 8 << 20
+)
+
 func (a Agents) validate(add func(key, format string, args ...any)) {
 	if a.TokenBudget < 0 {
 		add("agents.token_budget", "must not be negative (0 means no cap; found %d)", a.TokenBudget)
+	}
+	if a.MaxRequestsInFlight < 1 {
+		add("agents.max_requests_in_flight", "must be at least 1 (found %d)", a.MaxRequestsInFlight)
+	}
+	if a.OutputReservation < 1 {
+		add("agents.output_reservation", "must be at least 1 (found %d)", a.OutputReservation)
+	}
+	if a.MaxRequestBytes < 1024 {
+		add("agents.max_request_bytes", "must be at least 1024 (found %d)", a.MaxRequestBytes)
 	}
 	for name, p := range a.Providers {
 		key := "agents.providers." + name
@@ -601,7 +627,8 @@ func Defaults() Server {
 			MaxBodyBytes:        25 << 20,
 			MaxInflightWebhooks: 256,
 		},
-		Agents:    Agents{TokenBudget: DefaultTokenBudget},
+		Agents: Agents{TokenBudget: DefaultTokenBudget, MaxRequestsInFlight: DefaultMaxModelRequestsInFlight,
+			OutputReservation: DefaultOutputReservation, MaxRequestBytes: DefaultMaxModelRequestBytes},
 		Egress:    Egress{IdleTimeout: 2 * time.Minute, Cache: RegistryCache{MaxBytes: DefaultRegistryCacheBytes}},
 		Artifacts: Artifacts{MaxFileBytes: 10 << 20, MaxSessionBytes: 50 << 20, Retention: 30 * 24 * time.Hour},
 	}

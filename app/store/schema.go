@@ -233,5 +233,19 @@ func migrations(d dialect) [][]string {
 			)` + clustered,
 			`CREATE INDEX artifacts_created ON artifacts (created_at)`,
 		},
+		// 10: model token reservations (issue 17, decision 0027): one row per
+		// model request in flight, so the budget and the cap on requests in
+		// flight hold across replicas and a restart. A row is deleted when
+		// its request settles; one that never settles stays charged.
+		{
+			`CREATE TABLE model_reservations (
+				id         TEXT PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				attempt_id TEXT NOT NULL,
+				tokens     BIGINT NOT NULL,
+				created_at BIGINT NOT NULL
+			)` + clustered,
+			`CREATE INDEX model_reservations_session ON model_reservations (session_id, created_at)`,
+		},
 	}
 }

@@ -222,11 +222,21 @@ func (c *channel) snapshotResult(ctx context.Context, res contract.SnapshotResul
 // egress sends one model request on to the channel's egress route for
 // provider (the app adds the provider's key at the far end), with the
 // session token, and hands back the response unread, for streaming.
-func (c *channel) egress(ctx context.Context, method, provider, rest, rawQuery string, hdr http.Header, body io.Reader) (*http.Response, error) {
+func (c *channel) egress(ctx context.Context, method, provider, rest, rawQuery string, hdr http.Header, body io.Reader, size int64) (*http.Response, error) {
 	u := *c.base
 	u.Path = strings.TrimSuffix(c.base.Path, "/") + contract.EgressModelPath(c.attemptID, provider, rest)
 	u.RawPath, u.RawQuery = "", rawQuery
-	return c.relay(ctx, method, u.String(), hdr, body)
+	req, err := c.request(ctx, method, u.String(), hdr, body)
+	if err != nil {
+		return nil, err
+	}
+	// The length the agent declared goes on, so the app can refuse an
+	// oversized body before reading any of it (-1: unknown, chunked).
+	req.ContentLength = size
+	if size == 0 {
+		req.Body = http.NoBody
+	}
+	return c.client.Do(req)
 }
 
 // registry sends one registry request (GET or HEAD, no body, no query) on
@@ -243,6 +253,16 @@ func (c *channel) registry(ctx context.Context, method, name, rest string, hdr h
 // headers hdr, the runner's version and the session token, and hands back
 // the response unread.
 func (c *channel) relay(ctx context.Context, method, target string, hdr http.Header, body io.Reader) (*http.Response, error) {
+	req, err := c.request(ctx, method, target, hdr, body)
+	if err != nil {
+		return nil, err
+	}
+	return c.client.Do(req)
+}
+
+// request is an egress request to the channel with the allowlisted
+// headers hdr, the runner's version and the session token.
+func (c *channel) request(ctx context.Context, method, target string, hdr http.Header, body io.Reader) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, target, body)
 	if err != nil {
 		return nil, err
@@ -254,5 +274,5 @@ func (c *channel) relay(ctx context.Context, method, target string, hdr http.Hea
 	c.mu.Lock()
 	req.Header.Set(contract.HeaderSessionToken, c.token)
 	c.mu.Unlock()
-	return c.client.Do(req)
+	return req, nil
 }

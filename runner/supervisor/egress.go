@@ -56,7 +56,7 @@ type egress struct {
 // channel's egress model and registry routes, with the attempt's token
 // (*channel).
 type egressRelay interface {
-	egress(ctx context.Context, method, provider, rest, rawQuery string, hdr http.Header, body io.Reader) (*http.Response, error)
+	egress(ctx context.Context, method, provider, rest, rawQuery string, hdr http.Header, body io.Reader, size int64) (*http.Response, error)
 	registry(ctx context.Context, method, name, rest string, hdr http.Header) (*http.Response, error)
 }
 
@@ -71,9 +71,13 @@ type egressRelay interface {
 // reached. A session and a snapshot build each have one.
 type egressGate struct {
 	registries []contract.Registry
-	relay      egressRelay
-	red        *contract.Redactor
-	log        zerolog.Logger
+	// modelKind is the provider kind of the session's agent
+	// (contract.Agent.ProviderKind), whose named routes alone are relayed
+	// (policy.DecideModelRequest); "" relays none.
+	modelKind string
+	relay     egressRelay
+	red       *contract.Redactor
+	log       zerolog.Logger
 	// phase is the phase now running (a contract.Phase), for the
 	// handler's goroutines; refusals counts what it turned away.
 	phase    atomic.Value
@@ -85,6 +89,12 @@ type egressGate struct {
 
 func newEgressGate(regs []contract.Registry, relay egressRelay, red *contract.Redactor, log zerolog.Logger) *egressGate {
 	return &egressGate{registries: regs, relay: relay, red: red, log: log}
+}
+
+// forAgent is g relaying the model routes of agent's provider kind.
+func (g *egressGate) forAgent(agent contract.Agent) *egressGate {
+	g.modelKind = agent.ProviderKind
+	return g
 }
 
 // setPhase is the phase requests are judged by from now on.
@@ -197,20 +207,33 @@ func (g *egressGate) handler() http.Handler {
 		// The phase as the request arrives: a request of the agent's that
 		// lingers into verify is judged by verify's rules.
 		phase := g.livePhase()
-		if r.Method == http.MethodConnect || r.URL.Host != "" || r.URL.IsAbs() {
-			g.refuse(w, r, phase, "this is not a proxy; no other host can be reached", false)
+		if r.Method == http.MethodConnect || r.Method == http.MethodTrace || r.URL.Host != "" || r.URL.IsAbs() {
+			g.refuse(w, r, phase, "this is not a proxy; no other host can be reached, and neither CONNECT nor TRACE is served", false)
 			return
 		}
 		if rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/v1/registries/"); ok {
 			g.relayRegistry(w, r, phase, rest, start)
 			return
 		}
-		rest, ok := strings.CutPrefix(r.URL.Path, "/v1/providers/")
-		provider, path, ok2 := strings.Cut(rest, "/")
-		if !ok || !ok2 || contract.ValidProviderName(provider) != nil || !contract.ValidEgressPath(path) {
+		rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/v1/providers/")
+		provider, escaped, ok2 := strings.Cut(rest, "/")
+		if !ok || !ok2 || contract.ValidProviderName(provider) != nil {
 			g.refuse(w, r, phase, "only /v1/providers/{provider}/... is served", false)
 			return
 		}
+		// Decoded once here and sent on as clean segments; the app decides
+		// again (it is the trust boundary) by the same rule.
+		segs, err := policy.ModelPathSegments(escaped)
+		if err != nil {
+			g.refuse(w, r, phase, err.Error(), false)
+			return
+		}
+		d := policy.DecideModelRequest(g.modelKind, r.Method, segs)
+		if !d.Allowed {
+			g.refuse(w, r, phase, d.Why, false)
+			return
+		}
+		path := strings.Join(d.Segments, "/")
 		if phase != contract.PhaseAgent {
 			// The socket is bound into setup and verify only for their
 			// registries: the repo's own commands spend no model tokens.
@@ -221,7 +244,7 @@ func (g *egressGate) handler() http.Handler {
 		defer func() { g.record(rec, start) }()
 		hdr := http.Header{}
 		contract.CopyHeaders(hdr, r.Header, contract.ModelRequestHeaders)
-		resp, err := g.relay.egress(r.Context(), r.Method, provider, path, r.URL.RawQuery, hdr, r.Body)
+		resp, err := g.relay.egress(r.Context(), r.Method, provider, path, r.URL.RawQuery, hdr, r.Body, r.ContentLength)
 		if err != nil {
 			g.log.Warn().Str("error", g.red.Redact(err.Error())).Msg("egress request to the app failed")
 			http.Error(w, "the model proxy is unreachable", http.StatusBadGateway)

@@ -28,6 +28,11 @@ base=http://` + EgressListen + `
 {
   echo "model: $(curl -sS -H 'Authorization: Bearer made-up' -H 'Cookie: x=1' -d '{"model":"m"}' $base/v1/providers/openai/responses)"
   echo "other path: $(curl -sS -o /dev/null -w '%{http_code}' $base/v1/models)"
+  echo "files: $(curl -sS -o /dev/null -w '%{http_code}' $base/v1/providers/openai/files)"
+  echo "delete: $(curl -sS -o /dev/null -w '%{http_code}' -X DELETE $base/v1/providers/openai/files/file-1)"
+  echo "trace: $(curl -sS -o /dev/null -w '%{http_code}' -X TRACE $base/v1/providers/openai/responses)"
+  echo "twice: $(curl -sS --path-as-is -o /dev/null -w '%{http_code}' -d '{}' $base/v1/providers/openai/%252e%252e/%252e%252e/admin/keys)"
+  echo "slash: $(curl -sS --path-as-is -o /dev/null -w '%{http_code}' -d '{}' $base/v1/providers/openai/chat%2Fcompletions)"
   echo "dot-dot: $(curl -sS --path-as-is -o /dev/null -w '%{http_code}' $base/v1/providers/openai/../../../claim)"
   echo "as a proxy: $(curl -sS -o /dev/null -w '%{http_code}' -x $base http://example.com/)"
   echo "connect: $(curl -sS -o /dev/null -w '%{http_code}' -p -x $base https://example.com/ 2>&1 | tail -c 3)"
@@ -36,12 +41,13 @@ base=http://` + EgressListen + `
 `
 	sha := ch.Seed(map[string]string{"README.md": "hi\n", "agent.sh": agent})
 	spec := ch.Spec("sess-egress", "sess-egress-a1", sha, []string{"sh", "agent.sh"})
+	spec.Agent.Model, spec.Agent.Provider, spec.Agent.ProviderKind = "m", "openai", contract.ProviderKindOpenAI
 	h := newHarness(t, ch, spec)
 	u := h.result(t, h.run(t, context.Background()))
 	answer := u.Evidence.FinalAnswer
 	for _, want := range []string{
 		`model: event: response.completed`, `"path":"responses"`,
-		"other path: 403", "dot-dot: 403", "as a proxy: 403", "direct: unreachable",
+		"other path: 403", "files: 403", "delete: 403", "trace: 403", "twice: 403", "slash: 403", "dot-dot: 403", "as a proxy: 403", "direct: unreachable",
 	} {
 		if !strings.Contains(answer, want) {
 			t.Errorf("the agent's report lacks %q:\n%s", want, answer)

@@ -270,7 +270,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		spec:   spec,
 		parent: ctx,
 		tests:  newGoTestParser(""),
-		gate:   newEgressGate(spec.Registries, ch, red, log),
+		gate:   newEgressGate(spec.Registries, ch, red, log).forAgent(spec.Agent),
 		ev: contract.Evidence{
 			Version:       contract.EvidenceVersion,
 			SessionID:     spec.SessionID,

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// reservationLockClass is the first key of the PostgreSQL advisory lock a
+// reservation holds for its transaction; the second is a hash of the
+// session id, so one session's requests take turns across replicas while
+// other sessions' do not wait.
+const reservationLockClass = 4242017
+
+// Why a reservation was refused.
+const (
+	ReserveBudgetSpent = "budget_spent"
+	ReserveTooMany     = "too_many_in_flight"
+)
+
+// ReserveLimits are what a reservation is held to: the session's token
+// budget (0: none), its requests in flight (0: no cap), and how long a
+// reservation counts as in flight (one whose request died with its replica
+// stops taking a slot then, but stays charged).
+type ReserveLimits struct {
+	Budget      int64
+	MaxInFlight int
+	InFlightFor time.Duration
+}
+
+// Reserved is a reservation's outcome: Refused ("" when it was taken, else
+// ReserveBudgetSpent or ReserveTooMany), and the session's usage so far
+// and its outstanding reservations (before this one).
+type Reserved struct {
+	Refused  string
+	Used     Usage
+	Reserved int64
+	InFlight int
+}
+
+// ReserveModelTokens reserves tokens for one model request of the
+// attempt's session, under id, unless the session's usage plus its
+// outstanding reservations has reached the budget or its requests in
+// flight are at the cap. So however many requests race, the session
+// spends at most its budget plus one reservation.
+func (s *Store) ReserveModelTokens(ctx context.Context, attemptID, id string, tokens int64, lim ReserveLimits, now time.Time) (Reserved, error) {
+	var out Reserved
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var sessionID string
+		if err := tx.QueryRowContext(ctx, `SELECT session_id FROM attempts WHERE id = $1`, attemptID).Scan(&sessionID); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return ErrNotFound
+			}
+			return err
+		}
+		if s.dialect == postgres {
+			// Serialise one session's reservations across replicas; SQLite's
+			// transactions begin immediate, which does the same.
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, reservationLockClass, keyHash(sessionID)); err != nil {
+				return err
+			}
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+				COALESCE(SUM(total_tokens), 0), COALESCE(SUM(model_requests), 0) FROM attempts WHERE session_id = $1`, sessionID).
+			Scan(&out.Used.InputTokens, &out.Used.OutputTokens, &out.Used.TotalTokens, &out.Used.Requests); err != nil {
+			return err
+		}
+		since := ms(now) - lim.InFlightFor.Milliseconds()
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(tokens), 0), COALESCE(SUM(CASE WHEN created_at > $2 THEN 1 ELSE 0 END), 0)
+				FROM model_reservations WHERE session_id = $1`, sessionID, since).Scan(&out.Reserved, &out.InFlight); err != nil {
+			return err
+		}
+		switch {
+		case lim.Budget > 0 && out.Used.TotalTokens+out.Reserved >= lim.Budget:
+			out.Refused = ReserveBudgetSpent
+			return nil
+		case lim.MaxInFlight > 0 && out.InFlight >= lim.MaxInFlight:
+			out.Refused = ReserveTooMany
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO model_reservations (id, session_id, attempt_id, tokens, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			id, sessionID, attemptID, tokens, ms(now)); err != nil {
+			return fmt.Errorf("reserving model tokens: %w", err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SettleModelTokens replaces the reservation id with what its request
+// used, added to its attempt, and returns the session's total. A
+// reservation already settled adds nothing (settling twice charges once).
+func (s *Store) SettleModelTokens(ctx context.Context, id string, u Usage, now time.Time) (Usage, error) {
+	var attemptID string
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `DELETE FROM model_reservations WHERE id = $1 RETURNING attempt_id`, id).Scan(&attemptID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE attempts SET input_tokens = input_tokens + $2, output_tokens = output_tokens + $3,
+			total_tokens = total_tokens + $4, model_requests = model_requests + $5, updated_at = $6 WHERE id = $1`,
+			attemptID, u.InputTokens, u.OutputTokens, u.TotalTokens, u.Requests, ms(now))
+		return err
+	})
+	if err != nil {
+		return Usage{}, err
+	}
+	return s.SessionUsage(ctx, attemptID)
+}
+
+// ModelReservations is the attempt's session's outstanding reservations:
+// their tokens and how many there are.
+func (s *Store) ModelReservations(ctx context.Context, attemptID string) (tokens int64, n int, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT COALESCE(SUM(tokens), 0), COUNT(*) FROM model_reservations
+		WHERE session_id = (SELECT session_id FROM attempts WHERE id = $1)`, attemptID).Scan(&tokens, &n)
+	return tokens, n, err
+}

@@ -19,6 +19,8 @@ func (s *Service) sessionChannel() *channel.Channel {
 	return channel.New(channel.Options{
 		Store: s.store, Engine: channelEngine{s: s}, Clock: s.clock, Logger: s.log,
 		Providers: s.cfg, RegistryProxy: s.registryProxy, EgressIdleTimeout: s.cfg.Egress.IdleTimeout, TokenBudget: s.cfg.Agents.TokenBudget,
+		MaxModelRequestsInFlight: s.cfg.Agents.MaxRequestsInFlight, MaxModelRequestBytes: s.cfg.Agents.MaxRequestBytes,
+		OutputReservation: s.cfg.Agents.OutputReservation,
 	})
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/inspecthq/inspect/app/modelproxy"
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -45,8 +46,9 @@ type Store interface {
 	GetSession(ctx context.Context, id string) (store.Session, error)
 	GetSnapshotRepo(ctx context.Context, repoID int64) (store.SnapshotRepo, error)
 	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
-	AddUsage(ctx context.Context, attemptID string, u store.Usage, now time.Time) (store.Usage, error)
 	PutArtifact(ctx context.Context, a store.Artifact, maxSessionBytes int64) error
+	ReserveModelTokens(ctx context.Context, attemptID, id string, tokens int64, lim store.ReserveLimits, now time.Time) (store.Reserved, error)
+	SettleModelTokens(ctx context.Context, id string, u store.Usage, now time.Time) (store.Usage, error)
 }
 
 // Engine is what the channel asks of the session engine. The channel
@@ -95,6 +97,12 @@ type Options struct {
 	Providers Providers
 	// TokenBudget is the per-session model token budget (0: none).
 	TokenBudget int64
+	// MaxModelRequestsInFlight caps a session's model requests at once
+	// (agents.max_requests_in_flight; 0: config's default).
+	MaxModelRequestsInFlight int
+	// MaxModelRequestBytes and OutputReservation are the model proxy's
+	// (modelproxy.Options).
+	MaxModelRequestBytes, OutputReservation int64
 	// ModelClient is the egress proxy's client to providers; nil is
 	// modelproxy.NewClient's.
 	ModelClient *http.Client
@@ -109,6 +117,7 @@ type Channel struct {
 	registryProxy *registryproxy.Proxy
 	egressIdle    time.Duration
 	tokenBudget   int64
+	maxInFlight   int
 	models        *modelproxy.Proxy
 }
 
@@ -117,7 +126,12 @@ func New(o Options) *Channel {
 	c := &Channel{
 		store: o.Store, engine: o.Engine, clock: o.Clock, log: o.Logger,
 		registryProxy: o.RegistryProxy, egressIdle: o.EgressIdleTimeout, tokenBudget: o.TokenBudget,
-		models: modelproxy.New(modelproxy.Options{Providers: o.Providers, Client: o.ModelClient}),
+		maxInFlight: o.MaxModelRequestsInFlight,
+		models: modelproxy.New(modelproxy.Options{Providers: o.Providers, Client: o.ModelClient,
+			MaxRequestBytes: o.MaxModelRequestBytes, OutputReservation: o.OutputReservation}),
+	}
+	if c.maxInFlight <= 0 {
+		c.maxInFlight = config.DefaultMaxModelRequestsInFlight
 	}
 	if c.registryProxy == nil {
 		c.registryProxy = registryproxy.New(registryproxy.Options{})

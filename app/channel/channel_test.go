@@ -34,6 +34,13 @@ type fakeStore struct {
 	snapRepos map[int64]store.SnapshotRepo
 	usage     map[string]store.Usage
 	artifacts []store.Artifact
+	// reserved holds each reservation's attempt and tokens, by id.
+	reserved map[string]fakeReservation
+}
+
+type fakeReservation struct {
+	attempt string
+	tokens  int64
 }
 
 func tokenOf(id string) string { return id + "-token" }
@@ -82,13 +89,40 @@ func (f *fakeStore) PutArtifact(_ context.Context, a store.Artifact, _ int64) er
 	return nil
 }
 
-func (f *fakeStore) AddUsage(_ context.Context, id string, u store.Usage, _ time.Time) (store.Usage, error) {
-	t := f.usage[id]
+func (f *fakeStore) ReserveModelTokens(_ context.Context, attemptID, id string, tokens int64, lim store.ReserveLimits, _ time.Time) (store.Reserved, error) {
+	out := store.Reserved{Used: f.usage[attemptID]}
+	for _, r := range f.reserved {
+		if r.attempt == attemptID {
+			out.Reserved += r.tokens
+			out.InFlight++
+		}
+	}
+	switch {
+	case lim.Budget > 0 && out.Used.TotalTokens+out.Reserved >= lim.Budget:
+		out.Refused = store.ReserveBudgetSpent
+	case lim.MaxInFlight > 0 && out.InFlight >= lim.MaxInFlight:
+		out.Refused = store.ReserveTooMany
+	default:
+		if f.reserved == nil {
+			f.reserved = map[string]fakeReservation{}
+		}
+		f.reserved[id] = fakeReservation{attemptID, tokens}
+	}
+	return out, nil
+}
+
+func (f *fakeStore) SettleModelTokens(_ context.Context, id string, u store.Usage, _ time.Time) (store.Usage, error) {
+	r, ok := f.reserved[id]
+	if !ok {
+		return store.Usage{}, store.ErrNotFound
+	}
+	delete(f.reserved, id)
+	t := f.usage[r.attempt]
 	t.InputTokens += u.InputTokens
 	t.OutputTokens += u.OutputTokens
 	t.TotalTokens += u.TotalTokens
 	t.Requests += u.Requests
-	f.usage[id] = t
+	f.usage[r.attempt] = t
 	return t, nil
 }
 

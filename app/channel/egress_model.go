@@ -3,7 +3,9 @@ package channel
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -46,22 +48,37 @@ type storeMeter struct {
 	log *zerolog.Logger
 }
 
-func (m *storeMeter) Admit(ctx context.Context) *modelproxy.Refusal {
-	used, err := m.c.store.SessionUsage(ctx, m.a.ID)
+// reservationInFlightFor is how long a reservation takes one of its
+// session's slots for requests in flight: past the model client's own
+// timeout its request is gone (its replica died with it), and the slot is
+// free again, though the reservation stays charged.
+const reservationInFlightFor = 35 * time.Minute
+
+func (m *storeMeter) Reserve(ctx context.Context, tokens int64) (modelproxy.Reservation, *modelproxy.Refusal) {
+	id := contract.NewSecret()[:24]
+	lim := store.ReserveLimits{Budget: m.c.tokenBudget, MaxInFlight: m.c.maxInFlight, InFlightFor: reservationInFlightFor}
+	got, err := m.c.store.ReserveModelTokens(ctx, m.a.ID, id, tokens, lim, m.c.clock.Now())
 	if err != nil {
-		return &modelproxy.Refusal{Status: http.StatusServiceUnavailable, Why: "try again"}
+		m.log.Error().Err(err).Msg("reserving model tokens failed")
+		return modelproxy.Reservation{}, &modelproxy.Refusal{Status: http.StatusServiceUnavailable, Why: "try again", RetryAfter: 1}
 	}
-	if budget := m.c.tokenBudget; budget > 0 && used.TotalTokens >= budget {
-		m.c.engine.EndForBudget(ctx, m.a, used, budget)
-		return &modelproxy.Refusal{Status: http.StatusTooManyRequests, Why: "the session's token budget is spent"}
+	switch got.Refused {
+	case store.ReserveBudgetSpent:
+		m.c.engine.EndForBudget(ctx, m.a, got.Used, m.c.tokenBudget)
+		return modelproxy.Reservation{}, &modelproxy.Refusal{Status: http.StatusTooManyRequests, Why: "the session's token budget is spent"}
+	case store.ReserveTooMany:
+		return modelproxy.Reservation{}, &modelproxy.Refusal{Status: http.StatusTooManyRequests, RetryAfter: 1,
+			Why: fmt.Sprintf("the session already has %d model requests in flight, its most at once; retry when one ends", m.c.maxInFlight)}
 	}
-	return nil
+	return modelproxy.Reservation{ID: id, Tokens: tokens}, nil
 }
 
-func (m *storeMeter) Record(ctx context.Context, u modelproxy.Usage) {
-	total, err := m.c.store.AddUsage(ctx, m.a.ID, store.Usage(u), m.c.clock.Now())
+func (m *storeMeter) Settle(ctx context.Context, r modelproxy.Reservation, u modelproxy.Usage) {
+	total, err := m.c.store.SettleModelTokens(ctx, r.ID, store.Usage(u), m.c.clock.Now())
 	if err != nil {
-		m.log.Error().Err(err).Msg("recording the token usage failed")
+		// The reservation stays in the store, charged: never less than
+		// the request may have used.
+		m.log.Error().Err(err).Msg("settling the token usage failed")
 		return
 	}
 	if budget := m.c.tokenBudget; budget > 0 && total.TotalTokens > budget {

@@ -8,33 +8,49 @@ import (
 )
 
 // Budget is a Meter in memory, for a session that lives in one process
-// (`inspect run`): it adds up what the providers report and, past its
-// limit, refuses every further request. The app's meter (app/channel)
-// keeps its counts in the store instead, across attempts and replicas.
+// (`inspect run`): each request reserves its tokens before it goes and
+// settles what the provider reported after; while what is used and
+// reserved reaches the limit, or maxInFlight requests are out, it refuses
+// more. The app's meter (app/channel) keeps the same in the store
+// instead, across attempts and replicas.
 type Budget struct {
-	limit int64
+	limit       int64
+	maxInFlight int
 
-	mu   sync.Mutex
-	used Usage
+	mu       sync.Mutex
+	used     Usage
+	reserved int64
+	inFlight int
 }
 
-// NewBudget is a Budget of limit tokens (agents.token_budget; 0: none).
-func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
+// NewBudget is a Budget of limit tokens (agents.token_budget; 0: none) and
+// at most maxInFlight requests at once (agents.max_requests_in_flight; 0:
+// no cap).
+func NewBudget(limit int64, maxInFlight int) *Budget {
+	return &Budget{limit: limit, maxInFlight: maxInFlight}
+}
 
-// Admit refuses once the tokens used reach the limit.
-func (b *Budget) Admit(context.Context) *Refusal {
+// Reserve takes tokens unless the limit or the cap is reached.
+func (b *Budget) Reserve(_ context.Context, tokens int64) (Reservation, *Refusal) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.limit > 0 && b.used.TotalTokens >= b.limit {
-		return &Refusal{Status: http.StatusTooManyRequests, Why: fmt.Sprintf("the session's token budget (%d) is spent", b.limit)}
+	if b.limit > 0 && b.used.TotalTokens+b.reserved >= b.limit {
+		return Reservation{}, &Refusal{Status: http.StatusTooManyRequests, Why: fmt.Sprintf("the session's token budget (%d) is spent", b.limit)}
 	}
-	return nil
+	if b.maxInFlight > 0 && b.inFlight >= b.maxInFlight {
+		return Reservation{}, tooManyInFlight(b.maxInFlight)
+	}
+	b.reserved += tokens
+	b.inFlight++
+	return Reservation{Tokens: tokens}, nil
 }
 
-// Record adds one answer's usage.
-func (b *Budget) Record(_ context.Context, u Usage) {
+// Settle replaces a reservation with one answer's usage.
+func (b *Budget) Settle(_ context.Context, r Reservation, u Usage) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.reserved -= r.Tokens
+	b.inFlight--
 	b.used.InputTokens += u.InputTokens
 	b.used.OutputTokens += u.OutputTokens
 	b.used.TotalTokens += u.TotalTokens
@@ -49,4 +65,14 @@ func (b *Budget) Used() Usage {
 }
 
 // Spent reports whether the limit is reached.
-func (b *Budget) Spent() bool { return b.Admit(context.Background()) != nil }
+func (b *Budget) Spent() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.limit > 0 && b.used.TotalTokens+b.reserved >= b.limit
+}
+
+// tooManyInFlight is the refusal of a request past the cap on requests in
+// flight.
+func tooManyInFlight(n int) *Refusal {
+	return &Refusal{Status: http.StatusTooManyRequests, Why: fmt.Sprintf("the session already has %d model requests in flight, its most at once; retry when one ends", n), RetryAfter: 1}
+}

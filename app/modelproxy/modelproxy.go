@@ -14,14 +14,17 @@ package modelproxy
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
@@ -38,19 +41,32 @@ type Usage struct {
 }
 
 // Refusal is a Meter's answer when a request may not go on: the status and
-// the reason it is answered with.
+// the reason it is answered with, and when to retry (seconds; 0: not said).
 type Refusal struct {
-	Status int
-	Why    string
+	Status     int
+	Why        string
+	RetryAfter int
 }
 
-// Meter counts a session's model usage and keeps its budget.
+// Reservation is the tokens a request holds while it is in flight.
+type Reservation struct {
+	// ID names it in the store ("" for a Budget's).
+	ID     string
+	Tokens int64
+}
+
+// Meter counts a session's model usage and keeps its budget. A request
+// reserves its most before it goes and settles what it used after, so
+// requests in flight count against the budget too.
 type Meter interface {
-	// Admit is asked before a request goes to the provider: nil lets it
-	// go, a Refusal answers it instead.
-	Admit(ctx context.Context) *Refusal
-	// Record adds what one answer used, as the provider reported it.
-	Record(ctx context.Context, u Usage)
+	// Reserve is asked before a request goes to the provider, with the
+	// tokens it may use at most: a Reservation lets it go, a Refusal
+	// answers it instead.
+	Reserve(ctx context.Context, tokens int64) (Reservation, *Refusal)
+	// Settle replaces the reservation with what the request used: as the
+	// provider reported it, or the reservation itself when no usage
+	// report arrived.
+	Settle(ctx context.Context, r Reservation, u Usage)
 }
 
 // Options are a Proxy's parts.
@@ -58,19 +74,34 @@ type Options struct {
 	Providers Providers
 	// Client is the proxy's client to providers; nil is NewClient's.
 	Client *http.Client
+	// MaxRequestBytes bounds a request body (agents.max_request_bytes;
+	// 0: config.DefaultMaxModelRequestBytes).
+	MaxRequestBytes int64
+	// OutputReservation is the output tokens reserved for a request that
+	// names no cap (agents.output_reservation; 0:
+	// config.DefaultOutputReservation).
+	OutputReservation int64
 }
 
 // Proxy relays model requests to providers.
 type Proxy struct {
-	providers Providers
-	client    *http.Client
+	providers     Providers
+	client        *http.Client
+	maxBody       int64
+	defaultOutput int64
 }
 
 // New wires a Proxy.
 func New(o Options) *Proxy {
-	p := &Proxy{providers: o.Providers, client: o.Client}
+	p := &Proxy{providers: o.Providers, client: o.Client, maxBody: o.MaxRequestBytes, defaultOutput: o.OutputReservation}
 	if p.client == nil {
 		p.client = NewClient()
+	}
+	if p.maxBody <= 0 {
+		p.maxBody = config.DefaultMaxModelRequestBytes
+	}
+	if p.defaultOutput <= 0 {
+		p.defaultOutput = config.DefaultOutputReservation
 	}
 	return p
 }
@@ -114,19 +145,22 @@ func (p *Proxy) upstreamFor(spec contract.Spec, name string) (upstream, bool, er
 	return upstream{BaseURL: pr.BaseURL, Kind: pr.Kind, Key: key}, true, nil
 }
 
-// maxRequestBytes bounds one request to a provider.
-const maxRequestBytes = 32 << 20
-
 // Serve relays one model request of the session whose spec this is: r is a
 // request on the route contract.PathEgressModel (the provider from
 // r.PathValue(contract.PathValueProvider), the provider's path from
-// contract.PathValueRest), already authenticated as the session's. meter
-// admits it and counts what it used.
+// contract.PathValueRest, which the router decoded once), already
+// authenticated as the session's. Only the provider kind's named routes
+// go on (policy.DecideModelRequest); meter reserves the request's tokens
+// before and settles what it used after.
 func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, spec contract.Spec, meter Meter, log zerolog.Logger) {
 	provider := r.PathValue(contract.PathValueProvider)
 	refuse := func(status int, why string) {
-		log.Warn().Str("provider", provider).Str("why", why).Msg("model request refused")
+		log.Warn().Str("provider", provider).Str("method", r.Method).Str("why", why).Msg("model request refused")
 		contract.WriteError(w, status, contract.ErrorInvalid, why)
+	}
+	if r.Method == http.MethodConnect || r.Method == http.MethodTrace || r.URL.Host != "" || r.URL.IsAbs() {
+		refuse(http.StatusForbidden, "the model proxy is not a proxy for other hosts, and serves neither CONNECT nor TRACE")
+		return
 	}
 	up, ok, err := p.upstreamFor(spec, provider)
 	if err != nil {
@@ -138,13 +172,25 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, spec contract.Spec
 		refuse(http.StatusForbidden, "this session's agent uses no provider named "+provider)
 		return
 	}
-	if no := meter.Admit(r.Context()); no != nil {
-		refuse(no.Status, no.Why)
+	// The server's kind for the provider decides, not the spec's.
+	d := policy.DecideModelRequest(up.Kind, r.Method, strings.Split(r.PathValue(contract.PathValueRest), "/"))
+	if !d.Allowed {
+		refuse(http.StatusForbidden, d.Why)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
+	base, err := url.Parse(up.BaseURL)
 	if err != nil {
-		refuse(http.StatusRequestEntityTooLarge, "the request is too large")
+		log.Error().Err(err).Str("provider", provider).Msg("the provider's base_url is unreadable")
+		refuse(http.StatusServiceUnavailable, "the model provider is not available")
+		return
+	}
+	if r.ContentLength > p.maxBody {
+		refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("the request is larger than the model proxy takes (%d bytes)", p.maxBody))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.maxBody))
+	if err != nil {
+		refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("the request is larger than the model proxy takes (%d bytes)", p.maxBody))
 		return
 	}
 	// The agent has a shell and can rewrite its CLI's settings: the model
@@ -153,17 +199,12 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, spec contract.Spec
 		refuse(http.StatusForbidden, why)
 		return
 	}
-	rest := r.PathValue(contract.PathValueRest)
-	if !contract.ValidEgressPath(rest) {
-		// The router has unescaped it: %2e%2e arrives as "..".
-		refuse(http.StatusForbidden, "not a path of the provider's API")
-		return
-	}
-	target := strings.TrimSuffix(up.BaseURL, "/") + "/" + rest
-	if r.URL.RawQuery != "" {
-		target += "?" + r.URL.RawQuery
-	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, bytes.NewReader(body))
+	body, tokens := prepareBody(d.Route, body, p.defaultOutput)
+	// Built from the checked segments: JoinPath escapes each, and nothing
+	// in them can climb out of the base's path.
+	target := base.JoinPath(d.Segments...)
+	target.RawQuery = r.URL.RawQuery
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, target.String(), bytes.NewReader(body))
 	if err != nil {
 		refuse(http.StatusBadRequest, "not a request the provider can take")
 		return
@@ -175,29 +216,75 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, spec contract.Spec
 	default:
 		out.Header.Set("Authorization", "Bearer "+up.Key)
 	}
+	res, no := meter.Reserve(r.Context(), tokens)
+	if no != nil {
+		if no.RetryAfter > 0 {
+			w.Header().Set("Retry-After", fmt.Sprint(no.RetryAfter))
+		}
+		refuse(no.Status, no.Why)
+		return
+	}
+	u := Usage{Requests: 1}
+	complete := false
+	// Settled even when the sandbox went away mid-answer: the provider
+	// charged for it. Without the answer's own usage report, its
+	// reservation is what it is charged.
+	defer func() {
+		if !complete {
+			u.TotalTokens = max(u.TotalTokens, res.Tokens)
+		}
+		meter.Settle(context.WithoutCancel(r.Context()), res, u)
+	}()
 	resp, err := p.client.Do(out)
 	if err != nil {
 		log.Warn().Str("provider", provider).Str("error", redactKey(err.Error(), up.Key)).Msg("the model provider is unreachable")
 		contract.WriteError(w, http.StatusBadGateway, contract.ErrorInvalid, "the model provider is unreachable")
+		// A provider that could not be reached charged nothing; one the
+		// agent hung up on before it answered may have.
+		complete = r.Context().Err() == nil
 		return
 	}
 	defer resp.Body.Close()
-	contract.CopyHeaders(w.Header(), resp.Header, contract.ModelResponseHeaders)
+	for _, k := range contract.ModelResponseHeaders {
+		for _, v := range resp.Header.Values(k) {
+			w.Header().Add(k, redactKey(v, up.Key))
+		}
+	}
 	w.WriteHeader(resp.StatusCode)
 	m := &usageMeter{}
-	contract.Stream(w, resp.Body, func(chunk []byte) []byte {
-		if up.Key != "" && bytes.Contains(chunk, []byte(up.Key)) {
-			// A provider that echoes the key (in an error) must not hand it to the sandbox.
-			chunk = bytes.ReplaceAll(chunk, []byte(up.Key), []byte("[redacted]"))
+	relayed := relayAnswer(w, resp.Body, newKeyScrubber(up.Key), m)
+	used := m.usage()
+	u.InputTokens, u.OutputTokens, u.TotalTokens = used.InputTokens, used.OutputTokens, used.TotalTokens
+	complete = relayed && (m.final || !m.sse)
+}
+
+// relayAnswer streams the provider's answer to the sandbox as it arrives,
+// flushing each chunk (a model's event stream needs it), with the key
+// scrubbed out and each chunk metered; it reports whether the whole answer
+// was read and passed on.
+func relayAnswer(w http.ResponseWriter, body io.Reader, scrub *keyScrubber, m *usageMeter) bool {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			chunk := scrub.next(buf[:n])
+			m.Write(chunk)
+			if _, werr := w.Write(chunk); werr != nil {
+				return false
+			}
+			_ = rc.Flush() // an unflushable writer buffers; the answer still arrives
 		}
-		m.Write(chunk)
-		return chunk
-	})
-	u := m.usage()
-	u.Requests = 1
-	// Counted even when the sandbox went away mid-answer: the provider
-	// charged for it.
-	meter.Record(context.WithoutCancel(r.Context()), u)
+		if err == io.EOF {
+			tail := scrub.rest()
+			m.Write(tail)
+			_, werr := w.Write(tail)
+			return werr == nil
+		}
+		if err != nil {
+			return false
+		}
+	}
 }
 
 func redactKey(s, key string) string {

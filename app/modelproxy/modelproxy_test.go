@@ -32,7 +32,7 @@ func TestProxyWithABudgetCountsAndStops(t *testing.T) {
 	t.Cleanup(upstream.Close)
 	p := New(Options{Providers: providers{"a": {Kind: contract.ProviderKindAnthropic, BaseURL: upstream.URL, Key: key}}})
 	spec := contract.Spec{Agent: contract.Agent{Preset: contract.PresetClaudeCode, Model: "m-1", Provider: "a"}}
-	budget := NewBudget(100)
+	budget := NewBudget(100, 0)
 	mux := http.NewServeMux()
 	mux.HandleFunc(contract.PathEgressModel, func(w http.ResponseWriter, r *http.Request) {
 		p.Serve(w, r, spec, budget, zerolog.Nop())
@@ -63,7 +63,7 @@ func TestProxyWithABudgetCountsAndStops(t *testing.T) {
 	if code, body := ask("a", `{"model":"m-1"}`); code != http.StatusTooManyRequests || !strings.Contains(body, "token budget (100) is spent") || len(got) != 1 {
 		t.Errorf("past the budget: %d %s; provider calls %d", code, body, len(got))
 	}
-	if NewBudget(0).Spent() {
+	if NewBudget(0, 0).Spent() {
 		t.Error("a budget of 0 is spent")
 	}
 }

@@ -14,6 +14,10 @@ type usageMeter struct {
 	body  bytes.Buffer
 	found Usage
 	sse   bool
+	// final is set when the answer's closing usage report arrived (a
+	// stream's last usage event, or a whole body's usage): without it the
+	// request is charged its reservation.
+	final bool
 }
 
 // maxMeteredBody bounds what is kept of a non-streamed body to find its usage.
@@ -42,6 +46,10 @@ func (m *usageMeter) usage() Usage {
 	if !m.sse {
 		m.add(m.body.Bytes())
 	}
+	return m.total()
+}
+
+func (m *usageMeter) total() Usage {
 	u := m.found
 	if u.TotalTokens == 0 {
 		u.TotalTokens = u.InputTokens + u.OutputTokens
@@ -79,10 +87,13 @@ func (m *usageMeter) add(doc []byte) {
 		m.found.InputTokens += ev.Message.Usage.InputTokens
 	case ev.Type == "message_delta" && ev.Usage != nil:
 		m.found.OutputTokens = max(m.found.OutputTokens, ev.Usage.OutputTokens) // cumulative
+		m.final = true
 	case ev.Response != nil && ev.Response.Usage != nil:
 		m.count(*ev.Response.Usage)
+		m.final = true
 	case ev.Usage != nil && ev.Type == "":
-		m.count(*ev.Usage) // a whole body
+		m.count(*ev.Usage) // a whole body, or a Chat Completions stream's last chunk
+		m.final = true
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 // without the server's artifact cache (egress.cache is one replica's; a
 // second process would miscount its bound; decision 0022).
 func runEgress(cfg config.Server, log zerolog.Logger) checkoutrun.Egress {
-	models := modelproxy.New(modelproxy.Options{Providers: cfg})
-	budget := modelproxy.NewBudget(cfg.Agents.TokenBudget)
+	models := modelproxy.New(modelproxy.Options{Providers: cfg, MaxRequestBytes: cfg.Agents.MaxRequestBytes, OutputReservation: cfg.Agents.OutputReservation})
+	budget := modelproxy.NewBudget(cfg.Agents.TokenBudget, cfg.Agents.MaxRequestsInFlight)
 	registries := registryproxy.New(registryproxy.Options{Upstreams: cfg})
 	return checkoutrun.Egress{
 		Model: func(w http.ResponseWriter, r *http.Request, spec contract.Spec) {

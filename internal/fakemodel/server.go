@@ -19,6 +19,7 @@
 package fakemodel
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -63,6 +64,13 @@ type Turn struct {
 	// each retry consuming the next turn: Codex CLI 0.171.0 retried a 500
 	// (and a 401) five times, but gave up on this server's 429 at once.
 	Status int
+	// EchoHeaders makes the turn answer with the request's headers (the
+	// key among them), one byte per write.
+	EchoHeaders bool
+	// HoldUsage, when set, holds a streamed Chat Completions turn after its
+	// content, before its end and usage, until it is closed or the client
+	// hangs up.
+	HoldUsage <-chan struct{}
 }
 
 // Request is one request the server received, for assertions. Refused
@@ -197,6 +205,8 @@ type parsedRequest struct {
 	model  string
 	stream bool
 	raw    map[string]json.RawMessage
+	// ctx is the request's: done when the client hangs up.
+	ctx context.Context
 }
 
 // Error kinds, mapped to each provider's error type names.
@@ -217,6 +227,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		d = &responsesDialect
 	case "/v1/messages":
 		d = &messagesDialect
+	case "/v1/chat/completions":
+		d = &chatDialect
 	default:
 		body, _ := standin.ReadBody(r, maxBodyBytes)
 		s.refuse(w, r, body, &responsesDialect, http.StatusNotFound, errNotFound,
@@ -281,6 +293,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("fakemodel: scripted failure (turn %d): %s", rec.Turn, http.StatusText(rec.Status))), nil)
 		return
 	}
+	if turn.EchoHeaders {
+		echoHeaders(w, r)
+		return
+	}
 	d.answer(w, req, turn, n)
 }
 
@@ -313,7 +329,7 @@ func parse(r *http.Request, body []byte, d *dialect) (*parsedRequest, string) {
 	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
 		return nil, "We could not parse the JSON body of your request. The body must be a JSON object."
 	}
-	req := &parsedRequest{raw: raw}
+	req := &parsedRequest{raw: raw, ctx: r.Context()}
 	m, ok := raw["model"]
 	if !ok || json.Unmarshal(m, &req.model) != nil || req.model == "" {
 		return nil, "Missing required parameter: 'model'."

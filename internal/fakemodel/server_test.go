@@ -601,3 +601,30 @@ func TestConcurrentRequestsEachGetOneTurn(t *testing.T) {
 		t.Fatalf("%d distinct turns, %d remaining, %d recorded", len(seen), s.Remaining(), len(s.Requests()))
 	}
 }
+
+// Chat Completions streams its usage only when asked to, as the API does.
+func TestChatCompletionsStreamsUsageOnlyWhenAsked(t *testing.T) {
+	s := New()
+	t.Cleanup(s.Close)
+	for _, tc := range []struct {
+		body      string
+		wantUsage bool
+	}{
+		{`{"model":"m","messages":[],"stream":true}`, false},
+		{`{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}`, true},
+		{`{"model":"m","messages":[]}`, true},
+	} {
+		s.Script(Turn{Message: "hi", Usage: Usage{InputTokens: 5, OutputTokens: 2}})
+		req, _ := http.NewRequest(http.MethodPost, s.URL()+"/v1/chat/completions", strings.NewReader(tc.body))
+		req.Header.Set("Authorization", "Bearer k")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got := strings.Contains(string(b), `"total_tokens":7`); got != tc.wantUsage || !strings.Contains(string(b), "hi") {
+			t.Errorf("%s: usage %v, want %v:\n%s", tc.body, got, tc.wantUsage, b)
+		}
+	}
+}

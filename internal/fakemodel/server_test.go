@@ -403,7 +403,7 @@ func TestBadRequests(t *testing.T) {
 
 func TestRoutesAndMethods(t *testing.T) {
 	s := newServer(t)
-	resp, b := post(t, s, "/v1/chat/completions", testKey, responsesBody(false, "x"))
+	resp, b := post(t, s, "/v1/files", testKey, responsesBody(false, "x"))
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), "Invalid URL") {
 		t.Fatalf("unknown path: %d %s", resp.StatusCode, b)
 	}

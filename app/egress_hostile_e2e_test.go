@@ -1,0 +1,144 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/internal/fakemodel"
+)
+
+// A hostile command agent, in the real sandbox through the real proxy:
+// the server's key opens no route but the kind's named ones (the files
+// API, TRACE and a doubly encoded climb out of the base URL's /v1 never
+// reach the provider), an upstream that echoes the key one byte per write
+// never hands it to the sandbox or GitHub, and a streamed chat completion
+// that did not ask for its usage is counted all the same.
+func TestModelProxyGivesAHostileAgentNothing(t *testing.T) {
+	h, model, lx := newModelHarness(t, 0)
+	model.Script(
+		fakemodel.Turn{EchoHeaders: true},
+		fakemodel.Turn{Message: "streamed reply", Usage: fakemodel.Usage{InputTokens: 100, OutputTokens: 20}},
+	)
+	agent := `set -u
+base=http://127.0.0.1:8931/v1/providers/scripted
+code() { curl -sS --path-as-is -o /dev/null -w '%{http_code}' "$@"; }
+{
+  echo "list files: $(code $base/files)"
+  echo "delete file: $(code -X DELETE $base/files/file-1)"
+  echo "trace: $(code -X TRACE $base/responses)"
+  echo "twice encoded: $(code -d '{}' $base/%252e%252e/%252e%252e/admin/keys)"
+  echo "once encoded: $(code -d '{}' $base/%2e%2e/admin/keys)"
+  echo "echo: $(curl -sS -H 'Content-Type: application/json' -d '{"model":"scripted-1","input":"hi"}' $base/responses)"
+  echo "chat: $(curl -sS -N -H 'Content-Type: application/json' -d '{"model":"scripted-1","messages":[{"role":"user","content":"hi"}],"stream":true}' $base/chat/completions | grep -c 'streamed reply')"
+} > "$INSPECT_ANSWER_FILE"
+`
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
+		"agent.sh":            agent,
+		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"agent.sh\"]\n  model: scripted-1\n",
+	}, "a hostile agent")
+	sess := h.runSandboxSession(lx, "/inspect try everything")
+	if sess.Outcome != store.NoChange {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
+	}
+	for _, want := range []string{"list files: 403", "delete file: 403", "trace: 403", "twice encoded: 403", "once encoded: 403", "Authorization: Bearer [", "chat: 1"} {
+		if !strings.Contains(sess.Detail, want) {
+			t.Errorf("the agent's answer lacks %q:\n%s", want, sess.Detail)
+		}
+	}
+	reqs := model.Requests()
+	if len(reqs) != 2 || reqs[0].Path != "/v1/responses" || reqs[1].Path != "/v1/chat/completions" {
+		paths := []string{}
+		for _, r := range reqs {
+			paths = append(paths, r.Method+" "+r.Path)
+		}
+		t.Fatalf("the provider got %v, want only the two named routes", paths)
+	}
+	var chat struct {
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+	if err := json.Unmarshal(reqs[1].Body, &chat); err != nil || !chat.StreamOptions.IncludeUsage {
+		t.Errorf("the chat request went without include_usage: %s", reqs[1].Body)
+	}
+	used, err := h.st.SessionUsage(context.Background(), sess.AttemptID)
+	if err != nil || used.TotalTokens != 120 || used.Requests != 2 {
+		t.Errorf("usage = %+v %v, want the stream's 120 counted", used, err)
+	}
+	var posted strings.Builder
+	for _, c := range h.gh.Comments(owner, repoName, issueNumber) {
+		posted.WriteString(c.Body)
+	}
+	for where, text := range map[string]string{"the answer": sess.Detail, "a comment": posted.String(), "the app's log": h.logs.String()} {
+		if strings.Contains(text, modelKey) {
+			t.Errorf("the key is in %s", where)
+		}
+	}
+}
+
+// Metering a hostile agent cannot dodge, against token_budget 1000: ten
+// requests at once, then one it hangs up on before its usage arrives.
+// What the session is charged, and what the provider served, stay within
+// the budget plus one reservation; the hang-up is charged its reservation,
+// never zero.
+func TestTokenBudgetHoldsAgainstParallelRequestsAndHangUps(t *testing.T) {
+	h, model, lx := newModelHarness(t, 1000)
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	for range 10 {
+		model.Script(fakemodel.Turn{Message: "parallel", Usage: fakemodel.Usage{InputTokens: 600, OutputTokens: 100}})
+	}
+	agent := `set -u
+base=http://127.0.0.1:8931/v1/providers/scripted
+body='{"model":"scripted-1","messages":[{"role":"user","content":"hi"}],"stream":true}'
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  curl -sS -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' -d "$body" $base/chat/completions >> codes &
+done
+wait
+curl -sS -N -H 'Content-Type: application/json' -d "$body" $base/chat/completions > partial &
+pid=$!
+n=0; while ! grep -q parallel partial && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done
+kill $pid; wait
+{ echo "codes: $(sort codes | uniq -c | tr '\n' ' ')"; } > "$INSPECT_ANSWER_FILE"
+`
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
+		"agent.sh":            agent,
+		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"agent.sh\"]\n  model: scripted-1\n",
+	}, "a greedy agent")
+	// The hang-up's turn: content, then nothing until the client is gone.
+	model.Script(fakemodel.Turn{Message: "parallel", HoldUsage: hold, Usage: fakemodel.Usage{InputTokens: 600, OutputTokens: 100}})
+	sess := h.runSandboxSession(lx, "/inspect spend it all")
+	used, err := h.st.SessionUsage(context.Background(), sess.AttemptID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserved, _, err := h.st.ModelReservations(context.Background(), sess.AttemptID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One reservation: a body of about 100 bytes plus the default output
+	// reservation.
+	const oneReservation = 100/4 + 1 + 8192 + 64
+	charged := used.TotalTokens + reserved
+	if charged > 1000+oneReservation {
+		t.Errorf("charged %d (used %+v, %d reserved), more than the budget plus one reservation", charged, used, reserved)
+	}
+	var served int64
+	for _, r := range model.Requests() {
+		if r.Status == 200 {
+			served += 700
+		}
+	}
+	if served > 1000+oneReservation {
+		t.Errorf("the provider served %d tokens over %d requests", served, len(model.Requests()))
+	}
+	if len(model.Requests()) >= 10 {
+		t.Errorf("%d requests reached the provider: the budget stopped none", len(model.Requests()))
+	}
+	if sess.Reason != "token_budget" {
+		t.Errorf("session = %s/%s %s: %s\n%s", sess.State, sess.Outcome, sess.Reason, sess.Detail, h.logs)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakemodel"
@@ -140,5 +141,31 @@ kill $pid; wait
 	}
 	if sess.Reason != "token_budget" {
 		t.Errorf("session = %s/%s %s: %s\n%s", sess.State, sess.Outcome, sess.Reason, sess.Detail, h.logs)
+	}
+}
+
+// With http.write_timeout at 2 s, a model stream of 10 s still arrives
+// whole: each write of an egress answer extends its own deadline.
+func TestASlowModelStreamOutlastsTheWriteTimeout(t *testing.T) {
+	h, model, lx := newModelHarness(t, 0)
+	h.stop()
+	h.cfg.HTTP.WriteTimeout = 2 * time.Second
+	h.serverTimeouts = true
+	h.start()
+	model.Script(fakemodel.Turn{Message: "one two three four five six seven eight nine ten", Pace: time.Second,
+		Usage: fakemodel.Usage{InputTokens: 10, OutputTokens: 10}})
+	agent := `out=$(mktemp)
+curl -sS -N -H 'Content-Type: application/json' -d '{"model":"scripted-1","messages":[{"role":"user","content":"count"}],"stream":true}' http://127.0.0.1:8931/v1/providers/scripted/chat/completions > "$out"
+{ echo "words: $(grep -o '"content":"[a-z]* *"' "$out" | wc -l)"; grep -c 'DONE' "$out" | sed 's/^/done: /'; } > "$INSPECT_ANSWER_FILE"
+`
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
+		"agent.sh":            agent,
+		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"agent.sh\"]\n  model: scripted-1\n",
+	}, "a patient agent")
+	sess := h.runSandboxSession(lx, "/inspect count slowly")
+	for _, want := range []string{"words: 10", "done: 1"} {
+		if !strings.Contains(sess.Detail, want) {
+			t.Errorf("the agent's answer lacks %q:\n%s\n%s", want, sess.Detail, h.logs)
+		}
 	}
 }

@@ -65,6 +65,9 @@ type harness struct {
 	// channelURL, when set before start, is the channel URL the service
 	// hands executors: a front server that outlives restarts.
 	channelURL string
+	// serverTimeouts, when set before start, gives the test server the
+	// config's http timeouts, as Service.Serve does.
+	serverTimeouts bool
 	// handler is the running service's HTTP handler, for a front server.
 	handler atomic.Pointer[http.Handler]
 	// snapshotBuilder, when set before start, builds snapshots.
@@ -163,6 +166,10 @@ func (h *harness) start() {
 	}
 	handler := h.svc.Handler()
 	srv.Config.Handler = handler
+	if h.serverTimeouts {
+		srv.Config.ReadHeaderTimeout, srv.Config.ReadTimeout = h.cfg.HTTP.ReadHeaderTimeout, h.cfg.HTTP.ReadTimeout
+		srv.Config.WriteTimeout, srv.Config.IdleTimeout = h.cfg.HTTP.WriteTimeout, h.cfg.HTTP.IdleTimeout
+	}
 	h.handler.Store(&handler)
 	srv.Start()
 	h.srv = srv

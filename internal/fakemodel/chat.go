@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -51,7 +52,22 @@ func answerChat(w http.ResponseWriter, req *parsedRequest, t Turn, n int64) {
 		}))
 		_ = es.rc.Flush() // the client may be gone; the stream is its to drop
 	}
-	chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": t.Message}, "finish_reason": nil}}, nil)
+	pieces := []string{t.Message}
+	if t.Pace > 0 {
+		pieces = strings.SplitAfter(t.Message, " ")
+	}
+	for _, p := range pieces {
+		if t.Pace > 0 {
+			wait := time.NewTimer(t.Pace)
+			select { // a provider's pace, not a synchronisation
+			case <-wait.C:
+			case <-req.ctx.Done():
+				wait.Stop()
+				return
+			}
+		}
+		chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": p}, "finish_reason": nil}}, nil)
+	}
 	if t.HoldUsage != nil {
 		select { // the client hangs up (or the test lets the stream end)
 		case <-t.HoldUsage:

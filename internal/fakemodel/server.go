@@ -26,6 +26,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/inspecthq/inspect/internal/standin"
 )
@@ -71,6 +72,9 @@ type Turn struct {
 	// content, before its end and usage, until it is closed or the client
 	// hangs up.
 	HoldUsage <-chan struct{}
+	// Pace, when set, streams a Chat Completions turn's Message a word at a
+	// time, Pace apart: a slow model.
+	Pace time.Duration
 }
 
 // Request is one request the server received, for assertions. Refused

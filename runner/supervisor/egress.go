@@ -221,6 +221,12 @@ func (g *egressGate) handler() http.Handler {
 			g.refuse(w, r, phase, "only /v1/providers/{provider}/... is served", false)
 			return
 		}
+		if phase != contract.PhaseAgent {
+			// The socket is bound into setup and verify only for their
+			// registries: the repo's own commands spend no model tokens.
+			g.refuse(w, r, phase, "the model proxy serves the agent only, not the "+string(phase)+" phase", false)
+			return
+		}
 		// Decoded once here and sent on as clean segments; the app decides
 		// again (it is the trust boundary) by the same rule.
 		segs, err := policy.ModelPathSegments(escaped)
@@ -234,12 +240,6 @@ func (g *egressGate) handler() http.Handler {
 			return
 		}
 		path := strings.Join(d.Segments, "/")
-		if phase != contract.PhaseAgent {
-			// The socket is bound into setup and verify only for their
-			// registries: the repo's own commands spend no model tokens.
-			g.refuse(w, r, phase, "the model proxy serves the agent only, not the "+string(phase)+" phase", false)
-			return
-		}
 		rec := contract.EgressRecord{Kind: contract.EgressModel, Phase: phase, Upstream: provider, Method: r.Method, Path: path}
 		defer func() { g.record(rec, start) }()
 		hdr := http.Header{}

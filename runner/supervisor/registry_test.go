@@ -46,8 +46,12 @@ func egressSession(t *testing.T, regs ...contract.Registry) (*session, *channelt
 		t.Fatal(err)
 	}
 	log, red := zerolog.New(zerolog.NewTestWriter(t)), contract.NewRedactor(code)
-	return &session{cfg: Config{SandboxPath: DefaultSandboxPath}, log: log, ch: c, red: red, spec: spec, gate: newEgressGate(spec.Registries, c, red, log)}, ch
+	return &session{cfg: Config{SandboxPath: DefaultSandboxPath}, log: log, ch: c, red: red, spec: spec, gate: newEgressGate(spec.Registries, c, red, log).forAgent(openAIAgent)}, ch
 }
+
+// openAIAgent is an agent whose provider speaks the OpenAI API, for the
+// gate's model routes.
+var openAIAgent = contract.Agent{Preset: contract.PresetCommand, Model: "m", Provider: "openai", ProviderKind: contract.ProviderKindOpenAI}
 
 // at moves the session to phase, as enter does, without a progress event.
 func (s *session) at(p contract.Phase) {
@@ -332,7 +336,7 @@ func TestRegistryEnvOverridesTheRepos(t *testing.T) {
 		t.Error("egressFor: the agent always, setup and verify with a registry open")
 	}
 	s.spec.Registries = []contract.Registry{npmRegistry}
-	s.gate = newEgressGate(s.spec.Registries, s.ch, s.red, s.log)
+	s.gate = newEgressGate(s.spec.Registries, s.ch, s.red, s.log).forAgent(openAIAgent)
 	if s.egressFor(contract.PhaseVerify) {
 		t.Error("egressFor(verify) with no registry open to verify")
 	}
@@ -469,7 +473,7 @@ func TestEgressAuditRecordsEachRequest(t *testing.T) {
 			{Kind: contract.EgressRefused, Phase: contract.PhaseSetup, Upstream: "gomods", Method: "PUT", Path: "golang.org/x/mod/@v/v0.1.0.zip", Status: 403,
 				Why: "only GET and HEAD reach a registry: the sandbox may download packages, never publish or change them"},
 			{Kind: contract.EgressRefused, Phase: contract.PhaseAgent, Method: "CONNECT", Path: "registry.npmjs.org:443", Status: 403,
-				Why: "this is not a proxy; no other host can be reached"},
+				Why: "this is not a proxy; no other host can be reached, and neither CONNECT nor TRACE is served"},
 		},
 	}
 	if !reflect.DeepEqual(a, want) {

@@ -103,4 +103,3 @@ func checkChangeSizes(ctx context.Context, work string, tree map[string]baseEntr
 	}
 	return nil
 }
-

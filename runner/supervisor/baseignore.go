@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,6 +59,24 @@ func baseTree(ctx context.Context, g *git, w *workspace, sha string) (map[string
 		tree[p] = baseEntry{mode: f[0], blob: f[2], size: size}
 	}
 	return tree, nil
+}
+
+// writeBaseExcludes writes baseExcludes for sha to a file of the private
+// repository and returns its path, and sha's tree.
+func writeBaseExcludes(ctx context.Context, g *git, w *workspace, sha string) (string, map[string]baseEntry, error) {
+	tree, err := baseTree(ctx, g, w, sha)
+	if err != nil {
+		return "", nil, fmt.Errorf("listing the pinned commit: %w", err)
+	}
+	rules, err := baseExcludes(ctx, g, w, tree)
+	if err != nil {
+		return "", nil, err
+	}
+	excludeFile := filepath.Join(w.gitDir, "info", "inspect-exclude")
+	if err := os.WriteFile(excludeFile, rules, 0o600); err != nil {
+		return "", nil, err
+	}
+	return excludeFile, tree, nil
 }
 
 // baseExcludes is the pinned commit's .gitignore files as one exclude

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -159,16 +157,8 @@ func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits
 // (modified, deleted, their mode changed) and the untracked files the
 // pinned commit's .gitignore files do not ignore, after their sizes passed.
 func stageChange(ctx context.Context, g *git, w *workspace, sha string, maxBytes int64, exclude []string) error {
-	tree, err := baseTree(ctx, g, w, sha)
+	excludeFile, tree, err := writeBaseExcludes(ctx, g, w, sha)
 	if err != nil {
-		return fmt.Errorf("listing the pinned commit: %w", err)
-	}
-	rules, err := baseExcludes(ctx, g, w, tree)
-	if err != nil {
-		return err
-	}
-	excludeFile := filepath.Join(w.gitDir, "info", "inspect-exclude")
-	if err := os.WriteFile(excludeFile, rules, 0o600); err != nil {
 		return err
 	}
 	untracked, err := untrackedFiles(ctx, g, w, excludeFile, exclude)

@@ -51,11 +51,9 @@ func (s *session) buildVerifyWorkspace(ctx context.Context) error {
 	return nil
 }
 
-
 // writeIndexTree writes every file of the private index into dir, as the
 // blobs hold them.
 func writeIndexTree(ctx context.Context, g *git, w *workspace, dir string) error {
 	_, err := w.private(ctx, g, nil, nil, "checkout-index", "--all", "--force", "--prefix="+dir+string(filepath.Separator))
 	return err
 }
-

@@ -44,8 +44,11 @@ printf '* -diff\n' > .gitattributes
 printf '%s' "$1" > zz_hidden_test.go
 sed -i 's/return a + b + 1/return a + b/' calc.go
 `
+	// The verify command passes when the hidden TestMain and the fix are
+	// there, as `go test` would (app/committed_e2e_test.go runs that),
+	// without compiling anything.
 	spec := ch.Spec("sess-hide", "sess-hide-a1", sha, []string{"sh", "-c", agent, "sh", hiddenTest},
-		command("test", 5*time.Minute, "go", "test", "./..."))
+		command("test", time.Minute, "sh", "-c", `grep -q 'func TestMain' zz_hidden_test.go && grep -q 'return a + b }' calc.go`))
 	h := newHarness(t, ch, spec)
 	rep := h.run(t, context.Background())
 	u := h.result(t, rep)

@@ -14,7 +14,8 @@ import (
 // BenchmarkVerifyWorkspace measures what fixing the change before verify
 // costs on this repository at HEAD (without vendor/): collecting the change
 // (stageChange and the manifest) and writing the verify workspace (the
-// pinned commit plus the change, its .git, handed to the sandbox uid).
+// pinned commit plus the change, its .git, handed to the sandbox uid), and
+// that workspace's two parts on their own.
 func BenchmarkVerifyWorkspace(b *testing.B) {
 	top := strings.TrimSpace(benchRun(b, "", nil, "git", "rev-parse", "--show-toplevel"))
 	root := b.TempDir()
@@ -37,7 +38,7 @@ func BenchmarkVerifyWorkspace(b *testing.B) {
 		uid = defaultSandboxID
 	}
 	ctx := context.Background()
-	var collect, build time.Duration
+	var collect, build, checkout, ownGit time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -75,6 +76,22 @@ func BenchmarkVerifyWorkspace(b *testing.B) {
 		collect += t1.Sub(t0)
 		build += time.Since(t1)
 		b.StopTimer()
+		// Its parts, again in a directory of their own: the checkout of
+		// the index, and the .git.
+		parts := filepath.Join(ws.dir, "parts")
+		if err := os.Mkdir(parts, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if err := writeIndexTree(ctx, g, ws, parts); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		if err := ws.ownGit(ctx, g, parts, subject.sha); err != nil {
+			b.Fatal(err)
+		}
+		checkout += t3.Sub(t2)
+		ownGit += time.Since(t3)
 		if err := removeAll(ws.dir); err != nil {
 			b.Fatal(err)
 		}
@@ -82,5 +99,7 @@ func BenchmarkVerifyWorkspace(b *testing.B) {
 	}
 	b.ReportMetric(float64(collect.Milliseconds())/float64(b.N), "collect-ms")
 	b.ReportMetric(float64(build.Milliseconds())/float64(b.N), "verify-workspace-ms")
+	b.ReportMetric(float64(checkout.Milliseconds())/float64(b.N), "checkout-ms")
+	b.ReportMetric(float64(ownGit.Milliseconds())/float64(b.N), "own-git-ms")
 	b.ReportMetric(float64(files), "files")
 }

@@ -22,7 +22,9 @@
 //     (registry.go), and the agent reaches the model proxy (egress.go);
 //  5. collects the change with its own git (never the workspace's .git,
 //     which the agent controlled), outside the sandbox, into a change
-//     manifest, and the evidence: each command's exit status, duration and
+//     manifest, as soon as the agent ends and before verify, which runs in
+//     a workspace of exactly the pinned commit and that change (decision
+//     0023); and the evidence: each command's exit status, duration and
 //     redacted output tail, go test -json and JUnit XML results (see
 //     junit.go), the diffstat, the agent's answer;
 //  6. uploads both (PUT contract.PathResult; a retry is harmless), and
@@ -107,7 +109,9 @@ type Config struct {
 	// the evidence.
 	RunnerVersion string
 	// FinishTimeout bounds collecting and uploading the result once the
-	// run has ended, even when it ended because of SIGTERM.
+	// run has ended, even when it ended because of SIGTERM. Collecting the
+	// change, after the agent or here, may take half of it
+	// (collectBudget).
 	FinishTimeout time.Duration
 	// RequestTimeout bounds one channel request.
 	RequestTimeout time.Duration

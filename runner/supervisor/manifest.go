@@ -54,11 +54,11 @@ type rawChange struct {
 	path    string
 }
 
-// collectChange stages the change (stageChange) and returns the change against sha as a
-// manifest within limits, and its diffstat. verify is the spec's verify
-// commands, whose scripts the diffstat flags. exclude are workspace-relative
-// directories that are never part of a change (caches inside the
-// workspace, which setup fills).
+// collectChange stages the change (stageChange) and returns it against
+// sha as a manifest within limits, and its diffstat. verify is the spec's
+// verify commands, whose scripts the diffstat flags. exclude are
+// workspace-relative directories that are never part of a change (caches
+// inside the workspace, which setup fills).
 func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits contract.ManifestLimits, verify []contract.Command, exclude ...string) (*contract.Manifest, []contract.ChangedFile, error) {
 	maxFiles, maxBytes := limits.MaxFiles, limits.MaxBytes
 	if maxFiles <= 0 || maxFiles > contract.HardMaxChangedFiles {

@@ -56,10 +56,12 @@ type rawChange struct {
 
 // collectChange stages the change (stageChange) and returns it against
 // sha as a manifest within limits, and its diffstat. verify is the spec's
-// verify commands, whose scripts the diffstat flags. exclude are
-// workspace-relative directories that are never part of a change (caches
-// inside the workspace, which setup fills).
-func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits contract.ManifestLimits, verify []contract.Command, exclude ...string) (*contract.Manifest, []contract.ChangedFile, error) {
+// verify commands, whose scripts the diffstat flags. artifacts are the
+// spec's artifact globs: a file they name is never part of a change, even
+// one the agent wrote (decision 0029). exclude are workspace-relative
+// directories that are never part of a change (caches inside the
+// workspace, which setup fills).
+func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits contract.ManifestLimits, verify []contract.Command, artifacts []string, exclude ...string) (*contract.Manifest, []contract.ChangedFile, error) {
 	maxFiles, maxBytes := limits.MaxFiles, limits.MaxBytes
 	if maxFiles <= 0 || maxFiles > contract.HardMaxChangedFiles {
 		maxFiles = contract.HardMaxChangedFiles
@@ -67,7 +69,7 @@ func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits
 	if maxBytes <= 0 || maxBytes > contract.HardMaxChangeBytes {
 		maxBytes = contract.HardMaxChangeBytes
 	}
-	if err := stageChange(ctx, g, w, sha, maxBytes, exclude); err != nil {
+	if err := stageChange(ctx, g, w, sha, maxBytes, artifacts, exclude); err != nil {
 		return nil, nil, err
 	}
 	raw, err := w.private(ctx, g, nil, nil, "diff", "--cached", "--raw", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-abbrev", "-z", sha)
@@ -155,15 +157,22 @@ func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits
 
 // stageChange stages the change into the private index: tracked files
 // (modified, deleted, their mode changed) and the untracked files the
-// pinned commit's .gitignore files do not ignore, after their sizes passed.
-func stageChange(ctx context.Context, g *git, w *workspace, sha string, maxBytes int64, exclude []string) error {
+// pinned commit's .gitignore files do not ignore, after their sizes passed;
+// never a file the artifact globs name.
+func stageChange(ctx context.Context, g *git, w *workspace, sha string, maxBytes int64, artifacts, exclude []string) error {
 	excludeFile, tree, err := writeBaseExcludes(ctx, g, w, sha)
 	if err != nil {
 		return err
 	}
-	untracked, err := untrackedFiles(ctx, g, w, excludeFile, exclude)
+	listed, err := untrackedFiles(ctx, g, w, excludeFile, exclude)
 	if err != nil {
 		return fmt.Errorf("listing the workspace's new files: %w", err)
+	}
+	untracked := listed[:0]
+	for _, p := range listed {
+		if !contract.MatchArtifact(artifacts, p) {
+			untracked = append(untracked, p)
+		}
 	}
 	for _, p := range untracked {
 		if strings.HasSuffix(p, "/") { // git lists a nested repository as its directory
@@ -176,7 +185,7 @@ func stageChange(ctx context.Context, g *git, w *workspace, sha string, maxBytes
 				return true
 			}
 		}
-		return false
+		return contract.MatchArtifact(artifacts, p)
 	}
 	if err := checkChangeSizes(ctx, w.work, tree, untracked, excluded, maxBytes); err != nil {
 		return err
@@ -184,6 +193,11 @@ func stageChange(ctx context.Context, g *git, w *workspace, sha string, maxBytes
 	update := []string{"add", "--update", "--", ".", ":(exclude)" + inspectDir}
 	for _, e := range exclude {
 		update = append(update, ":(exclude,literal)"+e)
+	}
+	for p := range tree {
+		if contract.MatchArtifact(artifacts, p) {
+			update = append(update, ":(exclude,literal)"+p)
+		}
 	}
 	if _, err := w.private(ctx, g, nil, nil, update...); err != nil {
 		return fmt.Errorf("staging the workspace: %w", err)

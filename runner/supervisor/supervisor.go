@@ -959,7 +959,11 @@ func (s *session) collect(ctx context.Context) bool {
 	budget := s.collectBudget()
 	cctx, cancel := context.WithTimeoutCause(ctx, budget, errCollectBudget)
 	defer cancel()
-	m, changes, err := collectChange(cctx, s.git, s.ws, s.spec.PinnedSHA, s.spec.Limits.Manifest(), s.spec.Verify, s.workspaceCaches()...)
+	var artifacts []string
+	if s.spec.Artifacts != nil {
+		artifacts = s.spec.Artifacts.Patterns
+	}
+	m, changes, err := collectChange(cctx, s.git, s.ws, s.spec.PinnedSHA, s.spec.Limits.Manifest(), s.spec.Verify, artifacts, s.workspaceCaches()...)
 	if err != nil && ctx.Err() != nil {
 		s.cutShort(ctx)
 		return false // finish collects it, with a budget of its own

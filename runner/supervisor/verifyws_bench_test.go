@@ -65,7 +65,7 @@ func BenchmarkVerifyWorkspace(b *testing.B) {
 		}
 		b.StartTimer()
 		t0 := time.Now()
-		m, _, err := collectChange(ctx, g, ws, subject.sha, contract.ManifestLimits{}, nil)
+		m, _, err := collectChange(ctx, g, ws, subject.sha, contract.ManifestLimits{}, nil, nil)
 		if err != nil || len(m.Files) != 2 {
 			b.Fatalf("collect: %v %+v", err, m)
 		}

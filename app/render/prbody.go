@@ -24,7 +24,8 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 		fmt.Fprintf(&b, "Fixes #%d\n\n", sess.Number)
 	}
 
-	// The supervisor's diffstat comes from git against the pinned commit,
+	// The supervisor's diffstat is of the manifest's blobs against the
+	// pinned commit, with every .gitattributes neutralised (decision 0023),
 	// so its line counts are exact; the policy summary's are an estimate
 	// made without the base files.
 	added, removed := sum.LinesAdded, sum.LinesRemoved

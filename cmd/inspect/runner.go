@@ -36,7 +36,7 @@ func runnerCmd(args []string, stderr io.Writer) int {
 	fs.BoolVar(&cfg.KeepWorkspace, "keep-workspace", false, "leave the attempt's directory in place (debugging)")
 	fs.StringVar(&cfg.LayerCache, "layer-cache", "", "where snapshot layers are extracted, once per digest (default: WORK_DIR/inspect-layers); the sandbox user must be able to search it")
 	fs.StringVar(&cfg.OutDir, "out-dir", "", "also write evidence.json and manifest.json here")
-	fs.DurationVar(&cfg.FinishTimeout, "finish-timeout", supervisor.DefaultFinishTimeout, "time allowed to collect and upload the result after the run ends, SIGTERM included")
+	fs.DurationVar(&cfg.FinishTimeout, "finish-timeout", supervisor.DefaultFinishTimeout, "time allowed to collect and upload the result after the run ends, SIGTERM included; collecting the change may take half of it")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"syscall"
 
 	"github.com/inspecthq/inspect/runner/contract"
@@ -109,26 +108,24 @@ func readArtifact(work string, a contract.Artifact) (artifactFile, error) {
 }
 
 // collectArtifacts finds, reads and uploads the session's artifacts after
-// verify and records them in the evidence. A file that cannot be read or
-// uploaded is listed refused, with why; the session's outcome is not
-// changed by its artifacts. It returns the names listed, which the change
-// leaves out.
-func (s *session) collectArtifacts(ctx context.Context) []string {
+// verify, in the verify workspace, and records them in the evidence. A
+// file that cannot be read or uploaded is listed refused, with why; the
+// session's outcome is not changed by its artifacts. They are never part
+// of the change, which was fixed before verify (decision 0023).
+func (s *session) collectArtifacts(ctx context.Context) {
 	spec := s.spec.Artifacts
-	if spec == nil || s.verifyStart.IsZero() {
-		return nil
+	if spec == nil || s.verifyStart.IsZero() || s.verifyDir == "" {
+		return
 	}
-	found, err := findArtifacts(s.ws.work, spec)
+	found, err := findArtifacts(s.verifyDir, spec)
 	if err != nil {
 		s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("looking for artifacts")
 	}
-	names := make([]string, 0, len(found))
 	for i, a := range found {
-		names = append(names, a.Name)
 		if a.Refused != "" {
 			continue
 		}
-		file, err := readArtifact(s.ws.work, a)
+		file, err := readArtifact(s.verifyDir, a)
 		if err == nil {
 			err = s.ch.putArtifact(ctx, file.info.Name, file.content)
 		}
@@ -140,6 +137,4 @@ func (s *session) collectArtifacts(ctx context.Context) []string {
 		found[i] = file.info
 	}
 	s.ev.Artifacts = found
-	slices.Sort(names)
-	return names
 }

@@ -23,7 +23,10 @@ func TestVerifyScreenshotIsAnArtifactAndNotTheChange(t *testing.T) {
 		"web/index.html": `<!doctype html><html><body style="margin:0;background:#d00000"><h1>old</h1></body></html>`,
 	})
 	agent := []string{"sh", "-c", `sed -i 's/old/new/' web/index.html && mkdir -p screenshots && echo "agent's note" > screenshots/agent.txt`}
+	// Verify runs on the pinned commit plus the change (decision 0023),
+	// which leaves the agent's screenshots/ out: verify makes its own.
 	spec := ch.Spec("s-art", "a-art", sha, agent,
+		command("dirs", time.Minute, "mkdir", "-p", "screenshots"),
 		command("screenshot", 2*time.Minute, "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
 			"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
 			"--user-data-dir=/tmp/chromium", "--window-size=320,200", "--screenshot=/workspace/screenshots/home.png", "file:///workspace/web/index.html"),

@@ -166,6 +166,9 @@ func (w *workspace) fetchOnto(ctx context.Context, g *git, cloneURL, sha, token,
 	if _, err := w.private(ctx, g, nil, nil, "config", "core.bare", "false"); err != nil {
 		return 0, err
 	}
+	if err := neutralAttributes(w.gitDir); err != nil {
+		return 0, err
+	}
 	depth := []string{"--depth=1"}
 	if base != "" {
 		// The snapshot's commit, as a "have" for the remote fetch: its
@@ -236,23 +239,50 @@ func (w *workspace) fetchOnto(ctx context.Context, g *git, cloneURL, sha, token,
 	// The workspace's own .git, for the agent: a local, shallow copy of the
 	// pinned commit, detached, with no remote configured. A restored
 	// snapshot's .git is replaced, so the agent sees the same either way.
-	if err := os.RemoveAll(filepath.Join(w.work, ".git")); err != nil {
-		return 0, err
-	}
-	if _, err := g.run(ctx, w.work, nil, nil, "init", "--quiet"); err != nil {
-		return 0, err
-	}
-	if _, err := g.run(ctx, w.work, nil, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth=1", w.gitDir, pinnedRef+":"+pinnedRef); err != nil {
-		return 0, err
-	}
-	if _, err := g.run(ctx, w.work, nil, nil, "update-ref", "--no-deref", "HEAD", sha); err != nil {
-		return 0, err
-	}
-	if _, err := g.run(ctx, w.work, nil, nil, "reset", "--quiet"); err != nil {
+	if err := w.ownGit(ctx, g, w.work, sha); err != nil {
 		return 0, err
 	}
 	return drift, nil
 }
+
+// ownGit gives the tree at dir a .git of its own (replacing any): a
+// local, shallow copy of the pinned commit sha from the private
+// repository, detached, with no remote configured, its index matching
+// sha's tree.
+func (w *workspace) ownGit(ctx context.Context, g *git, dir, sha string) error {
+	if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, dir, nil, nil, "init", "--quiet"); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, dir, nil, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth=1", w.gitDir, pinnedRef+":"+pinnedRef); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, dir, nil, nil, "update-ref", "--no-deref", "HEAD", sha); err != nil {
+		return err
+	}
+	_, err := g.run(ctx, dir, nil, nil, "reset", "--quiet")
+	return err
+}
+
+// neutralAttributes writes the private repository's info/attributes,
+// which outranks every .gitattributes of the tree: no filter, no end-of-
+// line conversion, no ident expansion, no diff driver (binary is decided by
+// content), so what the supervisor's git checks out, stages and diffs is
+// the blobs' bytes whatever the pinned commit or the agent put in a
+// .gitattributes.
+func neutralAttributes(gitDir string) error {
+	dir := filepath.Join(gitDir, "info")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "attributes"), []byte(neutralAttributeLine), 0o600)
+}
+
+// neutralAttributeLine unsets (-) or unspecifies (!) every attribute git
+// acts on when it reads or writes a work tree or diffs.
+const neutralAttributeLine = "* -text !eol !crlf -ident !filter !diff !merge !working-tree-encoding !whitespace\n"
 
 // borrowSnapshotObjects points the private repository at the extracted
 // snapshot's object store (objects/info/alternates) and copies its shallow

@@ -14,12 +14,25 @@ import (
 	"github.com/inspecthq/inspect/runner/contract"
 )
 
-// The change is found by the supervisor's own git, outside the sandbox:
-// `git add -A` of the workspace into the private repository's index (with
-// .inspect/ left out), then the index compared with the pinned commit. The
-// content and mode of each changed file are read back from the blobs git
-// stored, not from the workspace, so a symlink is recorded as a symlink
-// (mode 120000, its target as content) and never followed.
+// The change is found by the supervisor's own git, outside the sandbox,
+// without honouring anything the agent could have written to decide it:
+//
+//   - the private repository's info/attributes neutralises every
+//     .gitattributes (neutralAttributes), so nothing is filtered or
+//     converted and binary is decided by content;
+//   - what is ignored comes from the pinned commit's .gitignore files
+//     (baseignore.go), not the workspace's, nor its .git/info;
+//   - every file the change would carry is lstat'ed before git reads it
+//     (sizecheck.go), so a huge file is refused at once.
+//
+// Tracked files are staged with `git add --update`, which consults no
+// ignore rule, and the untracked files the pinned commit does not ignore
+// by name, forced past the workspace's ignore files (.inspect/ and the
+// workspace caches left out); then the index is compared with the pinned
+// commit. The content and mode of each changed file are read back from the
+// blobs git stored, not from the workspace, so a symlink is recorded as a
+// symlink (mode 120000, its target as content) and never followed. The
+// diffstat is of the same blobs, with attributes neutralised.
 
 // inspectDir is the workspace's directory for the supervisor's files (the
 // prompt, the agent's answer). It is never part of a change: a repository's
@@ -41,20 +54,25 @@ type rawChange struct {
 	path    string
 }
 
-// collectChange stages the workspace and returns the change against sha as a
-// manifest within limits, and its diffstat. verify is the spec's verify
-// commands, whose scripts the diffstat flags. exclude are workspace-relative
+// collectChange stages the change (stageChange) and returns it against
+// sha as a manifest within limits, and its diffstat. verify is the spec's
+// verify commands, whose scripts the diffstat flags. artifacts are the
+// spec's artifact globs: a file they name is never part of a change, even
+// one the agent wrote (decision 0029). exclude are workspace-relative
 // directories that are never part of a change (caches inside the
 // workspace, which setup fills).
-func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits contract.ManifestLimits, verify []contract.Command, exclude ...string) (*contract.Manifest, []contract.ChangedFile, error) {
-	args := []string{"add", "--all", "--", ".", ":(exclude)" + inspectDir}
-	for _, e := range exclude {
-		args = append(args, ":(exclude,literal)"+e)
+func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits contract.ManifestLimits, verify []contract.Command, artifacts []string, exclude ...string) (*contract.Manifest, []contract.ChangedFile, error) {
+	maxFiles, maxBytes := limits.MaxFiles, limits.MaxBytes
+	if maxFiles <= 0 || maxFiles > contract.HardMaxChangedFiles {
+		maxFiles = contract.HardMaxChangedFiles
 	}
-	if _, err := w.private(ctx, g, nil, nil, args...); err != nil {
-		return nil, nil, fmt.Errorf("staging the workspace: %w", err)
+	if maxBytes <= 0 || maxBytes > contract.HardMaxChangeBytes {
+		maxBytes = contract.HardMaxChangeBytes
 	}
-	raw, err := w.private(ctx, g, nil, nil, "diff", "--cached", "--raw", "--no-renames", "--no-abbrev", "-z", sha)
+	if err := stageChange(ctx, g, w, sha, maxBytes, artifacts, exclude); err != nil {
+		return nil, nil, err
+	}
+	raw, err := w.private(ctx, g, nil, nil, "diff", "--cached", "--raw", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-abbrev", "-z", sha)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -62,7 +80,7 @@ func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits
 	if err != nil {
 		return nil, nil, err
 	}
-	numstat, err := w.private(ctx, g, nil, nil, "diff", "--cached", "--numstat", "--no-renames", "-z", sha)
+	numstat, err := w.private(ctx, g, nil, nil, "diff", "--cached", "--numstat", "--no-renames", "--no-ext-diff", "--no-textconv", "-z", sha)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -95,13 +113,6 @@ func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits
 		diffstat = append(diffstat, cf)
 	}
 
-	maxFiles, maxBytes := limits.MaxFiles, limits.MaxBytes
-	if maxFiles <= 0 || maxFiles > contract.HardMaxChangedFiles {
-		maxFiles = contract.HardMaxChangedFiles
-	}
-	if maxBytes <= 0 || maxBytes > contract.HardMaxChangeBytes {
-		maxBytes = contract.HardMaxChangeBytes
-	}
 	if len(changes) > maxFiles {
 		return nil, diffstat, &changeError{fmt.Sprintf("the change touches %d files, more than the %d this session allows", len(changes), maxFiles)}
 	}
@@ -142,6 +153,64 @@ func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits
 		return nil, diffstat, &changeError{err.Error()}
 	}
 	return m, diffstat, nil
+}
+
+// stageChange stages the change into the private index: tracked files
+// (modified, deleted, their mode changed) and the untracked files the
+// pinned commit's .gitignore files do not ignore, after their sizes passed;
+// never a file the artifact globs name.
+func stageChange(ctx context.Context, g *git, w *workspace, sha string, maxBytes int64, artifacts, exclude []string) error {
+	excludeFile, tree, err := writeBaseExcludes(ctx, g, w, sha)
+	if err != nil {
+		return err
+	}
+	listed, err := untrackedFiles(ctx, g, w, excludeFile, exclude)
+	if err != nil {
+		return fmt.Errorf("listing the workspace's new files: %w", err)
+	}
+	untracked := listed[:0]
+	for _, p := range listed {
+		if !contract.MatchArtifact(artifacts, p) {
+			untracked = append(untracked, p)
+		}
+	}
+	for _, p := range untracked {
+		if strings.HasSuffix(p, "/") { // git lists a nested repository as its directory
+			return &changeError{"the change adds a nested git repository at " + contract.CleanProgressMessage(strings.TrimSuffix(p, "/")) + ", which a manifest cannot carry"}
+		}
+	}
+	excluded := func(p string) bool {
+		for _, e := range append([]string{inspectDir}, exclude...) {
+			if p == e || strings.HasPrefix(p, e+"/") {
+				return true
+			}
+		}
+		return contract.MatchArtifact(artifacts, p)
+	}
+	if err := checkChangeSizes(ctx, w.work, tree, untracked, excluded, maxBytes); err != nil {
+		return err
+	}
+	update := []string{"add", "--update", "--", ".", ":(exclude)" + inspectDir}
+	for _, e := range exclude {
+		update = append(update, ":(exclude,literal)"+e)
+	}
+	for p := range tree {
+		if contract.MatchArtifact(artifacts, p) {
+			update = append(update, ":(exclude,literal)"+p)
+		}
+	}
+	if _, err := w.private(ctx, g, nil, nil, update...); err != nil {
+		return fmt.Errorf("staging the workspace: %w", err)
+	}
+	if len(untracked) == 0 {
+		return nil
+	}
+	// Literal paths, forced: the workspace's own ignore files have no say.
+	list := strings.Join(untracked, "\x00") + "\x00"
+	if _, err := w.private(ctx, g, []string{"GIT_LITERAL_PATHSPECS=1"}, strings.NewReader(list), "add", "--force", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+		return fmt.Errorf("staging the workspace's new files: %w", err)
+	}
+	return nil
 }
 
 // parseRaw reads `git diff --raw --no-abbrev -z`: for each file

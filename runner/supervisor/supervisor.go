@@ -22,7 +22,9 @@
 //     (registry.go), and the agent reaches the model proxy (egress.go);
 //  5. collects the change with its own git (never the workspace's .git,
 //     which the agent controlled), outside the sandbox, into a change
-//     manifest, and the evidence: each command's exit status, duration and
+//     manifest, as soon as the agent ends and before verify, which runs in
+//     a workspace of exactly the pinned commit and that change (decision
+//     0023); and the evidence: each command's exit status, duration and
 //     redacted output tail, go test -json and JUnit XML results (see
 //     junit.go), the diffstat, the agent's answer;
 //  6. uploads both (PUT contract.PathResult; a retry is harmless), and
@@ -107,7 +109,9 @@ type Config struct {
 	// the evidence.
 	RunnerVersion string
 	// FinishTimeout bounds collecting and uploading the result once the
-	// run has ended, even when it ended because of SIGTERM.
+	// run has ended, even when it ended because of SIGTERM. Collecting the
+	// change, after the agent or here, may take half of it
+	// (collectBudget).
 	FinishTimeout time.Duration
 	// RequestTimeout bounds one channel request.
 	RequestTimeout time.Duration
@@ -328,6 +332,16 @@ type session struct {
 	// down before its directory is removed.
 	overlays []overlay
 	prepared bool // the workspace holds the pinned commit: a change can be collected
+	// collected is set once the change was collected (or refused): it is
+	// collected once, after the agent, or in finish when the run ended
+	// before that.
+	collected bool
+	// verifyDir is the verify workspace (verifyws.go), once built: the
+	// pinned commit and the change, where verify runs.
+	verifyDir string
+	// setupOut is what setup left outside the change, as it left it
+	// (setupoutputs.go): verify gets it, the agent's edits to it not.
+	setupOut *setupOutputs
 	phase    contract.Phase
 	seq      int64
 	tests    *goTestParser
@@ -361,6 +375,10 @@ func (s *session) run(ctx context.Context) {
 	if !s.setup(ctx) {
 		return
 	}
+	if err := s.recordSetupOutputs(ctx); err != nil {
+		s.fail(ctx, "recording what setup left", err)
+		return
+	}
 	s.ev.Workspace.PrepareMS = max(s.cfg.Now().Sub(s.ev.StartedAt).Milliseconds(), 0)
 
 	s.enter(contract.PhaseAgent, "running the agent")
@@ -386,9 +404,24 @@ func (s *session) run(ctx context.Context) {
 		s.ev.Reason = "the agent " + describeExit(agent)
 		return
 	}
+	// The change is fixed now, before verify: verify runs on exactly the
+	// pinned commit and it (verifyws.go), and nothing it writes joins it.
+	if !s.collect(ctx) {
+		return
+	}
 
 	if len(s.spec.Verify) > 0 {
 		s.enter(contract.PhaseVerify, fmt.Sprintf("verifying the change (%d commands)", len(s.spec.Verify)))
+		if err := s.buildVerifyWorkspace(ctx); err != nil {
+			var ce *changeError
+			if errors.As(err, &ce) {
+				s.noteChangeError(err)
+				s.manifest = nil
+				return
+			}
+			s.fail(ctx, "building the verify workspace", err)
+			return
+		}
 		s.verifyStart = fsNow(s.ws.dir)
 		if s.egressFor(contract.PhaseVerify) {
 			if err := s.openEgress(); err != nil {
@@ -746,8 +779,12 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 		}
 		mounts, run = append(slices.Clone(s.mounts), s.egress.mounts()...), s.egress.wrap(argv, stdin)
 	}
+	work := s.ws.work
+	if s.phase == contract.PhaseVerify {
+		work = s.verifyDir
+	}
 	res, err := sandbox.Run(ctx, sandbox.Spec{
-		Workspace:   s.ws.work,
+		Workspace:   work,
 		RootFS:      s.rootFS,
 		ExtraMounts: mounts,
 		Argv:        run,
@@ -868,19 +905,14 @@ func (s *session) finish() *Report {
 				}
 			}
 		}
-		// Artifacts first: they are uploaded, listed, and never part of
-		// the change.
-		artifacts := s.collectArtifacts(ctx)
-		m, changes, err := collectChange(ctx, s.git, s.ws, s.spec.PinnedSHA, s.spec.Limits.Manifest(), s.spec.Verify, append(s.workspaceCaches(), artifacts...)...)
-		s.ev.Changes = changes
-		if err != nil {
-			s.noteChangeError(err)
-		}
-		s.manifest = m
+		// The change was fixed before verify; artifacts are verify's files,
+		// in the verify workspace: uploaded, listed, never part of it.
+		s.collect(ctx)
+		s.collectArtifacts(ctx)
 	}
 	s.ev.Tests = s.tests.summary()
-	if s.prepared && !s.verifyStart.IsZero() {
-		s.ev.Tests = mergeTests(s.ev.Tests, collectJUnit(ctx, s.ws.work, s.verifyStart, s.log))
+	if s.verifyDir != "" && !s.verifyStart.IsZero() {
+		s.ev.Tests = mergeTests(s.ev.Tests, collectJUnit(ctx, s.verifyDir, s.verifyStart, s.log))
 	}
 	s.ev.EndedAt = s.cfg.Now()
 	if s.ev.EndedAt.Before(s.ev.StartedAt) {
@@ -915,6 +947,47 @@ func (s *session) finish() *Report {
 	rep.Uploaded = s.upload(ctx, u)
 	return rep
 }
+
+// collect collects the change once, within its own time budget
+// (collectBudget), recording a refusal or a failure in the evidence. It
+// returns false when there is no manifest. Cut short by ctx, it leaves the
+// change for finish to collect.
+func (s *session) collect(ctx context.Context) bool {
+	if s.collected {
+		return s.manifest != nil
+	}
+	budget := s.collectBudget()
+	cctx, cancel := context.WithTimeoutCause(ctx, budget, errCollectBudget)
+	defer cancel()
+	var artifacts []string
+	if s.spec.Artifacts != nil {
+		artifacts = s.spec.Artifacts.Patterns
+	}
+	m, changes, err := collectChange(cctx, s.git, s.ws, s.spec.PinnedSHA, s.spec.Limits.Manifest(), s.spec.Verify, artifacts, s.workspaceCaches()...)
+	if err != nil && ctx.Err() != nil {
+		s.cutShort(ctx)
+		return false // finish collects it, with a budget of its own
+	}
+	s.collected = true
+	s.ev.Changes, s.manifest = changes, m
+	if err != nil {
+		if errors.Is(context.Cause(cctx), errCollectBudget) {
+			err = &changeError{fmt.Sprintf("collecting the change took longer than the %s it may take", budget)}
+		}
+		s.manifest = nil
+		s.noteChangeError(err)
+		return false
+	}
+	return true
+}
+
+// errCollectBudget ends a collection that took longer than its budget.
+var errCollectBudget = errors.New("collecting the change took too long")
+
+// collectBudget is how long collecting the change may take: half of the
+// finish timeout, so that what is left of it still uploads the evidence
+// when collection runs in finish.
+func (s *session) collectBudget() time.Duration { return s.cfg.FinishTimeout / 2 }
 
 // noteChangeError records why there is no manifest.
 func (s *session) noteChangeError(err error) {

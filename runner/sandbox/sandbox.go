@@ -115,6 +115,11 @@ type Spec struct {
 	// Timeout is the wall-clock limit; when it expires the whole sandbox is
 	// killed and Result.TimedOut is set. Zero means no limit beyond ctx.
 	Timeout time.Duration
+	// Within, when set, runs the command inside a session's Environment:
+	// it shares the environment's loopback network and IPC with every
+	// other command run within it, while its PID namespace, mounts and
+	// /tmp stay its own. nil gives the command every namespace its own.
+	Within *Environment
 	// Stdout and Stderr receive the command's output (nil discards it). The
 	// sandbox only ever sees pipes, never the writers' own files. Write
 	// errors do not stop the command: the rest of its output is discarded.
@@ -171,18 +176,6 @@ var freshTop = map[string]bool{"proc": true, "dev": true, "sys": true, "tmp": tr
 // hostRoot is where the host toolchain is looked up (and bound from).
 const hostRoot = "/"
 
-// baseOptions are the isolation flags every sandbox gets, before its
-// environment and mounts.
-var baseOptions = []string{
-	"--unshare-all",
-	"--unshare-user", "--disable-userns", // --disable-userns needs --unshare-user spelt out
-	"--die-with-parent",
-	"--new-session",
-	"--cap-drop", "ALL",
-	"--hostname", Hostname,
-	"--clearenv",
-}
-
 // Args returns bwrap's arguments (without "bwrap" itself) for s: the
 // options, "--", then Argv. Untrusted text in Argv and Env stays one argv
 // element each. Run passes everything before "--" on a file descriptor
@@ -221,6 +214,9 @@ func (s Spec) options() ([]string, error) {
 		return nil, err
 	}
 	opts := append([]string(nil), baseOptions...)
+	if s.Within != nil {
+		opts = append([]string(nil), sharedOptions...)
+	}
 
 	for i, kv := range s.Env {
 		k, v, ok := strings.Cut(kv, "=")

@@ -69,6 +69,8 @@ demo: ensure-go ensure-bubblewrap
 # real sessions' egress and through a warm cache, ten times each, interleaved.
 # The base-image benchmark (issue 16) starts an agent on the host's toolchain,
 # a three-layer base and a Debian root, ten sessions each, three times.
+# The service benchmark (issue 16) times a postgres service's setup and
+# readiness, cold and from a snapshot, five sessions each.
 bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot
 	$(GO) test -run '^$$' -bench WebhookAck -benchtime 6000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench IgnoredCheckRun -benchtime 20000x -count 5 ./app/
@@ -77,6 +79,7 @@ bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot
 	$(GO) test -run '^$$' -bench . ./policy/
 	$(GO) test -run '^$$' -bench 'SessionStart|SnapshotRefreshBytes' -benchtime=1x -timeout 60m ./runner/supervisor/
 	$(GO) test -run '^$$' -bench AgentStartOnABaseImage -benchtime=10x -count 3 ./runner/supervisor/
+	$(GO) test -run '^$$' -bench ServiceReady -benchtime=5x -timeout 20m ./runner/supervisor/
 
 # The fault suite on its own (real replicas on PostgreSQL, crashes, an
 # outage, a flood), then the sustained intake of two replicas; results are

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,9 +17,23 @@ import (
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
 )
 
-// The server binaries a postgres service runs: the host's, under the host
-// toolchain's /usr, which the sandbox has read-only.
-const pgBin = "/usr/lib/postgresql/15/bin"
+// pgBin is where the server binaries a postgres service runs are: the
+// host's newest PostgreSQL under /usr/lib/postgresql (.ci/ensure-postgres
+// installs it), in the host toolchain's /usr, which the sandbox has
+// read-only.
+var pgBin = func() string {
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
+	if len(found) == 0 {
+		return "/usr/lib/postgresql/15/bin"
+	}
+	slices.SortFunc(found, func(a, b string) int { return pgMajor(a) - pgMajor(b) })
+	return filepath.Dir(found[len(found)-1])
+}()
+
+func pgMajor(bin string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(bin))))
+	return n
+}
 
 // pgTestSource is a Go test that speaks just enough of PostgreSQL's wire
 // protocol (a StartupMessage, then AuthenticationOk) to prove a PostgreSQL
@@ -67,7 +83,7 @@ var (
 // build cache) into a static test binary the repository carries: a cold
 // `go test` in the sandbox would spend most of the test compiling the
 // standard library.
-func pgTestBinary(t *testing.T) []byte {
+func pgTestBinary(t testing.TB) []byte {
 	t.Helper()
 	pgTestOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "pgtest-")
@@ -97,7 +113,7 @@ func pgTestBinary(t *testing.T) []byte {
 
 // pgRepo seeds a repository with the test (source and binary) and returns
 // its commit.
-func pgRepo(t *testing.T, ch *channeltest.Server) string {
+func pgRepo(t testing.TB, ch *channeltest.Server) string {
 	t.Helper()
 	return ch.Seed(map[string]string{
 		"go.mod":        "module example.com/pg\n\ngo 1.22\n",
@@ -148,7 +164,7 @@ func pgSpec(ch *channeltest.Server, id, sha string, svcs ...contract.Service) co
 
 // sandboxProcesses lists the host's live processes of the sandbox uid
 // whose command line holds marker.
-func sandboxProcesses(t *testing.T, marker string) []string {
+func sandboxProcesses(t testing.TB, marker string) []string {
 	t.Helper()
 	var left []string
 	for _, pid := range channeltest.ProcessesWith(marker) {
@@ -160,10 +176,15 @@ func sandboxProcesses(t *testing.T, marker string) []string {
 	return left
 }
 
-func TestAPostgresServiceServesVerifyOnTheSessionsOwnLoopback(t *testing.T) {
+func needPostgres(t testing.TB) {
+	t.Helper()
 	if _, err := os.Stat(pgBin + "/postgres"); err != nil {
-		t.Fatalf("PostgreSQL 15's server binaries are needed at %s (apt-get install postgresql-15): %v", pgBin, err)
+		t.Fatalf("PostgreSQL's server binaries are needed under /usr/lib/postgresql (run .ci/ensure-postgres): %v", err)
 	}
+}
+
+func TestAPostgresServiceServesVerifyOnTheSessionsOwnLoopback(t *testing.T) {
+	needPostgres(t)
 	ch := channeltest.New(t)
 	sha := pgRepo(t, ch)
 	marker := fmt.Sprintf("inspect-svc-%d", time.Now().UnixNano())

@@ -51,15 +51,15 @@ services:
 
 func TestServicesAreRefused(t *testing.T) {
 	for yaml, want := range map[string]string{
-		`services: [{name: Postgres, run: [pg], ready: {tcp: 1}}]`:                                   "services[0].name",
+		`services: [{name: Postgres, run: [pg], ready: {tcp: 1}}]`:                                  "services[0].name",
 		`services: [{name: pg, run: [pg], ready: {tcp: 1}}, {name: pg, run: [x], ready: {tcp: 2}}]`: `services[1].name: "pg" names an earlier service`,
-		`services: [{name: pg, ready: {tcp: 1}}]`:                                                    "services[0].run",
-		`services: [{name: pg, run: [pg]}]`:                                                          "services[0].ready: is required",
-		`services: [{name: pg, run: [pg], ready: {tcp: 1, run: [x]}}]`:                               "either run or tcp",
-		`services: [{name: pg, run: [pg], ready: {tcp: 70000}}]`:                                     "services[0].ready.tcp",
-		`services: [{name: pg, run: [pg], ready: {tcp: 1}, ready_timeout: 11m}]`:                     "services[0].ready_timeout",
-		`services: [{name: pg, run: [pg], ready: {tcp: 1}, setup: [""]}]`:                            "services[0].setup[0]",
-		`services: [{name: pg, run: [pg], ready: {tcp: 1}, preset: postgres}]`:                       "unknown key `preset`",
+		`services: [{name: pg, ready: {tcp: 1}}]`:                                                   "services[0].run",
+		`services: [{name: pg, run: [pg]}]`:                                                         "services[0].ready: is required",
+		`services: [{name: pg, run: [pg], ready: {tcp: 1, run: [x]}}]`:                              "either run or tcp",
+		`services: [{name: pg, run: [pg], ready: {tcp: 70000}}]`:                                    "services[0].ready.tcp",
+		`services: [{name: pg, run: [pg], ready: {tcp: 1}, ready_timeout: 11m}]`:                    "services[0].ready_timeout",
+		`services: [{name: pg, run: [pg], ready: {tcp: 1}, setup: [""]}]`:                           "services[0].setup[0]",
+		`services: [{name: pg, run: [pg], ready: {tcp: 1}, preset: postgres}]`:                      "unknown key `preset`",
 	} {
 		_, err := ParseRepo([]byte(yaml))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -21,10 +21,10 @@ import (
 // util-linux's nsenter before its own bwrap starts. See decision 0025.
 //
 // bubblewrap 0.8 can join a user or PID namespace (--userns, --pidns) but
-// not a network namespace, hence nsenter. nsenter 2.38 enters the user
-// namespace last unless it runs as root, and an unprivileged caller cannot
-// enter the network namespace before the user namespace that owns it; so
-// an Environment needs a root supervisor. nsenter starts as root with no
+// not a network namespace, hence nsenter. nsenter 2.38 enters the IPC and
+// network namespaces before the user namespace, which an unprivileged
+// caller cannot do (it has no rights over them until it is in the user
+// namespace that owns them); so an Environment needs a root supervisor. nsenter starts as root with no
 // supplementary groups, enters the three namespaces and sets the sandbox's
 // uid and gid (the same ids inside, as the holder maps them) before it
 // execs bwrap: bwrap never runs as host root (the root trap), and a

@@ -6,7 +6,11 @@
 // What the command gets, and nothing else:
 //   - its own user, PID, network (loopback only), IPC, UTS and cgroup
 //     namespaces (--unshare-all), with nested user namespaces refused
-//     (--disable-userns) and no capabilities (--cap-drop ALL)
+//     (--disable-userns) and no capabilities (--cap-drop ALL); or, Within
+//     a session's Environment, that environment's network and IPC
+//     namespaces, shared with the session's other commands, and its own
+//     (nested) user, PID, UTS and cgroup namespaces (environment_linux.go,
+//     decision 0025)
 //   - a read-only toolchain: the host's /usr (with /bin, /sbin, /lib… as the
 //     host has them), or an extracted image root (Spec.RootFS)
 //   - single files from /etc, read-only (Spec.EtcFiles)

@@ -38,7 +38,10 @@ var holderOptions = []string{
 	"--clearenv",
 }
 
-// holderArgv is what the holder runs: it only has to stay alive. sleep is
-// from the host's coreutils, bound read-only with the host toolchain
-// whatever root the session's commands get.
-var holderArgv = []string{"sleep", "infinity"}
+// holderArgv is what the holder runs: it says holderReady on its standard
+// output, once its namespaces are complete, then only has to stay alive.
+// sh and sleep are the host's, bound read-only with the host toolchain
+// whatever root the session's commands get; the script is a constant.
+var holderArgv = []string{"sh", "-c", "echo " + holderReady + " && exec sleep infinity"}
+
+const holderReady = "inspect-holder-ready"

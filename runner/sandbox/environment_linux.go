@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,12 +112,23 @@ func StartEnvironment(ctx context.Context, uid, gid uint32) (*Environment, error
 	defer infoR.Close()
 	defer infoW.Close()
 
+	// The holder says "ready" once it runs: bwrap reports its child's pid
+	// right after clone(), before it has written the user namespace's uid
+	// and gid maps, and nsenter cannot set ids a namespace does not map.
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	defer readyR.Close()
+	defer readyW.Close()
+
 	e := &Environment{uid: uid, gid: gid, nsenter: nsenter, init: initProcess{fd: -1}, done: make(chan struct{})}
 	cmd := &exec.Cmd{
 		Path:       bwrap,
 		Args:       append([]string{"bwrap", "--args", argsFD, "--"}, holderArgv...),
 		Env:        []string{},
 		Dir:        "/",
+		Stdout:     readyW,
 		ExtraFiles: []*os.File{argsFile, infoW},
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:    true,
@@ -130,11 +142,15 @@ func StartEnvironment(ctx context.Context, uid, gid uint32) (*Environment, error
 		return nil, fmt.Errorf("sandbox: starting the environment's holder: %w", err)
 	}
 	infoW.Close() // only bwrap holds it now: EOF once it is gone
+	readyW.Close()
 	argsFile.Close()
 
 	pid, err := readChildPid(ctx, infoR, e.done)
 	if err == nil {
 		err = e.init.open(pid)
+	}
+	if err == nil {
+		err = readReady(ctx, readyR)
 	}
 	if err == nil && e.init.fd < 0 {
 		err = errors.New("the holder ended as it started")
@@ -194,6 +210,28 @@ func readChildPid(ctx context.Context, r *os.File, done <-chan struct{}) (int, e
 		return pid, nil
 	case <-ctx.Done():
 		return 0, ctx.Err() // the reader ends with EOF once Close has killed bwrap
+	}
+}
+
+// readReady waits for the holder's "ready" line, or fails when it ends
+// first (EOF) or ctx does (Close then ends the reader with EOF).
+func readReady(ctx context.Context, r *os.File) error {
+	ch := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(r).ReadString('\n')
+		if err == nil && line != holderReady+"\n" {
+			err = fmt.Errorf("the holder said %q, not %q", line, holderReady)
+		}
+		ch <- err
+	}()
+	select {
+	case err := <-ch:
+		if err != nil {
+			return fmt.Errorf("the holder never said it was ready: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -191,3 +191,34 @@ func TestEnvironmentCloseEndsTheHolder(t *testing.T) {
 		t.Errorf("Run within a closed environment: %v, want an error saying it ended", err)
 	}
 }
+
+// StartEnvironment returns only once the holder's user namespace maps the
+// sandbox's ids: bwrap reports its child's pid before it writes the maps,
+// and a command joining before then could not take those ids.
+func TestEnvironmentIsCompleteWhenStartReturns(t *testing.T) {
+	uid, gid := sandboxIDs()
+	for range 5 {
+		env, err := StartEnvironment(context.Background(), uid, gid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []struct {
+			file string
+			id   uint32
+		}{{"uid_map", uid}, {"gid_map", gid}} {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(env.pid) + "/" + m.file)
+			f := strings.Fields(string(b))
+			if err != nil || len(f) != 3 || f[1] != strconv.Itoa(int(m.id)) {
+				t.Errorf("%s of the holder right after the start: %q %v, want %d mapped", m.file, b, err, m.id)
+			}
+		}
+		s := newSpec(t, probeTarget, "whoami")
+		s.Within = env
+		if res, out, stderr := run(t, s); res.ExitCode != 0 || !strings.Contains(out, "uid="+strconv.Itoa(int(uid))) {
+			t.Errorf("a command right after the start: exit %d %q %q", res.ExitCode, out, stderr)
+		}
+		if err := env.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

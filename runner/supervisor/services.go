@@ -254,6 +254,9 @@ func (s *session) serviceCause(ctx context.Context) *service {
 func (s *session) serviceEnded(svc *service) {
 	<-svc.done // it has exited (it cancelled the run first): this returns at once
 	how := describeExit(contract.CommandResult{ExitCode: svc.res.ExitCode, Signal: svc.res.Signal})
+	if svc.err != nil && svc.res.Duration == 0 {
+		how = "its sandbox could not start: " + s.red.Redact(svc.err.Error())
+	}
 	if !s.ev.Services[svc.index].Ready {
 		s.failService(svc, "exited before it was ready ("+how+")")
 		return

@@ -308,3 +308,25 @@ func TestAServiceThatExitsEndsTheSessionErrorNamingIt(t *testing.T) {
 		t.Errorf("failed service %+v", f)
 	}
 }
+
+func TestPromptListsServices(t *testing.T) {
+	spec := promptSpec()
+	spec.Services = []contract.Service{
+		{Name: "postgres", Argv: []string{"postgres", "-D", "/cache/pg"}, Ready: contract.ServiceReady{TCP: 5432}, ForAgent: true},
+		{Name: "worker", Argv: []string{"./worker"}, Ready: contract.ServiceReady{Argv: []string{"true"}}},
+	}
+	p := buildPrompt(&spec)
+	for _, want := range []string{
+		"\n## Services\n",
+		"- postgres (for you and during verification, on port 5432): `postgres -D /cache/pg`\n",
+		"- worker (during verification): `./worker`\n",
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("the prompt lacks %q:\n%s", want, p)
+		}
+	}
+	spec.Services = nil
+	if p := buildPrompt(&spec); strings.Contains(p, "## Services") {
+		t.Error("a spec without services has a Services section")
+	}
+}

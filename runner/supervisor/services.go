@@ -63,8 +63,13 @@ func (s *session) startServices(ctx context.Context, phase contract.Phase) bool 
 				return false
 			}
 			if !r.Succeeded() {
+				// Recorded as the service's failure, so the reply names it
+				// with the setup's output.
+				why := "could not be set up: its setup " + describeExit(r)
+				s.ev.Services = append(s.ev.Services, contract.ServiceResult{Name: sp.Name, Phase: phase, Argv: sp.Argv,
+					Failure: why, ExitCode: -1, OutputTail: r.OutputTail, OutputTruncated: r.OutputTruncated})
 				s.ev.Outcome = contract.OutcomeError
-				s.ev.Reason = fmt.Sprintf("the service %s's setup %s", sp.Name, describeExit(r))
+				s.ev.Reason = "the service " + sp.Name + " " + why
 				return false
 			}
 		}
@@ -111,7 +116,11 @@ func (s *session) startService(ctx context.Context, phase contract.Phase, sp con
 		return false
 	}
 	s.stopService(svc)
-	s.failService(svc, fmt.Sprintf("was not ready within %v: %v", sp.ReadyTimeout.Std(), err))
+	why := fmt.Sprintf("was not ready within %v", sp.ReadyTimeout.Std())
+	if !errors.Is(err, context.DeadlineExceeded) {
+		why += ": " + s.red.Redact(err.Error())
+	}
+	s.failService(svc, why)
 	return false
 }
 

@@ -330,3 +330,24 @@ func TestPromptListsServices(t *testing.T) {
 		t.Error("a spec without services has a Services section")
 	}
 }
+
+func TestAServiceWhoseSetupFailsEndsTheSessionErrorNamingIt(t *testing.T) {
+	ch := channeltest.New(t)
+	sha := ch.Seed(map[string]string{"README.md": "hi\n", "agent/idle.sh": "#!/bin/sh\ntrue\n"})
+	spec := ch.Spec("sess-sf", "sess-sf-a1", sha, []string{"sh", "agent/idle.sh"}, command("never", time.Minute, "true"))
+	spec.Services = []contract.Service{{
+		Name:         "db",
+		Argv:         []string{"sleep", "600"},
+		Ready:        contract.ServiceReady{TCP: 5432},
+		ReadyTimeout: contract.Duration(time.Minute),
+		Setup:        []string{"sh", "-c", "echo 'initdb: no space left on device'; exit 4"},
+		SetupTimeout: contract.Duration(time.Minute),
+	}}
+	h := newHarness(t, ch, spec)
+	ev := h.result(t, h.run(t, context.Background())).Evidence
+	f := ev.FailedService()
+	if ev.Outcome != contract.OutcomeError || f == nil || f.Name != "db" || f.Failure != "could not be set up: its setup exited with status 4" ||
+		!strings.Contains(f.OutputTail, "no space left on device") {
+		t.Fatalf("outcome %s (%s), failed service %+v", ev.Outcome, ev.Reason, f)
+	}
+}

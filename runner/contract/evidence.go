@@ -144,7 +144,7 @@ type Evidence struct {
 	// Artifacts are the files the repository's artifacts: globs named
 	// after verify, collected or refused (v4).
 	Artifacts []Artifact `json:"artifacts,omitempty"`
-	// Services are the services that were started, in order (v5); a
+	// Services are the services that were started, in order (v6); a
 	// service's setup is among Commands.
 	Services []ServiceResult `json:"services,omitempty"`
 }

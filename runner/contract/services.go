@@ -88,7 +88,7 @@ func validateServices(f *faults, prefix string, svcs []Service) {
 	}
 }
 
-// ServiceResult is one service's run in the evidence (v5).
+// ServiceResult is one service's run in the evidence (v6).
 type ServiceResult struct {
 	Name string `json:"name"`
 	// Phase is the phase it was started before: agent or verify.

@@ -202,7 +202,7 @@ func (s *session) serviceSpec(argv []string, out *tailBuffer) sandbox.Spec {
 		RootFS:      s.rootFS,
 		ExtraMounts: append([]sandbox.Mount(nil), s.mounts...),
 		Argv:        argv,
-		Env:         sandboxEnv(s.cfg.SandboxPath, s.spec.Env, "INSPECT_SESSION_ID="+s.spec.SessionID),
+		Env:         sandboxEnv(s.cfg.SandboxPath, withImageEnv(s.imageEnv, s.spec.Env), "INSPECT_SESSION_ID="+s.spec.SessionID),
 		UID:         s.cfg.SandboxUID,
 		GID:         s.cfg.SandboxGID,
 		Within:      s.env,

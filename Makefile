@@ -71,6 +71,8 @@ demo: ensure-go ensure-bubblewrap
 # a three-layer base and a Debian root, ten sessions each, three times.
 # The verify workspace benchmark (issue 18) collects a change and writes the
 # workspace verify runs on, five times, on this repository at HEAD.
+# The service benchmark (issue 16) times a postgres service's setup and
+# readiness, cold and from a snapshot, five sessions each.
 bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot
 	$(GO) test -run '^$$' -bench WebhookAck -benchtime 6000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench IgnoredCheckRun -benchtime 20000x -count 5 ./app/
@@ -80,6 +82,7 @@ bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot
 	$(GO) test -run '^$$' -bench 'SessionStart|SnapshotRefreshBytes' -benchtime=1x -timeout 60m ./runner/supervisor/
 	$(GO) test -run '^$$' -bench AgentStartOnABaseImage -benchtime=10x -count 3 ./runner/supervisor/
 	$(GO) test -run '^$$' -bench VerifyWorkspace -benchtime 5x ./runner/supervisor/
+	$(GO) test -run '^$$' -bench ServiceReady -benchtime=5x -timeout 20m ./runner/supervisor/
 
 # The fault suite on its own (real replicas on PostgreSQL, crashes, an
 # outage, a flood), then the sustained intake of two replicas; results are

@@ -134,6 +134,9 @@ func reportResult(ctx context.Context, do reportSteps, sess store.Session, spec 
 	case contract.OutcomeCancelled:
 		return do.End(ctx, sess.ID, store.Cancelled, "cancelled", render.RunCancelledReply())
 	case contract.OutcomeError, contract.OutcomeAgentFailed:
+		if svc := ev.FailedService(); svc != nil {
+			return do.End(ctx, sess.ID, store.Errored, string(ev.Outcome), render.ServiceFailedReply(sess, *svc))
+		}
 		return do.End(ctx, sess.ID, store.Errored, string(ev.Outcome), render.AgentFailedReply(sess, ev))
 	}
 	if up.Manifest == nil || len(up.Manifest.Files) == 0 {

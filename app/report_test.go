@@ -106,6 +106,11 @@ func TestReportResultDecides(t *testing.T) {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeAgentFailed}, Manifest: change},
 			calls: []string{"end error"}, outcome: store.Errored, reason: "agent_failed",
 		},
+		"a service failed: error naming it": {
+			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeError,
+				Services: []contract.ServiceResult{{Name: "redis", Ready: true}, {Name: "postgres", Failure: "was not ready within 5s", OutputTail: "FATAL: no\n"}}}},
+			calls: []string{"end error"}, outcome: store.Errored, reason: "error", reply: "the service `postgres` `was not ready within 5s`",
+		},
 		"no files: no change": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}},
 			calls: []string{"end no_change"}, outcome: store.NoChange, reason: "no_change",

@@ -71,6 +71,8 @@ type Repo struct {
 	// reports/**): collected after verify, listed in the PR, never part of
 	// the change (contract.ValidateArtifactPattern).
 	Artifacts []string `yaml:"artifacts"`
+	// Services are started in the session's environment (services.go).
+	Services []RepoService `yaml:"services"`
 }
 
 // RepoRepair is the repo's choice about automatic repair. The server's
@@ -385,6 +387,7 @@ func (r Repo) validate() error {
 		add("repair.max_sessions", "must not be negative (0 means the server's repair.max_sessions_per_pr)")
 	}
 	validateRepoRegistries(r.Registries, add)
+	validateServices(r.Services, add)
 	if len(faults) > 0 {
 		return errors.New(strings.Join(faults, "; "))
 	}
@@ -520,14 +523,17 @@ func (r Repo) SetupCommands(def, max time.Duration) []contract.Command {
 }
 
 // SnapshotSetupCommands maps the repo's snapshot setup steps, as
-// VerifyCommands does. Their names start "snapshot " so they never clash
-// with session setup steps, which run in the same phase.
+// VerifyCommands does, then the services' setup steps. Their names start
+// "snapshot " (or are contract.ServiceSetupName) so they never clash with
+// session setup steps, which run in the same phase.
 func (r Repo) SnapshotSetupCommands(def, max time.Duration) []contract.Command {
 	cmds := specCommands(r.Snapshot.Setup, "setup", def, max)
 	for i := range cmds {
 		cmds[i].Name = "snapshot " + cmds[i].Name
 	}
-	return cmds
+	// The services' setup steps follow: a build runs them, and a session
+	// computes its cache keys from the same list (decision 0025).
+	return append(cmds, r.serviceSetupCommands(def, max)...)
 }
 
 // SnapshotCaches maps the repo's caches to the spec's.

@@ -45,6 +45,7 @@ func (e *RegistriesError) Unwrap() error { return e.Err }
 //   - the registries the server opens to the repository fullName, as
 //     the repository narrows them (a *RegistriesError when it names one
 //     the server does not open);
+//   - the services;
 //   - the snapshot's caches and setup (nil when the repository asks for
 //     none); pinning an image's digest is the caller's, who knows the store;
 //   - the limits, which the repository may only narrow (policy.Narrow),
@@ -75,6 +76,7 @@ func (c Server) SessionSpec(spec *contract.Spec, repo Repo, fullName string, now
 	if len(repo.Artifacts) > 0 {
 		spec.Artifacts = &contract.ArtifactSpec{Patterns: repo.Artifacts, MaxFileBytes: c.Artifacts.MaxFileBytes, MaxSessionBytes: c.Artifacts.MaxSessionBytes}
 	}
+	spec.Services = repo.ServiceSpecs(c.Sessions.CommandTimeout, timeout)
 	spec.Limits = contract.Limits{
 		Deadline:        now.Add(timeout).UTC().Truncate(time.Second),
 		Timeout:         contract.Duration(timeout),

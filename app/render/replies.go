@@ -143,6 +143,21 @@ func AgentFailedReply(sess store.Session, ev contract.Evidence) string {
 	return b.String()
 }
 
+// ServiceFailedReply says a repository's service ended the session: it
+// exited while the session needed it, or never became ready. It names the
+// service and shows why and the end of its output, as untrusted text (the
+// service is the repository's code).
+func ServiceFailedReply(sess store.Session, svc contract.ServiceResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "⚠️ @%s, the service %s %s, so Inspect stopped the session. Nothing was pushed.",
+		sess.RequesterLogin, untrustedSpan(svc.Name), untrustedSpan(svc.Failure))
+	if strings.TrimSpace(svc.OutputTail) != "" {
+		fmt.Fprintf(&b, "\n\n<details><summary>Last output of %s</summary>\n\n%s\n</details>", untrustedSpan(svc.Name), untrustedBlock(lastLines(svc.OutputTail, 30), maxOutputRunes))
+	}
+	b.WriteString("\n\nCheck `services:` in `.github/inspect.yml` on the default branch.")
+	return b.String()
+}
+
 // NoChangeReply says the agent changed nothing, with its answer (as
 // untrusted text) and the model usage.
 func NoChangeReply(sess store.Session, ev contract.Evidence) string {

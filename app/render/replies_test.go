@@ -69,6 +69,10 @@ func TestReplies(t *testing.T) {
 				strings.Repeat("noise\n", 29) + "last ``` line ＜!-- x -->\n````\n</details>"},
 		{"agent errored without a failing command", AgentFailedReply(sess, contract.Evidence{Outcome: contract.OutcomeError}),
 			"⚠️ @alice, the agent did not finish (error), so nothing was pushed."},
+		{"a service that never became ready is named, with its last lines fenced", ServiceFailedReply(sess, contract.ServiceResult{
+			Name: "postgres", Failure: "was not ready within 2s: context deadline exceeded", OutputTail: "FATAL: ``` #12 @bob\n"}),
+			"⚠️ @alice, the service `postgres` `was not ready within 2s: context deadline exceeded`, so Inspect stopped the session. Nothing was pushed." +
+				"\n\n<details><summary>Last output of `postgres`</summary>\n\n````\nFATAL: ``` ＃12 ＠bob\n````\n</details>\n\nCheck `services:` in `.github/inspect.yml` on the default branch."},
 		{"no change, no answer", NoChangeReply(sess, contract.Evidence{FinalAnswer: "  \n"}), "@alice, the agent made no change and gave no answer."},
 		{"no change fences the answer, with usage after it", NoChangeReply(sess, contract.Evidence{FinalAnswer: "Ask @bob.\n", Usage: usage.Usage}),
 			"@alice, the agent made no change. Its answer:\n\n```\nAsk ＠bob.\n```\n\nModel usage: 1200 tokens over 3 requests."},

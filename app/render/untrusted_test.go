@@ -67,6 +67,7 @@ func TestUntrustedTextCannotAct(t *testing.T) {
 			"review progress":   ProgressBody(sess, Origin{Review: &ReviewSpot{Path: evil, Line: 3}}, "/inspect", RunLink{}),
 			"waiting comment":   WaitingBody(sess, "01jpk2aaaaaaaaaaaaaaaaaaaa", "/inspect"),
 			"agent failed":      AgentFailedReply(sess, ev),
+			"service failed":    ServiceFailedReply(sess, contract.ServiceResult{Name: "pg", Failure: evil, OutputTail: evil}),
 			"config error":      ConfigErrorReply(sess, errors.New(evil)),
 			"agent unusable":    AgentUnusableReply("alice", errors.New(evil)),
 			"API refusal":       RefusalReply("alice", "GitHub", 422, evil),

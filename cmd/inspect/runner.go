@@ -7,11 +7,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/runner/forward"
+	"github.com/inspecthq/inspect/runner/probe"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
@@ -25,6 +28,9 @@ import (
 func runnerCmd(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "forward" {
 		return forwardCmd(args[1:], os.Stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "probe-tcp" {
+		return probeTCPCmd(args[1:], stderr)
 	}
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -88,4 +94,29 @@ func forwardCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "inspect runner forward: %v\n", err)
 	}
 	return code
+}
+
+// probeTCPCmd is `inspect runner probe-tcp [--timeout D] PORT`, hidden: the
+// supervisor runs it inside a session's environment to wait for a
+// service's port on that environment's loopback. Exit 0 once a connection
+// is accepted, 1 when the timeout passes first, 2 for bad arguments.
+func probeTCPCmd(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runner probe-tcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	port, err := strconv.Atoi(fs.Arg(0))
+	if fs.NArg() != 1 || err != nil || *timeout <= 0 {
+		fmt.Fprintln(stderr, "usage: inspect runner probe-tcp [--timeout D] PORT")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	if err := probe.TCP(ctx, port); err != nil {
+		fmt.Fprintf(stderr, "inspect runner probe-tcp: nothing accepted a connection on 127.0.0.1:%d within %v: %v\n", port, *timeout, err)
+		return 1
+	}
+	return 0
 }

@@ -10,7 +10,10 @@ import (
 
 // EvidenceVersion is the version of evidence.json this build writes and
 // reads. Bump it with any change to Evidence's fields or their meaning.
-const EvidenceVersion = "inspect.evidence/v5"
+//
+// v4 added Artifacts; v5 Workspace's image_root and restore_error; v6
+// added Services: each service's run, with its output tail.
+const EvidenceVersion = "inspect.evidence/v6"
 
 // EvidenceFileName is the evidence's file name: in the attempt's directory,
 // and among a Buildkite build's artifacts, where the app looks for it when
@@ -24,7 +27,7 @@ const (
 	MaxEvidenceBytes = 32 << 20
 	// MaxEvidenceCommands caps the commands evidence records: every setup
 	// and verify command, and a few agent steps.
-	MaxEvidenceCommands = 2*MaxCommandsPerPhase + 8
+	MaxEvidenceCommands = 2*MaxCommandsPerPhase + 8 + MaxServices
 	// MaxFinalAnswerBytes caps the agent's final answer; it is posted as a
 	// comment, and GitHub caps those at 65536 characters.
 	MaxFinalAnswerBytes = 64 << 10
@@ -141,6 +144,9 @@ type Evidence struct {
 	// Artifacts are the files the repository's artifacts: globs named
 	// after verify, collected or refused (v4).
 	Artifacts []Artifact `json:"artifacts,omitempty"`
+	// Services are the services that were started, in order (v6); a
+	// service's setup is among Commands.
+	Services []ServiceResult `json:"services,omitempty"`
 }
 
 // CommandResult is one command's run.
@@ -351,6 +357,7 @@ func (e *Evidence) validate(f *faults, prefix string) {
 		e.Egress.validate(f, at(prefix, "egress"))
 	}
 	validateArtifacts(f, at(prefix, "artifacts"), e.Artifacts)
+	validateServiceResults(f, at(prefix, "services"), e.Services)
 }
 
 func (u *TokenUsage) validate(f *faults, prefix string) {

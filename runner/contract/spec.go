@@ -17,7 +17,10 @@ import (
 
 // SpecVersion is the version of the session spec this build writes and
 // reads. Bump it with any change to Spec's fields or their meaning.
-const SpecVersion = "inspect.session-spec/v5"
+//
+// v5 added Artifacts; v6 added Services: the repository's services,
+// started in the session's shared environment (decision 0025).
+const SpecVersion = "inspect.session-spec/v6"
 
 // Caps on a spec. A spec is built from gathered text (issue bodies, comments,
 // check output), so each part is bounded, and so is the whole.
@@ -93,6 +96,11 @@ type Spec struct {
 	Registries []Registry `json:"registries,omitempty"`
 	// Artifacts, when set, are the files to collect after verify (v5).
 	Artifacts *ArtifactSpec `json:"artifacts,omitempty"`
+	// Services are started in the session's environment before verify
+	// (or before the agent, ForAgent) and stopped with the session (v6).
+	// A service's setup is also among Snapshot.Setup, named
+	// ServiceSetupName, so snapshot keys match the build's.
+	Services []Service `json:"services,omitempty"`
 }
 
 // Repo identifies the repository. It carries where to fetch from, never how
@@ -582,6 +590,7 @@ func (s *Spec) Validate() error {
 	if s.Artifacts != nil {
 		s.Artifacts.validate(&f, "artifacts")
 	}
+	validateServices(&f, "services", s.Services)
 	scanSecrets(&f, "", reflect.ValueOf(s).Elem())
 	return f.err("session spec")
 }

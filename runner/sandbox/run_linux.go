@@ -140,9 +140,18 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	defer out.closeChildEnds()
 
+	path, args := bwrap, append([]string{"bwrap", "--args", argsFD, "--"}, s.Argv...)
+	if s.Within != nil {
+		// bwrap runs inside the environment's namespaces: nsenter puts it
+		// there, as the sandbox's ids (Environment explains why nsenter
+		// starts as root).
+		if path, args, cred, err = s.Within.enter(args); err != nil {
+			return Result{}, err
+		}
+	}
 	cmd := &exec.Cmd{
-		Path:       bwrap,
-		Args:       append([]string{"bwrap", "--args", argsFD, "--"}, s.Argv...),
+		Path:       path,
+		Args:       args,
 		Env:        []string{}, // the sandbox can read bwrap's own /proc/1/environ
 		Dir:        "/",
 		Stdout:     out.childOut,
@@ -220,9 +229,13 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		select {
 		case pid := <-infoCh:
 			infoCh = nil
-			if err := init.open(pid); err != nil {
+			err := init.open(pid)
+			if err == nil && s.Within != nil && init.fd >= 0 {
+				err = s.Within.checkJoined(pid)
+			}
+			if err != nil {
 				errs = append(errs, err)
-				kill() // untracked, so end it now rather than lose it
+				kill() // untracked or misplaced, so end it now rather than lose it
 			}
 		case waitErr = <-waitCh:
 			exited = true

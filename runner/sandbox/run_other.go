@@ -15,3 +15,14 @@ func Available() error { return errUnsupported }
 
 // Run cannot run a sandbox on this system.
 func Run(ctx context.Context, s Spec) (Result, error) { return Result{}, errUnsupported }
+
+// Environment is a session's shared namespaces; this system has none.
+type Environment struct{}
+
+// StartEnvironment cannot start one on this system.
+func StartEnvironment(ctx context.Context, uid, gid uint32) (*Environment, error) {
+	return nil, errUnsupported
+}
+
+// Close does nothing here.
+func (e *Environment) Close() error { return nil }

@@ -6,7 +6,11 @@
 // What the command gets, and nothing else:
 //   - its own user, PID, network (loopback only), IPC, UTS and cgroup
 //     namespaces (--unshare-all), with nested user namespaces refused
-//     (--disable-userns) and no capabilities (--cap-drop ALL)
+//     (--disable-userns) and no capabilities (--cap-drop ALL); or, Within
+//     a session's Environment, that environment's network and IPC
+//     namespaces, shared with the session's other commands, and its own
+//     (nested) user, PID, UTS and cgroup namespaces (environment_linux.go,
+//     decision 0025)
 //   - a read-only toolchain: the host's /usr (with /bin, /sbin, /lib… as the
 //     host has them), or an extracted image root (Spec.RootFS)
 //   - single files from /etc, read-only (Spec.EtcFiles)
@@ -115,6 +119,11 @@ type Spec struct {
 	// Timeout is the wall-clock limit; when it expires the whole sandbox is
 	// killed and Result.TimedOut is set. Zero means no limit beyond ctx.
 	Timeout time.Duration
+	// Within, when set, runs the command inside a session's Environment:
+	// it shares the environment's loopback network and IPC with every
+	// other command run within it, while its PID namespace, mounts and
+	// /tmp stay its own. nil gives the command every namespace its own.
+	Within *Environment
 	// Stdout and Stderr receive the command's output (nil discards it). The
 	// sandbox only ever sees pipes, never the writers' own files. Write
 	// errors do not stop the command: the rest of its output is discarded.
@@ -171,18 +180,6 @@ var freshTop = map[string]bool{"proc": true, "dev": true, "sys": true, "tmp": tr
 // hostRoot is where the host toolchain is looked up (and bound from).
 const hostRoot = "/"
 
-// baseOptions are the isolation flags every sandbox gets, before its
-// environment and mounts.
-var baseOptions = []string{
-	"--unshare-all",
-	"--unshare-user", "--disable-userns", // --disable-userns needs --unshare-user spelt out
-	"--die-with-parent",
-	"--new-session",
-	"--cap-drop", "ALL",
-	"--hostname", Hostname,
-	"--clearenv",
-}
-
 // Args returns bwrap's arguments (without "bwrap" itself) for s: the
 // options, "--", then Argv. Untrusted text in Argv and Env stays one argv
 // element each. Run passes everything before "--" on a file descriptor
@@ -221,6 +218,9 @@ func (s Spec) options() ([]string, error) {
 		return nil, err
 	}
 	opts := append([]string(nil), baseOptions...)
+	if s.Within != nil {
+		opts = append([]string(nil), sharedOptions...)
+	}
 
 	for i, kv := range s.Env {
 		k, v, ok := strings.Cut(kv, "=")

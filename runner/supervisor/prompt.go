@@ -223,6 +223,21 @@ func (p *promptDoc) render() string {
 			fmt.Fprintf(&b, "- %s: %s\n", sanitizeUntrusted(c.Name), inlineCode(displayArgv(c.Argv)))
 		}
 	}
+	if len(s.Services) > 0 {
+		b.WriteString("\n## Services\n\n")
+		b.WriteString("The repository's services run in the session's environment, reachable on 127.0.0.1 from every command, while you work or only during verification as each says.\n\n")
+		for _, sv := range s.Services {
+			when := "during verification"
+			if sv.ForAgent {
+				when = "for you and during verification"
+			}
+			port := ""
+			if sv.Ready.TCP != 0 {
+				port = fmt.Sprintf(", on port %d", sv.Ready.TCP)
+			}
+			fmt.Fprintf(&b, "- %s (%s%s): %s\n", sanitizeUntrusted(sv.Name), when, port, inlineCode(displayArgv(sv.Argv)))
+		}
+	}
 	// Sanitized text is valid UTF-8 without NUL; the rest of a validated
 	// spec is too. This keeps an unvalidated one from making a prompt the
 	// evidence would refuse.

@@ -55,6 +55,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -362,14 +363,31 @@ type session struct {
 	invocation *Invocation
 	// prompt is the agent's prompt, assembled from the spec in prepare.
 	prompt string
+
+	// env is the session's one environment (shared network and IPC
+	// namespaces) every command runs within; nil when the supervisor
+	// cannot make one (not root) and the spec has no services, each
+	// command then having namespaces of its own.
+	env *sandbox.Environment
+	// services are the services started (services.go); servicesRunning
+	// counts their goroutines; probeBin is the inspect binary copied in
+	// for probe-tcp.
+	services        []*service
+	servicesRunning sync.WaitGroup
+	probeBin        string
 }
 
 // run prepares the workspace and runs the agent and the verify commands,
 // recording the outcome. It returns early when ctx ends.
 func (s *session) run(ctx context.Context) {
 	defer s.closeEgress()
+	defer s.closeEnvironment() // after the services: they run within it
+	defer s.stopServices()
 	s.enter(contract.PhasePrepare, "preparing the workspace at "+s.spec.PinnedSHA[:12])
 	if !s.prepare(ctx) {
+		return
+	}
+	if !s.openEnvironment(ctx) {
 		return
 	}
 	if !s.setup(ctx) {
@@ -388,6 +406,9 @@ func (s *session) run(ctx context.Context) {
 		return
 	}
 	s.invocation = &inv
+	if !s.startServices(ctx, contract.PhaseAgent) {
+		return
+	}
 	if err := s.openEgress(); err != nil {
 		s.fail(ctx, "opening the sandbox's egress proxy", err)
 		return
@@ -428,6 +449,9 @@ func (s *session) run(ctx context.Context) {
 				s.fail(ctx, "opening the sandbox's egress proxy", err)
 				return
 			}
+		}
+		if !s.startServices(ctx, contract.PhaseVerify) {
+			return
 		}
 	}
 	var failed []string
@@ -587,7 +611,7 @@ func (s *session) setup(ctx context.Context) bool {
 			}
 		}
 		if stale {
-			cmds = append(cmds, s.spec.Snapshot.Setup...)
+			cmds = append(cmds, s.withoutServiceSetup(s.spec.Snapshot.Setup)...)
 		}
 	}
 	cmds = append(cmds, s.spec.Setup...)
@@ -792,6 +816,7 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 		UID:         s.cfg.SandboxUID,
 		GID:         s.cfg.SandboxGID,
 		Timeout:     timeout,
+		Within:      s.env,
 		Stdout:      out,
 		Stderr:      out,
 	})
@@ -836,6 +861,14 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 func (s *session) cutShort(ctx context.Context) bool {
 	if ctx.Err() == nil {
 		return false
+	}
+	if svc := s.serviceCause(ctx); svc != nil && s.parent.Err() == nil {
+		// Not cut short from outside: a service died, and the evidence of
+		// what ran is whole.
+		if s.ev.Services[svc.index].Failure == "" {
+			s.serviceEnded(svc)
+		}
+		return true
 	}
 	s.ev.Partial = true
 	switch cause := context.Cause(ctx); {

@@ -40,6 +40,47 @@ func main() {
 		}
 		c.Close()
 		fmt.Println("dial-tcp connected")
+	case "listen":
+		// Listen on args[0], say "ready", and answer one connection with
+		// "hello from the listener".
+		ln, err := net.Listen("tcp", args[0])
+		if err != nil {
+			fmt.Println("listen failed:", err)
+			os.Exit(1)
+		}
+		fmt.Println("ready")
+		c, err := ln.Accept()
+		if err != nil {
+			fmt.Println("accept failed:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(c, "hello from the listener")
+		c.Close()
+	case "dial-read":
+		// Connect to args[0] and print the line it sends.
+		c, err := net.DialTimeout("tcp", args[0], 5*time.Second)
+		if err != nil {
+			fmt.Println("dial-read failed:", err)
+			os.Exit(1)
+		}
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		fmt.Print(line)
+	case "ns":
+		// The namespaces this process is in, one "name target" a line.
+		for _, n := range args {
+			l, err := os.Readlink("/proc/self/ns/" + n)
+			if err != nil {
+				fmt.Println("ns failed:", err)
+				os.Exit(1)
+			}
+			fmt.Println(n, l)
+		}
+	case "write-tmp":
+		if err := os.WriteFile("/tmp/"+args[0], []byte("x"), 0o644); err != nil {
+			fmt.Println("write-tmp failed:", err)
+			os.Exit(1)
+		}
 	case "dial-unix":
 		c, err := net.Dial("unix", args[0])
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -102,18 +103,11 @@ func ExtractLayer(ctx context.Context, l v1.Layer, cacheDir string) (string, err
 
 // extractInto unpacks the layer's tar into dir, an empty directory.
 func extractInto(ctx context.Context, l v1.Layer, dir string) error {
-	wantDiffID, err := l.DiffID()
-	if err != nil {
-		return fmt.Errorf("diff id: %w", err)
-	}
-	rc, err := l.Uncompressed()
+	tr, err := openLayerTar(l)
 	if err != nil {
 		return err
 	}
-	// Read-only; a close error after a full, verified read changes nothing.
-	defer closeQuietly(rc)
-	hasher := sha256.New()
-	tr := tar.NewReader(io.TeeReader(rc, hasher))
+	defer tr.Close()
 
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -142,15 +136,8 @@ func extractInto(ctx context.Context, l v1.Layer, dir string) error {
 			dirs = append(dirs, *d)
 		}
 	}
-	// The tar's end-of-archive marker may not be the end of the stream;
-	// hash all of it.
-	if _, err := io.Copy(io.Discard, io.TeeReader(rc, hasher)); err != nil {
+	if err := tr.verify(); err != nil {
 		return err
-	}
-	if wantDiffID.Algorithm == "sha256" {
-		if got := hex.EncodeToString(hasher.Sum(nil)); got != wantDiffID.Hex {
-			return fmt.Errorf("content has diff id sha256:%s, the layer says %s", got, wantDiffID)
-		}
 	}
 	// Directory modes last, deepest first: a read-only directory (the Go
 	// module cache is full of them) must still be writable while its
@@ -311,4 +298,45 @@ func isLowerAlnum(s string) bool {
 		}
 	}
 	return true
+}
+
+// layerTar reads a layer's uncompressed tar while hashing it, so that
+// verify can check the whole stream against the layer's diff ID.
+type layerTar struct {
+	*tar.Reader
+	rc   io.ReadCloser
+	hash hash.Hash
+	want v1.Hash
+}
+
+func openLayerTar(l v1.Layer) (*layerTar, error) {
+	want, err := l.DiffID()
+	if err != nil {
+		return nil, fmt.Errorf("diff id: %w", err)
+	}
+	rc, err := l.Uncompressed()
+	if err != nil {
+		return nil, err
+	}
+	t := &layerTar{rc: rc, hash: sha256.New(), want: want}
+	t.Reader = tar.NewReader(io.TeeReader(rc, t.hash))
+	return t, nil
+}
+
+// Close closes the stream. Read-only; a close error after a full,
+// verified read changes nothing.
+func (t *layerTar) Close() { closeQuietly(t.rc) }
+
+// verify hashes the rest of the stream (the tar's end-of-archive marker
+// may not be its end) and checks the whole against the diff ID.
+func (t *layerTar) verify() error {
+	if _, err := io.Copy(io.Discard, io.TeeReader(t.rc, t.hash)); err != nil {
+		return err
+	}
+	if t.want.Algorithm == "sha256" {
+		if got := hex.EncodeToString(t.hash.Sum(nil)); got != t.want.Hex {
+			return fmt.Errorf("content has diff id sha256:%s, the layer says %s", got, t.want)
+		}
+	}
+	return nil
 }

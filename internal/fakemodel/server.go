@@ -52,7 +52,8 @@ func (u Usage) total() int64 {
 type Turn struct {
 	// Exec lists the commands the model asks the client to run: one
 	// function call each, named "exec_command" with arguments
-	// {"cmd": "..."} (Responses), or one "Bash" tool use with input
+	// {"cmd": "..."}, or "bash" with {"command": "..."} when that is the
+	// shell tool the request offers (Responses), or one "Bash" tool use with input
 	// {"command": "..."} (Messages). When Exec is set, Message is ignored:
 	// a response either calls tools or ends the task.
 	Exec []string

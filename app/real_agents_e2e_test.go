@@ -20,13 +20,15 @@ type realAgent struct {
 	// provider's base_url on the scripted model for that kind.
 	kind string
 	base func(*fakemodel.Server) string
+	// query is the query string the CLI sends, which the proxy keeps.
+	query string
 }
 
 var (
 	realOpenCode = realAgent{preset: "opencode", binary: "opencode", ensure: ".ci/ensure-agent-clis",
 		kind: "openai", base: func(m *fakemodel.Server) string { return m.URL() + "/v1" }}
 	realClaudeCode = realAgent{preset: "claude-code", binary: "claude", ensure: ".ci/ensure-agent-clis",
-		kind: "anthropic", base: func(m *fakemodel.Server) string { return m.URL() }}
+		kind: "anthropic", base: func(m *fakemodel.Server) string { return m.URL() }, query: "beta=true"}
 )
 
 // The real OpenCode (npm opencode-ai), speaking the Responses API through
@@ -114,8 +116,8 @@ func realAgentFixesAndLeaksNothing(t *testing.T, a realAgent) {
 		if a.kind == "anthropic" {
 			key = "Bearer " + r.Header.Get("X-Api-Key")
 		}
-		if !named[r.Method+" "+r.Path] || r.Status != 200 || key != "Bearer "+modelKey {
-			t.Errorf("the provider got %s %s (status %d, key %q): not a named route with the server's key", r.Method, r.Path, r.Status, key)
+		if !named[r.Method+" "+r.Path] || r.Query != a.query || r.Status != 200 || key != "Bearer "+modelKey {
+			t.Errorf("the provider got %s %s?%s (status %d, key %q): not a named route with the server's key", r.Method, r.Path, r.Query, r.Status, key)
 		}
 	}
 

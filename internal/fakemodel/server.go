@@ -83,6 +83,8 @@ type Turn struct {
 type Request struct {
 	Method string
 	Path   string
+	// Query is the raw query string, without the "?".
+	Query  string
 	Header http.Header
 	Body   []byte
 	// Model is the body's "model", when it has one.
@@ -360,7 +362,7 @@ func parse(r *http.Request, body []byte, d *dialect) (*parsedRequest, string) {
 // the body even when it is refused. The caller sets Status (and Turn).
 func newRequest(r *http.Request, body []byte, d *dialect) Request {
 	rec := Request{
-		Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(),
+		Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(),
 		Body: body, Turn: -1,
 	}
 	var raw map[string]json.RawMessage

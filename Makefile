@@ -86,11 +86,13 @@ bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot
 	$(GO) test -run '^$$' -bench ServiceReady -benchtime=5x -timeout 20m ./runner/supervisor/
 
 # The fault suite on its own (real replicas on PostgreSQL, crashes, an
-# outage, a flood), then the sustained intake of two replicas; results are
-# recorded in BENCHMARKS.md.
+# outage, a flood), then the sustained intake of two replicas and the peak
+# RSS of a replica taking big model request bodies; results are recorded in
+# BENCHMARKS.md.
 bench-faults: ensure-go ensure-postgres ensure-bubblewrap
 	$(GO) test -count=1 -v -parallel 4 -run . ./internal/faults/
 	$(GO) test -run '^$$' -bench IntakeTwoReplicas -benchtime 2000x -count 3 ./internal/faults/
+	$(GO) test -run '^$$' -bench ModelProxyBodiesPeakRSS -benchtime 1x -count 4 ./internal/faults/
 
 clean:
 	rm -rf bin .demo

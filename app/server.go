@@ -17,7 +17,9 @@ import (
 // WebhookPath is where GitHub delivers webhooks.
 const WebhookPath = githubapp.DefaultWebhookRoute
 
-// Handler returns the app's HTTP routes: the webhook, /healthz and /readyz.
+// Handler returns the app's HTTP routes: the webhook, the session channel,
+// the Buildkite hook, the dashboard (when web.public_url is set), /healthz
+// and /readyz.
 func (s *Service) Handler() http.Handler {
 	eventHandlers := []githubapp.EventHandler{
 		&handlers.IssueComment{Sink: s, CommandWord: s.cfg.CommandWord, Self: s.Identity},
@@ -35,6 +37,7 @@ func (s *Service) Handler() http.Handler {
 		MaxInflight: int64(s.cfg.HTTP.MaxInflightWebhooks), Inflight: &s.inflightWebhooks, Log: s.log,
 	})
 	s.sessionChannel().Routes(mux)
+	s.dashboardRoutes(mux)
 	if s.cfg.Buildkite.WebhookToken != "" {
 		mux.Handle("POST "+BuildkiteHookPath, &handlers.BuildkiteHook{Secret: s.cfg.Buildkite.WebhookToken, Sink: buildSink{s}, Now: s.clock.Now, Log: s.log})
 	}

@@ -182,6 +182,9 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	}
 	svc := app.NewService(app.Options{Config: cfg, Store: st, GitHub: gh, Logger: log, Executor: exec, ChannelURL: channelURL,
 		Version: version, SnapshotExecutor: snapshotExec, RegistryCache: regCache})
+	if err := svc.CheckDashboard(); err != nil {
+		return err
+	}
 	if err := svc.ResolveIdentity(ctx); err != nil {
 		return err
 	}

@@ -1,0 +1,59 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/policy"
+)
+
+// The buttons on a session's page. Each becomes the trigger a check run's
+// button would (handlers.KindCheckAction, the session's own), with the
+// signed-in user as its sender: the worker reads their permission on the
+// repository and applies the comment commands' policy (app/commands.go),
+// and the reply goes to the session's thread, as for a comment.
+const (
+	actionCancel = "cancel"
+	actionRetry  = "retry"
+)
+
+func (s *Server) button(action string) http.HandlerFunc {
+	sub := policy.Cancel
+	if action == actionRetry {
+		sub = policy.Retry
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := viewerOf(r)
+		sess, ref, err := s.viewableSession(r, v)
+		if errors.Is(err, store.ErrNotFound) {
+			s.fail(w, http.StatusNotFound, "There is no such session, or you cannot read its repository.")
+			return
+		}
+		if err != nil {
+			s.log.Warn().Err(err).Msg("dashboard: reading a session failed")
+			s.fail(w, http.StatusBadGateway, "Inspect could not read the session. Try again.")
+			return
+		}
+		t := handlers.Trigger{
+			DeliveryID: "web-" + random(12), Event: "dashboard", Kind: handlers.KindCheckAction,
+			Repo:           handlers.Repo{ID: sess.RepoID, Owner: ref.Owner, Name: ref.Name},
+			InstallationID: sess.InstallationID, Number: sess.Number, IsPR: sess.IsPR,
+			Sender:    handlers.Sender{Login: v.Login, ID: v.UserID, Type: "User"},
+			Command:   policy.Parsed{Kind: policy.Command, Sub: sub},
+			SessionID: sess.ID,
+		}
+		log := s.log.With().Str("session_id", sess.ID).Str("delivery_id", t.DeliveryID).Str("login", v.Login).Str("action", action).Logger()
+		if err := s.commands.AcceptTrigger(log.WithContext(r.Context()), t); err != nil {
+			log.Error().Err(err).Msg("dashboard: accepting a button failed")
+			s.fail(w, http.StatusServiceUnavailable, "Inspect could not take the request. Try again.")
+			return
+		}
+		zerolog.Ctx(log.WithContext(r.Context())).Info().Msg("dashboard: button accepted")
+		http.Redirect(w, r, "/sessions/"+url.PathEscape(sess.ID)+"?asked="+action, http.StatusSeeOther)
+	}
+}

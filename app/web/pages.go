@@ -1,0 +1,162 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// pageSize is how many sessions a page of the list shows.
+const pageSize = 50
+
+var templateFuncs = template.FuncMap{
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"ms": func(n int64) string {
+		return (time.Duration(n) * time.Millisecond).Round(100 * time.Millisecond).String()
+	},
+}
+
+// listFilter reads the list's query: each value is matched exactly in the
+// store, never put into SQL text.
+type listFilter struct {
+	Repo, State, Outcome, Trigger, Requester, Before string
+}
+
+func (f listFilter) query(before string) string {
+	q := url.Values{}
+	for k, v := range map[string]string{"repo": f.Repo, "state": f.State, "outcome": f.Outcome, "trigger": f.Trigger, "requester": f.Requester, "before": before} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q.Encode()
+}
+
+func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
+	v := viewerOf(r)
+	ctx := r.Context()
+	repos, err := s.readable(ctx, v)
+	if err != nil {
+		s.log.Warn().Err(err).Str("login", v.Login).Msg("dashboard: listing the user's repositories failed")
+		s.fail(w, http.StatusBadGateway, "GitHub did not say which repositories you can read. Try again.")
+		return
+	}
+	q := r.URL.Query()
+	lf := listFilter{Repo: q.Get("repo"), State: q.Get("state"), Outcome: q.Get("outcome"), Trigger: q.Get("trigger"),
+		Requester: q.Get("requester"), Before: q.Get("before")}
+	f := store.SessionFilter{State: store.State(lf.State), Outcome: store.Outcome(lf.Outcome), Trigger: lf.Trigger, Requester: lf.Requester}
+	var names []string
+	for id, rr := range repos {
+		f.RepoIDs = append(f.RepoIDs, id)
+		names = append(names, rr.Owner+"/"+rr.Name)
+		if lf.Repo != "" && strings.EqualFold(lf.Repo, rr.Owner+"/"+rr.Name) {
+			f.RepoID = id
+		}
+	}
+	sort.Strings(names)
+	sort.Slice(f.RepoIDs, func(i, j int) bool { return f.RepoIDs[i] < f.RepoIDs[j] })
+	if lf.Repo != "" && f.RepoID == 0 {
+		f.RepoIDs = nil // a repository the user cannot read lists nothing
+	}
+	if lf.Before != "" {
+		b, err := s.st.GetSession(ctx, lf.Before)
+		if err == nil && repos[b.RepoID].ID != 0 {
+			f.Before = &b
+		}
+	}
+	list, err := s.st.ListSessions(ctx, f, pageSize+1)
+	if err != nil {
+		s.log.Error().Err(err).Msg("dashboard: listing sessions failed")
+		s.fail(w, http.StatusServiceUnavailable, "Inspect could not list the sessions. Try again.")
+		return
+	}
+	next := ""
+	if len(list) > pageSize {
+		list = list[:pageSize]
+		next = "/sessions?" + lf.query(list[len(list)-1].ID)
+	}
+	s.render(w, http.StatusOK, "sessions.html", map[string]any{
+		"Viewer": v, "Sessions": list, "Filter": lf, "Repos": names, "Next": next,
+		"States":   []store.State{store.Queued, store.Preparing, store.Dispatched, store.Running, store.Done},
+		"Outcomes": []store.Outcome{store.Changed, store.NoChange, store.VerificationFailed, store.ChangeRefused, store.Refused, store.TimedOut, store.Cancelled, store.Errored},
+		"Triggers": []string{store.TriggerComment, store.TriggerReviewComment, store.TriggerLabel, store.TriggerRepair, store.TriggerRetry},
+	})
+}
+
+// sessionView is what a session's page shows.
+type sessionView struct {
+	store.Session
+	IssueURL, PRURL, CheckURL string
+	Evidence                  *contract.Evidence
+}
+
+// viewableSession is the session if v may read its repository. Any other
+// answer is the same 404, so that a session in a repository the user
+// cannot read does not show that it exists.
+func (s *Server) viewableSession(r *http.Request, v *viewer) (store.Session, repoRef, error) {
+	sess, err := s.st.GetSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return store.Session{}, repoRef{}, err
+	}
+	repos, err := s.readable(r.Context(), v)
+	if err != nil {
+		return store.Session{}, repoRef{}, err
+	}
+	ref, ok := repos[sess.RepoID]
+	if !ok {
+		return store.Session{}, repoRef{}, fmt.Errorf("session %s: %w", sess.ID, store.ErrNotFound)
+	}
+	return sess, ref, nil
+}
+
+func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
+	v := viewerOf(r)
+	sess, _, err := s.viewableSession(r, v)
+	if errors.Is(err, store.ErrNotFound) {
+		s.fail(w, http.StatusNotFound, "There is no such session, or you cannot read its repository.")
+		return
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Msg("dashboard: reading a session failed")
+		s.fail(w, http.StatusBadGateway, "Inspect could not read the session. Try again.")
+		return
+	}
+	view := sessionView{Session: sess}
+	base := strings.TrimSuffix(s.gh.webURL, "/") + "/" + url.PathEscape(sess.RepoOwner) + "/" + url.PathEscape(sess.RepoName)
+	if sess.Number > 0 {
+		kind := "issues"
+		if sess.IsPR {
+			kind = "pull"
+		}
+		view.IssueURL = fmt.Sprintf("%s/%s/%d", base, kind, sess.Number)
+	}
+	if sess.PRNumber > 0 {
+		view.PRURL = fmt.Sprintf("%s/pull/%d", base, sess.PRNumber)
+	}
+	if sess.CheckRunID > 0 {
+		view.CheckURL = fmt.Sprintf("%s/runs/%d", base, sess.CheckRunID)
+	}
+	if sess.AttemptID != "" {
+		if a, err := s.st.GetAttempt(r.Context(), sess.AttemptID); err == nil && a.Result != "" {
+			var up contract.ResultUpload
+			if json.Unmarshal([]byte(a.Result), &up) == nil {
+				view.Evidence = &up.Evidence
+			}
+		}
+	}
+	s.render(w, http.StatusOK, "session.html", map[string]any{"Viewer": v, "S": view, "Asked": r.URL.Query().Get("asked")})
+}

@@ -28,6 +28,9 @@ const probeID = 65534
 const (
 	argsFD = "3" // bwrap's options, NUL-separated (--args)
 	infoFD = "4" // bwrap writes {"child-pid": N} here once it has cloned (--info-fd)
+	// seccompFD is the syscall filter (--seccomp), which bwrap installs
+	// last, just before it execs the command.
+	seccompFD = "5"
 )
 
 func lookBwrap() (string, error) {
@@ -123,11 +126,16 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return Result{}, err
 	}
 
-	argsFile, err := nulSeparated(append(opts, "--info-fd", infoFD))
+	argsFile, err := nulSeparated(append(opts, "--info-fd", infoFD, "--seccomp", seccompFD))
 	if err != nil {
 		return Result{}, err
 	}
 	defer argsFile.Close()
+	filter, err := seccompFile()
+	if err != nil {
+		return Result{}, err
+	}
+	defer filter.Close()
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox: %w", err)
@@ -156,7 +164,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		Dir:        "/",
 		Stdout:     out.childOut,
 		Stderr:     out.childErr,
-		ExtraFiles: []*os.File{argsFile, infoW},
+		ExtraFiles: []*os.File{argsFile, infoW, filter},
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:    true, // out of the supervisor's process group (terminal signals)
 			Credential: cred,
@@ -176,6 +184,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	out.closeChildEnds()
 	infoW.Close()
 	argsFile.Close()
+	filter.Close()
 
 	infoCh := make(chan int, 1)
 	go func() {

@@ -1,0 +1,92 @@
+package sandbox
+
+import (
+	"strings"
+	"testing"
+)
+
+// The acceptance experiments of issue 19: each is bounded by its own
+// construction (10,000 processes, 1 GiB of memory, 1 GiB written), runs
+// against small limits, ends with the limit named, and the next command
+// under the same limits runs normally.
+
+// smallLimits are far below what each experiment would take.
+var smallLimits = Limits{
+	MemoryBytes:    128 << 20,
+	Pids:           64,
+	CPUShares:      256,
+	TmpBytes:       16 << 20,
+	WorkspaceBytes: 32 << 20,
+}
+
+func runLimited(t *testing.T, argv ...string) (Result, string, string) {
+	t.Helper()
+	s := newSpec(t, argv...)
+	s.Limits = smallLimits
+	return run(t, s)
+}
+
+// nextRuns shows that a command after an experiment runs as usual.
+func nextRuns(t *testing.T) {
+	t.Helper()
+	res, stdout, stderr := runLimited(t, "sh", "-c", "echo next")
+	if res.ExitCode != 0 || res.Limit != nil || strings.TrimSpace(stdout) != "next" {
+		t.Fatalf("the next command: %+v, stdout %q, stderr %q", res, stdout, stderr)
+	}
+}
+
+func wantLimit(t *testing.T, res Result, limit string, value int64) {
+	t.Helper()
+	if res.Limit == nil {
+		t.Fatalf("no limit reported: %+v", res)
+	}
+	if res.Limit.Limit != limit || res.Limit.Value != value {
+		t.Fatalf("limit %+v, want %s at %d", *res.Limit, limit, value)
+	}
+}
+
+func TestProcessSpawnerEndsAtThePidsLimit(t *testing.T) {
+	// Up to 10,000 sleepers at once; the limit is 64.
+	res, _, stderr := runLimited(t, "sh", "-c", `i=0; while [ $i -lt 10000 ]; do sleep 60 & i=$((i+1)); done; wait`)
+	wantLimit(t, res, LimitPids, 64)
+	if res.TimedOut {
+		t.Fatalf("the spawner ran until the timeout: %+v (%s)", res, stderr)
+	}
+	nextRuns(t)
+}
+
+func TestOneGiBAllocationEndsAtTheMemoryLimit(t *testing.T) {
+	res, stdout, _ := runLimited(t, probeTarget, "alloc", "1073741824")
+	wantLimit(t, res, LimitMemory, 128<<20)
+	if strings.Contains(stdout, "allocated") {
+		t.Fatalf("the allocation succeeded under a 128 MiB limit: %q", stdout)
+	}
+	nextRuns(t)
+}
+
+func TestOneGiBWriteEndsAtTheWorkspaceLimit(t *testing.T) {
+	res, _, stderr := runLimited(t, "dd", "if=/dev/zero", "of=/workspace/big", "bs=1M", "count=1024")
+	wantLimit(t, res, LimitWorkspace, 32<<20)
+	_ = stderr
+	nextRuns(t)
+}
+
+func TestTmpIsTheConfiguredSize(t *testing.T) {
+	res, _, stderr := runLimited(t, "dd", "if=/dev/zero", "of=/tmp/big", "bs=1M", "count=64")
+	if res.ExitCode == 0 || !strings.Contains(stderr, "No space left on device") {
+		t.Fatalf("64 MiB into a 16 MiB /tmp: %+v, stderr %q", res, stderr)
+	}
+	nextRuns(t)
+}
+
+func TestLimitNamesItsValue(t *testing.T) {
+	for l, want := range map[LimitExceeded]string{
+		{Limit: LimitMemory, Value: 512 << 20}:  "memory limit (512 MiB)",
+		{Limit: LimitPids, Value: 1024}:         "process limit (1024 processes and threads)",
+		{Limit: LimitWorkspace, Value: 8 << 30}: "workspace disk limit (8 GiB)",
+	} {
+		if got := l.String(); got != want {
+			t.Errorf("%+v: %q, want %q", l, got, want)
+		}
+	}
+}

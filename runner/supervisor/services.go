@@ -205,6 +205,7 @@ func (s *session) serviceSpec(argv []string, out *tailBuffer) sandbox.Spec {
 		Env:         sandboxEnv(s.cfg.SandboxPath, withImageEnv(s.imageEnv, s.spec.Env), "INSPECT_SESSION_ID="+s.spec.SessionID),
 		UID:         s.cfg.SandboxUID,
 		GID:         s.cfg.SandboxGID,
+		Limits:      s.cfg.Limits,
 		Within:      s.env,
 		Stdout:      out,
 		Stderr:      out,

@@ -562,6 +562,7 @@ func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract
 		Env:         env,
 		UID:         sb.b.SandboxUID,
 		GID:         sb.b.SandboxGID,
+		Limits:      sb.b.Limits,
 		Timeout:     c.Timeout.Std(),
 		Stdout:      out,
 		Stderr:      out,
@@ -578,6 +579,9 @@ func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract
 	}
 	if res.Cancelled {
 		return contract.CommandResult{}, fmt.Errorf("setup command %q: %w", name, context.Cause(ctx))
+	}
+	if res.Limit != nil {
+		return contract.CommandResult{}, fmt.Errorf("setup command %q ran into the sandbox's %s and was stopped", name, res.Limit)
 	}
 	r := contract.CommandResult{
 		Phase:      contract.PhaseSetup,

@@ -100,6 +100,11 @@ type Config struct {
 	SandboxUID, SandboxGID uint32
 	// SandboxPath is PATH inside the sandbox (DefaultSandboxPath).
 	SandboxPath string
+	// Limits cap every sandboxed command: memory, processes, CPU share,
+	// /tmp and workspace disk use (decision 0031). A command over one is
+	// stopped and the attempt ends limit_exceeded, naming it. Zero fields
+	// are no limit; the app's executor passes the server's defaults.
+	Limits sandbox.Limits
 	// KeepWorkspace leaves the attempt's directory in place (debugging,
 	// tests); it is removed otherwise.
 	KeepWorkspace bool
@@ -815,6 +820,7 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 		Env:         env,
 		UID:         s.cfg.SandboxUID,
 		GID:         s.cfg.SandboxGID,
+		Limits:      s.cfg.Limits,
 		Timeout:     timeout,
 		Within:      s.env,
 		Stdout:      out,
@@ -852,6 +858,15 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 	r.OutputTail, r.OutputTruncated = out.tail(s.red, s.spec.Limits.MaxOutputBytes)
 	s.ev.Commands = append(s.ev.Commands, r)
 	s.log.Info().Str("command", name).Int("exit_code", r.ExitCode).Str("signal", r.Signal).Bool("timed_out", r.TimedOut).Int64("duration_ms", r.DurationMS).Msg("command ended")
+	if res.Limit != nil && !r.TimedOut && ctx.Err() == nil {
+		// The sandbox was stopped (or ended) over a limit: that, not its
+		// exit status, is how the attempt ends.
+		s.log.Warn().Str("command", name).Str("limit", res.Limit.Limit).Int64("value", res.Limit.Value).Msg("command ran into a sandbox limit")
+		s.ev.Outcome = contract.OutcomeLimitExceeded
+		s.ev.Reason = fmt.Sprintf("the %s command ran into the sandbox's %s and was stopped", name, res.Limit)
+		s.ev.Limit = &contract.LimitHit{Name: res.Limit.Limit, Value: res.Limit.Value, Command: name}
+		return r, false
+	}
 	return r, true
 }
 
@@ -1031,7 +1046,7 @@ func (s *session) noteChangeError(err error) {
 	}
 	s.log.Warn().Str("error", s.red.Redact(msg)).Msg("no change manifest")
 	switch s.ev.Outcome {
-	case contract.OutcomeTimedOut, contract.OutcomeCancelled, contract.OutcomeError:
+	case contract.OutcomeTimedOut, contract.OutcomeCancelled, contract.OutcomeError, contract.OutcomeLimitExceeded:
 		s.ev.Reason += "; " + msg
 	default:
 		s.ev.Outcome, s.ev.Reason = contract.OutcomeError, msg

@@ -75,8 +75,17 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultUploadAttempts = 4
 	DefaultRetryDelay     = time.Second
-	// nobody: the sandbox's ids for a root supervisor when none are given.
-	defaultSandboxID = 65534
+	// DefaultSandboxID is the sandbox's uid and gid for a root supervisor
+	// when none are given: one that no host account or daemon has
+	// (decision 0031). Not nobody (65534), which host daemons run as: a
+	// process of theirs could read and write a workspace of nobody's.
+	// 65536-99999 is above every distribution's and systemd's allocations
+	// (systemd's DynamicUser ends at 65519) and below the subordinate-id
+	// ranges useradd hands out (from 100000).
+	DefaultSandboxID = 65600
+	// nobodyID is refused as the sandbox's uid or gid for a root
+	// supervisor.
+	nobodyID = 65534
 )
 
 // Config configures one run of the supervisor. ChannelURL (or
@@ -94,9 +103,10 @@ type Config struct {
 	// it: every parent searchable by others.
 	WorkDir string
 	// SandboxUID and SandboxGID are the host ids the sandbox runs as: a
-	// dedicated unprivileged user. Zero means nobody (65534) for a root
-	// supervisor, and the supervisor's own ids otherwise (an unprivileged
-	// supervisor can only run the sandbox as itself).
+	// dedicated unprivileged user, never nobody (65534). Zero means
+	// DefaultSandboxID for a root supervisor, and the supervisor's own ids
+	// otherwise (an unprivileged supervisor can only run the sandbox as
+	// itself).
 	SandboxUID, SandboxGID uint32
 	// SandboxPath is PATH inside the sandbox (DefaultSandboxPath).
 	SandboxPath string
@@ -173,10 +183,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SandboxUID == 0 && c.SandboxGID == 0 {
 		if os.Geteuid() == 0 {
-			c.SandboxUID, c.SandboxGID = defaultSandboxID, defaultSandboxID
+			c.SandboxUID, c.SandboxGID = DefaultSandboxID, DefaultSandboxID
 		} else {
 			c.SandboxUID, c.SandboxGID = uint32(os.Getuid()), uint32(os.Getgid())
 		}
+	}
+	if err := checkSandboxIDs(c.SandboxUID, c.SandboxGID); err != nil {
+		return c, err
 	}
 	if c.SandboxPath == "" {
 		c.SandboxPath = DefaultSandboxPath
@@ -587,9 +600,9 @@ func (s *session) prepare(ctx context.Context) bool {
 			}
 		}
 	}
-	if s.rootFS != "" {
+	if etcRoot := identityRoot(s.rootFS, s.cfg.SandboxUID); etcRoot != "" {
 		// After the hand-over: the files are the supervisor's, read-only.
-		ids, err := identityMounts(filepath.Join(s.ws.dir, "etc"), s.rootFS, s.cfg.SandboxUID, s.cfg.SandboxGID)
+		ids, err := identityMounts(filepath.Join(s.ws.dir, "etc"), etcRoot, s.cfg.SandboxUID, s.cfg.SandboxGID)
 		if err != nil {
 			return s.fail(ctx, "writing the sandbox's /etc/passwd", err)
 		}
@@ -747,7 +760,7 @@ func (s *session) openEgress() error {
 	if s.egress != nil {
 		return nil
 	}
-	eg, err := startEgress(filepath.Join(s.ws.dir, "egress"), s.cfg.ForwarderBinary, s.gate.handler())
+	eg, err := startEgress(filepath.Join(s.ws.dir, "egress"), s.cfg.ForwarderBinary, s.cfg.SandboxUID, s.cfg.SandboxGID, s.gate.handler())
 	if err != nil {
 		return err
 	}

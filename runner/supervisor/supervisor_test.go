@@ -264,7 +264,7 @@ func TestAgentFixesTheTestAndTheManifestHoldsExactlyItsChange(t *testing.T) {
 
 func (h *harness) wantUID() uint32 {
 	if os.Geteuid() == 0 {
-		return 65534
+		return DefaultSandboxID
 	}
 	return uint32(os.Getuid())
 }

@@ -38,10 +38,10 @@ func runnerCmd(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var cfg supervisor.Config
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "directory for attempt workspaces (default: the system temp dir); the sandbox user must be able to search every parent")
-	uid := fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65534 when root, else your own)")
-	gid := fs.Int("sandbox-gid", -1, "host gid the sandbox runs as (default: 65534 when root, else your own)")
+	uid := fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
+	gid := fs.Int("sandbox-gid", -1, "host gid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
 	fs.StringVar(&cfg.SandboxPath, "sandbox-path", supervisor.DefaultSandboxPath, "PATH inside the sandbox")
-	limitFlags(fs, &cfg.Limits)
+	limitFlags(fs, &cfg.Limits, sandbox.Limits{})
 	fs.BoolVar(&cfg.KeepWorkspace, "keep-workspace", false, "leave the attempt's directory in place (debugging)")
 	fs.StringVar(&cfg.LayerCache, "layer-cache", "", "where snapshot layers are extracted, once per digest (default: WORK_DIR/inspect-layers); the sandbox user must be able to search it")
 	fs.StringVar(&cfg.OutDir, "out-dir", "", "also write evidence.json and manifest.json here")
@@ -77,14 +77,26 @@ func runnerCmd(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// limitFlags are the sandbox limits' flags (sandbox.Limits; 0 = none).
-// The app passes its executor.limits.* through them.
-func limitFlags(fs *flag.FlagSet, l *sandbox.Limits) {
-	fs.Int64Var(&l.MemoryBytes, "limit-memory-bytes", 0, "memory of each sandboxed command, bytes (0: no limit)")
-	fs.Int64Var(&l.Pids, "limit-pids", 0, "processes and threads of each sandboxed command (0: no limit)")
-	fs.Int64Var(&l.CPUShares, "limit-cpu-shares", 0, "CPU weight of each sandboxed command, cpu.shares units (0: none)")
-	fs.Int64Var(&l.TmpBytes, "limit-tmp-bytes", 0, "size of each sandboxed command's /tmp, bytes (0: the kernel's default)")
-	fs.Int64Var(&l.WorkspaceBytes, "limit-workspace-bytes", 0, "disk each sandboxed command may use under /workspace, bytes (0: no limit)")
+// limitFlags are the sandbox limits' flags (sandbox.Limits; 0 = none),
+// with defaults def. The app passes its executor.limits.* through them.
+func limitFlags(fs *flag.FlagSet, l *sandbox.Limits, def sandbox.Limits) {
+	fs.Int64Var(&l.MemoryBytes, "limit-memory-bytes", def.MemoryBytes, "memory of each sandboxed command, bytes (0: no limit)")
+	fs.Int64Var(&l.Pids, "limit-pids", def.Pids, "processes and threads of each sandboxed command (0: no limit)")
+	fs.Int64Var(&l.CPUShares, "limit-cpu-shares", def.CPUShares, "CPU weight of each sandboxed command, cpu.shares units (0: none)")
+	fs.Int64Var(&l.TmpBytes, "limit-tmp-bytes", def.TmpBytes, "size of each sandboxed command's /tmp, bytes (0: the kernel's default)")
+	fs.Int64Var(&l.WorkspaceBytes, "limit-workspace-bytes", def.WorkspaceBytes, "disk each sandboxed command may use under /workspace, bytes (0: no limit)")
+}
+
+// defaultLimits are the server's default executor.limits, as sandbox
+// limits.
+func defaultLimits() sandbox.Limits {
+	return sandbox.Limits{
+		MemoryBytes:    config.DefaultSandboxMemoryBytes,
+		Pids:           config.DefaultSandboxPids,
+		CPUShares:      config.DefaultSandboxCPUShares,
+		TmpBytes:       config.DefaultSandboxTmpBytes,
+		WorkspaceBytes: config.DefaultSandboxWorkspaceBytes,
+	}
 }
 
 // forwardCmd is `inspect runner forward`, which the supervisor starts as the

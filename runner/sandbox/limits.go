@@ -29,9 +29,10 @@ type Limits struct {
 	// ENOSPC.
 	TmpBytes int64
 	// WorkspaceBytes caps the disk used under /workspace (files, counted
-	// by allocated blocks). A watch measures it about once a second and at
-	// the end, so a fast writer can overshoot it by what it writes in a
-	// second before it is stopped.
+	// by allocated blocks). A watch measures it about once a second (less
+	// often when a walk of the workspace takes long: the walks take at most
+	// a twentieth of a core) and at the end, so a fast writer can overshoot
+	// it by what it writes in between before it is stopped.
 	WorkspaceBytes int64
 }
 

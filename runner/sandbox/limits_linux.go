@@ -29,6 +29,11 @@ const cgroupParent = "inspect-sandbox"
 // cgroup's OOM and pids counters (cheap) and the workspace's size (a walk).
 const watchInterval = time.Second
 
+// diskWalkShare bounds the CPU the workspace walks take: after a walk that
+// took d, the next waits at least diskWalkShare×d, so a workspace of a
+// million files is measured less often rather than walked non-stop.
+const diskWalkShare = 20
+
 // cgroupMode says which cgroup interface this host offers the supervisor.
 type cgroupMode int
 
@@ -233,12 +238,18 @@ func (l *limiter) watch() {
 		defer close(l.done)
 		t := time.NewTicker(watchInterval)
 		defer t.Stop()
+		var nextWalk time.Time
 		for {
 			select {
 			case <-l.stop:
 				return
-			case <-t.C:
-				if ex := l.exceeded(); ex != nil {
+			case now := <-t.C:
+				ex := l.counted()
+				if ex == nil && !now.Before(nextWalk) {
+					ex = l.overDisk()
+					nextWalk = time.Now().Add(diskWalkShare * time.Since(now))
+				}
+				if ex != nil {
 					l.hit <- *ex
 					return
 				}
@@ -259,12 +270,25 @@ func (l *limiter) stopWatch() {
 
 // exceeded reports the first limit the sandbox has run into.
 func (l *limiter) exceeded() *LimitExceeded {
+	if ex := l.counted(); ex != nil {
+		return ex
+	}
+	return l.overDisk()
+}
+
+// counted reports a limit the cgroup's counters say was hit.
+func (l *limiter) counted() *LimitExceeded {
 	if l.lim.MemoryBytes > 0 && l.oomKills() > 0 {
 		return &LimitExceeded{Limit: LimitMemory, Value: l.lim.MemoryBytes}
 	}
 	if l.lim.Pids > 0 && l.pidsRefused() > 0 {
 		return &LimitExceeded{Limit: LimitPids, Value: l.lim.Pids}
 	}
+	return nil
+}
+
+// overDisk reports the workspace limit when the workspace is over it.
+func (l *limiter) overDisk() *LimitExceeded {
 	if l.lim.WorkspaceBytes > 0 && l.workspace != "" && diskUse(l.workspace) > l.lim.WorkspaceBytes {
 		return &LimitExceeded{Limit: LimitWorkspace, Value: l.lim.WorkspaceBytes}
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // The acceptance experiments of issue 19: each is bounded by its own
@@ -65,9 +66,8 @@ func TestOneGiBAllocationEndsAtTheMemoryLimit(t *testing.T) {
 }
 
 func TestOneGiBWriteEndsAtTheWorkspaceLimit(t *testing.T) {
-	res, _, stderr := runLimited(t, "dd", "if=/dev/zero", "of=/workspace/big", "bs=1M", "count=1024")
+	res, _, _ := runLimited(t, "dd", "if=/dev/zero", "of=/workspace/big", "bs=1M", "count=1024")
 	wantLimit(t, res, LimitWorkspace, 32<<20)
-	_ = stderr
 	nextRuns(t)
 }
 
@@ -89,4 +89,18 @@ func TestLimitNamesItsValue(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", l, got, want)
 		}
 	}
+}
+
+// A command that goes over a limit and then carries on is stopped by the
+// watch, well before its timeout, rather than found over it at the end.
+func TestTheWatchStopsACommandThatCarriesOnOverALimit(t *testing.T) {
+	s := newSpec(t, "sh", "-c", "dd if=/dev/zero of=/workspace/big bs=1M count=64 2>/dev/null && exec sleep 300")
+	s.Limits = smallLimits
+	s.Timeout = 2 * time.Minute
+	res, _, stderr := run(t, s)
+	wantLimit(t, res, LimitWorkspace, 32<<20)
+	if res.TimedOut || res.Signal != "SIGKILL" || res.Duration > time.Minute {
+		t.Fatalf("the command was not stopped by the watch: %+v (%s)", res, stderr)
+	}
+	nextRuns(t)
 }

@@ -170,12 +170,24 @@ func (l *limiter) makeV2(name string) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	// The parent hands its controllers on to the commands' cgroups.
-	if err := os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+memory +pids +cpu"), 0); err != nil {
+	// The root and the parent hand their controllers on to the commands'
+	// cgroups: memory and pids, which hostCgroupMode found, and cpu when
+	// the host has it (a CPU share is a preference, not a guard).
+	b, err := os.ReadFile(filepath.Join(cgroupRoot, "cgroup.controllers"))
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+memory +pids +cpu"), 0); err != nil {
-		return err
+	ctrls := []string{"memory", "pids"}
+	withCPU := l.lim.CPUShares > 0 && hasAll(strings.Fields(string(b)), "cpu")
+	if withCPU {
+		ctrls = append(ctrls, "cpu")
+	}
+	for _, dir := range []string{cgroupRoot, parent} {
+		for _, c := range ctrls {
+			if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0); err != nil {
+				return fmt.Errorf("enabling the %s controller in %s: %w", c, dir, err)
+			}
+		}
 	}
 	dir := filepath.Join(parent, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -195,7 +207,7 @@ func (l *limiter) makeV2(name string) error {
 			return err
 		}
 	}
-	if n := l.lim.CPUShares; n > 0 {
+	if n := l.lim.CPUShares; withCPU {
 		// cpu.weight is 1..10000 with 100 for an ordinary process, as
 		// 1024 shares are in v1.
 		w := max(1, min(10000, n*100/1024))

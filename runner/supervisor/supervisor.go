@@ -967,9 +967,14 @@ func (s *session) finish() *Report {
 			}
 		}
 		// The change was fixed before verify; artifacts are verify's files,
-		// in the verify workspace: uploaded, listed, never part of it.
-		s.collect(ctx)
-		s.collectArtifacts(ctx)
+		// in the verify workspace: uploaded, listed, never part of it. A
+		// run stopped over a limit sends neither: the app pushes nothing
+		// for it, and a workspace over its disk limit is what a collection
+		// would have to read.
+		if s.ev.Outcome != contract.OutcomeLimitExceeded {
+			s.collect(ctx)
+			s.collectArtifacts(ctx)
+		}
 	}
 	s.ev.Tests = s.tests.summary()
 	if s.verifyDir != "" && !s.verifyStart.IsZero() {

@@ -41,7 +41,9 @@ func runnerCmd(args []string, stderr io.Writer) int {
 	uid := fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
 	gid := fs.Int("sandbox-gid", -1, "host gid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
 	fs.StringVar(&cfg.SandboxPath, "sandbox-path", supervisor.DefaultSandboxPath, "PATH inside the sandbox")
-	limitFlags(fs, &cfg.Limits, sandbox.Limits{})
+	// The server's defaults when not given: a Buildkite agent runs a bare
+	// `inspect runner`, and its sandboxes are limited too.
+	limitFlags(fs, &cfg.Limits, defaultLimits())
 	fs.BoolVar(&cfg.KeepWorkspace, "keep-workspace", false, "leave the attempt's directory in place (debugging)")
 	fs.StringVar(&cfg.LayerCache, "layer-cache", "", "where snapshot layers are extracted, once per digest (default: WORK_DIR/inspect-layers); the sandbox user must be able to search it")
 	fs.StringVar(&cfg.OutDir, "out-dir", "", "also write evidence.json and manifest.json here")

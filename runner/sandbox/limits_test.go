@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"bufio"
+	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -103,4 +106,36 @@ func TestTheWatchStopsACommandThatCarriesOnOverALimit(t *testing.T) {
 		t.Fatalf("the command was not stopped by the watch: %+v (%s)", res, stderr)
 	}
 	nextRuns(t)
+}
+
+// Two sessions share the sandbox uid but not each other's files: a
+// sandbox sees only what is bound into it, so another workspace's host
+// path does not exist inside, while it runs too.
+func TestAnotherWorkspaceIsInvisibleInTheSandbox(t *testing.T) {
+	other := newWorkspace(t)
+	keeper := newSpec(t, "sh", "-c", "echo mine > /workspace/secret && echo ready && exec sleep 300")
+	keeper.Workspace = other
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	keeper.Stdout = pw
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, keeper)
+		pw.Close()
+		done <- err
+	}()
+	line, _ := bufio.NewReader(pr).ReadString('\n')
+	if line != "ready\n" {
+		cancel()
+		t.Fatalf("the other session's command said %q", line)
+	}
+	res, stdout, stderr := run(t, newSpec(t, "sh", "-c", `cat "$0/secret" || ls -d "$0" || echo invisible`, other))
+	cancel()
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || strings.Contains(stdout, "mine") || !strings.Contains(stdout, "invisible") {
+		t.Fatalf("another session's workspace from inside: %+v %q %q", res, stdout, stderr)
+	}
 }

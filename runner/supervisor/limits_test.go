@@ -67,3 +67,27 @@ func TestAgentsOverALimitEndLimitExceededAndTheNextAttemptRuns(t *testing.T) {
 		})
 	}
 }
+
+// A service that runs into a limit ends the session as a failed service,
+// and the reason (which the app's reply shows) names the limit and its
+// value.
+func TestAServiceOverALimitEndsTheSessionNamingTheLimit(t *testing.T) {
+	ch := channeltest.New(t)
+	sha := ch.Seed(map[string]string{"README.md": "hi\n", "agent/idle.sh": "#!/bin/sh\ntrue\n"})
+	spec := ch.Spec("sess-svclim", "sess-svclim-a1", sha, []string{"sh", "agent/idle.sh"}, command("waits", time.Minute, "sleep", "600"))
+	// Ready as soon as it runs, then it spawns past the pids limit.
+	spec.Services = []contract.Service{{
+		Name:         "spawner",
+		Argv:         []string{"sh", "-c", `echo up > /workspace/.up; sleep 1; i=0; while [ $i -lt 10000 ]; do sleep 60 & i=$((i+1)); done; wait`},
+		Ready:        contract.ServiceReady{Argv: []string{"test", "-e", "/workspace/.up"}},
+		ReadyTimeout: contract.Duration(30 * time.Second),
+	}}
+	h := newHarness(t, ch, spec)
+	h.cfg.Limits = sandbox.Limits{Pids: 64}
+	ev := h.result(t, h.run(t, context.Background())).Evidence
+	// Before or after it was found ready: the limit is named either way.
+	want := "(stopped: it ran into the sandbox's process limit (64 processes and threads))"
+	if ev.Outcome != contract.OutcomeError || !strings.HasPrefix(ev.Reason, "the service spawner exited ") || !strings.Contains(ev.Reason, want) {
+		t.Fatalf("outcome %s: %q", ev.Outcome, ev.Reason)
+	}
+}

@@ -267,6 +267,11 @@ func (s *session) serviceEnded(svc *service) {
 	if svc.err != nil && svc.res.Duration == 0 {
 		how = "its sandbox could not start: " + s.red.Redact(svc.err.Error())
 	}
+	if l := svc.res.Limit; l != nil {
+		// The reply (render.ServiceFailedReply) shows this: the limit and
+		// its value.
+		how = "stopped: it ran into the sandbox's " + l.String()
+	}
 	if !s.ev.Services[svc.index].Ready {
 		s.failService(svc, "exited before it was ready ("+how+")")
 		return

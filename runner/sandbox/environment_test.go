@@ -53,6 +53,7 @@ func nsLinesKept(t *testing.T, s Spec) (map[string]string, func()) {
 	pr, pw := io.Pipe()
 	s.Stdout = pw
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // a test that fails early still ends the command
 	done := make(chan error, 1)
 	go func() {
 		_, err := Run(ctx, s)

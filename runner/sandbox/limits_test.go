@@ -116,6 +116,7 @@ func TestAnotherWorkspaceIsInvisibleInTheSandbox(t *testing.T) {
 	keeper := newSpec(t, "sh", "-c", "echo mine > /workspace/secret && echo ready && exec sleep 300")
 	keeper.Workspace = other
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // a test that fails early still ends the command
 	pr, pw := io.Pipe()
 	keeper.Stdout = pw
 	done := make(chan error, 1)

@@ -133,6 +133,8 @@ func reportResult(ctx context.Context, do reportSteps, sess store.Session, spec 
 		return do.End(ctx, sess.ID, store.TimedOut, "timed_out", render.TimedOutReply(sess.RequesterLogin))
 	case contract.OutcomeCancelled:
 		return do.End(ctx, sess.ID, store.Cancelled, "cancelled", render.RunCancelledReply())
+	case contract.OutcomeLimitExceeded:
+		return do.End(ctx, sess.ID, store.Errored, string(contract.OutcomeLimitExceeded), render.LimitExceededReply(sess, ev))
 	case contract.OutcomeError, contract.OutcomeAgentFailed:
 		if svc := ev.FailedService(); svc != nil {
 			return do.End(ctx, sess.ID, store.Errored, string(ev.Outcome), render.ServiceFailedReply(sess, *svc))

@@ -190,6 +190,63 @@ type Executor struct {
 	// WorkDir holds the local attempts' workspaces ("" = the system temp
 	// dir). The sandbox user must be able to search every parent.
 	WorkDir string `yaml:"work_dir"`
+	// SandboxUID and SandboxGID are the host ids the local executor's
+	// sandboxes run as when the app runs as root: a dedicated uid no host
+	// account or daemon has, never nobody (65534). 0 means the
+	// supervisor's default (65600).
+	SandboxUID int `yaml:"sandbox_uid"`
+	SandboxGID int `yaml:"sandbox_gid"`
+	// Limits cap every sandboxed command of the local executor
+	// (decision 0031).
+	Limits SandboxLimits `yaml:"limits"`
+}
+
+// SandboxLimits cap one sandboxed command (setup, agent, verify, a
+// service) and everything it starts. 0 turns a limit off.
+type SandboxLimits struct {
+	// MemoryBytes caps RAM with page cache and /tmp (a cgroup's).
+	MemoryBytes int64 `yaml:"memory_bytes"`
+	// Pids caps processes and threads at once.
+	Pids int64 `yaml:"pids"`
+	// CPUShares is the CPU weight under contention (1024 is an ordinary
+	// process's).
+	CPUShares int64 `yaml:"cpu_shares"`
+	// TmpBytes is the size of /tmp.
+	TmpBytes int64 `yaml:"tmp_bytes"`
+	// WorkspaceBytes caps the disk used under /workspace.
+	WorkspaceBytes int64 `yaml:"workspace_bytes"`
+}
+
+// Defaults of SandboxLimits, sized for a 2-core, 24 GB host running a
+// few sessions: one runaway command takes at most a sixth of the memory,
+// a tenth of a percent of the host's pid space, and half an ordinary
+// process's CPU weight under contention (decision 0031).
+const (
+	DefaultSandboxMemoryBytes    = 4 << 30
+	DefaultSandboxPids           = 4096
+	DefaultSandboxCPUShares      = 512
+	DefaultSandboxTmpBytes       = 2 << 30
+	DefaultSandboxWorkspaceBytes = 10 << 30
+)
+
+func (l SandboxLimits) validate(add func(key, format string, args ...any)) {
+	for _, f := range []struct {
+		key string
+		v   int64
+		min int64
+	}{
+		{"executor.limits.memory_bytes", l.MemoryBytes, 64 << 20},
+		{"executor.limits.pids", l.Pids, 16},
+		{"executor.limits.tmp_bytes", l.TmpBytes, 1 << 20},
+		{"executor.limits.workspace_bytes", l.WorkspaceBytes, 64 << 20},
+	} {
+		if f.v != 0 && f.v < f.min {
+			add(f.key, "must be 0 (no limit) or at least %d (found %d)", f.min, f.v)
+		}
+	}
+	if l.CPUShares != 0 && (l.CPUShares < 2 || l.CPUShares > 262144) {
+		add("executor.limits.cpu_shares", "must be 0 (no weighting) or between 2 and 262144 (found %d)", l.CPUShares)
+	}
 }
 
 // Buildkite is the Buildkite executor's settings (executor.kind
@@ -600,7 +657,13 @@ func Defaults() Server {
 			Cooldown:         10 * time.Minute,
 			Debounce:         30 * time.Second,
 		},
-		Executor: Executor{Kind: "local", MaxConcurrent: 2},
+		Executor: Executor{Kind: "local", MaxConcurrent: 2, Limits: SandboxLimits{
+			MemoryBytes:    DefaultSandboxMemoryBytes,
+			Pids:           DefaultSandboxPids,
+			CPUShares:      DefaultSandboxCPUShares,
+			TmpBytes:       DefaultSandboxTmpBytes,
+			WorkspaceBytes: DefaultSandboxWorkspaceBytes,
+		}},
 		Buildkite: Buildkite{
 			APIURL:           "https://api.buildkite.com/",
 			Pipeline:         "inspect-session",
@@ -749,6 +812,21 @@ func (c Server) Validate() error {
 	}
 	if c.Executor.MaxConcurrent < 1 || c.Executor.MaxConcurrent > 256 {
 		add("executor.max_concurrent", "must be between 1 and 256")
+	}
+	c.Executor.Limits.validate(add)
+	for _, f := range []struct {
+		key string
+		id  int
+	}{{"executor.sandbox_uid", c.Executor.SandboxUID}, {"executor.sandbox_gid", c.Executor.SandboxGID}} {
+		switch {
+		case f.id == 65534:
+			add(f.key, "must not be nobody's (65534): host daemons run as it")
+		case f.id < 0 || f.id > 1<<31:
+			add(f.key, "must be between 0 (the default, 65600) and %d", 1<<31)
+		}
+	}
+	if (c.Executor.SandboxUID == 0) != (c.Executor.SandboxGID == 0) {
+		add("executor.sandbox_uid", "give executor.sandbox_uid and executor.sandbox_gid together, or neither")
 	}
 	c.Snapshots.validate(add)
 	if c.Workers.ReconcileInterval < time.Second {

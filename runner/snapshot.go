@@ -10,6 +10,7 @@ import (
 
 	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/sandbox"
 )
 
 // SnapshotBuilder builds and pushes one snapshot on this host: the
@@ -61,6 +62,8 @@ type SnapshotBuild struct {
 	SandboxUID, SandboxGID uint32
 	// SandboxPath is PATH inside the sandbox (default DefaultSandboxPath).
 	SandboxPath string
+	// Limits cap each setup command's sandbox (as Config's).
+	Limits sandbox.Limits
 	// Git is the git binary ("git" on PATH when empty).
 	Git string
 	// Now stamps the snapshot (LabelBuilt); default time.Now.

@@ -144,6 +144,7 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 		if cfg.Executor.WorkDir != "" {
 			args = append(args, "--work-dir", cfg.Executor.WorkDir)
 		}
+		args = append(args, runnerLimitArgs(cfg.Executor)...)
 		// The supervisors log to our stderr, next to the app's own lines.
 		lx, err := local.New(local.Config{Args: args, MaxConcurrent: cfg.Executor.MaxConcurrent, Output: os.Stderr})
 		if err != nil {

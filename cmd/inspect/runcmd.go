@@ -93,9 +93,10 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opt.Timeout, "timeout", 0, "the session's time limit (default: sessions.timeout of --server-config, 30m); the repository's limits.session_timeout may shorten it")
 	fs.BoolVar(&opt.KeepWorkspace, "keep-workspace", false, "leave the attempt's directory in place (debugging)")
 	fs.StringVar(&opt.WorkDir, "work-dir", "", "directory for the attempt's workspace (default: the system temp dir); the sandbox user must be able to search every parent")
-	uid := fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65534 when root, else your own)")
-	gid := fs.Int("sandbox-gid", -1, "host gid the sandbox runs as (default: 65534 when root, else your own)")
+	uid := fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
+	gid := fs.Int("sandbox-gid", -1, "host gid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
 	fs.StringVar(&opt.SandboxPath, "sandbox-path", supervisor.DefaultSandboxPath, "PATH inside the sandbox")
+	limitFlags(fs, &opt.Limits, defaultLimits())
 	verbose := fs.Bool("verbose", false, "log the supervisor's steps to stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -13,8 +13,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/forward"
 	"github.com/inspecthq/inspect/runner/probe"
+	"github.com/inspecthq/inspect/runner/sandbox"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
@@ -36,9 +38,12 @@ func runnerCmd(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var cfg supervisor.Config
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "directory for attempt workspaces (default: the system temp dir); the sandbox user must be able to search every parent")
-	uid := fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65534 when root, else your own)")
-	gid := fs.Int("sandbox-gid", -1, "host gid the sandbox runs as (default: 65534 when root, else your own)")
+	uid := fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
+	gid := fs.Int("sandbox-gid", -1, "host gid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
 	fs.StringVar(&cfg.SandboxPath, "sandbox-path", supervisor.DefaultSandboxPath, "PATH inside the sandbox")
+	// The server's defaults when not given: a Buildkite agent runs a bare
+	// `inspect runner`, and its sandboxes are limited too.
+	limitFlags(fs, &cfg.Limits, defaultLimits())
 	fs.BoolVar(&cfg.KeepWorkspace, "keep-workspace", false, "leave the attempt's directory in place (debugging)")
 	fs.StringVar(&cfg.LayerCache, "layer-cache", "", "where snapshot layers are extracted, once per digest (default: WORK_DIR/inspect-layers); the sandbox user must be able to search it")
 	fs.StringVar(&cfg.OutDir, "out-dir", "", "also write evidence.json and manifest.json here")
@@ -72,6 +77,28 @@ func runnerCmd(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// limitFlags are the sandbox limits' flags (sandbox.Limits; 0 = none),
+// with defaults def. The app passes its executor.limits.* through them.
+func limitFlags(fs *flag.FlagSet, l *sandbox.Limits, def sandbox.Limits) {
+	fs.Int64Var(&l.MemoryBytes, "limit-memory-bytes", def.MemoryBytes, "memory of each sandboxed command, bytes (0: no limit)")
+	fs.Int64Var(&l.Pids, "limit-pids", def.Pids, "processes and threads of each sandboxed command (0: no limit)")
+	fs.Int64Var(&l.CPUShares, "limit-cpu-shares", def.CPUShares, "CPU weight of each sandboxed command, cpu.shares units (0: none)")
+	fs.Int64Var(&l.TmpBytes, "limit-tmp-bytes", def.TmpBytes, "size of each sandboxed command's /tmp, bytes (0: the kernel's default)")
+	fs.Int64Var(&l.WorkspaceBytes, "limit-workspace-bytes", def.WorkspaceBytes, "disk each sandboxed command may use under /workspace, bytes (0: no limit)")
+}
+
+// defaultLimits are the server's default executor.limits, as sandbox
+// limits.
+func defaultLimits() sandbox.Limits {
+	return sandbox.Limits{
+		MemoryBytes:    config.DefaultSandboxMemoryBytes,
+		Pids:           config.DefaultSandboxPids,
+		CPUShares:      config.DefaultSandboxCPUShares,
+		TmpBytes:       config.DefaultSandboxTmpBytes,
+		WorkspaceBytes: config.DefaultSandboxWorkspaceBytes,
+	}
 }
 
 // forwardCmd is `inspect runner forward`, which the supervisor starts as the
@@ -119,4 +146,21 @@ func probeTCPCmd(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// runnerLimitArgs are the `inspect runner` flags that carry the server's
+// sandbox ids and limits to each local supervisor.
+func runnerLimitArgs(x config.Executor) []string {
+	var args []string
+	if x.SandboxUID != 0 {
+		args = append(args, "--sandbox-uid", strconv.Itoa(x.SandboxUID), "--sandbox-gid", strconv.Itoa(x.SandboxGID))
+	}
+	l := x.Limits
+	return append(args,
+		"--limit-memory-bytes", strconv.FormatInt(l.MemoryBytes, 10),
+		"--limit-pids", strconv.FormatInt(l.Pids, 10),
+		"--limit-cpu-shares", strconv.FormatInt(l.CPUShares, 10),
+		"--limit-tmp-bytes", strconv.FormatInt(l.TmpBytes, 10),
+		"--limit-workspace-bytes", strconv.FormatInt(l.WorkspaceBytes, 10),
+	)
 }

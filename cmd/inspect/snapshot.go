@@ -20,6 +20,7 @@ import (
 	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/runner/checkoutrun"
 	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/runner/sandbox"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
@@ -156,9 +157,11 @@ func snapshotBuildCmd(args []string, stdout, stderr io.Writer) int {
 	base := f.fs.String("base", "", "the toolchain image, a registry reference pinned by digest (default: snapshots.base_image of --config; none: the sandbox binds this host's toolchain)")
 	timeout := f.fs.Duration("timeout", snapshotDefaultTimeout, "time limit for the whole build (each setup command's own timeout is at most this)")
 	workDir := f.fs.String("work-dir", "", "directory for the build's workspace and the extracted layer cache (default: the system temp dir); the sandbox user must be able to search every parent")
-	uid := f.fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65534 when root, else your own)")
-	gid := f.fs.Int("sandbox-gid", -1, "host gid the sandbox runs as (default: 65534 when root, else your own)")
+	uid := f.fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
+	gid := f.fs.Int("sandbox-gid", -1, "host gid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
 	sandboxPath := f.fs.String("sandbox-path", supervisor.DefaultSandboxPath, "PATH inside the sandbox")
+	var limits sandbox.Limits
+	limitFlags(f.fs, &limits, defaultLimits())
 	verbose := f.fs.Bool("verbose", false, "log the build's steps to stderr")
 	if code := f.parse(args, stderr); code >= 0 {
 		return code
@@ -238,6 +241,7 @@ func snapshotBuildCmd(args []string, stdout, stderr io.Writer) int {
 		Version:     version,
 		WorkDir:     *workDir,
 		SandboxPath: *sandboxPath,
+		Limits:      limits,
 		Log:         zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true}).Level(level).With().Timestamp().Logger(),
 		Stdout:      stderr, // setup's output is progress; stdout gets the result
 	}

@@ -104,6 +104,8 @@ type Options struct {
 	SandboxUID, SandboxGID uint32
 	SandboxPath            string
 	KeepWorkspace          bool
+	// Limits cap each sandboxed command (supervisor.Config's).
+	Limits sandbox.Limits
 	// RunnerVersion is `inspect version`.
 	RunnerVersion string
 	// Git is the git binary ("git" on PATH when empty).
@@ -267,6 +269,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		SandboxUID:      opt.SandboxUID,
 		SandboxGID:      opt.SandboxGID,
 		SandboxPath:     opt.SandboxPath,
+		Limits:          opt.Limits,
 		KeepWorkspace:   opt.KeepWorkspace,
 		RunnerVersion:   opt.RunnerVersion,
 		Git:             opt.Git,

@@ -16,12 +16,13 @@ const summaryTailLines = 12
 
 // outcomeWords says each outcome in words.
 var outcomeWords = map[contract.OutcomeHint]string{
-	contract.OutcomeOK:           "the agent finished and verification passed",
-	contract.OutcomeAgentFailed:  "the agent failed",
-	contract.OutcomeVerifyFailed: "verification failed",
-	contract.OutcomeTimedOut:     "the session timed out",
-	contract.OutcomeCancelled:    "the session was stopped",
-	contract.OutcomeError:        "the session could not run to the end",
+	contract.OutcomeOK:            "the agent finished and verification passed",
+	contract.OutcomeAgentFailed:   "the agent failed",
+	contract.OutcomeVerifyFailed:  "verification failed",
+	contract.OutcomeTimedOut:      "the session timed out",
+	contract.OutcomeCancelled:     "the session was stopped",
+	contract.OutcomeError:         "the session could not run to the end",
+	contract.OutcomeLimitExceeded: "a command ran into a sandbox limit and was stopped",
 }
 
 // WriteSummary writes the evidence for a person: the outcome, each command

@@ -88,9 +88,40 @@ const (
 	// OutcomeError: the supervisor itself failed (the SHA was gone, the
 	// sandbox would not start); Reason says why.
 	OutcomeError OutcomeHint = "error"
+	// OutcomeLimitExceeded: a command ran into one of its sandbox's
+	// resource limits and was stopped; Evidence.Limit names it.
+	OutcomeLimitExceeded OutcomeHint = "limit_exceeded"
 )
 
-var outcomeHints = []OutcomeHint{OutcomeOK, OutcomeAgentFailed, OutcomeVerifyFailed, OutcomeTimedOut, OutcomeCancelled, OutcomeError}
+var outcomeHints = []OutcomeHint{OutcomeOK, OutcomeAgentFailed, OutcomeVerifyFailed, OutcomeTimedOut, OutcomeCancelled, OutcomeError, OutcomeLimitExceeded}
+
+// Sandbox limits, as LimitHit.Name gives them (runner/sandbox's names).
+const (
+	LimitMemory    = "memory"
+	LimitPids      = "pids"
+	LimitWorkspace = "workspace_disk"
+)
+
+// LimitHit is the sandbox limit a command ran into (outcome
+// limit_exceeded): which one, its value (bytes, or processes and threads
+// for pids) and the command's name.
+type LimitHit struct {
+	Name    string `json:"name"`
+	Value   int64  `json:"value"`
+	Command string `json:"command"`
+}
+
+func (l *LimitHit) validate(f *faults, prefix string) {
+	switch l.Name {
+	case LimitMemory, LimitPids, LimitWorkspace:
+	default:
+		f.add(at(prefix, "name"), "must be %s, %s or %s, not %s", LimitMemory, LimitPids, LimitWorkspace, safeQuote(l.Name))
+	}
+	if l.Value <= 0 {
+		f.add(at(prefix, "value"), "must be positive, not %d", l.Value)
+	}
+	checkLine(f, at(prefix, "command"), l.Command, MaxNameBytes, true)
+}
 
 // Evidence is evidence.json: what happened in one attempt, for the PR body,
 // the check run and a reviewer. The supervisor writes it, redacted, and
@@ -112,6 +143,8 @@ type Evidence struct {
 	// Reason says, in words, why the outcome is not ok (for error above
 	// all). Redacted like everything else.
 	Reason string `json:"reason,omitempty"`
+	// Limit, with outcome limit_exceeded, is the limit the run ran into.
+	Limit *LimitHit `json:"limit,omitempty"`
 	// Partial is set when SIGTERM cut the run short and this is what had
 	// been gathered by then.
 	Partial bool `json:"partial,omitempty"`
@@ -321,7 +354,15 @@ func (e *Evidence) validate(f *faults, prefix string) {
 	case e.Outcome == "":
 		f.add(at(prefix, "outcome"), "is required")
 	case !slices.Contains(outcomeHints, e.Outcome):
-		f.add(at(prefix, "outcome"), "must be one of ok, agent_failed, verify_failed, timed_out, cancelled, error, not %s", safeQuote(string(e.Outcome)))
+		f.add(at(prefix, "outcome"), "must be one of ok, agent_failed, verify_failed, timed_out, cancelled, error, limit_exceeded, not %s", safeQuote(string(e.Outcome)))
+	}
+	switch {
+	case e.Limit != nil && e.Outcome != OutcomeLimitExceeded:
+		f.add(at(prefix, "limit"), "is only for outcome %s", OutcomeLimitExceeded)
+	case e.Limit == nil && e.Outcome == OutcomeLimitExceeded:
+		f.add(at(prefix, "limit"), "is required with outcome %s", OutcomeLimitExceeded)
+	case e.Limit != nil:
+		e.Limit.validate(f, at(prefix, "limit"))
 	}
 	checkText(f, at(prefix, "reason"), e.Reason, MaxReasonBytes, false)
 	if e.Workspace != nil {

@@ -66,7 +66,9 @@ type Config struct {
 	// executable (os.Executable).
 	Binary string
 	// Args are flags appended after "runner" (--work-dir, --sandbox-uid,
-	// ...). They must not carry credentials: argv is public on the host.
+	// the sandbox limits --limit-*: `inspect serve` passes the server's
+	// executor.sandbox_* and executor.limits.* this way). They must not
+	// carry credentials: argv is public on the host.
 	Args []string
 	// Env is the children's base environment, KEY=VALUE each. nil means
 	// PATH only, taken from this process. Any INSPECT_* entry is dropped:

@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -43,11 +45,47 @@ func nsLines(t *testing.T, s Spec) map[string]string {
 	return m
 }
 
+// nsLinesKept is nsLines for a command that then stays alive until stop,
+// which kills it and waits for it.
+func nsLinesKept(t *testing.T, s Spec) (map[string]string, func()) {
+	t.Helper()
+	s.Argv = []string{"sh", "-c", `"$0" ns net ipc pid mnt user && echo kept && exec sleep 300`, probeTarget}
+	pr, pw := io.Pipe()
+	s.Stdout = pw
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // a test that fails early still ends the command
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, s)
+		pw.Close()
+		done <- err
+	}()
+	stop := func() {
+		cancel()
+		go func() { _, _ = io.Copy(io.Discard, pr) }() // drained to EOF, which pw.Close gives
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	m := map[string]string{}
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() && sc.Text() != "kept" {
+		k, v, _ := strings.Cut(sc.Text(), " ")
+		m[k] = v
+	}
+	return m, stop
+}
+
 func TestEnvironmentSharesNetworkAndIPCButNotPIDMountsOrTmp(t *testing.T) {
 	env := startEnvironment(t)
 	in := newSpec(t)
 	in.Within = env
-	a, b := nsLines(t, in), nsLines(t, in)
+	// The first command stays alive while the second runs: a namespace's
+	// inode number is reused once it is freed, so two commands one after
+	// the other could show the same number for namespaces of their own.
+	a, stopA := nsLinesKept(t, in)
+	b := nsLines(t, in)
+	stopA()
 	alone := nsLines(t, newSpec(t))
 	for _, n := range []string{"net", "ipc"} {
 		if a[n] == "" || a[n] != b[n] {

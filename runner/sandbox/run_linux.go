@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -28,6 +29,9 @@ const probeID = 65534
 const (
 	argsFD = "3" // bwrap's options, NUL-separated (--args)
 	infoFD = "4" // bwrap writes {"child-pid": N} here once it has cloned (--info-fd)
+	// seccompFD is the syscall filter (--seccomp), which bwrap installs
+	// last, just before it execs the command.
+	seccompFD = "5"
 )
 
 func lookBwrap() (string, error) {
@@ -123,11 +127,36 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return Result{}, err
 	}
 
-	argsFile, err := nulSeparated(append(opts, "--info-fd", infoFD))
+	// bwrap reads its arguments from a pipe, and so waits for them until
+	// the limiter has put it in the command's cgroup: nothing of the
+	// sandbox runs outside it, even for a moment.
+	argsData, err := nulBytes(append(opts, "--info-fd", infoFD, "--seccomp", seccompFD))
 	if err != nil {
 		return Result{}, err
 	}
+	argsFile, argsW, err := os.Pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox: %w", err)
+	}
 	defer argsFile.Close()
+	defer argsW.Close()
+	lim, err := newLimiter(s.Limits, filepath.Clean(s.Workspace))
+	if err != nil {
+		return Result{}, err
+	}
+	// The limiter's cgroups go once every process in them has been reaped
+	// (below); this is for the returns before the sandbox starts.
+	removed := false
+	defer func() {
+		if !removed {
+			_ = lim.remove() // nothing ran in them; a leftover empty cgroup is harmless
+		}
+	}()
+	filter, err := seccompFile()
+	if err != nil {
+		return Result{}, err
+	}
+	defer filter.Close()
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox: %w", err)
@@ -156,7 +185,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		Dir:        "/",
 		Stdout:     out.childOut,
 		Stderr:     out.childErr,
-		ExtraFiles: []*os.File{argsFile, infoW},
+		ExtraFiles: []*os.File{argsFile, infoW, filter},
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:    true, // out of the supervisor's process group (terminal signals)
 			Credential: cred,
@@ -176,6 +205,18 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	out.closeChildEnds()
 	infoW.Close()
 	argsFile.Close()
+	filter.Close()
+	if err := lim.place(cmd.Process.Pid); err != nil {
+		_ = cmd.Process.Kill() // it has run nothing yet: it still waits for its arguments
+		_ = cmd.Wait()         // the placement error is the one to report
+		out.wait()
+		return Result{}, err
+	}
+	// A write error means bwrap ended before it read them; its exit
+	// status, below, says why.
+	_, _ = argsW.Write(argsData)
+	argsW.Close()
+	lim.watch()
 
 	infoCh := make(chan int, 1)
 	go func() {
@@ -204,6 +245,9 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		waitErr error
 		exited  bool
 		errs    []error
+		// killedForLimit: Run ended the sandbox because the watch found
+		// it over a limit.
+		killedForLimit bool
 	)
 	// kill ends the sandbox synchronously: it needs the init's pidfd, which
 	// bwrap reports right after clone() and before it lets the sandbox run
@@ -245,6 +289,10 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		case <-ctx.Done():
 			res.Cancelled = true
 			kill()
+		case ex := <-lim.hit:
+			res.Limit = &ex
+			killedForLimit = true
+			kill()
 		}
 	}
 	// bwrap returns as soon as the command exits, while the sandbox's init
@@ -255,6 +303,12 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	errs = append(errs, init.kill())
 	out.wait()
 	res.Duration = time.Since(start)
+	lim.stopWatch()
+	if res.Limit == nil {
+		res.Limit = lim.found
+	}
+	removed = true
+	errs = append(errs, lim.remove())
 
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) {
@@ -264,7 +318,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return res, errors.Join(errs...)
 	}
 	switch ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); {
-	case res.TimedOut || res.Cancelled:
+	case res.TimedOut || res.Cancelled || killedForLimit:
 		res.ExitCode, res.Signal = -1, "SIGKILL"
 	case !ok:
 		res.ExitCode = cmd.ProcessState.ExitCode()
@@ -335,9 +389,8 @@ func (p *initProcess) close() {
 	}
 }
 
-// nulSeparated returns an anonymous in-memory file holding args for bwrap's
-// --args, positioned at its start.
-func nulSeparated(args []string) (*os.File, error) {
+// nulBytes is args as bwrap's --args reads them: each ended by a NUL.
+func nulBytes(args []string) ([]byte, error) {
 	var b strings.Builder
 	for _, a := range args {
 		if strings.ContainsRune(a, 0) { // would split into two arguments
@@ -346,12 +399,22 @@ func nulSeparated(args []string) (*os.File, error) {
 		b.WriteString(a)
 		b.WriteByte(0)
 	}
+	return []byte(b.String()), nil
+}
+
+// nulSeparated returns an anonymous in-memory file holding args for bwrap's
+// --args, positioned at its start.
+func nulSeparated(args []string) (*os.File, error) {
+	data, err := nulBytes(args)
+	if err != nil {
+		return nil, err
+	}
 	fd, err := unix.MemfdCreate("bwrap-args", unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: memfd_create: %w", err)
 	}
 	f := os.NewFile(uintptr(fd), "bwrap-args")
-	if _, err := io.WriteString(f, b.String()); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("sandbox: writing bwrap's arguments: %w", err)
 	}

@@ -54,6 +54,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -119,6 +120,9 @@ type Spec struct {
 	// Timeout is the wall-clock limit; when it expires the whole sandbox is
 	// killed and Result.TimedOut is set. Zero means no limit beyond ctx.
 	Timeout time.Duration
+	// Limits cap the command's memory, processes, CPU share, /tmp and
+	// workspace disk use (zero fields: none).
+	Limits Limits
 	// Within, when set, runs the command inside a session's Environment:
 	// it shares the environment's loopback network and IPC with every
 	// other command run within it, while its PID namespace, mounts and
@@ -145,7 +149,11 @@ type Result struct {
 	// done first.
 	TimedOut  bool
 	Cancelled bool
-	Duration  time.Duration
+	// Limit, when set, is the limit the command ran into; the sandbox was
+	// ended because of it (or, for a limit found only at the end, had
+	// ended anyway).
+	Limit    *LimitExceeded
+	Duration time.Duration
 }
 
 // DefaultEtcFiles are the /etc entries bound when Spec.EtcFiles is nil and
@@ -215,6 +223,9 @@ func checkArgv(argv []string) error {
 func (s Spec) options() ([]string, error) {
 	ws, err := absDir("Workspace", s.Workspace)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.Limits.check(); err != nil {
 		return nil, err
 	}
 	opts := append([]string(nil), baseOptions...)
@@ -291,9 +302,11 @@ func (s Spec) options() ([]string, error) {
 		opts = append(opts, "--ro-bind", src, src)
 	}
 
+	opts = append(opts, "--proc", "/proc", "--dev", "/dev")
+	if s.Limits.TmpBytes > 0 {
+		opts = append(opts, "--size", strconv.FormatInt(s.Limits.TmpBytes, 10)) // must come just before its --tmpfs
+	}
 	opts = append(opts,
-		"--proc", "/proc",
-		"--dev", "/dev",
 		"--tmpfs", "/tmp",
 		"--bind", ws, WorkspaceDir,
 	)

@@ -99,7 +99,10 @@ func newSpec(t *testing.T, argv ...string) Spec {
 		Env:         []string{"PATH=/usr/bin:/bin"},
 		UID:         uid,
 		GID:         gid,
-		Timeout:     time.Minute, // a backstop: no test here should come near it
+		// The server's defaults (config.DefaultSandbox*): every test here
+		// runs under them and the seccomp filter.
+		Limits:  Limits{MemoryBytes: 4 << 30, Pids: 4096, CPUShares: 512, TmpBytes: 2 << 30, WorkspaceBytes: 10 << 30},
+		Timeout: time.Minute, // a backstop: no test here should come near it
 	}
 }
 

@@ -200,7 +200,7 @@ func TestSessionOnAThreeLayerBaseImage(t *testing.T) {
 			"mode=repo only=from-image\n" +
 			"keptthird\n" +
 			"upper.txt\n" +
-			"user=nobody home=/tmp pwd=/workspace\n"
+			"user=inspect home=/tmp pwd=/workspace\n"
 		if got := seenFile(t, u); got != want {
 			t.Errorf("the agent saw\n%s\nwant\n%s", got, want)
 		}
@@ -337,7 +337,7 @@ func TestSnapshotSetupRunsOnAThreeLayerBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	layers := snapTestLayers(t, snapTestImage(t, store, res.Snapshot))
-	if got, want := snapTestFiles(t, layers["/cache/deps"])["cache/deps/seen"], "imgtool ran\nrepo from-image nobody\n"; got != want {
+	if got, want := snapTestFiles(t, layers["/cache/deps"])["cache/deps/seen"], "imgtool ran\nrepo from-image inspect\n"; got != want {
 		t.Errorf("setup saw %q, want %q", got, want)
 	}
 }

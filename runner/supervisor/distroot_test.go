@@ -67,7 +67,7 @@ test "$DISTROOT" = debian
 test "$(awk 'BEGIN { print 6 * 7 }')" = 42
 find . -name calc.go | grep -q calc.go
 if command -v git; then echo "git is the host's"; exit 1; fi
-test "$(whoami)" = nobody`},
+test "$(whoami)" = inspect`},
 		Timeout: contract.Duration(time.Minute),
 	}}
 	h := newHarness(t, f.ch, spec)

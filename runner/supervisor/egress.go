@@ -116,8 +116,10 @@ func (g *egressGate) openFor(phase contract.Phase) bool {
 // startEgress listens on an egress socket in dir (made here) with handler
 // h, and copies the inspect binary (forwarder; "" for this executable)
 // next to it for the forwarder (the sandbox uid cannot reach the binary
-// where it was installed, or must not write it).
-func startEgress(dir, forwarder string, h http.Handler) (*egress, error) {
+// where it was installed, or must not write it). The socket is the
+// sandbox uid's (uid, gid), mode 0600: no other uid but root can connect
+// to it, and so reach the model route or a registry through it.
+func startEgress(dir, forwarder string, uid, gid uint32, h http.Handler) (*egress, error) {
 	e := &egress{dir: dir, served: make(chan struct{})}
 	if err := os.Mkdir(e.dir, 0o711); err != nil {
 		return nil, err
@@ -147,8 +149,15 @@ func startEgress(dir, forwarder string, h http.Handler) (*egress, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The sandbox uid connects: a socket is writable by whoever may connect.
-	if err := os.Chmod(e.sock, 0o666); err != nil {
+	// The sandbox uid connects, and no one else: connecting takes write
+	// permission on the socket. Between Listen and these two calls the
+	// socket is this process's with the umask's mode (0755 under the usual
+	// 022), and no sandbox runs yet.
+	if err := os.Chown(e.sock, int(uid), int(gid)); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	if err := os.Chmod(e.sock, 0o600); err != nil {
 		_ = ln.Close()
 		return nil, err
 	}

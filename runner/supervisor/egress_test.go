@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -93,7 +94,7 @@ func TestAPlantedAgentHomeIsRemoved(t *testing.T) {
 func TestEgressCloseWaitsForRequestsInFlight(t *testing.T) {
 	started := make(chan struct{})
 	var finished atomic.Bool
-	e, err := startEgress(filepath.Join(t.TempDir(), "egress"), "", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	e, err := startEgress(filepath.Join(t.TempDir(), "egress"), "", uint32(os.Getuid()), uint32(os.Getgid()), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)
 		<-r.Context().Done() // a relay in flight: it ends when its connection does
 		finished.Store(true)

@@ -124,3 +124,38 @@ func accountsFile(image []byte, id uint32, entry func(name string) string) []byt
 	lines = append(lines, entry(chosen))
 	return []byte(strings.Join(lines, "\n") + "\n")
 }
+
+// checkSandboxIDs refuses, for a root supervisor, nobody's uid or gid for
+// the sandbox: host daemons run as nobody, and one of them could read a
+// workspace, plant a file in it, or connect to the egress socket. Any
+// other id is the operator's to dedicate (an account named for it in
+// /etc/passwd is fine, a daemon's is not). An unprivileged supervisor runs
+// the sandbox as itself.
+func checkSandboxIDs(uid, gid uint32) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	if uid == nobodyID || gid == nobodyID {
+		return fmt.Errorf("supervisor: the sandbox may not run as nobody (%d): host daemons share it; use a dedicated uid and gid (default %d)", nobodyID, DefaultSandboxID)
+	}
+	return nil
+}
+
+// identityRoot is the root whose /etc/passwd and /etc/group the sandbox's
+// own are made from (identityMounts), or "" when the sandbox can use the
+// host's as they are: the image root's, or the host's when the sandbox
+// runs on the host toolchain as an id the host's files do not name (the
+// dedicated default, DefaultSandboxID, has no host account).
+func identityRoot(rootFS string, uid uint32) string {
+	if rootFS != "" {
+		return rootFS
+	}
+	if b, err := os.ReadFile("/etc/passwd"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Split(line, ":"); len(f) >= 3 && f[2] == strconv.FormatUint(uint64(uid), 10) {
+				return "" // the host names it already
+			}
+		}
+	}
+	return "/"
+}

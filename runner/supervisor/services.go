@@ -205,6 +205,7 @@ func (s *session) serviceSpec(argv []string, out *tailBuffer) sandbox.Spec {
 		Env:         sandboxEnv(s.cfg.SandboxPath, withImageEnv(s.imageEnv, s.spec.Env), "INSPECT_SESSION_ID="+s.spec.SessionID),
 		UID:         s.cfg.SandboxUID,
 		GID:         s.cfg.SandboxGID,
+		Limits:      s.cfg.Limits,
 		Within:      s.env,
 		Stdout:      out,
 		Stderr:      out,
@@ -265,6 +266,11 @@ func (s *session) serviceEnded(svc *service) {
 	how := describeExit(contract.CommandResult{ExitCode: svc.res.ExitCode, Signal: svc.res.Signal})
 	if svc.err != nil && svc.res.Duration == 0 {
 		how = "its sandbox could not start: " + s.red.Redact(svc.err.Error())
+	}
+	if l := svc.res.Limit; l != nil {
+		// The reply (render.ServiceFailedReply) shows this: the limit and
+		// its value.
+		how = "stopped: it ran into the sandbox's " + l.String()
 	}
 	if !s.ev.Services[svc.index].Ready {
 		s.failService(svc, "exited before it was ready ("+how+")")

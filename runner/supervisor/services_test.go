@@ -169,7 +169,7 @@ func sandboxProcesses(t testing.TB, marker string) []string {
 	var left []string
 	for _, pid := range channeltest.ProcessesWith(marker) {
 		status, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
-		if err == nil && strings.Contains(string(status), "\nUid:\t65534\t") {
+		if err == nil && strings.Contains(string(status), fmt.Sprintf("\nUid:\t%d\t", DefaultSandboxID)) {
 			left = append(left, pid)
 		}
 	}

@@ -144,10 +144,13 @@ func snapshotBuildDefaults(b SnapshotBuild) (SnapshotBuild, error) {
 	}
 	if b.SandboxUID == 0 && b.SandboxGID == 0 {
 		if os.Geteuid() == 0 {
-			b.SandboxUID, b.SandboxGID = defaultSandboxID, defaultSandboxID
+			b.SandboxUID, b.SandboxGID = DefaultSandboxID, DefaultSandboxID
 		} else {
 			b.SandboxUID, b.SandboxGID = uint32(os.Getuid()), uint32(os.Getgid())
 		}
+	}
+	if err := checkSandboxIDs(b.SandboxUID, b.SandboxGID); err != nil {
+		return b, err
 	}
 	if b.SandboxPath == "" {
 		b.SandboxPath = DefaultSandboxPath
@@ -448,8 +451,8 @@ func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []im
 		}
 	}
 
-	if rootFS != "" {
-		ids, err := identityMounts(filepath.Join(sb.ws.dir, "etc"), rootFS, b.SandboxUID, b.SandboxGID)
+	if etcRoot := identityRoot(rootFS, b.SandboxUID); etcRoot != "" {
+		ids, err := identityMounts(filepath.Join(sb.ws.dir, "etc"), etcRoot, b.SandboxUID, b.SandboxGID)
 		if err != nil {
 			return nil, fmt.Errorf("writing the sandbox's /etc/passwd: %w", err)
 		}
@@ -528,7 +531,7 @@ func (sb *snapshotBuilder) openEgress() (*egressGateServer, error) {
 	}
 	gate := newEgressGate(sb.b.Registries, sb.relay, sb.red, sb.log)
 	gate.setPhase(contract.PhaseSetup)
-	eg, err := startEgress(filepath.Join(sb.ws.dir, "egress"), sb.b.ForwarderBinary, gate.handler())
+	eg, err := startEgress(filepath.Join(sb.ws.dir, "egress"), sb.b.ForwarderBinary, sb.b.SandboxUID, sb.b.SandboxGID, gate.handler())
 	if err != nil {
 		return nil, err
 	}
@@ -562,6 +565,7 @@ func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract
 		Env:         env,
 		UID:         sb.b.SandboxUID,
 		GID:         sb.b.SandboxGID,
+		Limits:      sb.b.Limits,
 		Timeout:     c.Timeout.Std(),
 		Stdout:      out,
 		Stderr:      out,
@@ -578,6 +582,9 @@ func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract
 	}
 	if res.Cancelled {
 		return contract.CommandResult{}, fmt.Errorf("setup command %q: %w", name, context.Cause(ctx))
+	}
+	if res.Limit != nil {
+		return contract.CommandResult{}, fmt.Errorf("setup command %q ran into the sandbox's %s and was stopped", name, res.Limit)
 	}
 	r := contract.CommandResult{
 		Phase:      contract.PhaseSetup,

@@ -72,7 +72,7 @@ func buildFromJob(ctx context.Context, cfg Config, ch *channel, red *contract.Re
 		Setup: job.Setup, Caches: job.Caches, Env: job.Env, Registries: job.Registries, ForwarderBinary: cfg.ForwarderBinary,
 		Base: base, Store: store,
 		Version: cfg.RunnerVersion, WorkDir: cfg.WorkDir, LayerCache: cfg.LayerCache,
-		SandboxUID: cfg.SandboxUID, SandboxGID: cfg.SandboxGID, SandboxPath: cfg.SandboxPath, Git: cfg.Git,
+		SandboxUID: cfg.SandboxUID, SandboxGID: cfg.SandboxGID, SandboxPath: cfg.SandboxPath, Limits: cfg.Limits, Git: cfg.Git,
 		Now: cfg.Now, Log: log,
 	}, ch)
 	if err != nil {

@@ -75,8 +75,17 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultUploadAttempts = 4
 	DefaultRetryDelay     = time.Second
-	// nobody: the sandbox's ids for a root supervisor when none are given.
-	defaultSandboxID = 65534
+	// DefaultSandboxID is the sandbox's uid and gid for a root supervisor
+	// when none are given: one that no host account or daemon has
+	// (decision 0031). Not nobody (65534), which host daemons run as: a
+	// process of theirs could read and write a workspace of nobody's.
+	// 65536-99999 is above every distribution's and systemd's allocations
+	// (systemd's DynamicUser ends at 65519) and below the subordinate-id
+	// ranges useradd hands out (from 100000).
+	DefaultSandboxID = 65600
+	// nobodyID is refused as the sandbox's uid or gid for a root
+	// supervisor.
+	nobodyID = 65534
 )
 
 // Config configures one run of the supervisor. ChannelURL (or
@@ -94,12 +103,18 @@ type Config struct {
 	// it: every parent searchable by others.
 	WorkDir string
 	// SandboxUID and SandboxGID are the host ids the sandbox runs as: a
-	// dedicated unprivileged user. Zero means nobody (65534) for a root
-	// supervisor, and the supervisor's own ids otherwise (an unprivileged
-	// supervisor can only run the sandbox as itself).
+	// dedicated unprivileged user, never nobody (65534). Zero means
+	// DefaultSandboxID for a root supervisor, and the supervisor's own ids
+	// otherwise (an unprivileged supervisor can only run the sandbox as
+	// itself).
 	SandboxUID, SandboxGID uint32
 	// SandboxPath is PATH inside the sandbox (DefaultSandboxPath).
 	SandboxPath string
+	// Limits cap every sandboxed command: memory, processes, CPU share,
+	// /tmp and workspace disk use (decision 0031). A command over one is
+	// stopped and the attempt ends limit_exceeded, naming it. Zero fields
+	// are no limit; the app's executor passes the server's defaults.
+	Limits sandbox.Limits
 	// KeepWorkspace leaves the attempt's directory in place (debugging,
 	// tests); it is removed otherwise.
 	KeepWorkspace bool
@@ -168,10 +183,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SandboxUID == 0 && c.SandboxGID == 0 {
 		if os.Geteuid() == 0 {
-			c.SandboxUID, c.SandboxGID = defaultSandboxID, defaultSandboxID
+			c.SandboxUID, c.SandboxGID = DefaultSandboxID, DefaultSandboxID
 		} else {
 			c.SandboxUID, c.SandboxGID = uint32(os.Getuid()), uint32(os.Getgid())
 		}
+	}
+	if err := checkSandboxIDs(c.SandboxUID, c.SandboxGID); err != nil {
+		return c, err
 	}
 	if c.SandboxPath == "" {
 		c.SandboxPath = DefaultSandboxPath
@@ -582,9 +600,9 @@ func (s *session) prepare(ctx context.Context) bool {
 			}
 		}
 	}
-	if s.rootFS != "" {
+	if etcRoot := identityRoot(s.rootFS, s.cfg.SandboxUID); etcRoot != "" {
 		// After the hand-over: the files are the supervisor's, read-only.
-		ids, err := identityMounts(filepath.Join(s.ws.dir, "etc"), s.rootFS, s.cfg.SandboxUID, s.cfg.SandboxGID)
+		ids, err := identityMounts(filepath.Join(s.ws.dir, "etc"), etcRoot, s.cfg.SandboxUID, s.cfg.SandboxGID)
 		if err != nil {
 			return s.fail(ctx, "writing the sandbox's /etc/passwd", err)
 		}
@@ -742,7 +760,7 @@ func (s *session) openEgress() error {
 	if s.egress != nil {
 		return nil
 	}
-	eg, err := startEgress(filepath.Join(s.ws.dir, "egress"), s.cfg.ForwarderBinary, s.gate.handler())
+	eg, err := startEgress(filepath.Join(s.ws.dir, "egress"), s.cfg.ForwarderBinary, s.cfg.SandboxUID, s.cfg.SandboxGID, s.gate.handler())
 	if err != nil {
 		return err
 	}
@@ -815,6 +833,7 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 		Env:         env,
 		UID:         s.cfg.SandboxUID,
 		GID:         s.cfg.SandboxGID,
+		Limits:      s.cfg.Limits,
 		Timeout:     timeout,
 		Within:      s.env,
 		Stdout:      out,
@@ -852,6 +871,15 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 	r.OutputTail, r.OutputTruncated = out.tail(s.red, s.spec.Limits.MaxOutputBytes)
 	s.ev.Commands = append(s.ev.Commands, r)
 	s.log.Info().Str("command", name).Int("exit_code", r.ExitCode).Str("signal", r.Signal).Bool("timed_out", r.TimedOut).Int64("duration_ms", r.DurationMS).Msg("command ended")
+	if res.Limit != nil && !r.TimedOut && ctx.Err() == nil {
+		// The sandbox was stopped (or ended) over a limit: that, not its
+		// exit status, is how the attempt ends.
+		s.log.Warn().Str("command", name).Str("limit", res.Limit.Limit).Int64("value", res.Limit.Value).Msg("command ran into a sandbox limit")
+		s.ev.Outcome = contract.OutcomeLimitExceeded
+		s.ev.Reason = fmt.Sprintf("the %s command ran into the sandbox's %s and was stopped", name, res.Limit)
+		s.ev.Limit = &contract.LimitHit{Name: res.Limit.Limit, Value: res.Limit.Value, Command: name}
+		return r, false
+	}
 	return r, true
 }
 
@@ -939,9 +967,14 @@ func (s *session) finish() *Report {
 			}
 		}
 		// The change was fixed before verify; artifacts are verify's files,
-		// in the verify workspace: uploaded, listed, never part of it.
-		s.collect(ctx)
-		s.collectArtifacts(ctx)
+		// in the verify workspace: uploaded, listed, never part of it. A
+		// run stopped over a limit sends neither: the app pushes nothing
+		// for it, and a workspace over its disk limit is what a collection
+		// would have to read.
+		if s.ev.Outcome != contract.OutcomeLimitExceeded {
+			s.collect(ctx)
+			s.collectArtifacts(ctx)
+		}
 	}
 	s.ev.Tests = s.tests.summary()
 	if s.verifyDir != "" && !s.verifyStart.IsZero() {
@@ -1031,7 +1064,7 @@ func (s *session) noteChangeError(err error) {
 	}
 	s.log.Warn().Str("error", s.red.Redact(msg)).Msg("no change manifest")
 	switch s.ev.Outcome {
-	case contract.OutcomeTimedOut, contract.OutcomeCancelled, contract.OutcomeError:
+	case contract.OutcomeTimedOut, contract.OutcomeCancelled, contract.OutcomeError, contract.OutcomeLimitExceeded:
 		s.ev.Reason += "; " + msg
 	default:
 		s.ev.Outcome, s.ev.Reason = contract.OutcomeError, msg

@@ -71,9 +71,15 @@ func newHarness(t *testing.T, ch *channeltest.Server, spec contract.Spec) *harne
 		FinishTimeout:   time.Minute,
 		RequestTimeout:  30 * time.Second,
 		ForwarderBinary: forwarder,
+		Limits:          serverDefaultLimits,
 		Log:             zerolog.New(zerolog.NewTestWriter(t)),
 	}}
 }
+
+// serverDefaultLimits are the server's default executor.limits
+// (config.DefaultSandbox*): every attempt here runs under them, so the
+// tests show the Go toolchain, git, npm and PostgreSQL working within.
+var serverDefaultLimits = sandbox.Limits{MemoryBytes: 4 << 30, Pids: 4096, CPUShares: 512, TmpBytes: 2 << 30, WorkspaceBytes: 10 << 30}
 
 func (h *harness) run(t *testing.T, ctx context.Context) *Report {
 	t.Helper()
@@ -264,7 +270,7 @@ func TestAgentFixesTheTestAndTheManifestHoldsExactlyItsChange(t *testing.T) {
 
 func (h *harness) wantUID() uint32 {
 	if os.Geteuid() == 0 {
-		return 65534
+		return DefaultSandboxID
 	}
 	return uint32(os.Getuid())
 }

@@ -35,7 +35,7 @@ func BenchmarkVerifyWorkspace(b *testing.B) {
 
 	uid := uint32(os.Geteuid())
 	if uid == 0 {
-		uid = defaultSandboxID
+		uid = DefaultSandboxID
 	}
 	ctx := context.Background()
 	var collect, build, checkout, ownGit time.Duration

@@ -167,6 +167,19 @@ func main() {
 		fmt.Printf("uid=%d gid=%d groups=%v hostname=%s\n", os.Getuid(), os.Getgid(), groups, host)
 	case "unshare-user":
 		newUserNamespace()
+	case "alloc":
+		// Allocate args[0] bytes and touch every page, so they are really
+		// charged; print "allocated" if that worked.
+		n, err := strconv.ParseInt(args[0], 10, 64)
+		if err != nil {
+			fmt.Println("alloc failed:", err)
+			os.Exit(2)
+		}
+		b := make([]byte, n)
+		for i := int64(0); i < n; i += 4096 {
+			b[i] = 1
+		}
+		fmt.Println("allocated", len(b))
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown command", cmd)
 		os.Exit(2)

@@ -1,0 +1,26 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+func TestLimitExceededReplyNamesTheLimitAndItsValue(t *testing.T) {
+	sess := store.Session{RequesterLogin: "octocat"}
+	for _, tc := range []struct {
+		limit contract.LimitHit
+		want  string
+	}{
+		{contract.LimitHit{Name: contract.LimitMemory, Value: 2 << 30, Command: "agent"}, "its memory limit of 2 GiB"},
+		{contract.LimitHit{Name: contract.LimitPids, Value: 1024, Command: "agent"}, "its limit of 1024 processes and threads"},
+		{contract.LimitHit{Name: contract.LimitWorkspace, Value: 10 << 30, Command: "test"}, "its workspace disk limit of 10 GiB"},
+	} {
+		got := LimitExceededReply(sess, contract.Evidence{Outcome: contract.OutcomeLimitExceeded, Limit: &tc.limit})
+		if !strings.Contains(got, tc.want) || !strings.Contains(got, "@octocat") || !strings.Contains(got, "Nothing was pushed") {
+			t.Errorf("%+v: %q, want it to say %q", tc.limit, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package sandbox
+
+import "fmt"
+
+// Limits cap what one sandboxed command, with everything it starts, may
+// use (decision 0031). A zero field means no limit of that kind.
+//
+// Memory, Pids and CPUShares are enforced by a cgroup of the command's own
+// when the host lets the supervisor make one: cgroup v2, or the v1 memory,
+// pids and cpu controllers where that is what the host has. Without one
+// (an unprivileged supervisor on a host with no delegated cgroup), Pids
+// falls back to RLIMIT_NPROC, which counts every process of the sandbox
+// uid on the host, and Memory and CPUShares are not enforced. Memory is
+// never capped with RLIMIT_AS: Node, V8, Chromium and `go test -race`
+// reserve far more address space than they use.
+type Limits struct {
+	// MemoryBytes caps RAM, page cache and tmpfs pages (/tmp) together.
+	// Over it the kernel's OOM killer ends a process of the sandbox, and
+	// Run then ends the rest.
+	MemoryBytes int64
+	// Pids caps processes and threads at once; fork and clone fail with
+	// EAGAIN beyond it.
+	Pids int64
+	// CPUShares is the command's CPU weight against the host's other
+	// work, in cgroup v1 cpu.shares units (1024 is an ordinary process's).
+	// It shares the CPU out under contention; it is not a quota.
+	CPUShares int64
+	// TmpBytes is the size of the /tmp tmpfs; writes beyond it fail with
+	// ENOSPC.
+	TmpBytes int64
+	// WorkspaceBytes caps the disk used under /workspace (files, counted
+	// by allocated blocks). A watch measures it about once a second (less
+	// often when a walk of the workspace takes long: the walks take at most
+	// a twentieth of a core) and at the end, so a fast writer can overshoot
+	// it by what it writes in between before it is stopped.
+	WorkspaceBytes int64
+}
+
+// Names of the limits, as LimitExceeded.Limit gives them.
+const (
+	LimitMemory    = "memory"
+	LimitPids      = "pids"
+	LimitWorkspace = "workspace_disk"
+)
+
+// LimitExceeded says which limit a command ran into, and its value.
+type LimitExceeded struct {
+	Limit string
+	Value int64
+}
+
+// String names the limit and its value, for a reply: "memory limit
+// (512 MiB)".
+func (l LimitExceeded) String() string {
+	if l.Limit == LimitPids {
+		return fmt.Sprintf("process limit (%d processes and threads)", l.Value)
+	}
+	what := l.Limit
+	if l.Limit == LimitWorkspace {
+		what = "workspace disk"
+	}
+	return fmt.Sprintf("%s limit (%s)", what, FormatBytes(l.Value))
+}
+
+// FormatBytes writes n in the largest binary unit that divides it, or in
+// bytes: "512 MiB", "1 GiB", "1000 bytes".
+func FormatBytes(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func (l Limits) check() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"MemoryBytes", l.MemoryBytes}, {"Pids", l.Pids}, {"CPUShares", l.CPUShares}, {"TmpBytes", l.TmpBytes}, {"WorkspaceBytes", l.WorkspaceBytes}} {
+		if f.v < 0 {
+			return fmt.Errorf("sandbox: Limits.%s is negative (%d)", f.name, f.v)
+		}
+	}
+	if l.CPUShares != 0 && (l.CPUShares < 2 || l.CPUShares > 262144) {
+		return fmt.Errorf("sandbox: Limits.CPUShares %d is outside 2..262144", l.CPUShares)
+	}
+	return nil
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/examples"
+	"github.com/inspecthq/inspect/internal/browsertest"
 	"github.com/inspecthq/inspect/internal/fakeclock"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/sandboxtest"
@@ -20,7 +21,10 @@ import (
 )
 
 // TestMain removes the inspect binary the sandbox tests build.
-func TestMain(m *testing.M) { servetest.Main(m) }
+func TestMain(m *testing.M) {
+	defer browsertest.Close()
+	servetest.Main(m)
+}
 
 // inspectBinary is cmd/inspect, built once per test process: the local
 // executor runs it as `inspect runner`, exactly as in production.

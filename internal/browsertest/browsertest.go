@@ -79,16 +79,13 @@ func Tab(t testing.TB) context.Context {
 	return tab
 }
 
-// Main runs the tests, then stops the browser and removes its profile.
-// Call it from TestMain.
-func Main(m *testing.M) {
-	defer func() {
-		if shared.cancel != nil {
-			shared.cancel()
-		}
-		if shared.dir != "" {
-			_ = os.RemoveAll(shared.dir) // best effort: a temp dir
-		}
-	}()
-	m.Run()
+// Close stops the browser and removes its profile. Defer it in TestMain,
+// after the tests have run.
+func Close() {
+	if shared.cancel != nil {
+		shared.cancel()
+	}
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir) // best effort: a temp dir
+	}
 }

@@ -209,9 +209,9 @@ func (s *Server) MintedTokens() []string {
 // presented, even when it was refused.
 type credential struct {
 	kind      string
-	tok       *token // a valid installation token
-	userLogin string // a valid user access token's user (oauth.go)
-	refusal *response // non-nil: refuse the request with this
+	tok       *token    // a valid installation token
+	userLogin string    // a valid user access token's user (oauth.go)
+	refusal   *response // non-nil: refuse the request with this
 }
 
 func (c credential) installationID() int64 {

@@ -1,0 +1,254 @@
+package app_test
+
+import (
+	"context"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/internal/browsertest"
+	"github.com/inspecthq/inspect/internal/fakegithub"
+)
+
+// dashboard is a harness whose server also serves the dashboard, at a
+// public URL of its own (a front listener, as a load balancer would be),
+// signing in through the GitHub stand-in's OAuth pages.
+type dashboard struct {
+	*harness
+	url string
+	tab context.Context
+}
+
+func newDashboard(t *testing.T) *dashboard {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	public := "http://" + ln.Addr().String()
+	keyFile := filepath.Join(t.TempDir(), "web-key")
+	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var gh *fakegithub.Server
+	h := newHarness(t, func(c *configServer) {
+		c.Web.PublicURL = public
+		c.Web.KeyPath = keyFile
+		c.Web.ClientID, c.Web.ClientSecret = "set-below", "set-below"
+	})
+	gh = h.gh
+	id, secretValue := gh.OAuthClient()
+	gh.SetOAuthCallbacks(public + "/auth/callback")
+	h.stop()
+	h.cfg.Web.ClientID, h.cfg.Web.ClientSecret = id, secretValue
+	h.start()
+	front := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hp := h.handler.Load(); hp != nil {
+			(*hp).ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "stopped", http.StatusServiceUnavailable)
+	})}
+	go func() { _ = front.Serve(ln) }() // ends when Close closes the listener
+	t.Cleanup(func() { _ = front.Close() })
+	return &dashboard{harness: h, url: public, tab: browsertest.Tab(t)}
+}
+
+// signIn signs login in through the stand-in's authorize page.
+func (d *dashboard) signIn(login, next string) {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(d.tab, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(d.url+next),
+		chromedp.WaitVisible(chromedp.CSS("#authorize")),
+		chromedp.SendKeys(chromedp.CSS("#login"), login),
+		chromedp.Click(chromedp.CSS("#authorize")),
+		chromedp.WaitVisible(chromedp.CSS("#signout")),
+	); err != nil {
+		d.t.Fatalf("signing in as %s: %v\n%s", login, err, d.logs)
+	}
+}
+
+func (d *dashboard) text(sel string) string {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(d.tab, 15*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		d.t.Fatalf("reading %s: %v", sel, err)
+	}
+	return s
+}
+
+func (d *dashboard) html() string {
+	d.t.Helper()
+	s, err := chromedp.Run(d.tab, chromedp.OuterHTML(chromedp.CSS("html")))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return s
+}
+
+// screenshot writes the page at a desktop and a phone width under
+// $INSPECT_SCREENSHOTS (a temporary directory by default, printed).
+func (d *dashboard) screenshot(name string) {
+	d.t.Helper()
+	dir := os.Getenv("INSPECT_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "inspect-screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		d.t.Fatal(err)
+	}
+	for _, size := range []struct {
+		name          string
+		width, height int64
+		mobile        bool
+	}{{"desktop", 1280, 800, false}, {"phone", 390, 844, true}} {
+		var opts []chromedp.EmulateViewportOption
+		if size.mobile {
+			opts = append(opts, chromedp.EmulateMobile)
+		}
+		if err := chromedp.Do(d.tab, chromedp.EmulateViewport(size.width, size.height, opts...)); err != nil {
+			d.t.Fatal(err)
+		}
+		png, err := chromedp.Run(d.tab, chromedp.FullScreenshot(100)) // 100: PNG (less is JPEG)
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		path := filepath.Join(dir, name+"-"+size.name+".png")
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			d.t.Fatal(err)
+		}
+		d.t.Logf("screenshot: %s", path)
+	}
+	if err := chromedp.Do(d.tab, chromedp.EmulateViewport(1280, 800)); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// Signed in through GitHub's web flow, alice sees the sessions of the
+// repository she can read and not another's, whose session's URL is a 404
+// that does not say it exists; she cancels a running session from its
+// page, which the commands' policy lets her do; a POST without the CSRF
+// token is refused; and no token reaches a page.
+func TestDashboardSignInListCancel(t *testing.T) {
+	d := newDashboard(t)
+	// Another installation's repository, which alice cannot read, with a
+	// session of its own.
+	d.gh.AddInstallation(2, "other")
+	d.gh.AddRepo(fakegithub.Repo{ID: 777, Owner: "other", Name: "secret", InstallationID: 2, Private: true})
+	hidden := &store.Session{ID: "hidden-session-1", RepoID: 777, RepoOwner: "other", RepoName: "secret", InstallationID: 2,
+		Number: 1, TriggerKind: store.TriggerComment, CommentID: 99, DeliveryID: "d-hidden", RequesterLogin: "carol",
+		RequesterID: 9, RequesterType: "User", Instructions: "secret work", State: store.Queued}
+	if _, err := d.st.Accept(context.Background(), store.Acceptance{DeliveryID: "d-hidden", Event: "issue_comment", At: d.clock.Now(), CommentID: 99, Session: hidden}); err != nil {
+		t.Fatal(err)
+	}
+	// alice's session on the fixture's issue: prepared, never dispatched
+	// (no executor), so it is still running when she cancels it.
+	if code, _ := d.deliver("issue_comment", d.event(commentOpts{body: "/inspect fix the typo"})); code != 200 {
+		t.Fatal(code)
+	}
+	d.runWorkers()
+	mine := d.newestSessionIn(repoID)
+
+	d.signIn("alice", "/sessions")
+	list := d.text("#sessions")
+	if !strings.Contains(list, mine.ID) || strings.Contains(list, hidden.ID) || strings.Contains(list, "other/secret") {
+		t.Errorf("the list shows %q; want alice's session and not the other repository's", list)
+	}
+	d.screenshot("sessions")
+
+	if err := chromedp.Do(d.tab, chromedp.Navigate(d.url+"/sessions/"+hidden.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.text("#status"); got != "404" {
+		t.Errorf("another repository's session: %q, want 404", got)
+	}
+	if err := chromedp.Do(d.tab, chromedp.Navigate(d.url+"/sessions/no-such-session")); err != nil {
+		t.Fatal(err)
+	}
+	notFound := d.text("#message")
+	if err := chromedp.Do(d.tab, chromedp.Navigate(d.url+"/sessions/"+hidden.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if d.text("#message") != notFound {
+		t.Error("the hidden session's 404 differs from a missing one's: it says the session exists")
+	}
+
+	if err := chromedp.Do(d.tab, chromedp.Navigate(d.url+"/sessions/"+mine.ID), chromedp.WaitVisible(chromedp.CSS("#cancel"))); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.text("#instructions"), "fix the typo") {
+		t.Errorf("the session page lacks the request")
+	}
+	d.screenshot("session")
+
+	// Without the CSRF token, with alice's cookie, the same button is
+	// refused and nothing is queued.
+	got, err := chromedp.Call(d.tab, network.GetCookies, network.GetCookiesParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookies := got.Cookies
+	req, _ := http.NewRequest(http.MethodPost, d.url+"/sessions/"+mine.ID+"/cancel", strings.NewReader(url.Values{"csrf": {"forged"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, c := range cookies {
+		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a cancel without the CSRF token: %d, want 403", resp.StatusCode)
+	}
+	if s, _ := d.st.GetSession(context.Background(), mine.ID); s.State == store.Done {
+		t.Fatalf("the forged cancel cancelled the session")
+	}
+
+	if err := chromedp.Do(d.tab, chromedp.Click(chromedp.CSS("#cancel")), chromedp.WaitVisible(chromedp.CSS("#asked"))); err != nil {
+		t.Fatal(err)
+	}
+	d.runWorkers()
+	if s, _ := d.st.GetSession(context.Background(), mine.ID); s.State != store.Done || s.Outcome != store.Cancelled {
+		t.Fatalf("after Cancel: %s/%s\n%s", s.State, s.Outcome, d.logs)
+	}
+	if err := chromedp.Do(d.tab, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#retry"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.text("#state"); !strings.Contains(got, "cancelled") {
+		t.Errorf("the page's state after Cancel: %q", got)
+	}
+	secrets := append(d.gh.UserTokens(), d.gh.MintedTokens()...)
+	_, clientSecret := d.gh.OAuthClient()
+	secrets = append(secrets, clientSecret, d.cfg.GitHub.WebhookSecret)
+	page := d.html()
+	for _, s := range secrets {
+		if strings.Contains(page, s) || strings.Contains(d.logs.String(), s) {
+			t.Errorf("a secret is on the page or in the log: %.8s…", s)
+		}
+	}
+}
+
+// newestSessionIn is the newest session in the repository.
+func (h *harness) newestSessionIn(repo int64) store.Session {
+	h.t.Helper()
+	list, err := h.st.ListSessions(context.Background(), store.SessionFilter{RepoIDs: []int64{repo}}, 1)
+	if err != nil || len(list) != 1 {
+		h.t.Fatalf("no session in repo %d: %v", repo, err)
+	}
+	return list[0]
+}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/inspecthq/inspect/app/web"
@@ -26,6 +27,16 @@ func (s *Service) dashboard() (*web.Server, error) {
 		PermissionCache: s.cfg.Web.PermissionCache, SessionLifetime: s.cfg.Web.SessionLifetime,
 		Now: s.clock.Now, Log: s.log.With().Str("component", "dashboard").Logger(),
 	})
+}
+
+// ForgetUser implements handlers.UserForgetter: a user who revoked the
+// App's authorization has their sealed tokens and sign-ins deleted.
+func (s *Service) ForgetUser(ctx context.Context, userID int64) error {
+	if err := s.store.ForgetWebUser(ctx, userID); err != nil {
+		return err
+	}
+	s.log.Info().Int64("user_id", userID).Msg("the user revoked the App's authorization; their dashboard tokens are forgotten")
+	return nil
 }
 
 // CheckDashboard reads what the dashboard needs (its key, the client

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/url"
@@ -232,10 +233,20 @@ func TestDashboardSignInListCancel(t *testing.T) {
 	if got := d.text("#state"); !strings.Contains(got, "cancelled") {
 		t.Errorf("the page's state after Cancel: %q", got)
 	}
+	page := d.html()
+	// alice revokes the App's authorization: GitHub's event makes the
+	// dashboard forget her, and her next page asks her to sign in.
+	revoked := loadFixture(t, "github_app_authorization.revoked.json")
+	revoked["sender"].(map[string]any)["id"], revoked["sender"].(map[string]any)["login"] = float64(5000), "alice"
+	if code, body := d.deliver("github_app_authorization", mustMarshal(t, revoked)); code != 200 {
+		t.Fatalf("github_app_authorization: %d %s", code, body)
+	}
+	if err := chromedp.Do(d.tab, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#authorize"))); err != nil {
+		t.Fatalf("after the revocation the page still shows: %v", err)
+	}
 	secrets := append(d.gh.UserTokens(), d.gh.MintedTokens()...)
 	_, clientSecret := d.gh.OAuthClient()
 	secrets = append(secrets, clientSecret, d.cfg.GitHub.WebhookSecret)
-	page := d.html()
 	for _, s := range secrets {
 		if strings.Contains(page, s) || strings.Contains(d.logs.String(), s) {
 			t.Errorf("a secret is on the page or in the log: %.8s…", s)
@@ -251,4 +262,13 @@ func (h *harness) newestSessionIn(repo int64) store.Session {
 		h.t.Fatalf("no session in repo %d: %v", repo, err)
 	}
 	return list[0]
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -30,6 +30,7 @@ func (s *Service) Handler() http.Handler {
 		&handlers.Status{Sink: s, Self: s.Identity},
 		&handlers.Push{Sink: s},
 		handlers.Ping{},
+		&handlers.AppAuthorization{Forget: s},
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST "+WebhookPath, &handlers.GitHubWebhook{

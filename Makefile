@@ -73,13 +73,15 @@ demo: ensure-go ensure-bubblewrap
 # The verify workspace benchmark (issue 18) collects a change and writes the
 # workspace verify runs on, five times, on this repository at HEAD.
 # The service benchmark (issue 16) times a postgres service's setup and
-# readiness, cold and from a snapshot, five sessions each.
+# readiness, cold and from a snapshot, five sessions each. The dashboard's
+# sessions list (issue 21) renders over 10,000 sessions, 300 times a page.
 bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot
 	$(GO) test -run '^$$' -bench WebhookAck -benchtime 6000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench IgnoredCheckRun -benchtime 20000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench GoModDownload -benchtime 10x -timeout 30m ./app/
 	$(GO) test -run '^$$' -bench . -benchtime 8000x ./app/store/
 	$(GO) test -run '^$$' -bench . ./policy/
+	$(GO) test -run '^$$' -bench SessionsList -benchtime 300x ./app/web/
 	$(GO) test -run '^$$' -bench 'SessionStart|SnapshotRefreshBytes' -benchtime=1x -timeout 60m ./runner/supervisor/
 	$(GO) test -run '^$$' -bench AgentStartOnABaseImage -benchtime=10x -count 3 ./runner/supervisor/
 	$(GO) test -run '^$$' -bench VerifyWorkspace -benchtime 5x ./runner/supervisor/

@@ -1,0 +1,228 @@
+package web
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/internal/storetest"
+)
+
+type recordedCommands struct {
+	mu       sync.Mutex
+	triggers []handlers.Trigger
+}
+
+func (c *recordedCommands) AcceptTrigger(_ context.Context, t handlers.Trigger) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.triggers = append(c.triggers, t)
+	return nil
+}
+
+// clock is a settable now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+type world struct {
+	gh    *fakegithub.Server
+	st    *store.Store
+	srv   *httptest.Server
+	cmds  *recordedCommands
+	clock *clock
+	http  *http.Client
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	gh := fakegithub.New()
+	t.Cleanup(gh.Close)
+	gh.AddInstallation(1, "acme")
+	gh.AddRepo(fakegithub.Repo{ID: 101, Owner: "acme", Name: "widgets", InstallationID: 1, Private: true})
+	gh.AddRepo(fakegithub.Repo{ID: 102, Owner: "acme", Name: "secret", InstallationID: 1, Private: true})
+	gh.AddUser("alice", 5000, "User")
+	gh.SetPermission("acme", "widgets", "alice", "write")
+	st := storetest.Open(t, "sqlite")
+	w := &world{gh: gh, st: st, cmds: &recordedCommands{}, clock: &clock{t: time.Now()}}
+	mux := http.NewServeMux()
+	w.srv = httptest.NewServer(mux)
+	t.Cleanup(w.srv.Close)
+	id, secret := gh.OAuthClient()
+	gh.SetOAuthCallbacks(w.srv.URL + "/auth/callback")
+	key := sha256.Sum256([]byte("test key"))
+	s, err := New(Options{Store: st, Commands: w.cmds, PublicURL: w.srv.URL, WebURL: gh.URL(), APIURL: gh.APIURL(),
+		ClientID: id, ClientSecret: secret, Key: key[:], PermissionCache: time.Minute, SessionLifetime: 24 * time.Hour,
+		Now: w.clock.now, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Routes(mux)
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.http = &http.Client{Jar: jar}
+	for i, repo := range []int64{101, 102} {
+		sess := &store.Session{ID: []string{"visible-1", "hidden-1"}[i], RepoID: repo, RepoOwner: "acme", RepoName: []string{"widgets", "secret"}[i],
+			InstallationID: 1, Number: 3, TriggerKind: store.TriggerComment, CommentID: int64(10 + i), DeliveryID: "d" + hex.EncodeToString([]byte{byte(i)}),
+			RequesterLogin: "alice", RequesterID: 5000, RequesterType: "User", Instructions: "do it", State: store.Running}
+		if _, err := st.Accept(context.Background(), store.Acceptance{DeliveryID: sess.DeliveryID, Event: "issue_comment", At: time.Now(), CommentID: sess.CommentID, Session: sess}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// signIn follows the flow as a browser would: the login redirect to the
+// stand-in's authorize page, its form posted as alice, the callback.
+func (w *world) signIn(t *testing.T) {
+	t.Helper()
+	resp, err := w.http.Get(w.srv.URL + "/sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	authorize := resp.Request.URL // the stand-in's page, after the redirects
+	if !strings.HasPrefix(authorize.String(), w.gh.URL()+"/login/oauth/authorize?") || authorize.Query().Get("code_challenge_method") != "S256" {
+		t.Fatalf("sign-in went to %s", authorize)
+	}
+	form := authorize.Query()
+	form.Set("login", "alice")
+	resp, err = w.http.PostForm(w.gh.URL()+"/login/oauth/authorize", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Request.URL.Path != "/sessions" {
+		t.Fatalf("after the callback: %d at %s", resp.StatusCode, resp.Request.URL)
+	}
+}
+
+func (w *world) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := w.http.Get(w.srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = io.Copy(&b, resp.Body)
+	return resp.StatusCode, b.String()
+}
+
+// Past eight hours the user's token is refreshed before the page asks
+// GitHub anything, the old one is no longer good, and the page is the same;
+// sign-out deletes the token at GitHub and ends the sign-in.
+func TestTokensAreRefreshedAndSignOutRevokes(t *testing.T) {
+	w := newWorld(t)
+	w.signIn(t)
+	if code, body := w.get(t, "/sessions"); code != 200 || !strings.Contains(body, "visible-1") || strings.Contains(body, "hidden-1") {
+		t.Fatalf("list: %d\n%s", code, body)
+	}
+	first := w.gh.RequestsMatching("POST", "/login/oauth/access_token")
+	w.clock.add(9 * time.Hour) // past the token's eight hours and the permission cache
+	if code, body := w.get(t, "/sessions/visible-1"); code != 200 || !strings.Contains(body, "do it") {
+		t.Fatalf("the session page after eight hours: %d\n%s", code, body)
+	}
+	refreshes := w.gh.RequestsMatching("POST", "/login/oauth/access_token")
+	if len(refreshes) != len(first)+1 || !strings.Contains(string(refreshes[len(refreshes)-1].Body), "grant_type=refresh_token") {
+		t.Fatalf("token endpoint calls: %d then %d; want one refresh", len(first), len(refreshes))
+	}
+	if code, _ := w.get(t, "/sessions/hidden-1"); code != 404 {
+		t.Errorf("a session of a repository alice cannot read: %d", code)
+	}
+
+	// Sign out, with the page's CSRF token.
+	_, page := w.get(t, "/sessions")
+	csrf := between(page, `name="csrf" value="`, `"`)
+	resp, err := w.http.PostForm(w.srv.URL+"/auth/logout", url.Values{"csrf": {csrf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(w.gh.RequestsMatching("DELETE", "/applications/")) != 1 {
+		t.Fatalf("sign-out: %d; token deletions %d", resp.StatusCode, len(w.gh.RequestsMatching("DELETE", "/applications/")))
+	}
+	noRedirect := &http.Client{Jar: w.http.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = noRedirect.Get(w.srv.URL + "/sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(resp.Header.Get("Location"), "/auth/login") {
+		t.Errorf("after sign-out: %d to %q, want the sign-in", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// A callback whose state is not the one sent, or with no flow cookie, is
+// refused; and next never leads off this server.
+func TestCallbackRefusesAForeignStateAndNextStaysLocal(t *testing.T) {
+	w := newWorld(t)
+	if code, body := w.get(t, "/auth/callback?code=x&state=y"); code != 400 || !strings.Contains(body, "expired") {
+		t.Errorf("a callback with no flow: %d %s", code, body)
+	}
+	resp, err := w.http.Get(w.srv.URL + "/sessions") // starts a flow, sets its cookie
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if code, body := w.get(t, "/auth/callback?code=x&state=forged"); code != 400 || !strings.Contains(body, "state") {
+		t.Errorf("a forged state: %d %s", code, body)
+	}
+	for next, want := range map[string]string{"/sessions/x": "/sessions/x", "//evil.example/": "/sessions", "https://evil.example/": "/sessions", "/\\evil.example": "/sessions"} {
+		if got := localPath(next); got != want {
+			t.Errorf("localPath(%q) = %q, want %q", next, got, want)
+		}
+	}
+}
+
+// A value sealed for one purpose does not open for another, nor with
+// another key, nor once changed.
+func TestSealBindsKeyAndPurpose(t *testing.T) {
+	k1, k2 := sha256.Sum256([]byte("one")), sha256.Sum256([]byte("two"))
+	a, _ := newSealer(k1[:])
+	b, _ := newSealer(k2[:])
+	sealed, err := a.seal("token:1", []byte("ghu_secret"))
+	if err != nil || strings.Contains(sealed, "ghu_secret") {
+		t.Fatalf("sealed %q, %v", sealed, err)
+	}
+	if plain, err := a.open("token:1", sealed); err != nil || string(plain) != "ghu_secret" {
+		t.Fatalf("open: %q %v", plain, err)
+	}
+	flipped := []byte(sealed)
+	flipped[len(flipped)-2] ^= 1
+	for name, try := range map[string]func() ([]byte, error){
+		"another purpose": func() ([]byte, error) { return a.open("token:2", sealed) },
+		"another key":     func() ([]byte, error) { return b.open("token:1", sealed) },
+		"changed":         func() ([]byte, error) { return a.open("token:1", string(flipped)) },
+	} {
+		if _, err := try(); err == nil {
+			t.Errorf("%s: opened", name)
+		}
+	}
+}
+
+func between(s, start, end string) string {
+	_, rest, _ := strings.Cut(s, start)
+	v, _, _ := strings.Cut(rest, end)
+	return v
+}

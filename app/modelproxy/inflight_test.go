@@ -2,6 +2,7 @@ package modelproxy
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -101,5 +102,81 @@ func TestReadBodyNeverGrowsPastTheCap(t *testing.T) {
 		if tc.ok != (err == nil) || tc.ok && (len(got) != tc.size || cap(got) > max+1) {
 			t.Errorf("size %d: %d bytes (cap %d), %v", tc.size, len(got), cap(got), err)
 		}
+	}
+}
+
+// settleSignal is a Meter that says when a request settled, and how.
+type settleSignal struct {
+	settled chan Usage
+}
+
+func (s settleSignal) Reserve(context.Context, int64) (Reservation, *Refusal) {
+	return Reservation{Tokens: 9000}, nil
+}
+func (s settleSignal) Settle(_ context.Context, _ Reservation, u Usage) { s.settled <- u }
+
+// An agent that hangs up once it has the stream's closing usage event,
+// before the stream's last bytes, is charged what the provider reported,
+// not its reservation; one that hangs up before that event is charged
+// the reservation.
+func TestHangingUpAfterTheUsageEventSettlesTheReportedUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		readTill string
+		want     int64
+	}{
+		{"after the usage", "response.completed", 130},
+		{"before the usage", "response.created", 9000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body) // the test reads no body
+				w.Header().Set("Content-Type", "text/event-stream")
+				rc := http.NewResponseController(w)
+				_, _ = io.WriteString(w, "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r1\"}}\n\n")
+				_ = rc.Flush()
+				if tc.want == 9000 {
+					// The agent hung up: the proxy gives up its request
+					// here, and no usage ever arrives.
+					<-r.Context().Done()
+					return
+				}
+				_, _ = io.WriteString(w, "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r1\",\"usage\":{\"input_tokens\":100,\"output_tokens\":30,\"total_tokens\":130}}}\n\n")
+				_ = rc.Flush()
+				<-release // more the client never reads
+				for range 64 {
+					_, _ = io.WriteString(w, ": padding "+strings.Repeat("x", 4096)+"\n\n")
+					_ = rc.Flush()
+				}
+			}))
+			t.Cleanup(upstream.Close)
+			p := New(Options{Providers: providers{"o": {Kind: contract.ProviderKindOpenAI, BaseURL: upstream.URL + "/v1", Key: "sk-test-0123456789"}}})
+			meter := settleSignal{settled: make(chan Usage, 1)}
+			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				r.SetPathValue(contract.PathValueProvider, "o")
+				r.SetPathValue(contract.PathValueRest, "responses")
+				spec := contract.Spec{SessionID: "s1", Agent: contract.Agent{Preset: contract.PresetCodex, Model: "m-1", Provider: "o"}}
+				p.Serve(w, r, spec, meter, zerolog.Nop())
+			}))
+			t.Cleanup(front.Close)
+			resp, err := http.Post(front.URL, "application/json", strings.NewReader(`{"model":"m-1","input":"hi","stream":true}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 1)
+			var seen strings.Builder
+			for !strings.Contains(seen.String(), tc.readTill) {
+				if _, err := resp.Body.Read(buf); err != nil {
+					t.Fatalf("reading: %v after %q", err, seen.String())
+				}
+				seen.Write(buf)
+			}
+			resp.Body.Close() // hang up
+			close(release)
+			if got := <-meter.settled; got.TotalTokens != tc.want {
+				t.Errorf("settled %+v, want %d total", got, tc.want)
+			}
+		})
 	}
 }

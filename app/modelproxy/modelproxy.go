@@ -279,7 +279,12 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, spec contract.Spec
 	relayed := relayAnswer(w, resp.Body, newKeyScrubber(up.Key), m)
 	used := m.usage()
 	u.InputTokens, u.OutputTokens, u.TotalTokens = used.InputTokens, used.OutputTokens, used.TotalTokens
-	complete = relayed && (m.final || !m.sse)
+	// The answer's own usage report settles it, even when the agent hung
+	// up after it (Codex CLI may close the stream once it has
+	// response.completed, before the last bytes): the provider said what
+	// it charged. Without that report, only a whole non-streamed answer
+	// (an error, say) settles for what it shows.
+	complete = m.final || relayed && !m.sse
 }
 
 // admit takes one of the session's request slots in this process, or

@@ -124,6 +124,7 @@ func EnvVars() []EnvVar {
 		{"INSPECT_GITHUB_PRIVATE_KEY", "github.private_key", str(func(c *Server) *string { return &c.GitHub.PrivateKey })},
 		{"INSPECT_GITHUB_PRIVATE_KEY_PATH", "github.private_key_path", str(func(c *Server) *string { return &c.GitHub.PrivateKeyPath })},
 		{"INSPECT_GITHUB_WEBHOOK_SECRET", "github.webhook_secret", str(func(c *Server) *string { return &c.GitHub.WebhookSecret })},
+		{"INSPECT_GITHUB_WEBHOOK_SECRET_PATH", "github.webhook_secret_path", str(func(c *Server) *string { return &c.GitHub.WebhookSecretPath })},
 		{"INSPECT_GITHUB_WEBHOOK_SECRET_PREVIOUS", "github.webhook_secret_previous", str(func(c *Server) *string { return &c.GitHub.WebhookSecretPrevious })},
 		{"INSPECT_GITHUB_API_URL", "github.api_url", str(func(c *Server) *string { return &c.GitHub.APIURL })},
 		{"INSPECT_GITHUB_WEB_URL", "github.web_url", str(func(c *Server) *string { return &c.GitHub.WebURL })},

@@ -81,7 +81,10 @@ type GitHub struct {
 	PrivateKeyPath string `yaml:"private_key_path"`
 	// WebhookSecret is the active secret; WebhookSecretPrevious, when set, is
 	// also accepted so a secret can be rotated without dropping deliveries.
-	WebhookSecret         string `yaml:"webhook_secret"`
+	WebhookSecret string `yaml:"webhook_secret"`
+	// WebhookSecretPath is a file holding the active secret; Load reads
+	// it into WebhookSecret.
+	WebhookSecretPath     string `yaml:"webhook_secret_path"`
 	WebhookSecretPrevious string `yaml:"webhook_secret_previous"`
 	// APIURL is the REST base: https://api.github.com/ or, for Enterprise
 	// Server, https://HOST/api/v3/.
@@ -641,6 +644,9 @@ func Load(path string, env func(string) (string, bool)) (Server, error) {
 	if err != nil {
 		return Server{}, err
 	}
+	if err := cfg.readWebhookSecret(); err != nil {
+		return Server{}, err
+	}
 	if cfg.Snapshots.Store, err = contract.AbsSnapshotStore(cfg.Snapshots.Store); err != nil {
 		return Server{}, fmt.Errorf("snapshots.store: %w", err)
 	}
@@ -648,6 +654,25 @@ func Load(path string, env func(string) (string, bool)) (Server, error) {
 		return Server{}, err
 	}
 	return cfg, nil
+}
+
+// readWebhookSecret reads github.webhook_secret_path into WebhookSecret.
+func (c *Server) readWebhookSecret() error {
+	if c.GitHub.WebhookSecretPath == "" {
+		return nil
+	}
+	if c.GitHub.WebhookSecret != "" {
+		return fmt.Errorf("github.webhook_secret: set only one of it and github.webhook_secret_path")
+	}
+	b, err := os.ReadFile(c.GitHub.WebhookSecretPath)
+	if err != nil {
+		return fmt.Errorf("github.webhook_secret_path: %w", err)
+	}
+	c.GitHub.WebhookSecret = strings.TrimSpace(string(b))
+	if c.GitHub.WebhookSecret == "" {
+		return fmt.Errorf("github.webhook_secret_path: %s is empty: an empty secret would accept unsigned webhooks", c.GitHub.WebhookSecretPath)
+	}
+	return nil
 }
 
 // decodeStrict decodes YAML, refusing unknown keys so a typo is an error and

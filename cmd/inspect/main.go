@@ -11,6 +11,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -24,8 +26,12 @@ import (
 	"github.com/inspecthq/inspect/runner/sandbox"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is the module version and VCS revision the binary was built
+// from (debug.ReadBuildInfo), for `inspect version`, logs and the User-Agent.
+var (
+	build   = readBuildInfo(debug.ReadBuildInfo)
+	version = build.token()
+)
 
 const usage = `inspect: background coding-agent sessions from GitHub
 
@@ -39,7 +45,10 @@ Usage:
                                   create or update the Buildkite session pipeline
   inspect snapshot build|list|gc  build a snapshot image of a checkout, list or collect
                                   a repository's snapshots (inspect snapshot -h)
-  inspect version                 print the version
+  inspect setup --public-url URL  register the GitHub App through GitHub's App
+                                  manifest flow and write the server's config
+                                  (inspect setup -h)
+  inspect version, --version      print the version and VCS revision
 
 Configuration: docs/configuration.md. Every key can also be set with an
 INSPECT_* environment variable.
@@ -65,8 +74,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return buildkiteCmd(args[1:], stdout, stderr)
 	case "snapshot":
 		return snapshotCmd(args[1:], stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, version)
+	case "setup":
+		return setupCmd(args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, build.line())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -80,8 +91,8 @@ func serve(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML config file (optional; INSPECT_* variables override it)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	cfg, err := config.Load(*configPath, os.LookupEnv)
 	if err != nil {
@@ -96,6 +107,77 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// parseFlags parses args into fs. done is true when the command should
+// exit with code: 0 after -h or --help (the usage went to fs's output), 2
+// for a bad flag.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0, true
+	case err != nil:
+		return 2, true
+	}
+	return 0, false
+}
+
+// buildInfo is what debug.ReadBuildInfo tells of the binary: the module
+// version ("(devel)" for a build from a checkout) and the VCS revision `go
+// build` stamps into binaries built in a git work tree.
+type buildInfo struct {
+	module, revision string
+	modified         bool
+}
+
+func readBuildInfo(read func() (*debug.BuildInfo, bool)) buildInfo {
+	info, ok := read()
+	if !ok {
+		return buildInfo{module: "unknown"}
+	}
+	b := buildInfo{module: info.Main.Version}
+	if b.module == "" {
+		b.module = "(devel)"
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.revision = s.Value
+		case "vcs.modified":
+			b.modified = s.Value == "true"
+		}
+	}
+	return b
+}
+
+// token is the version as one HTTP product-version token (User-Agent,
+// logs): v1.2.3, or devel-<12 hex>[-modified].
+func (b buildInfo) token() string {
+	v := strings.Trim(b.module, "()")
+	if b.revision != "" && (b.module == "(devel)" || strings.Contains(b.module, "-0.")) {
+		rev := b.revision
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += "-" + rev
+	}
+	if b.modified {
+		v += "-modified"
+	}
+	return v
+}
+
+// line is what `inspect version` prints.
+func (b buildInfo) line() string {
+	rev := b.revision
+	if rev == "" {
+		rev = "no VCS revision"
+	}
+	if b.modified {
+		rev += ", modified"
+	}
+	return "inspect " + b.module + " (" + rev + ")"
 }
 
 func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error {

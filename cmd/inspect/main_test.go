@@ -5,14 +5,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
 
 func TestCommands(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"version"}, &out, &errOut); code != 0 || strings.TrimSpace(out.String()) != version {
-		t.Errorf("version: %d %q", code, out.String())
+	for _, v := range []string{"version", "--version"} {
+		out.Reset()
+		if code := run([]string{v}, &out, &errOut); code != 0 || strings.TrimSpace(out.String()) != build.line() {
+			t.Errorf("%s: %d %q", v, code, out.String())
+		}
 	}
 	out.Reset()
 	if code := run([]string{"help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "inspect serve") {
@@ -75,5 +79,62 @@ func TestServeRefusesABadPrivateKey(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "github.private_key: not a PEM-encoded key") {
 		t.Errorf("the error does not name the key:\n%s", errOut.String())
+	}
+}
+
+func TestVersionComesFromTheBuildInfo(t *testing.T) {
+	info := func() (*debug.BuildInfo, bool) {
+		return &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}, true
+	}
+	b := readBuildInfo(info)
+	if got := b.line(); got != "inspect (devel) (0123456789abcdef0123, modified)" {
+		t.Errorf("line = %q", got)
+	}
+	if got := b.token(); got != "devel-0123456789ab-modified" {
+		t.Errorf("token = %q", got)
+	}
+	tagged := readBuildInfo(func() (*debug.BuildInfo, bool) {
+		return &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}}}, true
+	})
+	if tagged.token() != "v1.4.0" || tagged.line() != "inspect v1.4.0 (abc)" {
+		t.Errorf("tagged: %q %q", tagged.token(), tagged.line())
+	}
+	none := readBuildInfo(func() (*debug.BuildInfo, bool) { return nil, false })
+	if none.line() != "inspect unknown (no VCS revision)" {
+		t.Errorf("no build info: %q", none.line())
+	}
+}
+
+// -h and --help print the usage and exit 0 on every command.
+func TestHelpExitsZeroEverywhere(t *testing.T) {
+	for _, args := range [][]string{
+		{"-h"}, {"--help"}, {"help"},
+		{"serve", "-h"}, {"serve", "--help"},
+		{"setup", "-h"}, {"setup", "--help"},
+		{"run", "-h"}, {"run", "--help"},
+		{"runner", "-h"}, {"runner", "--help"},
+		{"runner", "forward", "-h"}, {"runner", "probe-tcp", "--help"},
+		{"snapshot", "-h"}, {"snapshot", "--help"},
+		{"snapshot", "build", "-h"}, {"snapshot", "list", "--help"}, {"snapshot", "gc", "-h"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != 0 {
+			t.Errorf("inspect %s: exit %d\n%s", strings.Join(args, " "), code, errOut.String())
+		}
+		if out.Len()+errOut.Len() == 0 {
+			t.Errorf("inspect %s: printed no usage", strings.Join(args, " "))
+		}
+	}
+}
+
+func TestSetupRefusesWithoutAPublicURL(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"setup", "--listen", "127.0.0.1:0"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--public-url is required") {
+		t.Errorf("exit %d: %s", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := run([]string{"setup", "--listen", "127.0.0.1:0", "--public-url", "https://i.example", "--org", "bad org!"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "not a GitHub login") {
+		t.Errorf("exit %d: %s", code, errOut.String())
 	}
 }

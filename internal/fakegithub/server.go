@@ -96,6 +96,7 @@ type Server struct {
 	logLinks      map[string]*logLink // job log download links, by token
 	tokenTTL      time.Duration       // installation token lifetime; 0 is GitHub's hour (see SetTokenLifetime)
 	hook          webhookSender       // the webhook sender's settings, log and redeliveries (deliveries.go)
+	manifest      manifestState       // the App manifest flow (manifest.go)
 }
 
 // New starts a stand-in on a loopback port. It generates a fresh RSA-2048
@@ -138,6 +139,7 @@ func (s *Server) routes() {
 	s.actionsRoutes()
 	s.gitDataRoutes()
 	s.deliveryRoutes()
+	s.manifestRoutes() // manifest.go
 	// GitHub answers any unknown route with a 404 and its usual error body.
 	// The catch-all also keeps ServeMux from answering 405 for a known path
 	// with an unknown method, which GitHub never does.

@@ -50,8 +50,9 @@ type Flow struct {
 	manifest Manifest
 	action   string // where the page's form posts
 
-	once sync.Once
-	done chan struct{}
+	once      sync.Once
+	done      chan struct{}
+	responded chan struct{} // closed once the callback that ended the flow has answered the browser
 	app  App
 	err  error
 }
@@ -91,7 +92,7 @@ func NewFlow(opts Options, pageURL string) (*Flow, error) {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Flow{opts: opts, state: state, manifest: m, action: action, done: make(chan struct{})}, nil
+	return &Flow{opts: opts, state: state, manifest: m, action: action, done: make(chan struct{}), responded: make(chan struct{})}, nil
 }
 
 // Manifest is the manifest the page posts.
@@ -171,7 +172,15 @@ func (f *Flow) callback(w http.ResponseWriter, r *http.Request) {
 		f.app, f.err = Convert(r.Context(), f.opts.Client, f.opts.APIURL, code)
 		close(f.done)
 	})
-	if !handled {
+	if handled {
+		defer func() {
+			// Out of the buffer before Serve closes the connection.
+			if fl, ok := w.(http.Flusher); ok {
+				fl.Flush()
+			}
+			close(f.responded)
+		}()
+	} else {
 		w.WriteHeader(http.StatusConflict)
 		_ = donePage.Execute(w, "This run of inspect setup has already received its code.") // as above
 		return
@@ -196,22 +205,27 @@ func (f *Flow) Serve(ctx context.Context, ln net.Listener) (App, error) {
 	select {
 	case <-f.done:
 		app, err = f.app, f.err
+		// The flow ended with a callback: let its page reach the browser.
+		select {
+		case <-f.responded:
+		case <-ctx.Done():
+		}
 	case <-ctx.Done():
 		err = ctx.Err()
 	case serr := <-served:
 		serveReturned = true
 		err = fmt.Errorf("the setup page stopped: %w", serr)
 	}
-	// Shutdown lets the callback's own page reach the browser first.
-	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if serr := srv.Shutdown(shutCtx); serr != nil && err == nil {
-		err = fmt.Errorf("stopping the setup page: %w", serr)
+	if serveReturned {
+		return app, err
 	}
-	if !serveReturned {
-		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-			err = serr
-		}
+	// Close, not Shutdown: browsers hold preconnected connections open,
+	// which Shutdown would wait on; nothing else is in flight.
+	if cerr := srv.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("stopping the setup page: %w", cerr)
+	}
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
 	}
 	return app, err
 }

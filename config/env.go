@@ -121,6 +121,7 @@ func EnvVars() []EnvVar {
 		{"INSPECT_ARTIFACTS_RETENTION", "artifacts.retention", duration(func(c *Server) *time.Duration { return &c.Artifacts.Retention })},
 		{"INSPECT_GITHUB_APP_ID", "github.app_id", int64v(func(c *Server) *int64 { return &c.GitHub.AppID })},
 		{"INSPECT_GITHUB_APP_SLUG", "github.app_slug", str(func(c *Server) *string { return &c.GitHub.AppSlug })},
+		{"INSPECT_STATE_DIR", "state_dir", str(func(c *Server) *string { return &c.StateDir })},
 		{"INSPECT_GITHUB_PRIVATE_KEY", "github.private_key", str(func(c *Server) *string { return &c.GitHub.PrivateKey })},
 		{"INSPECT_GITHUB_PRIVATE_KEY_PATH", "github.private_key_path", str(func(c *Server) *string { return &c.GitHub.PrivateKeyPath })},
 		{"INSPECT_GITHUB_WEBHOOK_SECRET", "github.webhook_secret", str(func(c *Server) *string { return &c.GitHub.WebhookSecret })},

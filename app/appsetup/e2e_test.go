@@ -127,8 +127,9 @@ func TestSetupInChromiumThenServeRunsASession(t *testing.T) {
 	if err := yaml.Unmarshal(written, &doc); err != nil {
 		t.Fatal(err)
 	}
+	stateDir := filepath.Join(t.TempDir(), "state")
 	r := servetest.Start(t, bin, servetest.Config{YAML: doc, Name: "from-setup",
-		Env: []string{"INSPECT_STATE_DIR=" + t.TempDir()}})
+		Env: []string{"INSPECT_STATE_DIR=" + stateDir}})
 	if err := r.WaitReady(ctx); err != nil {
 		t.Fatalf("%v\n%s", err, r.Logs())
 	}
@@ -139,6 +140,14 @@ func TestSetupInChromiumThenServeRunsASession(t *testing.T) {
 		t.Fatalf("delivery: %+v\n%s", d, r.Logs())
 	}
 	waitForPR(t, ctx, gh, r)
+	// The written config names no database: the default one is in the
+	// state directory, which serve made private.
+	if fi, err := os.Stat(stateDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("state directory: %v %v", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, "inspect.db")); err != nil {
+		t.Errorf("the database is not in the state directory: %v", err)
+	}
 }
 
 // browser starts headless Chromium, stopped at the test's end.

@@ -185,6 +185,12 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	if err != nil {
 		return err
 	}
+	if cfg.StateDir != "" {
+		// The defaults' files live here (config.ResolveStatePaths).
+		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+			return fmt.Errorf("state_dir: %w", err)
+		}
+	}
 	st, err := store.Open(ctx, cfg.Database.Driver, cfg.Database.DSN)
 	if err != nil {
 		return err

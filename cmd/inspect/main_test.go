@@ -138,3 +138,27 @@ func TestSetupRefusesWithoutAPublicURL(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errOut.String())
 	}
 }
+
+// No command writes into the working directory unless asked, and a read
+// creates no store.
+func TestSnapshotListAndGCCreateNothing(t *testing.T) {
+	cwd, home := t.TempDir(), t.TempDir()
+	t.Chdir(cwd)
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_STATE_HOME", "")
+	for _, args := range [][]string{{"snapshot", "list", "--repo", "o/r"}, {"snapshot", "gc", "--repo", "o/r"}} {
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "no layout") {
+			t.Errorf("inspect %s: %d %s", strings.Join(args, " "), code, errOut.String())
+		}
+	}
+	for _, dir := range []string{cwd, home} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) > 0 {
+			t.Errorf("%s holds %v", dir, entries[0].Name())
+		}
+	}
+}

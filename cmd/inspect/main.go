@@ -181,6 +181,9 @@ func (b buildInfo) line() string {
 }
 
 func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error {
+	if err := cfg.CheckFiles(); err != nil {
+		return err
+	}
 	key, err := cfg.PrivateKeyPEM()
 	if err != nil {
 		return err
@@ -206,6 +209,17 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	gh, err := ghclient.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, key, "inspect/"+version, lim)
 	if err != nil {
 		return err
+	}
+	// Nothing listens until GitHub has answered: /readyz cannot say ready
+	// for a server that could never act on a webhook.
+	slug, err := app.WaitForGitHub(ctx, gh, app.DefaultStartBackoff, log)
+	if err != nil {
+		return err
+	}
+	if cfg.GitHub.AppSlug != "" && cfg.GitHub.AppSlug != slug {
+		log.Warn().Str("configured", cfg.GitHub.AppSlug).Str("github", slug).Msg("github.app_slug differs from the App's slug on GitHub; using the configured one")
+	} else {
+		cfg.GitHub.AppSlug = slug
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

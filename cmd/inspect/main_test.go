@@ -162,3 +162,22 @@ func TestSnapshotListAndGCCreateNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestServeChecksEveryReferencedFileAtStart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "inspect.yaml")
+	cfg := "state_dir: " + dir + "\ngithub:\n  app_id: 5\n  private_key_path: " + filepath.Join(dir, "nokey.pem") + "\n  webhook_secret: s\n" +
+		"agents:\n  providers:\n    openai:\n      kind: openai\n      base_url: https://api.openai.com/v1\n      api_key_path: " + filepath.Join(dir, "nokey") + "\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"serve", "--config", path}, &out, &errOut); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, want := range []string{"github.private_key_path", "agents.providers.openai.api_key_path"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("the error does not name %s:\n%s", want, errOut.String())
+		}
+	}
+}

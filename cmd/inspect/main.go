@@ -65,7 +65,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], stderr)
+		return serve(args[1:], stdout, stderr)
 	case "runner":
 		return runnerCmd(args[1:], stderr)
 	case "run":
@@ -87,10 +87,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-func serve(args []string, stderr io.Writer) int {
+func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML config file (optional; INSPECT_* variables override it)")
+	check := fs.Bool("check-config", false, "check the config and the files it names, print what serve would use, and exit (contacts nothing)")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -99,6 +100,9 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "inspect: %v\n", err)
 		return 2
 	}
+	if *check {
+		return checkConfig(cfg, stdout, stderr)
+	}
 	log := zerolog.New(stderr).Level(cfg.Level()).With().Timestamp().Str("version", version).Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -106,6 +110,30 @@ func serve(args []string, stderr io.Writer) int {
 		log.Error().Err(err).Msg("inspect serve stopped")
 		return 1
 	}
+	return 0
+}
+
+// checkConfig is `inspect serve --check-config`: everything serve checks
+// before it contacts anything.
+func checkConfig(cfg config.Server, stdout, stderr io.Writer) int {
+	if err := cfg.CheckFiles(); err != nil {
+		fmt.Fprintf(stderr, "inspect: %v\n", err)
+		return 1
+	}
+	key, err := cfg.PrivateKeyPEM()
+	if err == nil {
+		err = ghclient.CheckPrivateKey(key)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect: %v\n", err)
+		return 1
+	}
+	db := cfg.Database.DSN
+	if cfg.Database.Driver == "postgres" {
+		db = "(a PostgreSQL URL)" // it may carry a password
+	}
+	fmt.Fprintf(stdout, "inspect: the config is valid: App %d on %s, executor %s, %s database %s, state in %s\n",
+		cfg.GitHub.AppID, cfg.GitHub.APIURL, cfg.Executor.Kind, cfg.Database.Driver, db, cfg.StateDir)
 	return 0
 }
 

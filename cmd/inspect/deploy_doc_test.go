@@ -18,8 +18,8 @@ import (
 type docBlock struct {
 	info   string // the fence's info string: sh, yaml
 	indent string // the fence's own indentation, taken off every line
-	lines []string
-	line  int // where it starts
+	lines  []string
+	line   int // where it starts
 }
 
 func codeBlocks(t *testing.T, path string) []docBlock {

@@ -53,8 +53,8 @@ type Flow struct {
 	once      sync.Once
 	done      chan struct{}
 	responded chan struct{} // closed once the callback that ended the flow has answered the browser
-	app  App
-	err  error
+	app       App
+	err       error
 }
 
 // NewFlow checks opts and prepares the page. pageURL is where the
@@ -140,14 +140,12 @@ func (f *Flow) page(w http.ResponseWriter, r *http.Request) {
 	// The page holds the state token: no caching, no framing.
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Frame-Options", "DENY")
-	err := pageTemplate.Execute(w, map[string]any{
+	// A failed write is the browser gone; the response has begun, so
+	// there is nothing else to tell it.
+	_ = pageTemplate.Execute(w, map[string]any{
 		"Web": f.opts.WebURL, "Org": f.opts.Org, "Hook": f.manifest.HookAttributes.URL,
 		"Action": f.action, "Manifest": string(f.manifest.JSON()),
 	})
-	if err != nil {
-		// The response has begun; all that is left is to stop writing.
-		return
-	}
 }
 
 func (f *Flow) callback(w http.ResponseWriter, r *http.Request) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,5 +180,24 @@ func TestServeChecksEveryReferencedFileAtStart(t *testing.T) {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("the error does not name %s:\n%s", want, errOut.String())
 		}
+	}
+}
+
+func TestSetupDefaultsForGitHubAndEnterpriseServer(t *testing.T) {
+	for web, want := range map[string]string{
+		"https://github.com":             "https://api.github.com/",
+		"https://ghe.example.com":        "https://ghe.example.com/api/v3/",
+		"https://ghe.example.com/":       "https://ghe.example.com/api/v3/",
+		"http://127.0.0.1:9999/ghe-root": "http://127.0.0.1:9999/ghe-root/api/v3/",
+	} {
+		if got := defaultAPIURL(web); got != want {
+			t.Errorf("defaultAPIURL(%q) = %q, want %q", web, got, want)
+		}
+	}
+	if got := browserAddr(&net.TCPAddr{IP: net.IPv4zero, Port: 3000}); got != "127.0.0.1:3000" {
+		t.Errorf("browserAddr(0.0.0.0:3000) = %q", got)
+	}
+	if got := browserAddr(&net.TCPAddr{IP: net.ParseIP("::1"), Port: 3000}); got != "[::1]:3000" {
+		t.Errorf("browserAddr([::1]:3000) = %q", got)
 	}
 }

@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test demo bench bench-faults vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex ensure-python-venv ensure-chromium ensure-distroot clean
+.PHONY: all build test demo bench bench-faults vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-agent-clis ensure-python-venv ensure-chromium ensure-distroot clean
 
 all: build
 
@@ -27,9 +27,10 @@ ensure-skopeo:
 ensure-distroot:
 	@.ci/ensure-distroot
 
-# The real-agent end-to-end test runs Codex CLI (npm @openai/codex, pinned).
-ensure-codex:
-	@.ci/ensure-codex
+# The real-agent end-to-end tests run Codex CLI, OpenCode and Claude Code
+# (from npm, at the versions runner/supervisor/presets.go pins).
+ensure-agent-clis:
+	@.ci/ensure-agent-clis
 
 # The sandbox tests run Debian's Chromium headless in a sandbox (issue 16).
 ensure-chromium:
@@ -53,7 +54,7 @@ vet: ensure-go
 # The fault suite (./internal/faults) runs after the rest, on its own: its replicas,
 # sandboxes and PostgreSQL would otherwise compete for the CPU with the app's
 # end-to-end tests and push both toward their timeouts.
-test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-codex ensure-python-venv ensure-chromium ensure-distroot fmt-check vet
+test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-agent-clis ensure-python-venv ensure-chromium ensure-distroot fmt-check vet
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v '/internal/faults$$')
 	$(GO) test -race -count=1 -timeout 20m -parallel 3 ./internal/faults/
 
@@ -85,11 +86,13 @@ bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot
 	$(GO) test -run '^$$' -bench ServiceReady -benchtime=5x -timeout 20m ./runner/supervisor/
 
 # The fault suite on its own (real replicas on PostgreSQL, crashes, an
-# outage, a flood), then the sustained intake of two replicas; results are
-# recorded in BENCHMARKS.md.
+# outage, a flood), then the sustained intake of two replicas and the peak
+# RSS of a replica taking big model request bodies; results are recorded in
+# BENCHMARKS.md.
 bench-faults: ensure-go ensure-postgres ensure-bubblewrap
 	$(GO) test -count=1 -v -parallel 4 -run . ./internal/faults/
 	$(GO) test -run '^$$' -bench IntakeTwoReplicas -benchtime 2000x -count 3 ./internal/faults/
+	$(GO) test -run '^$$' -bench ModelProxyBodiesPeakRSS -benchtime 1x -count 4 ./internal/faults/
 
 clean:
 	rm -rf bin .demo

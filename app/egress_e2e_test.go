@@ -96,14 +96,14 @@ done
 }
 
 // The real Codex CLI (npm @openai/codex at the preset's pinned version,
-// installed by .ci/ensure-codex) runs as the agent, inside the sandbox,
+// installed by .ci/ensure-agent-clis) runs as the agent, inside the sandbox,
 // reaching the scripted model only through the model proxy. The scripted
 // model fixes the sample repo's failing test with one command, then
 // answers; the session ends in a verified pull request with the answer and
 // the usage.
 func TestRealCodexCLIFixesTheSampleRepo(t *testing.T) {
 	if _, err := exec.LookPath("codex"); err != nil {
-		t.Fatalf("codex is needed (run .ci/ensure-codex): %v", err)
+		t.Fatalf("codex is needed (run .ci/ensure-agent-clis): %v", err)
 	}
 	h, model, lx := newModelHarness(t, 0)
 	model.Script(
@@ -155,7 +155,7 @@ func (h *harness) runSandboxSession(lx *local.Executor, body string) store.Sessi
 // nothing leaves, and nothing is pushed.
 func TestRealCodexCLICannotLeakOrEscape(t *testing.T) {
 	if _, err := exec.LookPath("codex"); err != nil {
-		t.Fatalf("codex is needed (run .ci/ensure-codex): %v", err)
+		t.Fatalf("codex is needed (run .ci/ensure-agent-clis): %v", err)
 	}
 	h, model, lx := newModelHarness(t, 0)
 	model.Script(

@@ -81,37 +81,59 @@ code() { curl -sS --path-as-is -o /dev/null -w '%{http_code}' "$@"; }
 }
 
 // Metering a hostile agent cannot dodge, against token_budget 1000: ten
-// requests at once, then one it hangs up on before its usage arrives.
-// What the session is charged, and what the provider served, stay within
-// the budget plus one reservation; the hang-up is charged its reservation,
-// never zero.
+// requests at once. The model holds every answer open after its content,
+// before its usage, so whichever request is admitted stays in flight while
+// the other nine are decided: the overlap is forced, not hoped for. Nine
+// are refused, then the agent hangs up on the one still open, which is
+// charged its reservation, never zero. What the session is charged, and
+// what the provider served, stay within the budget plus one reservation.
 func TestTokenBudgetHoldsAgainstParallelRequestsAndHangUps(t *testing.T) {
 	h, model, lx := newModelHarness(t, 1000)
 	hold := make(chan struct{})
 	t.Cleanup(func() { close(hold) })
 	for range 10 {
-		model.Script(fakemodel.Turn{Message: "parallel", Usage: fakemodel.Usage{InputTokens: 600, OutputTokens: 100}})
+		model.Script(fakemodel.Turn{Message: "parallel", HoldUsage: hold, Usage: fakemodel.Usage{InputTokens: 600, OutputTokens: 100}})
 	}
+	// bash, for wait -n: nine requests end (refused) while the admitted one
+	// is held; were a second admitted, the ninth wait would never return
+	// and the session would time out.
 	agent := `set -u
 base=http://127.0.0.1:8931/v1/providers/scripted
 body='{"model":"scripted-1","messages":[{"role":"user","content":"hi"}],"stream":true}'
 for i in 1 2 3 4 5 6 7 8 9 10; do
-  curl -sS -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' -d "$body" $base/chat/completions >> codes &
+  curl -sS -N -o /dev/null -H 'Content-Type: application/json' -d "$body" $base/chat/completions &
 done
-wait
-curl -sS -N -H 'Content-Type: application/json' -d "$body" $base/chat/completions > partial &
-pid=$!
-n=0; while ! grep -q parallel partial && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done
-kill $pid; wait
-{ echo "codes: $(sort codes | uniq -c | tr '\n' ' ')"; } > "$INSPECT_ANSWER_FILE"
+for i in 1 2 3 4 5 6 7 8 9; do wait -n; done
+kill $(jobs -p); wait
 `
 	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
 		"agent.sh":            agent,
-		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"agent.sh\"]\n  model: scripted-1\n",
+		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"bash\", \"agent.sh\"]\n  model: scripted-1\n",
 	}, "a greedy agent")
-	// The hang-up's turn: content, then nothing until the client is gone.
-	model.Script(fakemodel.Turn{Message: "parallel", HoldUsage: hold, Usage: fakemodel.Usage{InputTokens: 600, OutputTokens: 100}})
 	sess := h.runSandboxSession(lx, "/inspect spend it all")
+	// The session ended over its budget, so its answer is the budget's
+	// reply, and its evidence came after the end; the app's log says
+	// what the nine were told: the budget is held by the one in flight,
+	// or (those that came at once) the session's requests in flight are
+	// at their cap. Both are a 429 to retry.
+	var held, capped int
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		switch {
+		case !strings.Contains(line, `"message":"model request refused"`):
+		case strings.Contains(line, "token budget (1000) is reserved by its requests in flight"):
+			held++
+		case strings.Contains(line, "model requests in flight, its most at once"):
+			capped++
+		default:
+			t.Errorf("a request was refused otherwise: %s", line)
+		}
+	}
+	if held+capped != 9 || held == 0 {
+		t.Errorf("%d requests were refused as the budget held, %d at the cap in flight; want nine, some held:\n%s", held, capped, h.logs)
+	}
+	if n := len(model.Requests()); n != 1 {
+		t.Errorf("%d requests reached the provider, want the one admitted", n)
+	}
 	used, err := h.st.SessionUsage(context.Background(), sess.AttemptID)
 	if err != nil {
 		t.Fatal(err)
@@ -120,24 +142,13 @@ kill $pid; wait
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One reservation: a body of about 100 bytes plus the default output
-	// reservation.
-	const oneReservation = 100/4 + 1 + 8192 + 64
+	// One reservation: a body of about 150 bytes (with include_usage
+	// added) plus the default output reservation.
+	const outputReservation = 8192
+	const oneReservation = 200/4 + 1 + outputReservation + 64
 	charged := used.TotalTokens + reserved
-	if charged > 1000+oneReservation {
-		t.Errorf("charged %d (used %+v, %d reserved), more than the budget plus one reservation", charged, used, reserved)
-	}
-	var served int64
-	for _, r := range model.Requests() {
-		if r.Status == 200 {
-			served += 700
-		}
-	}
-	if served > 1000+oneReservation {
-		t.Errorf("the provider served %d tokens over %d requests", served, len(model.Requests()))
-	}
-	if len(model.Requests()) >= 10 {
-		t.Errorf("%d requests reached the provider: the budget stopped none", len(model.Requests()))
+	if charged < outputReservation || charged > 1000+oneReservation {
+		t.Errorf("charged %d (used %+v, %d reserved): the hang-up is charged its reservation, and no more than the budget plus one", charged, used, reserved)
 	}
 	if sess.Reason != "token_budget" {
 		t.Errorf("session = %s/%s %s: %s\n%s", sess.State, sess.Outcome, sess.Reason, sess.Detail, h.logs)

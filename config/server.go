@@ -64,6 +64,8 @@ type Server struct {
 	Agents    Agents    `yaml:"agents"`
 	Egress    Egress    `yaml:"egress"`
 	Artifacts Artifacts `yaml:"artifacts"`
+	// Web is the dashboard and sign-in with GitHub.
+	Web Web `yaml:"web"`
 }
 
 // Artifacts caps the files sessions collect after verify (a repository's
@@ -641,6 +643,7 @@ func Defaults() Server {
 			OutputReservation: DefaultOutputReservation, MaxRequestBytes: DefaultMaxModelRequestBytes},
 		Egress:    Egress{IdleTimeout: 2 * time.Minute, Cache: RegistryCache{MaxBytes: DefaultRegistryCacheBytes}},
 		Artifacts: Artifacts{MaxFileBytes: 10 << 20, MaxSessionBytes: 50 << 20, Retention: 30 * 24 * time.Hour},
+		Web:       Web{PermissionCache: time.Minute, SessionLifetime: 7 * 24 * time.Hour},
 	}
 }
 
@@ -784,6 +787,7 @@ func (c Server) Validate() error {
 	} else if a.MaxSessionBytes < a.MaxFileBytes {
 		add("artifacts.max_session_bytes", "must be at least artifacts.max_file_bytes (%d)", a.MaxFileBytes)
 	}
+	c.validateWeb(add)
 	if c.Artifacts.Retention < time.Hour {
 		add("artifacts.retention", "must be at least 1h")
 	}

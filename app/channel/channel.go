@@ -128,7 +128,7 @@ func New(o Options) *Channel {
 		registryProxy: o.RegistryProxy, egressIdle: o.EgressIdleTimeout, tokenBudget: o.TokenBudget,
 		maxInFlight: o.MaxModelRequestsInFlight,
 		models: modelproxy.New(modelproxy.Options{Providers: o.Providers, Client: o.ModelClient,
-			MaxRequestBytes: o.MaxModelRequestBytes, OutputReservation: o.OutputReservation}),
+			MaxRequestBytes: o.MaxModelRequestBytes, OutputReservation: o.OutputReservation, MaxInFlight: o.MaxModelRequestsInFlight}),
 	}
 	if c.maxInFlight <= 0 {
 		c.maxInFlight = config.DefaultMaxModelRequestsInFlight

@@ -98,8 +98,10 @@ func (f *fakeStore) ReserveModelTokens(_ context.Context, attemptID, id string, 
 		}
 	}
 	switch {
-	case lim.Budget > 0 && out.Used.TotalTokens+out.Reserved >= lim.Budget:
+	case lim.Budget > 0 && out.Used.TotalTokens >= lim.Budget:
 		out.Refused = store.ReserveBudgetSpent
+	case lim.Budget > 0 && out.Used.TotalTokens+out.Reserved >= lim.Budget:
+		out.Refused = store.ReserveBudgetHeld
 	case lim.MaxInFlight > 0 && out.InFlight >= lim.MaxInFlight:
 		out.Refused = store.ReserveTooMany
 	default:

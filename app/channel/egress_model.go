@@ -3,7 +3,6 @@ package channel
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -65,10 +64,11 @@ func (m *storeMeter) Reserve(ctx context.Context, tokens int64) (modelproxy.Rese
 	switch got.Refused {
 	case store.ReserveBudgetSpent:
 		m.c.engine.EndForBudget(ctx, m.a, got.Used, m.c.tokenBudget)
-		return modelproxy.Reservation{}, &modelproxy.Refusal{Status: http.StatusTooManyRequests, Why: "the session's token budget is spent"}
+		return modelproxy.Reservation{}, modelproxy.BudgetSpent(m.c.tokenBudget)
+	case store.ReserveBudgetHeld:
+		return modelproxy.Reservation{}, modelproxy.BudgetHeld(m.c.tokenBudget)
 	case store.ReserveTooMany:
-		return modelproxy.Reservation{}, &modelproxy.Refusal{Status: http.StatusTooManyRequests, RetryAfter: 1,
-			Why: fmt.Sprintf("the session already has %d model requests in flight, its most at once; retry when one ends", m.c.maxInFlight)}
+		return modelproxy.Reservation{}, modelproxy.TooManyInFlight(m.c.maxInFlight)
 	}
 	return modelproxy.Reservation{ID: id, Tokens: tokens}, nil
 }

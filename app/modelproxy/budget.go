@@ -11,7 +11,8 @@ import (
 // (`inspect run`): each request reserves its tokens before it goes and
 // settles what the provider reported after; while what is used and
 // reserved reaches the limit, or maxInFlight requests are out, it refuses
-// more. The app's meter (app/channel) keeps the same in the store
+// more. Used alone reaching the limit is spent; used and reserved only is
+// held (a request in flight may settle for less), and a retry may pass. The app's meter (app/channel) keeps the same in the store
 // instead, across attempts and replicas.
 type Budget struct {
 	limit       int64
@@ -34,11 +35,14 @@ func NewBudget(limit int64, maxInFlight int) *Budget {
 func (b *Budget) Reserve(_ context.Context, tokens int64) (Reservation, *Refusal) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.limit > 0 && b.used.TotalTokens >= b.limit {
+		return Reservation{}, BudgetSpent(b.limit)
+	}
 	if b.limit > 0 && b.used.TotalTokens+b.reserved >= b.limit {
-		return Reservation{}, &Refusal{Status: http.StatusTooManyRequests, Why: fmt.Sprintf("the session's token budget (%d) is spent", b.limit)}
+		return Reservation{}, BudgetHeld(b.limit)
 	}
 	if b.maxInFlight > 0 && b.inFlight >= b.maxInFlight {
-		return Reservation{}, tooManyInFlight(b.maxInFlight)
+		return Reservation{}, TooManyInFlight(b.maxInFlight)
 	}
 	b.reserved += tokens
 	b.inFlight++
@@ -64,15 +68,31 @@ func (b *Budget) Used() Usage {
 	return b.used
 }
 
-// Spent reports whether the limit is reached.
+// Spent reports whether what the session used has reached the limit.
 func (b *Budget) Spent() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.limit > 0 && b.used.TotalTokens+b.reserved >= b.limit
+	return b.limit > 0 && b.used.TotalTokens >= b.limit
 }
 
-// tooManyInFlight is the refusal of a request past the cap on requests in
-// flight.
-func tooManyInFlight(n int) *Refusal {
-	return &Refusal{Status: http.StatusTooManyRequests, Why: fmt.Sprintf("the session already has %d model requests in flight, its most at once; retry when one ends", n), RetryAfter: 1}
+// The refusals of a Meter's Reserve, the same from every Meter.
+
+// BudgetSpent refuses a request once what the session used has reached
+// its budget of limit tokens.
+func BudgetSpent(limit int64) *Refusal {
+	return &Refusal{Status: http.StatusTooManyRequests, Why: fmt.Sprintf("the session's token budget (%d) is spent", limit)}
+}
+
+// BudgetHeld refuses a request while the rest of the session's budget is
+// reserved by requests in flight: it is not spent yet, since one of them
+// may settle for less, so the agent may retry.
+func BudgetHeld(limit int64) *Refusal {
+	return &Refusal{Status: http.StatusTooManyRequests, RetryAfter: 1,
+		Why: fmt.Sprintf("the rest of the session's token budget (%d) is reserved by its requests in flight; retry when one ends", limit)}
+}
+
+// TooManyInFlight refuses a request past the cap of n requests in flight.
+func TooManyInFlight(n int) *Refusal {
+	return &Refusal{Status: http.StatusTooManyRequests, RetryAfter: 1,
+		Why: fmt.Sprintf("the session already has %d model requests in flight, its most at once; retry when one ends", n)}
 }

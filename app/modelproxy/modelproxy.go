@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -81,6 +82,13 @@ type Options struct {
 	// names no cap (agents.output_reservation; 0:
 	// config.DefaultOutputReservation).
 	OutputReservation int64
+	// MaxInFlight caps one session's requests in this process
+	// (agents.max_requests_in_flight; 0:
+	// config.DefaultMaxModelRequestsInFlight), counted before a body is
+	// read: the Meter's cap, which holds across replicas, needs the body
+	// to reserve, so without this one a session could make the proxy
+	// read and hold any number of bodies at once.
+	MaxInFlight int
 }
 
 // Proxy relays model requests to providers.
@@ -89,11 +97,19 @@ type Proxy struct {
 	client        *http.Client
 	maxBody       int64
 	defaultOutput int64
+	maxInFlight   int
+
+	mu       sync.Mutex
+	inFlight map[string]int // by session id; an entry goes when it reaches 0
 }
 
 // New wires a Proxy.
 func New(o Options) *Proxy {
-	p := &Proxy{providers: o.Providers, client: o.Client, maxBody: o.MaxRequestBytes, defaultOutput: o.OutputReservation}
+	p := &Proxy{providers: o.Providers, client: o.Client, maxBody: o.MaxRequestBytes, defaultOutput: o.OutputReservation,
+		maxInFlight: o.MaxInFlight, inFlight: map[string]int{}}
+	if p.maxInFlight <= 0 {
+		p.maxInFlight = config.DefaultMaxModelRequestsInFlight
+	}
 	if p.client == nil {
 		p.client = NewClient()
 	}
@@ -188,7 +204,15 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, spec contract.Spec
 		refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("the request is larger than the model proxy takes (%d bytes)", p.maxBody))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.maxBody))
+	release, admitted := p.admit(spec.SessionID)
+	if !admitted {
+		w.Header().Set("Retry-After", "1")
+		no := TooManyInFlight(p.maxInFlight)
+		refuse(no.Status, no.Why)
+		return
+	}
+	defer release()
+	body, err := readBody(w, r, p.maxBody)
 	if err != nil {
 		refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("the request is larger than the model proxy takes (%d bytes)", p.maxBody))
 		return
@@ -256,6 +280,54 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, spec contract.Spec
 	used := m.usage()
 	u.InputTokens, u.OutputTokens, u.TotalTokens = used.InputTokens, used.OutputTokens, used.TotalTokens
 	complete = relayed && (m.final || !m.sse)
+}
+
+// admit takes one of the session's request slots in this process, or
+// reports that all maxInFlight are taken; release gives it back.
+func (p *Proxy) admit(session string) (release func(), ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inFlight[session] >= p.maxInFlight {
+		return nil, false
+	}
+	p.inFlight[session]++
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.inFlight[session]--; p.inFlight[session] <= 0 {
+			delete(p.inFlight, session)
+		}
+	}, true
+}
+
+// readBody reads a request body of at most max bytes. Its buffer is sized
+// once from a declared length, and otherwise doubles from 64 KiB but never
+// past max+1: io.ReadAll's growth would hold up to twice the cap for a
+// body cut off at it.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	limit := int(max) + 1 // room to see the end of a body of exactly max
+	size := 64 << 10
+	if r.ContentLength > 0 {
+		size = int(r.ContentLength) + 1
+	}
+	buf := make([]byte, 0, min(size, limit))
+	body := http.MaxBytesReader(w, r.Body, max)
+	for {
+		if len(buf) == cap(buf) {
+			if cap(buf) >= limit {
+				return nil, &http.MaxBytesError{Limit: max} // MaxBytesReader says so first; kept for safety
+			}
+			buf = append(make([]byte, 0, min(2*cap(buf), limit)), buf...)
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // relayAnswer streams the provider's answer to the sandbox as it arrives,

@@ -14,9 +14,14 @@ import (
 // other sessions' do not wait.
 const reservationLockClass = 4242017
 
-// Why a reservation was refused.
+// Why a reservation was refused. Spent means the session's settled usage
+// has reached its budget: it is over. Held means what is left of the
+// budget is reserved by requests still in flight: one may settle for less
+// than it reserved, so the request may be retried when one ends, and the
+// session goes on.
 const (
 	ReserveBudgetSpent = "budget_spent"
+	ReserveBudgetHeld  = "budget_held"
 	ReserveTooMany     = "too_many_in_flight"
 )
 
@@ -31,7 +36,7 @@ type ReserveLimits struct {
 }
 
 // Reserved is a reservation's outcome: Refused ("" when it was taken, else
-// ReserveBudgetSpent or ReserveTooMany), and the session's usage so far
+// ReserveBudgetSpent, ReserveBudgetHeld or ReserveTooMany), and the session's usage so far
 // and its outstanding reservations (before this one).
 type Reserved struct {
 	Refused  string
@@ -73,8 +78,11 @@ func (s *Store) ReserveModelTokens(ctx context.Context, attemptID, id string, to
 			return err
 		}
 		switch {
-		case lim.Budget > 0 && out.Used.TotalTokens+out.Reserved >= lim.Budget:
+		case lim.Budget > 0 && out.Used.TotalTokens >= lim.Budget:
 			out.Refused = ReserveBudgetSpent
+			return nil
+		case lim.Budget > 0 && out.Used.TotalTokens+out.Reserved >= lim.Budget:
+			out.Refused = ReserveBudgetHeld
 			return nil
 		case lim.MaxInFlight > 0 && out.InFlight >= lim.MaxInFlight:
 			out.Refused = ReserveTooMany

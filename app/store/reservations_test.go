@@ -61,8 +61,8 @@ func TestModelReservationsHoldAcrossReplicasAndRestarts(t *testing.T) {
 				}
 				if r.Refused == "" {
 					taken = append(taken, i)
-				} else if r.Refused != store.ReserveBudgetSpent {
-					t.Errorf("reservation %d refused as %q, want the budget", i, r.Refused)
+				} else if r.Refused != store.ReserveBudgetHeld {
+					t.Errorf("reservation %d refused as %q, want the budget held by those in flight", i, r.Refused)
 				}
 			}
 			if len(taken) != 2 {
@@ -81,6 +81,17 @@ func TestModelReservationsHoldAcrossReplicasAndRestarts(t *testing.T) {
 			if _, err := a.SettleModelTokens(ctx, fmt.Sprint("res-", taken[0]), store.Usage{TotalTokens: 350}, t0); err != store.ErrNotFound {
 				t.Errorf("settling twice: %v, want ErrNotFound", err)
 			}
+			// Settled for less than reserved, the budget has room again;
+			// settled past it, the budget is spent.
+			if r, err := a.ReserveModelTokens(ctx, "r1-a1", "again", 600, lim, t0); err != nil || r.Refused != "" {
+				t.Errorf("after settling for less: %+v %v", r, err)
+			}
+			if _, err := a.SettleModelTokens(ctx, "again", store.Usage{TotalTokens: 700}, t0); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := b.ReserveModelTokens(ctx, "r1-a1", "past", 1, lim, t0); err != nil || r.Refused != store.ReserveBudgetSpent || r.Used.TotalTokens != 1050 {
+				t.Errorf("past the budget: %+v %v, want it spent", r, err)
+			}
 			// Two in flight is the cap, whatever the budget has left.
 			lim.Budget, lim.MaxInFlight = 0, 2
 			for i, want := range []string{"", "", store.ReserveTooMany} {
@@ -93,7 +104,7 @@ func TestModelReservationsHoldAcrossReplicasAndRestarts(t *testing.T) {
 			// its slot but stays charged.
 			later := t0.Add(2 * time.Hour)
 			r, err := b.ReserveModelTokens(ctx, "r1-a1", "cap-late", 10, lim, later)
-			if err != nil || r.Refused != "" || r.Reserved != 20 || r.Used.TotalTokens != 350 {
+			if err != nil || r.Refused != "" || r.Reserved != 20 || r.Used.TotalTokens != 1050 {
 				t.Errorf("after the stale ones: %+v %v", r, err)
 			}
 		})

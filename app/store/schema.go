@@ -247,5 +247,30 @@ func migrations(d dialect) [][]string {
 			)` + clustered,
 			`CREATE INDEX model_reservations_session ON model_reservations (session_id, created_at)`,
 		},
+		// 11: the dashboard (issue 21, decision 0037). web_users: a signed-in
+		// GitHub user's tokens, sealed with the server's key (the store
+		// never sees them in the clear). web_logins: one browser's sign-in,
+		// keyed by a hash of its cookie, with its CSRF token. sessions_created
+		// serves the sessions list, newest first.
+		{
+			`CREATE TABLE web_users (
+				user_id            BIGINT PRIMARY KEY,
+				login              TEXT NOT NULL,
+				token_sealed       TEXT NOT NULL,
+				refresh_sealed     TEXT NOT NULL,
+				expires_at         BIGINT NOT NULL,
+				refresh_expires_at BIGINT NOT NULL,
+				updated_at         BIGINT NOT NULL
+			)` + clustered,
+			`CREATE TABLE web_logins (
+				id_hash    TEXT PRIMARY KEY,
+				user_id    BIGINT NOT NULL,
+				csrf       TEXT NOT NULL,
+				created_at BIGINT NOT NULL,
+				expires_at BIGINT NOT NULL
+			)` + clustered,
+			`CREATE INDEX web_logins_user ON web_logins (user_id)`,
+			`CREATE INDEX sessions_created ON sessions (created_at, id)`,
+		},
 	}
 }

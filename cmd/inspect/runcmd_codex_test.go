@@ -29,7 +29,7 @@ const (
 func codexServer(t *testing.T) (*fakemodel.Server, *fakegoproxy.Proxy, fakegoproxy.Module, string) {
 	t.Helper()
 	if _, err := exec.LookPath("codex"); err != nil {
-		t.Fatalf("codex is needed (run .ci/ensure-codex): %v", err)
+		t.Fatalf("codex is needed (run .ci/ensure-agent-clis): %v", err)
 	}
 	model := fakemodel.New()
 	t.Cleanup(model.Close)

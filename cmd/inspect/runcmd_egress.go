@@ -18,7 +18,8 @@ import (
 // without the server's artifact cache (egress.cache is one replica's; a
 // second process would miscount its bound; decision 0022).
 func runEgress(cfg config.Server, log zerolog.Logger) checkoutrun.Egress {
-	models := modelproxy.New(modelproxy.Options{Providers: cfg, MaxRequestBytes: cfg.Agents.MaxRequestBytes, OutputReservation: cfg.Agents.OutputReservation})
+	models := modelproxy.New(modelproxy.Options{Providers: cfg, MaxRequestBytes: cfg.Agents.MaxRequestBytes,
+		OutputReservation: cfg.Agents.OutputReservation, MaxInFlight: cfg.Agents.MaxRequestsInFlight})
 	budget := modelproxy.NewBudget(cfg.Agents.TokenBudget, cfg.Agents.MaxRequestsInFlight)
 	registries := registryproxy.New(registryproxy.Options{Upstreams: cfg})
 	return checkoutrun.Egress{

@@ -25,6 +25,7 @@ const (
 	authJWT          = "jwt"
 	authInstallation = "installation"
 	authNone         = "none"
+	authBasic        = "basic"
 )
 
 // Permission levels, in increasing order.
@@ -207,8 +208,9 @@ func (s *Server) MintedTokens() []string {
 // credential is what the Authorization header presented. kind is the kind
 // presented, even when it was refused.
 type credential struct {
-	kind    string
-	tok     *token    // a valid installation token
+	kind      string
+	tok       *token // a valid installation token
+	userLogin string // a valid user access token's user (oauth.go)
 	refusal *response // non-nil: refuse the request with this
 }
 
@@ -235,8 +237,14 @@ func (s *Server) identify(header string) credential {
 	value = strings.TrimSpace(value)
 	switch strings.ToLower(scheme) {
 	case "bearer", "token":
+	case "basic":
+		// The App's client id and secret (oauth.go's routes check them).
+		return credential{kind: authBasic}
 	default:
 		return refuse(authNone, "Bad credentials")
+	}
+	if strings.HasPrefix(value, "ghu_") {
+		return s.identifyUser(value)
 	}
 	if strings.HasPrefix(value, "ghs_") {
 		tok, ok := s.tokens[value]

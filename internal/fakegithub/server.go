@@ -97,6 +97,7 @@ type Server struct {
 	tokenTTL      time.Duration       // installation token lifetime; 0 is GitHub's hour (see SetTokenLifetime)
 	hook          webhookSender       // the webhook sender's settings, log and redeliveries (deliveries.go)
 	manifest      manifestState       // the App manifest flow (manifest.go)
+	oauthSt       *oauthState         // the App's user authorization (oauth.go); nil until first used
 }
 
 // New starts a stand-in on a loopback port. It generates a fresh RSA-2048
@@ -140,6 +141,7 @@ func (s *Server) routes() {
 	s.gitDataRoutes()
 	s.deliveryRoutes()
 	s.manifestRoutes() // manifest.go
+	s.oauthRoutes()
 	// GitHub answers any unknown route with a 404 and its usual error body.
 	// The catch-all also keeps ServeMux from answering 405 for a known path
 	// with an unknown method, which GitHub never does.

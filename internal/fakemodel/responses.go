@@ -30,6 +30,8 @@ import (
 //
 // where a function call ITEM is
 // {"type":"function_call","id":"fc_N_i","call_id":"call_N_i","name":"exec_command","arguments":"{\"cmd\":\"...\"}","status":"completed"}
+// (or "bash" with {"command": ...} when the request offers that tool, as
+// OpenCode does)
 // and a message ITEM is
 // {"type":"message","id":"msg_N","role":"assistant","status":"completed","content":[{"type":"output_text","text":"...","annotations":[]}]}.
 // The usage is {"input_tokens", "input_tokens_details": {"cached_tokens": 0},
@@ -131,15 +133,39 @@ func outputText(raw json.RawMessage) string {
 	return string(raw)
 }
 
+// shellTool is the function a model calls to run a command, and the
+// argument that carries the command: the tool the client offers. Codex CLI
+// offers exec_command {"cmd"}; OpenCode offers bash {"command"}. A request
+// that lists neither gets exec_command, as before tools were read.
+type shellTool struct{ name, arg string }
+
+var shellTools = []shellTool{{"exec_command", "cmd"}, {"bash", "command"}}
+
+// offeredShellTool picks the shell tool among the request's "tools".
+func offeredShellTool(raw map[string]json.RawMessage) shellTool {
+	var tools []struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(raw["tools"], &tools) // absent or odd: the default
+	for _, st := range shellTools {
+		for _, t := range tools {
+			if t.Name == st.name {
+				return st
+			}
+		}
+	}
+	return shellTools[0]
+}
+
 // responseItems are the turn's output items, finished.
-func responseItems(t Turn, n int64) []map[string]any {
+func responseItems(t Turn, n int64, tool shellTool) []map[string]any {
 	var items []map[string]any
 	if len(t.Exec) > 0 {
 		for i, cmd := range t.Exec {
-			args := marshal(map[string]string{"cmd": cmd})
+			args := marshal(map[string]string{tool.arg: cmd})
 			items = append(items, map[string]any{
 				"type": "function_call", "id": fmt.Sprintf("fc_%d_%d", n, i),
-				"call_id": fmt.Sprintf("call_%d_%d", n, i), "name": "exec_command",
+				"call_id": fmt.Sprintf("call_%d_%d", n, i), "name": tool.name,
 				"arguments": args, "status": "completed",
 			})
 		}
@@ -182,7 +208,7 @@ func responsesUsage(u Usage) map[string]any {
 func answerResponses(w http.ResponseWriter, req *parsedRequest, t Turn, n int64) {
 	id := fmt.Sprintf("resp_%d", n)
 	created := time.Now().Unix()
-	items := responseItems(t, n)
+	items := responseItems(t, n, offeredShellTool(req.raw))
 	done := responseObject(id, req.model, "completed", created, items, responsesUsage(t.Usage))
 	if !req.stream {
 		writeJSON(w, http.StatusOK, done, nil)

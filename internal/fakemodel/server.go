@@ -52,7 +52,8 @@ func (u Usage) total() int64 {
 type Turn struct {
 	// Exec lists the commands the model asks the client to run: one
 	// function call each, named "exec_command" with arguments
-	// {"cmd": "..."} (Responses), or one "Bash" tool use with input
+	// {"cmd": "..."}, or "bash" with {"command": "..."} when that is the
+	// shell tool the request offers (Responses), or one "Bash" tool use with input
 	// {"command": "..."} (Messages). When Exec is set, Message is ignored:
 	// a response either calls tools or ends the task.
 	Exec []string
@@ -82,6 +83,8 @@ type Turn struct {
 type Request struct {
 	Method string
 	Path   string
+	// Query is the raw query string, without the "?".
+	Query  string
 	Header http.Header
 	Body   []byte
 	// Model is the body's "model", when it has one.
@@ -359,7 +362,7 @@ func parse(r *http.Request, body []byte, d *dialect) (*parsedRequest, string) {
 // the body even when it is refused. The caller sets Status (and Turn).
 func newRequest(r *http.Request, body []byte, d *dialect) Request {
 	rec := Request{
-		Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(),
+		Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(),
 		Body: body, Turn: -1,
 	}
 	var raw map[string]json.RawMessage

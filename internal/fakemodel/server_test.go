@@ -628,3 +628,36 @@ func TestChatCompletionsStreamsUsageOnlyWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// A Responses request calls the shell tool the client offers: OpenCode's
+// bash {"command"} when that is listed, Codex CLI's exec_command {"cmd"}
+// when it is, or when the request lists no shell tool at all.
+func TestExecCallsTheOfferedShellTool(t *testing.T) {
+	for _, tc := range []struct {
+		tools    []any
+		name, at string
+	}{
+		{[]any{map[string]any{"type": "function", "name": "read"}, map[string]any{"type": "function", "name": "bash"}}, "bash", `{"command":"go test ./..."}`},
+		{[]any{map[string]any{"type": "function", "name": "exec_command"}, map[string]any{"type": "function", "name": "bash"}}, "exec_command", `{"cmd":"go test ./..."}`},
+		{nil, "exec_command", `{"cmd":"go test ./..."}`},
+	} {
+		s := newServer(t)
+		s.Script(Turn{Exec: []string{"go test ./..."}})
+		body := responsesBody(false, "x")
+		if tc.tools != nil {
+			body["tools"] = tc.tools
+		}
+		resp, b := post(t, s, "/v1/responses", testKey, body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%d: %s", resp.StatusCode, b)
+		}
+		var r map[string]any
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		out := r["output"].([]any)
+		if len(out) != 1 || obj(t, out[0], "name") != tc.name || obj(t, out[0], "arguments") != tc.at {
+			t.Errorf("tools %v: output %v, want %s %s", tc.tools, out, tc.name, tc.at)
+		}
+	}
+}

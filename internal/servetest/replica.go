@@ -146,6 +146,10 @@ func Launch(t testing.TB, bin string, cfg Config) *Replica {
 	return r
 }
 
+// PID is the replica's process id, for tests that read its /proc entry
+// (its memory, say).
+func (r *Replica) PID() int { return r.cmd.Process.Pid }
+
 // Name is the replica's label (Config.Name or "replica-N").
 func (r *Replica) Name() string { return r.name }
 

@@ -303,7 +303,13 @@ func openCodeInvocation(a contract.Agent, p AgentPaths) (Invocation, error) {
 			"webfetch":           "deny",
 			"websearch":          "deny",
 		},
-		"agent": map[string]any{"build": map[string]any{"steps": AgentMaxTurns}},
+		"agent": map[string]any{
+			"build": map[string]any{"steps": AgentMaxTurns},
+			// The title agent names the conversation for OpenCode's own
+			// session list, which nobody sees here: one model request
+			// fewer, and none racing the agent's first.
+			"title": map[string]any{"disable": true},
+		},
 	}
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {

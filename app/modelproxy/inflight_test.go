@@ -1,0 +1,105 @@
+package modelproxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/runner/contract"
+)
+
+// countingBody counts the bytes read from it.
+type countingBody struct {
+	r    io.Reader
+	read *atomic.Int64
+}
+
+func (c countingBody) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+func (countingBody) Close() error { return nil }
+
+// With the session's one slot in this process taken by a request the
+// provider holds, the next request of the same session gets 429 before a
+// byte of its body is read; another session's goes on; and once the held
+// one ends, the slot is free again.
+func TestProxyGatesASessionsRequestsBeforeReadingTheirBodies(t *testing.T) {
+	arrived, release := make(chan struct{}, 4), make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // the test reads no body
+		arrived <- struct{}{}
+		if r.Header.Get("X-Hold") != "" {
+			<-release
+		}
+		_, _ = io.WriteString(w, `{"usage":{"input_tokens":1,"output_tokens":1}}`)
+	}))
+	t.Cleanup(upstream.Close)
+	p := New(Options{Providers: providers{"a": {Kind: contract.ProviderKindAnthropic, BaseURL: upstream.URL, Key: "sk-test-0123456789"}}, MaxInFlight: 1})
+	mux := http.NewServeMux()
+	mux.HandleFunc(contract.PathEgressModel, func(w http.ResponseWriter, r *http.Request) {
+		spec := contract.Spec{SessionID: r.Header.Get("X-Session"), Agent: contract.Agent{Preset: contract.PresetClaudeCode, Model: "m-1", Provider: "a"}}
+		p.Serve(w, r, spec, NewBudget(0, 0), zerolog.Nop())
+	})
+	ask := func(session string, hold bool, read *atomic.Int64) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, contract.EgressModelPath("a1", "a", "v1/messages"), nil)
+		req.Body = countingBody{strings.NewReader(`{"model":"m-1","max_tokens":5}`), read}
+		req.ContentLength = -1 // chunked: the proxy must read to know the size
+		req.Header.Set("X-Session", session)
+		if hold {
+			req.Header.Set("X-Hold", "1")
+		}
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		return rec
+	}
+	var heldRead, secondRead, otherRead, afterRead atomic.Int64
+	done := make(chan *httptest.ResponseRecorder)
+	go func() { done <- ask("s1", true, &heldRead) }()
+	<-arrived // the held request is at the provider, its slot taken
+	if rec := ask("s1", false, &secondRead); rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" || secondRead.Load() != 0 {
+		t.Errorf("second request of s1: %d (Retry-After %q), %d body bytes read; want 429 before any", rec.Code, rec.Header().Get("Retry-After"), secondRead.Load())
+	}
+	if rec := ask("s2", false, &otherRead); rec.Code != http.StatusOK {
+		t.Errorf("another session's request: %d %s", rec.Code, rec.Body)
+	}
+	<-arrived
+	close(release)
+	if rec := <-done; rec.Code != http.StatusOK {
+		t.Fatalf("the held request: %d %s", rec.Code, rec.Body)
+	}
+	if rec := ask("s1", false, &afterRead); rec.Code != http.StatusOK {
+		t.Errorf("after the held one ended: %d %s", rec.Code, rec.Body)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.inFlight) != 0 {
+		t.Errorf("slots left taken: %v", p.inFlight)
+	}
+}
+
+// A body of unknown length is read into a buffer that never grows past
+// the cap plus one byte; one past the cap is refused.
+func TestReadBodyNeverGrowsPastTheCap(t *testing.T) {
+	const max = 1 << 20
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{0, true}, {100, true}, {max, true}, {max + 1, false}, {3 * max, false}} {
+		req := httptest.NewRequest(http.MethodPost, "/", nil)
+		req.Body = io.NopCloser(bytes.NewReader(bytes.Repeat([]byte("a"), tc.size)))
+		req.ContentLength = -1
+		got, err := readBody(httptest.NewRecorder(), req, max)
+		if tc.ok != (err == nil) || tc.ok && (len(got) != tc.size || cap(got) > max+1) {
+			t.Errorf("size %d: %d bytes (cap %d), %v", tc.size, len(got), cap(got), err)
+		}
+	}
+}

@@ -46,3 +46,19 @@ func TestCheckFilesNamesEveryMissingOrEmptyFile(t *testing.T) {
 		t.Errorf("all present: %v", err)
 	}
 }
+
+func TestCheckFilesReadsTheDashboardsFilesWhenItIsOn(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "web-key")
+	if err := os.WriteFile(bad, []byte("not hex\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := Defaults()
+	c.Web.PublicURL = "https://inspect.example.com"
+	c.Web.ClientSecretPath = filepath.Join(dir, "no-secret")
+	c.Web.KeyPath = bad
+	err := c.CheckFiles()
+	if err == nil || !strings.Contains(err.Error(), "web.client_secret_path: open") || !strings.Contains(err.Error(), "web.key_path: "+bad+" must hold 64 hex digits") {
+		t.Errorf("err = %v", err)
+	}
+}

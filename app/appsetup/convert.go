@@ -90,6 +90,8 @@ func (a App) check() error {
 		return fmt.Errorf("GitHub's answer to the conversion has no slug")
 	case strings.TrimSpace(a.WebhookSecret) == "":
 		return fmt.Errorf("GitHub's answer to the conversion has no webhook secret")
+	case a.ClientID == "" || strings.TrimSpace(a.ClientSecret) == "":
+		return fmt.Errorf("GitHub's answer to the conversion has no OAuth client id or secret")
 	}
 	if block, _ := pem.Decode([]byte(a.PEM)); block == nil {
 		return fmt.Errorf("the pem of GitHub's answer to the conversion is not a PEM-encoded key")

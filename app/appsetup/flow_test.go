@@ -124,11 +124,11 @@ func TestFlowRegistersTheAppAndWritesAConfigThatLoads(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "conf")
-	w, err := Write(dir, app, ServerKeys{APIURL: gh.APIURL(), WebURL: gh.URL()})
+	w, err := Write(dir, app, ServerKeys{APIURL: gh.APIURL(), WebURL: gh.URL(), PublicURL: "https://inspect.example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{w.Config, w.PrivateKey, w.WebhookSecret, w.ClientSecret} {
+	for _, p := range []string{w.Config, w.PrivateKey, w.WebhookSecret, w.ClientSecret, w.WebKey} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
@@ -150,6 +150,19 @@ func TestFlowRegistersTheAppAndWritesAConfigThatLoads(t *testing.T) {
 	}
 	if cfg.GitHub.AppID != gh.AppID() || cfg.GitHub.WebhookSecret != regs[0].WebhookSecret || cfg.GitHub.APIURL != gh.APIURL() {
 		t.Errorf("config = %+v", cfg.GitHub)
+	}
+	// The dashboard's sign-in is configured with the App's OAuth client.
+	if secret, err := cfg.WebClientSecret(); err != nil || secret != regs[0].ClientSecret || cfg.Web.ClientID != app.ClientID || !cfg.WebEnabled() {
+		t.Errorf("web = %+v (%v)", cfg.Web, err)
+	}
+	if _, err := cfg.WebKey(); err != nil {
+		t.Error(err)
+	}
+	if err := cfg.CheckFiles(); err != nil {
+		t.Error(err)
+	}
+	if cb := regs[0].Manifest["callback_urls"].([]any); len(cb) != 1 || cb[0] != "https://inspect.example.com"+CallbackPath {
+		t.Errorf("callback_urls = %v", cb)
 	}
 	conf, err := os.ReadFile(w.Config)
 	if err != nil {

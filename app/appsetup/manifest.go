@@ -19,6 +19,10 @@ import (
 // (go-githubapp's default route).
 const HookPath = "/api/github/hook"
 
+// CallbackPath is the dashboard's OAuth callback under web.public_url
+// (config.Web): the App must list it for sign-in to work.
+const CallbackPath = "/auth/callback"
+
 // Permissions are the App permissions Inspect uses, and no more: each is
 // named with what needs it.
 var Permissions = map[string]string{
@@ -51,6 +55,7 @@ type Manifest struct {
 	Description        string            `json:"description"`
 	HookAttributes     HookAttributes    `json:"hook_attributes"`
 	RedirectURL        string            `json:"redirect_url"`
+	CallbackURLs       []string          `json:"callback_urls"`
 	Public             bool              `json:"public"`
 	DefaultPermissions map[string]string `json:"default_permissions"`
 	DefaultEvents      []string          `json:"default_events"`
@@ -105,6 +110,7 @@ func NewManifest(opts ManifestOptions) (Manifest, error) {
 		Description:        "Background coding-agent sessions from /inspect comments, labels and failing checks, with verified, evidence-rich pull requests.",
 		HookAttributes:     HookAttributes{URL: strings.TrimSuffix(opts.PublicURL, "/") + HookPath, Active: true},
 		RedirectURL:        opts.RedirectURL,
+		CallbackURLs:       []string{strings.TrimSuffix(opts.PublicURL, "/") + CallbackPath},
 		Public:             false,
 		DefaultPermissions: perms,
 		DefaultEvents:      append([]string(nil), Events...),

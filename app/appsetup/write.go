@@ -17,17 +17,21 @@ const (
 	PrivateKeyFile    = "github-app-key.pem"
 	WebhookSecretFile = "github-webhook-secret"
 	ClientSecretFile  = "github-client-secret"
+	WebKeyFile        = "web-key"
 )
 
 // Written is where Write put things.
 type Written struct {
-	Dir, Config, PrivateKey, WebhookSecret, ClientSecret string
+	Dir, Config, PrivateKey, WebhookSecret, ClientSecret, WebKey string
 }
 
 // ServerKeys are what the written config sets beyond the App's identity.
 type ServerKeys struct {
 	// APIURL and WebURL are written as github.api_url and github.web_url.
 	APIURL, WebURL string
+	// PublicURL is web.public_url: the dashboard's sign-in uses the App's
+	// OAuth client, whose callback the manifest listed under it.
+	PublicURL string
 }
 
 // Write writes the App's key and secrets (each 0600) and a server config
@@ -51,8 +55,9 @@ func Write(dir string, app App, keys ServerKeys) (Written, error) {
 		PrivateKey:    filepath.Join(abs, PrivateKeyFile),
 		WebhookSecret: filepath.Join(abs, WebhookSecretFile),
 		ClientSecret:  filepath.Join(abs, ClientSecretFile),
+		WebKey:        filepath.Join(abs, WebKeyFile),
 	}
-	for _, p := range []string{w.Config, w.PrivateKey, w.WebhookSecret, w.ClientSecret} {
+	for _, p := range []string{w.Config, w.PrivateKey, w.WebhookSecret, w.ClientSecret, w.WebKey} {
 		if _, err := os.Lstat(p); err == nil {
 			return Written{}, fmt.Errorf("%s exists; inspect setup never overwrites (move it away, or pass another --dir)", p)
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -68,6 +73,16 @@ func Write(dir string, app App, keys ServerKeys) (Written, error) {
 			"api_url":             keys.APIURL,
 			"web_url":             keys.WebURL,
 		},
+		"web": map[string]any{
+			"public_url":         keys.PublicURL,
+			"client_id":          app.ClientID,
+			"client_secret_path": w.ClientSecret,
+			"key_path":           w.WebKey,
+		},
+	}
+	webKey, err := randomHex(32)
+	if err != nil {
+		return Written{}, err
 	}
 	doc, err := yaml.Marshal(cfg)
 	if err != nil {
@@ -83,6 +98,7 @@ func Write(dir string, app App, keys ServerKeys) (Written, error) {
 		{w.PrivateKey, key},
 		{w.WebhookSecret, app.WebhookSecret + "\n"},
 		{w.ClientSecret, app.ClientSecret + "\n"},
+		{w.WebKey, webKey + "\n"},
 		{w.Config, header + string(doc)},
 	}
 	for _, f := range files {

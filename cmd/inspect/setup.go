@@ -90,7 +90,7 @@ and open http://127.0.0.1:3000/ in your browser.
 		fmt.Fprintf(stderr, "inspect setup: %v\n", err)
 		return 1
 	}
-	w, err := appsetup.Write(out, app, appsetup.ServerKeys{APIURL: api, WebURL: *webURL})
+	w, err := appsetup.Write(out, app, appsetup.ServerKeys{APIURL: api, WebURL: *webURL, PublicURL: strings.TrimSuffix(*publicURL, "/")})
 	if err != nil {
 		// The App exists on GitHub now; say so, or the operator is left
 		// with an App and no key.
@@ -98,8 +98,8 @@ and open http://127.0.0.1:3000/ in your browser.
 			"Delete the App there and run inspect setup again.\n", app.Slug, app.HTMLURL, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "Registered %s (App id %d) for %s. Wrote %s, %s, %s and %s.\n\nNext:\n  inspect serve --config %s\n  open %s/installations/new   # install the App on your repositories\n",
-		app.Slug, app.ID, app.Owner.Login, w.Config, w.PrivateKey, w.WebhookSecret, w.ClientSecret, w.Config, strings.TrimSuffix(app.HTMLURL, "/"))
+	fmt.Fprintf(stdout, "Registered %s (App id %d) for %s. Wrote %s, %s, %s, %s and %s.\n\nNext:\n  inspect serve --config %s\n  open %s/installations/new   # install the App on your repositories\n",
+		app.Slug, app.ID, app.Owner.Login, w.Config, w.PrivateKey, w.WebhookSecret, w.ClientSecret, w.WebKey, w.Config, strings.TrimSuffix(app.HTMLURL, "/"))
 	return 0
 }
 

@@ -39,6 +39,13 @@ type Server struct {
 	// trigger as paused without being read again.
 	RepoConfigMaxAge time.Duration `yaml:"repo_config_max_age"`
 
+	// StateDir holds what `inspect serve` keeps by default: a relative
+	// database.dsn (sqlite) and a relative "oci:" snapshots.store are
+	// taken from it. Empty means $XDG_STATE_HOME/inspect, or
+	// ~/.local/state/inspect; serve makes it (0700) when missing. Load
+	// sets it absolute.
+	StateDir string `yaml:"state_dir"`
+
 	// ChannelURL is where supervisors reach the session channel. Empty
 	// means http://<listen address> (right for the local executor).
 	ChannelURL string `yaml:"channel_url"`
@@ -83,7 +90,10 @@ type GitHub struct {
 	PrivateKeyPath string `yaml:"private_key_path"`
 	// WebhookSecret is the active secret; WebhookSecretPrevious, when set, is
 	// also accepted so a secret can be rotated without dropping deliveries.
-	WebhookSecret         string `yaml:"webhook_secret"`
+	WebhookSecret string `yaml:"webhook_secret"`
+	// WebhookSecretPath is a file holding the active secret; Load reads
+	// it into WebhookSecret.
+	WebhookSecretPath     string `yaml:"webhook_secret_path"`
 	WebhookSecretPrevious string `yaml:"webhook_secret_previous"`
 	// APIURL is the REST base: https://api.github.com/ or, for Enterprise
 	// Server, https://HOST/api/v3/.
@@ -707,13 +717,88 @@ func Load(path string, env func(string) (string, bool)) (Server, error) {
 	if err != nil {
 		return Server{}, err
 	}
-	if cfg.Snapshots.Store, err = contract.AbsSnapshotStore(cfg.Snapshots.Store); err != nil {
-		return Server{}, fmt.Errorf("snapshots.store: %w", err)
+	if err := cfg.readWebhookSecret(); err != nil {
+		return Server{}, err
+	}
+	if err := cfg.ResolveStatePaths(); err != nil {
+		return Server{}, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return Server{}, err
 	}
 	return cfg, nil
+}
+
+// DefaultStateDir is state_dir's default: $XDG_STATE_HOME/inspect, else
+// $HOME/.local/state/inspect (the XDG base directory specification).
+func DefaultStateDir(env func(string) (string, bool)) (string, error) {
+	if env == nil {
+		env = os.LookupEnv
+	}
+	if x, ok := env("XDG_STATE_HOME"); ok && filepath.IsAbs(x) {
+		return filepath.Join(x, "inspect"), nil
+	}
+	if home, ok := env("HOME"); ok && filepath.IsAbs(home) {
+		return filepath.Join(home, ".local", "state", "inspect"), nil
+	}
+	return "", errors.New("state_dir: not set, and neither XDG_STATE_HOME nor HOME is an absolute path; set state_dir (INSPECT_STATE_DIR)")
+}
+
+// ResolveStatePaths makes StateDir absolute (its default when empty) and
+// takes a relative sqlite database.dsn and a relative "oci:"
+// snapshots.store from it. It writes nothing: serve makes the directory.
+// The default comes from the process's XDG_STATE_HOME and HOME (not from
+// Load's env, which is for INSPECT_* overrides).
+func (c *Server) ResolveStatePaths() error {
+	env := os.LookupEnv
+	relDSN := c.Database.Driver == "sqlite" && c.Database.DSN != "" && !filepath.IsAbs(c.Database.DSN) &&
+		!strings.HasPrefix(c.Database.DSN, "file:") && !strings.Contains(c.Database.DSN, ":memory:")
+	layout, isLayout := strings.CutPrefix(c.Snapshots.Store, "oci:")
+	relStore := isLayout && layout != "" && !filepath.IsAbs(layout)
+	switch {
+	case c.StateDir != "":
+		abs, err := filepath.Abs(c.StateDir)
+		if err != nil {
+			return fmt.Errorf("state_dir: %w", err)
+		}
+		c.StateDir = abs
+	case relDSN || relStore:
+		dir, err := DefaultStateDir(env)
+		if err != nil {
+			return err
+		}
+		c.StateDir = dir
+	default:
+		if dir, err := DefaultStateDir(env); err == nil {
+			c.StateDir = dir
+		} // else: nothing relative needs it, and it stays unset
+	}
+	if relDSN {
+		c.Database.DSN = filepath.Join(c.StateDir, c.Database.DSN)
+	}
+	if relStore {
+		c.Snapshots.Store = "oci:" + filepath.Join(c.StateDir, layout)
+	}
+	return nil
+}
+
+// readWebhookSecret reads github.webhook_secret_path into WebhookSecret.
+func (c *Server) readWebhookSecret() error {
+	if c.GitHub.WebhookSecretPath == "" {
+		return nil
+	}
+	if c.GitHub.WebhookSecret != "" {
+		return fmt.Errorf("github.webhook_secret: set only one of it and github.webhook_secret_path")
+	}
+	b, err := os.ReadFile(c.GitHub.WebhookSecretPath)
+	if err != nil {
+		return fmt.Errorf("github.webhook_secret_path: %w", err)
+	}
+	c.GitHub.WebhookSecret = strings.TrimSpace(string(b))
+	if c.GitHub.WebhookSecret == "" {
+		return fmt.Errorf("github.webhook_secret_path: %s is empty: an empty secret would accept unsigned webhooks", c.GitHub.WebhookSecretPath)
+	}
+	return nil
 }
 
 // decodeStrict decodes YAML, refusing unknown keys so a typo is an error and

@@ -232,3 +232,12 @@ func parsePrivateKey(data []byte) (*rsa.PrivateKey, error) {
 	}
 	return rsaKey, nil
 }
+
+// CheckPrivateKey reports, as NewGitHubClients would, whether data is an
+// App key it can sign with.
+func CheckPrivateKey(data []byte) error {
+	if _, err := parsePrivateKey(data); err != nil {
+		return fmt.Errorf("github.private_key: %w", err)
+	}
+	return nil
+}

@@ -11,6 +11,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -24,8 +26,12 @@ import (
 	"github.com/inspecthq/inspect/runner/sandbox"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is the module version and VCS revision the binary was built
+// from (debug.ReadBuildInfo), for `inspect version`, logs and the User-Agent.
+var (
+	build   = readBuildInfo(debug.ReadBuildInfo)
+	version = build.token()
+)
 
 const usage = `inspect: background coding-agent sessions from GitHub
 
@@ -39,7 +45,10 @@ Usage:
                                   create or update the Buildkite session pipeline
   inspect snapshot build|list|gc  build a snapshot image of a checkout, list or collect
                                   a repository's snapshots (inspect snapshot -h)
-  inspect version                 print the version
+  inspect setup --public-url URL  register the GitHub App through GitHub's App
+                                  manifest flow and write the server's config
+                                  (inspect setup -h)
+  inspect version, --version      print the version and VCS revision
 
 Configuration: docs/configuration.md. Every key can also be set with an
 INSPECT_* environment variable.
@@ -56,7 +65,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], stderr)
+		return serve(args[1:], stdout, stderr)
 	case "runner":
 		return runnerCmd(args[1:], stderr)
 	case "run":
@@ -65,8 +74,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return buildkiteCmd(args[1:], stdout, stderr)
 	case "snapshot":
 		return snapshotCmd(args[1:], stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, version)
+	case "setup":
+		return setupCmd(args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, build.line())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -76,17 +87,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-func serve(args []string, stderr io.Writer) int {
+func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML config file (optional; INSPECT_* variables override it)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	check := fs.Bool("check-config", false, "check the config and the files it names, print what serve would use, and exit (contacts nothing)")
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	cfg, err := config.Load(*configPath, os.LookupEnv)
 	if err != nil {
 		fmt.Fprintf(stderr, "inspect: %v\n", err)
 		return 2
+	}
+	if *check {
+		return checkConfig(cfg, stdout, stderr)
 	}
 	log := zerolog.New(stderr).Level(cfg.Level()).With().Timestamp().Str("version", version).Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -98,10 +113,114 @@ func serve(args []string, stderr io.Writer) int {
 	return 0
 }
 
+// checkConfig is `inspect serve --check-config`: everything serve checks
+// before it contacts anything.
+func checkConfig(cfg config.Server, stdout, stderr io.Writer) int {
+	if err := cfg.CheckFiles(); err != nil {
+		fmt.Fprintf(stderr, "inspect: %v\n", err)
+		return 1
+	}
+	key, err := cfg.PrivateKeyPEM()
+	if err == nil {
+		err = ghclient.CheckPrivateKey(key)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect: %v\n", err)
+		return 1
+	}
+	db := cfg.Database.DSN
+	if cfg.Database.Driver == "postgres" {
+		db = "(a PostgreSQL URL)" // it may carry a password
+	}
+	fmt.Fprintf(stdout, "inspect: the config is valid: App %d on %s, executor %s, %s database %s, state in %s\n",
+		cfg.GitHub.AppID, cfg.GitHub.APIURL, cfg.Executor.Kind, cfg.Database.Driver, db, cfg.StateDir)
+	return 0
+}
+
+// parseFlags parses args into fs. done is true when the command should
+// exit with code: 0 after -h or --help (the usage went to fs's output), 2
+// for a bad flag.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0, true
+	case err != nil:
+		return 2, true
+	}
+	return 0, false
+}
+
+// buildInfo is what debug.ReadBuildInfo tells of the binary: the module
+// version ("(devel)" for a build from a checkout) and the VCS revision `go
+// build` stamps into binaries built in a git work tree.
+type buildInfo struct {
+	module, revision string
+	modified         bool
+}
+
+func readBuildInfo(read func() (*debug.BuildInfo, bool)) buildInfo {
+	info, ok := read()
+	if !ok {
+		return buildInfo{module: "unknown"}
+	}
+	b := buildInfo{module: info.Main.Version}
+	if b.module == "" {
+		b.module = "(devel)"
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.revision = s.Value
+		case "vcs.modified":
+			b.modified = s.Value == "true"
+		}
+	}
+	return b
+}
+
+// token is the version as one HTTP product-version token (User-Agent,
+// logs): v1.2.3, or devel-<12 hex>[-modified].
+func (b buildInfo) token() string {
+	v := strings.Trim(b.module, "()")
+	if b.revision != "" && (b.module == "(devel)" || strings.Contains(b.module, "-0.")) {
+		rev := b.revision
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += "-" + rev
+	}
+	if b.modified {
+		v += "-modified"
+	}
+	return v
+}
+
+// line is what `inspect version` prints.
+func (b buildInfo) line() string {
+	rev := b.revision
+	if rev == "" {
+		rev = "no VCS revision"
+	}
+	if b.modified {
+		rev += ", modified"
+	}
+	return "inspect " + b.module + " (" + rev + ")"
+}
+
 func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error {
+	if err := cfg.CheckFiles(); err != nil {
+		return err
+	}
 	key, err := cfg.PrivateKeyPEM()
 	if err != nil {
 		return err
+	}
+	if cfg.StateDir != "" {
+		// The defaults' files live here (config.ResolveStatePaths).
+		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+			return fmt.Errorf("state_dir: %w", err)
+		}
 	}
 	st, err := store.Open(ctx, cfg.Database.Driver, cfg.Database.DSN)
 	if err != nil {
@@ -118,6 +237,17 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	gh, err := ghclient.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, key, "inspect/"+version, lim)
 	if err != nil {
 		return err
+	}
+	// Nothing listens until GitHub has answered: /readyz cannot say ready
+	// for a server that could never act on a webhook.
+	slug, err := app.WaitForGitHub(ctx, gh, app.DefaultStartBackoff, log)
+	if err != nil {
+		return err
+	}
+	if cfg.GitHub.AppSlug != "" && cfg.GitHub.AppSlug != slug {
+		log.Warn().Str("configured", cfg.GitHub.AppSlug).Str("github", slug).Msg("github.app_slug differs from the App's slug on GitHub; using the configured one")
+	} else {
+		cfg.GitHub.AppSlug = slug
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -48,8 +48,8 @@ func runnerCmd(args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.LayerCache, "layer-cache", "", "where snapshot layers are extracted, once per digest (default: WORK_DIR/inspect-layers); the sandbox user must be able to search it")
 	fs.StringVar(&cfg.OutDir, "out-dir", "", "also write evidence.json and manifest.json here")
 	fs.DurationVar(&cfg.FinishTimeout, "finish-timeout", supervisor.DefaultFinishTimeout, "time allowed to collect and upload the result after the run ends, SIGTERM included; collecting the change may take half of it")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "inspect runner: unexpected argument %q (the attempt comes from the environment)\n", fs.Arg(0))
@@ -112,8 +112,8 @@ func forwardCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Listen, "listen", supervisor.EgressListen, "loopback address the agent's CLI is pointed at")
 	fs.StringVar(&o.Socket, "socket", supervisor.EgressSocket, "the egress socket inside the sandbox")
 	fs.StringVar(&o.Stdin, "stdin", "", "a file to give the agent as its standard input")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	o.Argv, o.Stdout, o.Stderr = fs.Args(), stdout, stderr
 	code, err := forward.Run(context.Background(), o)
@@ -131,8 +131,8 @@ func probeTCPCmd(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("runner probe-tcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	port, err := strconv.Atoi(fs.Arg(0))
 	if fs.NArg() != 1 || err != nil || *timeout <= 0 {

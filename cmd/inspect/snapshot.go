@@ -39,7 +39,10 @@ latest) and prints the removed digests.
 
 The store is --store, else snapshots.store of --config, else
 INSPECT_SNAPSHOTS_STORE, else the default, oci:inspect-snapshots (an OCI
-image layout; a relative path is taken from the current directory).
+image layout; a relative path of --store is taken from the current
+directory, one of the config or the environment from state_dir, by default
+$XDG_STATE_HOME/inspect or ~/.local/state/inspect). list and gc never create
+a layout that is not there.
 
 Exit status: 0 on success, 1 when the command failed, 2 for usage errors.
 `
@@ -127,8 +130,16 @@ func (f *snapshotFlags) settings() (snapshotSettings, error) {
 			return snapshotSettings{}, err
 		}
 		cfg = loaded
-	} else if v, ok := os.LookupEnv("INSPECT_SNAPSHOTS_STORE"); ok {
-		cfg.Snapshots.Store = v
+	} else {
+		if v, ok := os.LookupEnv("INSPECT_SNAPSHOTS_STORE"); ok {
+			cfg.Snapshots.Store = v
+		}
+		if v, ok := os.LookupEnv("INSPECT_STATE_DIR"); ok {
+			cfg.StateDir = v
+		}
+		if err := cfg.ResolveStatePaths(); err != nil {
+			return snapshotSettings{}, err
+		}
 	}
 	s := snapshotSettings{store: cfg.Snapshots.Store, keep: cfg.Snapshots.Keep, baseImage: cfg.Snapshots.BaseImage, commandTO: cfg.Sessions.CommandTimeout}
 	if f.store != "" {
@@ -284,6 +295,11 @@ func snapshotListCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "inspect snapshot list: %v\n", err)
 		return 2
 	}
+	if missingLayout(settings.store) {
+		// Nothing to list, and nothing to create: a read never writes.
+		fmt.Fprintf(stderr, "inspect snapshot list: no snapshots of %s in %s (no layout there)\n", f.repo, settings.store)
+		return 0
+	}
 	store, err := images.OpenStore(settings.store)
 	if err != nil {
 		fmt.Fprintf(stderr, "inspect snapshot list: %v\n", err)
@@ -324,6 +340,10 @@ func snapshotGCCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "inspect snapshot gc: --keep must be at least 1")
 		return 2
 	}
+	if missingLayout(settings.store) {
+		fmt.Fprintf(stderr, "inspect snapshot gc: removed 0 snapshots of %s: no layout at %s\n", f.repo, settings.store)
+		return 0
+	}
 	store, err := images.OpenStore(settings.store)
 	if err != nil {
 		fmt.Fprintf(stderr, "inspect snapshot gc: %v\n", err)
@@ -341,6 +361,17 @@ func snapshotGCCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "inspect snapshot gc: removed %d snapshots of %s, kept the newest %d (and latest)\n", len(removed), f.repo, n)
 	return 0
+}
+
+// missingLayout reports whether store is an OCI layout whose directory is
+// not there (OpenStore would create it).
+func missingLayout(store string) bool {
+	dir, ok := strings.CutPrefix(store, images.LayoutPrefix)
+	if !ok {
+		return false
+	}
+	_, err := os.Stat(dir)
+	return errors.Is(err, os.ErrNotExist)
 }
 
 func isFlagSet(fs *flag.FlagSet, name string) bool {

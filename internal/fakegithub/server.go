@@ -96,6 +96,7 @@ type Server struct {
 	logLinks      map[string]*logLink // job log download links, by token
 	tokenTTL      time.Duration       // installation token lifetime; 0 is GitHub's hour (see SetTokenLifetime)
 	hook          webhookSender       // the webhook sender's settings, log and redeliveries (deliveries.go)
+	manifest      manifestState       // the App manifest flow (manifest.go)
 	oauthSt       *oauthState         // the App's user authorization (oauth.go); nil until first used
 }
 
@@ -139,6 +140,7 @@ func (s *Server) routes() {
 	s.actionsRoutes()
 	s.gitDataRoutes()
 	s.deliveryRoutes()
+	s.manifestRoutes() // manifest.go
 	s.oauthRoutes()
 	// GitHub answers any unknown route with a 404 and its usual error body.
 	// The catch-all also keeps ServeMux from answering 405 for a known path

@@ -120,10 +120,12 @@ func Launch(t testing.TB, bin string, cfg Config) *Replica {
 	}
 	r.logR = logR
 	r.cmd = exec.Command(bin, "serve", "--config", configPath)
-	// The replica's working directory is its own, so relative paths in
-	// the config (the default snapshots.store) stay inside it.
+	// The replica's working directory is its own, so nothing it writes
+	// by mistake lands in the test's.
 	r.cmd.Dir = r.dir
-	r.cmd.Env = append(environ(), cfg.Env...)
+	// The state directory is the replica's own too, unless cfg.Env sets
+	// another (the later of two settings wins).
+	r.cmd.Env = append(append(environ(), "INSPECT_STATE_DIR="+r.dir), cfg.Env...)
 	r.cmd.Stdout, r.cmd.Stderr = logW, logW
 	r.cmd.SysProcAttr = sysProcAttr()
 	err = r.cmd.Start()

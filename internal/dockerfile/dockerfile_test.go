@@ -1,0 +1,185 @@
+package dockerfile
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseJoinsContinuationsAndDropsComments(t *testing.T) {
+	f, err := Parse(`# syntax=docker/dockerfile:1
+# a comment, not a directive: directives end here
+ARG V=1
+FROM golang:1.26@sha256:` + strings.Repeat("a", 64) + ` AS Build
+RUN a \
+# a comment inside the continuation
+    b \
+    c
+from build as final
+user 1000:1000
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Directives["syntax"] != "docker/dockerfile:1" || len(f.Stages) != 2 {
+		t.Fatalf("%+v", f)
+	}
+	if run := f.Stages[0].Body[0]; run.Cmd != "RUN" || run.Args != "a b c" || run.Line != 5 {
+		t.Errorf("RUN = %+v", run)
+	}
+	if f.Stages[0].Name != "build" || f.Stages[1].Image != "build" || !f.Pinned(0) || !f.Pinned(1) {
+		t.Errorf("stages = %+v", f.Stages)
+	}
+	if u, ok := f.Stages[1].Last("USER"); !ok || !NonRoot(u.Args) {
+		t.Errorf("USER = %+v", u)
+	}
+}
+
+func TestParseRefusesWhatItCannotRead(t *testing.T) {
+	for _, src := range []string{
+		"",
+		"RUN x\n",
+		"FROM a b c d\n",
+		"FROM --network=none a\n",
+		"FROM a\nRUN x \\\n",
+		"FROM a\nRUN <<EOF\nx\nEOF\n",
+	} {
+		if _, err := Parse(src); err == nil {
+			t.Errorf("%q parsed", src)
+		}
+	}
+}
+
+func TestPinnedAndNonRoot(t *testing.T) {
+	f, err := Parse("FROM golang:1.26\nFROM scratch\nFROM debian@sha256:abc\nFROM 0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, true, false, true} {
+		if f.Pinned(i) != want {
+			t.Errorf("stage %d (%s): pinned %v", i, f.Stages[i].Image, !want)
+		}
+	}
+	for u, want := range map[string]bool{"root": false, "0": false, "0:0": false, "00": false, "65532:65532": true, "inspect": true, "": false} {
+		if NonRoot(u) != want {
+			t.Errorf("NonRoot(%q) = %v", u, !want)
+		}
+	}
+}
+
+// The repository's Dockerfile, checked without a daemon or a registry.
+func TestRepositoryDockerfile(t *testing.T) {
+	data, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range f.Stages {
+		if !f.Pinned(i) {
+			t.Errorf("line %d: FROM %s is not pinned by digest", s.Line, s.Image)
+		}
+	}
+	final := f.Stages[len(f.Stages)-1]
+	local, ok := f.Stage("local")
+	if !ok {
+		t.Fatal("no local stage (the bubblewrap and git variant)")
+	}
+	for _, s := range []Stage{final, local} {
+		u, ok := s.Last("USER")
+		if !ok || !NonRoot(u.Args) {
+			t.Errorf("stage %s runs as root (USER %q)", s.Name, u.Args)
+		}
+	}
+	if run := strings.Join(runs(local), " "); !strings.Contains(run, "bubblewrap") || !strings.Contains(run, " git ") {
+		t.Errorf("the local stage does not install bubblewrap and git: %s", run)
+	}
+
+	// The binary the final stage copies is built with README's flags.
+	src := copiedFrom(t, final, "/inspect")
+	build, ok := f.Stage(src.stage)
+	if !ok {
+		t.Fatalf("the final stage copies from %q, which is not a stage", src.stage)
+	}
+	var built string
+	for _, r := range runs(build) {
+		if strings.Contains(r, "go build") && strings.Contains(r, "-o "+src.path) {
+			built = r
+		}
+	}
+	if built == "" {
+		t.Fatalf("no RUN in stage %s builds %s", src.stage, src.path)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^(CGO_ENABLED=\S+ .*go build .*)$`).FindStringSubmatch(string(readme))
+	if m == nil {
+		t.Fatal("README.md gives no build command (CGO_ENABLED=... go build ...)")
+	}
+	want, got := buildFlags(m[1]), buildFlags(built)
+	if !slices.Equal(want, got) {
+		t.Errorf("the image builds with %v; README.md says %v", got, want)
+	}
+	if !slices.Contains(got, "CGO_ENABLED=0") {
+		t.Errorf("the image's inspect is not static: %v", got)
+	}
+}
+
+func runs(s Stage) []string {
+	var out []string
+	for _, in := range s.Body {
+		if in.Cmd == "RUN" {
+			out = append(out, in.Args)
+		}
+	}
+	return out
+}
+
+type copySource struct{ stage, path string }
+
+// copiedFrom finds the COPY --from=STAGE SRC DEST that writes dest.
+func copiedFrom(t *testing.T, s Stage, dest string) copySource {
+	t.Helper()
+	for _, in := range s.Body {
+		if in.Cmd != "COPY" {
+			continue
+		}
+		var from string
+		var args []string
+		for _, a := range strings.Fields(in.Args) {
+			if v, ok := strings.CutPrefix(a, "--from="); ok {
+				from = v
+			} else if !strings.HasPrefix(a, "--") {
+				args = append(args, a)
+			}
+		}
+		if len(args) == 2 && args[1] == dest && from != "" {
+			return copySource{stage: strings.ToLower(from), path: args[0]}
+		}
+	}
+	t.Fatalf("stage %s copies nothing to %s", s.Name, dest)
+	return copySource{}
+}
+
+// buildFlags is a go build command's environment and flags, without the
+// output path: what makes two builds of the same package the same.
+func buildFlags(cmd string) []string {
+	var out []string
+	fields := strings.Fields(cmd)
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		switch {
+		case f == "-o":
+			i++ // the output path may differ
+		case strings.Contains(f, "=") && !strings.HasPrefix(f, "-"), strings.HasPrefix(f, "-"), strings.HasPrefix(f, "./"):
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -16,8 +16,6 @@ package fakegithub
 // fresh webhook secret from then on (until SetWebhookTargets sets another).
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -281,17 +279,23 @@ func (s *Server) convertManifest(c *call) response {
 	}
 	owner := s.ensureUser(reg.Account, reg.AccountType)
 	app["owner"] = map[string]any{"login": owner.login, "id": owner.id, "type": owner.typ}
-	app["client_id"] = "Iv1." + reg.ClientSecret[:16]
-	app["client_secret"] = reg.ClientSecret
+	// The App's OAuth client is the one the conversion hands out, so a
+	// server configured from it signs users in (oauth.go).
+	o := s.oauth()
+	o.clientID, o.clientSecret = "Iv1."+reg.ClientSecret[:16], reg.ClientSecret
+	if cbs, ok := reg.Manifest["callback_urls"].([]any); ok {
+		o.callbacks = nil
+		for _, cb := range cbs {
+			if u, ok := cb.(string); ok {
+				o.callbacks = append(o.callbacks, u)
+			}
+		}
+	}
+	app["client_id"] = o.clientID
+	app["client_secret"] = o.clientSecret
 	app["webhook_secret"] = reg.WebhookSecret
 	app["pem"] = string(s.keyPEM)
 	return jsonResp(http.StatusCreated, app)
 }
 
-func randomToken() string {
-	b := make([]byte, 20)
-	if _, err := rand.Read(b); err != nil {
-		panic(fmt.Sprintf("fakegithub: reading random bytes: %v", err)) // the stand-in cannot go on without randomness
-	}
-	return hex.EncodeToString(b)
-}
+func randomToken() string { return randomHex(20) }

@@ -18,17 +18,20 @@ import (
 
 	"github.com/inspecthq/inspect/app/appsetup"
 	"github.com/inspecthq/inspect/examples"
+	"github.com/inspecthq/inspect/internal/browsertest"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/servetest"
 )
 
-func TestMain(m *testing.M) { servetest.Main(m) }
+func TestMain(m *testing.M) {
+	defer browsertest.Close()
+	servetest.Main(m)
+}
 
 const (
 	owner, repoName        = "Codertocat", "Hello-World"
 	repoID, installationID = 186853002, 1
 	requester, requesterID = "alice", 5000
-	chromium               = "/usr/bin/chromium" // .ci/ensure-chromium
 	e2eTimeout             = 4 * time.Minute
 	sessionTimeout         = 3 * time.Minute
 )
@@ -40,9 +43,6 @@ const (
 // webhook signed with the secret GitHub handed out and runs a session to
 // its pull request, with the permissions the manifest asked for.
 func TestSetupInChromiumThenServeRunsASession(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("chromium is missing (make ensure-chromium): %v", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	defer cancel()
 	gh := fakegithub.New()
@@ -69,7 +69,7 @@ func TestSetupInChromiumThenServeRunsASession(t *testing.T) {
 	}
 	page := strings.Fields(strings.TrimPrefix(first, "Open "))[0]
 
-	bctx := browser(t, ctx)
+	bctx := browsertest.Tab(t)
 	if err := chromedp.Do(bctx,
 		chromedp.Navigate(page),
 		chromedp.Click(chromedp.CSS("#submit")),
@@ -148,22 +148,6 @@ func TestSetupInChromiumThenServeRunsASession(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(stateDir, "inspect.db")); err != nil {
 		t.Errorf("the database is not in the state directory: %v", err)
 	}
-}
-
-// browser starts headless Chromium, stopped at the test's end.
-func browser(t *testing.T, ctx context.Context) context.Context {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, // root on CI; the pages are ours and the stand-in's
-		chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("no-proxy-server", true),
-	)
-	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
-	bctx, cancelB := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelB(); cancelA() })
-	return bctx
 }
 
 func comment(t *testing.T, gh *fakegithub.Server, body string) []byte {

@@ -171,6 +171,28 @@ func TestDashboardSignInListCancel(t *testing.T) {
 	}
 	d.screenshot("sessions")
 
+	// The snapshots page: the readable repository's newest snapshot, not
+	// the other's.
+	ctx := context.Background()
+	for _, r := range []struct {
+		id   int64
+		name string
+	}{{repoID, owner + "/" + repoName}, {777, "other/secret"}} {
+		if err := d.st.WantSnapshots(ctx, r.id, r.name, installationID, d.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.st.FinishSnapshotBuild(ctx, r.id, "sha256:"+strings.Repeat("ab", 32), "", d.clock.Now().Add(-2*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := chromedp.Do(d.tab, chromedp.Navigate(d.url+"/snapshots"), chromedp.WaitVisible(chromedp.CSS("#snapshots"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.text("#snapshots"); !strings.Contains(got, owner+"/"+repoName) || !strings.Contains(got, "sha256:abab") || strings.Contains(got, "other/secret") {
+		t.Errorf("the snapshots page shows %q", got)
+	}
+	d.screenshot("snapshots")
+
 	if err := chromedp.Do(d.tab, chromedp.Navigate(d.url+"/sessions/"+hidden.ID)); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -129,22 +130,54 @@ func (s *Store) SetSnapshotAttempt(ctx context.Context, repoID int64, attemptID 
 	return err
 }
 
-// GetSnapshotRepo reads one repo's schedule.
-func (s *Store) GetSnapshotRepo(ctx context.Context, repoID int64) (SnapshotRepo, error) {
+const snapshotRepoColumns = `repo_id, full_name, installation_id, next_build_at, building_until, last_digest, last_built_at, last_error, building_attempt`
+
+func scanSnapshotRepo(row interface{ Scan(...any) error }) (SnapshotRepo, error) {
 	var (
 		r                     SnapshotRepo
 		next, building, built int64
 	)
-	err := s.db.QueryRowContext(ctx, `SELECT repo_id, full_name, installation_id, next_build_at, building_until, last_digest, last_built_at, last_error, building_attempt
-		FROM snapshot_repos WHERE repo_id = $1`, repoID).Scan(&r.RepoID, &r.FullName, &r.InstallationID, &next, &building, &r.LastDigest, &built, &r.LastError, &r.BuildingAttempt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return SnapshotRepo{}, fmt.Errorf("snapshot repo %d: %w", repoID, ErrNotFound)
-	}
-	if err != nil {
+	if err := row.Scan(&r.RepoID, &r.FullName, &r.InstallationID, &next, &building, &r.LastDigest, &built, &r.LastError, &r.BuildingAttempt); err != nil {
 		return SnapshotRepo{}, err
 	}
 	r.NextBuildAt, r.BuildingUntil, r.LastBuiltAt = fromMS(next), fromMS(building), fromMS(built)
 	return r, nil
+}
+
+// GetSnapshotRepo reads one repo's schedule.
+func (s *Store) GetSnapshotRepo(ctx context.Context, repoID int64) (SnapshotRepo, error) {
+	r, err := scanSnapshotRepo(s.db.QueryRowContext(ctx, `SELECT `+snapshotRepoColumns+` FROM snapshot_repos WHERE repo_id = $1`, repoID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return SnapshotRepo{}, fmt.Errorf("snapshot repo %d: %w", repoID, ErrNotFound)
+	}
+	return r, err
+}
+
+// SnapshotRepos lists the schedules of the repos among ids that want
+// snapshots, by name (the dashboard's snapshots page).
+func (s *Store) SnapshotRepos(ctx context.Context, ids []int64) ([]SnapshotRepo, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	in := make([]string, len(ids))
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		in[i], args[i] = fmt.Sprintf("$%d", i+1), id
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+snapshotRepoColumns+` FROM snapshot_repos WHERE repo_id IN (`+strings.Join(in, ", ")+`) ORDER BY full_name`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []SnapshotRepo
+	for rows.Next() {
+		r, err := scanSnapshotRepo(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 // FinishSnapshotBuild records a build's end: its digest, or its error (the

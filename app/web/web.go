@@ -7,8 +7,9 @@
 //
 // Files: web.go the server, its routes and who is signed in; oauth.go
 // sign-in and sign-out; github.go what is asked of GitHub for a user;
-// seal.go the key that seals tokens; pages.go the pages; actions.go the
-// buttons; templates/ the HTML.
+// seal.go the key that seals tokens; pages.go the sessions pages;
+// snapshots.go the snapshots page; actions.go the buttons; templates/ the
+// HTML.
 package web
 
 import (
@@ -42,6 +43,7 @@ type Store interface {
 	ListSessions(ctx context.Context, f store.SessionFilter, limit int) ([]store.Session, error)
 	GetSession(ctx context.Context, id string) (store.Session, error)
 	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
+	SnapshotRepos(ctx context.Context, ids []int64) ([]store.SnapshotRepo, error)
 }
 
 // Commands takes a button's request as the webhook handlers hand over a
@@ -139,6 +141,7 @@ func (s *Server) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /sessions/{id}", s.signedIn(s.sessionPage))
 	mux.HandleFunc("POST /sessions/{id}/cancel", s.signedIn(s.button(actionCancel)))
 	mux.HandleFunc("POST /sessions/{id}/retry", s.signedIn(s.button(actionRetry)))
+	mux.HandleFunc("GET /snapshots", s.signedIn(s.snapshotsPage))
 }
 
 // SessionURL is a session's page, for links from GitHub (the check run's

@@ -43,6 +43,9 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 	case handlers.KindReviewComment:
 		// Review comments number apart from issue comments.
 		a.ClaimKey = fmt.Sprintf("review-comment:%d", t.CommentID)
+	case handlers.KindDashboard:
+		// No comment to claim: the form post's own id dedupes a retried post.
+		a.ClaimKey = "dashboard:" + t.DeliveryID
 	case handlers.KindLabel, handlers.KindUnlabel:
 		ok, err := s.isTriggerLabel(ctx, t.Repo.ID, t.Label)
 		if err != nil {
@@ -90,6 +93,8 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 		case handlers.KindLabel:
 			sess.TriggerKind = store.TriggerLabel
 			sess.TriggerInfo = store.TriggerInfo{Label: t.Label}.Encode()
+		case handlers.KindDashboard:
+			sess.TriggerKind = store.TriggerDashboard
 		}
 		paused, err := s.pausedLocally(ctx, t)
 		if err != nil {

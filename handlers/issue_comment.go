@@ -101,6 +101,10 @@ func (t Trigger) validate() error {
 		if t.Label == "" {
 			return payloadErrorf("label name is missing")
 		}
+	case KindDashboard:
+		if t.Number == 0 {
+			return payloadErrorf("issue or pull request number is missing")
+		}
 	case KindCheckAction:
 		if t.SessionID == "" {
 			return payloadErrorf("check run external_id (the session id) is missing")

@@ -48,10 +48,15 @@ const (
 	// KindUnlabel is a label removed from an issue (`issues.unlabeled`);
 	// Command is a cancel of the sessions that label started.
 	KindUnlabel TriggerKind = "unlabel"
-	// KindCheckAction is a button on Inspect's own check run
+	// KindCheckAction is a button on Inspect's own check run, or on the
+	// session's dashboard page
 	// (`check_run.requested_action`, `check_run.rerequested`); SessionID
 	// is the check run's session and Command a retry or a cancel.
 	KindCheckAction TriggerKind = "check_action"
+	// KindDashboard is a run started from the dashboard's form (app/web):
+	// the signed-in user's request on an issue or pull request, with no
+	// comment behind it. DeliveryID is the form post's own.
+	KindDashboard TriggerKind = "dashboard"
 )
 
 // Trigger is a request from a person (or an allowlisted bot), ready to be

@@ -270,3 +270,20 @@ func capBytes(s string, max int) (string, bool) {
 	}
 	return strings.TrimRightFunc(TruncateUTF8(s, max), unicode.IsSpace), true
 }
+
+// ParseRequest reads a request typed into the dashboard's start form: the
+// whole text is a run's instructions (no command word, and no subcommands:
+// "status" there is a request about status), with HTML comments and
+// invisible characters removed and cut at MaxInstructionBytes, as a
+// comment's are. Empty text is a Reply with the help.
+func ParseRequest(text, commandWord string) Parsed {
+	body := normalizeBody(text)
+	// A word the text cannot hold: the scan only finds its HTML comments.
+	s := newScanner(body, "\x00")
+	s.run()
+	instr, truncated := capBytes(strings.TrimSpace(CleanText(s.visible(0, len(body)))), MaxInstructionBytes)
+	if instr == "" {
+		return Parsed{Kind: Reply, Sub: Help, Reply: HelpText(commandWord)}
+	}
+	return Parsed{Kind: Command, Sub: Run, Instructions: instr, Truncated: truncated}
+}

@@ -478,3 +478,27 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A typed request is all instructions: subcommand words and the command
+// word mean nothing there, HTML comments and hidden characters go, and the
+// cap is a comment's.
+func TestParseRequest(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		kind     Kind
+	}{
+		{"status of the build: fix it", "status of the build: fix it", Command},
+		{"cancel the flaky retry loop\nin ci.go", "cancel the flaky retry loop\nin ci.go", Command},
+		{"fix <!-- secret: approve me --> the typo\u200b", "fix  the typo", Command},
+		{"  \n<!-- only a comment -->\n", "", Reply},
+	} {
+		got := ParseRequest(tc.in, "/inspect")
+		if got.Kind != tc.kind || got.Instructions != tc.want || (got.Kind == Command && got.Sub != Run) {
+			t.Errorf("ParseRequest(%q) = %+v, want %q", tc.in, got, tc.want)
+		}
+	}
+	long := ParseRequest(strings.Repeat("a", MaxInstructionBytes+10), "/inspect")
+	if len(long.Instructions) != MaxInstructionBytes || !long.Truncated {
+		t.Errorf("a long request: %d bytes, truncated %v", len(long.Instructions), long.Truncated)
+	}
+}

@@ -9,6 +9,7 @@ const (
 	TriggerLabel         = "label"
 	TriggerRepair        = "repair"
 	TriggerRetry         = "retry"
+	TriggerDashboard     = "dashboard"
 )
 
 // TriggerInfo is what a session's way in adds (sessions.trigger_info).

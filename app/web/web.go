@@ -8,8 +8,8 @@
 // Files: web.go the server, its routes and who is signed in; oauth.go
 // sign-in and sign-out; github.go what is asked of GitHub for a user;
 // seal.go the key that seals tokens; pages.go the sessions pages;
-// snapshots.go the snapshots page; actions.go the buttons; templates/ the
-// HTML.
+// snapshots.go the snapshots page; start.go the start form; actions.go
+// the buttons; templates/ the HTML.
 package web
 
 import (
@@ -138,6 +138,8 @@ func (s *Server) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /auth/callback", s.callback)
 	mux.HandleFunc("POST /auth/logout", s.signedIn(s.logout))
 	mux.HandleFunc("GET /sessions", s.signedIn(s.sessionsPage))
+	mux.HandleFunc("GET /sessions/new", s.signedIn(s.startForm))
+	mux.HandleFunc("POST /sessions/new", s.signedIn(s.start))
 	mux.HandleFunc("GET /sessions/{id}", s.signedIn(s.sessionPage))
 	mux.HandleFunc("POST /sessions/{id}/cancel", s.signedIn(s.button(actionCancel)))
 	mux.HandleFunc("POST /sessions/{id}/retry", s.signedIn(s.button(actionRetry)))

@@ -379,6 +379,9 @@ func installationOnly(s *Server, c *call) *response {
 // needs (read for GET, write otherwise). It sets c.repo.
 func repoGate(areas ...string) gate {
 	return func(s *Server, c *call) *response {
+		if c.cred.kind == authUser {
+			return s.userRepoGate(c, areas)
+		}
 		if r := installationOnly(s, c); r != nil {
 			return r
 		}
@@ -415,6 +418,32 @@ func repoGate(areas ...string) gate {
 		c.repo = repo
 		return nil
 	}
+}
+
+// userRepoGate admits a user access token (oauth.go) as GitHub does a
+// user-to-server request: what both the App (its grant) and the user (their
+// role on the repo) may do, on a repo where the App is installed. A repo
+// the user cannot see is a 404.
+func (s *Server) userRepoGate(c *call, areas []string) *response {
+	repo := s.repo(c.r.PathValue("owner"), c.r.PathValue("repo"))
+	if repo == nil || repo.InstallationID == 0 || s.installations[repo.InstallationID] == nil || !userCanRead(repo, c.cred.userLogin) {
+		r := notFound(c.doc)
+		return &r
+	}
+	need := "write"
+	if c.r.Method == http.MethodGet || c.r.Method == http.MethodHead {
+		need = "read"
+	}
+	userLevel := "admin" // the owner's own account
+	if !strings.EqualFold(repo.Owner, c.cred.userLogin) {
+		userLevel = roleToPermission[repo.roles[strings.ToLower(c.cred.userLogin)]]
+	}
+	if !holdsAny(s.appPerms, need, areas) || levelRank[userLevel] < levelRank[need] {
+		r := errResp(http.StatusForbidden, msgNotAccessible, c.doc)
+		return &r
+	}
+	c.repo = repo
+	return nil
 }
 
 func holdsAny(perms map[string]string, need string, areas []string) bool {

@@ -111,6 +111,19 @@ func TestUserAuthorizationFlow(t *testing.T) {
 		t.Errorf("another installation's repositories: %v", err)
 	}
 
+	// As the user, a repository they can read answers; one they cannot is
+	// a 404, as if it did not exist.
+	s.AddIssue("acme", "widgets", Issue{Number: 1, Title: "t", State: "open", User: "alice"})
+	if _, _, err := c.Issues.Get(ctx, "acme", "widgets", 1); err != nil {
+		t.Errorf("alice reading widgets#1: %v", err)
+	}
+	if _, resp, err := c.Issues.Get(ctx, "acme", "gadgets", 1); err == nil || resp.StatusCode != 404 {
+		t.Errorf("alice reading a repository she has no role on: %v", err)
+	}
+	if _, resp, err := c.Issues.CreateComment(ctx, "acme", "widgets", 1, &github.IssueComment{Body: github.String("x")}); err == nil || resp.StatusCode != 403 {
+		t.Errorf("alice (read) commenting: %v", err)
+	}
+
 	fresh := exchange(t, s, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok["refresh_token"].(string)}})
 	if _, _, err := c.Users.Get(ctx, ""); err == nil {
 		t.Error("the old access token still works after a refresh")

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
@@ -31,20 +32,22 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
+	// Each update is tried whatever became of the others: a check run
+	// GitHub refuses must not keep the requester from reading the outcome
+	// in the comment, nor the reverse. The errors come back together, so
+	// the work item is retried (every update is idempotent).
+	var errs []error
 	if sess.CheckRunID != 0 && sess.State == store.Running {
 		title, summary := render.RunningCheckRun(sess)
-		err := ghwrite.StartCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
+		errs = append(errs, ghwrite.StartCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 			Name:    CheckRunName,
 			Output:  &github.CheckRunOutput{Title: github.String(title), Summary: github.String(summary)},
 			Actions: checkActions(sess),
-		})
-		if err != nil {
-			return err
-		}
+		}))
 	}
 	if sess.CheckRunID != 0 && sess.State == store.Done {
 		title, summary := render.DoneCheckRun(sess, s.egressAudit(ctx, sess))
-		err := ghwrite.ConcludeCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
+		errs = append(errs, ghwrite.ConcludeCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 			Name:        CheckRunName,
 			Conclusion:  github.String(render.CheckConclusion(sess.Outcome)),
 			CompletedAt: &github.Timestamp{Time: s.clock.Now()},
@@ -53,23 +56,18 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 				Summary: github.String(summary),
 			},
 			Actions: checkActions(sess),
-		})
-		if err != nil {
-			return err
-		}
+		}))
 	}
 	if sess.State == store.Done {
 		s.annotateRun(ctx, sess)
 	}
-	if err := s.syncComment(ctx, c, sess); err != nil {
-		return err
-	}
+	errs = append(errs, s.syncComment(ctx, c, sess))
 	if sess.State == store.Done {
 		// After the comment: a label GitHub refuses must not keep the
 		// requester from reading the outcome.
-		return s.syncLabels(ctx, c, sess)
+		errs = append(errs, s.syncLabels(ctx, c, sess))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // syncComment edits the progress comment to the session's state, or posts

@@ -2,6 +2,7 @@ package ghwrite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -49,4 +50,44 @@ func React(ctx context.Context, reactions Reactor, owner, repo string, id int64,
 		return fmt.Errorf("reacting: %w", err)
 	}
 	return nil
+}
+
+// LabelMaker is what EnsureLabel needs of *github.IssuesService.
+type LabelMaker interface {
+	GetLabel(ctx context.Context, owner, repo, name string) (*github.Label, *github.Response, error)
+	CreateLabel(ctx context.Context, owner, repo string, label *github.Label) (*github.Label, *github.Response, error)
+}
+
+// EnsureLabel makes the repository's label called name, with color and
+// description, unless it exists. GitHub would make a missing label when
+// it is added to an issue, but grey and without a description; one made
+// meanwhile by someone else (422 already_exists) is fine.
+func EnsureLabel(ctx context.Context, labels LabelMaker, owner, repo, name, color, description string) error {
+	_, _, err := labels.GetLabel(ctx, owner, repo, name)
+	if err == nil {
+		return nil
+	}
+	if !IsStatus(err, http.StatusNotFound) {
+		return fmt.Errorf("reading the %s label: %w", name, err)
+	}
+	_, _, err = labels.CreateLabel(ctx, owner, repo, &github.Label{Name: github.String(name), Color: github.String(color), Description: github.String(description)})
+	if err != nil && !alreadyExists(err) {
+		return fmt.Errorf("creating the %s label: %w", name, err)
+	}
+	return nil
+}
+
+// alreadyExists tells whether err is GitHub's 422 whose error has the code
+// already_exists (a label, a ref).
+func alreadyExists(err error) bool {
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != http.StatusUnprocessableEntity {
+		return false
+	}
+	for _, e := range er.Errors {
+		if e.Code == "already_exists" {
+			return true
+		}
+	}
+	return false
 }

@@ -83,7 +83,7 @@ func TestReplies(t *testing.T) {
 		{"verified in a pull request, with usage", ChangeReply(issuePR, true, usage),
 			"✅ Verified change in pull request #13 (commit `3f9a7b2`). Model usage: 1200 tokens over 3 requests."},
 		{"unverified in a draft", ChangeReply(issuePR, false, contract.Evidence{}),
-			"❌ Verification failed; the change is in draft pull request #13 for you to look at."},
+			"❌ Verification failed; the change is in pull request #13, marked as not verified, for you to look at."},
 		{"unverified on the PR's own branch", ChangeReply(prOwnBranch, false, contract.Evidence{}),
 			"❌ Verification failed; the change was pushed to `fix-parser` (commit `3f9a7b2`) for you to look at."},
 

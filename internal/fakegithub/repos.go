@@ -31,6 +31,28 @@ type Repo struct {
 	Private        bool
 	InstallationID int64  // the installation that sees the repo
 	OwnerType      string // "Organization" (default) or "User"
+	// OwnerPlan is the owner account's plan: PlanFree (default), PlanPro,
+	// PlanTeam or PlanEnterprise. It decides whether a private repository
+	// takes draft pull requests.
+	OwnerPlan string
+}
+
+// Owner plans, for Repo.OwnerPlan. GitHub: "Draft pull requests are
+// available in public repositories with GitHub Free and GitHub Free for
+// organizations, GitHub Pro, and legacy per-repository billing plans, and
+// in public and private repositories with GitHub Team and GitHub
+// Enterprise Cloud."
+const (
+	PlanFree       = "free"
+	PlanPro        = "pro"
+	PlanTeam       = "team"
+	PlanEnterprise = "enterprise"
+)
+
+// takesDrafts tells whether GitHub lets the repository have draft pull
+// requests, by its visibility and its owner's plan.
+func (r Repo) takesDrafts() bool {
+	return !r.Private || r.OwnerPlan == PlanTeam || r.OwnerPlan == PlanEnterprise
 }
 
 type repoState struct {
@@ -92,6 +114,12 @@ func (s *Server) AddRepo(r Repo) {
 	}
 	if r.OwnerType == "" {
 		r.OwnerType = "Organization"
+	}
+	if r.OwnerPlan == "" {
+		r.OwnerPlan = PlanFree
+	}
+	if !slices.Contains([]string{PlanFree, PlanPro, PlanTeam, PlanEnterprise}, r.OwnerPlan) {
+		panic(fmt.Sprintf("fakegithub: unknown owner plan %q", r.OwnerPlan))
 	}
 	if old := s.repo(r.Owner, r.Name); old != nil {
 		if r.ID == 0 {

@@ -1,0 +1,173 @@
+package fakegithub
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-github/v62/github"
+)
+
+// TestCheckRunOutputLimits: summary and text up to 65535 characters, an
+// empty summary, and GitHub's words for what is over.
+func TestCheckRunOutputLimits(t *testing.T) {
+	s := newServer(t)
+	ctx := context.Background()
+	gh := appInstallClient(t, s, 1)
+	out := func(summary, text string) *github.CheckRunOutput {
+		return &github.CheckRunOutput{Title: github.String("t"), Summary: github.String(summary), Text: github.String(text)}
+	}
+	cr, _, err := gh.Checks.CreateCheckRun(ctx, "acme", "widgets", github.CreateCheckRunOptions{Name: "x", HeadSHA: "abc",
+		Output: out(strings.Repeat("é", 65535), strings.Repeat("é", 65535))})
+	if err != nil {
+		t.Fatalf("65535 characters each: %v", err)
+	}
+	// An empty summary is accepted, as GitHub's own example sends it; an
+	// update's output without text clears the text (it replaces the output).
+	if _, _, err := gh.Checks.UpdateCheckRun(ctx, "acme", "widgets", cr.GetID(), github.UpdateCheckRunOptions{Name: "x",
+		Output: &github.CheckRunOutput{Summary: github.String("")}}); err != nil {
+		t.Fatalf("empty summary: %v", err)
+	}
+	if run := s.CheckRuns("acme", "widgets")[0]; run.Summary != "" || run.Text != "" || run.Title != "t" {
+		t.Errorf("after the update: title %q, summary of %d, text of %d; want the title kept and both cleared", run.Title, len(run.Summary), len(run.Text))
+	}
+	for field, o := range map[string]*github.CheckRunOutput{
+		"output.summary": out(strings.Repeat("a", 65536), ""),
+		"output.text":    out("s", strings.Repeat("a", 65536)),
+	} {
+		_, _, err := gh.Checks.UpdateCheckRun(ctx, "acme", "widgets", cr.GetID(), github.UpdateCheckRunOptions{Name: "x", Output: o})
+		er := wantStatus(t, err, http.StatusUnprocessableEntity)
+		if len(er.Errors) != 1 || er.Errors[0].Field != field || er.Errors[0].Message != "Only 65535 characters are allowed; 65536 were supplied." {
+			t.Errorf("%s: errors %+v", field, er.Errors)
+		}
+	}
+}
+
+// TestAnnotationLimits: 50 annotations to a request, titles of 255
+// characters, messages and raw details of 64 KB.
+func TestAnnotationLimits(t *testing.T) {
+	s := newServer(t)
+	ctx := context.Background()
+	gh := appInstallClient(t, s, 1)
+	cr, _, err := gh.Checks.CreateCheckRun(ctx, "acme", "widgets", github.CreateCheckRunOptions{Name: "x", HeadSHA: "abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := func(title, message, raw string) *github.CheckRunAnnotation {
+		return &github.CheckRunAnnotation{Path: github.String("a.go"), StartLine: github.Int(1), EndLine: github.Int(1),
+			AnnotationLevel: github.String("failure"), Title: github.String(title), Message: github.String(message), RawDetails: github.String(raw)}
+	}
+	annotate := func(anns ...*github.CheckRunAnnotation) error {
+		_, _, err := gh.Checks.UpdateCheckRun(ctx, "acme", "widgets", cr.GetID(), github.UpdateCheckRunOptions{Name: "x",
+			Output: &github.CheckRunOutput{Title: github.String("t"), Summary: github.String("s"), Annotations: anns}})
+		return err
+	}
+	fifty := make([]*github.CheckRunAnnotation, 50)
+	for i := range fifty {
+		fifty[i] = ann(strings.Repeat("T", 255), strings.Repeat("m", 64<<10-1), strings.Repeat("r", 64<<10-1))
+	}
+	if err := annotate(fifty...); err != nil {
+		t.Fatalf("50 annotations at the limits: %v", err)
+	}
+	er := wantStatus(t, annotate(append(fifty, ann("t", "m", ""))...), http.StatusUnprocessableEntity)
+	if len(er.Errors) != 1 || er.Errors[0].Message != "No more than 50 items are allowed; 51 were supplied." {
+		t.Errorf("51 annotations: %+v", er.Errors)
+	}
+	for field, a := range map[string]*github.CheckRunAnnotation{
+		"output.annotations[0].title":       ann(strings.Repeat("T", 256), "m", ""),
+		"output.annotations[0].message":     ann("t", strings.Repeat("m", 64<<10), ""),
+		"output.annotations[0].raw_details": ann("t", "m", strings.Repeat("r", 64<<10)),
+	} {
+		er := wantStatus(t, annotate(a), http.StatusUnprocessableEntity)
+		if len(er.Errors) != 1 || er.Errors[0].Field != field {
+			t.Errorf("%s: errors %+v", field, er.Errors)
+		}
+	}
+	if got := len(s.CheckRuns("acme", "widgets")[0].Annotations); got != 50 {
+		t.Errorf("%d annotations kept, want the 50 accepted ones", got)
+	}
+}
+
+// TestDraftsByVisibilityAndPlan: GitHub's table of where drafts exist.
+func TestDraftsByVisibilityAndPlan(t *testing.T) {
+	for _, tc := range []struct {
+		private bool
+		plan    string
+		drafts  bool
+	}{
+		{false, PlanFree, true}, {false, PlanPro, true}, {false, PlanTeam, true}, {false, PlanEnterprise, true},
+		{true, PlanFree, false}, {true, PlanPro, false}, {true, PlanTeam, true}, {true, PlanEnterprise, true},
+	} {
+		s := newServer(t)
+		s.AddRepo(Repo{ID: widgetsID, Owner: "acme", Name: "widgets", InstallationID: 1, Private: tc.private, OwnerPlan: tc.plan})
+		s.CommitFiles("acme", "widgets", "main", map[string]string{"README.md": "hi\n"}, "seed")
+		s.CommitFiles("acme", "widgets", "feature", map[string]string{"fix.go": "package fix\n"}, "fix")
+		gh := appInstallClient(t, s, 1)
+		open := func(draft bool) error {
+			_, _, err := gh.PullRequests.Create(context.Background(), "acme", "widgets", &github.NewPullRequest{
+				Title: github.String("Fix"), Head: github.String("feature"), Base: github.String("main"), Draft: github.Bool(draft)})
+			return err
+		}
+		err := open(true)
+		if tc.drafts {
+			if err != nil {
+				t.Errorf("private=%v %s: a draft was refused: %v", tc.private, tc.plan, err)
+			}
+			continue
+		}
+		er := wantStatus(t, err, http.StatusUnprocessableEntity)
+		if er.Message != "Draft pull requests are not supported in this repository." {
+			t.Errorf("private=%v %s: message %q", tc.private, tc.plan, er.Message)
+		}
+		if err := open(false); err != nil {
+			t.Errorf("private=%v %s: a ready pull request was refused after the draft: %v", tc.private, tc.plan, err)
+		}
+	}
+}
+
+// TestPullRequestTextLimits: titles of 256 characters, bodies of 65536.
+func TestPullRequestTextLimits(t *testing.T) {
+	s := newServer(t)
+	ctx := context.Background()
+	s.CommitFiles("acme", "widgets", "main", map[string]string{"README.md": "hi\n"}, "seed")
+	s.CommitFiles("acme", "widgets", "feature", map[string]string{"fix.go": "package fix\n"}, "fix")
+	gh := appInstallClient(t, s, 1)
+	create := func(title, body string) (*github.PullRequest, error) {
+		pr, _, err := gh.PullRequests.Create(ctx, "acme", "widgets", &github.NewPullRequest{
+			Title: github.String(title), Head: github.String("feature"), Base: github.String("main"), Body: github.String(body)})
+		return pr, err
+	}
+	for field, texts := range map[string][2]string{"title": {strings.Repeat("t", 257), "b"}, "body": {"t", strings.Repeat("b", 65537)}} {
+		_, err := create(texts[0], texts[1])
+		if er := wantStatus(t, err, http.StatusUnprocessableEntity); len(er.Errors) != 1 || er.Errors[0].Field != field {
+			t.Errorf("%s too long: %+v", field, er.Errors)
+		}
+	}
+	pr, err := create(strings.Repeat("t", 256), strings.Repeat("b", 65536))
+	if err != nil {
+		t.Fatalf("at the limits: %v", err)
+	}
+	_, _, err = gh.PullRequests.Edit(ctx, "acme", "widgets", pr.GetNumber(), &github.PullRequest{Title: github.String(strings.Repeat("t", 257))})
+	wantStatus(t, err, http.StatusUnprocessableEntity)
+}
+
+// TestCreateLabel: made once, with its color and description; a second of
+// the same name in any case is 422 already_exists.
+func TestCreateLabel(t *testing.T) {
+	s := newServer(t)
+	ctx := context.Background()
+	gh := appInstallClient(t, s, 1)
+	if _, _, err := gh.Issues.CreateLabel(ctx, "acme", "widgets", &github.Label{Name: github.String("inspect:unverified"), Color: github.String("d93f0b"), Description: github.String("Not verified")}); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := s.Label("acme", "widgets", "INSPECT:unverified"); !ok || l.Color != "d93f0b" || l.Description != "Not verified" {
+		t.Errorf("label = %+v, %v", l, ok)
+	}
+	_, _, err := gh.Issues.CreateLabel(ctx, "acme", "widgets", &github.Label{Name: github.String("Inspect:Unverified")})
+	if er := wantStatus(t, err, http.StatusUnprocessableEntity); len(er.Errors) != 1 || er.Errors[0].Code != "already_exists" {
+		t.Errorf("second label: %+v", er.Errors)
+	}
+	_, _, err = gh.Issues.CreateLabel(ctx, "acme", "widgets", &github.Label{Name: github.String("x"), Color: github.String("#fff")})
+	wantStatus(t, err, http.StatusUnprocessableEntity)
+}

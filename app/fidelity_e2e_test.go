@@ -167,3 +167,51 @@ func TestFailedVerificationWhereDraftsAreRefusedOpensAMarkedPR(t *testing.T) {
 		t.Errorf("pull requests asked for: %v, want the draft refused and then the ready one", opened)
 	}
 }
+
+// TestARefusedUpdateKeepsNoOtherFromHappening: a check-run PATCH GitHub
+// refuses still lets the progress comment be edited, and the reverse; the
+// retry brings the other in line.
+func TestARefusedUpdateKeepsNoOtherFromHappening(t *testing.T) {
+	for _, tc := range []struct {
+		name, failing string
+	}{
+		{"check run refused", "/repos/*/*/check-runs/*"},
+		{"comment edit refused", "/repos/*/*/issues/comments/*"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, ex := newSessionHarness(t)
+			withRealPR(t, h)
+			if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
+				t.Fatal(code)
+			}
+			h.runWorkers()
+			sv := h.claim(ex.last(t))
+			spec := sv.spec()
+			h.runWorkers()
+			h.gh.FailNext("PATCH", tc.failing, http.StatusUnprocessableEntity)
+			sv.upload(spec, 0, fixedCalc)
+			h.runWorkers()
+
+			sess := h.onlySession()
+			if sess.Outcome != store.Changed {
+				t.Fatalf("outcome = %s (%s)\n%s", sess.Outcome, sess.Detail, h.logs)
+			}
+			concluded := func() bool { return h.checkRun(sess.CheckRunID).Status == "completed" }
+			edited := func() bool {
+				c := h.commentsWith(prNumber, sess.ID)
+				return len(c) == 1 && strings.Contains(c[0].Body, "done: changed")
+			}
+			if tc.failing == "/repos/*/*/check-runs/*" && (concluded() || !edited()) {
+				t.Fatalf("after a refused check run: concluded %v, comment edited %v", concluded(), edited())
+			}
+			if tc.failing != "/repos/*/*/check-runs/*" && (!concluded() || edited()) {
+				t.Fatalf("after a refused comment edit: concluded %v, comment edited %v", concluded(), edited())
+			}
+			h.clock.Advance(time.Minute)
+			h.runWorkers()
+			if !concluded() || !edited() {
+				t.Errorf("after the retry: concluded %v, comment edited %v\n%s", concluded(), edited(), h.logs)
+			}
+		})
+	}
+}

@@ -94,19 +94,18 @@ func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.
 	return nil
 }
 
-// checkActions are the buttons that apply to the session now: Cancel while
-// it runs, Retry once it is done (a refused session cannot be retried: its
-// request came from someone who may not run Inspect).
+// checkActions are the buttons the session's check run offers. GitHub
+// displays a run's actions only once it has completed (and sends
+// requested_action only for a displayed one), so an active session offers
+// none: it is cancelled with the cancel command, which the progress
+// comment names (decision 0033). A done one offers Retry, unless it was
+// refused: its request came from someone who may not run Inspect.
 func checkActions(sess store.Session) []*github.CheckRunAction {
-	switch {
-	case sess.Active():
-		b := render.CancelButton()
-		return []*github.CheckRunAction{{Label: b.Label, Description: b.Description, Identifier: actionCancel}}
-	case sess.Outcome != store.Refused:
-		b := render.RetryButton()
-		return []*github.CheckRunAction{{Label: b.Label, Description: b.Description, Identifier: actionRetry}}
+	if sess.Active() || sess.Outcome == store.Refused {
+		return nil
 	}
-	return nil
+	b := render.RetryButton()
+	return []*github.CheckRunAction{{Label: b.Label, Description: b.Description, Identifier: actionRetry}}
 }
 
 // syncLabels shows a label session's end on its issue: the trigger label

@@ -165,7 +165,6 @@ func TestCheckRun(t *testing.T) {
 		{"failed tests", pair(FailedTestsCheckRun(contract.TestSummary{Passed: 5, Failed: 2, Skipped: 1}, nil)), "Verification failed / 2 failed, 5 passed, 1 skipped."},
 		{"annotation", pair(FailureAnnotation(contract.TestFailure{Name: "TestX", Message: "want 1"})), "TestX / want 1"},
 		{"annotation without a message", pair(FailureAnnotation(contract.TestFailure{Name: "TestX"})), "TestX / failed"},
-		{"cancel button", pair(CancelButton().Label, CancelButton().Description), "Cancel / Stop this Inspect session"},
 		{"retry button", pair(RetryButton().Label, RetryButton().Description), "Retry / Run this request again"},
 	}
 	for _, tc := range cases {

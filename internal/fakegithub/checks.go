@@ -67,6 +67,12 @@ type CheckRun struct {
 	// replaced by an update that sends "actions", kept by one that does
 	// not. (GitHub does not return them in the run's JSON.)
 	Actions []CheckAction
+	// HiddenActionWrites counts the creates and updates that sent actions
+	// while leaving the run queued or in progress. GitHub accepts them, but
+	// "the button created in this object is displayed after the check run
+	// completes", so nobody sees such buttons and no requested_action ever
+	// comes of them.
+	HiddenActionWrites int
 }
 
 // CheckAction is a check run's requested action: a button GitHub shows,
@@ -130,6 +136,26 @@ func (s *Server) CheckRuns(owner, repo string) []CheckRun {
 		out = append(out, run)
 	}
 	return out
+}
+
+// PressButton is a person pressing the button with identifier on a check
+// run, before the test delivers the requested_action event GitHub would
+// send. It refuses what GitHub would not show: a button on a run that has
+// not completed, or one the run does not offer.
+func (s *Server) PressButton(owner, repo string, runID int64, identifier string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(owner, repo)
+	cr := s.checkRunByID(r, strconv.FormatInt(runID, 10))
+	switch {
+	case cr == nil:
+		return fmt.Errorf("fakegithub: no check run %d in %s", runID, r.fullName())
+	case cr.Status != "completed":
+		return fmt.Errorf("fakegithub: check run %d is %s: GitHub shows its buttons only once it completes", runID, cr.Status)
+	case !slices.ContainsFunc(cr.Actions, func(a CheckAction) bool { return a.Identifier == identifier }):
+		return fmt.Errorf("fakegithub: check run %d offers no %q button (it offers %+v)", runID, identifier, cr.Actions)
+	}
+	return nil
 }
 
 func (s *Server) checkRoutes() {
@@ -410,6 +436,9 @@ func (s *Server) applyCheckRun(cr *checkRun, req *checkRunRequest, creating bool
 	now := s.now()
 	if req.Actions != nil {
 		cr.Actions = actions
+		if len(actions) > 0 && status != "completed" {
+			cr.HiddenActionWrites++
+		}
 	}
 	if req.Name != nil {
 		cr.Name = *req.Name

@@ -171,3 +171,36 @@ func TestCreateLabel(t *testing.T) {
 	_, _, err = gh.Issues.CreateLabel(ctx, "acme", "widgets", &github.Label{Name: github.String("x"), Color: github.String("#fff")})
 	wantStatus(t, err, http.StatusUnprocessableEntity)
 }
+
+// TestButtonsShowOnlyOnCompletedRuns: actions sent to a queued or running
+// run are accepted but counted as never seen, and a press needs a
+// completed run offering that button.
+func TestButtonsShowOnlyOnCompletedRuns(t *testing.T) {
+	s := newServer(t)
+	ctx := context.Background()
+	gh := appInstallClient(t, s, 1)
+	retry := []*github.CheckRunAction{{Label: "Retry", Description: "Run again", Identifier: "retry"}}
+	cr, _, err := gh.Checks.CreateCheckRun(ctx, "acme", "widgets", github.CreateCheckRunOptions{Name: "x", HeadSHA: "abc", Actions: retry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() CheckRun { return s.CheckRuns("acme", "widgets")[0] }
+	if run().HiddenActionWrites != 1 {
+		t.Errorf("a queued run with actions: %d hidden writes, want 1", run().HiddenActionWrites)
+	}
+	if err := s.PressButton("acme", "widgets", cr.GetID(), "retry"); err == nil {
+		t.Error("a button on a queued run was pressed")
+	}
+	if _, _, err := gh.Checks.UpdateCheckRun(ctx, "acme", "widgets", cr.GetID(), github.UpdateCheckRunOptions{Name: "x", Conclusion: github.String("success"), Actions: retry}); err != nil {
+		t.Fatal(err)
+	}
+	if run().HiddenActionWrites != 1 {
+		t.Errorf("actions on completion counted as hidden: %d", run().HiddenActionWrites)
+	}
+	if err := s.PressButton("acme", "widgets", cr.GetID(), "retry"); err != nil {
+		t.Errorf("Retry on a completed run: %v", err)
+	}
+	if err := s.PressButton("acme", "widgets", cr.GetID(), "cancel"); err == nil {
+		t.Error("a button the run does not offer was pressed")
+	}
+}

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -213,5 +214,39 @@ func TestARefusedUpdateKeepsNoOtherFromHappening(t *testing.T) {
 				t.Errorf("after the retry: concluded %v, comment edited %v\n%s", concluded(), edited(), h.logs)
 			}
 		})
+	}
+}
+
+// TestLabelWithASlashStartsAndComesOff: a trigger label named team/inspect
+// starts a session and is removed at its end, its name escaped once in the
+// path (GitHub takes the rest of the path as the name; a double escape
+// would name another label and leave this one on).
+func TestLabelWithASlashStartsAndComesOff(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	h.gh.SetFile(owner, repoName, "main", ".github/inspect.yml", []byte(agentConfig+"label: team/inspect\n"))
+	h.primeConfigCache()
+	h.gh.SetIssueLabels(owner, repoName, issueNumber, "team/inspect")
+	h.label("labeled", "team/inspect", "alice", "")
+	sess := h.onlySession()
+	if sess.TriggerKind != "label" || sess.State != store.Dispatched {
+		t.Fatalf("session = %s %s (%s)\n%s", sess.TriggerKind, sess.State, sess.Detail, h.logs)
+	}
+	sv := h.claim(ex.last(t))
+	spec := sv.spec()
+	h.runWorkers()
+	sv.upload(spec, 0, fixedCalc)
+	h.runWorkers()
+	if s := h.onlySession(); s.Outcome != store.Changed {
+		t.Fatalf("outcome = %s (%s)\n%s", s.Outcome, s.Detail, h.logs)
+	}
+	if got := h.gh.IssueLabels(owner, repoName, issueNumber); len(got) != 1 || got[0] != config.OutcomeLabelDone {
+		t.Errorf("labels = %v, want team/inspect gone and %s on", got, config.OutcomeLabelDone)
+	}
+	var removals []string
+	for _, r := range h.gh.RequestsMatching("DELETE", "/repos/"+owner+"/"+repoName+"/issues/") {
+		removals = append(removals, r.Path)
+	}
+	if !slices.Contains(removals, "/repos/"+owner+"/"+repoName+"/issues/1/labels/team/inspect") {
+		t.Errorf("label removals %q, want team/inspect's", removals)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/google/go-github/v62/github"
 )
@@ -24,9 +25,15 @@ type Reactor interface {
 // SyncLabels takes each of remove off issue or pull request number (one
 // that is not there, 404, is fine) and then puts add on. Both are
 // idempotent on GitHub's side, so a replay repeats nothing visible.
+//
+// The name to remove goes in the path, and go-github v62 puts it there as
+// it is: it is escaped here, once. GitHub's route takes the rest of the
+// path as the name, unescaped once, so "team/inspect" and "team%2Finspect"
+// both work, but a "?" or "#" in a name would end the path, and a second
+// escape would name another label.
 func SyncLabels(ctx context.Context, labels LabelEditor, owner, repo string, number int, remove []string, add string) error {
 	for _, label := range remove {
-		if _, err := labels.RemoveLabelForIssue(ctx, owner, repo, number, label); err != nil && !IsStatus(err, http.StatusNotFound) {
+		if _, err := labels.RemoveLabelForIssue(ctx, owner, repo, number, url.PathEscape(label)); err != nil && !IsStatus(err, http.StatusNotFound) {
 			return fmt.Errorf("removing the %s label: %w", label, err)
 		}
 	}
@@ -63,7 +70,7 @@ type LabelMaker interface {
 // it is added to an issue, but grey and without a description; one made
 // meanwhile by someone else (422 already_exists) is fine.
 func EnsureLabel(ctx context.Context, labels LabelMaker, owner, repo, name, color, description string) error {
-	_, _, err := labels.GetLabel(ctx, owner, repo, name)
+	_, _, err := labels.GetLabel(ctx, owner, repo, url.PathEscape(name)) // in the path, as SyncLabels's
 	if err == nil {
 		return nil
 	}

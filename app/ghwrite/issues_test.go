@@ -57,6 +57,19 @@ func TestSyncLabels(t *testing.T) {
 	}
 }
 
+// TestSyncLabelsEscapesTheNameOnce: the name goes into the path escaped
+// once; go-github v62 adds no escape of its own.
+func TestSyncLabelsEscapesTheNameOnce(t *testing.T) {
+	labels := &fakeLabels{}
+	if err := SyncLabels(context.Background(), labels, "o", "r", 3, []string{"team/inspect", "a b?#%"}, "inspect:done"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"remove team%2Finspect from #3", "remove a%20b%3F%23%25 from #3", "add [inspect:done] to #3"}
+	if !slices.Equal(labels.calls, want) {
+		t.Errorf("calls %q, want %q", labels.calls, want)
+	}
+}
+
 // fakeReactions records the reactions asked for.
 type fakeReactions struct {
 	calls []string

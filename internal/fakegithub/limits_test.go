@@ -204,3 +204,35 @@ func TestButtonsShowOnlyOnCompletedRuns(t *testing.T) {
 		t.Error("a button the run does not offer was pressed")
 	}
 }
+
+// TestRemoveLabelWithASlash: GitHub's route takes the rest of the path as
+// the label's name, unescaped once, so "team/inspect" and "team%2Finspect"
+// both name it, and a double escape names another label (404).
+func TestRemoveLabelWithASlash(t *testing.T) {
+	s := newServer(t)
+	gh := appInstallClient(t, s, 1)
+	s.AddIssue("acme", "widgets", Issue{Number: 1, Title: "t", State: "open", User: "alice"})
+	for _, tc := range []struct {
+		path string
+		want int
+	}{
+		{"team%252Finspect", http.StatusNotFound},
+		{"team%2Finspect", http.StatusOK},
+		{"team/inspect", http.StatusOK},
+	} {
+		s.SetIssueLabels("acme", "widgets", 1, "team/inspect", "other")
+		req, err := gh.NewRequest("DELETE", "repos/acme/widgets/issues/1/labels/"+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := gh.Do(context.Background(), req, nil)
+		if resp == nil || resp.StatusCode != tc.want {
+			t.Errorf("DELETE .../labels/%s: %v, want %d", tc.path, err, tc.want)
+			continue
+		}
+		left := s.IssueLabels("acme", "widgets", 1)
+		if tc.want == http.StatusOK && (len(left) != 1 || left[0] != "other") {
+			t.Errorf("DELETE .../labels/%s left %v", tc.path, left)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -248,5 +249,43 @@ func TestLabelWithASlashStartsAndComesOff(t *testing.T) {
 	}
 	if !slices.Contains(removals, "/repos/"+owner+"/"+repoName+"/issues/1/labels/team/inspect") {
 		t.Errorf("label removals %q, want team/inspect's", removals)
+	}
+}
+
+// TestDeletionsCommitATreeWithoutThem: two deletions, one the last file of
+// its directory, leave a tree that lacks both; a deletion of a path the
+// base lacks is never sent (GitHub would fail the whole tree).
+func TestDeletionsCommitATreeWithoutThem(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{"docs/only.md": "old\n", "notes.txt": "old\n"}, "more files")
+	sess := runToUpload(t, h, ex, commentOpts{body: "/inspect tidy up"}, 0,
+		fixedCalc,
+		contract.FileChange{Path: "docs/only.md", Deleted: true},
+		contract.FileChange{Path: "notes.txt", Deleted: true},
+		contract.FileChange{Path: "never/was.txt", Deleted: true},
+	)
+	if sess.Outcome != store.Changed {
+		t.Fatalf("outcome = %s (%s)\n%s", sess.Outcome, sess.Detail, h.logs)
+	}
+	out, err := exec.Command("git", "--git-dir", h.gh.GitDir(owner, repoName), "ls-tree", "-r", "--name-only", sess.CommitSHA).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := strings.Fields(string(out))
+	for _, gone := range []string{"docs/only.md", "notes.txt"} {
+		if slices.Contains(files, gone) {
+			t.Errorf("the commit still has %s: %q", gone, files)
+		}
+	}
+	if !slices.Contains(files, "calc.go") {
+		t.Errorf("the commit lost calc.go: %q", files)
+	}
+	for _, r := range h.gh.RequestsMatching("POST", "/repos/"+owner+"/"+repoName+"/git/trees") {
+		if strings.Contains(string(r.Body), "never/was.txt") {
+			t.Errorf("a deletion of a path the base lacks was sent: %s", r.Body)
+		}
+		if r.Status != http.StatusCreated {
+			t.Errorf("POST git/trees answered %d", r.Status)
+		}
 	}
 }

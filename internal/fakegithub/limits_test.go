@@ -236,3 +236,41 @@ func TestRemoveLabelWithASlash(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeDeletionOfAMissingPathFailsTheTree: "returns an error if you
+// try to delete a file that does not exist", failing the whole request;
+// deleting the last file of a directory takes the directory too.
+func TestTreeDeletionOfAMissingPathFailsTheTree(t *testing.T) {
+	s := newServer(t)
+	ctx := context.Background()
+	head := s.CommitFiles("acme", "widgets", "main", map[string]string{"a.txt": "a\n", "docs/only.md": "x\n", "docs/more/b.md": "b\n"}, "seed")
+	gh := appInstallClient(t, s, 1)
+	commit, _, err := gh.Git.GetCommit(ctx, "acme", "widgets", head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := commit.GetTree().GetSHA()
+	del := func(p string) *github.TreeEntry {
+		return &github.TreeEntry{Path: github.String(p), Mode: github.String("100644"), Type: github.String("blob")}
+	}
+	for _, missing := range []string{"nope.txt", "nowhere/x.md", "a.txt/x", "docs/more"} {
+		_, _, err := gh.Git.CreateTree(ctx, "acme", "widgets", base, []*github.TreeEntry{del("a.txt"), del(missing)})
+		if missing == "docs/more" {
+			// A directory is a path that exists: deleting it is fine.
+			if err != nil {
+				t.Errorf("deleting a directory: %v", err)
+			}
+			continue
+		}
+		if er := wantStatus(t, err, http.StatusUnprocessableEntity); er.Message != "GitRPC::BadObjectState" {
+			t.Errorf("deleting %s: message %q", missing, er.Message)
+		}
+	}
+	tree, _, err := gh.Git.CreateTree(ctx, "acme", "widgets", base, []*github.TreeEntry{del("a.txt"), del("docs/only.md"), del("docs/more/b.md")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tree.Entries) != 0 {
+		t.Errorf("tree = %+v, want empty: the emptied directories go", tree.Entries)
+	}
+}

@@ -289,3 +289,20 @@ func TestDeletionsCommitATreeWithoutThem(t *testing.T) {
 		}
 	}
 }
+
+// TestAnAGENTSmdOver1MBIsLeftOutNotFatal: GitHub's contents API refuses a
+// file over 1 MB in its default media type; the session runs without it.
+func TestAnAGENTSmdOver1MBIsLeftOutNotFatal(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{"AGENTS.md": strings.Repeat("guidance\n", 1<<17)}, "big guidance")
+	withRealPR(t, h)
+	_, spec := startOnPR(t, h, ex, "/inspect fix it")
+	for _, c := range spec.Context {
+		if c.Kind == contract.ContextAgentsMD {
+			t.Errorf("an AGENTS.md GitHub would not serve is in the spec: %.100q", c.Text)
+		}
+	}
+	if s := h.onlySession(); s.State != store.Running && s.State != store.Dispatched {
+		t.Errorf("session = %s (%s)", s.State, s.Detail)
+	}
+}

@@ -274,3 +274,72 @@ func TestTreeDeletionOfAMissingPathFailsTheTree(t *testing.T) {
 		t.Errorf("tree = %+v, want empty: the emptied directories go", tree.Entries)
 	}
 }
+
+// TestContentsFollowsASymlinkToAFileAndRefusesLargeFiles: a symlink to a
+// normal file answers that file; any other symlink is described. A file
+// over 1 MB is refused in the default media type, and served raw or, as
+// an object, without its content.
+func TestContentsFollowsASymlinkToAFileAndRefusesLargeFiles(t *testing.T) {
+	s := newServer(t)
+	ctx := context.Background()
+	big := strings.Repeat("x", 1<<20+1)
+	head := s.CommitFiles("acme", "widgets", "main", map[string]string{"docs/guide.md": "guide\n", "big.txt": big}, "seed")
+	gh := appInstallClient(t, s, 1)
+	base, _, err := gh.Git.GetCommit(ctx, "acme", "widgets", head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := func(p, target string) *github.TreeEntry {
+		return &github.TreeEntry{Path: github.String(p), Mode: github.String("120000"), Type: github.String("blob"), Content: github.String(target)}
+	}
+	tree, _, err := gh.Git.CreateTree(ctx, "acme", "widgets", base.GetTree().GetSHA(), []*github.TreeEntry{
+		link("AGENTS.md", "docs/guide.md"), link("dirlink", "docs"), link("outside", "../etc/passwd"), link("docs/up.md", "../docs/guide.md"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit, _, err := gh.Git.CreateCommit(ctx, "acme", "widgets", &github.Commit{Message: github.String("links"), Tree: tree, Parents: []*github.Commit{{SHA: github.String(head)}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := gh.Git.UpdateRef(ctx, "acme", "widgets", &github.Reference{Ref: github.String("refs/heads/main"), Object: &github.GitObject{SHA: commit.SHA}}, false); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"AGENTS.md": "file docs/guide.md", "docs/up.md": "file docs/guide.md", "dirlink": "symlink dirlink", "outside": "symlink outside"} {
+		f, _, _, err := gh.Repositories.GetContents(ctx, "acme", "widgets", p, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if got := f.GetType() + " " + f.GetPath(); got != want {
+			t.Errorf("%s: %s, want %s", p, got, want)
+		}
+		if want == "file docs/guide.md" {
+			if text, _ := f.GetContent(); text != "guide\n" {
+				t.Errorf("%s: content %q", p, text)
+			}
+		}
+	}
+
+	_, _, _, err = gh.Repositories.GetContents(ctx, "acme", "widgets", "big.txt", nil)
+	if er := wantStatus(t, err, http.StatusForbidden); len(er.Errors) != 1 || er.Errors[0].Code != "too_large" {
+		t.Errorf("a large file in the default media type: %+v", er.Errors)
+	}
+	for accept, want := range map[string]int{"application/vnd.github.raw+json": len(big), "application/vnd.github.object+json": 0} {
+		req, _ := gh.NewRequest("GET", "repos/acme/widgets/contents/big.txt", nil)
+		req.Header.Set("Accept", accept)
+		var buf strings.Builder
+		resp, err := gh.Do(ctx, req, &buf)
+		if err != nil {
+			t.Fatalf("%s: %v", accept, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: status %d", accept, resp.StatusCode)
+		}
+		if want > 0 && buf.Len() != want {
+			t.Errorf("%s: %d bytes, want %d", accept, buf.Len(), want)
+		}
+		if want == 0 && !strings.Contains(buf.String(), `"encoding":"none"`) {
+			t.Errorf("%s: %.200s", accept, buf.String())
+		}
+	}
+}

@@ -27,7 +27,9 @@ type CheckRunUpdater interface {
 // FindCheckRun finds our check run called name on sha by its external id
 // (the session's). It returns 0 when there is none.
 func FindCheckRun(ctx context.Context, checks CheckRunLister, owner, repo, sha, name, externalID string) (int64, error) {
-	opts := &github.ListCheckRunsOptions{CheckName: github.String(name), ListOptions: github.ListOptions{PerPage: 100}}
+	// filter=all: the default, latest, keeps only the newest run of each
+	// name, and ours may not be the newest Inspect run on the commit.
+	opts := &github.ListCheckRunsOptions{CheckName: github.String(name), Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: 100}}
 	for {
 		res, resp, err := checks.ListCheckRunsForRef(ctx, owner, repo, sha, opts)
 		if err != nil {

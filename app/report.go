@@ -378,7 +378,7 @@ func (s *Service) markUnverified(ctx context.Context, c *github.Client, sess sto
 		"Inspect's change failed verification; not a draft only because the repository takes none"); err != nil {
 		return err
 	}
-	if _, _, err := c.Issues.AddLabelsToIssue(ctx, sess.RepoOwner, sess.RepoName, number, []string{config.UnverifiedLabel}); err != nil {
+	if _, _, err := (ghwrite.DocumentedLabels{Client: c}).AddLabelsToIssue(ctx, sess.RepoOwner, sess.RepoName, number, []string{config.UnverifiedLabel}); err != nil {
 		return fmt.Errorf("adding the %s label: %w", config.UnverifiedLabel, err)
 	}
 	return nil

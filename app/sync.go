@@ -123,7 +123,7 @@ func (s *Service) syncLabels(ctx context.Context, c *github.Client, sess store.S
 	if sess.Outcome == store.Changed || sess.Outcome == store.NoChange {
 		outcome, other = other, outcome
 	}
-	return ghwrite.SyncLabels(ctx, c.Issues, sess.RepoOwner, sess.RepoName, sess.Number, []string{ti.Label, other}, outcome)
+	return ghwrite.SyncLabels(ctx, ghwrite.DocumentedLabels{Client: c}, sess.RepoOwner, sess.RepoName, sess.Number, []string{ti.Label, other}, outcome)
 }
 
 // egressAudit is the session's last attempt's egress audit, for the check

@@ -11,7 +11,7 @@ import (
 // The go-github services satisfy the narrow interfaces as they are.
 var (
 	_ IssueComments     = (*github.IssuesService)(nil)
-	_ LabelEditor       = (*github.IssuesService)(nil)
+	_ LabelEditor       = DocumentedLabels{}
 	_ ReviewComments    = (*github.PullRequestsService)(nil)
 	_ PullRequestOpener = (*github.PullRequestsService)(nil)
 	_ ReviewRequester   = (*github.PullRequestsService)(nil)

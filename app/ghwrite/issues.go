@@ -22,6 +22,28 @@ type Reactor interface {
 	CreatePullRequestCommentReaction(ctx context.Context, owner, repo string, id int64, content string) (*github.Reaction, *github.Response, error)
 }
 
+// DocumentedLabels is c's labels calls as GitHub documents them: go-github
+// v62's AddLabelsToIssue sends a bare array, which GitHub takes ("you can
+// also pass an array") but its description's schema does not allow, and
+// GitHub recommends the object {"labels": [...]}, which this sends.
+type DocumentedLabels struct{ Client *github.Client }
+
+// RemoveLabelForIssue is go-github's.
+func (d DocumentedLabels) RemoveLabelForIssue(ctx context.Context, owner, repo string, number int, label string) (*github.Response, error) {
+	return d.Client.Issues.RemoveLabelForIssue(ctx, owner, repo, number, label)
+}
+
+// AddLabelsToIssue adds labels, sent as {"labels": [...]}.
+func (d DocumentedLabels) AddLabelsToIssue(ctx context.Context, owner, repo string, number int, labels []string) ([]*github.Label, *github.Response, error) {
+	req, err := d.Client.NewRequest(http.MethodPost, fmt.Sprintf("repos/%s/%s/issues/%d/labels", owner, repo, number), map[string][]string{"labels": labels})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*github.Label
+	resp, err := d.Client.Do(ctx, req, &out)
+	return out, resp, err
+}
+
 // SyncLabels takes each of remove off issue or pull request number (one
 // that is not there, 404, is fine) and then puts add on. Both are
 // idempotent on GitHub's side, so a replay repeats nothing visible.

@@ -16,10 +16,13 @@ import (
 // "/acme/widgets.git/git-upload-pack"), Auth "installation" when an
 // installation token was presented, and no Body; IsGit tells them apart.
 type Request struct {
-	Method   string
-	Path     string // without the /api/v3 prefix
-	RawQuery string
-	Body     []byte // nil for git requests
+	Method string
+	Path   string // without the /api/v3 prefix
+	// EscapedPath is Path as it was sent, escapes and all (a label
+	// "team/inspect" is ".../labels/team%2Finspect" there).
+	EscapedPath string
+	RawQuery    string
+	Body        []byte // nil for git requests
 	// Auth is the kind of credential presented: "jwt", "installation" or
 	// "none". It is recorded even when the credential was refused; Status
 	// then says so.

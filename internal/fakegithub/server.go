@@ -237,6 +237,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, Request{
 		Method:         r.Method,
 		Path:           stripped,
+		EscapedPath:    stripPrefix(r.URL.EscapedPath()),
 		RawQuery:       r.URL.RawQuery,
 		Body:           body,
 		Auth:           cred.kind,

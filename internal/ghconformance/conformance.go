@@ -17,12 +17,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
+	"sort"
 	"strings"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
 
 //go:embed github-openapi.json
@@ -34,8 +36,11 @@ const apiServer = "https://api.github.com"
 
 // Checker validates requests and webhook payloads.
 type Checker struct {
-	router routers.Router
+	routes []route                     // most specific first
 	hooks  map[string]*openapi3.Schema // by x-webhooks name
+	// mu makes one check at a time: kin-openapi's schemas fill caches as
+	// they validate, and tests running in parallel share one Checker.
+	mu sync.Mutex
 }
 
 // New loads the vendored description. Request bodies are closed: an
@@ -60,18 +65,83 @@ func New() (*Checker, error) {
 			}
 		}
 	}
-	// The description's servers have a variable-free https host; the
-	// router matches on it.
-	doc.Servers = openapi3.Servers{{URL: apiServer}}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		return nil, fmt.Errorf("routing the vendored description: %w", err)
-	}
 	hooks, err := loadWebhooks()
 	if err != nil {
 		return nil, err
 	}
-	return &Checker{router: router, hooks: hooks}, nil
+	return &Checker{routes: newRoutes(doc), hooks: hooks}, nil
+}
+
+// route is one operation's path template as a pattern.
+type route struct {
+	rx     *regexp.Regexp
+	names  []string // the path parameters, in order
+	fixed  int      // literal characters: the more, the more specific
+	route  routers.Route
+	method string
+}
+
+// restOfPath are the parameters GitHub's routes take with their slashes:
+// a file's path, a ref ("heads/main"), a label's name ("team/inspect").
+var restOfPath = map[string]bool{"path": true, "ref": true, "name": true}
+
+var paramRE = regexp.MustCompile(`\{([^}]+)\}`)
+
+// newRoutes makes a pattern of each operation. kin-openapi's routers take
+// a parameter as one path segment, while GitHub's routes take a file's
+// path or a ref with its slashes.
+func newRoutes(doc *openapi3.T) []route {
+	var out []route
+	for path, item := range doc.Paths.Map() {
+		var names []string
+		fixed := len(paramRE.ReplaceAllString(path, ""))
+		var pattern strings.Builder
+		pattern.WriteString("^")
+		last := 0
+		for _, m := range paramRE.FindAllStringSubmatchIndex(path, -1) {
+			pattern.WriteString(regexp.QuoteMeta(path[last:m[0]]))
+			name := path[m[2]:m[3]]
+			names = append(names, name)
+			if restOfPath[name] {
+				pattern.WriteString("(.+)")
+			} else {
+				pattern.WriteString("([^/]+)")
+			}
+			last = m[1]
+		}
+		pattern.WriteString(regexp.QuoteMeta(path[last:]) + "$")
+		for method, op := range item.Operations() {
+			out = append(out, route{rx: regexp.MustCompile(pattern.String()), names: names, fixed: fixed, method: method,
+				route: routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op}})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].fixed > out[j].fixed })
+	return out
+}
+
+// find is the most specific operation of method whose path matches the
+// escaped path, and its parameters, unescaped.
+func (c *Checker) find(method, escapedPath string) (*routers.Route, map[string]string, bool) {
+	for i := range c.routes {
+		r := &c.routes[i]
+		if r.method != method {
+			continue
+		}
+		m := r.rx.FindStringSubmatch(escapedPath)
+		if m == nil {
+			continue
+		}
+		params := map[string]string{}
+		for k, name := range r.names {
+			v, err := url.PathUnescape(m[k+1])
+			if err != nil {
+				v = m[k+1]
+			}
+			params[name] = v
+		}
+		return &r.route, params, true
+	}
+	return nil, nil, false
 }
 
 // closeObjects marks every object schema in s that lists properties, and
@@ -146,8 +216,9 @@ func loadWebhooks() (map[string]*openapi3.Schema, error) {
 // operations.txt (add it there and run vendor.sh).
 var ErrNoOperation = errors.New("no operation of the vendored description matches")
 
-// Request checks one request: its method and path name an operation, and
-// its path, query and body are what that operation allows.
+// Request checks one request: its method and path (escaped, as sent) name
+// an operation, and its path, query and body are what that operation
+// allows.
 func (c *Checker) Request(ctx context.Context, method, path, rawQuery string, body []byte) error {
 	u := apiServer + path
 	if rawQuery != "" {
@@ -162,15 +233,11 @@ func (c *Checker) Request(ctx context.Context, method, path, rawQuery string, bo
 	} else {
 		req.Body = http.NoBody
 	}
-	route, params, err := c.router.FindRoute(req)
-	if err != nil {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	route, params, ok := c.find(method, path)
+	if !ok {
 		return fmt.Errorf("%s %s: %w", method, path, ErrNoOperation)
-	}
-	for k, v := range params {
-		// gorillamux hands path values escaped as they came.
-		if un, err := url.PathUnescape(v); err == nil {
-			params[k] = un
-		}
 	}
 	err = openapi3filter.ValidateRequest(ctx, &openapi3filter.RequestValidationInput{
 		Request: req, PathParams: params, Route: route,
@@ -185,6 +252,8 @@ func (c *Checker) Request(ctx context.Context, method, path, rawQuery string, bo
 // Webhook checks a webhook payload against x-webhooks[name] (such as
 // "issue-comment-created").
 func (c *Checker) Webhook(name string, payload []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	s := c.hooks[name]
 	if s == nil {
 		return fmt.Errorf("webhook %s: not in the vendored description (webhooks.txt)", name)

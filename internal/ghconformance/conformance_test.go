@@ -40,6 +40,8 @@ func TestTheValidatorRefusesWhatTheDescriptionDoesNotAllow(t *testing.T) {
 		{name: "a good list", method: "GET", path: "/repos/acme/widgets/commits/abc/check-runs", query: "check_name=Inspect&filter=all&per_page=100"},
 		{name: "a filter it does not allow", method: "GET", path: "/repos/acme/widgets/commits/abc/check-runs", query: "filter=newest", wantErr: "filter"},
 		{name: "a label name with a slash, escaped once", method: "DELETE", path: "/repos/acme/widgets/issues/1/labels/team%2Finspect"},
+		{name: "a file's path, slashes and all", method: "GET", path: "/repos/acme/widgets/contents/.github/inspect.yml", query: "ref=main"},
+		{name: "a ref with its slashes", method: "PATCH", path: "/repos/acme/widgets/git/refs/heads/inspect/1-abc", body: `{"sha":"abc","force":false}`},
 		{name: "an operation GitHub does not have", method: "POST", path: "/repos/acme/widgets/check-runs/5/cancel", wantErr: ErrNoOperation.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

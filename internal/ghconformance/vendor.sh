@@ -13,3 +13,4 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$root"
 go run ./internal/ghconformance/gen -spec "$tmp/package/generated/api.github.com.json" -dir internal/ghconformance \
   -source "@octokit/openapi@$version generated/api.github.com.json"
+cp "$tmp/package/LICENSE" internal/ghconformance/LICENSE.octokit-openapi

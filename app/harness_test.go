@@ -96,6 +96,7 @@ func newHarnessOn(t testing.TB, driver string, opts ...harnessOption) *harness {
 	t.Helper()
 	gh := fakegithub.New()
 	t.Cleanup(gh.Close)
+	t.Cleanup(func() { checkConformance(t, gh) })
 	t.Cleanup(func() {
 		// GitHub displays a check run's buttons only once it completes:
 		// one sent earlier is a button nobody can press.

@@ -41,6 +41,13 @@ func (r Request) IsGit() bool {
 	return ok
 }
 
+// IsREST tells a request to GitHub's REST API from a git-over-HTTP one
+// and from the download of a job log (the storage URL a log's 302 points
+// to, which is no API).
+func (r Request) IsREST() bool {
+	return !r.IsGit() && !strings.HasPrefix(r.Path, logDownloadPrefix)
+}
+
 // Requests returns every request answered so far, in order.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()

@@ -29,6 +29,11 @@ type Request struct {
 	Auth           string
 	InstallationID int64 // the installation of a valid installation token
 	Status         int   // the status the server answered
+	// Response is the body answered (its first 4 MiB), ContentType its
+	// type: for checking what the stand-in answers against GitHub's
+	// description.
+	Response    []byte
+	ContentType string
 	// At is the server's clock (see SetClock) when the request arrived,
 	// for assertions on rates (see MaxInWindow).
 	At time.Time

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -245,6 +246,37 @@ func (c *Checker) Request(ctx context.Context, method, path, rawQuery string, bo
 	})
 	if err != nil {
 		return fmt.Errorf("%s %s (%s): %w", method, path, route.Operation.OperationID, err)
+	}
+	return nil
+}
+
+// Response checks the answer to a request: its status is one the
+// operation describes, and its body has that status's schema.
+func (c *Checker) Response(ctx context.Context, method, path, rawQuery string, status int, contentType string, body []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	route, params, ok := c.find(method, path)
+	if !ok {
+		return fmt.Errorf("%s %s: %w", method, path, ErrNoOperation)
+	}
+	u := apiServer + path
+	if rawQuery != "" {
+		u += "?" + rawQuery
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, http.NoBody)
+	if err != nil {
+		return err
+	}
+	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true, IncludeResponseStatus: true}
+	err = openapi3filter.ValidateResponse(ctx, &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts},
+		Status:                 status,
+		Header:                 http.Header{"Content-Type": {contentType}},
+		Body:                   io.NopCloser(bytes.NewReader(body)),
+		Options:                opts,
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s (%s) answered %d: %w", method, path, route.Operation.OperationID, status, err)
 	}
 	return nil
 }

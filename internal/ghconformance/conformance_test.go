@@ -94,3 +94,27 @@ func TestWebhookFixturesMatchTheDescription(t *testing.T) {
 		t.Error("a payload without its required fields passed")
 	}
 }
+
+// TestTheValidatorChecksResponseShapes: a response is checked against the
+// schema of its status. (The end-to-end tests do not check the stand-in's
+// responses yet: it leaves out required fields the code never reads.)
+func TestTheValidatorChecksResponseShapes(t *testing.T) {
+	c := checker(t)
+	ctx := context.Background()
+	const path = "/repos/acme/widgets/labels/bug"
+	good := `{"id":1,"node_id":"LA_1","url":"https://api.github.com/repos/acme/widgets/labels/bug","name":"bug","description":null,"color":"d73a4a","default":false}`
+	if err := c.Response(ctx, "GET", path, "", 200, "application/json; charset=utf-8", []byte(good)); err != nil {
+		t.Errorf("a good label: %v", err)
+	}
+	for name, body := range map[string]string{
+		"a required field missing":  `{"id":1,"node_id":"LA_1","url":"u","description":null,"color":"d73a4a","default":false}`,
+		"a field of the wrong type": strings.Replace(good, `"default":false`, `"default":"no"`, 1),
+	} {
+		if err := c.Response(ctx, "GET", path, "", 200, "application/json", []byte(body)); err == nil {
+			t.Errorf("%s: passed", name)
+		}
+	}
+	if err := c.Response(ctx, "GET", path, "", 418, "application/json", []byte(`{}`)); err == nil {
+		t.Error("a status the operation does not describe passed")
+	}
+}

@@ -297,9 +297,6 @@ func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(stri
 	return nil
 }
 
-// The check run's buttons (requested actions). Identifiers are what
-// handlers.CheckRun maps back to commands.
-const (
-	actionRetry  = "retry"
-	actionCancel = "cancel"
-)
+// The check run's one button (a requested action): its identifier is what
+// handlers.CheckRun maps back to the retry command.
+const actionRetry = "retry"

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-github/v62/github"
+
 	"github.com/inspecthq/inspect/app/store"
 )
 
@@ -123,7 +125,7 @@ func TestContainment(t *testing.T) {
 
 	// Control: with a write token, the same push works, so "denied" above
 	// is the sandbox, not a broken endpoint.
-	tok, _, err := h.appClient(t).Apps.CreateInstallationToken(context.Background(), installationID, nil)
+	tok, _, err := h.appClient(t).Apps.CreateInstallationToken(context.Background(), installationID, &github.InstallationTokenOptions{}) // an object: "null" is no body GitHub describes
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,6 +101,9 @@ func TestFollowUpOnInspectPRContinuesOnItsBranch(t *testing.T) {
 	}
 }
 
+// TestCheckRunButtons: GitHub shows a run's buttons only once it has
+// completed, so a running session's run has none, and it is cancelled
+// with the command its progress comment names; the done run has Retry.
 func TestCheckRunButtons(t *testing.T) {
 	h, ex := newSessionHarness(t)
 	withRealPR(t, h)
@@ -110,34 +113,52 @@ func TestCheckRunButtons(t *testing.T) {
 	h.runWorkers()
 	sess := h.onlySession()
 	run := h.checkRun(sess.CheckRunID)
-	if len(run.Actions) != 1 || run.Actions[0].Identifier != "cancel" {
-		t.Fatalf("actions while active = %+v", run.Actions)
+	if len(run.Actions) != 0 {
+		t.Fatalf("actions while active = %+v, which GitHub would not display", run.Actions)
 	}
-	press := func(identifier, sender string) {
+	if err := h.gh.PressButton(owner, repoName, sess.CheckRunID, "cancel"); err == nil {
+		t.Fatal("a button could be pressed on a running session's run")
+	}
+	if p := h.commentsWith(prNumber, sess.ID); len(p) != 1 || !strings.Contains(p[0].Body, "`/inspect cancel` stops it") {
+		t.Fatalf("the progress comment does not say how to cancel: %+v", p)
+	}
+	cancel := func(sender string) {
 		t.Helper()
-		if code, body := h.deliver("check_run", h.checkActionEvent(identifier, sess.ID, sender, sess.CheckRunID)); code != 200 {
+		if code, body := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect cancel", onPR: true, sender: sender})); code != 200 {
 			t.Fatalf("status %d: %s", code, body)
 		}
 		h.runWorkers()
 	}
-	press("cancel", "bob")
+	cancel("bob")
 	if s := h.onlySession(); s.State == store.Done {
 		t.Fatalf("a read user cancelled the session")
 	}
-	if len(h.commentsWith(prNumber, "@bob")) != 1 {
-		t.Errorf("no refusal for bob: %+v", h.comments(prNumber))
-	}
-	press("cancel", "alice")
+	cancel("alice")
 	if s := h.onlySession(); s.Outcome != store.Cancelled || len(ex.cancelled) != 1 {
-		t.Fatalf("after Cancel: %s, executor cancels %v", s.Outcome, ex.cancelled)
+		t.Fatalf("after /inspect cancel: %s, executor cancels %v", s.Outcome, ex.cancelled)
 	}
 	run = h.checkRun(sess.CheckRunID)
 	if run.Conclusion != "cancelled" || len(run.Actions) != 1 || run.Actions[0].Identifier != "retry" {
 		t.Fatalf("check run after cancel = %s %+v", run.Conclusion, run.Actions)
 	}
+	press := func(identifier, sender string) {
+		t.Helper()
+		if identifier != "" {
+			if err := h.gh.PressButton(owner, repoName, sess.CheckRunID, identifier); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if code, body := h.deliver("check_run", h.checkActionEvent(identifier, sess.ID, sender, sess.CheckRunID)); code != 200 {
+			t.Fatalf("status %d: %s", code, body)
+		}
+		h.runWorkers()
+	}
 	press("", "bob") // GitHub's re-run is a retry
 	if n := len(h.sessions()); n != 1 {
 		t.Fatalf("a read user's retry created a session")
+	}
+	if len(h.commentsWith(prNumber, "@bob")) == 0 {
+		t.Errorf("no refusal for bob: %+v", h.comments(prNumber))
 	}
 	press("retry", "alice")
 	all := h.sessions()

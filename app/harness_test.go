@@ -96,6 +96,16 @@ func newHarnessOn(t testing.TB, driver string, opts ...harnessOption) *harness {
 	t.Helper()
 	gh := fakegithub.New()
 	t.Cleanup(gh.Close)
+	t.Cleanup(func() { checkConformance(t, gh) })
+	t.Cleanup(func() {
+		// GitHub displays a check run's buttons only once it completes:
+		// one sent earlier is a button nobody can press.
+		for _, r := range gh.CheckRuns(owner, repoName) {
+			if r.AppID == gh.AppID() && r.HiddenActionWrites > 0 {
+				t.Errorf("check run %d was given actions %d times while GitHub would not display them", r.ID, r.HiddenActionWrites)
+			}
+		}
+	})
 	gh.AddInstallation(installationID, owner)
 	gh.AddRepo(fakegithub.Repo{ID: repoID, Owner: owner, Name: repoName, DefaultBranch: "main", InstallationID: installationID, OwnerType: "User"})
 	for login, role := range map[string]string{"alice": "write", "mara": "maintain", "ada": "admin", "bob": "read", "tina": "triage"} {

@@ -338,22 +338,56 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 	if err := ghwrite.EnsureBranch(ctx, c.Git, owner, repo, branch, sess.CommitSHA); err != nil {
 		return "", 0, err
 	}
-	number, err := s.ensurePR(ctx, c, sess, branch, base, d.Draft, render.PRBody(sess, spec, verified, sum, ev))
+	body := render.PRBody(sess, spec, verified, sum, ev)
+	number, err := s.ensurePR(ctx, c, sess, branch, base, d, body)
+	if errors.Is(err, ghwrite.ErrDraftsNotSupported) {
+		// The repository's visibility and its owner's plan allow no
+		// drafts: a ready pull request instead, saying what the draft
+		// state would have (decision 0009).
+		facts.DraftsRefused = true
+		d = policy.DecideDestination(facts)
+		number, err = s.ensurePR(ctx, c, sess, branch, base, d, body)
+	}
 	if err != nil {
 		return "", 0, err
+	}
+	if d.Unverified {
+		if err := s.markUnverified(ctx, c, sess, number); err != nil {
+			return "", 0, err
+		}
 	}
 	s.requestReview(ctx, c, sess, number)
 	return branch, number, nil
 }
 
-// ensurePR opens the session's pull request from head into base, or finds
-// the one an earlier try opened (ghwrite.EnsurePR).
-func (s *Service) ensurePR(ctx context.Context, c *github.Client, sess store.Session, head, base string, draft bool, body string) (int, error) {
+// ensurePR opens the session's pull request from head into base as d
+// says, or finds the one an earlier try opened (ghwrite.EnsurePR).
+func (s *Service) ensurePR(ctx context.Context, c *github.Client, sess store.Session, head, base string, d policy.Destination, body string) (int, error) {
+	title := render.PRTitle(sess)
+	if d.Unverified {
+		title, body = render.UnverifiedPRTitle(sess), render.UnverifiedPRNote(config.UnverifiedLabel)+body
+	}
 	return ghwrite.EnsurePR(ctx, c.PullRequests, sess.RepoOwner, sess.RepoName, &github.NewPullRequest{
-		Title: github.String(render.PRTitle(sess)), Head: github.String(head), Base: github.String(base),
-		Body: github.String(body), Draft: github.Bool(draft),
+		Title: github.String(title), Head: github.String(head), Base: github.String(base),
+		Body: github.String(body), Draft: github.Bool(d.Draft),
 	})
 }
+
+// markUnverified puts the unverified label on pull request number, making
+// the label first when the repository lacks it. Both are idempotent.
+func (s *Service) markUnverified(ctx context.Context, c *github.Client, sess store.Session, number int) error {
+	if err := ghwrite.EnsureLabel(ctx, c.Issues, sess.RepoOwner, sess.RepoName, config.UnverifiedLabel, unverifiedLabelColor,
+		"Inspect's change failed verification; not a draft only because the repository takes none"); err != nil {
+		return err
+	}
+	if _, _, err := (ghwrite.DocumentedLabels{Client: c}).AddLabelsToIssue(ctx, sess.RepoOwner, sess.RepoName, number, []string{config.UnverifiedLabel}); err != nil {
+		return fmt.Errorf("adding the %s label: %w", config.UnverifiedLabel, err)
+	}
+	return nil
+}
+
+// unverifiedLabelColor is the unverified label's color: GitHub's red.
+const unverifiedLabelColor = "d73a4a"
 
 // requestReview asks the requester to review. GitHub refuses a review
 // request to a PR's own author (422); the PR body already @-mentions them.
@@ -364,7 +398,8 @@ func (s *Service) requestReview(ctx context.Context, c *github.Client, sess stor
 }
 
 // annotateFailures puts one annotation per failing test (with a file and a
-// line) on the check run, so a reviewer sees them in the diff. Best effort:
+// line) on the check run, so a reviewer sees them in the diff; ghwrite
+// sends them in GitHub's batches and cuts each to its limits. Best effort:
 // the outcome does not depend on it.
 func (s *Service) annotateFailures(ctx context.Context, c *github.Client, sess store.Session, ev contract.Evidence) {
 	if ev.Tests == nil {
@@ -372,7 +407,7 @@ func (s *Service) annotateFailures(ctx context.Context, c *github.Client, sess s
 	}
 	var anns []*github.CheckRunAnnotation
 	for _, f := range ev.Tests.Failures {
-		if f.File == "" || f.Line <= 0 || len(anns) == ghwrite.MaxAnnotations {
+		if f.File == "" || f.Line <= 0 {
 			continue
 		}
 		title, msg := render.FailureAnnotation(f)

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
@@ -31,20 +32,22 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
+	// Each update is tried whatever became of the others: a check run
+	// GitHub refuses must not keep the requester from reading the outcome
+	// in the comment, nor the reverse. The errors come back together, so
+	// the work item is retried (every update is idempotent).
+	var errs []error
 	if sess.CheckRunID != 0 && sess.State == store.Running {
 		title, summary := render.RunningCheckRun(sess)
-		err := ghwrite.StartCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
+		errs = append(errs, ghwrite.StartCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 			Name:    CheckRunName,
 			Output:  &github.CheckRunOutput{Title: github.String(title), Summary: github.String(summary)},
 			Actions: checkActions(sess),
-		})
-		if err != nil {
-			return err
-		}
+		}))
 	}
 	if sess.CheckRunID != 0 && sess.State == store.Done {
 		title, summary := render.DoneCheckRun(sess, s.egressAudit(ctx, sess))
-		err := ghwrite.ConcludeCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
+		errs = append(errs, ghwrite.ConcludeCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 			Name:        CheckRunName,
 			Conclusion:  github.String(render.CheckConclusion(sess.Outcome)),
 			CompletedAt: &github.Timestamp{Time: s.clock.Now()},
@@ -53,23 +56,18 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 				Summary: github.String(summary),
 			},
 			Actions: checkActions(sess),
-		})
-		if err != nil {
-			return err
-		}
+		}))
 	}
 	if sess.State == store.Done {
 		s.annotateRun(ctx, sess)
 	}
-	if err := s.syncComment(ctx, c, sess); err != nil {
-		return err
-	}
+	errs = append(errs, s.syncComment(ctx, c, sess))
 	if sess.State == store.Done {
 		// After the comment: a label GitHub refuses must not keep the
 		// requester from reading the outcome.
-		return s.syncLabels(ctx, c, sess)
+		errs = append(errs, s.syncLabels(ctx, c, sess))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // syncComment edits the progress comment to the session's state, or posts
@@ -96,19 +94,18 @@ func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.
 	return nil
 }
 
-// checkActions are the buttons that apply to the session now: Cancel while
-// it runs, Retry once it is done (a refused session cannot be retried: its
-// request came from someone who may not run Inspect).
+// checkActions are the buttons the session's check run offers. GitHub
+// displays a run's actions only once it has completed (and sends
+// requested_action only for a displayed one), so an active session offers
+// none: it is cancelled with the cancel command, which the progress
+// comment names (decision 0033). A done one offers Retry, unless it was
+// refused: its request came from someone who may not run Inspect.
 func checkActions(sess store.Session) []*github.CheckRunAction {
-	switch {
-	case sess.Active():
-		b := render.CancelButton()
-		return []*github.CheckRunAction{{Label: b.Label, Description: b.Description, Identifier: actionCancel}}
-	case sess.Outcome != store.Refused:
-		b := render.RetryButton()
-		return []*github.CheckRunAction{{Label: b.Label, Description: b.Description, Identifier: actionRetry}}
+	if sess.Active() || sess.Outcome == store.Refused {
+		return nil
 	}
-	return nil
+	b := render.RetryButton()
+	return []*github.CheckRunAction{{Label: b.Label, Description: b.Description, Identifier: actionRetry}}
 }
 
 // syncLabels shows a label session's end on its issue: the trigger label
@@ -126,7 +123,7 @@ func (s *Service) syncLabels(ctx context.Context, c *github.Client, sess store.S
 	if sess.Outcome == store.Changed || sess.Outcome == store.NoChange {
 		outcome, other = other, outcome
 	}
-	return ghwrite.SyncLabels(ctx, c.Issues, sess.RepoOwner, sess.RepoName, sess.Number, []string{ti.Label, other}, outcome)
+	return ghwrite.SyncLabels(ctx, ghwrite.DocumentedLabels{Client: c}, sess.RepoOwner, sess.RepoName, sess.Number, []string{ti.Label, other}, outcome)
 }
 
 // egressAudit is the session's last attempt's egress audit, for the check

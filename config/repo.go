@@ -28,6 +28,9 @@ const (
 	OutcomeLabelDone    = "inspect:done"
 	OutcomeLabelFailed  = "inspect:failed"
 	OutcomeLabelPrefix  = "inspect:"
+	// UnverifiedLabel marks a ready pull request whose change failed
+	// verification, where GitHub refused it as a draft (decision 0009).
+	UnverifiedLabel = "inspect:unverified"
 )
 
 // MaxLabelChars is GitHub's longest label name, in characters.

@@ -287,6 +287,14 @@ type Buildkite struct {
 	// SnapshotQueue is the snapshot pipeline's queue: its agents hold
 	// registry push credentials, which session agents must not.
 	SnapshotQueue string `yaml:"snapshot_queue"`
+	// ClusterID is the Buildkite cluster `inspect buildkite setup` creates
+	// the pipelines in: Buildkite requires one to create a pipeline.
+	ClusterID string `yaml:"cluster_id"`
+	// PipelineName and SnapshotPipelineName are the names setup gives the
+	// pipelines it creates ("" = the slug). Buildkite derives a pipeline's
+	// slug from its name, so each must give its configured slug.
+	PipelineName         string `yaml:"pipeline_name"`
+	SnapshotPipelineName string `yaml:"snapshot_pipeline_name"`
 }
 
 // Snapshots is where snapshot images live and how fresh they are kept.
@@ -1077,6 +1085,15 @@ var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,99}$`)
 var QueueRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
 
 func (b Buildkite) validate(add func(key, format string, args ...any)) {
+	b.validateAPI(add)
+	if len(strings.TrimSpace(b.WebhookToken)) < 16 {
+		add("buildkite.webhook_token", "must be at least 16 characters: it is all that authenticates Buildkite's webhooks")
+	}
+}
+
+// validateAPI checks what talking to Buildkite's REST API about the two
+// pipelines needs: all of validate but the webhook's token.
+func (b Buildkite) validateAPI(add func(key, format string, args ...any)) {
 	if err := checkURL(b.APIURL); err != nil {
 		add("buildkite.api_url", "%v", err)
 	}
@@ -1094,9 +1111,6 @@ func (b Buildkite) validate(add func(key, format string, args ...any)) {
 	}
 	if b.APIToken != "" && b.APITokenPath != "" {
 		add("buildkite.api_token", "set only one of it and buildkite.api_token_path")
-	}
-	if len(strings.TrimSpace(b.WebhookToken)) < 16 {
-		add("buildkite.webhook_token", "must be at least 16 characters: it is all that authenticates Buildkite's webhooks")
 	}
 	if !QueueRE.MatchString(b.Queue) {
 		add("buildkite.queue", "must be 1-100 of letters, digits, '_', '.' and '-'")

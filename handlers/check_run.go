@@ -63,9 +63,10 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 	case ev.Action == "rerequested":
 		sub = policy.Retry
 	case ev.RequestedAction.Identifier == "retry":
+		// The one button: GitHub displays a run's actions only once it
+		// has completed, so a Cancel button would never be seen (decision
+		// 0033); cancelling is `/inspect cancel`.
 		sub = policy.Retry
-	case ev.RequestedAction.Identifier == "cancel":
-		sub = policy.Cancel
 	default:
 		return nil
 	}

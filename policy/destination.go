@@ -21,6 +21,10 @@ type DestinationFacts struct {
 	// FollowUp: Inspect opened the pull request (its bot is the author and
 	// the branch is an inspect/ one), so the branch is Inspect's own.
 	FollowUp bool
+	// DraftsRefused: GitHub refused a draft pull request in the repository
+	// ("Draft pull requests are not supported in this repository.": drafts
+	// need a public repository or a Team or Enterprise Cloud plan).
+	DraftsRefused bool
 }
 
 // DestinationKind is what the report writes for a change.
@@ -83,6 +87,10 @@ type Destination struct {
 	Kind  DestinationKind
 	Base  Base
 	Draft bool
+	// Unverified: a pull request that would have been a draft is a ready
+	// one (DraftsRefused) with a change that failed verification, so its
+	// title, body and a label must say so, as the draft state would have.
+	Unverified bool
 }
 
 // DecideDestination says where a validated change goes (decision 0009):
@@ -98,12 +106,24 @@ type Destination struct {
 //	PR Inspect opened (follow-up) any            moved     new draft PR against its branch
 //	fork PR                       any            any       new draft PR against the PR's base
 //
+// Where GitHub refuses drafts (DraftsRefused), a draft is a ready pull
+// request instead, marked Unverified when verification failed.
+//
 // A person's branch only ever receives a verified fast-forward of exactly
 // what they had; everything else is a proposal they can take or leave. A
 // follow-up's branch is Inspect's own and its pull request is where the
 // change is reviewed anyway, so an unverified change goes onto it too. A
 // fork's branch is not Inspect's to push to or to target.
 func DecideDestination(f DestinationFacts) Destination {
+	d := decideDestination(f)
+	if d.Kind == NewPullRequest && d.Draft && f.DraftsRefused {
+		d.Draft, d.Unverified = false, !f.Verified
+	}
+	return d
+}
+
+// decideDestination is DecideDestination where drafts are allowed.
+func decideDestination(f DestinationFacts) Destination {
 	switch {
 	case !f.IsPR:
 		return Destination{Kind: NewPullRequest, Base: BaseDefaultBranch, Draft: !f.Verified}

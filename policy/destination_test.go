@@ -37,6 +37,19 @@ func TestDecideDestination(t *testing.T) {
 		{"already pushed, verified", DestinationFacts{IsPR: true, SameRepo: true, Verified: true, AlreadyPushed: true, HeadMoved: true}, already},
 		{"already pushed, failed follow-up", DestinationFacts{IsPR: true, SameRepo: true, FollowUp: true, AlreadyPushed: true, HeadMoved: true}, already},
 		{"already pushed, failed", DestinationFacts{IsPR: true, SameRepo: true, AlreadyPushed: true, HeadMoved: true}, already},
+		// 0009: where GitHub refuses drafts, a ready PR, marked when unverified.
+		{"no drafts: issue, verification failed", DestinationFacts{DraftsRefused: true},
+			Destination{Kind: NewPullRequest, Base: BaseDefaultBranch, Unverified: true}},
+		{"no drafts: issue, verified", DestinationFacts{Verified: true, DraftsRefused: true}, newPR(BaseDefaultBranch, false)},
+		{"no drafts: same-repo PR, verification failed", DestinationFacts{IsPR: true, SameRepo: true, DraftsRefused: true},
+			Destination{Kind: NewPullRequest, Base: BasePRBranch, Unverified: true}},
+		{"no drafts: same-repo PR, verified, head moved", DestinationFacts{IsPR: true, SameRepo: true, Verified: true, HeadMoved: true, DraftsRefused: true},
+			newPR(BasePRBranch, false)},
+		{"no drafts: fork PR, failed", DestinationFacts{IsPR: true, DraftsRefused: true},
+			Destination{Kind: NewPullRequest, Base: BasePRBase, Unverified: true}},
+		{"no drafts: fork PR, verified", DestinationFacts{IsPR: true, Verified: true, DraftsRefused: true}, newPR(BasePRBase, false)},
+		{"no drafts: onto the PR branch is no draft", DestinationFacts{IsPR: true, SameRepo: true, Verified: true, DraftsRefused: true}, onto},
+		{"no drafts: failed follow-up still goes onto its branch", DestinationFacts{IsPR: true, SameRepo: true, FollowUp: true, DraftsRefused: true}, onto},
 		// An issue has no PR head: those facts do not matter.
 		{"issue ignores PR facts", DestinationFacts{Verified: true, SameRepo: true, AlreadyPushed: true, HeadMoved: true, FollowUp: true}, newPR(BaseDefaultBranch, false)},
 	}
@@ -69,12 +82,17 @@ func TestDecideDestinationRefusedFastForward(t *testing.T) {
 // TestDecideDestinationExhaustive checks the rules that hold over every
 // fact set: a person's branch only gets a verified fast-forward of what
 // they had, a fork's branch is never written or targeted, and every
-// proposal on a pull request is a draft.
+// proposal on a pull request is a draft, or, where GitHub refuses drafts,
+// a ready one marked unverified exactly when verification failed.
 func TestDecideDestinationExhaustive(t *testing.T) {
-	for bits := 0; bits < 1<<6; bits++ {
+	for bits := 0; bits < 1<<7; bits++ {
 		f := DestinationFacts{
 			IsPR: bits&1 != 0, Verified: bits&2 != 0, SameRepo: bits&4 != 0,
 			AlreadyPushed: bits&8 != 0, HeadMoved: bits&16 != 0, FollowUp: bits&32 != 0,
+			DraftsRefused: bits&64 != 0,
+		}
+		if d := DecideDestination(f); d.Kind != NewPullRequest && d.Unverified {
+			t.Errorf("%+v: %+v is marked unverified without a pull request of its own", f, d)
 		}
 		d := DecideDestination(f)
 		switch d.Kind {
@@ -82,7 +100,7 @@ func TestDecideDestinationExhaustive(t *testing.T) {
 			if !f.IsPR || !f.SameRepo || f.HeadMoved || f.AlreadyPushed || !(f.Verified || f.FollowUp) {
 				t.Errorf("%+v: pushes onto the PR branch", f)
 			}
-			if d.Draft || d.Base != BaseDefaultBranch {
+			if d.Draft || d.Unverified || d.Base != BaseDefaultBranch {
 				t.Errorf("%+v: %+v carries a base or draft it does not use", f, d)
 			}
 		case AlreadyOnPRBranch:
@@ -93,13 +111,17 @@ func TestDecideDestinationExhaustive(t *testing.T) {
 			switch {
 			case !f.IsPR && d.Base != BaseDefaultBranch:
 				t.Errorf("%+v: an issue's PR targets %v", f, d.Base)
-			case f.IsPR && !d.Draft:
+			case d.Draft && f.DraftsRefused:
+				t.Errorf("%+v: a draft where GitHub refuses drafts", f)
+			case d.Unverified != (f.DraftsRefused && !f.Verified):
+				t.Errorf("%+v: unverified=%v", f, d.Unverified)
+			case f.IsPR && !d.Draft && !f.DraftsRefused:
 				t.Errorf("%+v: a proposal on a pull request that is not a draft", f)
 			case f.IsPR && !f.SameRepo && d.Base != BasePRBase:
 				t.Errorf("%+v: a fork PR's proposal targets %v", f, d.Base)
 			case f.IsPR && f.SameRepo && d.Base != BasePRBranch:
 				t.Errorf("%+v: a same-repo PR's proposal targets %v", f, d.Base)
-			case !f.IsPR && d.Draft == f.Verified:
+			case !f.IsPR && !f.DraftsRefused && d.Draft == f.Verified:
 				t.Errorf("%+v: an issue's PR has draft=%v", f, d.Draft)
 			}
 		default:

@@ -14,7 +14,13 @@ import (
 // answered 5xx (the store was down, we shed load) or never answered (the
 // replica died) stays failed unless someone asks for it again. The sweep
 // asks. Accept deduplicates by delivery GUID, which a redelivery keeps, so
-// asking twice is harmless; asking for one we answered 2xx never happens.
+// asking twice is harmless; asking for one GitHub counts as delivered
+// never happens. GitHub counts a status of 200–399 as success (its
+// deliveries' status filter), so a redirect we answered is delivered too.
+
+// delivered tells whether GitHub counts a delivery answered with code as
+// a success: "success" in its status filter is 200–399, "failure" 400–599.
+func delivered(code int) bool { return code >= 200 && code < 400 }
 
 // maxSweepPages bounds one sweep: 100 deliveries a page.
 const maxSweepPages = 50
@@ -22,8 +28,9 @@ const maxSweepPages = 50
 // deliveryGroup is what the sweep knows of one GUID from GitHub's list.
 type deliveryGroup struct {
 	guid string
-	// succeeded: some attempt got a 2xx. Such a GUID is never redelivered,
-	// even when we ignored it on purpose.
+	// succeeded: some attempt got a 200–399 (delivered, as GitHub counts
+	// it). Such a GUID is never redelivered, even when we ignored it on
+	// purpose.
 	succeeded bool
 	// latest is the newest attempt's id, the one to redeliver.
 	latest   int64
@@ -37,7 +44,7 @@ type deliveryGroup struct {
 // recovering after an outage run it at will). It lists the App's
 // deliveries of the last github.redelivery.window (newest first,
 // cursor-paged), groups them by GUID, and asks GitHub once per sweep to
-// redeliver each GUID none of whose attempts got a 2xx, up to
+// redeliver each GUID none of whose attempts was delivered (200–399), up to
 // github.redelivery.max_per_guid times per GUID. It returns how many
 // redeliveries it asked for.
 func (f *Fleet) SweepDeliveries(ctx context.Context) (int, error) {
@@ -132,7 +139,7 @@ func listDeliveryGroups(ctx context.Context, c *github.Client, since time.Time) 
 				groups[g.guid] = g
 				order = append(order, g.guid)
 			}
-			if code := d.GetStatusCode(); code >= 200 && code < 300 {
+			if delivered(d.GetStatusCode()) {
 				g.succeeded = true
 			}
 			if g.latest == 0 || at.After(g.latestAt) {

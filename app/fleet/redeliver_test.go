@@ -121,7 +121,7 @@ func sweepFleet(t *testing.T, api *deliveriesAPI, st *fakeStore) *Fleet {
 	})
 }
 
-// The sweep asks once for each GUID none of whose attempts got a 2xx, for
+// The sweep asks once for each GUID none of whose attempts got a 200–399, for
 // its newest attempt, within the window and the cap; a refusal counts
 // against the cap, a transient failure does not.
 func TestSweepDeliveriesAsksForWhatFailedWithinTheCaps(t *testing.T) {
@@ -132,6 +132,8 @@ func TestSweepDeliveriesAsksForWhatFailedWithinTheCaps(t *testing.T) {
 				delivery(1, "answered", 200, h(1)), delivery(2, "answered", 503, h(2)),
 				delivery(3, "lost", 503, h(1)), delivery(4, "lost", 0, h(3)),
 				delivery(5, "accepted-late", 0, h(1)),
+				// GitHub counts 200–399 as delivered.
+				delivery(11, "redirected", 302, h(1)), delivery(12, "last-success", 399, h(1)),
 			},
 			{
 				delivery(6, "capped", 503, h(4)),

@@ -142,6 +142,12 @@ func DefaultBranchAgentsMD(ctx context.Context, c *github.Client, owner, repo, b
 	if ghwrite.IsStatus(err, http.StatusNotFound) || (err == nil && f == nil) {
 		return nil, nil // no file (or a directory of that name)
 	}
+	if ghwrite.RefusalSays(err, http.StatusForbidden, "too large") {
+		// Over 1 MB GitHub serves no file in this media type. Far more
+		// than one context item holds anyway: left out, not an error that
+		// would end the session.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading AGENTS.md from %s: %w", branch, err)
 	}

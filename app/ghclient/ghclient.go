@@ -124,6 +124,10 @@ func (c *clientCreator) Installation(ctx context.Context, id int64) (*github.Cli
 		// installation transport, through its AppsTransport: not through
 		// the limiter, which wraps only the requests made with the token.
 		itr := ghinstallation.NewFromAppsTransport(c.appsTransport(), id)
+		// Options, even empty: without them ghinstallation sends the
+		// body "null", which GitHub's description (an object) does not
+		// allow; "{}" asks for the installation's own permissions.
+		itr.InstallationTokenOptions = &github.InstallationTokenOptions{}
 		return c.newClient(c.lim.Transport(id, itr), fmt.Sprintf("installation: %d", id))
 	}), nil
 }

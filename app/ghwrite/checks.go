@@ -27,7 +27,9 @@ type CheckRunUpdater interface {
 // FindCheckRun finds our check run called name on sha by its external id
 // (the session's). It returns 0 when there is none.
 func FindCheckRun(ctx context.Context, checks CheckRunLister, owner, repo, sha, name, externalID string) (int64, error) {
-	opts := &github.ListCheckRunsOptions{CheckName: github.String(name), ListOptions: github.ListOptions{PerPage: 100}}
+	// filter=all: the default, latest, keeps only the newest run of each
+	// name, and ours may not be the newest Inspect run on the commit.
+	opts := &github.ListCheckRunsOptions{CheckName: github.String(name), Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: 100}}
 	for {
 		res, resp, err := checks.ListCheckRunsForRef(ctx, owner, repo, sha, opts)
 		if err != nil {
@@ -55,6 +57,7 @@ func EnsureCheckRun(ctx context.Context, checks CheckRunCreator, owner, repo str
 			return id, err
 		}
 	}
+	opts.Output = cutOutput(opts.Output)
 	cr, _, err := checks.CreateCheckRun(ctx, owner, repo, opts)
 	if err != nil {
 		return 0, fmt.Errorf("creating the check run: %w", err)
@@ -67,6 +70,7 @@ func EnsureCheckRun(ctx context.Context, checks CheckRunCreator, owner, repo str
 // needs no search.
 func StartCheckRun(ctx context.Context, checks CheckRunUpdater, owner, repo string, id int64, opts github.UpdateCheckRunOptions) error {
 	opts.Status = github.String("in_progress")
+	opts.Output = cutOutput(opts.Output)
 	if _, _, err := checks.UpdateCheckRun(ctx, owner, repo, id, opts); err != nil {
 		return fmt.Errorf("marking the check run in progress: %w", err)
 	}
@@ -77,26 +81,37 @@ func StartCheckRun(ctx context.Context, checks CheckRunUpdater, owner, repo stri
 // rest of opts.
 func ConcludeCheckRun(ctx context.Context, checks CheckRunUpdater, owner, repo string, id int64, opts github.UpdateCheckRunOptions) error {
 	opts.Status = github.String("completed")
+	opts.Output = cutOutput(opts.Output)
 	if _, _, err := checks.UpdateCheckRun(ctx, owner, repo, id, opts); err != nil {
 		return fmt.Errorf("concluding the check run: %w", err)
 	}
 	return nil
 }
 
-// MaxAnnotations is how many annotations GitHub takes in one request.
+// MaxAnnotations is how many annotations GitHub takes in one request:
+// "No more than 50 items are allowed; 51 were supplied."
 const MaxAnnotations = 50
 
-// AnnotateCheckRun puts anns (at most MaxAnnotations) on check run id,
-// called name, with output title and summary. The error is GitHub's, not
-// wrapped: annotations are best effort, and the caller logs it.
+// AnnotateCheckRun puts anns on check run id, called name, with output
+// title and summary, MaxAnnotations to a request: GitHub adds each
+// update's annotations to the run's. It stops at the first refusal and
+// returns GitHub's error, not wrapped: annotations are best effort, and the
+// caller logs it.
 func AnnotateCheckRun(ctx context.Context, checks CheckRunUpdater, owner, repo string, id int64, name, title, summary string, anns []*github.CheckRunAnnotation) error {
-	_, _, err := checks.UpdateCheckRun(ctx, owner, repo, id, github.UpdateCheckRunOptions{
-		Name: name,
-		Output: &github.CheckRunOutput{
-			Title:       github.String(title),
-			Summary:     github.String(summary),
-			Annotations: anns,
-		},
-	})
-	return err
+	for len(anns) > 0 {
+		batch := anns[:min(len(anns), MaxAnnotations)]
+		anns = anns[len(batch):]
+		_, _, err := checks.UpdateCheckRun(ctx, owner, repo, id, github.UpdateCheckRunOptions{
+			Name: name,
+			Output: cutOutput(&github.CheckRunOutput{
+				Title:       github.String(title),
+				Summary:     github.String(summary),
+				Annotations: batch,
+			}),
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

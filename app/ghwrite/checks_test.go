@@ -101,10 +101,13 @@ func TestCheckRunUpdatesSetTheirStatusAndWrapTheirErrors(t *testing.T) {
 	if err := ConcludeCheckRun(context.Background(), failing, "o", "r", 1, opts); err == nil || err.Error() != "concluding the check run: boom" {
 		t.Errorf("ConcludeCheckRun error = %v", err)
 	}
-	if err := AnnotateCheckRun(context.Background(), failing, "o", "r", 1, "Inspect", "t", "s", nil); err != boom {
+	ann := []*github.CheckRunAnnotation{{Path: github.String("a.go")}}
+	if err := AnnotateCheckRun(context.Background(), failing, "o", "r", 1, "Inspect", "t", "s", ann); err != boom {
 		t.Errorf("AnnotateCheckRun error = %v, want GitHub's unwrapped", err)
 	}
-	ann := []*github.CheckRunAnnotation{{Path: github.String("a.go")}}
+	if err := AnnotateCheckRun(context.Background(), checks, "o", "r", 1, "Inspect", "t", "s", nil); err != nil || len(checks.updated) != 2 {
+		t.Errorf("no annotations: %v after %d updates, want no request", err, len(checks.updated))
+	}
 	if err := AnnotateCheckRun(context.Background(), checks, "o", "r", 1, "Inspect", "t", "s", ann); err != nil {
 		t.Fatal(err)
 	}

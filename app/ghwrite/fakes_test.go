@@ -11,7 +11,7 @@ import (
 // The go-github services satisfy the narrow interfaces as they are.
 var (
 	_ IssueComments     = (*github.IssuesService)(nil)
-	_ LabelEditor       = (*github.IssuesService)(nil)
+	_ LabelEditor       = DocumentedLabels{}
 	_ ReviewComments    = (*github.PullRequestsService)(nil)
 	_ PullRequestOpener = (*github.PullRequestsService)(nil)
 	_ ReviewRequester   = (*github.PullRequestsService)(nil)
@@ -112,6 +112,9 @@ type fakeChecks struct {
 
 func (f *fakeChecks) ListCheckRunsForRef(_ context.Context, _, _, ref string, opts *github.ListCheckRunsOptions) (*github.ListCheckRunsResults, *github.Response, error) {
 	f.listed = append(f.listed, fmt.Sprintf("%s %s %d", ref, opts.GetCheckName(), opts.Page))
+	if opts.GetFilter() != "all" {
+		return nil, nil, fmt.Errorf("listed with filter %q: the default, latest, can hide our run", opts.GetFilter())
+	}
 	items, resp := page(f.pages, opts.Page)
 	return &github.ListCheckRunsResults{CheckRuns: items}, resp, nil
 }

@@ -7,7 +7,9 @@
 // *github.PullRequestsService, *github.ChecksService and
 // *github.ReactionsService satisfy them as they are, and the tests fake
 // them with small structs. The package owns how a write is made safe to
-// repeat; it must not decide what to write, where a change goes or what
+// repeat, and that what it sends fits GitHub's documented limits
+// (limits.go: a text too long is cut, with a visible note); it must not
+// decide what to write, where a change goes or what
 // anything says (that is the engine's in app, policy's and render's), and
 // it keeps no state between calls.
 package ghwrite

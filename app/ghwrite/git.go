@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/go-github/v62/github"
@@ -17,6 +18,7 @@ type GitData interface {
 	GetCommit(ctx context.Context, owner, repo, sha string) (*github.Commit, *github.Response, error)
 	CreateBlob(ctx context.Context, owner, repo string, blob *github.Blob) (*github.Blob, *github.Response, error)
 	CreateTree(ctx context.Context, owner, repo, baseTree string, entries []*github.TreeEntry) (*github.Tree, *github.Response, error)
+	GetTree(ctx context.Context, owner, repo, sha string, recursive bool) (*github.Tree, *github.Response, error)
 	CreateCommit(ctx context.Context, owner, repo string, commit *github.Commit, opts *github.CreateCommitOptions) (*github.Commit, *github.Response, error)
 }
 
@@ -42,10 +44,22 @@ func CommitManifest(ctx context.Context, git GitData, owner, repo, pinnedSHA, me
 		return "", fmt.Errorf("reading the pinned commit: %w", err)
 	}
 	var entries []*github.TreeEntry
+	present := baseLookup{git: git, owner: owner, repo: repo,
+		dirs: map[string]map[string]bool{}, shas: map[string]string{"": base.GetTree().GetSHA()}}
 	for _, f := range files {
 		e := &github.TreeEntry{Path: github.String(f.Path), Mode: github.String(string(f.Mode)), Type: github.String("blob")}
 		switch {
 		case f.Deleted:
+			// GitHub fails the whole tree when asked to delete a path that
+			// does not exist ("GitRPC::BadObjectState"): a deletion of
+			// what the base lacks is already done.
+			ok, err := present.has(ctx, f.Path)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				continue
+			}
 			e.Mode = github.String("100644") // GitHub wants a mode even for a deletion; the null sha deletes
 		case utf8.Valid(f.Content):
 			e.Content = github.String(string(f.Content))
@@ -71,6 +85,62 @@ func CommitManifest(ctx context.Context, git GitData, owner, repo, pinnedSHA, me
 		return "", fmt.Errorf("creating the commit: %w", err)
 	}
 	return commit.GetSHA(), nil
+}
+
+// baseLookup tells which paths the base tree has, reading only the
+// directories on the way to the paths asked about, each once: a recursive
+// read of a large repository's tree is slow and may come back truncated.
+type baseLookup struct {
+	git         GitData
+	owner, repo string
+	// dirs are the directories read, by path ("" the root): each entry's
+	// name and whether it is a tree.
+	dirs map[string]map[string]bool
+	shas map[string]string // directory path → its tree's SHA, as found
+}
+
+// has tells whether the base tree has a file (or anything) at path.
+func (b *baseLookup) has(ctx context.Context, path string) (bool, error) {
+	dir := ""
+	parts := strings.Split(path, "/")
+	for i, name := range parts {
+		entries, err := b.read(ctx, dir)
+		if err != nil {
+			return false, err
+		}
+		isTree, ok := entries[name]
+		if !ok {
+			return false, nil
+		}
+		if i == len(parts)-1 {
+			return true, nil
+		}
+		if !isTree {
+			return false, nil
+		}
+		dir = strings.TrimPrefix(dir+"/"+name, "/")
+	}
+	return false, nil
+}
+
+// read lists directory dir of the base tree, once.
+func (b *baseLookup) read(ctx context.Context, dir string) (map[string]bool, error) {
+	if got := b.dirs[dir]; got != nil {
+		return got, nil
+	}
+	tree, _, err := b.git.GetTree(ctx, b.owner, b.repo, b.shas[dir], false)
+	if err != nil {
+		return nil, fmt.Errorf("reading the pinned commit's tree: %w", err)
+	}
+	entries := map[string]bool{}
+	for _, e := range tree.Entries {
+		entries[e.GetPath()] = e.GetType() == "tree"
+		if e.GetType() == "tree" {
+			b.shas[strings.TrimPrefix(dir+"/"+e.GetPath(), "/")] = e.GetSHA()
+		}
+	}
+	b.dirs[dir] = entries
+	return entries, nil
 }
 
 // EnsureBranch creates the branch at sha. A branch that exists already is

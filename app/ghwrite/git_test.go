@@ -26,6 +26,24 @@ type fakeGit struct {
 	entries   []*github.TreeEntry
 	commit    *github.Commit
 	failAt    string // the call that fails
+	// trees are the base's trees by SHA ("basetree" its root); nil: a
+	// root holding gone.txt alone.
+	trees map[string][]*github.TreeEntry
+}
+
+func (f *fakeGit) GetTree(_ context.Context, _, _, sha string, recursive bool) (*github.Tree, *github.Response, error) {
+	if err := f.fail(fmt.Sprintf("GetTree %s recursive=%v", sha, recursive)); err != nil {
+		return nil, nil, err
+	}
+	trees := f.trees
+	if trees == nil {
+		trees = map[string][]*github.TreeEntry{"basetree": {treeEntry("gone.txt", "blob", "b1")}}
+	}
+	return &github.Tree{SHA: github.String(sha), Entries: trees[sha]}, nil, nil
+}
+
+func treeEntry(path, typ, sha string) *github.TreeEntry {
+	return &github.TreeEntry{Path: github.String(path), Type: github.String(typ), SHA: github.String(sha)}
 }
 
 func (f *fakeGit) fail(call string) error {
@@ -100,7 +118,7 @@ func TestCommitManifestMakesOneTreeAndOneCommitOnThePinnedCommit(t *testing.T) {
 	if sha != "newcommit" {
 		t.Errorf("sha = %q", sha)
 	}
-	if want := []string{"GetCommit pinned", "CreateBlob", "CreateTree basetree", "CreateCommit"}; !slices.Equal(git.calls, want) {
+	if want := []string{"GetCommit pinned", "CreateBlob", "GetTree basetree recursive=false", "CreateTree basetree", "CreateCommit"}; !slices.Equal(git.calls, want) {
 		t.Errorf("calls %q, want %q", git.calls, want)
 	}
 	if len(git.blobs) != 1 || git.blobs[0].GetEncoding() != "base64" || git.blobs[0].GetContent() != base64.StdEncoding.EncodeToString(binary) {
@@ -127,6 +145,33 @@ func TestCommitManifestMakesOneTreeAndOneCommitOnThePinnedCommit(t *testing.T) {
 	c := git.commit
 	if c.GetMessage() != "fix it" || c.GetTree().GetSHA() != "newtree" || len(c.Parents) != 1 || c.Parents[0].GetSHA() != "pinned" || c.Author != nil {
 		t.Errorf("commit %+v, want the message, the new tree, the pinned parent and no author", c)
+	}
+}
+
+// TestCommitManifestSendsNoDeletionOfAnAbsentPath: GitHub fails the whole
+// tree on one; only the directories on the way are read, each once.
+func TestCommitManifestSendsNoDeletionOfAnAbsentPath(t *testing.T) {
+	git := &fakeGit{trees: map[string][]*github.TreeEntry{
+		"basetree": {treeEntry("docs", "tree", "t-docs"), treeEntry("README", "blob", "b0"), treeEntry("vendor", "tree", "t-vendor")},
+		"t-docs":   {treeEntry("a.md", "blob", "b1"), treeEntry("b.md", "blob", "b2")},
+	}}
+	var files []contract.FileChange
+	for _, p := range []string{"docs/a.md", "docs/missing.md", "README/x", "nowhere/deep/x", "docs/b.md", "README", "gone"} {
+		files = append(files, contract.FileChange{Path: p, Mode: contract.ModeFile, Deleted: true})
+	}
+	if _, err := CommitManifest(context.Background(), git, "o", "r", "pinned", "m", files); err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, e := range git.entries {
+		sent = append(sent, e.GetPath())
+	}
+	if want := []string{"docs/a.md", "docs/b.md", "README"}; !slices.Equal(sent, want) {
+		t.Errorf("deletions sent %q, want %q", sent, want)
+	}
+	want := []string{"GetCommit pinned", "GetTree basetree recursive=false", "GetTree t-docs recursive=false", "CreateTree basetree", "CreateCommit"}
+	if !slices.Equal(git.calls, want) {
+		t.Errorf("calls %q, want %q", git.calls, want)
 	}
 }
 

@@ -57,6 +57,19 @@ func TestSyncLabels(t *testing.T) {
 	}
 }
 
+// TestSyncLabelsEscapesTheNameOnce: the name goes into the path escaped
+// once; go-github v62 adds no escape of its own.
+func TestSyncLabelsEscapesTheNameOnce(t *testing.T) {
+	labels := &fakeLabels{}
+	if err := SyncLabels(context.Background(), labels, "o", "r", 3, []string{"team/inspect", "a b?#%"}, "inspect:done"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"remove team%2Finspect from #3", "remove a%20b%3F%23%25 from #3", "add [inspect:done] to #3"}
+	if !slices.Equal(labels.calls, want) {
+		t.Errorf("calls %q, want %q", labels.calls, want)
+	}
+}
+
 // fakeReactions records the reactions asked for.
 type fakeReactions struct {
 	calls []string
@@ -98,5 +111,56 @@ func TestIsStatus(t *testing.T) {
 	}
 	if IsStatus(errors.New("404"), http.StatusNotFound) || IsStatus(nil, http.StatusNotFound) || IsStatus(&github.ErrorResponse{}, 0) {
 		t.Error("IsStatus says yes to an error that is not GitHub's answer")
+	}
+}
+
+// fakeLabelMaker is a repository's labels by name, and the ones made.
+type fakeLabelMaker struct {
+	have      map[string]bool
+	getErr    error // instead of 404 for a missing label
+	createErr error
+	created   []string
+}
+
+func (f *fakeLabelMaker) GetLabel(_ context.Context, _, _, name string) (*github.Label, *github.Response, error) {
+	if f.getErr != nil {
+		return nil, nil, f.getErr
+	}
+	if !f.have[name] {
+		return nil, nil, statusErr(http.StatusNotFound)
+	}
+	return &github.Label{Name: github.String(name)}, nil, nil
+}
+
+func (f *fakeLabelMaker) CreateLabel(_ context.Context, _, _ string, l *github.Label) (*github.Label, *github.Response, error) {
+	f.created = append(f.created, l.GetName()+" "+l.GetColor()+" "+l.GetDescription())
+	return l, nil, f.createErr
+}
+
+func TestEnsureLabel(t *testing.T) {
+	taken := &github.ErrorResponse{Response: &http.Response{StatusCode: http.StatusUnprocessableEntity}, Message: "Validation Failed",
+		Errors: []github.Error{{Resource: "Label", Field: "name", Code: "already_exists"}}}
+	invalid := &github.ErrorResponse{Response: &http.Response{StatusCode: http.StatusUnprocessableEntity}, Message: "Validation Failed",
+		Errors: []github.Error{{Resource: "Label", Field: "color", Code: "invalid"}}}
+	tests := []struct {
+		name        string
+		labels      fakeLabelMaker
+		wantCreated []string
+		wantErr     string
+	}{
+		{name: "exists: nothing made", labels: fakeLabelMaker{have: map[string]bool{"u": true}}},
+		{name: "missing: made", wantCreated: []string{"u d93f0b Not verified"}},
+		{name: "made meanwhile by someone else", labels: fakeLabelMaker{createErr: taken}, wantCreated: []string{"u d93f0b Not verified"}},
+		{name: "refused otherwise", labels: fakeLabelMaker{createErr: invalid}, wantCreated: []string{"u d93f0b Not verified"},
+			wantErr: "creating the u label: 422 Validation Failed [{Resource:Label Field:color Code:invalid Message:}]"},
+		{name: "unreadable", labels: fakeLabelMaker{getErr: statusErr(http.StatusForbidden)}, wantErr: "reading the u label: 403 Forbidden []"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := EnsureLabel(context.Background(), &tt.labels, "o", "r", "u", "d93f0b", "Not verified")
+			if errText(err) != tt.wantErr || !slices.Equal(tt.labels.created, tt.wantCreated) {
+				t.Errorf("EnsureLabel: %q, made %q; want %q, %q", errText(err), tt.labels.created, tt.wantErr, tt.wantCreated)
+			}
+		})
 	}
 }

@@ -2,8 +2,10 @@ package ghwrite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/google/go-github/v62/github"
 )
@@ -20,13 +22,35 @@ type ReviewRequester interface {
 	RequestReviewers(ctx context.Context, owner, repo string, number int, reviewers github.ReviewersRequest) (*github.PullRequest, *github.Response, error)
 }
 
+// ErrDraftsNotSupported is GitHub's refusal of a draft pull request:
+// drafts need a public repository, or a Team or Enterprise Cloud plan.
+var ErrDraftsNotSupported = errors.New("draft pull requests are not supported in this repository")
+
 // EnsurePR opens pr, or finds the open one from its head to its base that
-// an earlier try opened (GitHub refuses a second with 422). It returns the
-// pull request's number.
+// an earlier try opened. It returns the pull request's number. The title
+// and body are cut to GitHub's limits.
+//
+// GitHub answers 422 for several reasons, told apart only by the message
+// (docs/decisions/0032): a pull request for the head exists already (a
+// replay: the open one is found and returned), drafts are not supported
+// (ErrDraftsNotSupported, wrapped with GitHub's error, for the caller to
+// open a ready one instead), or anything else (no commits between the
+// branches, say), which is returned as it is.
 func EnsurePR(ctx context.Context, prs PullRequestOpener, owner, repo string, pr *github.NewPullRequest) (int, error) {
-	created, _, err := prs.Create(ctx, owner, repo, pr)
-	if IsStatus(err, http.StatusUnprocessableEntity) {
-		// Most likely a replay: it was opened already. Find it.
+	cut := *pr
+	if cut.Title != nil {
+		cut.Title = github.String(CutRunes(*cut.Title, MaxPRTitle))
+	}
+	if cut.Body != nil {
+		cut.Body = github.String(CutRunes(*cut.Body, MaxPRBody))
+	}
+	created, _, err := prs.Create(ctx, owner, repo, &cut)
+	switch {
+	case err == nil:
+		return created.GetNumber(), nil
+	case RefusalSays(err, http.StatusUnprocessableEntity, "draft pull requests are not supported"):
+		return 0, fmt.Errorf("opening the pull request: %w: %w", ErrDraftsNotSupported, err)
+	case RefusalSays(err, http.StatusUnprocessableEntity, "a pull request already exists"):
 		open, _, lerr := prs.List(ctx, owner, repo, &github.PullRequestListOptions{State: "open", Head: owner + ":" + pr.GetHead(), Base: pr.GetBase()})
 		if lerr != nil {
 			return 0, fmt.Errorf("listing pull requests: %w", lerr)
@@ -35,10 +59,27 @@ func EnsurePR(ctx context.Context, prs PullRequestOpener, owner, repo string, pr
 			return open[0].GetNumber(), nil
 		}
 	}
-	if err != nil {
-		return 0, fmt.Errorf("opening the pull request: %w", err)
+	return 0, fmt.Errorf("opening the pull request: %w", err)
+}
+
+// RefusalSays tells whether err is GitHub's answer with status code whose
+// message, or one of whose errors' messages, contains phrase (in any
+// case). GitHub puts a 422's reason in either place.
+func RefusalSays(err error, code int, phrase string) bool {
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != code {
+		return false
 	}
-	return created.GetNumber(), nil
+	phrase = strings.ToLower(phrase)
+	if strings.Contains(strings.ToLower(er.Message), phrase) {
+		return true
+	}
+	for _, e := range er.Errors {
+		if strings.Contains(strings.ToLower(e.Message), phrase) {
+			return true
+		}
+	}
+	return false
 }
 
 // RequestReview asks login to review pull request number. GitHub refuses

@@ -98,7 +98,7 @@ func (t Thread) PostOnce(ctx context.Context, marker, body string, mayBeReplay b
 		// POST .../pulls/{n}/comments/{id}/replies: go-github v62 has no
 		// call for it (its CreateCommentInReplyTo uses the older form).
 		req, err := t.Replies.NewRequest(http.MethodPost, fmt.Sprintf("repos/%s/%s/pulls/%d/comments/%d/replies", t.Owner, t.Repo, t.Number, t.Review),
-			map[string]string{"body": body + "\n" + marker})
+			map[string]string{"body": withMarker(body, marker)})
 		if err != nil {
 			return 0, err
 		}
@@ -108,7 +108,7 @@ func (t Thread) PostOnce(ctx context.Context, marker, body string, mayBeReplay b
 		}
 		return cm.GetID(), nil
 	}
-	cm, _, err := t.Issues.CreateComment(ctx, t.Owner, t.Repo, t.Number, &github.IssueComment{Body: github.String(body + "\n" + marker)})
+	cm, _, err := t.Issues.CreateComment(ctx, t.Owner, t.Repo, t.Number, &github.IssueComment{Body: github.String(withMarker(body, marker))})
 	if err != nil {
 		return 0, fmt.Errorf("posting comment: %w", err)
 	}
@@ -119,9 +119,9 @@ func (t Thread) PostOnce(ctx context.Context, marker, body string, mayBeReplay b
 func (t Thread) Edit(ctx context.Context, id int64, marker, body string) error {
 	var err error
 	if t.Review != 0 {
-		_, _, err = t.Reviews.EditComment(ctx, t.Owner, t.Repo, id, &github.PullRequestComment{Body: github.String(body + "\n" + marker)})
+		_, _, err = t.Reviews.EditComment(ctx, t.Owner, t.Repo, id, &github.PullRequestComment{Body: github.String(withMarker(body, marker))})
 	} else {
-		_, _, err = t.Issues.EditComment(ctx, t.Owner, t.Repo, id, &github.IssueComment{Body: github.String(body + "\n" + marker)})
+		_, _, err = t.Issues.EditComment(ctx, t.Owner, t.Repo, id, &github.IssueComment{Body: github.String(withMarker(body, marker))})
 	}
 	if err != nil {
 		return fmt.Errorf("editing comment %d: %w", id, err)

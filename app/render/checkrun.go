@@ -77,11 +77,6 @@ type Button struct {
 	Label, Description string
 }
 
-// CancelButton is the button on a running session's check run.
-func CancelButton() Button {
-	return Button{Label: "Cancel", Description: "Stop this Inspect session"}
-}
-
 // RetryButton is the button on a finished session's check run.
 func RetryButton() Button {
 	return Button{Label: "Retry", Description: "Run this request again"}

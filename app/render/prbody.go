@@ -130,3 +130,15 @@ func CommitMessage(sess store.Session) string {
 func PRTitle(sess store.Session) string {
 	return strings.SplitN(CommitMessage(sess), "\n", 2)[0]
 }
+
+// UnverifiedPRTitle is the title of a ready pull request holding a change
+// that failed verification, opened where GitHub takes no drafts: the title
+// says what the draft state would have.
+func UnverifiedPRTitle(sess store.Session) string {
+	return "[verification failed] " + PRTitle(sess)
+}
+
+// UnverifiedPRNote heads the body of such a pull request.
+func UnverifiedPRNote(label string) string {
+	return fmt.Sprintf("> [!WARNING]\n> **Verification failed.** This repository does not take draft pull requests, so this one is open for review but carries the `%s` label instead. Do not merge it as it is: see Verification below.\n\n", label)
+}

@@ -191,7 +191,10 @@ func ChangeRefusedReply(policyReply string) string { return "🛑 " + defuse(pol
 func ChangeReply(sess store.Session, verified bool, ev contract.Evidence) string {
 	detail := fmt.Sprintf("✅ Verified change committed as `%.7s` on `%s`.", sess.CommitSHA, sess.Branch)
 	if !verified {
-		detail = fmt.Sprintf("❌ Verification failed; the change is in draft pull request #%d for you to look at.", sess.PRNumber)
+		// A draft, or where GitHub takes no drafts a ready pull request
+		// whose title, body and label say so (decision 0009): the words
+		// hold for both.
+		detail = fmt.Sprintf("❌ Verification failed; the change is in pull request #%d, marked as not verified, for you to look at.", sess.PRNumber)
 		if sess.IsPR && sess.PRNumber == sess.Number {
 			detail = fmt.Sprintf("❌ Verification failed; the change was pushed to `%s` (commit `%.7s`) for you to look at.", sess.Branch, sess.CommitSHA)
 		}

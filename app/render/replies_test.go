@@ -83,7 +83,7 @@ func TestReplies(t *testing.T) {
 		{"verified in a pull request, with usage", ChangeReply(issuePR, true, usage),
 			"✅ Verified change in pull request #13 (commit `3f9a7b2`). Model usage: 1200 tokens over 3 requests."},
 		{"unverified in a draft", ChangeReply(issuePR, false, contract.Evidence{}),
-			"❌ Verification failed; the change is in draft pull request #13 for you to look at."},
+			"❌ Verification failed; the change is in pull request #13, marked as not verified, for you to look at."},
 		{"unverified on the PR's own branch", ChangeReply(prOwnBranch, false, contract.Evidence{}),
 			"❌ Verification failed; the change was pushed to `fix-parser` (commit `3f9a7b2`) for you to look at."},
 
@@ -165,7 +165,6 @@ func TestCheckRun(t *testing.T) {
 		{"failed tests", pair(FailedTestsCheckRun(contract.TestSummary{Passed: 5, Failed: 2, Skipped: 1}, nil)), "Verification failed / 2 failed, 5 passed, 1 skipped."},
 		{"annotation", pair(FailureAnnotation(contract.TestFailure{Name: "TestX", Message: "want 1"})), "TestX / want 1"},
 		{"annotation without a message", pair(FailureAnnotation(contract.TestFailure{Name: "TestX"})), "TestX / failed"},
-		{"cancel button", pair(CancelButton().Label, CancelButton().Description), "Cancel / Stop this Inspect session"},
 		{"retry button", pair(RetryButton().Label, RetryButton().Description), "Retry / Run this request again"},
 	}
 	for _, tc := range cases {

@@ -56,7 +56,9 @@ func stepTimeoutMinutes(cfg config.Server) int {
 }
 
 // buildkiteCmd is `inspect buildkite setup`: create or update the session
-// pipeline through the API, from the same config `inspect serve` reads.
+// and snapshot pipelines through the API, with the names and the cluster
+// the config gives, from the same config `inspect serve` reads (of which
+// only the Buildkite keys need to be set).
 func buildkiteCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "setup" {
 		fmt.Fprintln(stderr, "usage: inspect buildkite setup [--config FILE] [--repository URL] [--default-branch NAME]")
@@ -70,13 +72,11 @@ func buildkiteCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	cfg, err := config.Load(*configPath, os.LookupEnv)
+	// Only Buildkite's settings: setup may run before the GitHub App
+	// exists, and needs none of its credentials.
+	cfg, err := config.LoadBuildkiteSetup(*configPath, os.LookupEnv)
 	if err != nil {
 		fmt.Fprintf(stderr, "inspect: %v\n", err)
-		return 2
-	}
-	if cfg.Executor.Kind != "buildkite" {
-		fmt.Fprintln(stderr, "inspect: executor.kind is not buildkite; set it (and the buildkite.* keys) first")
 		return 2
 	}
 	token, err := cfg.BuildkiteAPIToken()
@@ -90,12 +90,13 @@ func buildkiteCmd(args []string, stdout, stderr io.Writer) int {
 	// step (the claim tells the supervisor which it is), each on its own
 	// pipeline so that only the snapshot pipeline's agents get push rights.
 	for _, p := range []struct{ slug, name, queue string }{
-		{cfg.Buildkite.Pipeline, "Inspect session", cfg.Buildkite.Queue},
-		{cfg.Buildkite.SnapshotPipeline, "Inspect snapshot", cfg.Buildkite.SnapshotQueue},
+		{cfg.Buildkite.Pipeline, cfg.Buildkite.PipelineName, cfg.Buildkite.Queue},
+		{cfg.Buildkite.SnapshotPipeline, cfg.Buildkite.SnapshotPipelineName, cfg.Buildkite.SnapshotQueue},
 	} {
 		bc := buildkiteConfig(cfg, token)
 		bc.Pipeline = p.slug
-		opts := buildkite.SetupOptions{Name: p.name, Repository: *repository, DefaultBranch: *branch, Queue: p.queue, TimeoutMinutes: stepTimeoutMinutes(cfg)}
+		opts := buildkite.SetupOptions{Name: p.name, ClusterID: cfg.Buildkite.ClusterID, Repository: *repository, DefaultBranch: *branch,
+			Queue: p.queue, TimeoutMinutes: stepTimeoutMinutes(cfg)}
 		created, err := buildkite.Setup(ctx, bc, opts)
 		if err != nil {
 			fmt.Fprintf(stderr, "inspect: setting up pipeline %s: %v\n", p.slug, err)

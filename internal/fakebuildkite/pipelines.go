@@ -46,6 +46,7 @@ type pipeline struct {
 	id, org, slug, name, description, repository, defaultBranch string
 	config                                                      string
 	visibility                                                  string // "private" (Buildkite's default) or "public"
+	clusterID                                                   string
 	env                                                         map[string]string
 	createdAt                                                   time.Time
 	nextNumber                                                  int
@@ -64,6 +65,33 @@ func (s *Server) AddPipeline(org, slug, yamlConfig string) {
 		id: standin.UUID(), org: org, slug: slug, name: slug, config: yamlConfig,
 		defaultBranch: "main", createdAt: s.now(), nextNumber: 1, visibility: "private",
 	}
+}
+
+// AddCluster makes a cluster of the organization, whose id a created
+// pipeline may name.
+func (s *Server) AddCluster(org, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clusters[key(org, id)] = true
+}
+
+// PipelineInfo is a pipeline as created, for inspection.
+type PipelineInfo struct {
+	Slug, Name, ClusterID, Visibility string
+}
+
+// Pipelines returns the organization's pipelines, by slug.
+func (s *Server) Pipelines(org string) []PipelineInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []PipelineInfo
+	for _, p := range s.pipelines {
+		if strings.EqualFold(p.org, org) {
+			out = append(out, PipelineInfo{Slug: p.slug, Name: p.name, ClusterID: p.clusterID, Visibility: p.visibility})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Slug < out[j].Slug })
+	return out
 }
 
 // SetPipelineVisibility makes a pipeline "public" or "private", as in
@@ -125,7 +153,7 @@ func (s *Server) pipelineJSON(p *pipeline) map[string]any {
 	return map[string]any{
 		"id": p.id, "graphql_id": "UGlwZWxpbmUtLS0" + p.id, "url": api,
 		"web_url": fmt.Sprintf("%s/%s/%s", webHost, p.org, p.slug),
-		"name":    p.name, "description": p.description, "slug": p.slug,
+		"name":    p.name, "description": p.description, "slug": p.slug, "cluster_id": orNil(p.clusterID),
 		"repository": p.repository, "default_branch": p.defaultBranch,
 		"branch_configuration": nil, "skip_queued_branch_builds": false,
 		"cancel_running_branch_builds": false, "visibility": p.visibility, "tags": nil,
@@ -176,6 +204,14 @@ type pipelineBody struct {
 	Steps         []map[string]any  `json:"steps"`
 	Env           map[string]string `json:"env"`
 	Visibility    *string           `json:"visibility"`
+	ClusterID     *string           `json:"cluster_id"`
+}
+
+func orNil(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // visibility checks a body's visibility: "private" or "public", or none.
@@ -198,10 +234,15 @@ func (b pipelineBody) config() (string, error) {
 	return string(y), err
 }
 
-var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
+// Buildkite derives a slug from a name as Rails' parameterize does.
+var (
+	nonSlug = regexp.MustCompile(`[^a-z0-9_-]+`)
+	dashes  = regexp.MustCompile(`-{2,}`)
+)
 
 func slugify(name string) string {
-	return strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	s := nonSlug.ReplaceAllString(strings.ToLower(name), "-")
+	return strings.Trim(dashes.ReplaceAllString(s, "-"), "-")
 }
 
 func (s *Server) createPipeline(c *call) response {
@@ -216,6 +257,15 @@ func (s *Server) createPipeline(c *call) response {
 	}
 	if body.Repository == nil || *body.Repository == "" {
 		errs = append(errs, map[string]string{"field": "repository", "code": "blank", "message": "Repository can't be blank"})
+	}
+	// Buildkite's "Create a YAML pipeline" lists cluster_id among the
+	// required properties; the id must be one of the organization's
+	// clusters. (The error's wording is the stand-in's own.)
+	switch {
+	case body.ClusterID == nil || strings.TrimSpace(*body.ClusterID) == "":
+		errs = append(errs, map[string]string{"field": "cluster_id", "code": "blank", "message": "Cluster can't be blank"})
+	case !s.clusters[key(org, *body.ClusterID)]:
+		errs = append(errs, map[string]string{"field": "cluster_id", "code": "invalid", "message": "Cluster could not be found"})
 	}
 	vis, ok := body.visibility()
 	if !ok {
@@ -247,6 +297,7 @@ func (s *Server) createPipeline(c *call) response {
 	if body.DefaultBranch != nil && *body.DefaultBranch != "" {
 		p.defaultBranch = *body.DefaultBranch
 	}
+	p.clusterID = *body.ClusterID
 	s.pipelines[key(org, slug)] = p
 	return jsonResp(http.StatusCreated, s.pipelineJSON(p))
 }

@@ -58,6 +58,7 @@ type Server struct {
 	mu          sync.Mutex
 	now         func() time.Time
 	pipelines   map[string]*pipeline // by "org/slug"
+	clusters    map[string]bool      // by "org/cluster id" (AddCluster)
 	builds      map[string][]*build  // by "org/slug", in creation order
 	blobs       map[string]*artifact // by blob key
 	requests    []Request
@@ -94,6 +95,7 @@ func New(t testing.TB) *Server {
 		agentTok:    "bkaj_" + randHex(20),
 		now:         time.Now,
 		pipelines:   map[string]*pipeline{},
+		clusters:    map[string]bool{},
 		builds:      map[string][]*build{},
 		blobs:       map[string]*artifact{},
 		annotations: map[string][]*annotation{},

@@ -495,14 +495,30 @@ func TestAnnotations(t *testing.T) {
 func TestPipelinesCreateUpdateAndPagination(t *testing.T) {
 	s := New(t)
 	c := client(t, s, s.Token())
-	p, _, err := c.Pipelines.Create("acme", &buildkite.CreatePipeline{Name: "Inspect Session", Repository: "https://github.com/acme/inspect.git", Configuration: goodYAML})
+	const cluster = "0188f2e4-9a5c-7b4e-8c3d-2a1b0c9d8e7f"
+	s.AddCluster("acme", cluster)
+	// Buildkite's "Create a YAML pipeline" requires cluster_id: none, or
+	// one the organization lacks, is refused and creates nothing.
+	for _, id := range []string{"", "no-such-cluster"} {
+		_, _, err := c.Pipelines.Create("acme", &buildkite.CreatePipeline{Name: "Inspect Session", Repository: "https://github.com/acme/inspect.git", Configuration: goodYAML, ClusterID: id})
+		if statusOf(err) != http.StatusUnprocessableEntity || !strings.Contains(err.Error(), "Validation Failed") {
+			t.Fatalf("cluster_id %q: %v", id, err)
+		}
+	}
+	if got := s.Pipelines("acme"); len(got) != 0 {
+		t.Fatalf("refused creates left %+v", got)
+	}
+	p, _, err := c.Pipelines.Create("acme", &buildkite.CreatePipeline{Name: "Inspect Session", Repository: "https://github.com/acme/inspect.git", Configuration: goodYAML, ClusterID: cluster})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if *p.Slug != "inspect-session" {
 		t.Fatalf("slug = %s", *p.Slug)
 	}
-	if _, _, err := c.Pipelines.Create("acme", &buildkite.CreatePipeline{Name: "Inspect Session", Repository: "x", Configuration: goodYAML}); statusOf(err) != http.StatusUnprocessableEntity {
+	if got := s.Pipelines("acme"); len(got) != 1 || got[0].ClusterID != cluster || got[0].Name != "Inspect Session" {
+		t.Fatalf("pipelines = %+v", got)
+	}
+	if _, _, err := c.Pipelines.Create("acme", &buildkite.CreatePipeline{Name: "Inspect Session", Repository: "x", Configuration: goodYAML, ClusterID: cluster}); statusOf(err) != http.StatusUnprocessableEntity {
 		t.Fatalf("duplicate: %v", err)
 	}
 	p.Configuration = strings.Replace(goodYAML, "queue: inspect", "queue: big", 1)

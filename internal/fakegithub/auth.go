@@ -34,18 +34,24 @@ var levelRank = map[string]int{"read": 1, "write": 2, "admin": 3}
 // defaultAppPermissions is what the App is granted unless a test changes
 // it with SetAppPermission; an installation token can be narrowed below
 // it but never widened (GitHub docs, "Create an installation access token
-// for an app"). "workflows" is deliberately absent: like most Apps, this
-// one may not create or update files under .github/workflows/.
+// for an app"). They are Inspect's manifest's (.github/app-manifest.json;
+// app's TestTheStandInGrantsTheManifestsPermissions keeps them equal), so
+// a call needing any other permission fails in the tests as on GitHub.
+// "workflows" is deliberately absent: like most Apps, this one may not
+// create or update files under .github/workflows/.
 var defaultAppPermissions = map[string]string{
 	"contents":      "write",
 	"issues":        "write",
 	"pull_requests": "write",
 	"checks":        "write",
 	"metadata":      "read",
-	"members":       "read",
 	"actions":       "read",
 	"statuses":      "read",
 }
+
+// DefaultAppPermissions are the permissions the App is granted unless a
+// test changes them.
+func DefaultAppPermissions() map[string]string { return maps.Clone(defaultAppPermissions) }
 
 const (
 	jwtMaxLifetime       = 10 * time.Minute // GitHub: exp no more than 10 minutes ahead

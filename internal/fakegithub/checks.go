@@ -21,6 +21,11 @@ const (
 	docsSuiteRuns   = "https://docs.github.com/rest/checks/runs#list-check-runs-in-a-check-suite"
 
 	maxCheckOutput = 65535 // GitHub: summary and text, "Maximum length: 65535 characters"
+	// GitHub: an annotation's title is "Maximum 255 characters"; message
+	// and raw_details "64 KB" each, held here to bytes (GitHub may cut
+	// rather than refuse; the stand-in refuses, so nothing relies on it).
+	maxAnnotationTitle = 255
+	maxAnnotationBytes = 64<<10 - 1
 	// GitHub: "The Checks API limits the number of annotations to a maximum
 	// of 50 per API request."
 	maxAnnotationsPerRequest = 50
@@ -62,6 +67,12 @@ type CheckRun struct {
 	// replaced by an update that sends "actions", kept by one that does
 	// not. (GitHub does not return them in the run's JSON.)
 	Actions []CheckAction
+	// HiddenActionWrites counts the creates and updates that sent actions
+	// while leaving the run queued or in progress. GitHub accepts them, but
+	// "the button created in this object is displayed after the check run
+	// completes", so nobody sees such buttons and no requested_action ever
+	// comes of them.
+	HiddenActionWrites int
 }
 
 // CheckAction is a check run's requested action: a button GitHub shows,
@@ -125,6 +136,26 @@ func (s *Server) CheckRuns(owner, repo string) []CheckRun {
 		out = append(out, run)
 	}
 	return out
+}
+
+// PressButton is a person pressing the button with identifier on a check
+// run, before the test delivers the requested_action event GitHub would
+// send. It refuses what GitHub would not show: a button on a run that has
+// not completed, or one the run does not offer.
+func (s *Server) PressButton(owner, repo string, runID int64, identifier string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(owner, repo)
+	cr := s.checkRunByID(r, strconv.FormatInt(runID, 10))
+	switch {
+	case cr == nil:
+		return fmt.Errorf("fakegithub: no check run %d in %s", runID, r.fullName())
+	case cr.Status != "completed":
+		return fmt.Errorf("fakegithub: check run %d is %s: GitHub shows its buttons only once it completes", runID, cr.Status)
+	case !slices.ContainsFunc(cr.Actions, func(a CheckAction) bool { return a.Identifier == identifier }):
+		return fmt.Errorf("fakegithub: check run %d offers no %q button (it offers %+v)", runID, identifier, cr.Actions)
+	}
+	return nil
 }
 
 func (s *Server) checkRoutes() {
@@ -238,10 +269,19 @@ func (a annotationRequest) annotation(i int) (Annotation, []fieldError) {
 	}
 	if a.Title != nil {
 		out.Title = *a.Title
+		if n := utf8.RuneCountInString(out.Title); n > maxAnnotationTitle {
+			errs = append(errs, checkErr(field("title"), "custom", fmt.Sprintf("Only %d characters are allowed; %d were supplied.", maxAnnotationTitle, n)))
+		}
 	}
 	if a.RawDetails != nil {
 		out.RawDetails = *a.RawDetails
 	}
+	for name, v := range map[string]string{"message": out.Message, "raw_details": out.RawDetails} {
+		if len(v) > maxAnnotationBytes {
+			errs = append(errs, checkErr(field(name), "custom", fmt.Sprintf("Only %d bytes are allowed; %d were supplied.", maxAnnotationBytes, len(v))))
+		}
+	}
+	slices.SortFunc(errs, func(x, y fieldError) int { return strings.Compare(x.Field, y.Field) })
 	return out, errs
 }
 
@@ -278,8 +318,9 @@ func checkErr(field, code, msg string) fieldError {
 // apply validates req and applies it to cr (a new run when creating). It
 // follows GitHub's rules: a conclusion implies status "completed"; a
 // completed status or a completed_at needs a conclusion; output needs a
-// summary (and, on create, a title) and both summary and text are capped
-// at 65535 characters.
+// summary, which may be empty (and, on create, a title), both summary and
+// text are capped at 65535 characters, and it replaces the whole output:
+// an update's output without text clears the text.
 func (s *Server) applyCheckRun(cr *checkRun, req *checkRunRequest, creating bool) []fieldError {
 	var errs []fieldError
 	var annotations []Annotation
@@ -332,20 +373,24 @@ func (s *Server) applyCheckRun(cr *checkRun, req *checkRunRequest, creating bool
 		errs = append(errs, checkErr("conclusion", "missing_field", ""))
 	}
 	if o := req.Output; o != nil {
-		if o.Summary == nil || *o.Summary == "" {
+		// An empty summary is accepted: GitHub's own create example sends
+		// "summary": "".
+		if o.Summary == nil {
 			errs = append(errs, checkErr("output.summary", "missing_field", ""))
 		}
 		if creating && (o.Title == nil || *o.Title == "") {
 			errs = append(errs, checkErr("output.title", "missing_field", ""))
 		}
 		for field, v := range map[string]*string{"output.summary": o.Summary, "output.text": o.Text} {
-			if v != nil && utf8.RuneCountInString(*v) > maxCheckOutput {
-				errs = append(errs, checkErr(field, "custom", fmt.Sprintf("Only %d characters are allowed", maxCheckOutput)))
+			if n := 0; v != nil {
+				if n = utf8.RuneCountInString(*v); n > maxCheckOutput {
+					errs = append(errs, checkErr(field, "custom", fmt.Sprintf("Only %d characters are allowed; %d were supplied.", maxCheckOutput, n)))
+				}
 			}
 		}
 		if len(o.Annotations) > maxAnnotationsPerRequest {
 			errs = append(errs, checkErr("output.annotations", "custom",
-				fmt.Sprintf("Only %d annotations are allowed per request; send more with further updates.", maxAnnotationsPerRequest)))
+				fmt.Sprintf("No more than %d items are allowed; %d were supplied.", maxAnnotationsPerRequest, len(o.Annotations))))
 		} else {
 			for i, a := range o.Annotations {
 				ann, bad := a.annotation(i)
@@ -391,6 +436,9 @@ func (s *Server) applyCheckRun(cr *checkRun, req *checkRunRequest, creating bool
 	now := s.now()
 	if req.Actions != nil {
 		cr.Actions = actions
+		if len(actions) > 0 && status != "completed" {
+			cr.HiddenActionWrites++
+		}
 	}
 	if req.Name != nil {
 		cr.Name = *req.Name
@@ -421,6 +469,7 @@ func (s *Server) applyCheckRun(cr *checkRun, req *checkRunRequest, creating bool
 			cr.Title = *o.Title
 		}
 		cr.Summary = *o.Summary
+		cr.Text = ""
 		if o.Text != nil {
 			cr.Text = *o.Text
 		}

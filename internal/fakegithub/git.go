@@ -493,10 +493,13 @@ func (s *Server) readTree(r *repoState, sha string) (*treeDir, error) {
 	return d, nil
 }
 
+// errNoSuchPath is a deletion of a path the tree does not have.
+var errNoSuchPath = errors.New("no such path")
+
 // editPath sets (ent non-nil) or deletes (ent nil) the entry at a slash
 // separated path, creating directories on the way and replacing anything
 // that is not a directory where one is needed. Deleting a path that is not
-// there does nothing. Callers hold s.mu.
+// there is errNoSuchPath, and changes nothing. Callers hold s.mu.
 func (s *Server) editPath(r *repoState, root *treeDir, p string, ent *treeEnt) error {
 	parts := strings.Split(p, "/")
 	d := root
@@ -504,7 +507,7 @@ func (s *Server) editPath(r *repoState, root *treeDir, p string, ent *treeEnt) e
 		e, ok := d.entries[name]
 		if !ok || e.typ != "tree" {
 			if ent == nil {
-				return nil
+				return errNoSuchPath
 			}
 			e = &treeEnt{mode: "040000", typ: "tree", sub: &treeDir{entries: map[string]*treeEnt{}}}
 			d.entries[name] = e
@@ -520,6 +523,9 @@ func (s *Server) editPath(r *repoState, root *treeDir, p string, ent *treeEnt) e
 	}
 	last := parts[len(parts)-1]
 	if ent == nil {
+		if _, ok := d.entries[last]; !ok {
+			return errNoSuchPath
+		}
 		delete(d.entries, last)
 	} else {
 		d.entries[last] = ent
@@ -557,6 +563,9 @@ func (s *Server) lookupPath(r *repoState, root *treeDir, p string) (*treeEnt, er
 // writeTree writes an edited tree with git mktree, subtrees first, and
 // returns its id. A directory left empty disappears, as git has no empty
 // directories; the root may be the empty tree. Callers hold s.mu.
+// emptyTreeSHA is git's id of the empty tree.
+const emptyTreeSHA = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
 func (s *Server) writeTree(r *repoState, d *treeDir) (string, error) {
 	names := make([]string, 0, len(d.entries))
 	for name := range d.entries {
@@ -571,8 +580,8 @@ func (s *Server) writeTree(r *repoState, d *treeDir) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			if len(e.sub.entries) == 0 {
-				continue
+			if sha == emptyTreeSHA {
+				continue // git keeps no empty directory, nested or not
 			}
 			e.sha = sha
 		}
@@ -766,7 +775,9 @@ func (s *Server) seedCommit(r *repoState, branch string, changes map[string][]by
 		}
 		content := changes[p]
 		if content == nil {
-			err = s.editPath(r, root, clean, nil)
+			if err = s.editPath(r, root, clean, nil); errors.Is(err, errNoSuchPath) {
+				err = nil // seeding: deleting what is not there is no mistake
+			}
 		} else {
 			mode := "100644"
 			if e, _ := s.lookupPath(r, root, clean); e != nil && (e.mode == "100755" || e.mode == "120000") {

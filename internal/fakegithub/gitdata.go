@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -174,7 +175,8 @@ func validTreePath(p string) bool {
 // createTree builds a tree: base_tree's entries (none without it), with
 // each entry of "tree" applied in order at its path, nested paths making
 // or editing subtrees. An entry gives its content inline, or an object by
-// sha, or "sha": null to delete the path.
+// sha, or "sha": null to delete the path, which must exist: GitHub answers
+// 422 "GitRPC::BadObjectState" otherwise. A directory left empty goes.
 func (s *Server) createTree(c *call) response {
 	var req struct {
 		BaseTree *string        `json:"base_tree"`
@@ -295,7 +297,13 @@ func (s *Server) createTree(c *call) response {
 				return gitFailure(err)
 			}
 		}
-		if err := s.editPath(r, root, o.path, o.ent); err != nil {
+		err := s.editPath(r, root, o.path, o.ent)
+		if errors.Is(err, errNoSuchPath) {
+			// GitHub: "returns an error if you try to delete a file that
+			// does not exist"; the whole request fails.
+			return errResp(http.StatusUnprocessableEntity, "GitRPC::BadObjectState", c.doc)
+		}
+		if err != nil {
 			return gitFailure(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Labels: a repository's labels, and the labels of its issues and pull
@@ -24,6 +25,9 @@ const (
 
 	// maxIssueLabels is how many labels GitHub lets an issue carry.
 	maxIssueLabels = 100
+
+	// maxLabelDescription is a label description's longest, in characters.
+	maxLabelDescription = 100
 )
 
 type label struct {
@@ -100,6 +104,63 @@ func (s *Server) labelRoutes() {
 	s.handle("DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name...}", docsLabels+"#remove-a-label-from-an-issue", g, s.removeIssueLabel)
 	s.handle("GET /repos/{owner}/{repo}/labels", docsLabels+"#list-labels-for-a-repository", g, s.listRepoLabels)
 	s.handle("GET /repos/{owner}/{repo}/labels/{name...}", docsLabels+"#get-a-label", g, s.getLabel)
+	s.handle("POST /repos/{owner}/{repo}/labels", docsLabels+"#create-a-label", g, s.createLabel)
+}
+
+// createLabel makes a repository label. GitHub requires the name and
+// answers 422 already_exists for a name taken in any case; the color is
+// six hex digits without "#" (GitHub picks one when it is left out) and
+// the description at most 100 characters.
+func (s *Server) createLabel(c *call) response {
+	var req struct {
+		Name        *string `json:"name"`
+		Color       *string `json:"color"`
+		Description *string `json:"description"`
+	}
+	if bad := c.decode(&req); bad != nil {
+		return *bad
+	}
+	if req.Name == nil || strings.TrimSpace(*req.Name) == "" {
+		return validationFailed(c.doc, fieldError{Resource: "Label", Field: "name", Code: "missing_field"})
+	}
+	if _, ok := c.repo.labels[strings.ToLower(*req.Name)]; ok {
+		return validationFailed(c.doc, fieldError{Resource: "Label", Field: "name", Code: "already_exists"})
+	}
+	color := defaultLabelColor
+	if req.Color != nil {
+		color = *req.Color
+		if len(color) != 6 || strings.Trim(strings.ToLower(color), "0123456789abcdef") != "" {
+			return validationFailed(c.doc, fieldError{Resource: "Label", Field: "color", Code: "invalid"})
+		}
+	}
+	l := &label{id: s.nextID(), name: *req.Name, color: color}
+	if req.Description != nil {
+		if utf8.RuneCountInString(*req.Description) > maxLabelDescription {
+			return validationFailed(c.doc, fieldError{Resource: "Label", Field: "description", Code: "custom",
+				Message: fmt.Sprintf("description is too long (maximum is %d characters)", maxLabelDescription)})
+		}
+		l.description = *req.Description
+	}
+	c.repo.labels[strings.ToLower(l.name)] = l
+	return jsonResp(http.StatusCreated, s.labelJSON(c.repo, l))
+}
+
+// RepoLabel is a repository's label, for inspection.
+type RepoLabel struct {
+	Name, Color, Description string
+}
+
+// Label returns the repository's label called name (in any case), and
+// whether it exists.
+func (s *Server) Label(owner, repo, name string) (RepoLabel, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(owner, repo)
+	l, ok := r.labels[strings.ToLower(name)]
+	if !ok {
+		return RepoLabel{}, false
+	}
+	return RepoLabel{Name: l.name, Color: l.color, Description: l.description}, true
 }
 
 func (s *Server) labelJSON(r *repoState, l *label) map[string]any {

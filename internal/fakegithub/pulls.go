@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 const (
@@ -199,6 +200,30 @@ func (s *Server) reviewersJSON(it *issue) []any {
 	return out
 }
 
+// A pull request's title and body limits, in characters: GitHub answers
+// 422 "title is too long (maximum is 256 characters)" and "body is too
+// long (maximum is 65536 characters)".
+const (
+	maxPullTitle = 256
+	maxPullBody  = 65536
+)
+
+// checkPullTexts checks a pull request's title and body (either nil when
+// not sent) against GitHub's limits.
+func checkPullTexts(doc string, title, body *string) *response {
+	for _, f := range []struct {
+		name string
+		v    *string
+		max  int
+	}{{"title", title, maxPullTitle}, {"body", body, maxPullBody}} {
+		if f.v != nil && utf8.RuneCountInString(*f.v) > f.max {
+			r := validationFailed(doc, pullErr(f.name, "custom", fmt.Sprintf("%s is too long (maximum is %d characters)", f.name, f.max)))
+			return &r
+		}
+	}
+	return nil
+}
+
 func pullErr(field, code, msg string) fieldError {
 	return fieldError{Resource: "PullRequest", Field: field, Code: code, Message: msg}
 }
@@ -218,8 +243,10 @@ func openPullFor(r *repoState, head, base string, except int) *issue {
 // createPull opens a pull request from a branch of the repo, as the App's
 // bot. GitHub refuses, with a 422: a missing title, head or base; a head or
 // base branch that does not exist; a head with no commits the base lacks
-// (a head equal to the base among them); and a second open pull request
-// for the same head and base.
+// (a head equal to the base among them); a second open pull request
+// for the same head and base; a draft where the repository's visibility
+// and owner's plan allow none (Repo.takesDrafts); and a title or body over
+// GitHub's limits.
 func (s *Server) createPull(c *call) response {
 	var req struct {
 		Title *string `json:"title"`
@@ -273,6 +300,12 @@ func (s *Server) createPull(c *call) response {
 	if openPullFor(r, head, base, 0) != nil {
 		return validationFailed(c.doc, pullErr("", "custom", fmt.Sprintf("A pull request already exists for %s:%s.", r.Owner, head)))
 	}
+	if req.Draft != nil && *req.Draft && !r.takesDrafts() {
+		return errResp(http.StatusUnprocessableEntity, "Draft pull requests are not supported in this repository.", c.doc)
+	}
+	if bad := checkPullTexts(c.doc, req.Title, req.Body); bad != nil {
+		return *bad
+	}
 
 	bot := s.botLogin()
 	body := ""
@@ -310,6 +343,9 @@ func (s *Server) updatePull(c *call) response {
 	state, base := it.State, p.BaseRef
 	if req.Title != nil && *req.Title == "" {
 		return validationFailed(c.doc, pullErr("title", "missing_field", ""))
+	}
+	if bad := checkPullTexts(c.doc, req.Title, req.Body); bad != nil {
+		return *bad
 	}
 	if req.State != nil {
 		state = *req.State

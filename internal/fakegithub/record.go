@@ -16,16 +16,24 @@ import (
 // "/acme/widgets.git/git-upload-pack"), Auth "installation" when an
 // installation token was presented, and no Body; IsGit tells them apart.
 type Request struct {
-	Method   string
-	Path     string // without the /api/v3 prefix
-	RawQuery string
-	Body     []byte // nil for git requests
+	Method string
+	Path   string // without the /api/v3 prefix
+	// EscapedPath is Path as it was sent, escapes and all (a label
+	// "team/inspect" is ".../labels/team%2Finspect" there).
+	EscapedPath string
+	RawQuery    string
+	Body        []byte // nil for git requests
 	// Auth is the kind of credential presented: "jwt", "installation" or
 	// "none". It is recorded even when the credential was refused; Status
 	// then says so.
 	Auth           string
 	InstallationID int64 // the installation of a valid installation token
 	Status         int   // the status the server answered
+	// Response is the body answered (its first 4 MiB), ContentType its
+	// type: for checking what the stand-in answers against GitHub's
+	// description.
+	Response    []byte
+	ContentType string
 	// At is the server's clock (see SetClock) when the request arrived,
 	// for assertions on rates (see MaxInWindow).
 	At time.Time
@@ -36,6 +44,13 @@ type Request struct {
 func (r Request) IsGit() bool {
 	_, _, _, ok := gitRequestPath(r.Path)
 	return ok
+}
+
+// IsREST tells a request to GitHub's REST API from a git-over-HTTP one
+// and from the download of a job log (the storage URL a log's 302 points
+// to, which is no API).
+func (r Request) IsREST() bool {
+	return !r.IsGit() && !strings.HasPrefix(r.Path, logDownloadPrefix)
 }
 
 // Requests returns every request answered so far, in order.

@@ -31,6 +31,28 @@ type Repo struct {
 	Private        bool
 	InstallationID int64  // the installation that sees the repo
 	OwnerType      string // "Organization" (default) or "User"
+	// OwnerPlan is the owner account's plan: PlanFree (default), PlanPro,
+	// PlanTeam or PlanEnterprise. It decides whether a private repository
+	// takes draft pull requests.
+	OwnerPlan string
+}
+
+// Owner plans, for Repo.OwnerPlan. GitHub: "Draft pull requests are
+// available in public repositories with GitHub Free and GitHub Free for
+// organizations, GitHub Pro, and legacy per-repository billing plans, and
+// in public and private repositories with GitHub Team and GitHub
+// Enterprise Cloud."
+const (
+	PlanFree       = "free"
+	PlanPro        = "pro"
+	PlanTeam       = "team"
+	PlanEnterprise = "enterprise"
+)
+
+// takesDrafts tells whether GitHub lets the repository have draft pull
+// requests, by its visibility and its owner's plan.
+func (r Repo) takesDrafts() bool {
+	return !r.Private || r.OwnerPlan == PlanTeam || r.OwnerPlan == PlanEnterprise
 }
 
 type repoState struct {
@@ -92,6 +114,12 @@ func (s *Server) AddRepo(r Repo) {
 	}
 	if r.OwnerType == "" {
 		r.OwnerType = "Organization"
+	}
+	if r.OwnerPlan == "" {
+		r.OwnerPlan = PlanFree
+	}
+	if !slices.Contains([]string{PlanFree, PlanPro, PlanTeam, PlanEnterprise}, r.OwnerPlan) {
+		panic(fmt.Sprintf("fakegithub: unknown owner plan %q", r.OwnerPlan))
 	}
 	if old := s.repo(r.Owner, r.Name); old != nil {
 		if r.ID == 0 {
@@ -326,8 +354,31 @@ func (s *Server) getContents(c *call) response {
 			if err != nil {
 				return gitFailure(err)
 			}
-			if strings.Contains(c.r.Header.Get("Accept"), "vnd.github.raw") {
+			if e.mode == "120000" {
+				// GitHub: "If the requested {path} points to a symlink, and
+				// the symlink's target is a normal file in the repository,
+				// then the API responds with the content of the file.
+				// Otherwise, the API responds with an object describing the
+				// symlink itself."
+				if target, ok := symlinkTarget(tree, p, string(content)); ok {
+					if content, err = s.git(r, nil, nil, "cat-file", "blob", target.sha); err != nil {
+						return gitFailure(err)
+					}
+					e = target
+				}
+			}
+			accept := c.r.Header.Get("Accept")
+			if strings.Contains(accept, "vnd.github.raw") {
 				return response{status: http.StatusOK, raw: content, header: http.Header{"Content-Type": {"application/vnd.github.raw"}}}
+			}
+			if len(content) > contentsInlineLimit && !strings.Contains(accept, "vnd.github.object") {
+				// "Between 1-100 MB: Only the raw or object custom media
+				// types are supported."
+				return jsonResp(http.StatusForbidden, map[string]any{
+					"message":           "This API returns blobs up to 1 MB in size. The requested blob is too large to fetch via the API, but you can use the Git Data API to request blobs up to 100 MB in size.",
+					"errors":            []map[string]any{{"resource": "Blob", "field": "data", "code": "too_large"}},
+					"documentation_url": c.doc,
+				})
 			}
 			return jsonResp(http.StatusOK, s.fileJSON(r, refName, e, content))
 		case "commit":
@@ -351,6 +402,23 @@ func (s *Server) getContents(c *call) response {
 		out = append(out, s.entryJSON(r, refName, e))
 	}
 	return jsonResp(http.StatusOK, out)
+}
+
+// symlinkTarget is the normal file (a blob that is no symlink) in tree
+// that the symlink at p, pointing at target, names, if there is one.
+func symlinkTarget(tree []lsEntry, p, target string) (lsEntry, bool) {
+	if path.IsAbs(target) {
+		return lsEntry{}, false
+	}
+	want := path.Join(path.Dir(p), target)
+	if want == ".." || strings.HasPrefix(want, "../") {
+		return lsEntry{}, false // outside the repository
+	}
+	i := slices.IndexFunc(tree, func(e lsEntry) bool { return e.path == want })
+	if i < 0 || tree[i].typ != "blob" || tree[i].mode == "120000" {
+		return lsEntry{}, false
+	}
+	return tree[i], true
 }
 
 // contentType is the contents API's name for a tree entry.
@@ -401,6 +469,7 @@ func (s *Server) fileJSON(r *repoState, ref string, e lsEntry, content []byte) m
 		return m
 	}
 	if len(content) > contentsInlineLimit {
+		// Only with the object media type: the default one is refused.
 		m["encoding"], m["content"] = "none", ""
 	} else {
 		m["encoding"], m["content"] = "base64", wrapBase64(content)

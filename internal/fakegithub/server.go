@@ -223,7 +223,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-held.release
 	}
 
-	rw := &standin.StatusWriter{ResponseWriter: w}
+	tee := &responseTee{ResponseWriter: w}
+	rw := &standin.StatusWriter{ResponseWriter: tee}
 	switch {
 	case failed:
 		injected.write(rw)
@@ -241,13 +242,40 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, Request{
 		Method:         r.Method,
 		Path:           stripped,
+		EscapedPath:    stripPrefix(r.URL.EscapedPath()),
 		RawQuery:       r.URL.RawQuery,
 		Body:           body,
 		Auth:           cred.kind,
 		InstallationID: cred.installationID(),
 		Status:         rw.Status(),
+		Response:       tee.body.Bytes(),
+		ContentType:    w.Header().Get("Content-Type"),
 		At:             at,
 	})
+}
+
+// responseTee keeps a copy of the body written, up to maxRecordedResponse
+// bytes, for Request.Response.
+type responseTee struct {
+	http.ResponseWriter
+	body bytes.Buffer
+}
+
+// maxRecordedResponse bounds what a recorded response keeps.
+const maxRecordedResponse = 4 << 20
+
+func (t *responseTee) Write(b []byte) (int, error) {
+	if room := maxRecordedResponse - t.body.Len(); room > 0 {
+		t.body.Write(b[:min(len(b), room)]) // a bytes.Buffer write never fails
+	}
+	return t.ResponseWriter.Write(b)
+}
+
+// Flush passes a flush on, for handlers that stream.
+func (t *responseTee) Flush() {
+	if f, ok := t.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 func stripPrefix(p string) string {

@@ -38,7 +38,7 @@ func newServer(t *testing.T) *Server {
 	t.Cleanup(s.Close)
 	s.AddInstallation(1, "acme")
 	s.AddInstallation(2, "other")
-	s.AddRepo(Repo{ID: widgetsID, Owner: "acme", Name: "widgets", InstallationID: 1, Private: true})
+	s.AddRepo(Repo{ID: widgetsID, Owner: "acme", Name: "widgets", InstallationID: 1, Private: true, OwnerPlan: PlanTeam})
 	s.AddRepo(Repo{ID: gadgetsID, Owner: "acme", Name: "gadgets", InstallationID: 1})
 	s.AddRepo(Repo{ID: thingID, Owner: "other", Name: "thing", InstallationID: 2})
 	return s

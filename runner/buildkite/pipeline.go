@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strings"
 
 	bk "github.com/buildkite/go-buildkite/v3/buildkite"
 	"gopkg.in/yaml.v3"
@@ -28,7 +30,6 @@ const (
 
 // Defaults for SetupOptions' zero values.
 const (
-	DefaultPipelineName = "Inspect session"
 	// DefaultRepository is only there because Buildkite requires a
 	// pipeline to have a repository: the step skips checkout.
 	DefaultRepository     = "https://github.com/inspecthq/inspect.git"
@@ -101,10 +102,16 @@ func SessionPipelineYAML(queue string, timeoutMinutes int) []byte {
 
 // SetupOptions describes the session pipeline Setup installs.
 type SetupOptions struct {
-	// Name is the pipeline's name (DefaultPipelineName when empty).
-	// Buildkite derives the slug from it, so on creation it must give
-	// Config.Pipeline.
+	// Name is the pipeline's name (Config.Pipeline, the slug, when
+	// empty). Buildkite derives the slug from it, so it must give
+	// Config.Pipeline (PipelineSlug): Setup refuses another before any
+	// request, rather than create a pipeline that is not the configured
+	// one.
 	Name string
+	// ClusterID is the Buildkite cluster the pipeline is created in:
+	// "Create a YAML pipeline" lists cluster_id among its required
+	// properties. Needed only when the pipeline does not exist yet.
+	ClusterID string
 	// Repository is required by Buildkite although the step skips
 	// checkout (DefaultRepository when empty).
 	Repository string
@@ -135,7 +142,10 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (created bool, er
 		return false, fmt.Errorf("buildkite: timeout of %d minutes; want 1 to %d", opts.TimeoutMinutes, maxTimeoutMinutes)
 	}
 	if opts.Name == "" {
-		opts.Name = DefaultPipelineName
+		opts.Name = cfg.Pipeline
+	}
+	if slug := PipelineSlug(opts.Name); slug != cfg.Pipeline {
+		return false, fmt.Errorf("buildkite: a pipeline named %q would get the slug %q, not the configured %q: name it so that its slug matches (nothing was changed)", opts.Name, slug, cfg.Pipeline)
 	}
 	if opts.Repository == "" {
 		opts.Repository = DefaultRepository
@@ -157,7 +167,11 @@ func (e *Executor) setup(ctx context.Context, opts SetupOptions) (bool, error) {
 	_, err := e.do(ctx, http.MethodGet, path, nil, &existing)
 	switch {
 	case status(err) == http.StatusNotFound:
+		if opts.ClusterID == "" {
+			return false, fmt.Errorf("buildkite: pipeline %s/%s does not exist, and creating it needs a cluster: set buildkite.cluster_id (nothing was changed)", e.cfg.Org, e.cfg.Pipeline)
+		}
 		create := &bk.CreatePipeline{
+			ClusterID:     opts.ClusterID,
 			Name:          opts.Name,
 			Repository:    opts.Repository,
 			Configuration: config,
@@ -196,6 +210,22 @@ func (e *Executor) setup(ctx context.Context, opts SetupOptions) (bool, error) {
 		return false, e.fail("updating the session pipeline", err)
 	}
 	return false, nil
+}
+
+// nonSlug is what Buildkite turns into "-" when it derives a slug, and
+// dashes the runs of "-" it squeezes into one.
+var (
+	nonSlug = regexp.MustCompile(`[^a-z0-9_-]+`)
+	dashes  = regexp.MustCompile(`-{2,}`)
+)
+
+// PipelineSlug is the slug Buildkite derives from a pipeline's name, as
+// Rails' parameterize does: lower case, each run of characters other than
+// letters, digits, "_" and "-" one "-", no "-" twice in a row or at either
+// end.
+func PipelineSlug(name string) string {
+	s := nonSlug.ReplaceAllString(strings.ToLower(name), "-")
+	return strings.Trim(dashes.ReplaceAllString(s, "-"), "-")
 }
 
 // notPrivate says how a pipeline falls short of private, or "" when it is

@@ -55,14 +55,18 @@ func TestSessionPipelineYAMLQuotesWhatItIsGiven(t *testing.T) {
 	}
 }
 
+// testCluster is the cluster the stand-in's organization has.
+const testCluster = "0188f2e4-9a5c-7b4e-8c3d-2a1b0c9d8e7f"
+
 func TestSetupCreatesThenUpdates(t *testing.T) {
 	s := fakebuildkite.New(t)
+	s.AddCluster(org, testCluster)
 	s.SetExpectations(fakebuildkite.Expectations{Queue: "inspect", MaxTimeoutMinutes: 60})
 	p := &probe{}
 	cfg := config(s, p)
 	ctx := ctxFor(t)
 
-	created, err := Setup(ctx, cfg, SetupOptions{Queue: "inspect", TimeoutMinutes: 60})
+	created, err := Setup(ctx, cfg, SetupOptions{Queue: "inspect", TimeoutMinutes: 60, ClusterID: testCluster})
 	if err != nil || !created {
 		t.Fatalf("Setup = %v, %v; want created", created, err)
 	}
@@ -77,7 +81,8 @@ func TestSetupCreatesThenUpdates(t *testing.T) {
 	for _, field := range []string{
 		`"repository":"https://github.com/inspecthq/inspect.git"`,
 		`"default_branch":"main"`,
-		`"name":"Inspect session"`,
+		`"name":"inspect-session"`, // the slug is the default name
+		`"cluster_id":"` + testCluster + `"`,
 		// The stand-in drops it, so only the request can show it.
 		`"visibility":"private"`,
 	} {
@@ -161,10 +166,27 @@ func TestSetupRefusesBadOptionsBeforeAnyRequest(t *testing.T) {
 
 func TestSetupReportsASlugMismatchAndFinalErrors(t *testing.T) {
 	s := fakebuildkite.New(t)
-	cfg := config(s, &probe{})
-	created, err := Setup(ctxFor(t), cfg, SetupOptions{Name: "Inspect", Queue: "inspect", TimeoutMinutes: 60})
-	if !created || err == nil || !strings.Contains(err.Error(), `slug "inspect"`) {
+	s.AddCluster(org, testCluster)
+	p := &probe{}
+	cfg := config(s, p)
+	// A name whose slug is not the configured pipeline's, or no cluster
+	// for a pipeline that must be created: refused, nothing created.
+	created, err := Setup(ctxFor(t), cfg, SetupOptions{Name: "Inspect", Queue: "inspect", TimeoutMinutes: 60, ClusterID: testCluster})
+	if created || err == nil || !strings.Contains(err.Error(), `slug "inspect"`) {
 		t.Fatalf("Setup with a mismatched name = %v, %v", created, err)
+	}
+	if n := len(p.requests("", "")); n != 0 {
+		t.Fatalf("a mismatched name made %d requests, want none", n)
+	}
+	created, err = Setup(ctxFor(t), cfg, SetupOptions{Name: "Inspect Session", Queue: "inspect", TimeoutMinutes: 60})
+	if created || err == nil || !strings.Contains(err.Error(), "buildkite.cluster_id") {
+		t.Fatalf("Setup without a cluster = %v, %v", created, err)
+	}
+	if got := s.Pipelines(org); len(got) != 0 {
+		t.Fatalf("pipelines = %+v, want none", got)
+	}
+	if PipelineSlug("  Inspect -- Session! ") != "inspect-session" || PipelineSlug("inspect_x") != "inspect_x" {
+		t.Errorf("PipelineSlug: %q, %q", PipelineSlug("  Inspect -- Session! "), PipelineSlug("inspect_x"))
 	}
 
 	s.FailNext("GET", "/v2/organizations/acme/pipelines/inspect-session", http.StatusForbidden, "")

@@ -126,16 +126,38 @@ func retryable(method string, status int) bool {
 
 // advisedWait reads how long the response asks the client to wait:
 // Retry-After (delay-seconds or an HTTP-date, read by retryafter.Parse),
-// else RateLimit-Reset (seconds until Buildkite's rate-limit window
-// resets). Either is capped at maxAdvisedWait.
+// else the reset of Buildkite's rate limit that ran out: the
+// organization's (RateLimit-Reset) or the per-user one
+// (RateLimit-User-Reset), each in seconds until its window resets. When
+// the *-Remaining headers do not say which ran out, the later reset is
+// waited for, which outlasts either. Capped at maxAdvisedWait.
 func advisedWait(h http.Header, now time.Time) (time.Duration, bool) {
 	if d, ok := retryafter.Parse(h, now); ok {
 		return min(d, maxAdvisedWait), true
 	}
-	if d, ok := parseSeconds(strings.TrimSpace(h.Get("RateLimit-Reset"))); ok {
-		return d, true
+	var wait time.Duration
+	found, exhausted := false, false
+	for _, l := range []struct{ reset, remaining string }{
+		{"RateLimit-Reset", "RateLimit-Remaining"},
+		{"RateLimit-User-Reset", "RateLimit-User-Remaining"},
+	} {
+		d, ok := parseSeconds(strings.TrimSpace(h.Get(l.reset)))
+		if !ok {
+			continue
+		}
+		out := strings.TrimSpace(h.Get(l.remaining)) == "0"
+		switch {
+		case out && !exhausted:
+			// The first limit known to have run out decides alone...
+			wait, exhausted = d, true
+		case out || !exhausted:
+			// ...with any other that ran out, or, while none is known
+			// to have, every one given.
+			wait = max(wait, d)
+		}
+		found = true
 	}
-	return 0, false
+	return wait, found
 }
 
 // parseSeconds reads a non-negative whole number of seconds, capped at

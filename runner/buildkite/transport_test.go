@@ -25,6 +25,13 @@ func TestAdvisedWait(t *testing.T) {
 		{http.Header{"Retry-After": {"5"}, "Ratelimit-Reset": {"12"}}, 5 * time.Second, true},
 		{http.Header{"Retry-After": {"soon"}, "Ratelimit-Reset": {"12"}}, 12 * time.Second, true},
 		{http.Header{"Ratelimit-Reset": {"12"}}, 12 * time.Second, true},
+		// The per-user limit (50 a minute) has its own reset.
+		{http.Header{"Ratelimit-User-Reset": {"40"}}, 40 * time.Second, true},
+		{http.Header{"Ratelimit-Reset": {"12"}, "Ratelimit-Remaining": {"180"}, "Ratelimit-User-Reset": {"40"}, "Ratelimit-User-Remaining": {"0"}}, 40 * time.Second, true},
+		{http.Header{"Ratelimit-Reset": {"12"}, "Ratelimit-Remaining": {"0"}, "Ratelimit-User-Reset": {"40"}, "Ratelimit-User-Remaining": {"3"}}, 12 * time.Second, true},
+		{http.Header{"Ratelimit-Reset": {"12"}, "Ratelimit-Remaining": {"0"}, "Ratelimit-User-Reset": {"40"}, "Ratelimit-User-Remaining": {"0"}}, 40 * time.Second, true},
+		{http.Header{"Ratelimit-Reset": {"50"}, "Ratelimit-User-Reset": {"40"}}, 50 * time.Second, true}, // neither says: the later
+		{http.Header{"Retry-After": {"5"}, "Ratelimit-User-Reset": {"40"}}, 5 * time.Second, true},
 		{http.Header{"Retry-After": {"-3"}}, 0, false},
 		{http.Header{}, 0, false},
 	} {

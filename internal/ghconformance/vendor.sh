@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Regenerates github-openapi.json from the pinned @octokit/openapi package:
+# the operations in operations.txt and the webhooks in webhooks.txt of
+# generated/api.github.com.json, with the components they reference.
+# Run from anywhere; needs npm and go.
+set -euo pipefail
+version=23.0.2
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+(cd "$tmp" && npm pack --silent "@octokit/openapi@$version" >/dev/null && tar xzf "octokit-openapi-$version.tgz")
+cd "$root"
+go run ./internal/ghconformance/gen -spec "$tmp/package/generated/api.github.com.json" -dir internal/ghconformance \
+  -source "@octokit/openapi@$version generated/api.github.com.json"
+cp "$tmp/package/LICENSE" internal/ghconformance/LICENSE.octokit-openapi

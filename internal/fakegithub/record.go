@@ -37,6 +37,10 @@ type Request struct {
 	// At is the server's clock (see SetClock) when the request arrived,
 	// for assertions on rates (see MaxInWindow).
 	At time.Time
+	// Web marks a request for GitHub's web pages, not under /api/v3: the
+	// OAuth authorize page and token endpoint, the App-manifest pages, a
+	// browser's favicon.
+	Web bool
 }
 
 // IsGit tells a git-over-HTTP request (info/refs, git-upload-pack,
@@ -47,10 +51,10 @@ func (r Request) IsGit() bool {
 }
 
 // IsREST tells a request to GitHub's REST API from a git-over-HTTP one
-// and from the download of a job log (the storage URL a log's 302 points
-// to, which is no API).
+// from the download of a job log (the storage URL a log's 302 points to,
+// which is no API), and from GitHub's web pages (Web).
 func (r Request) IsREST() bool {
-	return !r.IsGit() && !strings.HasPrefix(r.Path, logDownloadPrefix)
+	return !r.IsGit() && !r.Web && !strings.HasPrefix(r.Path, logDownloadPrefix)
 }
 
 // Requests returns every request answered so far, in order.

@@ -251,6 +251,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Response:       tee.body.Bytes(),
 		ContentType:    w.Header().Get("Content-Type"),
 		At:             at,
+		Web:            orig != apiPrefix && !strings.HasPrefix(orig, apiPrefix+"/"),
 	})
 }
 

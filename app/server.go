@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -30,10 +31,10 @@ func (s *Service) Handler() http.Handler {
 		handlers.Ping{},
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST "+WebhookPath, &handlers.GitHubWebhook{
+	mux.Handle("POST "+WebhookPath, s.countWebhooks(&handlers.GitHubWebhook{
 		Secrets: s.cfg.WebhookSecrets(), Handlers: eventHandlers, MaxBodyBytes: s.cfg.HTTP.MaxBodyBytes,
 		MaxInflight: int64(s.cfg.HTTP.MaxInflightWebhooks), Inflight: &s.inflightWebhooks, Log: s.log,
-	})
+	}))
 	s.sessionChannel().Routes(mux)
 	if s.cfg.Buildkite.WebhookToken != "" {
 		mux.Handle("POST "+BuildkiteHookPath, &handlers.BuildkiteHook{Secret: s.cfg.Buildkite.WebhookToken, Sink: buildSink{s}, Now: s.clock.Now, Log: s.log})
@@ -67,6 +68,10 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
 		IdleTimeout:       s.cfg.HTTP.IdleTimeout,
 	}
+	stopMetrics, err := s.serveMetrics()
+	if err != nil {
+		return fmt.Errorf("metrics.listen: %w", err)
+	}
 	stopWorkers := make(chan struct{})
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
@@ -78,7 +83,6 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	var err error
 	served := false
 	select {
 	case <-ctx.Done():
@@ -105,6 +109,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if shutErr := srv.Shutdown(drainCtx); shutErr != nil {
 		s.log.Warn().Err(shutErr).Msg("requests still running at the drain deadline")
 	}
+	stopMetrics(drainCtx)
 	select {
 	case <-workersDone:
 	case <-drainCtx.Done():

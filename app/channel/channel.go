@@ -18,6 +18,8 @@
 package channel
 
 import (
+	"github.com/inspecthq/inspect/app/metrics"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,6 +108,8 @@ type Options struct {
 	// ModelClient is the egress proxy's client to providers; nil is
 	// modelproxy.NewClient's.
 	ModelClient *http.Client
+	// Metrics counts egress, tokens and snapshot builds (nil: nothing).
+	Metrics *metrics.Metrics
 }
 
 // Channel serves the session channel's routes.
@@ -119,6 +123,7 @@ type Channel struct {
 	tokenBudget   int64
 	maxInFlight   int
 	models        *modelproxy.Proxy
+	metrics       *metrics.Metrics
 }
 
 // New wires a Channel.
@@ -126,7 +131,7 @@ func New(o Options) *Channel {
 	c := &Channel{
 		store: o.Store, engine: o.Engine, clock: o.Clock, log: o.Logger,
 		registryProxy: o.RegistryProxy, egressIdle: o.EgressIdleTimeout, tokenBudget: o.TokenBudget,
-		maxInFlight: o.MaxModelRequestsInFlight,
+		maxInFlight: o.MaxModelRequestsInFlight, metrics: o.Metrics,
 		models: modelproxy.New(modelproxy.Options{Providers: o.Providers, Client: o.ModelClient,
 			MaxRequestBytes: o.MaxModelRequestBytes, OutputReservation: o.OutputReservation, MaxInFlight: o.MaxModelRequestsInFlight}),
 	}
@@ -149,8 +154,8 @@ func (c *Channel) Routes(mux *http.ServeMux) {
 	mux.HandleFunc(contract.RouteArtifact, c.authed(c.handleArtifact))
 	mux.HandleFunc(contract.RouteSnapshotJob, c.authed(c.handleSnapshotJob))
 	mux.HandleFunc(contract.RouteSnapshotResult, c.authed(c.handleSnapshotResult))
-	mux.HandleFunc(contract.PathEgressModel, c.authed(c.handleEgressModel))
-	mux.HandleFunc(contract.PathEgressRegistry, c.authed(c.handleEgressRegistry))
+	mux.HandleFunc(contract.PathEgressModel, c.authed(c.metrics.Egress(metrics.EgressModel, c.handleEgressModel)))
+	mux.HandleFunc(contract.PathEgressRegistry, c.authed(c.metrics.Egress(metrics.EgressRegistry, c.handleEgressRegistry)))
 }
 
 func (c *Channel) channelLog(r *http.Request) *zerolog.Logger {
@@ -333,6 +338,8 @@ func (c *Channel) handleSnapshotResult(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if first {
+		// From the build attempt's creation: its dispatch and its run.
+		c.metrics.SnapshotBuilt(res.Digest != "", c.clock.Now().Sub(a.CreatedAt))
 		log := c.channelLog(r).With().Int64("repo_id", a.RepoID).Logger()
 		c.engine.RevokeReadTokens(log.WithContext(r.Context()), a.ID)
 		if res.Digest == "" {

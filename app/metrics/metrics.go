@@ -108,6 +108,9 @@ func New() *Metrics {
 // Register adds a collector (a StoreCollector) to the registry.
 func (m *Metrics) Register(c prometheus.Collector) error { return m.reg.Register(c) }
 
+// Unregister removes the collector with c's series, if registered.
+func (m *Metrics) Unregister(c prometheus.Collector) { m.reg.Unregister(c) }
+
 // Handler serves the registry in the Prometheus exposition formats. A
 // collector that fails (the store does not answer) leaves its series out
 // and the rest is served.

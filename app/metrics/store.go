@@ -25,9 +25,9 @@ type Source interface {
 	SessionCounts(ctx context.Context) ([]SessionCount, error)
 	// WorkCounts is the work items by state (pending ones are the queue).
 	WorkCounts(ctx context.Context) (map[string]int, error)
-	// RunningAttempts counts the attempts started and not ended (each one
-	// sandbox, wherever its executor runs it), by kind (session, snapshot).
-	RunningAttempts(ctx context.Context) (map[string]int, error)
+	// SandboxesRunning counts the attempts holding a sandbox, wherever
+	// their executor runs them, by kind (session, snapshot).
+	SandboxesRunning(ctx context.Context, now time.Time) (map[string]int, error)
 	SnapshotsBuilt(ctx context.Context) ([]SnapshotBuilt, error)
 }
 
@@ -42,7 +42,7 @@ type StoreCollector struct {
 var (
 	sessionsDesc  = prometheus.NewDesc("inspect_sessions", "Sessions in the store, by state, outcome and trigger.", []string{"state", "outcome", "trigger"}, nil)
 	workDesc      = prometheus.NewDesc("inspect_work_items", "Work items in the store by state; pending ones are the queue depth.", []string{"state"}, nil)
-	sandboxesDesc = prometheus.NewDesc("inspect_sandboxes_running", "Attempts started and not ended (one sandbox each), by kind.", []string{"kind"}, nil)
+	sandboxesDesc = prometheus.NewDesc("inspect_sandboxes_running", "Attempts holding a sandbox (sessions dispatched or running, snapshot builds under way), by kind.", []string{"kind"}, nil)
 	snapshotDesc  = prometheus.NewDesc("inspect_snapshot_age_seconds", "Age of each repository's newest snapshot.", []string{"repo"}, nil)
 )
 
@@ -79,7 +79,7 @@ func (c StoreCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(workDesc, prometheus.GaugeValue, float64(n), state)
 		}
 	}
-	if running, err := c.Source.RunningAttempts(ctx); err != nil {
+	if running, err := c.Source.SandboxesRunning(ctx, c.Now()); err != nil {
 		ch <- prometheus.NewInvalidMetric(sandboxesDesc, err)
 	} else {
 		for _, kind := range []string{"session", "snapshot"} {

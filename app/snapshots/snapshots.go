@@ -15,6 +15,8 @@
 package snapshots
 
 import (
+	"github.com/inspecthq/inspect/app/metrics"
+
 	"context"
 	"errors"
 	"sync"
@@ -100,6 +102,8 @@ type Options struct {
 	ChannelURL string
 	// Version is `inspect version`, for snapshot labels.
 	Version string
+	// Metrics records builds' durations (nil: none).
+	Metrics *metrics.Metrics
 	// NewID names a build's attempt.
 	NewID func() string
 	// Registries are the package registries a build's setup may reach, as
@@ -126,6 +130,7 @@ type Scheduler struct {
 	newID          func() string
 	registries     func(fullName string, cfg config.Repo) ([]contract.Registry, error)
 	opened         openedStore
+	metrics        *metrics.Metrics
 }
 
 // New wires a Scheduler.
@@ -134,7 +139,8 @@ func New(o Options) *Scheduler {
 		store: o.Store, engine: o.Engine, clock: o.Clock, cfg: o.Snapshots,
 		commandTimeout: o.CommandTimeout, sessionTimeout: o.SessionTimeout,
 		executorKind: o.ExecutorKind, workDir: o.WorkDir, webURL: o.WebURL,
-		build: o.Builder, exec: o.Executor, channelURL: o.ChannelURL, version: o.Version, newID: o.NewID,
+		metrics: o.Metrics,
+		build:   o.Builder, exec: o.Executor, channelURL: o.ChannelURL, version: o.Version, newID: o.NewID,
 		registries: o.Registries,
 	}
 }

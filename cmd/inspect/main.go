@@ -3,6 +3,10 @@
 package main
 
 import (
+	"net/http"
+
+	"github.com/inspecthq/inspect/app/metrics"
+
 	"context"
 	"errors"
 	"flag"
@@ -115,7 +119,11 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	// Every replica's requests share one budget per installation, counted
 	// in the database (github.outbound).
 	lim := ghclient.NewOutboundLimiter(cfg.GitHub.Outbound, st, log)
-	gh, err := ghclient.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, key, "inspect/"+version, lim)
+	// One registry for the server (metrics.listen serves it), which the
+	// GitHub and Buildkite transports record into.
+	m := metrics.New()
+	countGitHub := ghclient.WithBaseTransport(func(rt http.RoundTripper) http.RoundTripper { return m.Transport(metrics.GitHub, rt) })
+	gh, err := ghclient.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, key, "inspect/"+version, lim, countGitHub)
 	if err != nil {
 		return err
 	}
@@ -130,7 +138,7 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	}
 	var exec app.Executor
 	if cfg.Executor.Kind == "buildkite" {
-		bx, err := buildkiteExecutor(cfg)
+		bx, err := buildkiteExecutor(cfg, m)
 		if err != nil {
 			return err
 		}
@@ -167,7 +175,7 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 		snapshotExec = exec
 	case "buildkite":
 		// As builds of the snapshot pipeline, whose agents may push.
-		sx, err := buildkiteSnapshotExecutor(cfg)
+		sx, err := buildkiteSnapshotExecutor(cfg, m)
 		if err != nil {
 			return err
 		}
@@ -181,7 +189,7 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 		}
 	}
 	svc := app.NewService(app.Options{Config: cfg, Store: st, GitHub: gh, Logger: log, Executor: exec, ChannelURL: channelURL,
-		Version: version, SnapshotExecutor: snapshotExec, RegistryCache: regCache})
+		Version: version, SnapshotExecutor: snapshotExec, RegistryCache: regCache, Metrics: m})
 	if err := svc.ResolveIdentity(ctx); err != nil {
 		return err
 	}

@@ -151,7 +151,12 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	h.st = st
-	h.metrics = metrics.New()
+	if h.metrics == nil {
+		// Kept across restarts, so a test reads one registry's series
+		// across a reconfiguration (the store's counts follow the new
+		// store).
+		h.metrics = metrics.New()
+	}
 	countGitHub := ghclient.WithBaseTransport(func(rt http.RoundTripper) http.RoundTripper { return h.metrics.Transport(metrics.GitHub, rt) })
 	clients, err := ghclient.NewGitHubClients(h.cfg.GitHub.APIURL, h.cfg.GitHub.AppID, []byte(h.cfg.GitHub.PrivateKey), "inspect-test", nil, countGitHub)
 	if err != nil {

@@ -169,7 +169,7 @@ func (s *Service) endForBudget(ctx context.Context, a store.Attempt, used store.
 		}
 		return
 	}
-	s.log.Info().Str("session_id", ended.ID).Int64("tokens", used.TotalTokens).Int64("budget", budget).Msg("session stopped: token budget spent")
+	s.log.Info().Str("session_id", ended.ID).Str("delivery_id", ended.DeliveryID).Int64("tokens", used.TotalTokens).Int64("budget", budget).Msg("session stopped: token budget spent")
 	s.stopAttempt(ctx, ended.AttemptID)
 	s.wakeWorkers()
 }

@@ -158,8 +158,14 @@ func (c *Channel) Routes(mux *http.ServeMux) {
 	mux.HandleFunc(contract.PathEgressRegistry, c.authed(c.metrics.Egress(metrics.EgressRegistry, c.handleEgressRegistry)))
 }
 
+// channelLog is a request's logger: its attempt, and once authed, the
+// attempt's session and the delivery that started it.
 func (c *Channel) channelLog(r *http.Request) *zerolog.Logger {
-	l := c.log.With().Str("attempt_id", r.PathValue(contract.PathValueAttempt)).Str("channel", r.URL.Path).Logger()
+	lc := c.log.With().Str("attempt_id", r.PathValue(contract.PathValueAttempt)).Str("channel", r.URL.Path)
+	if a, ok := r.Context().Value(attemptKey{}).(store.Attempt); ok && a.SessionID != "" {
+		lc = lc.Str("session_id", a.SessionID).Str("delivery_id", a.DeliveryID)
+	}
+	l := lc.Logger()
 	return &l
 }
 

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -81,6 +82,9 @@ type harness struct {
 	// metrics is the running service's registry, which its GitHub
 	// transport records into, as cmd/inspect wires it.
 	metrics *metrics.Metrics
+	// metricsListener, when set before start, is where Serve serves
+	// /metrics.
+	metricsListener net.Listener
 }
 
 type harnessOption func(*config.Server)
@@ -171,7 +175,7 @@ func (h *harness) start() {
 	}
 	h.svc = app.NewService(app.Options{Config: h.cfg, Store: st, GitHub: clients, Clock: h.clock,
 		Logger: zerolog.New(h.logs), WorkerName: "test", Executor: h.exec, ChannelURL: channelURL,
-		SnapshotBuilder: h.snapshotBuilder, SnapshotExecutor: h.snapshotExec, RegistryCache: h.registryCache, Version: "test", Metrics: h.metrics})
+		SnapshotBuilder: h.snapshotBuilder, SnapshotExecutor: h.snapshotExec, RegistryCache: h.registryCache, Version: "test", Metrics: h.metrics, MetricsListener: h.metricsListener})
 	if err := h.svc.ResolveIdentity(ctx); err != nil {
 		h.t.Fatal(err)
 	}

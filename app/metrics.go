@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"time"
 
@@ -105,15 +104,11 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// serveMetrics serves /metrics on metrics.listen, when set, until stop is
-// called; its server has the same timeouts as the main one.
-func (s *Service) serveMetrics() (stop func(ctx context.Context), err error) {
-	if s.cfg.Metrics.Listen == "" {
-		return func(context.Context) {}, nil
-	}
-	ln, err := net.Listen("tcp", s.cfg.Metrics.Listen)
-	if err != nil {
-		return nil, err
+// serveMetrics serves /metrics on the metrics listener, when there is one,
+// until stop is called; its server has the same timeouts as the main one.
+func (s *Service) serveMetrics() (stop func(ctx context.Context)) {
+	if s.metricsLn == nil {
+		return func(context.Context) {}
 	}
 	srv := &http.Server{
 		Handler: s.MetricsHandler(), ReadHeaderTimeout: s.cfg.HTTP.ReadHeaderTimeout,
@@ -122,17 +117,17 @@ func (s *Service) serveMetrics() (stop func(ctx context.Context), err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(s.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error().Err(err).Msg("the metrics listener stopped")
 		}
 	}()
-	s.log.Info().Str("listen", ln.Addr().String()).Msg("serving metrics")
+	s.log.Info().Str("listen", s.metricsLn.Addr().String()).Msg("serving metrics")
 	return func(ctx context.Context) {
 		if err := srv.Shutdown(ctx); err != nil {
 			s.log.Warn().Err(err).Msg("metrics requests still running at the drain deadline")
 		}
 		<-done
-	}, nil
+	}
 }
 
 // storeSource is the store as metrics.Source.

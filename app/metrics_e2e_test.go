@@ -2,6 +2,8 @@ package app_test
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -161,4 +163,43 @@ func familyNames(fams map[string]*dto.MetricFamily) []string {
 		}
 	}
 	return out
+}
+
+// /metrics is served on its own listener by the real server loop, and not
+// on the webhook listener; the drain stops it with the rest.
+func TestMetricsAreOnTheirOwnListener(t *testing.T) {
+	h := newHarness(t)
+	h.stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.metricsListener = ln
+	h.start()
+	metricsURL := "http://" + ln.Addr().String() + "/metrics"
+	ctx, sigterm := context.WithCancel(context.Background())
+	url, done := h.serve(ctx)
+	h.srv.URL = url
+	if code, _ := h.deliver("ping", []byte(`{"zen":"Keep it logically awesome.","hook_id":1}`)); code != 200 {
+		t.Fatalf("ping = %d", code)
+	}
+	resp, err := http.Get(metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || !strings.Contains(string(body), `inspect_webhooks_total{event="ping",result="accepted"} 1`) {
+		t.Errorf("metrics listener: %d %v\n%s", resp.StatusCode, err, body)
+	}
+	if code := get(t, url+"/metrics"); code != http.StatusNotFound {
+		t.Errorf("/metrics on the webhook listener = %d, want 404", code)
+	}
+	sigterm()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if _, err := http.Get(metricsURL); err == nil {
+		t.Error("the metrics listener still answers after the drain")
+	}
 }

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -68,10 +67,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
 		IdleTimeout:       s.cfg.HTTP.IdleTimeout,
 	}
-	stopMetrics, err := s.serveMetrics()
-	if err != nil {
-		return fmt.Errorf("metrics.listen: %w", err)
-	}
+	stopMetrics := s.serveMetrics()
 	stopWorkers := make(chan struct{})
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
@@ -83,6 +79,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
+	var err error
 	served := false
 	select {
 	case <-ctx.Done():

@@ -12,6 +12,7 @@ import (
 	"encoding/base32"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -60,8 +61,10 @@ type Service struct {
 	inflightWebhooks atomic.Int64
 	// parsed memoises the cached repo configs' parses for the webhook path.
 	parsed parsedConfigs
-	// metrics is the registry /metrics serves (app/metrics).
-	metrics *metrics.Metrics
+	// metrics is the registry /metrics serves (app/metrics), on
+	// metricsLn when set.
+	metrics   *metrics.Metrics
+	metricsLn net.Listener
 	// WorkerName identifies this replica's workers in leases.
 	WorkerName string
 }
@@ -92,6 +95,9 @@ type Options struct {
 	// Metrics is the registry, when transports built before the service
 	// (GitHub's, Buildkite's) record into it; nil: the service makes one.
 	Metrics *metrics.Metrics
+	// MetricsListener, when set, is where Serve serves /metrics
+	// (metrics.listen; cmd opens it); nil serves no metrics.
+	MetricsListener net.Listener
 }
 
 // NewService wires a Service.
@@ -115,7 +121,7 @@ func NewService(o Options) *Service {
 	if s.channelURL == "" {
 		s.channelURL = o.Config.ChannelURL
 	}
-	s.metrics = newMetrics(o, s)
+	s.metrics, s.metricsLn = newMetrics(o, s), o.MetricsListener
 	s.snapshots = s.newSnapshots(o)
 	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})
 	return s

@@ -131,6 +131,13 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	if err != nil {
 		return err
 	}
+	var metricsLn net.Listener
+	if cfg.Metrics.Listen != "" {
+		// Operator-only: its own address, never the webhook listener.
+		if metricsLn, err = net.Listen("tcp", cfg.Metrics.Listen); err != nil {
+			return fmt.Errorf("metrics.listen: %w", err)
+		}
+	}
 	channelURL := cfg.ChannelURL
 	if channelURL == "" {
 		// The local executor's supervisors run on this host: loopback.
@@ -189,7 +196,7 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 		}
 	}
 	svc := app.NewService(app.Options{Config: cfg, Store: st, GitHub: gh, Logger: log, Executor: exec, ChannelURL: channelURL,
-		Version: version, SnapshotExecutor: snapshotExec, RegistryCache: regCache, Metrics: m})
+		Version: version, SnapshotExecutor: snapshotExec, RegistryCache: regCache, Metrics: m, MetricsListener: metricsLn})
 	if err := svc.ResolveIdentity(ctx); err != nil {
 		return err
 	}

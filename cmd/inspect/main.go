@@ -200,7 +200,11 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	if err := svc.ResolveIdentity(ctx); err != nil {
 		return err
 	}
-	log.Info().Str("listen", ln.Addr().String()).Str("app", svc.Identity().AppSlug).Msg("inspect serving")
+	serving := log.Info().Str("listen", ln.Addr().String()).Str("app", svc.Identity().AppSlug)
+	if metricsLn != nil {
+		serving = serving.Str("metrics", metricsLn.Addr().String())
+	}
+	serving.Msg("inspect serving")
 	err = svc.Serve(ctx, ln)
 	if errors.Is(err, context.Canceled) {
 		return nil

@@ -1,7 +1,9 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -15,7 +17,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/fakemodel"
+	"github.com/inspecthq/inspect/internal/servetest"
 )
 
 // After a real session (the stand-in command agent in the sandbox, calling
@@ -201,5 +205,69 @@ func TestMetricsAreOnTheirOwnListener(t *testing.T) {
 	}
 	if _, err := http.Get(metricsURL); err == nil {
 		t.Error("the metrics listener still answers after the drain")
+	}
+}
+
+// The real `inspect serve` with metrics.listen: the serving line names the
+// metrics address; there /metrics parses, and counts the webhook just
+// delivered and the GitHub calls of the start-up (GET /app, through the
+// transport cmd/inspect wires); the webhook listener has no /metrics.
+func TestServeBinaryServesMetricsOnItsOwnListener(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin := inspectBinary(t)
+	gh := fakegithub.New()
+	t.Cleanup(gh.Close)
+	cfg := servetest.BaseConfig(t, gh, servetest.NewDatabase(t))
+	cfg.Set("metrics.listen", "127.0.0.1:0")
+	// No slug: the server asks GitHub (GET /app) at start-up.
+	cfg.Set("github.app_slug", "")
+	r := servetest.Start(t, bin, cfg)
+	line, err := r.WaitLog(ctx, `"message":"inspect serving"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serving struct{ Listen, Metrics string }
+	if err := json.Unmarshal([]byte(line), &serving); err != nil || serving.Metrics == "" || serving.Metrics == serving.Listen {
+		t.Fatalf("serving line %q: %v", line, err)
+	}
+	body := []byte(`{"zen":"Design for failure.","hook_id":1}`)
+	req, err := http.NewRequest(http.MethodPost, r.WebhookURL(), bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "ping")
+	req.Header.Set("X-GitHub-Delivery", "metrics-ping-1")
+	req.Header.Set("X-Hub-Signature-256", sign(body, servetest.WebhookSecret))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("ping = %d", resp.StatusCode)
+	}
+	resp, err = http.Get("http://" + serving.Metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := seriesValue(fams, "inspect_webhooks_total", map[string]string{"event": "ping", "result": "accepted"}); !ok || v != 1 {
+		t.Errorf("ping deliveries = %v %v, want 1", v, ok)
+	}
+	if v, ok := seriesValue(fams, "inspect_api_requests_total", map[string]string{"service": "github", "code": "200"}); !ok || v < 1 {
+		t.Errorf("GitHub calls = %v %v, want the start-up's GET /app", v, ok)
+	}
+	if v, ok := seriesValue(fams, "inspect_work_items", map[string]string{"state": "pending"}); !ok || v < 0 {
+		t.Errorf("queue depth = %v %v", v, ok)
+	}
+	if code := get(t, r.URL()+"/metrics"); code != http.StatusNotFound {
+		t.Errorf("/metrics on the webhook listener = %d, want 404", code)
 	}
 }

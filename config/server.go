@@ -704,8 +704,9 @@ func (c Server) Validate() error {
 	if c.Listen == "" {
 		add("listen", "must not be empty")
 	}
-	if c.Metrics.Listen != "" && c.Metrics.Listen == c.Listen {
+	if c.Metrics.Listen != "" && c.Metrics.Listen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
 		// The metrics are operator-only: never on the public listener.
+		// (Port 0 is two ports the kernel picks, never the same one.)
 		add("metrics.listen", "must differ from listen")
 	}
 	if a := c.Artifacts; a.MaxFileBytes <= 0 || a.MaxFileBytes > contract.HardMaxArtifactBytes {

@@ -18,8 +18,6 @@
 package channel
 
 import (
-	"github.com/inspecthq/inspect/app/metrics"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/clock"
+	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/app/modelproxy"
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"

@@ -15,8 +15,6 @@
 package snapshots
 
 import (
-	"github.com/inspecthq/inspect/app/metrics"
-
 	"context"
 	"errors"
 	"sync"
@@ -26,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/clock"
+	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/images"

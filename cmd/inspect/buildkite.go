@@ -1,19 +1,17 @@
 package main
 
 import (
-	"net/http"
-
-	"github.com/inspecthq/inspect/app/metrics"
-
 	"context"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/buildkite"
 )

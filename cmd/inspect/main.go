@@ -3,16 +3,13 @@
 package main
 
 import (
-	"net/http"
-
-	"github.com/inspecthq/inspect/app/metrics"
-
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,6 +18,7 @@ import (
 
 	"github.com/inspecthq/inspect/app"
 	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"

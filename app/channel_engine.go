@@ -20,7 +20,7 @@ func (s *Service) sessionChannel() *channel.Channel {
 		Store: s.store, Engine: channelEngine{s: s}, Clock: s.clock, Logger: s.log,
 		Providers: s.cfg, RegistryProxy: s.registryProxy, EgressIdleTimeout: s.cfg.Egress.IdleTimeout, TokenBudget: s.cfg.Agents.TokenBudget,
 		MaxModelRequestsInFlight: s.cfg.Agents.MaxRequestsInFlight, MaxModelRequestBytes: s.cfg.Agents.MaxRequestBytes,
-		OutputReservation: s.cfg.Agents.OutputReservation,
+		OutputReservation: s.cfg.Agents.OutputReservation, Metrics: s.metrics,
 	})
 }
 

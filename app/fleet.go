@@ -80,7 +80,7 @@ func (s *Service) handBack(ctx context.Context) {
 		return
 	}
 	for _, sess := range running {
-		log := s.log.With().Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Logger()
+		log := s.log.With().Str("session_id", sess.ID).Str("delivery_id", sess.DeliveryID).Str("attempt_id", sess.AttemptID).Logger()
 		requeued, err := s.requeue(ctx, sess.ID, sess.AttemptID, func(x *store.Session) { x.Handbacks++ })
 		if err != nil {
 			log.Warn().Err(err).Msg("could not hand the session back")

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/inspecthq/inspect/app"
 	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -77,6 +79,12 @@ type harness struct {
 	// registryCache is the replica's registry artifact cache, kept across
 	// restarts as a replica's directory is.
 	registryCache *registryproxy.Cache
+	// metrics is the running service's registry, which its GitHub
+	// transport records into, as cmd/inspect wires it.
+	metrics *metrics.Metrics
+	// metricsListener, when set before start, is where Serve serves
+	// /metrics.
+	metricsListener net.Listener
 }
 
 type harnessOption func(*config.Server)
@@ -157,7 +165,14 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	h.st = st
-	clients, err := ghclient.NewGitHubClients(h.cfg.GitHub.APIURL, h.cfg.GitHub.AppID, []byte(h.cfg.GitHub.PrivateKey), "inspect-test", nil)
+	if h.metrics == nil {
+		// Kept across restarts, so a test reads one registry's series
+		// across a reconfiguration (the store's counts follow the new
+		// store).
+		h.metrics = metrics.New()
+	}
+	countGitHub := ghclient.WithBaseTransport(func(rt http.RoundTripper) http.RoundTripper { return h.metrics.Transport(metrics.GitHub, rt) })
+	clients, err := ghclient.NewGitHubClients(h.cfg.GitHub.APIURL, h.cfg.GitHub.AppID, []byte(h.cfg.GitHub.PrivateKey), "inspect-test", nil, countGitHub)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -170,7 +185,7 @@ func (h *harness) start() {
 	}
 	h.svc = app.NewService(app.Options{Config: h.cfg, Store: st, GitHub: clients, Clock: h.clock,
 		Logger: zerolog.New(h.logs), WorkerName: "test", Executor: h.exec, ChannelURL: channelURL,
-		SnapshotBuilder: h.snapshotBuilder, SnapshotExecutor: h.snapshotExec, RegistryCache: h.registryCache, Version: "test"})
+		SnapshotBuilder: h.snapshotBuilder, SnapshotExecutor: h.snapshotExec, RegistryCache: h.registryCache, Version: "test", Metrics: h.metrics, MetricsListener: h.metricsListener})
 	if err := h.svc.ResolveIdentity(ctx); err != nil {
 		h.t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func (s *Service) reconcileAttempts(ctx context.Context) error {
 		return err
 	}
 	for _, sess := range active {
-		log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Logger()
+		log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("delivery_id", sess.DeliveryID).Str("attempt_id", sess.AttemptID).Logger()
 		if err := s.reconcileAttempt(log.WithContext(ctx), sess); err != nil {
 			log.Warn().Err(err).Msg("reconciling the attempt failed; trying again next time")
 		}
@@ -196,7 +196,7 @@ func (s *Service) reconcileTargets(ctx context.Context) error {
 		return err
 	}
 	for _, sess := range active {
-		log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Logger()
+		log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("delivery_id", sess.DeliveryID).Logger()
 		why, err := s.targetGone(ctx, sess)
 		if err != nil {
 			log.Warn().Err(err).Msg("checking the session's target failed; trying again next time")

@@ -33,10 +33,10 @@ func (s *Service) Handler() http.Handler {
 		&handlers.AppAuthorization{Forget: s},
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST "+WebhookPath, &handlers.GitHubWebhook{
+	mux.Handle("POST "+WebhookPath, s.countWebhooks(&handlers.GitHubWebhook{
 		Secrets: s.cfg.WebhookSecrets(), Handlers: eventHandlers, MaxBodyBytes: s.cfg.HTTP.MaxBodyBytes,
 		MaxInflight: int64(s.cfg.HTTP.MaxInflightWebhooks), Inflight: &s.inflightWebhooks, Log: s.log,
-	})
+	}))
 	s.sessionChannel().Routes(mux)
 	s.dashboardRoutes(mux)
 	if s.cfg.Buildkite.WebhookToken != "" {
@@ -71,6 +71,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
 		IdleTimeout:       s.cfg.HTTP.IdleTimeout,
 	}
+	stopMetrics := s.serveMetrics()
 	stopWorkers := make(chan struct{})
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
@@ -109,6 +110,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if shutErr := srv.Shutdown(drainCtx); shutErr != nil {
 		s.log.Warn().Err(shutErr).Msg("requests still running at the drain deadline")
 	}
+	stopMetrics(drainCtx)
 	select {
 	case <-workersDone:
 	case <-drainCtx.Done():

@@ -12,6 +12,7 @@ import (
 	"encoding/base32"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/inspecthq/inspect/app/clock"
 	"github.com/inspecthq/inspect/app/fleet"
 	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/snapshots"
 	"github.com/inspecthq/inspect/app/store"
@@ -59,6 +61,10 @@ type Service struct {
 	inflightWebhooks atomic.Int64
 	// parsed memoises the cached repo configs' parses for the webhook path.
 	parsed parsedConfigs
+	// metrics is the registry /metrics serves (app/metrics), on
+	// metricsLn when set.
+	metrics   *metrics.Metrics
+	metricsLn net.Listener
 	// WorkerName identifies this replica's workers in leases.
 	WorkerName string
 }
@@ -86,6 +92,12 @@ type Options struct {
 	// RegistryCache keeps registry artifacts for this replica's attempts
 	// (egress.cache; cmd opens it); nil keeps none.
 	RegistryCache *registryproxy.Cache
+	// Metrics is the registry, when transports built before the service
+	// (GitHub's, Buildkite's) record into it; nil: the service makes one.
+	Metrics *metrics.Metrics
+	// MetricsListener, when set, is where Serve serves /metrics
+	// (metrics.listen; cmd opens it); nil serves no metrics.
+	MetricsListener net.Listener
 }
 
 // NewService wires a Service.
@@ -109,6 +121,7 @@ func NewService(o Options) *Service {
 	if s.channelURL == "" {
 		s.channelURL = o.Config.ChannelURL
 	}
+	s.metrics, s.metricsLn = newMetrics(o, s), o.MetricsListener
 	s.snapshots = s.newSnapshots(o)
 	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})
 	return s

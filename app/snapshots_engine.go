@@ -26,7 +26,7 @@ func (s *Service) newSnapshots(o Options) *snapshots.Scheduler {
 		CommandTimeout: s.cfg.Sessions.CommandTimeout, SessionTimeout: s.cfg.Sessions.Timeout,
 		ExecutorKind: s.cfg.Executor.Kind, WorkDir: s.cfg.Executor.WorkDir, WebURL: s.cfg.GitHub.WebURL,
 		Builder: o.SnapshotBuilder, Executor: o.SnapshotExecutor, ChannelURL: s.channelURL,
-		Version: s.version, NewID: newID, Registries: s.sessionRegistries,
+		Version: s.version, NewID: newID, Registries: s.sessionRegistries, Metrics: s.metrics,
 	})
 }
 

@@ -169,7 +169,7 @@ func (s *Service) endForBudget(ctx context.Context, a store.Attempt, used store.
 		}
 		return
 	}
-	s.log.Info().Str("session_id", ended.ID).Int64("tokens", used.TotalTokens).Int64("budget", budget).Msg("session stopped: token budget spent")
+	s.log.Info().Str("session_id", ended.ID).Str("delivery_id", ended.DeliveryID).Int64("tokens", used.TotalTokens).Int64("budget", budget).Msg("session stopped: token budget spent")
 	s.stopAttempt(ctx, ended.AttemptID)
 	s.wakeWorkers()
 }
@@ -179,6 +179,10 @@ func (s *Service) endForBudget(ctx context.Context, a store.Attempt, used store.
 // and it is preparing or dispatched, becomes running, with a sync queued to
 // tell GitHub.
 func (s *Service) claimAttempt(ctx context.Context, attemptID, claimCode, sessionToken string) (store.Attempt, error) {
-	return s.store.ClaimAttempt(ctx, attemptID, claimCode, sessionToken, s.clock.Now(),
+	a, err := s.store.ClaimAttempt(ctx, attemptID, claimCode, sessionToken, s.clock.Now(),
 		store.Running, store.Preparing, store.Dispatched)
+	if err == nil {
+		s.observeAgentStart(ctx, a)
+	}
+	return a, err
 }

@@ -97,7 +97,7 @@ func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 		return false, err
 	}
 	log := s.log.With().Int64("work_id", w.ID).Str("kind", string(w.Kind)).Str("session_id", w.SessionID).
-		Int("attempt", w.Attempts).Logger()
+		Str("delivery_id", w.DeliveryID).Int("attempt", w.Attempts).Logger()
 	lease := s.cfg.Workers.Lease
 	if w.Kind == store.BuildSnapshot {
 		// A build takes minutes: hold it for as long as it may run, so no

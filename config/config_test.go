@@ -98,6 +98,7 @@ channel_url: https://inspect.example.com
 buildkite: {organization: acme, api_token: t, api_token_path: /x, webhook_token: 0123456789abcdef, queue: "a: b"}
 workers: {reconcile_interval: 10ms}`, nil,
 			[]string{"buildkite.queue:", "buildkite.api_token: set only one", "workers.reconcile_interval:"}},
+		{"metrics on the webhook listener", minimalYAML, map[string]string{"INSPECT_LISTEN": ":8080", "INSPECT_METRICS_LISTEN": ":8080"}, []string{"metrics.listen: must differ from listen"}},
 		{"unknown executor", minimalYAML, map[string]string{"INSPECT_EXECUTOR_KIND": "k8s"}, []string{"executor.kind: \"k8s\" must be local, buildkite or none"}},
 	}
 	for _, tc := range cases {

@@ -88,6 +88,7 @@ func EnvVars() []EnvVar {
 		{"INSPECT_LOG_LEVEL", "log_level", str(func(c *Server) *string { return &c.LogLevel })},
 		{"INSPECT_REPO_CONFIG_MAX_AGE", "repo_config_max_age", duration(func(c *Server) *time.Duration { return &c.RepoConfigMaxAge })},
 		{"INSPECT_CHANNEL_URL", "channel_url", str(func(c *Server) *string { return &c.ChannelURL })},
+		{"INSPECT_METRICS_LISTEN", "metrics.listen", str(func(c *Server) *string { return &c.Metrics.Listen })},
 		{"INSPECT_SESSIONS_TIMEOUT", "sessions.timeout", duration(func(c *Server) *time.Duration { return &c.Sessions.Timeout })},
 		{"INSPECT_SESSIONS_COMMAND_TIMEOUT", "sessions.command_timeout", duration(func(c *Server) *time.Duration { return &c.Sessions.CommandTimeout })},
 		{"INSPECT_SESSIONS_MAX_CHANGED_FILES", "sessions.max_changed_files", integer(func(c *Server) *int { return &c.Sessions.MaxChangedFiles })},

@@ -50,6 +50,8 @@ type Server struct {
 	// means http://<listen address> (right for the local executor).
 	ChannelURL string `yaml:"channel_url"`
 
+	Metrics Metrics `yaml:"metrics"`
+
 	GitHub    GitHub    `yaml:"github"`
 	Sessions  Sessions  `yaml:"sessions"`
 	Limits    Limits    `yaml:"limits"`
@@ -66,6 +68,14 @@ type Server struct {
 	Artifacts Artifacts `yaml:"artifacts"`
 	// Web is the dashboard and sign-in with GitHub.
 	Web Web `yaml:"web"`
+}
+
+// Metrics is the operator-only Prometheus endpoint.
+type Metrics struct {
+	// Listen is the address /metrics is served on, a listener of its own
+	// so the public webhook listener never exposes it. Empty: no metrics
+	// endpoint.
+	Listen string `yaml:"listen"`
 }
 
 // Artifacts caps the files sessions collect after verify (a repository's
@@ -852,6 +862,11 @@ func (c Server) Validate() error {
 	}
 	if c.Listen == "" {
 		add("listen", "must not be empty")
+	}
+	if c.Metrics.Listen != "" && c.Metrics.Listen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
+		// The metrics are operator-only: never on the public listener.
+		// (Port 0 is two ports the kernel picks, never the same one.)
+		add("metrics.listen", "must differ from listen")
 	}
 	if a := c.Artifacts; a.MaxFileBytes <= 0 || a.MaxFileBytes > contract.HardMaxArtifactBytes {
 		add("artifacts.max_file_bytes", "must be 1 to %d", contract.HardMaxArtifactBytes)

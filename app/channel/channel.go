@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/clock"
+	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/app/modelproxy"
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"
@@ -106,6 +107,8 @@ type Options struct {
 	// ModelClient is the egress proxy's client to providers; nil is
 	// modelproxy.NewClient's.
 	ModelClient *http.Client
+	// Metrics counts egress, tokens and snapshot builds (nil: nothing).
+	Metrics *metrics.Metrics
 }
 
 // Channel serves the session channel's routes.
@@ -119,6 +122,7 @@ type Channel struct {
 	tokenBudget   int64
 	maxInFlight   int
 	models        *modelproxy.Proxy
+	metrics       *metrics.Metrics
 }
 
 // New wires a Channel.
@@ -126,7 +130,7 @@ func New(o Options) *Channel {
 	c := &Channel{
 		store: o.Store, engine: o.Engine, clock: o.Clock, log: o.Logger,
 		registryProxy: o.RegistryProxy, egressIdle: o.EgressIdleTimeout, tokenBudget: o.TokenBudget,
-		maxInFlight: o.MaxModelRequestsInFlight,
+		maxInFlight: o.MaxModelRequestsInFlight, metrics: o.Metrics,
 		models: modelproxy.New(modelproxy.Options{Providers: o.Providers, Client: o.ModelClient,
 			MaxRequestBytes: o.MaxModelRequestBytes, OutputReservation: o.OutputReservation, MaxInFlight: o.MaxModelRequestsInFlight}),
 	}
@@ -149,12 +153,18 @@ func (c *Channel) Routes(mux *http.ServeMux) {
 	mux.HandleFunc(contract.RouteArtifact, c.authed(c.handleArtifact))
 	mux.HandleFunc(contract.RouteSnapshotJob, c.authed(c.handleSnapshotJob))
 	mux.HandleFunc(contract.RouteSnapshotResult, c.authed(c.handleSnapshotResult))
-	mux.HandleFunc(contract.PathEgressModel, c.authed(c.handleEgressModel))
-	mux.HandleFunc(contract.PathEgressRegistry, c.authed(c.handleEgressRegistry))
+	mux.HandleFunc(contract.PathEgressModel, c.authed(c.metrics.Egress(metrics.EgressModel, c.handleEgressModel)))
+	mux.HandleFunc(contract.PathEgressRegistry, c.authed(c.metrics.Egress(metrics.EgressRegistry, c.handleEgressRegistry)))
 }
 
+// channelLog is a request's logger: its attempt, and once authed, the
+// attempt's session and the delivery that started it.
 func (c *Channel) channelLog(r *http.Request) *zerolog.Logger {
-	l := c.log.With().Str("attempt_id", r.PathValue(contract.PathValueAttempt)).Str("channel", r.URL.Path).Logger()
+	lc := c.log.With().Str("attempt_id", r.PathValue(contract.PathValueAttempt)).Str("channel", r.URL.Path)
+	if a, ok := r.Context().Value(attemptKey{}).(store.Attempt); ok && a.SessionID != "" {
+		lc = lc.Str("session_id", a.SessionID).Str("delivery_id", a.DeliveryID)
+	}
+	l := lc.Logger()
 	return &l
 }
 
@@ -333,6 +343,8 @@ func (c *Channel) handleSnapshotResult(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if first {
+		// From the build attempt's creation: its dispatch and its run.
+		c.metrics.SnapshotBuilt(res.Digest != "", c.clock.Now().Sub(a.CreatedAt))
 		log := c.channelLog(r).With().Int64("repo_id", a.RepoID).Logger()
 		c.engine.RevokeReadTokens(log.WithContext(r.Context()), a.ID)
 		if res.Digest == "" {

@@ -36,7 +36,7 @@ func (c *Channel) handleEgressModel(rw http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusServiceUnavailable, "the attempt's spec is unreadable")
 		return
 	}
-	c.models.Serve(w, r, spec, &storeMeter{c: c, a: a, log: log}, *log)
+	c.models.Serve(w, r, spec, &storeMeter{c: c, a: a, log: log, model: spec.Agent.Model}, *log)
 }
 
 // storeMeter is the app's modelproxy.Meter: the session's usage in the
@@ -45,6 +45,8 @@ type storeMeter struct {
 	c   *Channel
 	a   store.Attempt
 	log *zerolog.Logger
+	// model is the spec's, the only one the proxy lets a request name.
+	model string
 }
 
 // reservationInFlightFor is how long a reservation takes one of its
@@ -74,6 +76,7 @@ func (m *storeMeter) Reserve(ctx context.Context, tokens int64) (modelproxy.Rese
 }
 
 func (m *storeMeter) Settle(ctx context.Context, r modelproxy.Reservation, u modelproxy.Usage) {
+	m.c.metrics.ModelTokens(m.model, u.InputTokens, u.OutputTokens)
 	total, err := m.c.store.SettleModelTokens(ctx, r.ID, store.Usage(u), m.c.clock.Now())
 	if err != nil {
 		// The reservation stays in the store, charged: never less than

@@ -48,7 +48,9 @@ type GitHubClients interface {
 // lim (nil: no outbound discipline). Token minting goes around it, over
 // lim's base transport: a token is not content GitHub's write limits
 // count, and must not wait behind the writes that need it.
-func NewGitHubClients(apiURL string, appID int64, privateKeyPEM []byte, userAgent string, lim *outbound.Limiter) (GitHubClients, error) {
+//
+// Options change the transport chain (WithBaseTransport).
+func NewGitHubClients(apiURL string, appID int64, privateKeyPEM []byte, userAgent string, lim *outbound.Limiter, opts ...Option) (GitHubClients, error) {
 	// go-githubapp would only fail at the first token, after the server had
 	// already acknowledged webhooks it could never act on; fail at start-up.
 	key, err := parsePrivateKey(privateKeyPEM)
@@ -66,10 +68,24 @@ func NewGitHubClients(apiURL string, appID int64, privateKeyPEM []byte, userAgen
 		baseURL: baseURL, appID: appID, key: key, userAgent: userAgent, lim: lim,
 		installations: newClientCache(githubapp.DefaultCachingClientCapacity),
 	}
+	c.base = lim.Base()
+	for _, o := range opts {
+		o(c)
+	}
 	// One App client for all: go-github remembers the rate limits it met
 	// per client, and the JWT is signed per request anyway.
 	c.app = c.newClient(lim.Transport(0, c.appsTransport()), "application")
 	return c, nil
+}
+
+// Option changes how NewGitHubClients builds its clients.
+type Option func(*clientCreator)
+
+// WithBaseTransport wraps the transport every request to GitHub ends in,
+// token mints included (under the limiter, the token transport and the
+// retries): the metrics' count of GitHub calls.
+func WithBaseTransport(wrap func(http.RoundTripper) http.RoundTripper) Option {
+	return func(c *clientCreator) { c.base = wrap(c.base) }
 }
 
 // clientCreator builds clients the way go-githubapp did (its user agents,
@@ -82,7 +98,10 @@ type clientCreator struct {
 	key       *rsa.PrivateKey
 	userAgent string
 	lim       *outbound.Limiter
-	app       *github.Client
+	// base is the transport under everything: lim's base, maybe wrapped
+	// (WithBaseTransport).
+	base http.RoundTripper
+	app  *github.Client
 	// installations keeps one client (and its token) per installation, so
 	// a token is minted once an hour per installation, not once per call;
 	// ghinstallation refreshes it a minute before it expires.
@@ -93,7 +112,7 @@ type clientCreator struct {
 // installation gets its own: ghinstallation's token refresh writes to the
 // AppsTransport it was built from.
 func (c *clientCreator) appsTransport() *ghinstallation.AppsTransport {
-	atr := ghinstallation.NewAppsTransportFromPrivateKey(c.lim.Base(), c.appID, c.key)
+	atr := ghinstallation.NewAppsTransportFromPrivateKey(c.base, c.appID, c.key)
 	atr.BaseURL = strings.TrimSuffix(c.baseURL.String(), "/")
 	return atr
 }
@@ -136,7 +155,7 @@ func (c *clientCreator) WithToken(ctx context.Context, installationID int64, tok
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rt := c.lim.Transport(installationID, c.lim.Base())
+	rt := c.lim.Transport(installationID, c.base)
 	return c.newClient(rt, fmt.Sprintf("installation: %d, minted token", installationID)).WithAuthToken(token), nil
 }
 

@@ -41,6 +41,7 @@ func (s *Scheduler) BuildWork(ctx context.Context, w *store.Work) error {
 	}
 	log := zerolog.Ctx(ctx).With().Str("repo", r.FullName).Logger()
 	ctx = log.WithContext(ctx)
+	started := s.clock.Now()
 	if err := s.store.StartSnapshotBuild(ctx, repoID, s.clock.Now().Add(BuildLease), s.clock.Now()); err != nil {
 		return err
 	}
@@ -55,18 +56,20 @@ func (s *Scheduler) BuildWork(ctx context.Context, w *store.Work) error {
 			// not at the next refresh.
 			return err
 		}
-		return s.finish(ctx, repoID, images.Snapshot{}, err)
+		return s.finish(ctx, repoID, started, images.Snapshot{}, err)
 	}
 	if s.build == nil {
-		return s.finish(ctx, repoID, images.Snapshot{}, fmt.Errorf("snapshot builds need executor.kind local or buildkite (it is %s)", s.executorKind))
+		return s.finish(ctx, repoID, started, images.Snapshot{}, fmt.Errorf("snapshot builds need executor.kind local or buildkite (it is %s)", s.executorKind))
 	}
 	snap, err := s.buildHere(ctx, r)
-	return s.finish(ctx, repoID, snap, err)
+	return s.finish(ctx, repoID, started, snap, err)
 }
 
-// finish records a build's outcome on the repo's schedule.
-func (s *Scheduler) finish(ctx context.Context, repoID int64, snap images.Snapshot, err error) error {
+// finish records a build's outcome on the repo's schedule, and its
+// duration from started.
+func (s *Scheduler) finish(ctx context.Context, repoID int64, started time.Time, snap images.Snapshot, err error) error {
 	log := zerolog.Ctx(ctx)
+	s.metrics.SnapshotBuilt(err == nil, s.clock.Now().Sub(started))
 	digest, why := "", ""
 	if err != nil {
 		why = contract.NewRedactor().Redact(err.Error())

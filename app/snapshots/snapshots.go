@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/clock"
+	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/images"
@@ -100,6 +101,8 @@ type Options struct {
 	ChannelURL string
 	// Version is `inspect version`, for snapshot labels.
 	Version string
+	// Metrics records builds' durations (nil: none).
+	Metrics *metrics.Metrics
 	// NewID names a build's attempt.
 	NewID func() string
 	// Registries are the package registries a build's setup may reach, as
@@ -126,6 +129,7 @@ type Scheduler struct {
 	newID          func() string
 	registries     func(fullName string, cfg config.Repo) ([]contract.Registry, error)
 	opened         openedStore
+	metrics        *metrics.Metrics
 }
 
 // New wires a Scheduler.
@@ -134,7 +138,8 @@ func New(o Options) *Scheduler {
 		store: o.Store, engine: o.Engine, clock: o.Clock, cfg: o.Snapshots,
 		commandTimeout: o.CommandTimeout, sessionTimeout: o.SessionTimeout,
 		executorKind: o.ExecutorKind, workDir: o.WorkDir, webURL: o.WebURL,
-		build: o.Builder, exec: o.Executor, channelURL: o.ChannelURL, version: o.Version, newID: o.NewID,
+		metrics: o.Metrics,
+		build:   o.Builder, exec: o.Executor, channelURL: o.ChannelURL, version: o.Version, newID: o.NewID,
 		registries: o.Registries,
 	}
 }

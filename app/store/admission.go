@@ -33,6 +33,7 @@ const activeStates = `('preparing', 'dispatched', 'running', 'reporting')`
 // committed meanwhile).
 func (s *Store) Admit(ctx context.Context, id string, clock func() time.Time, fn func(x *Session, load policy.Load, now time.Time) ([]NewWork, error)) (Session, error) {
 	var out Session
+	var ended bool
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if s.dialect == postgres {
 			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, admissionLock); err != nil {
@@ -41,7 +42,7 @@ func (s *Store) Admit(ctx context.Context, id string, clock func() time.Time, fn
 		}
 		now := clock()
 		var err error
-		out, err = s.mutateIn(ctx, tx, id, now, func(x *Session) ([]NewWork, error) {
+		out, ended, err = s.mutateIn(ctx, tx, id, now, func(x *Session) ([]NewWork, error) {
 			load, err := s.loadOf(ctx, tx, *x, now)
 			if err != nil {
 				return nil, err
@@ -50,6 +51,9 @@ func (s *Store) Admit(ctx context.Context, id string, clock func() time.Time, fn
 		})
 		return err
 	})
+	if err == nil && ended {
+		s.tellEnded(out)
+	}
 	return out, err
 }
 

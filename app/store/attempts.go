@@ -30,8 +30,11 @@ const (
 // code and session token are stored, so a copy of the database grants
 // nothing.
 type Attempt struct {
-	ID         string
-	SessionID  string
+	ID        string
+	SessionID string
+	// DeliveryID is the webhook delivery that started its session (read
+	// with it, for the logs; empty for a snapshot build).
+	DeliveryID string
 	ExternalID string
 	// Number counts the session's attempts from 1.
 	Number int
@@ -184,9 +187,10 @@ func (s *Store) attemptRow(ctx context.Context, q querier, id string) (Attempt, 
 		claimHash, tokenHash string
 	)
 	err := q.QueryRowContext(ctx, `SELECT id, session_id, external_id, state, deadline, progress_seq, progress, spec, result,
-		created_at, claim_hash, token_hash, number, external_state, kind, repo_id, host, updated_at FROM attempts WHERE id = $1`, id).
+		created_at, claim_hash, token_hash, number, external_state, kind, repo_id, host, updated_at,
+		COALESCE((SELECT delivery_id FROM sessions WHERE sessions.id = attempts.session_id), '') FROM attempts WHERE id = $1`, id).
 		Scan(&a.ID, &a.SessionID, &a.ExternalID, &state, &deadline, &a.ProgressSeq, &a.Progress, &a.Spec, &a.Result, &created, &claimHash, &tokenHash,
-			&a.Number, &a.ExternalState, &a.Kind, &a.RepoID, &a.Host, &updated)
+			&a.Number, &a.ExternalState, &a.Kind, &a.RepoID, &a.Host, &updated, &a.DeliveryID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attempt{}, "", "", fmt.Errorf("attempt %s: %w", id, ErrNotFound)
 	}

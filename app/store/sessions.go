@@ -203,34 +203,40 @@ func (s *Store) MutateSession(ctx context.Context, id string, now time.Time, fn 
 // it sees, which work to queue in the same transaction.
 func (s *Store) MutateSessionThen(ctx context.Context, id string, now time.Time, fn func(*Session) ([]NewWork, error)) (Session, error) {
 	var out Session
+	var ended bool
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = s.mutateIn(ctx, tx, id, now, fn)
+		out, ended, err = s.mutateIn(ctx, tx, id, now, fn)
 		return err
 	})
+	if err == nil && ended {
+		s.tellEnded(out)
+	}
 	return out, err
 }
 
-// mutateIn is MutateSessionThen's body, inside a transaction the caller
+// mutateIn is MutateSessionThen's body (ended: it moved the session to
+// done), inside a transaction the caller
 // holds (Admit takes a lock first).
-func (s *Store) mutateIn(ctx context.Context, tx *sql.Tx, id string, now time.Time, fn func(*Session) ([]NewWork, error)) (Session, error) {
+func (s *Store) mutateIn(ctx context.Context, tx *sql.Tx, id string, now time.Time, fn func(*Session) ([]NewWork, error)) (out Session, ended bool, err error) {
 	before, err := s.lockSession(ctx, tx, id)
 	if err != nil {
-		return Session{}, err
+		return Session{}, false, err
 	}
 	after := before
 	then, err := fn(&after)
 	if err != nil {
-		return Session{}, err
+		return Session{}, false, err
 	}
-	if after.State == Done && before.State != Done {
+	ended = after.State == Done && before.State != Done
+	if ended {
 		after.EndedAt = now
 	}
 	if err := s.writeSession(ctx, tx, before, after, now, then); err != nil {
-		return Session{}, err
+		return Session{}, false, err
 	}
 	after.UpdatedAt = now
-	return after, nil
+	return after, ended, nil
 }
 
 // lockSession reads a session inside tx, row-locked on PostgreSQL (SQLite's

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
@@ -36,6 +37,19 @@ type Store struct {
 	batch   acceptBatcher
 	accept  acceptStmts
 	memo    configMemo
+	// ended, when set, is told of each session a mutation ended, after
+	// the commit (for the session-duration metric).
+	ended atomic.Pointer[func(Session)]
+}
+
+// OnSessionEnded has fn called, after the commit, with each session a
+// MutateSession or Admit moves to done. fn must not block.
+func (s *Store) OnSessionEnded(fn func(Session)) { s.ended.Store(&fn) }
+
+func (s *Store) tellEnded(sess Session) {
+	if fn := s.ended.Load(); fn != nil {
+		(*fn)(sess)
+	}
 }
 
 // Open connects and migrates. For sqlite the DSN is a file path; the

@@ -58,11 +58,14 @@ type Work struct {
 	ID        int64
 	Kind      WorkKind
 	SessionID string
-	Payload   string
-	Attempts  int
-	Owner     string
-	Token     string
-	Until     time.Time
+	// DeliveryID is the webhook delivery that started the session (read
+	// at the claim, for the logs).
+	DeliveryID string
+	Payload    string
+	Attempts   int
+	Owner      string
+	Token      string
+	Until      time.Time
 }
 
 // ErrLeaseLost means another worker took the work over (our lease expired).
@@ -104,12 +107,13 @@ func (s *Store) Claim(ctx context.Context, owner string, now time.Time, lease ti
 	row := s.db.QueryRowContext(ctx, `UPDATE work SET lease_owner = $1, lease_token = $2, lease_until = $3,
 		attempts = attempts + 1, updated_at = $4
 		WHERE id = (`+pick+`) AND lease_until <= $4
-		RETURNING id, kind, session_id, payload, attempts`, owner, token, ms(until), ms(now))
+		RETURNING id, kind, session_id, payload, attempts,
+			COALESCE((SELECT delivery_id FROM sessions WHERE sessions.id = work.session_id), '')`, owner, token, ms(until), ms(now))
 	var (
 		w    Work
 		kind string
 	)
-	err := row.Scan(&w.ID, &kind, &w.SessionID, &w.Payload, &w.Attempts)
+	err := row.Scan(&w.ID, &kind, &w.SessionID, &w.Payload, &w.Attempts, &w.DeliveryID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

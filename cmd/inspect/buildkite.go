@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/buildkite"
 )
@@ -21,21 +23,30 @@ import (
 const buildkiteStepSlack = 5 * time.Minute
 
 // buildkiteExecutor builds the Buildkite executor from server config.
-func buildkiteExecutor(cfg config.Server) (*buildkite.Executor, error) {
-	token, err := cfg.BuildkiteAPIToken()
-	if err != nil {
-		return nil, err
-	}
-	return buildkite.New(buildkiteConfig(cfg, token))
-}
-
-// buildkiteSnapshotExecutor starts snapshot builds on the snapshot pipeline.
-func buildkiteSnapshotExecutor(cfg config.Server) (*buildkite.Executor, error) {
+func buildkiteExecutor(cfg config.Server, m *metrics.Metrics) (*buildkite.Executor, error) {
 	token, err := cfg.BuildkiteAPIToken()
 	if err != nil {
 		return nil, err
 	}
 	bc := buildkiteConfig(cfg, token)
+	bc.HTTPClient = countedBuildkiteClient(m)
+	return buildkite.New(bc)
+}
+
+// countedBuildkiteClient is the Buildkite client's default, with its
+// requests counted in the metrics.
+func countedBuildkiteClient(m *metrics.Metrics) *http.Client {
+	return &http.Client{Timeout: buildkite.DefaultTimeout, Transport: m.Transport(metrics.Buildkite, nil)}
+}
+
+// buildkiteSnapshotExecutor starts snapshot builds on the snapshot pipeline.
+func buildkiteSnapshotExecutor(cfg config.Server, m *metrics.Metrics) (*buildkite.Executor, error) {
+	token, err := cfg.BuildkiteAPIToken()
+	if err != nil {
+		return nil, err
+	}
+	bc := buildkiteConfig(cfg, token)
+	bc.HTTPClient = countedBuildkiteClient(m)
 	bc.Pipeline = cfg.Buildkite.SnapshotPipeline
 	return buildkite.New(bc)
 }

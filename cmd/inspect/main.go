@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/inspecthq/inspect/app"
 	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -234,7 +236,11 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	// Every replica's requests share one budget per installation, counted
 	// in the database (github.outbound).
 	lim := ghclient.NewOutboundLimiter(cfg.GitHub.Outbound, st, log)
-	gh, err := ghclient.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, key, "inspect/"+version, lim)
+	// One registry for the server (metrics.listen serves it), which the
+	// GitHub and Buildkite transports record into.
+	m := metrics.New()
+	countGitHub := ghclient.WithBaseTransport(func(rt http.RoundTripper) http.RoundTripper { return m.Transport(metrics.GitHub, rt) })
+	gh, err := ghclient.NewGitHubClients(cfg.GitHub.APIURL, cfg.GitHub.AppID, key, "inspect/"+version, lim, countGitHub)
 	if err != nil {
 		return err
 	}
@@ -253,6 +259,13 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	if err != nil {
 		return err
 	}
+	var metricsLn net.Listener
+	if cfg.Metrics.Listen != "" {
+		// Operator-only: its own address, never the webhook listener.
+		if metricsLn, err = net.Listen("tcp", cfg.Metrics.Listen); err != nil {
+			return fmt.Errorf("metrics.listen: %w", err)
+		}
+	}
 	channelURL := cfg.ChannelURL
 	if channelURL == "" {
 		// The local executor's supervisors run on this host: loopback.
@@ -260,7 +273,7 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	}
 	var exec app.Executor
 	if cfg.Executor.Kind == "buildkite" {
-		bx, err := buildkiteExecutor(cfg)
+		bx, err := buildkiteExecutor(cfg, m)
 		if err != nil {
 			return err
 		}
@@ -298,7 +311,7 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 		snapshotExec = exec
 	case "buildkite":
 		// As builds of the snapshot pipeline, whose agents may push.
-		sx, err := buildkiteSnapshotExecutor(cfg)
+		sx, err := buildkiteSnapshotExecutor(cfg, m)
 		if err != nil {
 			return err
 		}
@@ -312,14 +325,18 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 		}
 	}
 	svc := app.NewService(app.Options{Config: cfg, Store: st, GitHub: gh, Logger: log, Executor: exec, ChannelURL: channelURL,
-		Version: version, SnapshotExecutor: snapshotExec, RegistryCache: regCache})
+		Version: version, SnapshotExecutor: snapshotExec, RegistryCache: regCache, Metrics: m, MetricsListener: metricsLn})
 	if err := svc.CheckDashboard(); err != nil {
 		return err
 	}
 	if err := svc.ResolveIdentity(ctx); err != nil {
 		return err
 	}
-	log.Info().Str("listen", ln.Addr().String()).Str("app", svc.Identity().AppSlug).Msg("inspect serving")
+	serving := log.Info().Str("listen", ln.Addr().String()).Str("app", svc.Identity().AppSlug)
+	if metricsLn != nil {
+		serving = serving.Str("metrics", metricsLn.Addr().String())
+	}
+	serving.Msg("inspect serving")
 	err = svc.Serve(ctx, ln)
 	if errors.Is(err, context.Canceled) {
 		return nil

@@ -70,6 +70,8 @@ const (
 type Server struct {
 	ts  *httptest.Server
 	mux *http.ServeMux
+	// rates counts each installation's requests per hour (countRate).
+	rates map[int64]*rateWindow
 
 	appID   int64
 	appSlug string
@@ -216,6 +218,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	at := s.now()
 	cred := s.identify(r.Header.Get("Authorization"))
 	injected, failed := s.takeFailure(r.Method, stripped)
+	var rate http.Header
+	if !failed {
+		rate = s.countRate(cred, at)
+	}
 	held, _ := s.holds.TakeIf(r.Method, stripped, func(h *hold) bool { return h.wants(body) })
 	s.mu.Unlock()
 	if held != nil {
@@ -231,6 +237,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case tooBig:
 		problemsParsingJSON().write(rw)
 	default:
+		for k, v := range rate {
+			rw.Header()[k] = v
+		}
 		r2 := r.Clone(withCall(r.Context(), &call{cred: cred, body: body, origPath: orig}))
 		r2.URL.Path = stripped
 		r2.URL.RawPath = stripPrefix(r.URL.RawPath)

@@ -1,0 +1,161 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/inspecthq/inspect/app/metrics"
+	"github.com/inspecthq/inspect/app/store"
+)
+
+// The wiring of app/metrics: the store's counts read at scrape time, the
+// session-duration and agent-start histograms, webhook intake, and the
+// operator-only listener (metrics.listen, decision 0036).
+
+// newMetrics returns o's registry, or one of the service's own, with the
+// store's counts registered on it and the store telling it of sessions
+// that end.
+func newMetrics(o Options, s *Service) *metrics.Metrics {
+	m := o.Metrics
+	if m == nil {
+		m = metrics.New()
+	}
+	if o.Store == nil {
+		return m
+	}
+	// A service built again over the same registry (a restart) reads its
+	// own store, not the closed one before it.
+	m.Unregister(metrics.StoreCollector{})
+	if err := m.Register(metrics.StoreCollector{Source: storeSource{o.Store}, Now: s.clock.Now}); err != nil {
+		s.log.Error().Err(err).Msg("the store's counts are not in the metrics")
+	}
+	o.Store.OnSessionEnded(func(x store.Session) {
+		m.SessionEnded(string(x.Outcome), string(x.TriggerKind), x.EndedAt.Sub(x.CreatedAt))
+	})
+	return m
+}
+
+// Metrics is the service's registry, for transports built outside it.
+func (s *Service) Metrics() *metrics.Metrics { return s.metrics }
+
+// MetricsHandler serves /metrics (on the metrics listener only).
+func (s *Service) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metrics.Handler())
+	return mux
+}
+
+// observeAgentStart records, once an attempt is claimed, the time since
+// its session was created.
+func (s *Service) observeAgentStart(ctx context.Context, a store.Attempt) {
+	if a.Kind == "snapshot" || a.SessionID == "" {
+		return
+	}
+	sess, err := s.store.GetSession(ctx, a.SessionID)
+	if err != nil {
+		// Only the metric misses this one; the claim stands.
+		s.log.Debug().Err(err).Str("session_id", a.SessionID).Msg("no session for the agent-start metric")
+		return
+	}
+	s.metrics.AgentStarted(s.clock.Now().Sub(sess.CreatedAt))
+}
+
+// webhookEvents are the events whose name is a label value; any other
+// name, which a sender chooses, is counted as "other".
+var webhookEvents = map[string]bool{
+	"issue_comment": true, "pull_request_review_comment": true, "issues": true, "check_run": true,
+	"check_suite": true, "status": true, "push": true, "ping": true, "pull_request": true,
+	"installation": true, "installation_repositories": true, "github_app_authorization": true,
+}
+
+// countWebhooks records each delivery's event, answer and latency.
+func (s *Service) countWebhooks(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Wall time, not the service's clock: latency is the host's.
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		event := r.Header.Get("X-GitHub-Event")
+		if !webhookEvents[event] {
+			event = "other"
+		}
+		s.metrics.Webhook(event, sw.status, time.Since(start))
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wroteHeader {
+		w.status, w.wroteHeader = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	w.wroteHeader = true
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// serveMetrics serves /metrics on the metrics listener, when there is one,
+// until stop is called; its server has the same timeouts as the main one.
+func (s *Service) serveMetrics() (stop func(ctx context.Context)) {
+	if s.metricsLn == nil {
+		return func(context.Context) {}
+	}
+	srv := &http.Server{
+		Handler: s.MetricsHandler(), ReadHeaderTimeout: s.cfg.HTTP.ReadHeaderTimeout,
+		ReadTimeout: s.cfg.HTTP.ReadTimeout, WriteTimeout: s.cfg.HTTP.WriteTimeout, IdleTimeout: s.cfg.HTTP.IdleTimeout,
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(s.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error().Err(err).Msg("the metrics listener stopped")
+		}
+	}()
+	s.log.Info().Str("listen", s.metricsLn.Addr().String()).Msg("serving metrics")
+	return func(ctx context.Context) {
+		if err := srv.Shutdown(ctx); err != nil {
+			s.log.Warn().Err(err).Msg("metrics requests still running at the drain deadline")
+		}
+		<-done
+	}
+}
+
+// storeSource is the store as metrics.Source.
+type storeSource struct{ st *store.Store }
+
+func (s storeSource) SessionCounts(ctx context.Context) ([]metrics.SessionCount, error) {
+	got, err := s.st.SessionCounts(ctx)
+	out := make([]metrics.SessionCount, len(got))
+	for i, c := range got {
+		out[i] = metrics.SessionCount(c)
+	}
+	return out, err
+}
+
+func (s storeSource) WorkCounts(ctx context.Context) (map[string]int, error) {
+	return s.st.WorkCounts(ctx)
+}
+
+func (s storeSource) SandboxesRunning(ctx context.Context, now time.Time) (map[string]int, error) {
+	return s.st.SandboxesRunning(ctx, now)
+}
+
+func (s storeSource) SnapshotsBuilt(ctx context.Context) ([]metrics.SnapshotBuilt, error) {
+	got, err := s.st.SnapshotsBuilt(ctx)
+	out := make([]metrics.SnapshotBuilt, len(got))
+	for i, b := range got {
+		out[i] = metrics.SnapshotBuilt(b)
+	}
+	return out, err
+}

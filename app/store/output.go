@@ -93,3 +93,13 @@ func (s *Store) OutputAfter(ctx context.Context, sessionID string, afterID int64
 	}
 	return out, rows.Err()
 }
+
+// PruneOutput deletes the live output stored before cutoff and says how
+// many chunks went.
+func (s *Store) PruneOutput(ctx context.Context, cutoff time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM live_output WHERE created_at < $1`, ms(cutoff))
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

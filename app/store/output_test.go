@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/inspecthq/inspect/app/store"
 )
@@ -47,6 +48,16 @@ func TestLiveOutputKeepsEachAttemptsTailInOrder(t *testing.T) {
 		after, err := s.OutputAfter(ctx, "s1", all[0].ID, 1)
 		if err != nil || len(after) != 1 || after[0].Text != "three\n" || after[0].Seq != 3 || after[0].AttemptID != "a1" || !after[0].CreatedAt.Equal(t0) {
 			t.Fatalf("after the first: %+v, %v", after, err)
+		}
+		// Pruning goes by when a chunk was stored.
+		if n, err := s.PruneOutput(ctx, t0); err != nil || n != 0 {
+			t.Fatalf("pruned %d (%v) of chunks stored at the cutoff", n, err)
+		}
+		if n, err := s.PruneOutput(ctx, t0.Add(time.Millisecond)); err != nil || n != 4 {
+			t.Fatalf("pruned %d, %v; want s1's 3 and s2's 1", n, err)
+		}
+		if left, _ := s.OutputAfter(ctx, "s1", 0, 100); len(left) != 0 {
+			t.Fatalf("left after pruning: %+v", left)
 		}
 	})
 }

@@ -119,7 +119,7 @@ func TestDashboardLiveOutputOfARunningSession(t *testing.T) {
 	if s := d.onlySession(); s.State != store.Done {
 		t.Fatalf("session %s/%s: %s\n%s", s.State, s.Outcome, s.Detail, d.logs)
 	}
-	waitFor("done", `document.getElementById("state").textContent.startsWith("done") && document.getElementById("live").dataset.done === "true"`)
+	waitFor("done", `document.getElementById("state").textContent.startsWith("done") && document.getElementById("live").dataset.done === "true" && document.getElementById("cancel").disabled`)
 	still, err := chromedp.Run(d.tab, chromedp.Evaluate[bool](`window.inspectNoReload === true`))
 	if err != nil || !still {
 		t.Fatalf("the page reloaded (%v)", err)

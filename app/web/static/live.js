@@ -27,6 +27,10 @@
       state.textContent = s.state + (s.outcome ? " · " + s.outcome : "");
       state.className = "badge " + s.state + " " + s.outcome;
     }
+    var cancel = document.getElementById("cancel");
+    if (cancel && s.state === "done") {
+      cancel.disabled = true; // nothing left to cancel; Retry comes with a reload
+    }
   });
   es.addEventListener("done", function () {
     es.close();

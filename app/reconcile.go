@@ -53,6 +53,13 @@ func (s *Service) reconcile(ctx context.Context) error {
 		if n > 0 {
 			zerolog.Ctx(ctx).Info().Int64("artifacts", n).Msg("pruned artifacts past their retention")
 		}
+		// The dashboard's live output goes with them (decision 0038).
+		if n, err = s.store.PruneOutput(ctx, s.clock.Now().Add(-s.cfg.Artifacts.Retention)); err != nil {
+			return err
+		}
+		if n > 0 {
+			zerolog.Ctx(ctx).Info().Int64("chunks", n).Msg("pruned live output past the artifacts' retention")
+		}
 	}
 	// Snapshot scheduling is once per repo per refresh across the fleet by
 	// itself: ScheduleSnapshotBuilds claims each repo's next build under a

@@ -48,6 +48,9 @@ type Store interface {
 	GetSnapshotRepo(ctx context.Context, repoID int64) (store.SnapshotRepo, error)
 	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
 	PutArtifact(ctx context.Context, a store.Artifact, maxSessionBytes int64) error
+	// AppendOutput keeps a live output chunk, and the attempt's last keep
+	// bytes of them.
+	AppendOutput(ctx context.Context, c store.OutputChunk, keep int64) (bool, error)
 	ReserveModelTokens(ctx context.Context, attemptID, id string, tokens int64, lim store.ReserveLimits, now time.Time) (store.Reserved, error)
 	SettleModelTokens(ctx context.Context, id string, u store.Usage, now time.Time) (store.Usage, error)
 }
@@ -149,6 +152,7 @@ func (c *Channel) Routes(mux *http.ServeMux) {
 	mux.HandleFunc(contract.RouteSpec, c.authed(c.handleSpec))
 	mux.HandleFunc(contract.RouteRepoToken, c.authed(c.handleRepoToken))
 	mux.HandleFunc(contract.RouteProgress, c.authed(c.handleProgress))
+	mux.HandleFunc(contract.RouteOutput, c.authed(c.handleOutput))
 	mux.HandleFunc(contract.RouteResult, c.authed(c.handleResult))
 	mux.HandleFunc(contract.RouteArtifact, c.authed(c.handleArtifact))
 	mux.HandleFunc(contract.RouteSnapshotJob, c.authed(c.handleSnapshotJob))
@@ -276,6 +280,26 @@ func (c *Channel) handleProgress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := c.engine.RecordProgress(r.Context(), attemptOf(r).ID, ev.Seq, contract.CleanProgressMessage(ev.Message)); err != nil {
+		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleOutput keeps a chunk of a session attempt's live output for the
+// dashboard. The supervisor redacted it; the store keeps only the
+// attempt's tail (contract.MaxLiveOutputBytes).
+func (c *Channel) handleOutput(w http.ResponseWriter, r *http.Request) {
+	a := attemptOf(r) // a session's: authed refuses a snapshot build's
+	o, err := contract.DecodeOutputChunk(r.Body)
+	if err != nil {
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid output chunk")
+		return
+	}
+	chunk := store.OutputChunk{SessionID: a.SessionID, AttemptID: a.ID, Seq: o.Seq, Phase: string(o.Phase),
+		Command: o.Command, Text: o.Text, CreatedAt: c.clock.Now()}
+	if _, err := c.store.AppendOutput(r.Context(), chunk, contract.MaxLiveOutputBytes); err != nil {
+		c.channelLog(r).Warn().Err(err).Msg("storing live output failed")
 		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
 		return
 	}

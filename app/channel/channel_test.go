@@ -34,6 +34,9 @@ type fakeStore struct {
 	snapRepos map[int64]store.SnapshotRepo
 	usage     map[string]store.Usage
 	artifacts []store.Artifact
+	// output is the live output chunks kept, and the tail asked for.
+	output     []store.OutputChunk
+	outputKeep int64
 	// reserved holds each reservation's attempt and tokens, by id.
 	reserved map[string]fakeReservation
 }
@@ -87,6 +90,12 @@ func (f *fakeStore) SessionUsage(_ context.Context, id string) (store.Usage, err
 func (f *fakeStore) PutArtifact(_ context.Context, a store.Artifact, _ int64) error {
 	f.artifacts = append(f.artifacts, a)
 	return nil
+}
+
+func (f *fakeStore) AppendOutput(_ context.Context, c store.OutputChunk, keep int64) (bool, error) {
+	f.output = append(f.output, c)
+	f.outputKeep = keep
+	return true, nil
 }
 
 func (f *fakeStore) ReserveModelTokens(_ context.Context, attemptID, id string, tokens int64, lim store.ReserveLimits, _ time.Time) (store.Reserved, error) {
@@ -258,6 +267,7 @@ func TestChannelRoutesRefuseATokenOfTheOtherKind(t *testing.T) {
 		{http.MethodGet, contract.PathSpec, snapshotAttempt, http.StatusConflict},
 		{http.MethodPut, contract.PathResult, snapshotAttempt, http.StatusConflict},
 		{http.MethodPost, contract.PathProgress, snapshotAttempt, http.StatusConflict},
+		{http.MethodPost, contract.PathOutput, snapshotAttempt, http.StatusConflict},
 		{http.MethodPost, contract.PathEgressModel, snapshotAttempt, http.StatusConflict},
 	} {
 		got, body := r.call(t, tc.method, tc.pattern, tc.attempt, "{}")
@@ -265,7 +275,7 @@ func TestChannelRoutesRefuseATokenOfTheOtherKind(t *testing.T) {
 			t.Errorf("%s %s as %s = %d, want %d (%s)", tc.method, tc.pattern, tc.attempt, got, tc.want, body)
 		}
 	}
-	if len(r.engine.results)+len(r.engine.snapResults)+len(r.engine.progress) != 0 {
+	if len(r.engine.results)+len(r.engine.snapResults)+len(r.engine.progress)+len(r.st.output) != 0 {
 		t.Errorf("a refused request reached the engine: %+v", r.engine)
 	}
 }
@@ -427,5 +437,36 @@ func TestModelProxyAddsTheKeyRedactsItAndEndsTheSessionPastItsBudget(t *testing.
 	}
 	if len(gotAuth) != 1 || len(r.engine.endedOverBudg) != 2 {
 		t.Errorf("past the budget: provider calls %d, EndForBudget calls %v", len(gotAuth), r.engine.endedOverBudg)
+	}
+}
+
+func TestChannelKeepsLiveOutputUnderTheSessionAndRefusesBadChunks(t *testing.T) {
+	r := newRig(t, Options{})
+	ok := `{"seq":1,"time":"2026-01-02T03:04:05Z","phase":"agent","command":"agent","text":"hello\nworld\n"}`
+	if got, body := r.call(t, http.MethodPost, contract.PathOutput, sessionAttempt, ok); got != http.StatusNoContent {
+		t.Fatalf("a chunk = %d %s", got, body)
+	}
+	if len(r.st.output) != 1 || r.st.outputKeep != contract.MaxLiveOutputBytes {
+		t.Fatalf("kept %+v (tail %d)", r.st.output, r.st.outputKeep)
+	}
+	if c := r.st.output[0]; c.SessionID != "s1" || c.AttemptID != sessionAttempt || c.Seq != 1 || c.Phase != "agent" || c.Text != "hello\nworld\n" || !c.CreatedAt.Equal(epoch) {
+		t.Errorf("chunk %+v", c)
+	}
+	for _, bad := range []string{
+		`{"seq":2,"time":"2026-01-02T03:04:05Z","phase":"setup","command":"x","text":"a"}`,
+		`{"seq":0,"time":"2026-01-02T03:04:05Z","phase":"agent","command":"x","text":"a"}`,
+		`{"seq":2,"time":"2026-01-02T03:04:05Z","phase":"agent","command":"x","text":"a\u0000b"}`,
+		`{"seq":2,"time":"2026-01-02T03:04:05Z","phase":"agent","command":"x","text":"` + strings.Repeat("a", contract.MaxOutputChunkTextBytes+1) + `"}`,
+		`{"seq":2,"time":"2026-01-02T03:04:05Z","phase":"agent","command":"x","text":"a","extra":1}`,
+	} {
+		if got, body := r.call(t, http.MethodPost, contract.PathOutput, sessionAttempt, bad); got != http.StatusBadRequest {
+			t.Errorf("%.80s = %d %s, want 400", bad, got, body)
+		}
+	}
+	if got, _ := r.call(t, http.MethodPost, contract.PathOutput, endedAttempt, ok); got != http.StatusGone {
+		t.Errorf("output of an ended attempt = %d, want 410", got)
+	}
+	if len(r.st.output) != 1 {
+		t.Errorf("refused chunks were kept: %d", len(r.st.output))
 	}
 }

@@ -272,5 +272,28 @@ func migrations(d dialect) [][]string {
 			`CREATE INDEX web_logins_user ON web_logins (user_id)`,
 			`CREATE INDEX sessions_created ON sessions (created_at, id)`,
 		},
+		// 12: live output (issue 21, decision 0038): the newest chunks of a
+		// running attempt's agent and verify output, redacted by the
+		// supervisor, for the session page's live view. Only the oldest
+		// rows of an attempt are deleted (its tail is kept), so the newest
+		// id is never freed and ids keep increasing: a page resumes after
+		// the last id it saw. Pruning past artifacts.retention
+		// (live_output_created) may free it, when no page waits on it.
+		{
+			`CREATE TABLE live_output (
+				id         ` + autoID + `,
+				session_id TEXT NOT NULL,
+				attempt_id TEXT NOT NULL,
+				seq        BIGINT NOT NULL,
+				phase      TEXT NOT NULL,
+				command    TEXT NOT NULL,
+				text       TEXT NOT NULL,
+				size       BIGINT NOT NULL,
+				created_at BIGINT NOT NULL
+			)`,
+			`CREATE UNIQUE INDEX live_output_attempt_seq ON live_output (attempt_id, seq)`,
+			`CREATE INDEX live_output_session ON live_output (session_id, id)`,
+			`CREATE INDEX live_output_created ON live_output (created_at)`,
+		},
 	}
 }

@@ -44,6 +44,7 @@ type Store interface {
 	GetSession(ctx context.Context, id string) (store.Session, error)
 	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
 	SnapshotRepos(ctx context.Context, ids []int64) ([]store.SnapshotRepo, error)
+	OutputAfter(ctx context.Context, sessionID string, afterID int64, limit int) ([]store.OutputChunk, error)
 }
 
 // Commands takes a button's request as the webhook handlers hand over a
@@ -141,6 +142,7 @@ func (s *Server) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /sessions/new", s.signedIn(s.startForm))
 	mux.HandleFunc("POST /sessions/new", s.signedIn(s.start))
 	mux.HandleFunc("GET /sessions/{id}", s.signedIn(s.sessionPage))
+	s.liveRoutes(mux)
 	mux.HandleFunc("POST /sessions/{id}/cancel", s.signedIn(s.button(actionCancel)))
 	mux.HandleFunc("POST /sessions/{id}/retry", s.signedIn(s.button(actionRetry)))
 	mux.HandleFunc("GET /snapshots", s.signedIn(s.snapshotsPage))
@@ -275,7 +277,7 @@ func (s *Server) fail(w http.ResponseWriter, status int, msg string) {
 func (s *Server) render(w http.ResponseWriter, status int, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	w.Header().Set("Referrer-Policy", "same-origin")
 	w.WriteHeader(status)
 	if err := s.pages.ExecuteTemplate(w, name, data); err != nil {

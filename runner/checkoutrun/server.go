@@ -102,6 +102,7 @@ func (s *server) start(spec contract.Spec) {
 	mux.HandleFunc(contract.RouteSpec, s.authed(s.serveSpec))
 	mux.HandleFunc(contract.RouteRepoToken, s.authed(s.serveRepoToken))
 	mux.HandleFunc(contract.RouteProgress, s.authed(s.serveProgress))
+	mux.HandleFunc(contract.RouteOutput, s.authed(s.serveOutput))
 	mux.HandleFunc(contract.RouteResult, s.authed(s.serveResult))
 	mux.HandleFunc(contract.PathEgressModel, s.authed(s.serveEgress("model", s.egress.Model)))
 	mux.HandleFunc(contract.PathEgressRegistry, s.authed(s.serveEgress("registry", s.egress.Registry)))
@@ -226,6 +227,18 @@ func (s *server) serveRepoToken(w http.ResponseWriter, _ *http.Request) {
 	s.tokenIssued = true
 	s.mu.Unlock()
 	contract.WriteJSON(w, 0, contract.RepoTokenResponse{Token: s.repoToken, ExpiresAt: s.expiry()})
+}
+
+// serveOutput accepts live output and drops it: `inspect run` has no
+// dashboard, and the evidence's output tails say what ran. Accepting it
+// keeps the supervisor from warning that the app refused it.
+func (s *server) serveOutput(w http.ResponseWriter, r *http.Request) {
+	if _, err := contract.DecodeOutputChunk(r.Body); err != nil {
+		s.fault("output: %v", err)
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *server) serveProgress(w http.ResponseWriter, r *http.Request) {

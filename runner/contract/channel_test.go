@@ -23,7 +23,7 @@ func TestRoutesServe(t *testing.T) {
 			fmt.Fprintf(w, "%s|%s|%s|%s|%s", route, r.PathValue(PathValueAttempt), r.PathValue(PathValueProvider), r.PathValue(PathValueRegistry), r.PathValue(PathValueRest))
 		})
 	}
-	for _, r := range []string{RouteClaim, RouteSpec, RouteRepoToken, RouteProgress, RouteResult, PathEgressModel, "GET " + PathEgressRegistry} {
+	for _, r := range []string{RouteClaim, RouteSpec, RouteRepoToken, RouteProgress, RouteOutput, RouteResult, PathEgressModel, "GET " + PathEgressRegistry} {
 		handle(r)
 	}
 	const id = "01hx-1"
@@ -34,6 +34,7 @@ func TestRoutesServe(t *testing.T) {
 		{"GET", AttemptPath(PathSpec, id), RouteSpec + "|01hx-1|||"},
 		{"POST", AttemptPath(PathRepoToken, id), RouteRepoToken + "|01hx-1|||"},
 		{"POST", AttemptPath(PathProgress, id), RouteProgress + "|01hx-1|||"},
+		{"POST", AttemptPath(PathOutput, id), RouteOutput + "|01hx-1|||"},
 		{"PUT", AttemptPath(PathResult, id), RouteResult + "|01hx-1|||"},
 		{"POST", EgressModelPath(id, "openai", "/v1/responses"), PathEgressModel + "|01hx-1|openai||v1/responses"},
 		{"GET", strings.Replace(AttemptPath(PathEgressRegistry, id), "{registry}/{path...}", "proxy.golang.org/x/@v/list", 1), "GET " + PathEgressRegistry + "|01hx-1||proxy.golang.org|x/@v/list"},

@@ -202,6 +202,10 @@ func (c *channel) progress(ctx context.Context, ev contract.ProgressEvent) error
 	return c.do(ctx, http.MethodPost, contract.PathProgress, ev, nil)
 }
 
+func (c *channel) output(ctx context.Context, o contract.OutputChunk) error {
+	return c.do(ctx, http.MethodPost, contract.PathOutput, o, nil)
+}
+
 func (c *channel) result(ctx context.Context, u *contract.ResultUpload) error {
 	return c.do(ctx, http.MethodPut, contract.PathResult, u, nil)
 }

@@ -363,6 +363,7 @@ type session struct {
 	setupOut *setupOutputs
 	phase    contract.Phase
 	seq      int64
+	outSeq   int64 // live output chunks sent (liveOutput), from the one command running at a time
 	tests    *goTestParser
 	ev       contract.Evidence
 	manifest *contract.Manifest
@@ -809,6 +810,13 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 	if s.phase == contract.PhaseVerify {
 		out.tests = s.tests
 	}
+	var sink io.Writer = out
+	if s.phase == contract.PhaseAgent || s.phase == contract.PhaseVerify {
+		// The dashboard's live view; the evidence's tail is out's.
+		live := startLive(s.parent, s.ch, s.red, s.phase, name, &s.outSeq, s.cfg.Now, s.cfg.RequestTimeout, contract.LiveOutputInterval, s.log)
+		defer live.close()
+		sink = io.MultiWriter(out, live)
+	}
 	mounts, run, env := s.mounts, argv, s.sandboxEnv()
 	if s.egress != nil && s.egressFor(s.phase) {
 		// The agent (and setup and verify, when a registry is open to
@@ -836,8 +844,8 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 		Limits:      s.cfg.Limits,
 		Timeout:     timeout,
 		Within:      s.env,
-		Stdout:      out,
-		Stderr:      out,
+		Stdout:      sink,
+		Stderr:      sink,
 	})
 	if err != nil && res.Duration == 0 {
 		if ctx.Err() != nil {

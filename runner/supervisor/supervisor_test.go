@@ -116,6 +116,19 @@ func (h *harness) result(t *testing.T, rep *Report) contract.ResultUpload {
 	if hits := contract.FindSecrets(&a.Results[0].Evidence); len(hits) > 0 {
 		t.Errorf("evidence holds secret-looking text: %v", hits)
 	}
+	// The live output is redacted as the evidence is.
+	for _, c := range a.Output {
+		for i, s := range secrets {
+			for _, form := range []string{s, basicCredential(s)} {
+				if strings.Contains(c.Text, form) {
+					t.Errorf("secret %d is in live output chunk %d", i, c.Seq)
+				}
+			}
+		}
+		if hits := contract.FindSecrets(&c); len(hits) > 0 {
+			t.Errorf("live output chunk %d holds secret-looking text: %v", c.Seq, hits)
+		}
+	}
 	if _, err := os.Stat(rep.AttemptDir); err == nil {
 		if hits := channeltest.GrepTree(t, rep.AttemptDir, append(secrets, tokenForms(a.RepoTokens)...)...); len(hits) > 0 {
 			t.Errorf("a credential was left on disk in %v", hits)
@@ -174,6 +187,25 @@ func TestAgentFixesTheTestAndTheManifestHoldsExactlyItsChange(t *testing.T) {
 	}
 	if !strings.Contains(agent.OutputTail, "fixed Add") || !strings.Contains(agent.OutputTail, "found "+contract.Redacted+" in the logs") {
 		t.Errorf("agent output (stderr, and a token redacted by format): %q", agent.OutputTail)
+	}
+	// The same output went to the app live, redacted the same way, and
+	// verify's after the agent's.
+	var live strings.Builder
+	livePhases := map[contract.Phase]bool{}
+	for i, c := range ch.Attempt("sess-1-a1").Output {
+		if c.Seq != int64(i+1) {
+			t.Errorf("live chunk %d has seq %d", i, c.Seq)
+		}
+		livePhases[c.Phase] = true
+		if c.Phase == contract.PhaseAgent {
+			live.WriteString(c.Text)
+		}
+	}
+	if got := live.String(); !strings.Contains(got, "fixed Add") || !strings.Contains(got, "found "+contract.Redacted+" in the logs") {
+		t.Errorf("live agent output: %q", got)
+	}
+	if !livePhases[contract.PhaseVerify] {
+		t.Errorf("no live output of verify (phases %v)", livePhases)
 	}
 	if ev.FinalAnswer != "Fixed Add: it added one too many.\n" {
 		t.Errorf("final answer %q", ev.FinalAnswer)

@@ -149,6 +149,8 @@ type Attempt struct {
 	claimed    bool
 	RepoTokens []string
 	Progress   []contract.ProgressEvent
+	// Output is the live output chunks, as sent.
+	Output []contract.OutputChunk
 	// Results are the decoded uploads, and RawResults their bodies as
 	// sent, for searching the bytes for secrets.
 	Results    []contract.ResultUpload
@@ -184,6 +186,7 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc(contract.RouteSpec, s.authed(s.spec))
 	mux.HandleFunc(contract.RouteRepoToken, s.authed(s.repoToken))
 	mux.HandleFunc(contract.RouteProgress, s.authed(s.progress))
+	mux.HandleFunc(contract.RouteOutput, s.authed(s.output))
 	mux.HandleFunc(contract.RouteResult, s.authed(s.result))
 	mux.HandleFunc(contract.RouteArtifact, s.authed(s.artifact))
 	mux.HandleFunc(contract.PathEgressModel, s.authed(s.egressModel))
@@ -265,6 +268,7 @@ func (s *Server) Attempt(attemptID string) Attempt {
 	cp := *a
 	cp.RepoTokens = append([]string(nil), a.RepoTokens...)
 	cp.Progress = append([]contract.ProgressEvent(nil), a.Progress...)
+	cp.Output = append([]contract.OutputChunk(nil), a.Output...)
 	cp.Results = append([]contract.ResultUpload(nil), a.Results...)
 	cp.RawResults = append([][]byte(nil), a.RawResults...)
 	cp.Artifacts = maps.Clone(a.Artifacts)
@@ -388,6 +392,17 @@ func (s *Server) progress(w http.ResponseWriter, r *http.Request, a *Attempt) {
 		return
 	}
 	s.record(a, func() { a.Progress = append(a.Progress, ev) })
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) output(w http.ResponseWriter, r *http.Request, a *Attempt) {
+	c, err := contract.DecodeOutputChunk(r.Body)
+	if err != nil {
+		s.violate("output: %v", err)
+		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
+		return
+	}
+	s.record(a, func() { a.Output = append(a.Output, c) })
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/inspecthq/inspect/app/web"
 )
@@ -27,6 +29,17 @@ func (s *Service) dashboard() (*web.Server, error) {
 		PermissionCache: s.cfg.Web.PermissionCache, SessionLifetime: s.cfg.Web.SessionLifetime,
 		Now: s.clock.Now, Log: s.log.With().Str("component", "dashboard").Logger(),
 	})
+}
+
+// sessionURL is the session's page on the dashboard, for the check run's
+// details_url and the PR body; nil without web.public_url, so no link is
+// sent.
+func (s *Service) sessionURL(id string) *string {
+	if !s.cfg.WebEnabled() {
+		return nil
+	}
+	u := strings.TrimSuffix(s.cfg.Web.PublicURL, "/") + "/sessions/" + url.PathEscape(id)
+	return &u
 }
 
 // ForgetUser implements handlers.UserForgetter: a user who revoked the

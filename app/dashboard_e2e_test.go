@@ -356,6 +356,17 @@ func TestDashboardStartsASessionThatEndsInAPR(t *testing.T) {
 	if href := d.text("#pr"); href != fmt.Sprintf("#%d", sess.PRNumber) {
 		t.Errorf("the PR link says %q", href)
 	}
+	// GitHub links back: the check run's details_url and the PR body.
+	page := d.url + "/sessions/" + sess.ID
+	for _, cr := range d.gh.CheckRuns(owner, repoName) {
+		if cr.ExternalID == sess.ID && cr.DetailsURL != page {
+			t.Errorf("the check run's details_url = %q, want %q", cr.DetailsURL, page)
+		}
+	}
+	pr, _, err := d.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
+	if err != nil || !strings.Contains(pr.GetBody(), page) {
+		t.Errorf("the PR body lacks the session's page %s: %v\n%s", page, err, pr.GetBody())
+	}
 	var replied bool
 	for _, c := range d.gh.Comments(owner, repoName, issueNumber) {
 		replied = replied || strings.Contains(c.Body, "alice")

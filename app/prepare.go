@@ -266,6 +266,7 @@ func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess sto
 		HeadSHA:    sess.HeadSHA,
 		Status:     github.String("queued"),
 		ExternalID: github.String(sess.ID),
+		DetailsURL: s.sessionURL(sess.ID),
 		Actions:    checkActions(sess),
 		Output: &github.CheckRunOutput{
 			Title:   github.String(title),

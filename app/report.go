@@ -339,6 +339,9 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 		return "", 0, err
 	}
 	body := render.PRBody(sess, spec, verified, sum, ev)
+	if u := s.sessionURL(sess.ID); u != nil {
+		body += "\n\nThe session, live and in full: " + *u
+	}
 	number, err := s.ensurePR(ctx, c, sess, branch, base, d, body)
 	if errors.Is(err, ghwrite.ErrDraftsNotSupported) {
 		// The repository's visibility and its owner's plan allow no

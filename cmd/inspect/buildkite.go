@@ -71,8 +71,13 @@ func stepTimeoutMinutes(cfg config.Server) int {
 // the config gives, from the same config `inspect serve` reads (of which
 // only the Buildkite keys need to be set).
 func buildkiteCmd(args []string, stdout, stderr io.Writer) int {
+	const usage = "usage: inspect buildkite setup [--config FILE] [--repository URL] [--default-branch NAME]"
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprintln(stderr, usage)
+		return 0
+	}
 	if len(args) == 0 || args[0] != "setup" {
-		fmt.Fprintln(stderr, "usage: inspect buildkite setup [--config FILE] [--repository URL] [--default-branch NAME]")
+		fmt.Fprintln(stderr, usage)
 		return 2
 	}
 	fs := flag.NewFlagSet("buildkite setup", flag.ContinueOnError)
@@ -80,8 +85,8 @@ func buildkiteCmd(args []string, stdout, stderr io.Writer) int {
 	configPath := fs.String("config", "", "YAML config file (optional; INSPECT_* variables override it)")
 	repository := fs.String("repository", "", "repository URL Buildkite records for the pipeline (its checkout is skipped; default: Inspect's own)")
 	branch := fs.String("default-branch", "", "the pipeline's default branch (default: main)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args[1:]); done {
+		return code
 	}
 	// Only Buildkite's settings: setup may run before the GitHub App
 	// exists, and needs none of its credentials.

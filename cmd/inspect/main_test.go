@@ -118,6 +118,7 @@ func TestHelpExitsZeroEverywhere(t *testing.T) {
 		{"runner", "forward", "-h"}, {"runner", "probe-tcp", "--help"},
 		{"snapshot", "-h"}, {"snapshot", "--help"},
 		{"snapshot", "build", "-h"}, {"snapshot", "list", "--help"}, {"snapshot", "gc", "-h"},
+		{"buildkite", "-h"}, {"buildkite", "setup", "-h"}, {"buildkite", "setup", "--help"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != 0 {

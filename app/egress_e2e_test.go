@@ -181,29 +181,31 @@ func TestRealCodexCLICannotLeakOrEscape(t *testing.T) {
 	if len(model.FunctionOutputs()) != 6 {
 		t.Fatalf("the agent ran %d of the 6 commands:\n%s", len(model.FunctionOutputs()), outs)
 	}
-	secrets := append([]string{modelKey, h.cfg.GitHub.WebhookSecret}, h.gh.MintedTokens()...)
-	for _, s := range secrets {
-		if strings.Contains(outs, s) {
-			t.Errorf("a credential reached the agent: %.12s…", s)
-		}
-	}
-	for _, r := range model.Requests() {
-		if strings.Contains(string(r.Body), modelKey) {
-			t.Error("the key went back to the model in a request body")
-		}
-	}
 	for _, want := range []string{"direct-refused", "inspect_egress_refused", "push-refused"} {
 		if !strings.Contains(outs, want) {
 			t.Errorf("the agent's outputs lack %q:\n%s", want, outs)
 		}
 	}
+	assertAgentLeakedNothing(t, h, model, sess, mainBefore, outs)
+}
+
+// assertAgentLeakedNothing checks a misbehaving agent's session: it read
+// no /etc/shadow, main did not move, and no credential (the model's key,
+// the webhook secret, a minted token) is in the agent's outputs, a request
+// to the model, the stored result, the app's log, the thread's comments,
+// or the extra texts (a PR body, say).
+func assertAgentLeakedNothing(t *testing.T, h *harness, model *fakemodel.Server, sess store.Session, mainBefore, outs string, extra ...string) {
+	t.Helper()
 	if strings.Contains(outs, "root:") {
 		t.Errorf("the agent read /etc/shadow:\n%s", outs)
 	}
 	if got := h.gh.BranchSHA(owner, repoName, "main"); got != mainBefore {
 		t.Errorf("main moved from %s to %s", mainBefore, got)
 	}
-	// Nor anywhere else: the stored evidence, the app's log, the comments.
+	var bodies strings.Builder
+	for _, r := range model.Requests() {
+		bodies.Write(r.Body)
+	}
 	a, err := h.st.GetAttempt(context.Background(), sess.AttemptID)
 	if err != nil {
 		t.Fatal(err)
@@ -212,8 +214,15 @@ func TestRealCodexCLICannotLeakOrEscape(t *testing.T) {
 	for _, c := range h.gh.Comments(owner, repoName, issueNumber) {
 		posted.WriteString(c.Body)
 	}
+	for _, e := range extra {
+		posted.WriteString(e)
+	}
+	secrets := append([]string{modelKey, h.cfg.GitHub.WebhookSecret}, h.gh.MintedTokens()...)
 	for _, s := range secrets {
-		for where, text := range map[string]string{"the stored result": a.Result, "the app's log": h.logs.String(), "a comment": posted.String()} {
+		for where, text := range map[string]string{
+			"the agent's outputs": outs, "a request to the model": bodies.String(), "the stored result": a.Result,
+			"the app's log": h.logs.String(), "GitHub": posted.String(),
+		} {
 			if strings.Contains(text, s) {
 				t.Errorf("a credential is in %s: %.12s…", where, s)
 			}

@@ -130,34 +130,5 @@ func realAgentFixesAndLeaksNothing(t *testing.T, a realAgent) {
 			t.Errorf("the agent's outputs lack %q:\n%s", want, outs)
 		}
 	}
-	if strings.Contains(outs, "root:") {
-		t.Errorf("the agent read /etc/shadow:\n%s", outs)
-	}
-	if got := h.gh.BranchSHA(owner, repoName, "main"); got != mainBefore {
-		t.Errorf("main moved from %s to %s", mainBefore, got)
-	}
-	secrets := append([]string{modelKey, h.cfg.GitHub.WebhookSecret}, h.gh.MintedTokens()...)
-	bodies := ""
-	for _, r := range model.Requests() {
-		bodies += string(r.Body)
-	}
-	at, err := h.st.GetAttempt(context.Background(), sess.AttemptID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var posted strings.Builder
-	for _, c := range h.gh.Comments(owner, repoName, issueNumber) {
-		posted.WriteString(c.Body)
-	}
-	posted.WriteString(pr.GetBody())
-	for _, s := range secrets {
-		for where, text := range map[string]string{
-			"the agent's outputs": outs, "a request to the model": bodies, "the stored result": at.Result,
-			"the app's log": h.logs.String(), "GitHub": posted.String(),
-		} {
-			if strings.Contains(text, s) {
-				t.Errorf("a credential is in %s: %.12s…", where, s)
-			}
-		}
-	}
+	assertAgentLeakedNothing(t, h, model, sess, mainBefore, outs, pr.GetBody())
 }

@@ -223,26 +223,13 @@ func LimitExceededReply(sess store.Session, ev contract.Evidence) string {
 		cmd = "the command " + untrustedSpan(l.Command)
 		switch l.Name {
 		case contract.LimitMemory:
-			what = "its memory limit of " + formatBytes(l.Value)
+			what = "its memory limit of " + contract.FormatBytes(l.Value)
 		case contract.LimitPids:
 			what = fmt.Sprintf("its limit of %d processes and threads", l.Value)
 		case contract.LimitWorkspace:
-			what = "its workspace disk limit of " + formatBytes(l.Value)
+			what = "its workspace disk limit of " + contract.FormatBytes(l.Value)
 		}
 	}
 	return fmt.Sprintf("⚠️ @%s, %s ran into %s in the sandbox, so Inspect stopped the session. Nothing was pushed. "+
 		"Ask for less at once, or an operator can raise `executor.limits` in the server configuration.", sess.RequesterLogin, cmd, what)
-}
-
-// formatBytes writes n in the largest binary unit that divides it.
-func formatBytes(n int64) string {
-	for _, u := range []struct {
-		name string
-		size int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.size && n%u.size == 0 {
-			return fmt.Sprintf("%d %s", n/u.size, u.name)
-		}
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -1,13 +1,11 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 
 	"github.com/rs/zerolog"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
 )
@@ -29,14 +27,8 @@ func (s *Server) button(action string) http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		v := viewerOf(r)
-		sess, ref, err := s.viewableSession(r, v)
-		if errors.Is(err, store.ErrNotFound) {
-			s.fail(w, http.StatusNotFound, "There is no such session, or you cannot read its repository.")
-			return
-		}
-		if err != nil {
-			s.log.Warn().Err(err).Msg("dashboard: reading a session failed")
-			s.fail(w, http.StatusBadGateway, "Inspect could not read the session. Try again.")
+		sess, ref, ok := s.viewableSession(w, r, v)
+		if !ok {
 			return
 		}
 		t := handlers.Trigger{

@@ -5,7 +5,6 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -67,14 +66,8 @@ func serveLiveScript(w http.ResponseWriter, r *http.Request) {
 // live serves the stream, to the same viewers, with the same 404, as the
 // session's page.
 func (s *Server) live(w http.ResponseWriter, r *http.Request) {
-	sess, _, err := s.viewableSession(r, viewerOf(r))
-	if errors.Is(err, store.ErrNotFound) {
-		s.fail(w, http.StatusNotFound, "There is no such session, or you cannot read its repository.")
-		return
-	}
-	if err != nil {
-		s.log.Warn().Err(err).Msg("dashboard: reading a session for its live view failed")
-		s.fail(w, http.StatusBadGateway, "Inspect could not read the session. Try again.")
+	sess, _, ok := s.viewableSession(w, r, viewerOf(r))
+	if !ok {
 		return
 	}
 	after, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64) // absent or not ours: from the start

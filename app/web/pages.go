@@ -104,35 +104,36 @@ type sessionView struct {
 	Evidence                  *contract.Evidence
 }
 
-// viewableSession is the session if v may read its repository. Any other
-// answer is the same 404, so that a session in a repository the user
-// cannot read does not show that it exists.
-func (s *Server) viewableSession(r *http.Request, v *viewer) (store.Session, repoRef, error) {
+// viewableSession is the request's session ({id}) if v may read its
+// repository; otherwise it has answered the request and ok is false. A
+// session in a repository v cannot read gets the same 404 as one that does
+// not exist, so that it does not show that it exists.
+func (s *Server) viewableSession(w http.ResponseWriter, r *http.Request, v *viewer) (sess store.Session, ref repoRef, ok bool) {
 	sess, err := s.st.GetSession(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return store.Session{}, repoRef{}, err
+	if err == nil {
+		var repos map[int64]repoRef
+		if repos, err = s.readable(r.Context(), v); err == nil {
+			if ref, ok = repos[sess.RepoID]; !ok {
+				err = store.ErrNotFound
+			}
+		}
 	}
-	repos, err := s.readable(r.Context(), v)
-	if err != nil {
-		return store.Session{}, repoRef{}, err
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		s.fail(w, http.StatusNotFound, "There is no such session, or you cannot read its repository.")
+		return store.Session{}, repoRef{}, false
+	case err != nil:
+		s.log.Warn().Err(err).Msg("dashboard: reading a session failed")
+		s.fail(w, http.StatusBadGateway, "Inspect could not read the session. Try again.")
+		return store.Session{}, repoRef{}, false
 	}
-	ref, ok := repos[sess.RepoID]
-	if !ok {
-		return store.Session{}, repoRef{}, fmt.Errorf("session %s: %w", sess.ID, store.ErrNotFound)
-	}
-	return sess, ref, nil
+	return sess, ref, true
 }
 
 func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 	v := viewerOf(r)
-	sess, _, err := s.viewableSession(r, v)
-	if errors.Is(err, store.ErrNotFound) {
-		s.fail(w, http.StatusNotFound, "There is no such session, or you cannot read its repository.")
-		return
-	}
-	if err != nil {
-		s.log.Warn().Err(err).Msg("dashboard: reading a session failed")
-		s.fail(w, http.StatusBadGateway, "Inspect could not read the session. Try again.")
+	sess, _, ok := s.viewableSession(w, r, v)
+	if !ok {
 		return
 	}
 	view := sessionView{Session: sess}

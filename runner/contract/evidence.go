@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -109,6 +110,21 @@ type LimitHit struct {
 	Name    string `json:"name"`
 	Value   int64  `json:"value"`
 	Command string `json:"command"`
+}
+
+// FormatBytes writes n in the largest binary unit that divides it, or in
+// bytes: "512 MiB", "1 GiB", "1000 bytes". A limit's value reads the same
+// in the supervisor's words and in the app's reply.
+func FormatBytes(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 func (l *LimitHit) validate(f *faults, prefix string) {

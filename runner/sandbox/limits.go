@@ -1,6 +1,10 @@
 package sandbox
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/inspecthq/inspect/runner/contract"
+)
 
 // Limits cap what one sandboxed command, with everything it starts, may
 // use (decision 0031). A zero field means no limit of that kind.
@@ -59,21 +63,7 @@ func (l LimitExceeded) String() string {
 	if l.Limit == LimitWorkspace {
 		what = "workspace disk"
 	}
-	return fmt.Sprintf("%s limit (%s)", what, FormatBytes(l.Value))
-}
-
-// FormatBytes writes n in the largest binary unit that divides it, or in
-// bytes: "512 MiB", "1 GiB", "1000 bytes".
-func FormatBytes(n int64) string {
-	for _, u := range []struct {
-		name string
-		size int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.size && n%u.size == 0 {
-			return fmt.Sprintf("%d %s", n/u.size, u.name)
-		}
-	}
-	return fmt.Sprintf("%d bytes", n)
+	return fmt.Sprintf("%s limit (%s)", what, contract.FormatBytes(l.Value))
 }
 
 func (l Limits) check() error {

@@ -12,11 +12,9 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/examples"
-	"github.com/inspecthq/inspect/internal/fakeclock"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/runner/contract"
-	"github.com/inspecthq/inspect/runner/local"
 )
 
 // The agent of a real session (local executor, bubblewrap) prints a line,
@@ -27,19 +25,8 @@ import (
 func TestDashboardLiveOutputOfARunningSession(t *testing.T) {
 	d := newDashboard(t)
 	work := sandboxtest.ReachableDir(t)
-	lx, err := local.New(local.Config{Binary: inspectBinary(t), Args: []string{"--work-dir", work}, MaxConcurrent: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = lx.Close(ctx) // every attempt has ended by now; Close only reaps
-	})
-	d.stop()
-	d.exec = lx
-	d.clock = fakeclock.New(time.Now().UTC().Truncate(time.Second)) // the supervisor keeps the deadline on the real clock
-	d.start()
+	lx := newLocalExecutorIn(t, work)
+	d.runOn(lx)
 	token := "ghp_" + strings.Repeat("Zq9", 12)
 	files := examples.SampleRepo()
 	// The agent waits in its own process for the file the test writes;

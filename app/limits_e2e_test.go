@@ -8,9 +8,6 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/examples"
-	"github.com/inspecthq/inspect/internal/fakeclock"
-	"github.com/inspecthq/inspect/internal/sandboxtest"
-	"github.com/inspecthq/inspect/runner/local"
 )
 
 // Issue 19's acceptance, end to end on the local executor: a session whose
@@ -19,24 +16,10 @@ import (
 // the app stays healthy, and the next session on the same issue runs to a
 // change.
 func TestRealSessionOverASandboxLimitEndsNamingItAndTheNextRuns(t *testing.T) {
-	work := sandboxtest.ReachableDir(t)
-	lx, err := local.New(local.Config{Binary: inspectBinary(t), MaxConcurrent: 2, Args: []string{
-		"--work-dir", work,
-		"--limit-pids", "64", "--limit-memory-bytes", "1073741824", "--limit-tmp-bytes", "268435456", "--limit-workspace-bytes", "1073741824",
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = lx.Close(ctx) // every attempt has ended by now; Close only reaps
-	})
+	lx := newLocalExecutor(t,
+		"--limit-pids", "64", "--limit-memory-bytes", "1073741824", "--limit-tmp-bytes", "268435456", "--limit-workspace-bytes", "1073741824")
 	h := newHarness(t)
-	h.stop()
-	h.exec = lx
-	h.clock = fakeclock.New(time.Now().UTC().Truncate(time.Second))
-	h.start()
+	h.runOn(lx)
 
 	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
 		"spawn.sh":            "i=0; while [ $i -lt 10000 ]; do sleep 60 & i=$((i+1)); done; wait\n",

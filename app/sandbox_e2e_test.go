@@ -35,8 +35,26 @@ func inspectBinary(t testing.TB) string { return servetest.Build(t) }
 // the sample repo's stand-in agent and `go test` in bubblewrap.
 func newSandboxHarness(t testing.TB, opts ...harnessOption) (*harness, *local.Executor) {
 	t.Helper()
-	work := sandboxtest.ReachableDir(t)
-	lx, err := local.New(local.Config{Binary: inspectBinary(t), Args: []string{"--work-dir", work}, MaxConcurrent: 2})
+	lx := newLocalExecutor(t)
+	h := newHarness(t, opts...)
+	h.runOn(lx)
+	h.gh.CommitFiles(owner, repoName, "main", examples.SampleRepo(), "the sample repository")
+	return h, lx
+}
+
+// newLocalExecutor is a real local executor (bubblewrap sandboxes, the
+// built inspect binary) under a work directory the sandbox can reach;
+// args are more supervisor flags (limits, say).
+func newLocalExecutor(t testing.TB, args ...string) *local.Executor {
+	t.Helper()
+	return newLocalExecutorIn(t, sandboxtest.ReachableDir(t), args...)
+}
+
+// newLocalExecutorIn is newLocalExecutor under the work directory work,
+// for a test that reaches into an attempt's workspace.
+func newLocalExecutorIn(t testing.TB, work string, args ...string) *local.Executor {
+	t.Helper()
+	lx, err := local.New(local.Config{Binary: inspectBinary(t), Args: append([]string{"--work-dir", work}, args...), MaxConcurrent: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,14 +63,17 @@ func newSandboxHarness(t testing.TB, opts ...harnessOption) (*harness, *local.Ex
 		defer cancel()
 		_ = lx.Close(ctx) // every attempt has ended by now; Close only reaps
 	})
-	h := newHarness(t, opts...)
+	return lx
+}
+
+// runOn restarts the harness with lx as its executor, on a clock that
+// starts now: the supervisor enforces the spec's deadline on the real one.
+func (h *harness) runOn(lx *local.Executor) {
+	h.t.Helper()
 	h.stop()
 	h.exec = lx
-	// The supervisor enforces the spec's deadline on the real clock.
 	h.clock = fakeclock.New(time.Now().UTC().Truncate(time.Second))
 	h.start()
-	h.gh.CommitFiles(owner, repoName, "main", examples.SampleRepo(), "the sample repository")
-	return h, lx
 }
 
 func (h *harness) waitForAttempt(lx *local.Executor) {

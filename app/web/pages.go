@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -28,6 +29,48 @@ var templateFuncs = template.FuncMap{
 	"ms": func(n int64) string {
 		return (time.Duration(n) * time.Millisecond).Round(100 * time.Millisecond).String()
 	},
+	"isImage": isInlineImage,
+}
+
+// isInlineImage says an artifact may be shown in the page: a raster image
+// as sniffed from its bytes (never SVG, which can carry script; the
+// collector's sniffing never calls anything SVG anyway).
+func isInlineImage(contentType string) bool {
+	switch contentType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		return true
+	}
+	return false
+}
+
+// artifact serves one of a session's artifacts from the store, to those
+// who may read the session: an image inline, anything else as a download,
+// and never as something the browser would run.
+func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
+	sess, _, ok := s.viewableSession(w, r, viewerOf(r))
+	if !ok {
+		return
+	}
+	a, err := s.st.ArtifactContent(r.Context(), sess.AttemptID, r.PathValue("name"))
+	if errors.Is(err, store.ErrNotFound) {
+		s.fail(w, http.StatusNotFound, "The session has no such artifact.")
+		return
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Msg("dashboard: reading an artifact failed")
+		s.fail(w, http.StatusServiceUnavailable, "Inspect could not read the artifact. Try again.")
+		return
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	if isInlineImage(a.ContentType) {
+		w.Header().Set("Content-Type", a.ContentType)
+	} else {
+		name := strings.NewReplacer(`"`, "", `\`, "", "\n", "", "\r", "").Replace(path.Base(a.Name))
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	}
+	_, _ = w.Write(a.Content) // a write to a gone browser
 }
 
 // listFilter reads the list's query: each value is matched exactly in the

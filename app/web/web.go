@@ -44,6 +44,7 @@ type Store interface {
 	GetSession(ctx context.Context, id string) (store.Session, error)
 	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
 	SnapshotRepos(ctx context.Context, ids []int64) ([]store.SnapshotRepo, error)
+	ArtifactContent(ctx context.Context, attemptID, name string) (store.Artifact, error)
 	OutputAfter(ctx context.Context, sessionID string, afterID int64, limit int) ([]store.OutputChunk, error)
 }
 
@@ -146,6 +147,7 @@ func (s *Server) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /sessions/{id}/cancel", s.signedIn(s.button(actionCancel)))
 	mux.HandleFunc("POST /sessions/{id}/retry", s.signedIn(s.button(actionRetry)))
 	mux.HandleFunc("GET /snapshots", s.signedIn(s.snapshotsPage))
+	mux.HandleFunc("GET /sessions/{id}/artifacts/{name...}", s.signedIn(s.artifact))
 }
 
 // SessionURL is a session's page, for links from GitHub (the check run's

@@ -226,3 +226,50 @@ func between(s, start, end string) string {
 	v, _, _ := strings.Cut(rest, end)
 	return v
 }
+
+// A session's artifacts are served to those who may read it: an image
+// inline, anything else as a download that no browser runs; another
+// repository's session's is the same 404 as a missing one.
+func TestArtifactsAreServedSafelyToReaders(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	png := []byte("\x89PNG\r\n\x1a\n0000")
+	for _, sess := range []string{"visible-1", "hidden-1"} {
+		if err := w.st.CreateAttempt(ctx, store.Attempt{ID: sess + "-a1", SessionID: sess, Number: 1, Deadline: time.Now().Add(time.Hour), Spec: "{}"}, "code-"+sess, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.st.MutateSession(ctx, sess, time.Now(), func(x *store.Session) error { x.AttemptID = sess + "-a1"; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for name, body := range map[string][]byte{"shots/home.png": png, "report.html": []byte("<script>alert(1)</script>")} {
+			ct := http.DetectContentType(body)
+			if err := w.st.PutArtifact(ctx, store.Artifact{AttemptID: sess + "-a1", SessionID: sess, Name: name, ContentType: ct, Size: int64(len(body)), SHA256: "x", Content: body, CreatedAt: time.Now()}, 1<<20); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w.signIn(t)
+	resp, err := w.http.Get(w.srv.URL + "/sessions/visible-1/artifacts/shots/home.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/png" || resp.Header.Get("Content-Disposition") != "" {
+		t.Errorf("the image: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Disposition"))
+	}
+	resp, err = w.http.Get(w.srv.URL + "/sessions/visible-1/artifacts/report.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("Content-Type") != "application/octet-stream" || !strings.HasPrefix(resp.Header.Get("Content-Disposition"), "attachment") ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "sandbox") {
+		t.Errorf("the HTML report: %q %q %q", resp.Header.Get("Content-Type"), resp.Header.Get("Content-Disposition"), resp.Header.Get("Content-Security-Policy"))
+	}
+	if code, _ := w.get(t, "/sessions/hidden-1/artifacts/shots/home.png"); code != 404 {
+		t.Errorf("another repository's artifact: %d", code)
+	}
+	if code, _ := w.get(t, "/sessions/visible-1/artifacts/missing.png"); code != 404 {
+		t.Errorf("a missing artifact: %d", code)
+	}
+}

@@ -163,6 +163,19 @@ func (s *Server) userToken(ctx context.Context, u store.WebUser) (string, error)
 		plain, err := s.seal.open(fmt.Sprintf("token:%d", u.UserID), u.TokenSealed)
 		return string(plain), err
 	}
+	// A refresh token is good once: two requests of one user (a page and
+	// its live stream) must not both spend it, or the second signs the
+	// user out. One refresh at a time in this process, and the store read
+	// again under the lock, where another may have just refreshed.
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	if fresh, err := s.st.GetWebUser(ctx, u.UserID); err == nil {
+		if now.Before(fresh.ExpiresAt) {
+			plain, err := s.seal.open(fmt.Sprintf("token:%d", u.UserID), fresh.TokenSealed)
+			return string(plain), err
+		}
+		u = fresh
+	}
 	if !now.Before(u.RefreshExpiresAt) {
 		return "", fmt.Errorf("the refresh token has expired")
 	}

@@ -91,6 +91,9 @@ type Server struct {
 
 	mu    sync.Mutex
 	perms map[int64]cachedRepos // by user id
+
+	// refreshMu makes one refresh of a user's token at a time (oauth.go).
+	refreshMu sync.Mutex
 }
 
 type cachedRepos struct {

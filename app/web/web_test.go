@@ -273,3 +273,34 @@ func TestArtifactsAreServedSafelyToReaders(t *testing.T) {
 		t.Errorf("a missing artifact: %d", code)
 	}
 }
+
+// Two requests at once after the token expired (a page and its live
+// stream) spend the single-use refresh token once, and both are served.
+func TestConcurrentRequestsRefreshOnce(t *testing.T) {
+	w := newWorld(t)
+	w.signIn(t)
+	before := len(w.gh.RequestsMatching("POST", "/login/oauth/access_token"))
+	w.clock.add(9 * time.Hour)
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := w.http.Get(w.srv.URL + "/sessions/visible-1")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	if codes[0] != 200 || codes[1] != 200 {
+		t.Errorf("codes %v: one request lost its sign-in to the other's refresh", codes)
+	}
+	if n := len(w.gh.RequestsMatching("POST", "/login/oauth/access_token")) - before; n != 1 {
+		t.Errorf("%d refreshes, want one", n)
+	}
+}

@@ -2,16 +2,37 @@ package app
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"sync"
+
+	"github.com/rs/zerolog"
+
 	"net/url"
 	"strings"
+
+	"github.com/inspecthq/inspect/app/ghwrite"
+	"github.com/inspecthq/inspect/app/store"
 
 	"github.com/inspecthq/inspect/app/web"
 )
 
 // dashboard is the web dashboard (app/web) over this Service's store and
-// intake, when web.public_url is set; nil when it is not.
+// intake, when web.public_url is set; nil when it is not. It is built once:
+// its permission cache and its token refreshes are the replica's.
 func (s *Service) dashboard() (*web.Server, error) {
+	s.web.once.Do(func() { s.web.srv, s.web.err = s.newDashboard() })
+	return s.web.srv, s.web.err
+}
+
+// dashboardOnce holds the Service's one dashboard.
+type dashboardOnce struct {
+	once sync.Once
+	srv  *web.Server
+	err  error
+}
+
+func (s *Service) newDashboard() (*web.Server, error) {
 	if !s.cfg.WebEnabled() {
 		return nil, nil
 	}
@@ -40,6 +61,43 @@ func (s *Service) sessionURL(id string) *string {
 	}
 	u := strings.TrimSuffix(s.cfg.Web.PublicURL, "/") + "/sessions/" + url.PathEscape(id)
 	return &u
+}
+
+// requesterPRs is how the session's pull request is opened as its
+// requester (issue 22): with their own user access token when they signed
+// in to the dashboard, refreshed if need be, so the PR is theirs (its
+// author, needing someone else's approval). ok is false when they have not
+// signed in, or their token is gone; the PR is then the App's.
+func (s *Service) requesterPRs(ctx context.Context, sess store.Session) (ghwrite.PullRequestOpener, bool) {
+	d, err := s.dashboard()
+	if d == nil || err != nil || sess.RequesterType != "User" || sess.RequesterID == 0 {
+		return nil, false
+	}
+	token, ok, err := d.UserToken(ctx, sess.RequesterID)
+	if err != nil || !ok {
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("reading the requester's dashboard token failed; the App opens the PR")
+		}
+		return nil, false
+	}
+	c, err := s.gh.AsUser(ctx, sess.RequesterID, token)
+	if err != nil {
+		return nil, false
+	}
+	return c.PullRequests, true
+}
+
+// signInHint is the dashboard's sign-in link for a requester who has not
+// signed in, for the progress comment; "" otherwise.
+func (s *Service) signInHint(ctx context.Context, sess store.Session) string {
+	d, err := s.dashboard()
+	if d == nil || err != nil || sess.RequesterType != "User" || sess.RequesterID == 0 {
+		return ""
+	}
+	if _, err := s.store.GetWebUser(ctx, sess.RequesterID); errors.Is(err, store.ErrNotFound) {
+		return d.SignInURL()
+	}
+	return ""
 }
 
 // ForgetUser implements handlers.UserForgetter: a user who revoked the

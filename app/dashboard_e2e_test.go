@@ -392,3 +392,60 @@ func TestDashboardStartsASessionThatEndsInAPR(t *testing.T) {
 		t.Errorf("bob's session = %s by %s, want refused", got.Outcome, got.RequesterLogin)
 	}
 }
+
+// A requester who signed in to the dashboard gets the session's pull
+// request as their own: its author is them (so it needs someone else's
+// approval) and no review is requested of them. One who has not signed in
+// gets the App's PR and, in the progress comment, the sign-in link. One
+// whose authorization was revoked meanwhile still gets a PR, the App's.
+func TestPRsAreOpenedAsTheRequesterWhoSignedIn(t *testing.T) {
+	var lx *local.Executor
+	d := newDashboardOn(t, func(t testing.TB, opts ...harnessOption) *harness {
+		h, x := newSandboxHarness(t, opts...)
+		lx = x
+		return h
+	})
+	d.gh.CommitFiles(owner, repoName, "main", map[string]string{
+		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"scripts/inspect-stand-in-agent.sh\"]\nverify: []\n",
+	}, "verify nothing")
+	d.signIn("alice", "/sessions")
+	ada := browsertest.Tab(t)
+	d.tab = ada
+	d.signIn("ada", "/sessions")
+	d.gh.RevokeUserAuthorization("ada") // at GitHub only: no event reaches Inspect
+
+	seen := map[string]bool{}
+	for _, tc := range []struct {
+		sender, author string
+		hint, review   bool
+	}{
+		{"alice", "alice", false, false},
+		{"mara", d.gh.BotLogin(), true, true},
+		{"ada", d.gh.BotLogin(), false, true},
+	} {
+		sess := d.runAnotherSession(lx, commentOpts{body: "/inspect make TestAdd pass", sender: tc.sender}, seen)
+		if sess.Outcome != store.Changed || sess.PRNumber == 0 {
+			t.Fatalf("%s: session = %s/%s: %s\n%s", tc.sender, sess.State, sess.Outcome, sess.Detail, d.logs)
+		}
+		pr, _, err := d.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pr.GetUser().GetLogin(); got != tc.author {
+			t.Errorf("%s's PR is by %s, want %s", tc.sender, got, tc.author)
+		}
+		reviews := d.gh.RequestsMatching("POST", fmt.Sprintf("/repos/%s/%s/pulls/%d/requested_reviewers", owner, repoName, sess.PRNumber))
+		if (len(reviews) > 0) != tc.review {
+			t.Errorf("%s: %d review requests, want any: %v", tc.sender, len(reviews), tc.review)
+		}
+		var hinted bool
+		for _, c := range d.gh.Comments(owner, repoName, issueNumber) {
+			if c.ID == sess.ProgressCommentID {
+				hinted = strings.Contains(c.Body, "Sign in to Inspect")
+			}
+		}
+		if hinted != tc.hint {
+			t.Errorf("%s: the progress comment offers the sign-in: %v, want %v", tc.sender, hinted, tc.hint)
+		}
+	}
+}

@@ -37,7 +37,7 @@ func TestRealSessionOverASandboxLimitEndsNamingItAndTheNextRuns(t *testing.T) {
 		h.gh.CommitFiles(owner, repoName, "main", map[string]string{
 			".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"" + tc.script + "\"]\n",
 		}, "the agent runs "+tc.script)
-		sess := h.runAnotherSession(lx, "/inspect run "+tc.script, seen)
+		sess := h.runAnotherSession(lx, commentOpts{body: "/inspect run " + tc.script}, seen)
 		if sess.Outcome != store.Errored || sess.Reason != "limit_exceeded" {
 			t.Fatalf("%s: session = %s/%s (%s): %s\n%s", tc.script, sess.State, sess.Outcome, sess.Reason, sess.Detail, h.logs)
 		}
@@ -51,17 +51,17 @@ func TestRealSessionOverASandboxLimitEndsNamingItAndTheNextRuns(t *testing.T) {
 	files := examples.SampleRepo()
 	files[".github/inspect.yml"] = "agent:\n  preset: command\n  command: [\"sh\", \"scripts/inspect-stand-in-agent.sh\"]\nverify: []\n"
 	h.gh.CommitFiles(owner, repoName, "main", files, "the sample repository")
-	if next := h.runAnotherSession(lx, "/inspect make TestAdd pass", seen); next.Outcome != store.Changed {
+	if next := h.runAnotherSession(lx, commentOpts{body: "/inspect make TestAdd pass"}, seen); next.Outcome != store.Changed {
 		t.Fatalf("the next session = %s/%s: %s\n%s", next.State, next.Outcome, next.Detail, h.logs)
 	}
 }
 
-// runAnotherSession comments body on the issue, runs the new session's
+// runAnotherSession comments (as o says) on the issue, runs the new session's
 // attempt to its end and returns the session; seen holds the ids of the
 // sessions before it, and gets its own.
-func (h *harness) runAnotherSession(lx *local.Executor, body string, seen map[string]bool) store.Session {
+func (h *harness) runAnotherSession(lx *local.Executor, o commentOpts, seen map[string]bool) store.Session {
 	h.t.Helper()
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: body})); code != 200 {
+	if code, _ := h.deliver("issue_comment", h.event(o)); code != 200 {
 		h.t.Fatal(code)
 	}
 	h.runWorkers()
@@ -72,7 +72,7 @@ func (h *harness) runAnotherSession(lx *local.Executor, body string, seen map[st
 		}
 	}
 	if sess.AttemptID == "" {
-		h.t.Fatalf("no new session started for %q: %+v\n%s", body, h.sessions(), h.logs)
+		h.t.Fatalf("no new session started for %q: %+v\n%s", o.body, h.sessions(), h.logs)
 	}
 	seen[sess.ID] = true
 	a, err := h.st.GetAttempt(context.Background(), sess.AttemptID)

@@ -146,7 +146,9 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if sess.ProgressCommentID == 0 {
 		next := sess
 		next.State = store.Preparing
-		body := render.ProgressBody(next, render.OriginOf(next), s.cfg.CommandWord, render.RunLink{})
+		origin := render.OriginOf(next)
+		origin.SignIn = s.signInHint(ctx, next)
+		body := render.ProgressBody(next, origin, s.cfg.CommandWord, render.RunLink{})
 		if blocker != "" {
 			body = render.WaitingBody(sess, blocker, s.cfg.CommandWord)
 		}

@@ -342,14 +342,25 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 	if u := s.sessionURL(sess.ID); u != nil {
 		body += "\n\nThe session, live and in full: " + *u
 	}
-	number, err := s.ensurePR(ctx, c, sess, branch, base, d, body)
+	// As the requester when they signed in to the dashboard, so the PR is
+	// theirs; else, or when GitHub refuses their token, as the App.
+	prs, asRequester := s.requesterPRs(ctx, sess)
+	if !asRequester {
+		prs = c.PullRequests
+	}
+	number, err := s.ensurePR(ctx, prs, sess, branch, base, d, body)
 	if errors.Is(err, ghwrite.ErrDraftsNotSupported) {
 		// The repository's visibility and its owner's plan allow no
 		// drafts: a ready pull request instead, saying what the draft
 		// state would have (decision 0009).
 		facts.DraftsRefused = true
 		d = policy.DecideDestination(facts)
-		number, err = s.ensurePR(ctx, c, sess, branch, base, d, body)
+		number, err = s.ensurePR(ctx, prs, sess, branch, base, d, body)
+	}
+	if err != nil && asRequester && ghwrite.IsAuthRefusal(err) {
+		zerolog.Ctx(ctx).Info().Err(err).Msg("GitHub refused the requester's token; the App opens the PR")
+		asRequester = false
+		number, err = s.ensurePR(ctx, c.PullRequests, sess, branch, base, d, body)
 	}
 	if err != nil {
 		return "", 0, err
@@ -359,18 +370,22 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 			return "", 0, err
 		}
 	}
-	s.requestReview(ctx, c, sess, number)
+	if !asRequester {
+		// A PR of the requester's own needs no review request to its
+		// author (GitHub refuses one); CODEOWNERS applies to it as to any.
+		s.requestReview(ctx, c, sess, number)
+	}
 	return branch, number, nil
 }
 
 // ensurePR opens the session's pull request from head into base as d
 // says, or finds the one an earlier try opened (ghwrite.EnsurePR).
-func (s *Service) ensurePR(ctx context.Context, c *github.Client, sess store.Session, head, base string, d policy.Destination, body string) (int, error) {
+func (s *Service) ensurePR(ctx context.Context, prs ghwrite.PullRequestOpener, sess store.Session, head, base string, d policy.Destination, body string) (int, error) {
 	title := render.PRTitle(sess)
 	if d.Unverified {
 		title, body = render.UnverifiedPRTitle(sess), render.UnverifiedPRNote(config.UnverifiedLabel)+body
 	}
-	return ghwrite.EnsurePR(ctx, c.PullRequests, sess.RepoOwner, sess.RepoName, &github.NewPullRequest{
+	return ghwrite.EnsurePR(ctx, prs, sess.RepoOwner, sess.RepoName, &github.NewPullRequest{
 		Title: github.String(title), Head: github.String(head), Base: github.String(base),
 		Body: github.String(body), Draft: github.Bool(d.Draft),
 	})

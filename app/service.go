@@ -67,6 +67,8 @@ type Service struct {
 	metricsLn net.Listener
 	// WorkerName identifies this replica's workers in leases.
 	WorkerName string
+	// web is the dashboard, built once (app/dashboard.go).
+	web dashboardOnce
 }
 
 // Options are a Service's parts.

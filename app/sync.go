@@ -84,7 +84,9 @@ func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.
 		}
 	}
 	if progressID != 0 {
-		return th.Edit(ctx, progressID, render.SessionMarker(sess.ID), render.ProgressBody(sess, render.OriginOf(sess), s.cfg.CommandWord, run))
+		origin := render.OriginOf(sess)
+		origin.SignIn = s.signInHint(ctx, sess)
+		return th.Edit(ctx, progressID, render.SessionMarker(sess.ID), render.ProgressBody(sess, origin, s.cfg.CommandWord, run))
 	}
 	if sess.State == store.Done && sess.Detail != "" && sess.Outcome != store.Cancelled {
 		// A cancelled session's news is the cancel command's own reply.

@@ -40,6 +40,9 @@ type GitHubClients interface {
 	// that installation (to revoke it with itself), within the
 	// installation's outbound budget.
 	WithToken(ctx context.Context, installationID int64, token string) (*github.Client, error)
+	// AsUser is a client that presents a user's access token (from the
+	// dashboard's sign-in), within that user's own outbound budget.
+	AsUser(ctx context.Context, userID int64, token string) (*github.Client, error)
 }
 
 // NewGitHubClients builds clients from the App's id and key against apiURL
@@ -157,6 +160,14 @@ func (c *clientCreator) WithToken(ctx context.Context, installationID int64, tok
 	}
 	rt := c.lim.Transport(installationID, c.base)
 	return c.newClient(rt, fmt.Sprintf("installation: %d, minted token", installationID)).WithAuthToken(token), nil
+}
+
+func (c *clientCreator) AsUser(ctx context.Context, userID int64, token string) (*github.Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rt := c.lim.UserTransport(userID, c.base)
+	return c.newClient(rt, fmt.Sprintf("user: %d", userID)).WithAuthToken(token), nil
 }
 
 // clientCache is a bounded LRU of installation clients.

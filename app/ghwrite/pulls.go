@@ -82,6 +82,15 @@ func RefusalSays(err error, code int, phrase string) bool {
 	return false
 }
 
+// IsAuthRefusal tells whether err is GitHub refusing the credential or
+// what it may do: 401 (a revoked or expired token) or 403 (the user may
+// not write to the repository).
+func IsAuthRefusal(err error) bool {
+	var er *github.ErrorResponse
+	return errors.As(err, &er) && er.Response != nil &&
+		(er.Response.StatusCode == http.StatusUnauthorized || er.Response.StatusCode == http.StatusForbidden)
+}
+
 // RequestReview asks login to review pull request number. GitHub refuses
 // a review request to a PR's own author (422), which is no error: a
 // replay's request, or the author's, changes nothing. Any other error is

@@ -758,3 +758,34 @@ func TestTokenMintsAreNotContentCreating(t *testing.T) {
 		}
 	}
 }
+
+// Writes with a user's token have that user's budget: not the
+// installation's of the same number, nor another user's.
+func TestUserWritesHaveABudgetOfTheirOwn(t *testing.T) {
+	ctx := context.Background()
+	srv := newServer(t, ok)
+	clock := newFakeTime()
+	l := srv.limiter(Config{Slots: NewMemorySlots([]Window{{Limit: 1, Window: time.Minute}}), Clock: clock.Now, Sleep: clock.Sleep})
+	asUser := func(id int64) *github.Client {
+		gh := github.NewClient(&http.Client{Transport: l.UserTransport(id, nil)})
+		u, err := url.Parse(srv.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gh.BaseURL = u
+		return gh
+	}
+	if err := comment(ctx, asUser(9), "o"); err != nil {
+		t.Fatalf("user 9's first write: %v", err)
+	}
+	var abuse *github.AbuseRateLimitError
+	if err := comment(ctx, asUser(9), "o"); !errors.As(err, &abuse) {
+		t.Fatalf("user 9's second write in the window: %v, want held", err)
+	}
+	if err := comment(ctx, srv.client(t, l, 9), "o"); err != nil {
+		t.Fatalf("installation 9's write: %v (a user's budget is not its)", err)
+	}
+	if err := comment(ctx, asUser(10), "o"); err != nil {
+		t.Fatalf("user 10's write: %v", err)
+	}
+}

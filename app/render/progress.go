@@ -47,6 +47,9 @@ type Origin struct {
 	RepairLast                 bool
 	// QueuedFor is the queue's line while the session waits for capacity.
 	QueuedFor string
+	// SignIn is the dashboard's sign-in link, for a requester who has not
+	// signed in (their PRs are then the App's, not theirs); "" for none.
+	SignIn string
 }
 
 // ReviewSpot is where a review comment sits in the diff.
@@ -84,6 +87,9 @@ func ProgressBody(sess store.Session, origin Origin, commandWord string, run Run
 		fmt.Fprintf(&b, "\n%s\n", sess.Detail)
 	} else {
 		fmt.Fprintf(&b, "\n`%s status` shows progress; `%s cancel` stops it.", commandWord, commandWord)
+	}
+	if origin.SignIn != "" {
+		fmt.Fprintf(&b, "\n\n[Sign in to Inspect](%s) to have the pull requests you ask for opened as you.", origin.SignIn)
 	}
 	if sess.Truncated {
 		fmt.Fprintf(&b, "\n\n_Your instructions were longer than %d KiB; only the first %d KiB were used._", policy.MaxInstructionBytes>>10, policy.MaxInstructionBytes>>10)

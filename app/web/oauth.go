@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -192,6 +193,29 @@ func (s *Server) userToken(ctx context.Context, u store.WebUser) (string, error)
 	}
 	return g.AccessToken, nil
 }
+
+// UserToken is the signed-in user's access token, refreshed when it has
+// expired, for acting as them on GitHub (opening a session's PR); ok is
+// false when they have not signed in, or their token could no longer be
+// refreshed (they are then forgotten, and signed out).
+func (s *Server) UserToken(ctx context.Context, userID int64) (token string, ok bool, err error) {
+	u, err := s.st.GetWebUser(ctx, userID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	token, err = s.userToken(ctx, u)
+	if err != nil {
+		s.log.Info().Err(err).Str("login", u.Login).Msg("dashboard: the user's token could not be refreshed; signed out")
+		return "", false, s.st.ForgetWebUser(ctx, u.UserID)
+	}
+	return token, true, nil
+}
+
+// SignInURL is where a requester signs in.
+func (s *Server) SignInURL() string { return s.publicURL.String() + "/auth/login" }
 
 // logout ends every sign-in of the user and deletes their token at GitHub,
 // so that nothing Inspect held for them still works.

@@ -307,14 +307,21 @@ func (s *Server) createPull(c *call) response {
 		return *bad
 	}
 
-	bot := s.botLogin()
+	// The author is who the credential is: the App's bot for an
+	// installation token, the user for a user access token (oauth.go).
+	author := s.botLogin()
+	if c.cred.kind == authUser {
+		if u := s.users[strings.ToLower(c.cred.userLogin)]; u != nil {
+			author = u.login
+		}
+	}
 	body := ""
 	if req.Body != nil {
 		body = *req.Body
 	}
-	it := s.putIssue(r, Issue{Title: *req.Title, Body: body, User: bot}, nil)
+	it := s.putIssue(r, Issue{Title: *req.Title, Body: body, User: author}, nil)
 	it.pull = &Pull{
-		Number: it.Number, Title: it.Title, Body: body, State: "open", User: bot,
+		Number: it.Number, Title: it.Title, Body: body, State: "open", User: author,
 		Draft:   req.Draft != nil && *req.Draft,
 		HeadSHA: headSHA, HeadRef: head, BaseRef: base,
 	}

@@ -47,7 +47,7 @@ func (s *Service) newDashboard() (*web.Server, error) {
 	return web.New(web.Options{
 		Store: s.store, Commands: s, PublicURL: s.cfg.Web.PublicURL, WebURL: s.cfg.GitHub.WebURL, APIURL: s.cfg.GitHub.APIURL,
 		ClientID: s.cfg.Web.ClientID, ClientSecret: secret, Key: key,
-		PermissionCache: s.cfg.Web.PermissionCache, SessionLifetime: s.cfg.Web.SessionLifetime,
+		PermissionCache: s.cfg.Web.PermissionCache, SessionLifetime: s.cfg.Web.SessionLifetime, Cost: s.cfg.ModelCost,
 		Now: s.clock.Now, Log: s.log.With().Str("component", "dashboard").Logger(),
 	})
 }

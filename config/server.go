@@ -478,6 +478,31 @@ type Model struct {
 	// claude-code: anthropic; opencode: both); command must be listed to
 	// be allowed.
 	Presets []string `yaml:"presets"`
+	// InputPrice and OutputPrice are what the provider charges, in US
+	// dollars per million input and output tokens, for the dashboard's
+	// cost of a session; 0 (unset) shows no cost.
+	InputPrice  float64 `yaml:"input_price"`
+	OutputPrice float64 `yaml:"output_price"`
+}
+
+// validateAgentPrices refuses negative prices.
+func (c Server) validateAgentPrices(add func(key, format string, args ...any)) {
+	for i, m := range c.Agents.Models {
+		if m.InputPrice < 0 || m.OutputPrice < 0 {
+			add(fmt.Sprintf("agents.models[%d].input_price", i), "prices must not be negative (found %g and %g)", m.InputPrice, m.OutputPrice)
+		}
+	}
+}
+
+// ModelCost is what tokens of model cost at the server's prices
+// (agents.models[].input_price, output_price), and whether it has any.
+func (c Server) ModelCost(model string, input, output int64) (float64, bool) {
+	for _, m := range c.Agents.Models {
+		if m.Name == model && (m.InputPrice > 0 || m.OutputPrice > 0) {
+			return (float64(input)*m.InputPrice + float64(output)*m.OutputPrice) / 1e6, true
+		}
+	}
+	return 0, false
 }
 
 // Provider returns the named provider.
@@ -874,6 +899,7 @@ func (c Server) Validate() error {
 		add("artifacts.max_session_bytes", "must be at least artifacts.max_file_bytes (%d)", a.MaxFileBytes)
 	}
 	c.validateWeb(add)
+	c.validateAgentPrices(add)
 	if c.Artifacts.Retention < time.Hour {
 		add("artifacts.retention", "must be at least 1h")
 	}

@@ -144,7 +144,15 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 type sessionView struct {
 	store.Session
 	IssueURL, PRURL, CheckURL string
-	Evidence                  *contract.Evidence
+	// BuildURL is the Buildkite build the attempt ran as, when it has one.
+	BuildURL string
+	Evidence *contract.Evidence
+	// Model is the attempt's model; Cost its tokens at the server's
+	// prices, "" when it has none.
+	Model, Cost string
+	// SnapshotAge is how old the restored snapshot was when the attempt
+	// started.
+	SnapshotAge string
 }
 
 // viewableSession is the request's session ({id}) if v may read its
@@ -173,6 +181,33 @@ func (s *Server) viewableSession(w http.ResponseWriter, r *http.Request, v *view
 	return sess, ref, true
 }
 
+// attemptView adds what the session's current attempt says: its build
+// link, its model, its evidence, and from those the cost and the
+// snapshot's age. Each part is best effort.
+func (s *Server) attemptView(view *sessionView, a store.Attempt) {
+	if strings.HasPrefix(a.ExternalID, "https://") || strings.HasPrefix(a.ExternalID, "http://") {
+		view.BuildURL = a.ExternalID // a Buildkite build's web URL
+	}
+	var spec contract.Spec
+	if json.Unmarshal([]byte(a.Spec), &spec) == nil {
+		view.Model = spec.Agent.Model
+	}
+	var up contract.ResultUpload
+	if a.Result == "" || json.Unmarshal([]byte(a.Result), &up) != nil {
+		return
+	}
+	ev := up.Evidence
+	view.Evidence = &ev
+	if u := ev.Usage; u != nil && s.cost != nil && view.Model != "" {
+		if usd, ok := s.cost(view.Model, u.Input, u.Output); ok {
+			view.Cost = fmt.Sprintf("$%.4f", usd)
+		}
+	}
+	if w := ev.Workspace; w != nil && !w.SnapshotCreatedAt.IsZero() && !ev.StartedAt.IsZero() {
+		view.SnapshotAge = ev.StartedAt.Sub(w.SnapshotCreatedAt).Round(time.Minute).String()
+	}
+}
+
 func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 	v := viewerOf(r)
 	sess, _, ok := s.viewableSession(w, r, v)
@@ -195,11 +230,8 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		view.CheckURL = fmt.Sprintf("%s/runs/%d", base, sess.CheckRunID)
 	}
 	if sess.AttemptID != "" {
-		if a, err := s.st.GetAttempt(r.Context(), sess.AttemptID); err == nil && a.Result != "" {
-			var up contract.ResultUpload
-			if json.Unmarshal([]byte(a.Result), &up) == nil {
-				view.Evidence = &up.Evidence
-			}
+		if a, err := s.st.GetAttempt(r.Context(), sess.AttemptID); err == nil {
+			s.attemptView(&view, a)
 		}
 	}
 	s.render(w, http.StatusOK, "session.html", map[string]any{"Viewer": v, "S": view, "Asked": r.URL.Query().Get("asked")})

@@ -69,7 +69,10 @@ type Options struct {
 	SessionLifetime time.Duration
 	// HTTP is the client for GitHub; nil is http.DefaultClient's
 	// transport with a 30 s timeout.
-	HTTP  *http.Client
+	HTTP *http.Client
+	// Cost prices a session's tokens of a model (config.Server.ModelCost);
+	// nil shows no cost.
+	Cost  func(model string, input, output int64) (float64, bool)
 	Now   func() time.Time
 	Log   zerolog.Logger
 	Title string
@@ -86,6 +89,7 @@ type Server struct {
 	permTTL   time.Duration
 	lifetime  time.Duration
 	now       func() time.Time
+	cost      func(model string, input, output int64) (float64, bool)
 	log       zerolog.Logger
 	pages     *template.Template
 
@@ -129,7 +133,7 @@ func New(o Options) (*Server, error) {
 	return &Server{
 		st: o.Store, commands: o.Commands, seal: seal, publicURL: pub, secure: pub.Scheme == "https",
 		gh:      userAPI{webURL: o.WebURL, apiURL: o.APIURL, clientID: o.ClientID, clientSecret: o.ClientSecret, http: client},
-		permTTL: o.PermissionCache, lifetime: o.SessionLifetime, now: now, log: o.Log, pages: pages,
+		permTTL: o.PermissionCache, lifetime: o.SessionLifetime, now: now, cost: o.Cost, log: o.Log, pages: pages,
 		perms: map[int64]cachedRepos{},
 	}, nil
 }

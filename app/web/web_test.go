@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -20,6 +21,7 @@ import (
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/storetest"
+	"github.com/inspecthq/inspect/runner/contract"
 )
 
 type recordedCommands struct {
@@ -302,5 +304,45 @@ func TestConcurrentRequestsRefreshOnce(t *testing.T) {
 	}
 	if n := len(w.gh.RequestsMatching("POST", "/login/oauth/access_token")) - before; n != 1 {
 		t.Errorf("%d refreshes, want one", n)
+	}
+}
+
+// The session page tells what the attempt says: its Buildkite build, its
+// model and the cost of its tokens at the server's prices, and the
+// snapshot it started from, with its age and drift.
+func TestSessionPageShowsBuildCostAndSnapshot(t *testing.T) {
+	key := sha256.Sum256([]byte("k"))
+	s, err := New(Options{PublicURL: "https://inspect.example", WebURL: "https://github.com", APIURL: "https://api.github.com",
+		Key: key[:], PermissionCache: time.Minute, SessionLifetime: time.Hour, Log: zerolog.Nop(),
+		Cost: func(model string, in, out int64) (float64, bool) {
+			return float64(in)*1.25/1e6 + float64(out)*10/1e6, model == "gpt-test"
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	spec, _ := json.Marshal(contract.Spec{Agent: contract.Agent{Model: "gpt-test"}})
+	result, _ := json.Marshal(contract.ResultUpload{Evidence: contract.Evidence{
+		StartedAt: started, Usage: &contract.TokenUsage{Input: 1_000_000, Output: 100_000, Total: 1_100_000, Requests: 3},
+		Workspace: &contract.Workspace{Source: contract.WorkspaceSnapshot, SnapshotDigest: "sha256:abc", SnapshotCreatedAt: started.Add(-90 * time.Minute), DriftCommits: 2},
+	}})
+	view := sessionView{Session: store.Session{ID: "s1", State: store.Done}}
+	s.attemptView(&view, store.Attempt{ExternalID: "https://buildkite.com/acme/inspect/builds/7", Spec: string(spec), Result: string(result)})
+	if view.BuildURL != "https://buildkite.com/acme/inspect/builds/7" || view.Cost != "$2.2500" || view.SnapshotAge != "1h30m0s" {
+		t.Fatalf("view = build %q, cost %q, age %q", view.BuildURL, view.Cost, view.SnapshotAge)
+	}
+	rec := httptest.NewRecorder()
+	s.render(rec, http.StatusOK, "session.html", map[string]any{"Viewer": &viewer{Login: "alice", CSRF: "c"}, "S": view})
+	for _, want := range []string{`id="build" href="https://buildkite.com/acme/inspect/builds/7"`, `<span id="cost">$2.2500</span>`, "sha256:abc", "1h30m0s old", "2 commits of drift"} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	// A model without prices shows no cost; a non-URL external id no link.
+	other, _ := json.Marshal(contract.Spec{Agent: contract.Agent{Model: "unpriced"}})
+	view = sessionView{}
+	s.attemptView(&view, store.Attempt{ExternalID: "local-1-abc", Spec: string(other), Result: string(result)})
+	if view.Cost != "" || view.BuildURL != "" {
+		t.Errorf("unpriced/local: cost %q, build %q", view.Cost, view.BuildURL)
 	}
 }

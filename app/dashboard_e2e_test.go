@@ -321,15 +321,7 @@ func mustMarshal(t *testing.T, v any) []byte {
 // session's page links. bob, who may only read, is refused as his comment
 // would be.
 func TestDashboardStartsASessionThatEndsInAPR(t *testing.T) {
-	var lx *local.Executor
-	d := newDashboardOn(t, func(t testing.TB, opts ...harnessOption) *harness {
-		h, x := newSandboxHarness(t, opts...)
-		lx = x
-		return h
-	})
-	d.gh.CommitFiles(owner, repoName, "main", map[string]string{
-		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"scripts/inspect-stand-in-agent.sh\"]\nverify: []\n",
-	}, "verify nothing")
+	d, lx := newRunningDashboard(t)
 	d.signIn("alice", "/sessions/new")
 	d.do("the start form",
 		chromedp.Navigate(d.url+"/sessions/new"),
@@ -399,15 +391,7 @@ func TestDashboardStartsASessionThatEndsInAPR(t *testing.T) {
 // gets the App's PR and, in the progress comment, the sign-in link. One
 // whose authorization was revoked meanwhile still gets a PR, the App's.
 func TestPRsAreOpenedAsTheRequesterWhoSignedIn(t *testing.T) {
-	var lx *local.Executor
-	d := newDashboardOn(t, func(t testing.TB, opts ...harnessOption) *harness {
-		h, x := newSandboxHarness(t, opts...)
-		lx = x
-		return h
-	})
-	d.gh.CommitFiles(owner, repoName, "main", map[string]string{
-		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"scripts/inspect-stand-in-agent.sh\"]\nverify: []\n",
-	}, "verify nothing")
+	d, lx := newRunningDashboard(t)
 	d.signIn("alice", "/sessions")
 	ada := browsertest.Tab(t)
 	d.tab = ada
@@ -448,4 +432,21 @@ func TestPRsAreOpenedAsTheRequesterWhoSignedIn(t *testing.T) {
 			t.Errorf("%s: the progress comment offers the sign-in: %v, want %v", tc.sender, hinted, tc.hint)
 		}
 	}
+}
+
+// newRunningDashboard is a dashboard whose sessions really run (the local
+// executor), with the sample's stand-in agent and a verify that compiles
+// nothing.
+func newRunningDashboard(t *testing.T) (*dashboard, *local.Executor) {
+	t.Helper()
+	var lx *local.Executor
+	d := newDashboardOn(t, func(t testing.TB, opts ...harnessOption) *harness {
+		h, x := newSandboxHarness(t, opts...)
+		lx = x
+		return h
+	})
+	d.gh.CommitFiles(owner, repoName, "main", map[string]string{
+		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"scripts/inspect-stand-in-agent.sh\"]\nverify: []\n",
+	}, "verify nothing")
+	return d, lx
 }

@@ -42,15 +42,7 @@ func (sv *supervisor) uploadEvidence(spec contract.Spec, ev contract.Evidence, f
 }
 
 func TestLongAgentOutputStillEndsTheSessionOnGitHub(t *testing.T) {
-	h, ex := newSessionHarness(t)
-	withRealPR(t, h)
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	sv := h.claim(ex.last(t))
-	spec := sv.spec()
-	h.runWorkers()
+	h, sv, spec := newClaimedPRSession(t)
 	// 30 lines of 2,500 characters: 75,000 characters, more than a check
 	// run's summary or a comment may hold.
 	line := strings.Repeat("é#1 @bob ", 250)[:2500]
@@ -81,15 +73,7 @@ func TestLongAgentOutputStillEndsTheSessionOnGitHub(t *testing.T) {
 }
 
 func TestLongTestNameGetsItsAnnotation(t *testing.T) {
-	h, ex := newSessionHarness(t)
-	withRealPR(t, h)
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	sv := h.claim(ex.last(t))
-	spec := sv.spec()
-	h.runWorkers()
+	h, sv, spec := newClaimedPRSession(t)
 	name := "TestAdd/" + strings.Repeat("a_very_long_subtest_name_", 12) // 308 characters
 	var failures []contract.TestFailure
 	for i := range 60 {
@@ -305,4 +289,21 @@ func TestAnAGENTSmdOver1MBIsLeftOutNotFatal(t *testing.T) {
 	if s := h.onlySession(); s.State != store.Running && s.State != store.Dispatched {
 		t.Errorf("session = %s (%s)", s.State, s.Detail)
 	}
+}
+
+// newClaimedPRSession is a session asked for on the fixture's pull request
+// (a real one on the stand-in), whose attempt the test's supervisor has
+// claimed: h, that supervisor, and the spec it got.
+func newClaimedPRSession(t *testing.T) (*harness, *supervisor, contract.Spec) {
+	t.Helper()
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sv := h.claim(ex.last(t))
+	spec := sv.spec()
+	h.runWorkers()
+	return h, sv, spec
 }

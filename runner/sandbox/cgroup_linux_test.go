@@ -1,10 +1,7 @@
 package sandbox
 
 import (
-	"bufio"
-	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,27 +22,16 @@ func TestACommandRunsInACgroupOfItsOwnHoldingItsLimits(t *testing.T) {
 	// sleep, which is not its last command) from before it says ready.
 	s := newSpec(t, "sh", "-c", `echo ready; sleep 300; true`, marker)
 	s.Limits = Limits{MemoryBytes: 96 << 20, Pids: 50, CPUShares: 300}
-	pr, pw := io.Pipe()
-	s.Stdout = pw
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel) // a test that fails early still ends the command
-	done := make(chan error, 1)
-	go func() {
-		_, err := Run(ctx, s)
-		pw.Close()
-		done <- err
-	}()
-	line, _ := bufio.NewReader(pr).ReadString('\n')
+	out, stop := runKept(t, s)
+	line, _ := out.ReadString('\n')
 	if line != "ready\n" {
-		cancel()
-		t.Fatalf("the command said %q", line)
+		t.Fatalf("the command said %q (%v)", line, stop())
 	}
 	// bwrap (outside and as the sandbox's init) and the shell: each is in
 	// the command's cgroups, the same ones.
 	found := processesWith(marker) // "pid: argv"
 	if len(found) < 2 {
-		cancel()
-		t.Fatalf("processes with the marker: %v", found)
+		t.Fatalf("processes with the marker: %v (%v)", found, stop())
 	}
 	var dirs map[string]string
 	for _, f := range found {
@@ -79,9 +65,7 @@ func TestACommandRunsInACgroupOfItsOwnHoldingItsLimits(t *testing.T) {
 			t.Errorf("%s = %q, want %q", file, got, w[1])
 		}
 	}
-	cancel()
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	for ctrl, dir := range dirs {

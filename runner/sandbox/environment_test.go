@@ -50,30 +50,40 @@ func nsLines(t *testing.T, s Spec) map[string]string {
 func nsLinesKept(t *testing.T, s Spec) (map[string]string, func()) {
 	t.Helper()
 	s.Argv = []string{"sh", "-c", `"$0" ns net ipc pid mnt user && echo kept && exec sleep 300`, probeTarget}
+	out, stop := runKept(t, s)
+	m := map[string]string{}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "kept" {
+		k, v, _ := strings.Cut(sc.Text(), " ")
+		m[k] = v
+	}
+	return m, func() {
+		if err := stop(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
+
+// runKept starts s in the background and hands back its standard output
+// as it comes; stop kills the command, drains what is left and returns
+// Run's error. A test that fails early still ends the command.
+func runKept(t *testing.T, s Spec) (out *bufio.Reader, stop func() error) {
+	t.Helper()
 	pr, pw := io.Pipe()
 	s.Stdout = pw
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel) // a test that fails early still ends the command
+	t.Cleanup(cancel)
 	done := make(chan error, 1)
 	go func() {
 		_, err := Run(ctx, s)
 		pw.Close()
 		done <- err
 	}()
-	stop := func() {
+	return bufio.NewReader(pr), func() error {
 		cancel()
 		go func() { _, _ = io.Copy(io.Discard, pr) }() // drained to EOF, which pw.Close gives
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
+		return <-done
 	}
-	m := map[string]string{}
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() && sc.Text() != "kept" {
-		k, v, _ := strings.Cut(sc.Text(), " ")
-		m[k] = v
-	}
-	return m, stop
 }
 
 func TestEnvironmentSharesNetworkAndIPCButNotPIDMountsOrTmp(t *testing.T) {

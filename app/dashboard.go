@@ -8,9 +8,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"net/url"
-	"strings"
-
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/store"
 
@@ -56,10 +53,11 @@ func (s *Service) newDashboard() (*web.Server, error) {
 // details_url and the PR body; nil without web.public_url, so no link is
 // sent.
 func (s *Service) sessionURL(id string) *string {
-	if !s.cfg.WebEnabled() {
+	d, err := s.dashboard()
+	if d == nil || err != nil {
 		return nil
 	}
-	u := strings.TrimSuffix(s.cfg.Web.PublicURL, "/") + "/sessions/" + url.PathEscape(id)
+	u := d.SessionURL(id)
 	return &u
 }
 

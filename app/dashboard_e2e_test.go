@@ -168,14 +168,7 @@ func TestDashboardSignInListCancel(t *testing.T) {
 	d := newDashboard(t)
 	// Another installation's repository, which alice cannot read, with a
 	// session of its own.
-	d.gh.AddInstallation(2, "other")
-	d.gh.AddRepo(fakegithub.Repo{ID: 777, Owner: "other", Name: "secret", InstallationID: 2, Private: true})
-	hidden := &store.Session{ID: "hidden-session-1", RepoID: 777, RepoOwner: "other", RepoName: "secret", InstallationID: 2,
-		Number: 1, TriggerKind: store.TriggerComment, CommentID: 99, DeliveryID: "d-hidden", RequesterLogin: "carol",
-		RequesterID: 9, RequesterType: "User", Instructions: "secret work", State: store.Queued}
-	if _, err := d.st.Accept(context.Background(), store.Acceptance{DeliveryID: "d-hidden", Event: "issue_comment", At: d.clock.Now(), CommentID: 99, Session: hidden}); err != nil {
-		t.Fatal(err)
-	}
+	hidden := d.hiddenSession(store.Queued)
 	// alice's session on the fixture's issue: prepared, never dispatched
 	// (no executor), so it is still running when she cancels it.
 	if code, _ := d.deliver("issue_comment", d.event(commentOpts{body: "/inspect fix the typo"})); code != 200 {
@@ -449,4 +442,19 @@ func newRunningDashboard(t *testing.T) (*dashboard, *local.Executor) {
 		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"scripts/inspect-stand-in-agent.sh\"]\nverify: []\n",
 	}, "verify nothing")
 	return d, lx
+}
+
+// hiddenSession is a session, in state, in another installation's private
+// repository (other/secret, id 777), which the harness's users cannot read.
+func (d *dashboard) hiddenSession(state store.State) *store.Session {
+	d.t.Helper()
+	d.gh.AddInstallation(2, "other")
+	d.gh.AddRepo(fakegithub.Repo{ID: 777, Owner: "other", Name: "secret", InstallationID: 2, Private: true})
+	hidden := &store.Session{ID: "hidden-session-1", RepoID: 777, RepoOwner: "other", RepoName: "secret", InstallationID: 2,
+		Number: 1, TriggerKind: store.TriggerComment, CommentID: 99, DeliveryID: "d-hidden", RequesterLogin: "carol",
+		RequesterID: 9, RequesterType: "User", Instructions: "secret work", State: state}
+	if _, err := d.st.Accept(context.Background(), store.Acceptance{DeliveryID: "d-hidden", Event: "issue_comment", At: d.clock.Now(), CommentID: 99, Session: hidden}); err != nil {
+		d.t.Fatal(err)
+	}
+	return hidden
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/examples"
-	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/runner/contract"
 )
@@ -45,14 +44,7 @@ func TestDashboardLiveOutputOfARunningSession(t *testing.T) {
 	}
 
 	// Another installation's session: its live view is the page's 404.
-	d.gh.AddInstallation(2, "other")
-	d.gh.AddRepo(fakegithub.Repo{ID: 777, Owner: "other", Name: "secret", InstallationID: 2, Private: true})
-	hidden := &store.Session{ID: "hidden-session-1", RepoID: 777, RepoOwner: "other", RepoName: "secret", InstallationID: 2,
-		Number: 1, TriggerKind: store.TriggerComment, CommentID: 99, DeliveryID: "d-hidden", RequesterLogin: "carol",
-		RequesterID: 9, RequesterType: "User", Instructions: "secret work", State: store.Running}
-	if _, err := d.st.Accept(context.Background(), store.Acceptance{DeliveryID: "d-hidden", Event: "issue_comment", At: d.clock.Now(), CommentID: 99, Session: hidden}); err != nil {
-		t.Fatal(err)
-	}
+	hidden := d.hiddenSession(store.Running)
 	d.signIn("alice", "/sessions")
 	if err := chromedp.Do(d.tab, chromedp.Navigate(d.url+"/sessions/"+hidden.ID+"/live")); err != nil {
 		t.Fatal(err)

@@ -165,15 +165,7 @@ func TestARefusedUpdateKeepsNoOtherFromHappening(t *testing.T) {
 		{"comment edit refused", "/repos/*/*/issues/comments/*"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, ex := newSessionHarness(t)
-			withRealPR(t, h)
-			if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
-				t.Fatal(code)
-			}
-			h.runWorkers()
-			sv := h.claim(ex.last(t))
-			spec := sv.spec()
-			h.runWorkers()
+			h, sv, spec := newClaimedPRSession(t)
 			h.gh.FailNext("PATCH", tc.failing, http.StatusUnprocessableEntity)
 			sv.upload(spec, 0, fixedCalc)
 			h.runWorkers()

@@ -199,19 +199,27 @@ func (s *Server) userToken(ctx context.Context, u store.WebUser) (string, error)
 // false when they have not signed in, or their token could no longer be
 // refreshed (they are then forgotten, and signed out).
 func (s *Server) UserToken(ctx context.Context, userID int64) (token string, ok bool, err error) {
-	u, err := s.st.GetWebUser(ctx, userID)
+	_, token, ok, err = s.signedInUser(ctx, userID)
+	return token, ok, err
+}
+
+// signedInUser is the user's row and access token, refreshed when it has
+// expired; ok is false when they have none, or when it could not be
+// refreshed, in which case they are forgotten.
+func (s *Server) signedInUser(ctx context.Context, userID int64) (u store.WebUser, token string, ok bool, err error) {
+	u, err = s.st.GetWebUser(ctx, userID)
 	if errors.Is(err, store.ErrNotFound) {
-		return "", false, nil
+		return store.WebUser{}, "", false, nil // signed out, or the authorization was revoked
 	}
 	if err != nil {
-		return "", false, err
+		return store.WebUser{}, "", false, err
 	}
 	token, err = s.userToken(ctx, u)
 	if err != nil {
 		s.log.Info().Err(err).Str("login", u.Login).Msg("dashboard: the user's token could not be refreshed; signed out")
-		return "", false, s.st.ForgetWebUser(ctx, u.UserID)
+		return store.WebUser{}, "", false, s.st.ForgetWebUser(ctx, u.UserID)
 	}
-	return token, true, nil
+	return u, token, true, nil
 }
 
 // SignInURL is where a requester signs in.

@@ -224,17 +224,9 @@ func (s *Server) currentViewer(r *http.Request) (*viewer, error) {
 	if err != nil {
 		return nil, err
 	}
-	u, err := s.st.GetWebUser(ctx, l.UserID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil // signed out elsewhere, or the authorization was revoked
-	}
-	if err != nil {
+	u, token, ok, err := s.signedInUser(ctx, l.UserID)
+	if !ok || err != nil {
 		return nil, err
-	}
-	token, err := s.userToken(ctx, u)
-	if err != nil {
-		s.log.Info().Err(err).Str("login", u.Login).Msg("dashboard: the user's token could not be refreshed; signed out")
-		return nil, s.st.ForgetWebUser(ctx, u.UserID)
 	}
 	return &viewer{UserID: u.UserID, Login: u.Login, CSRF: l.CSRF, idHash: hash, token: token}, nil
 }

@@ -51,9 +51,15 @@ type Facts struct {
 	Subcommand               Subcommand
 }
 
-// Target is the issue or pull request the command was written on.
+// Target is the issue or pull request the command was written on, or the
+// branch a dashboard run names.
 type Target struct {
-	IsPR   bool
+	IsPR bool
+	// IsBranch: a branch named on the dashboard, with no issue or pull
+	// request behind it. A branch has no state, lock or fork, so only the
+	// switches, the bot rule and the permission apply to it; the rest of
+	// Target is unused.
+	IsBranch bool
 	State  string // "open" or "closed"; anything but "open" counts as closed
 	Merged bool
 	Locked bool
@@ -112,7 +118,8 @@ type Decision struct {
 //  3. bots: a bot that is not allowlisted gets no further, whatever its role;
 //  4. permission: before the target, so that someone without write access
 //     learns nothing from Inspect about forks or states;
-//  5. the target's state: merged, then closed, then locked;
+//  5. the target's state: merged, then closed, then locked (a branch has
+//     none, nor a fork);
 //  6. fork, last, because its remedy (a maintainer pushing the branch)
 //     only helps when everything else is fine.
 //
@@ -163,6 +170,9 @@ func Authorize(f Facts) Decision {
 	}
 
 	t := f.Target
+	if t.IsBranch {
+		return Decision{Allowed: true}
+	}
 	thing := "issue"
 	if t.IsPR {
 		thing = "pull request"

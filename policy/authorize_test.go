@@ -178,6 +178,14 @@ func TestAuthorizeTarget(t *testing.T) {
 			f.ForkOptIn = true
 		}},
 		{name: "issues have no forks", edit: tgt(func(t *Target) { *t = Target{State: "open", HeadRepoFullName: "x/y"} })},
+		// A branch from the dashboard: no state, lock or fork to refuse on.
+		{name: "branch", edit: tgt(func(t *Target) { *t = Target{IsBranch: true} })},
+		{name: "branch, reader", edit: func(f *Facts) {
+			f.Target, f.SenderRole = Target{IsBranch: true}, RoleRead
+		}, reason: ReasonInsufficientPermission},
+		{name: "branch, paused repo", edit: func(f *Facts) {
+			f.Target, f.RepoPaused = Target{IsBranch: true}, true
+		}, reason: ReasonRepoPaused},
 	})
 }
 

@@ -6,7 +6,10 @@ import "fmt"
 // request's facts are read fresh when the change is pushed, not when the
 // session started.
 type DestinationFacts struct {
-	IsPR     bool // the session is on a pull request; else on an issue
+	IsPR bool // the session is on a pull request; else on an issue or a branch
+	// OnBranch: the session was started on a branch from the dashboard,
+	// with no issue or pull request behind it. Only IsPR=false goes with it.
+	OnBranch bool
 	Verified bool // every verify command passed
 	// SameRepo: the pull request's head branch is in the session's
 	// repository. A fork's (or a deleted fork's) is not.
@@ -67,6 +70,9 @@ const (
 	BasePRBranch
 	// BasePRBase: the pull request's base branch, as read when pushing.
 	BasePRBase
+	// BaseSessionBranch: the branch a branch session was started on (the
+	// spec's target branch), never written to itself.
+	BaseSessionBranch
 )
 
 func (b Base) String() string {
@@ -77,6 +83,8 @@ func (b Base) String() string {
 		return "pr_branch"
 	case BasePRBase:
 		return "pr_base"
+	case BaseSessionBranch:
+		return "session_branch"
 	}
 	return fmt.Sprintf("Base(%d)", int(b))
 }
@@ -98,6 +106,8 @@ type Destination struct {
 //	session                       verification   PR head   goes to
 //	issue                         passed         -         new PR against the default branch
 //	issue                         failed         -         new draft PR against the default branch
+//	branch (from the dashboard)   passed         -         new PR against that branch
+//	branch (from the dashboard)   failed         -         new draft PR against that branch
 //	same-repo PR                  any            our commit nothing: an earlier run pushed it
 //	same-repo PR                  passed         unmoved   fast-forward onto the PR branch
 //	same-repo PR                  failed         unmoved   new draft PR against the PR branch
@@ -113,7 +123,9 @@ type Destination struct {
 // what they had; everything else is a proposal they can take or leave. A
 // follow-up's branch is Inspect's own and its pull request is where the
 // change is reviewed anyway, so an unverified change goes onto it too. A
-// fork's branch is not Inspect's to push to or to target.
+// fork's branch is not Inspect's to push to or to target. A branch named
+// on the dashboard has no pull request to review a push in, so it is never
+// pushed to, even verified: the change is a pull request into it.
 func DecideDestination(f DestinationFacts) Destination {
 	d := decideDestination(f)
 	if d.Kind == NewPullRequest && d.Draft && f.DraftsRefused {
@@ -125,6 +137,8 @@ func DecideDestination(f DestinationFacts) Destination {
 // decideDestination is DecideDestination where drafts are allowed.
 func decideDestination(f DestinationFacts) Destination {
 	switch {
+	case !f.IsPR && f.OnBranch:
+		return Destination{Kind: NewPullRequest, Base: BaseSessionBranch, Draft: !f.Verified}
 	case !f.IsPR:
 		return Destination{Kind: NewPullRequest, Base: BaseDefaultBranch, Draft: !f.Verified}
 	case !f.SameRepo:

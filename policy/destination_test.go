@@ -16,6 +16,11 @@ func TestDecideDestination(t *testing.T) {
 		// 0009: issue, passed / failed.
 		{"issue, verified", DestinationFacts{Verified: true}, newPR(BaseDefaultBranch, false)},
 		{"issue, verification failed", DestinationFacts{}, newPR(BaseDefaultBranch, true)},
+		// 0009: branch (from the dashboard), passed / failed: never onto the branch.
+		{"branch, verified", DestinationFacts{OnBranch: true, Verified: true}, newPR(BaseSessionBranch, false)},
+		{"branch, verification failed", DestinationFacts{OnBranch: true}, newPR(BaseSessionBranch, true)},
+		{"branch ignores PR facts", DestinationFacts{OnBranch: true, Verified: true, SameRepo: true, AlreadyPushed: true, FollowUp: true},
+			newPR(BaseSessionBranch, false)},
 		// 0009: same-repo PR, passed, unmoved.
 		{"same-repo PR, verified, unmoved", DestinationFacts{IsPR: true, SameRepo: true, Verified: true}, onto},
 		// 0009: same-repo PR, failed, or head moved.
@@ -41,6 +46,9 @@ func TestDecideDestination(t *testing.T) {
 		{"no drafts: issue, verification failed", DestinationFacts{DraftsRefused: true},
 			Destination{Kind: NewPullRequest, Base: BaseDefaultBranch, Unverified: true}},
 		{"no drafts: issue, verified", DestinationFacts{Verified: true, DraftsRefused: true}, newPR(BaseDefaultBranch, false)},
+		{"no drafts: branch, verification failed", DestinationFacts{OnBranch: true, DraftsRefused: true},
+			Destination{Kind: NewPullRequest, Base: BaseSessionBranch, Unverified: true}},
+		{"no drafts: branch, verified", DestinationFacts{OnBranch: true, Verified: true, DraftsRefused: true}, newPR(BaseSessionBranch, false)},
 		{"no drafts: same-repo PR, verification failed", DestinationFacts{IsPR: true, SameRepo: true, DraftsRefused: true},
 			Destination{Kind: NewPullRequest, Base: BasePRBranch, Unverified: true}},
 		{"no drafts: same-repo PR, verified, head moved", DestinationFacts{IsPR: true, SameRepo: true, Verified: true, HeadMoved: true, DraftsRefused: true},
@@ -85,11 +93,14 @@ func TestDecideDestinationRefusedFastForward(t *testing.T) {
 // proposal on a pull request is a draft, or, where GitHub refuses drafts,
 // a ready one marked unverified exactly when verification failed.
 func TestDecideDestinationExhaustive(t *testing.T) {
-	for bits := 0; bits < 1<<7; bits++ {
+	for bits := 0; bits < 1<<8; bits++ {
 		f := DestinationFacts{
 			IsPR: bits&1 != 0, Verified: bits&2 != 0, SameRepo: bits&4 != 0,
 			AlreadyPushed: bits&8 != 0, HeadMoved: bits&16 != 0, FollowUp: bits&32 != 0,
-			DraftsRefused: bits&64 != 0,
+			DraftsRefused: bits&64 != 0, OnBranch: bits&128 != 0,
+		}
+		if f.IsPR && f.OnBranch {
+			continue // a session is on a pull request or on a branch, never both
 		}
 		if d := DecideDestination(f); d.Kind != NewPullRequest && d.Unverified {
 			t.Errorf("%+v: %+v is marked unverified without a pull request of its own", f, d)
@@ -97,7 +108,7 @@ func TestDecideDestinationExhaustive(t *testing.T) {
 		d := DecideDestination(f)
 		switch d.Kind {
 		case OntoPRBranch:
-			if !f.IsPR || !f.SameRepo || f.HeadMoved || f.AlreadyPushed || !(f.Verified || f.FollowUp) {
+			if !f.IsPR || f.OnBranch || !f.SameRepo || f.HeadMoved || f.AlreadyPushed || !(f.Verified || f.FollowUp) {
 				t.Errorf("%+v: pushes onto the PR branch", f)
 			}
 			if d.Draft || d.Unverified || d.Base != BaseDefaultBranch {
@@ -109,7 +120,9 @@ func TestDecideDestinationExhaustive(t *testing.T) {
 			}
 		case NewPullRequest:
 			switch {
-			case !f.IsPR && d.Base != BaseDefaultBranch:
+			case f.OnBranch && d.Base != BaseSessionBranch:
+				t.Errorf("%+v: a branch session's PR targets %v", f, d.Base)
+			case !f.IsPR && !f.OnBranch && d.Base != BaseDefaultBranch:
 				t.Errorf("%+v: an issue's PR targets %v", f, d.Base)
 			case d.Draft && f.DraftsRefused:
 				t.Errorf("%+v: a draft where GitHub refuses drafts", f)
@@ -139,6 +152,7 @@ func TestDestinationStrings(t *testing.T) {
 		{BaseDefaultBranch.String(), "default_branch"},
 		{BasePRBranch.String(), "pr_branch"},
 		{BasePRBase.String(), "pr_base"},
+		{BaseSessionBranch.String(), "session_branch"},
 		{Base(9).String(), "Base(9)"},
 	} {
 		if tc.got != tc.want {

@@ -38,7 +38,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 		if err != nil {
 			return err
 		}
-		t.Number, t.IsPR = sess.Number, sess.IsPR
+		t.Number, t.IsPR, t.Branch = sess.Number, sess.IsPR, sess.TargetBranch()
 	}
 	c, err := s.gh.Installation(ctx, t.InstallationID)
 	if err != nil {
@@ -50,6 +50,12 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 		th.Review = t.Review.ThreadRoot(t.CommentID)
 	}
 	reply := func(body string) error {
+		if t.Branch != "" {
+			// A branch session's button: there is no thread to answer on;
+			// what it did shows on the session's page (decision 0009).
+			log.Info().Str("session_id", t.SessionID).Msg("branch session's command answered on its page only")
+			return nil
+		}
 		_, err := th.PostOnce(ctx, render.ReplyMarker(t), render.WithIgnoredNote(body, t.Command.Ignored, s.cfg.CommandWord), replay)
 		return err
 	}
@@ -86,7 +92,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 // cancellable lists the sessions a cancel trigger may stop: a button's
 // own session, a removed label's sessions, or every session on the thread.
 func (s *Service) cancellable(ctx context.Context, t handlers.Trigger) ([]store.Session, error) {
-	sessions, err := s.store.SessionsForTarget(ctx, t.Repo.ID, t.Number, 50)
+	sessions, err := s.sessionsForTarget(ctx, t, 50)
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +115,17 @@ func (s *Service) cancellable(ctx context.Context, t handlers.Trigger) ([]store.
 	return out, nil
 }
 
+// sessionsForTarget lists the newest sessions on the trigger's issue or
+// pull request, or on its branch: branch sessions all have Number 0, so
+// only those on the same branch count.
+func (s *Service) sessionsForTarget(ctx context.Context, t handlers.Trigger, limit int) ([]store.Session, error) {
+	sessions, err := s.store.SessionsForTarget(ctx, t.Repo.ID, t.Number, limit)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(sessions, func(sess store.Session) bool { return sess.TargetBranch() != t.Branch }), nil
+}
+
 // commandFacts gathers what policy needs. Status needs no role (anyone who
 // can read the thread may ask), so it costs no permission lookup.
 func (s *Service) commandFacts(ctx context.Context, c *github.Client, t handlers.Trigger) (policy.Facts, error) {
@@ -120,6 +137,12 @@ func (s *Service) commandFacts(ctx context.Context, c *github.Client, t handlers
 		return f, nil
 	}
 	var err error
+	if t.Branch != "" {
+		// Whether the branch still exists does not matter to a cancel or
+		// a retry: the retry's preparation reads it again.
+		f.Target, f.SenderRole, _, err = branchFacts(ctx, c, t.Repo.Owner, t.Repo.Name, t.Branch, t.Sender.Login, t.Sender.Type)
+		return f, err
+	}
 	f.Target, f.SenderRole, _, err = targetFacts(ctx, c, t.Repo.Owner, t.Repo.Name, t.Number, t.IsPR, t.Sender.Login, t.Sender.Type)
 	return f, err
 }
@@ -174,7 +197,7 @@ func targetFacts(ctx context.Context, c *github.Client, owner, name string, numb
 }
 
 func (s *Service) status(ctx context.Context, t handlers.Trigger, reply func(string) error) error {
-	sessions, err := s.store.SessionsForTarget(ctx, t.Repo.ID, t.Number, 10)
+	sessions, err := s.sessionsForTarget(ctx, t, 10)
 	if err != nil {
 		return err
 	}
@@ -248,7 +271,7 @@ func (s *Service) cancel(ctx context.Context, t handlers.Trigger, reply func(str
 }
 
 func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(string) error) error {
-	sessions, err := s.store.SessionsForTarget(ctx, t.Repo.ID, t.Number, 50)
+	sessions, err := s.sessionsForTarget(ctx, t, 50)
 	if err != nil {
 		return err
 	}
@@ -281,9 +304,10 @@ func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(stri
 		RequesterLogin: t.Sender.Login, RequesterID: t.Sender.ID, RequesterType: t.Sender.Type,
 		Instructions: last.Instructions, RetryOf: last.ID, State: store.Queued,
 		// What the way in added carries over (the review thread it answers,
-		// the label it shows its end on, the checks it repairs), but not
+		// the label it shows its end on, the checks it repairs, the branch
+		// it works on), but not
 		// the repair's place in the budget: a retry is a person's request.
-		TriggerInfo: store.TriggerInfo{Review: last.Info().Review, Label: last.Info().Label, Checks: last.Info().Checks}.Encode(),
+		TriggerInfo: store.TriggerInfo{Review: last.Info().Review, Label: last.Info().Label, Checks: last.Info().Checks, Branch: last.Info().Branch}.Encode(),
 	}
 	if t.Kind == handlers.KindComment {
 		next.CommentID = t.CommentID

@@ -95,6 +95,9 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 			sess.TriggerInfo = store.TriggerInfo{Label: t.Label}.Encode()
 		case handlers.KindDashboard:
 			sess.TriggerKind = store.TriggerDashboard
+			// A branch run has no thread (Number 0); the branch is what it
+			// works on (app/branch.go).
+			sess.TriggerInfo = store.TriggerInfo{Branch: t.Branch}.Encode()
 		}
 		paused, err := s.pausedLocally(ctx, t)
 		if err != nil {

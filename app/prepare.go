@@ -31,6 +31,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if sess.State != store.Queued {
 		return nil // already prepared (or ended) by an earlier run
 	}
+	branch := sess.TargetBranch() // "" unless a branch session (app/branch.go)
 	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("repo", sess.FullName()).Int("number", sess.Number).Logger()
 	ctx = log.WithContext(ctx)
 	replay := w.Attempts > 1
@@ -99,7 +100,11 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		Subcommand:   policy.Run,
 	}
 	var read targetRead
-	facts.Target, facts.SenderRole, read, err = targetFacts(ctx, c, owner, name, sess.Number, sess.IsPR, sess.RequesterLogin, sess.RequesterType)
+	if branch != "" {
+		facts.Target, facts.SenderRole, read.headSHA, err = branchFacts(ctx, c, owner, name, branch, sess.RequesterLogin, sess.RequesterType)
+	} else {
+		facts.Target, facts.SenderRole, read, err = targetFacts(ctx, c, owner, name, sess.Number, sess.IsPR, sess.RequesterLogin, sess.RequesterType)
+	}
 	if err != nil {
 		return err
 	}
@@ -116,9 +121,17 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
 		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == store.TriggerRepair, d.Reply))
 	}
+	if branch != "" && headSHA == "" {
+		// Checked when the form was posted, deleted since: said on the
+		// session's page, the branch session's one reply.
+		log.Info().Msg("the session's branch is gone; session ended")
+		return s.end(ctx, sess.ID, store.Errored, reasonBranchMissing, render.BranchMissingReply(sess.RequesterLogin))
+	}
 	limits := policy.Narrow(s.cfg.PolicyLimits(), repoCfg.PolicyLimits())
 
-	if sess.IsPR && sess.CheckRunID == 0 {
+	// A branch session's check run is on the branch's head, pinned here as
+	// a pull request's is.
+	if (sess.IsPR || branch != "") && sess.CheckRunID == 0 {
 		// Pin the head first: a replay must look for the check run on the
 		// commit it was created on, even if the PR has moved since.
 		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) {
@@ -135,6 +148,12 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.CheckRunID = id }); err != nil || sess.State == store.Done {
 			return err
 		}
+	}
+	if branch != "" {
+		// No thread: nothing to wait behind (each branch run opens its own
+		// pull request) and no comment to post; the page and the check run
+		// tell its progress.
+		return s.admit(ctx, sess, limits, repo.GetDefaultBranch(), false)
 	}
 	// One active session per PR or issue: a later request waits for the
 	// earlier ones, and its progress comment says so.

@@ -293,10 +293,12 @@ func (s *Service) createCommit(ctx context.Context, c *github.Client, sess store
 //     PR branch (a fast-forward), as is a follow-up's on Inspect's own PR;
 //   - a failed verification, or a moved head: a new draft PR targeting the
 //     PR branch (a fork's: the PR's base);
-//   - an issue: a new branch and a PR that fixes it.
+//   - an issue: a new branch and a PR that fixes it;
+//   - a branch from the dashboard: a new branch and a PR into that branch,
+//     never a push onto it.
 func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) (string, int, error) {
 	owner, repo := sess.RepoOwner, sess.RepoName
-	facts := policy.DestinationFacts{IsPR: sess.IsPR, Verified: verified}
+	facts := policy.DestinationFacts{IsPR: sess.IsPR, Verified: verified, OnBranch: sess.TargetBranch() != ""}
 	var pr *github.PullRequest
 	if sess.IsPR {
 		var err error
@@ -325,7 +327,7 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 		facts.HeadMoved = true
 		d = policy.DecideDestination(facts)
 	}
-	base := spec.Target.BaseBranch
+	base := spec.Target.BaseBranch // the default branch, or a branch session's own (BaseSessionBranch)
 	switch d.Base {
 	case policy.BasePRBranch:
 		base = spec.Target.HeadBranch
@@ -333,8 +335,12 @@ func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session
 		base = pr.GetBase().GetRef()
 	}
 	// The id's random tail, not its time-ordered head: two sessions on one
-	// thread in the same instant must not share a branch.
+	// thread in the same instant must not share a branch. A branch
+	// session's has no number, and never the branch's own name in it.
 	branch := fmt.Sprintf("inspect/%d-%s", sess.Number, sess.ID[len(sess.ID)-8:])
+	if facts.OnBranch {
+		branch = "inspect/branch-" + sess.ID[len(sess.ID)-8:]
+	}
 	if err := ghwrite.EnsureBranch(ctx, c.Git, owner, repo, branch, sess.CommitSHA); err != nil {
 		return "", 0, err
 	}

@@ -68,7 +68,14 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	}
 	var pr *github.PullRequest
 	comments := -1 // the thread's comment count, when GitHub said
-	if sess.IsPR {
+	switch branch := sess.TargetBranch(); {
+	case branch != "":
+		// The branch's head as preparation pinned it; no thread to read
+		// (a comment count of 0: nothing to gather).
+		spec.PinnedSHA = sess.HeadSHA
+		spec.Target = contract.Target{Kind: contract.TargetBranch, BaseBranch: branch}
+		comments = 0
+	case sess.IsPR:
 		var err error
 		pr, _, err = c.PullRequests.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
 		if err != nil {
@@ -79,7 +86,7 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		spec.Context = append(spec.Context,
 			contract.ContextItem{Kind: contract.ContextTitle, Author: pr.GetUser().GetLogin(), Text: pr.GetTitle(), Untrusted: true},
 			contract.ContextItem{Kind: contract.ContextBody, Author: pr.GetUser().GetLogin(), Text: pr.GetBody(), Untrusted: true})
-	} else {
+	default:
 		issue, _, err := c.Issues.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
 		if err != nil {
 			return contract.Spec{}, "", fmt.Errorf("reading the issue: %w", err)

@@ -73,6 +73,11 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 // syncComment edits the progress comment to the session's state, or posts
 // the one final reply of a session that has none.
 func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.Session) error {
+	if sess.TargetBranch() != "" {
+		// A branch has no thread: its session's page and check run are
+		// where it answers, even to say it failed (decision 0009).
+		return nil
+	}
 	run := s.runOf(ctx, sess)
 	th := s.thread(c, sess)
 	progressID := sess.ProgressCommentID

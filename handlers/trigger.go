@@ -54,8 +54,9 @@ const (
 	// is the check run's session and Command a retry or a cancel.
 	KindCheckAction TriggerKind = "check_action"
 	// KindDashboard is a run started from the dashboard's form (app/web):
-	// the signed-in user's request on an issue or pull request, with no
-	// comment behind it. DeliveryID is the form post's own.
+	// the signed-in user's request on an issue or pull request, or on a
+	// branch (Branch set, Number 0), with no comment behind it. DeliveryID
+	// is the form post's own.
 	KindDashboard TriggerKind = "dashboard"
 )
 
@@ -84,6 +85,11 @@ type Trigger struct {
 	// SessionID is the session whose check run's button was pressed
 	// (KindCheckAction).
 	SessionID string `json:",omitempty"`
+	// Branch is the branch a dashboard run works on instead of an issue
+	// or pull request (KindDashboard; Number is then 0), and, for a
+	// button, its session's branch. Untrusted text, checked by
+	// policy.CheckBranchName.
+	Branch string `json:",omitempty"`
 	// AcceptedAt is when the app accepted the trigger (set by the sink,
 	// not the handler): a removed label cancels only what it started
 	// before, never a session a re-added label started after.

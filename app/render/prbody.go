@@ -19,9 +19,15 @@ import (
 // requester.
 func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Request\n\n@%s asked in #%d:\n\n%s\n\n", sess.RequesterLogin, sess.Number, untrustedBlock(sess.Instructions, 2000))
-	if !sess.IsPR {
-		fmt.Fprintf(&b, "Fixes #%d\n\n", sess.Number)
+	if branch := sess.TargetBranch(); branch != "" {
+		// No thread behind it: the body is where the request is told, and
+		// there is no issue to close. The branch name is untrusted text.
+		fmt.Fprintf(&b, "## Request\n\n@%s asked on Inspect's dashboard, for branch %s:\n\n%s\n\n", sess.RequesterLogin, untrustedSpan(branch), untrustedBlock(sess.Instructions, 2000))
+	} else {
+		fmt.Fprintf(&b, "## Request\n\n@%s asked in #%d:\n\n%s\n\n", sess.RequesterLogin, sess.Number, untrustedBlock(sess.Instructions, 2000))
+		if !sess.IsPR {
+			fmt.Fprintf(&b, "Fixes #%d\n\n", sess.Number)
+		}
 	}
 
 	// The supervisor's diffstat is of the manifest's blobs against the
@@ -121,8 +127,14 @@ func CommitMessage(sess store.Session) string {
 	// keyword closes its issue once the commit reaches the default branch:
 	// the request's words are defused.
 	title = defuse(title)
-	return fmt.Sprintf("Inspect: %s\n\nRequested by @%s in #%d.\n\nCo-authored-by: %s <%d+%s@users.noreply.github.com>\nInspect-Session: %s\n",
-		title, sess.RequesterLogin, sess.Number, sess.RequesterLogin, sess.RequesterID, sess.RequesterLogin, sess.ID)
+	// A branch session has no thread to name; the branch stays out of the
+	// commit (the pull request's body names it, as code).
+	where := fmt.Sprintf("in #%d", sess.Number)
+	if sess.TargetBranch() != "" {
+		where = "on Inspect's dashboard"
+	}
+	return fmt.Sprintf("Inspect: %s\n\nRequested by @%s %s.\n\nCo-authored-by: %s <%d+%s@users.noreply.github.com>\nInspect-Session: %s\n",
+		title, sess.RequesterLogin, where, sess.RequesterLogin, sess.RequesterID, sess.RequesterLogin, sess.ID)
 }
 
 // PRTitle is the title of a pull request Inspect opens: the commit's

@@ -29,3 +29,24 @@ func TestPRBodyKeepsUntrustedTextInItsCell(t *testing.T) {
 		t.Errorf("untrusted text escaped its cell:\n%s", body)
 	}
 }
+
+// A branch session's pull request says who asked and for which branch,
+// the name as inert code (a link in a code span is text), and closes nothing: there is no issue behind it.
+func TestBranchSessionPRBodyAndCommit(t *testing.T) {
+	branch := "fix/#12-@octocat-[x](https://evil.example)"
+	sess := store.Session{ID: "s-1", RequesterLogin: "alice", RequesterID: 5, Instructions: "make it pass",
+		TriggerKind: store.TriggerDashboard, TriggerInfo: store.TriggerInfo{Branch: branch}.Encode()}
+	body := PRBody(sess, contract.Spec{}, true, policy.ChangeSummary{}, contract.Evidence{})
+	if !strings.Contains(body, "@alice asked on Inspect's dashboard, for branch `fix/＃12-＠octocat-[x](https://evil.example)`:") {
+		t.Errorf("the request line:\n%s", body)
+	}
+	for _, bad := range []string{"Fixes", "#0", "#12", "@octocat"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("the body holds %q:\n%s", bad, body)
+		}
+	}
+	msg := CommitMessage(sess)
+	if !strings.Contains(msg, "Requested by @alice on Inspect's dashboard.") || strings.Contains(msg, "#0") || strings.Contains(msg, "fix/") {
+		t.Errorf("the commit message:\n%s", msg)
+	}
+}

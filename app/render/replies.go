@@ -93,6 +93,12 @@ func TargetGoneReply(repoRemoved bool) string {
 	return "The pull request was closed, so Inspect cancelled the session. Nothing was pushed."
 }
 
+// BranchMissingReply says a branch session's branch was gone when the
+// session was prepared (it existed when the form was posted).
+func BranchMissingReply(login string) string {
+	return fmt.Sprintf("⚠️ @%s, the branch this session was started on no longer exists, so Inspect did not start it. Nothing was pushed.", login)
+}
+
 // TokenBudgetReply says the session used more model tokens than its budget.
 func TokenBudgetReply(login string, used, budget int64) string {
 	return fmt.Sprintf("⚠️ @%s, the session used %d model tokens, more than its budget of %d, so Inspect stopped it. Nothing was pushed. "+

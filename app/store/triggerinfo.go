@@ -27,7 +27,15 @@ type TriggerInfo struct {
 	// Queue is the progress comment's line while the session waited for
 	// capacity, and QueuedFor its scope, so it can say so when it starts.
 	QueuedFor string `json:"queued_for,omitempty"`
+	// Branch is the branch a dashboard run was started on, with no issue
+	// or pull request behind it (Number is 0). Untrusted text, checked by
+	// policy.CheckBranchName when it was given.
+	Branch string `json:"branch,omitempty"`
 }
+
+// TargetBranch is the branch a branch session works on, or "" for a
+// session on an issue or pull request.
+func (s Session) TargetBranch() string { return s.Info().Branch }
 
 // ReviewInfo is where a review comment sits, as stored for its session.
 type ReviewInfo struct {
@@ -54,7 +62,7 @@ func (s Session) Info() TriggerInfo {
 
 // Encode is ti as sessions.trigger_info stores it: "" when it adds nothing.
 func (ti TriggerInfo) Encode() string {
-	if ti.Label == "" && ti.Review == nil && len(ti.Checks) == 0 && ti.RepairNumber == 0 && ti.QueuedFor == "" {
+	if ti.Label == "" && ti.Review == nil && len(ti.Checks) == 0 && ti.RepairNumber == 0 && ti.QueuedFor == "" && ti.Branch == "" {
 		return ""
 	}
 	b, err := json.Marshal(ti)

@@ -144,6 +144,8 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 type sessionView struct {
 	store.Session
 	IssueURL, PRURL, CheckURL string
+	// BranchURL is a branch session's branch on GitHub.
+	BranchURL string
 	// BuildURL is the Buildkite build the attempt ran as, when it has one.
 	BuildURL string
 	Evidence *contract.Evidence
@@ -222,6 +224,13 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 			kind = "pull"
 		}
 		view.IssueURL = fmt.Sprintf("%s/%s/%d", base, kind, sess.Number)
+	}
+	if b := sess.TargetBranch(); b != "" {
+		parts := strings.Split(b, "/")
+		for i, p := range parts {
+			parts[i] = url.PathEscape(p)
+		}
+		view.BranchURL = base + "/tree/" + strings.Join(parts, "/")
 	}
 	if sess.PRNumber > 0 {
 		view.PRURL = fmt.Sprintf("%s/pull/%d", base, sess.PRNumber)

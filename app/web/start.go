@@ -11,11 +11,15 @@ import (
 	"github.com/inspecthq/inspect/policy"
 )
 
-// The start form: a run on an issue or pull request of a repository the
-// user can read, with their instructions. It is accepted as a comment's
-// run would be (handlers.KindDashboard, the same intake); preparing it
-// reads the user's permission on the repository as for a comment and
-// applies policy.Authorize, and the session's replies go to the thread.
+// The start form: a run on an issue or pull request, or on a branch, of a
+// repository the user can read, with their instructions. It is accepted
+// as a comment's run would be (handlers.KindDashboard, the same intake);
+// preparing it reads the user's permission on the repository as for a
+// comment and applies policy.Authorize. An issue's or pull request's
+// session replies on its thread; a branch has none, so its session's page
+// is the reply and its change a new pull request into the branch
+// (decision 0009). The issue or branch is read as the user: one they
+// cannot see is not one to start on.
 
 func (s *Server) readableNames(r *http.Request, v *viewer) ([]string, map[string]repoRef, error) {
 	repos, err := s.readable(r.Context(), v)
@@ -46,7 +50,7 @@ func (s *Server) renderStart(w http.ResponseWriter, r *http.Request, status int,
 		return
 	}
 	s.render(w, status, "start.html", map[string]any{"Viewer": v, "Repos": names, "Problem": problem,
-		"Repo": form.Get("repo"), "Number": form.Get("number"), "Instructions": form.Get("instructions")})
+		"Repo": form.Get("repo"), "Number": form.Get("number"), "Branch": form.Get("branch"), "Instructions": form.Get("instructions")})
 }
 
 func (s *Server) start(w http.ResponseWriter, r *http.Request) {
@@ -64,10 +68,25 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		s.renderStart(w, r, http.StatusUnprocessableEntity, "Choose one of your repositories.", form)
 		return
 	}
-	number, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(form.Get("number")), "#"))
-	if err != nil || number <= 0 {
-		s.renderStart(w, r, http.StatusUnprocessableEntity, "Give the number of an issue or a pull request, such as 42.", form)
+	numberText := strings.TrimPrefix(strings.TrimSpace(form.Get("number")), "#")
+	branch := strings.TrimSpace(form.Get("branch"))
+	var number int
+	switch {
+	case numberText != "" && branch != "":
+		s.renderStart(w, r, http.StatusUnprocessableEntity, "Give an issue or pull request, or a branch, not both.", form)
 		return
+	case branch != "":
+		if why := policy.CheckBranchName(branch); why != "" {
+			s.renderStart(w, r, http.StatusUnprocessableEntity, "That is not a branch name git takes: "+why+".", form)
+			return
+		}
+	default:
+		n, err := strconv.Atoi(numberText)
+		if err != nil || n <= 0 {
+			s.renderStart(w, r, http.StatusUnprocessableEntity, "Give the number of an issue or a pull request, such as 42, or a branch.", form)
+			return
+		}
+		number = n
 	}
 	parsed := policy.ParseRequest(form.Get("instructions"), "")
 	if parsed.Kind != policy.Command {
@@ -79,21 +98,37 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusInternalServerError, "Inspect could not reach GitHub.")
 		return
 	}
-	// Read as the user: an issue they cannot see is not one to start on.
-	issue, resp, err := c.Issues.Get(ctx, ref.Owner, ref.Name, number)
-	if resp != nil && resp.StatusCode == http.StatusNotFound {
-		s.renderStart(w, r, http.StatusUnprocessableEntity, "There is no such issue or pull request in "+ref.Owner+"/"+ref.Name+".", form)
-		return
-	}
-	if err != nil {
-		s.log.Warn().Err(err).Msg("dashboard: reading the issue failed")
-		s.fail(w, http.StatusBadGateway, "GitHub did not answer about that issue. Try again.")
-		return
+	isPR := false
+	if branch != "" {
+		// Read as the user, as the issue is: GET git/ref/heads/{branch}
+		// (go-github escapes each part of the name for the path).
+		_, resp, err := c.Git.GetRef(ctx, ref.Owner, ref.Name, "heads/"+branch)
+		if resp != nil && resp.StatusCode == http.StatusNotFound {
+			s.renderStart(w, r, http.StatusUnprocessableEntity, "There is no branch "+branch+" in "+ref.Owner+"/"+ref.Name+".", form)
+			return
+		}
+		if err != nil {
+			s.log.Warn().Err(err).Msg("dashboard: reading the branch failed")
+			s.fail(w, http.StatusBadGateway, "GitHub did not answer about that branch. Try again.")
+			return
+		}
+	} else {
+		issue, resp, err := c.Issues.Get(ctx, ref.Owner, ref.Name, number)
+		if resp != nil && resp.StatusCode == http.StatusNotFound {
+			s.renderStart(w, r, http.StatusUnprocessableEntity, "There is no such issue or pull request in "+ref.Owner+"/"+ref.Name+".", form)
+			return
+		}
+		if err != nil {
+			s.log.Warn().Err(err).Msg("dashboard: reading the issue failed")
+			s.fail(w, http.StatusBadGateway, "GitHub did not answer about that issue. Try again.")
+			return
+		}
+		isPR = issue.IsPullRequest()
 	}
 	t := handlers.Trigger{
 		DeliveryID: "web-" + random(12), Event: "dashboard", Kind: handlers.KindDashboard,
 		Repo:           handlers.Repo{ID: ref.ID, Owner: ref.Owner, Name: ref.Name},
-		InstallationID: ref.InstallationID, Number: number, IsPR: issue.IsPullRequest(),
+		InstallationID: ref.InstallationID, Number: number, IsPR: isPR, Branch: branch,
 		Sender:  handlers.Sender{Login: v.Login, ID: v.UserID, Type: "User"},
 		Command: parsed,
 	}

@@ -117,13 +117,18 @@ type Repo struct {
 	DefaultBranch string `json:"default_branch"`
 }
 
-// TargetKind says whether a session works on a pull request or an issue.
+// TargetKind says whether a session works on a pull request, an issue or
+// a branch.
 type TargetKind string
 
 // Target kinds.
 const (
 	TargetPullRequest TargetKind = "pull_request"
 	TargetIssue       TargetKind = "issue"
+	// TargetBranch is a branch named on the dashboard: no number, and
+	// BaseBranch is that branch, which the change's new pull request
+	// targets.
+	TargetBranch TargetKind = "branch"
 )
 
 // Target is the pull request or issue a session works on, with its
@@ -131,8 +136,8 @@ const (
 type Target struct {
 	Kind   TargetKind `json:"kind"`
 	Number int        `json:"number"`
-	// BaseBranch is the branch a pull request targets, or the default
-	// branch for an issue.
+	// BaseBranch is the branch a pull request targets, the default
+	// branch for an issue, or a branch session's branch.
 	BaseBranch string `json:"base_branch"`
 	// HeadBranch is a pull request's head branch; empty for an issue. It
 	// is untrusted text (a branch name), so it is checked like one.
@@ -609,16 +614,19 @@ func (t Target) validate(f *faults, prefix string) {
 	switch t.Kind {
 	case TargetPullRequest:
 		checkBranch(f, at(prefix, "head_branch"), t.HeadBranch, true)
-	case TargetIssue:
+	case TargetIssue, TargetBranch:
 		if t.HeadBranch != "" {
-			f.add(at(prefix, "head_branch"), "must be empty for an issue")
+			f.add(at(prefix, "head_branch"), "must be empty for an issue or a branch")
 		}
 	case "":
-		f.add(at(prefix, "kind"), "is required (pull_request or issue)")
+		f.add(at(prefix, "kind"), "is required (pull_request, issue or branch)")
 	default:
-		f.add(at(prefix, "kind"), "must be pull_request or issue, not %s", safeQuote(string(t.Kind)))
+		f.add(at(prefix, "kind"), "must be pull_request, issue or branch, not %s", safeQuote(string(t.Kind)))
 	}
-	if t.Number <= 0 {
+	switch {
+	case t.Kind == TargetBranch && t.Number != 0:
+		f.add(at(prefix, "number"), "must be 0 for a branch")
+	case t.Kind != TargetBranch && t.Number <= 0:
 		f.add(at(prefix, "number"), "must be a positive pull request or issue number")
 	}
 	checkBranch(f, at(prefix, "base_branch"), t.BaseBranch, true)

@@ -20,6 +20,10 @@ func TestSpecValidate(t *testing.T) {
 	}{
 		{"valid", func(*Spec) {}, nil},
 		{"valid issue", func(s *Spec) { s.Target = Target{Kind: TargetIssue, Number: 7, BaseBranch: "main"} }, nil},
+		{"valid branch", func(s *Spec) { s.Target = Target{Kind: TargetBranch, BaseBranch: "feature/login"} }, nil},
+		{"branch with a number", func(s *Spec) { s.Target = Target{Kind: TargetBranch, Number: 3, BaseBranch: "x"} }, []string{"target.number"}},
+		{"branch with head branch", func(s *Spec) { s.Target = Target{Kind: TargetBranch, BaseBranch: "x", HeadBranch: "y"} }, []string{"target.head_branch"}},
+		{"branch named as an option", func(s *Spec) { s.Target = Target{Kind: TargetBranch, BaseBranch: "--upload-pack=evil"} }, []string{"target.base_branch"}},
 		{"valid without optional parts", func(s *Spec) {
 			s.Snapshot, s.Env, s.Context, s.Setup, s.Verify, s.Agent.Model = nil, nil, nil, nil, nil, ""
 		}, nil},

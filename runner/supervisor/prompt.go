@@ -171,6 +171,8 @@ func (p *promptDoc) render() string {
 		fmt.Fprintf(&b, "The session works on pull request #%d (branch %s, into %s).\n", s.Target.Number, sanitizeUntrusted(s.Target.HeadBranch), sanitizeUntrusted(s.Target.BaseBranch))
 	case contract.TargetIssue:
 		fmt.Fprintf(&b, "The session works on issue #%d; the change will target %s.\n", s.Target.Number, sanitizeUntrusted(s.Target.BaseBranch))
+	case contract.TargetBranch:
+		fmt.Fprintf(&b, "The session works on branch %s; the change will go to a new pull request into it.\n", sanitizeUntrusted(s.Target.BaseBranch))
 	}
 	fmt.Fprintf(&b, "It was requested by @%s.\n\n", s.Requester.Login)
 	b.WriteString("Change the files in /workspace to do what is asked; do not commit or push, the change is collected from the working tree. ")

@@ -284,6 +284,19 @@ func TestPromptSections(t *testing.T) {
 			t.Errorf("sections with nothing in them:\n%s", p)
 		}
 	})
+
+	t.Run("branch", func(t *testing.T) {
+		s := promptSpec()
+		s.Target = contract.Target{Kind: contract.TargetBranch, BaseBranch: "feature/login"}
+		s.Context = s.Context[1:2] // AGENTS.md only: a branch has no title or body
+		p := buildPrompt(&s)
+		if want := "The session works on branch feature/login; the change will go to a new pull request into it."; !strings.Contains(p, want) {
+			t.Errorf("the prompt lacks %q:\n%s", want, p)
+		}
+		if strings.Contains(p, "#0") || strings.Contains(p, "## Issue") || strings.Contains(p, "## Pull request") {
+			t.Errorf("a branch session's prompt names a thread:\n%s", p)
+		}
+	})
 }
 
 func TestPromptNamesTheRequester(t *testing.T) {

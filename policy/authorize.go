@@ -60,9 +60,9 @@ type Target struct {
 	// switches, the bot rule and the permission apply to it; the rest of
 	// Target is unused.
 	IsBranch bool
-	State  string // "open" or "closed"; anything but "open" counts as closed
-	Merged bool
-	Locked bool
+	State    string // "open" or "closed"; anything but "open" counts as closed
+	Merged   bool
+	Locked   bool
 	// A pull request is from a fork when the two differ (ignoring ASCII
 	// case). An empty HeadRepoFullName means the fork was deleted, which
 	// counts as a fork.

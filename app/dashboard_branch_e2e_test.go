@@ -19,7 +19,8 @@ import (
 // branch itself untouched, the check run on its head; the second's
 // verification fails, so its pull request into the branch is a draft and
 // its check run fails; the third's branch is deleted before it is
-// prepared, and it ends in an error its page shows. A branch has no
+// prepared, and it ends in an error its page shows, as does its retry
+// from the page's button. A branch has no
 // thread: nothing of the three is posted as an issue comment or a
 // reaction anywhere.
 func TestDashboardStartsASessionOnABranch(t *testing.T) {
@@ -119,6 +120,18 @@ func TestDashboardStartsASessionOnABranch(t *testing.T) {
 	)
 	if got := d.text("#detail"); !strings.Contains(got, "no longer exists") {
 		t.Errorf("the page's answer: %q", got)
+	}
+
+	// Its Retry button: the retry is on the same branch, read again, and
+	// answers on its page too.
+	d.do("Retry on the lost session's page", chromedp.Click(chromedp.CSS("#retry")), chromedp.WaitVisible(chromedp.CSS("#asked")))
+	if got := d.text("#asked"); !strings.Contains(got, "this page shows") {
+		t.Errorf("after Retry the page says %q", got)
+	}
+	d.runWorkers()
+	retried := d.newestSessionIn(repoID)
+	if retried.RetryOf != lost.ID || retried.TargetBranch() != gone || retried.Outcome != store.Errored || retried.Reason != "branch_missing" {
+		t.Errorf("the retry = %s of %s on %q: %s (%s)\n%s", retried.ID, retried.RetryOf, retried.TargetBranch(), retried.Outcome, retried.Reason, d.logs)
 	}
 
 	for _, r := range d.gh.RequestsMatching("POST", "/repos/") {

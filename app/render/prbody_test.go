@@ -45,6 +45,9 @@ func TestBranchSessionPRBodyAndCommit(t *testing.T) {
 			t.Errorf("the body holds %q:\n%s", bad, body)
 		}
 	}
+	if got := ErrorReply(sess); !strings.Contains(got, "try again with the Retry button on this page") {
+		t.Errorf("a branch session's error reply sends the requester to a comment: %s", got)
+	}
 	msg := CommitMessage(sess)
 	if !strings.Contains(msg, "Requested by @alice on Inspect's dashboard.") || strings.Contains(msg, "#0") || strings.Contains(msg, "fix/") {
 		t.Errorf("the commit message:\n%s", msg)

@@ -31,9 +31,13 @@ func ErrorReply(sess store.Session) string {
 		}
 		what += "; check it before relying on it."
 	}
+	again := "with a new comment"
+	if sess.TargetBranch() != "" {
+		again = "with the Retry button on this page" // a branch session's page is its one reply
+	}
 	return fmt.Sprintf("⚠️ Inspect stopped this session because of an internal error, @%s. %s "+
-		"Operators can find the details under session `%s`; you can try again with a new comment.",
-		sess.RequesterLogin, what, sess.ID)
+		"Operators can find the details under session `%s`; you can try again %s.",
+		sess.RequesterLogin, what, sess.ID, again)
 }
 
 // RefusalReply is what the requester is told when an API (service, "GitHub"

@@ -1,11 +1,15 @@
 package web
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/inspecthq/inspect/app/store"
 )
 
 // The start form takes a branch instead of a number: a name git would
@@ -78,5 +82,29 @@ func TestStartFormTakesABranch(t *testing.T) {
 	tr := w.cmds.triggers[0]
 	if tr.Branch != "feature/login" || tr.Number != 0 || tr.IsPR || tr.Kind != "dashboard" || tr.Sender.Login != "alice" || tr.Command.Instructions != "make it pass" {
 		t.Errorf("the trigger = %+v", tr)
+	}
+}
+
+// A branch session is shown by its branch, escaped, in the list and on
+// its page (with a link to the branch), never as "#0".
+func TestBranchSessionIsShownByItsBranch(t *testing.T) {
+	w := newWorld(t)
+	branch := "feature/<i>x</i>"
+	sess := &store.Session{ID: "branch-1", RepoID: 101, RepoOwner: "acme", RepoName: "widgets", InstallationID: 1,
+		TriggerKind: store.TriggerDashboard, DeliveryID: "web-b1", RequesterLogin: "alice", RequesterID: 5000, RequesterType: "User",
+		Instructions: "do it", State: store.Running, TriggerInfo: store.TriggerInfo{Branch: branch}.Encode()}
+	if _, err := w.st.Accept(context.Background(), store.Acceptance{DeliveryID: sess.DeliveryID, Event: "dashboard", At: time.Now(), ClaimKey: "dashboard:web-b1", Session: sess}); err != nil {
+		t.Fatal(err)
+	}
+	w.signIn(t)
+	_, list := w.get(t, "/sessions")
+	row := between(list, `<a href="/sessions/branch-1">`, "</tr>")
+	if !strings.Contains(row, "acme/widgets · feature/&lt;i&gt;x&lt;/i&gt;") || strings.Contains(row, "#0") {
+		t.Errorf("the list's row: %s", row)
+	}
+	code, page := w.get(t, "/sessions/branch-1")
+	if code != 200 || !strings.Contains(page, `<a id="branch" href="`+w.gh.URL()+`/acme/widgets/tree/feature/%3Ci%3Ex%3C/i%3E">feature/&lt;i&gt;x&lt;/i&gt;</a>`) ||
+		strings.Contains(page, "<i>x</i>") || strings.Contains(page, "#0") {
+		t.Errorf("the session's page (%d): %s", code, between(page, "<dt>Repository</dt>", "</dd>"))
 	}
 }

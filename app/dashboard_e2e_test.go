@@ -354,6 +354,7 @@ func TestDashboardStartsASessionThatEndsInAPR(t *testing.T) {
 		t.Errorf("the diff's added line is %q", got)
 	}
 	d.screenshot("session-diff")
+	d.wantDiffStored(sess.AttemptID, "+func Add(a, b int) int { return a + b }\n")
 	// GitHub links back: the check run's details_url and the PR body.
 	page := d.url + "/sessions/" + sess.ID
 	for _, cr := range d.gh.CheckRuns(owner, repoName) {

@@ -28,9 +28,12 @@ func (s *Store) AttemptDiff(ctx context.Context, attemptID string) (Diff, error)
 	var d Diff
 	var truncated int
 	err := s.db.QueryRowContext(ctx, `SELECT patch, truncated FROM attempt_diffs WHERE attempt_id = $1`, attemptID).Scan(&d.Patch, &truncated)
-	if errors.Is(err, sql.ErrNoRows) {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
 		return Diff{}, ErrNotFound
+	case err != nil:
+		return Diff{}, err
 	}
 	d.Truncated = truncated != 0
-	return d, err
+	return d, nil
 }

@@ -318,6 +318,23 @@ func TestBuildkiteFailedUploadIsReplacedByTheArtifacts(t *testing.T) {
 	if runs := b.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "success" {
 		t.Errorf("check runs = %+v", runs)
 	}
+	// The diff came in evidence.json among the artifacts, and was stored
+	// on its own, out of the result.
+	b.wantDiffStored(s.AttemptID, "+func Add(a, b int) int { return a + b }\n")
+}
+
+// wantDiffStored checks that the attempt's diff is in the store with the
+// line want, and that the stored result no longer carries it.
+func (h *harness) wantDiffStored(attemptID, want string) {
+	h.t.Helper()
+	d, err := h.st.AttemptDiff(context.Background(), attemptID)
+	if err != nil || !strings.Contains(d.Patch, want) || d.Truncated {
+		h.t.Errorf("the attempt's diff: %v, truncated %v:\n%s", err, d.Truncated, d.Patch)
+	}
+	a, err := h.st.GetAttempt(context.Background(), attemptID)
+	if err != nil || a.Result == "" || strings.Contains(a.Result, "diff --git") {
+		h.t.Errorf("the stored result still carries the diff (%v)", err)
+	}
 }
 
 // With every webhook dropped and the upload failing too, reconcile finds

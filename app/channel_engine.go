@@ -6,6 +6,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/channel"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // The session engine as the session channel (package app/channel) sees
@@ -36,8 +37,8 @@ func (e channelEngine) RecordProgress(ctx context.Context, attemptID string, seq
 	return err
 }
 
-func (e channelEngine) RecordResult(ctx context.Context, attemptID, resultJSON string) error {
-	_, err := e.s.store.RecordResult(ctx, attemptID, resultJSON, e.s.clock.Now())
+func (e channelEngine) RecordResult(ctx context.Context, attemptID string, up contract.ResultUpload) error {
+	_, err := e.s.recordResult(ctx, attemptID, up)
 	return err
 }
 

@@ -96,11 +96,7 @@ func (s *Service) recordFetchedResult(ctx context.Context, sess store.Session, a
 	if err != nil {
 		return s.refuseFetchedResult(ctx, sess, a, err)
 	}
-	body, err := json.Marshal(up)
-	if err != nil {
-		return err
-	}
-	first, err := s.store.RecordResult(ctx, a.ID, string(body), s.clock.Now())
+	first, err := s.recordResult(ctx, a.ID, up)
 	if err != nil {
 		return err
 	}

@@ -341,6 +341,20 @@ func TestDashboardStartsASessionThatEndsInAPR(t *testing.T) {
 	if href := d.text("#pr"); href != fmt.Sprintf("#%d", sess.PRNumber) {
 		t.Errorf("the PR link says %q", href)
 	}
+	// The page shows the session's diff: the agent's one-line fix, the
+	// removed line and the added one, each classed for its colour.
+	d.do("the session's diff", chromedp.WaitVisible(chromedp.CSS("#diff .add")))
+	if got := d.text("#diff h3"); got != "calc.go" {
+		t.Errorf("the diff's file is %q", got)
+	}
+	if got := d.text("#diff .del"); got != "-func Add(a, b int) int { return a + b + 1 }" {
+		t.Errorf("the diff's removed line is %q", got)
+	}
+	if got := d.text("#diff .add"); got != "+func Add(a, b int) int { return a + b }" {
+		t.Errorf("the diff's added line is %q", got)
+	}
+	d.screenshot("session-diff")
+	d.wantDiffStored(sess.AttemptID, "+func Add(a, b int) int { return a + b }\n")
 	// GitHub links back: the check run's details_url and the PR body.
 	page := d.url + "/sessions/" + sess.ID
 	for _, cr := range d.gh.CheckRuns(owner, repoName) {

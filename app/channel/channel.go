@@ -66,8 +66,8 @@ type Engine interface {
 	WakeWorkers(ctx context.Context)
 	// RecordProgress stores an attempt's progress event (already cleaned).
 	RecordProgress(ctx context.Context, attemptID string, seq int64, message string) error
-	// RecordResult stores a session attempt's result upload, encoded.
-	RecordResult(ctx context.Context, attemptID, resultJSON string) error
+	// RecordResult stores a session attempt's result upload, validated.
+	RecordResult(ctx context.Context, attemptID string, up contract.ResultUpload) error
 	// RecordSnapshotResult stores a snapshot build's outcome; first is
 	// whether this upload was the one that counted.
 	RecordSnapshotResult(ctx context.Context, attemptID, resultJSON, digest, buildErr string) (first bool, err error)
@@ -324,12 +324,7 @@ func (c *Channel) handleResult(w http.ResponseWriter, r *http.Request) {
 		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid result: "+err.Error())
 		return
 	}
-	body, err := json.Marshal(up)
-	if err != nil {
-		contract.WriteError(w, http.StatusInternalServerError, contract.ErrorInvalid, "could not store the result")
-		return
-	}
-	if err := c.engine.RecordResult(r.Context(), a.ID, string(body)); err != nil {
+	if err := c.engine.RecordResult(r.Context(), a.ID, up); err != nil {
 		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
 		return
 	}

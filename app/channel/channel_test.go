@@ -158,7 +158,7 @@ func (e *fakeEngine) RecordProgress(_ context.Context, id string, _ int64, msg s
 	e.progress = append(e.progress, id+": "+msg)
 	return nil
 }
-func (e *fakeEngine) RecordResult(_ context.Context, id, body string) error {
+func (e *fakeEngine) RecordResult(_ context.Context, id string, _ contract.ResultUpload) error {
 	e.results = append(e.results, id)
 	return nil
 }

@@ -260,33 +260,35 @@ func (s *Store) RecordProgress(ctx context.Context, id string, seq int64, messag
 	return n > 0, err
 }
 
-// RecordResult stores an attempt's result, ends the attempt, moves its
-// session to reporting and queues the report, in one transaction. A second
-// upload changes nothing (the supervisor may retry); so does an upload for
-// an attempt that is no longer the session's current one.
-func (s *Store) RecordResult(ctx context.Context, id, resultJSON string, now time.Time) (first bool, err error) {
+// RecordResult stores an attempt's result, and its diff when it has one
+// (nil: none), ends the attempt, moves its session to reporting and queues
+// the report, in one transaction. A second upload changes nothing (the
+// supervisor may retry); so does an upload for an attempt that is no
+// longer the session's current one, but for keeping its result and diff.
+func (s *Store) RecordResult(ctx context.Context, id, resultJSON string, diff *Diff, now time.Time) (first bool, err error) {
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE attempts SET result = $2, state = $3, updated_at = $4
-			WHERE id = $1 AND state = 'running'`, id, resultJSON, string(AttemptEnded), ms(now))
+		var sessionID string
+		err := tx.QueryRowContext(ctx, `UPDATE attempts SET result = $2, state = $3, updated_at = $4
+			WHERE id = $1 AND state = 'running' RETURNING session_id`, id, resultJSON, string(AttemptEnded), ms(now)).Scan(&sessionID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		n, err := res.RowsAffected()
-		if err != nil || n == 0 {
-			return err
-		}
 		first = true
-		res, err = tx.ExecContext(ctx, `UPDATE sessions SET state = $2, updated_at = $3
+		if diff != nil {
+			if err := insertDiff(ctx, tx, id, sessionID, *diff, now); err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET state = $2, updated_at = $3
 			WHERE attempt_id = $1 AND state IN ('dispatched', 'running')`, id, string(Reporting), ms(now))
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return err // the session ended meanwhile (cancelled, timed out): nothing to report
-		}
-		var sessionID string
-		if err := tx.QueryRowContext(ctx, `SELECT session_id FROM attempts WHERE id = $1`, id).Scan(&sessionID); err != nil {
-			return err
 		}
 		return s.insertWork(ctx, tx, NewWork{Kind: ReportSession, SessionID: sessionID}, now)
 	})

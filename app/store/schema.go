@@ -295,5 +295,18 @@ func migrations(d dialect) [][]string {
 			`CREATE INDEX live_output_session ON live_output (session_id, id)`,
 			`CREATE INDEX live_output_created ON live_output (created_at)`,
 		},
+		// 13: an attempt's diff (issue 21, decision 0040): the change's
+		// unified patch, cut and redacted by the supervisor and again by
+		// the app, for the session page. Kept beside attempts.result
+		// (which no longer carries it) as long as the result is.
+		{
+			`CREATE TABLE attempt_diffs (
+				attempt_id TEXT PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				patch      TEXT NOT NULL,
+				truncated  INTEGER NOT NULL,
+				created_at BIGINT NOT NULL
+			)` + clustered,
+		},
 	}
 }

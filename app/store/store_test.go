@@ -438,11 +438,11 @@ func TestAttemptClaimIsSingleUseAndTokensAreChecked(t *testing.T) {
 		if _, err := s.AuthenticateAttempt(ctx, "a1", "token-2"); !errors.Is(err, store.ErrBadToken) {
 			t.Errorf("wrong token: %v", err)
 		}
-		first, err := s.RecordResult(ctx, "a1", `{"x":1}`, t0)
+		first, err := s.RecordResult(ctx, "a1", `{"x":1}`, nil, t0)
 		if err != nil || !first {
 			t.Fatalf("result: %v %v", first, err)
 		}
-		if again, err := s.RecordResult(ctx, "a1", `{"x":2}`, t0); err != nil || again {
+		if again, err := s.RecordResult(ctx, "a1", `{"x":2}`, nil, t0); err != nil || again {
 			t.Errorf("a second upload must change nothing: %v %v", again, err)
 		}
 		sess, _ := s.GetSession(ctx, "s")

@@ -155,6 +155,8 @@ type sessionView struct {
 	// SnapshotAge is how old the restored snapshot was when the attempt
 	// started.
 	SnapshotAge string
+	// Diff is the attempt's change, file by file; nil when it has none.
+	Diff *diffView
 }
 
 // viewableSession is the request's session ({id}) if v may read its
@@ -241,6 +243,13 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 	if sess.AttemptID != "" {
 		if a, err := s.st.GetAttempt(r.Context(), sess.AttemptID); err == nil {
 			s.attemptView(&view, a)
+		}
+		switch d, err := s.st.AttemptDiff(r.Context(), sess.AttemptID); {
+		case err == nil:
+			view.Diff = &diffView{Files: parseDiff(d.Patch), Truncated: d.Truncated, Cap: contract.FormatBytes(contract.MaxPatchBytes)}
+		case !errors.Is(err, store.ErrNotFound):
+			// The rest of the page is worth showing without it.
+			s.log.Warn().Err(err).Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Msg("dashboard: reading the diff failed")
 		}
 	}
 	s.render(w, http.StatusOK, "session.html", map[string]any{"Viewer": v, "S": view, "Asked": r.URL.Query().Get("asked")})

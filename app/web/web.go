@@ -46,6 +46,7 @@ type Store interface {
 	SnapshotRepos(ctx context.Context, ids []int64) ([]store.SnapshotRepo, error)
 	ArtifactContent(ctx context.Context, attemptID, name string) (store.Artifact, error)
 	OutputAfter(ctx context.Context, sessionID string, afterID int64, limit int) ([]store.OutputChunk, error)
+	AttemptDiff(ctx context.Context, attemptID string) (store.Diff, error)
 }
 
 // Commands takes a button's request as the webhook handlers hand over a

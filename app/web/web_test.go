@@ -346,3 +346,66 @@ func TestSessionPageShowsBuildCostAndSnapshot(t *testing.T) {
 		t.Errorf("unpriced/local: cost %q, build %q", view.Cost, view.BuildURL)
 	}
 }
+
+// The session page shows the attempt's diff file by file, each line
+// classed for its colour and escaped: a line holding <script> is text,
+// and a truncated diff says so.
+func TestSessionPageShowsTheDiffEscaped(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	if err := w.st.CreateAttempt(ctx, store.Attempt{ID: "visible-1-a1", SessionID: "visible-1", Number: 1, Deadline: time.Now().Add(time.Hour), Spec: "{}"}, "claim-code-0123456789", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.MutateSession(ctx, "visible-1", time.Now(), func(x *store.Session) error { x.AttemptID = "visible-1-a1"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.ClaimAttempt(ctx, "visible-1-a1", "claim-code-0123456789", "token-abcdefghijklmnop", time.Now(), store.Running, store.Running); err != nil {
+		t.Fatal(err)
+	}
+	patch := "diff --git a/page.html b/page.html\nindex 1111111..2222222 100644\n--- a/page.html\n+++ b/page.html\n@@ -1,2 +1,2 @@\n <p>kept</p>\n-<b>old</b>\n+<script>alert(1)</script>\n" +
+		"diff --git \"a/we\\\"ird\" \"b/we\\\"ird\"\nnew file mode 100644\nindex 0000000..3333333\n--- /dev/null\n+++ \"b/we\\\"ird\"\n@@ -0,0 +1 @@\n+++ not a header\n" +
+		"diff --git a/logo.png b/logo.png\nindex 4444444..5555555 100644\nBinary files a/logo.png and b/logo.png differ\n"
+	if _, err := w.st.RecordResult(ctx, "visible-1-a1", "{}", &store.Diff{Patch: patch, Truncated: true}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	w.signIn(t)
+	code, page := w.get(t, "/sessions/visible-1")
+	if code != 200 {
+		t.Fatalf("the page: %d", code)
+	}
+	diff := between(page, `<div id="diff">`, `</div>`)
+	for _, want := range []string{
+		`<h3><code>page.html</code></h3>`,
+		`<span class="meta">index 1111111..2222222 100644</span>`,
+		`<span class="meta">&#43;&#43;&#43; b/page.html</span>`,
+		`<span class="hunk">@@ -1,2 &#43;1,2 @@</span>`,
+		`<span class="ctx"> &lt;p&gt;kept&lt;/p&gt;</span>`,
+		`<span class="del">-&lt;b&gt;old&lt;/b&gt;</span>`,
+		`<span class="add">&#43;&lt;script&gt;alert(1)&lt;/script&gt;</span>`,
+		`<h3><code>we&#34;ird</code></h3>`,
+		`<span class="add">&#43;&#43;&#43; not a header</span>`,
+		`<h3><code>logo.png</code></h3>`,
+		`<span class="meta">Binary files a/logo.png and b/logo.png differ</span>`,
+	} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("the diff lacks %s:\n%s", want, diff)
+		}
+	}
+	if strings.Contains(page, "<script>alert") || strings.Contains(page, "<b>old") {
+		t.Error("a line of the diff reached the page as markup")
+	}
+	if !strings.Contains(page, `id="diff-truncated"`) || !strings.Contains(page, "cut at 1 MiB") {
+		t.Error("the page does not say the diff was cut")
+	}
+
+	// A later attempt without a diff (it has not ended) shows none.
+	if err := w.st.CreateAttempt(ctx, store.Attempt{ID: "visible-1-a2", SessionID: "visible-1", Number: 2, Deadline: time.Now().Add(time.Hour), Spec: "{}"}, "claim-code-9876543210", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.MutateSession(ctx, "visible-1", time.Now(), func(x *store.Session) error { x.AttemptID = "visible-1-a2"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if code, page = w.get(t, "/sessions/visible-1"); code != 200 || strings.Contains(page, `id="diff"`) {
+		t.Errorf("an attempt without a diff: %d, diff shown: %v", code, strings.Contains(page, `id="diff"`))
+	}
+}

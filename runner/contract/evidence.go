@@ -13,8 +13,9 @@ import (
 // reads. Bump it with any change to Evidence's fields or their meaning.
 //
 // v4 added Artifacts; v5 Workspace's image_root and restore_error; v6
-// added Services: each service's run, with its output tail.
-const EvidenceVersion = "inspect.evidence/v6"
+// added Services: each service's run, with its output tail; v7 Diff, the
+// change's unified patch.
+const EvidenceVersion = "inspect.evidence/v7"
 
 // EvidenceFileName is the evidence's file name: in the attempt's directory,
 // and among a Buildkite build's artifacts, where the app looks for it when
@@ -23,9 +24,9 @@ const EvidenceFileName = "evidence.json"
 
 // Caps on evidence.
 const (
-	// MaxEvidenceBytes caps encoded evidence. Output tails are JSON
-	// escaped, which can grow them, hence the headroom.
-	MaxEvidenceBytes = 32 << 20
+	// MaxEvidenceBytes caps encoded evidence. Output tails and the patch
+	// are JSON escaped, which can grow them, hence the headroom.
+	MaxEvidenceBytes = 32<<20 + 2*MaxPatchBytes
 	// MaxEvidenceCommands caps the commands evidence records: every setup
 	// and verify command, and a few agent steps.
 	MaxEvidenceCommands = 2*MaxCommandsPerPhase + 8 + MaxServices
@@ -176,6 +177,9 @@ type Evidence struct {
 	// supervisor computes it with git, so the app does not have to fetch
 	// base blobs to show it.
 	Changes []ChangedFile `json:"changes,omitempty"`
+	// Diff is the unified patch of the same change (v7), for the
+	// session page; nil when there was no change to diff.
+	Diff *Diff `json:"diff,omitempty"`
 	// FinalAnswer is the agent's final message, posted when it changed
 	// nothing.
 	FinalAnswer string `json:"final_answer,omitempty"`
@@ -404,6 +408,9 @@ func (e *Evidence) validate(f *faults, prefix string) {
 			f.add(at(p, "path"), "is listed twice")
 		}
 		seen[c.Path] = true
+	}
+	if e.Diff != nil {
+		e.Diff.validate(f, at(prefix, "diff"))
 	}
 	checkText(f, at(prefix, "final_answer"), e.FinalAnswer, MaxFinalAnswerBytes, false)
 	checkText(f, at(prefix, "prompt"), e.Prompt, MaxPromptBytes, false)

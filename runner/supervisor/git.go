@@ -50,6 +50,12 @@ func (g *git) run(ctx context.Context, dir string, extraEnv []string, stdin io.R
 	return hostgit.Git{Bin: g.bin, Home: g.home, Path: g.path}.Run(ctx, dir, extraEnv, stdin, args...)
 }
 
+// runPrefix is run for output that may be large: the first keep bytes of
+// stdout, and whether there was more (hostgit.Git.RunPrefix).
+func (g *git) runPrefix(ctx context.Context, dir string, keep int, args ...string) ([]byte, bool, error) {
+	return hostgit.Git{Bin: g.bin, Home: g.home, Path: g.path}.RunPrefix(ctx, dir, nil, nil, keep, args...)
+}
+
 // authEnv is the environment that makes git send the read token as GitHub
 // documents it, HTTP Basic "x-access-token:<token>", on the fetch only.
 func authEnv(token string) []string {
@@ -141,6 +147,11 @@ func newWorkspace(root, attemptID string) (*workspace, error) {
 // work tree, from inside the work tree (so pathspecs are relative to it).
 func (w *workspace) private(ctx context.Context, g *git, extraEnv []string, stdin io.Reader, args ...string) ([]byte, error) {
 	return g.run(ctx, w.work, extraEnv, stdin, append([]string{"--git-dir=" + w.gitDir, "--work-tree=" + w.work}, args...)...)
+}
+
+// privatePrefix is private for output that may be large (runPrefix).
+func (w *workspace) privatePrefix(ctx context.Context, g *git, keep int, args ...string) ([]byte, bool, error) {
+	return g.runPrefix(ctx, w.work, keep, append([]string{"--git-dir=" + w.gitDir, "--work-tree=" + w.work}, args...)...)
 }
 
 // fetch fills the workspace with the pinned commit of cloneURL, fetched with

@@ -32,7 +32,8 @@ import (
 // commit. The content and mode of each changed file are read back from the
 // blobs git stored, not from the workspace, so a symlink is recorded as a
 // symlink (mode 120000, its target as content) and never followed. The
-// diffstat is of the same blobs, with attributes neutralised.
+// diffstat and the patch are of the same blobs, with attributes
+// neutralised.
 
 // inspectDir is the workspace's directory for the supervisor's files (the
 // prompt, the agent's answer). It is never part of a change: a repository's
@@ -54,14 +55,26 @@ type rawChange struct {
 	path    string
 }
 
+// collected is a change as collectChange found it: the manifest (nil when
+// the change cannot be carried), its diffstat and its patch, redacted
+// (nil when nothing changed).
+type collected struct {
+	manifest *contract.Manifest
+	diffstat []contract.ChangedFile
+	diff     *contract.Diff
+}
+
 // collectChange stages the change (stageChange) and returns it against
-// sha as a manifest within limits, and its diffstat. verify is the spec's
+// sha as a manifest within limits, its diffstat and its patch (stagedPatch,
+// redacted by red), the latter two even when the manifest is refused, so a
+// reviewer sees what was refused. verify is the spec's
 // verify commands, whose scripts the diffstat flags. artifacts are the
 // spec's artifact globs: a file they name is never part of a change, even
 // one the agent wrote (decision 0029). exclude are workspace-relative
 // directories that are never part of a change (caches inside the
 // workspace, which setup fills).
-func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits contract.ManifestLimits, verify []contract.Command, artifacts []string, exclude ...string) (*contract.Manifest, []contract.ChangedFile, error) {
+func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits contract.ManifestLimits, verify []contract.Command, artifacts []string, red *contract.Redactor, exclude ...string) (collected, error) {
+	var c collected
 	maxFiles, maxBytes := limits.MaxFiles, limits.MaxBytes
 	if maxFiles <= 0 || maxFiles > contract.HardMaxChangedFiles {
 		maxFiles = contract.HardMaxChangedFiles
@@ -70,89 +83,93 @@ func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits
 		maxBytes = contract.HardMaxChangeBytes
 	}
 	if err := stageChange(ctx, g, w, sha, maxBytes, artifacts, exclude); err != nil {
-		return nil, nil, err
+		return c, err
 	}
 	raw, err := w.private(ctx, g, nil, nil, "diff", "--cached", "--raw", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-abbrev", "-z", sha)
 	if err != nil {
-		return nil, nil, err
+		return c, err
 	}
 	changes, err := parseRaw(raw)
 	if err != nil {
-		return nil, nil, err
+		return c, err
 	}
 	numstat, err := w.private(ctx, g, nil, nil, "diff", "--cached", "--numstat", "--no-renames", "--no-ext-diff", "--no-textconv", "-z", sha)
 	if err != nil {
-		return nil, nil, err
+		return c, err
 	}
 	stats := parseNumstat(numstat)
+	if c.diff, err = stagedPatch(ctx, g, w, sha, red, contract.MaxPatchBytes); err != nil {
+		return c, err
+	}
 
-	diffstat := make([]contract.ChangedFile, 0, min(len(changes), contract.HardMaxChangedFiles))
-	for _, c := range changes {
-		if len(diffstat) == contract.HardMaxChangedFiles {
+	c.diffstat = make([]contract.ChangedFile, 0, min(len(changes), contract.HardMaxChangedFiles))
+	for _, ch := range changes {
+		if len(c.diffstat) == contract.HardMaxChangedFiles {
 			break
 		}
-		if contract.ValidatePath(c.path) != nil {
+		if contract.ValidatePath(ch.path) != nil {
 			continue // reported below; the diffstat must stay valid
 		}
-		st := stats[c.path]
+		st := stats[ch.path]
 		cf := contract.ChangedFile{
-			Path:         c.path,
+			Path:         ch.path,
 			Status:       contract.ChangeModified,
 			Additions:    st.add,
 			Deletions:    st.del,
 			Binary:       st.binary,
-			Test:         isTestPath(c.path),
-			VerifyScript: isVerifyScript(c.path, verify),
+			Test:         isTestPath(ch.path),
+			VerifyScript: isVerifyScript(ch.path, verify),
 		}
-		switch c.status {
+		switch ch.status {
 		case 'A':
 			cf.Status = contract.ChangeAdded
 		case 'D':
 			cf.Status = contract.ChangeDeleted
 		}
-		diffstat = append(diffstat, cf)
+		c.diffstat = append(c.diffstat, cf)
 	}
 
 	if len(changes) > maxFiles {
-		return nil, diffstat, &changeError{fmt.Sprintf("the change touches %d files, more than the %d this session allows", len(changes), maxFiles)}
+		return c, &changeError{fmt.Sprintf("the change touches %d files, more than the %d this session allows", len(changes), maxFiles)}
 	}
-	for _, c := range changes {
-		if err := contract.ValidatePath(c.path); err != nil {
-			return nil, diffstat, &changeError{fmt.Sprintf("the change has a path a manifest cannot carry (%v): %s", err, contract.CleanProgressMessage(c.path))}
+	for _, ch := range changes {
+		if err := contract.ValidatePath(ch.path); err != nil {
+			return c, &changeError{fmt.Sprintf("the change has a path a manifest cannot carry (%v): %s", err, contract.CleanProgressMessage(ch.path))}
 		}
-		if c.status != 'D' && c.newMode == "160000" {
-			return nil, diffstat, &changeError{"the change adds a nested git repository at " + c.path + ", which a manifest cannot carry"}
+		if ch.status != 'D' && ch.newMode == "160000" {
+			return c, &changeError{"the change adds a nested git repository at " + ch.path + ", which a manifest cannot carry"}
 		}
 	}
 
 	m := &contract.Manifest{Version: contract.ManifestVersion, BaseSHA: sha}
 	var blobs []string
-	for _, c := range changes {
-		if c.status != 'D' {
-			blobs = append(blobs, c.newBlob)
+	for _, ch := range changes {
+		if ch.status != 'D' {
+			blobs = append(blobs, ch.newBlob)
 		}
 	}
 	contents, err := readBlobs(ctx, g, w, blobs, maxBytes)
 	if err != nil {
-		return nil, diffstat, err
+		return c, err
 	}
-	for _, c := range changes {
-		fc := contract.FileChange{Path: c.path}
-		switch c.status {
+	for _, ch := range changes {
+		fc := contract.FileChange{Path: ch.path}
+		switch ch.status {
 		case 'D':
 			fc.Deleted = true
 		default:
-			fc.Added = c.status == 'A'
-			fc.Mode = contract.FileMode(c.newMode)
-			fc.Content = contents[c.newBlob]
+			fc.Added = ch.status == 'A'
+			fc.Mode = contract.FileMode(ch.newMode)
+			fc.Content = contents[ch.newBlob]
 		}
 		m.Files = append(m.Files, fc)
 	}
 	m.Normalize()
 	if err := m.Validate(limits); err != nil {
-		return nil, diffstat, &changeError{err.Error()}
+		return c, &changeError{err.Error()}
 	}
-	return m, diffstat, nil
+	c.manifest = m
+	return c, nil
 }
 
 // stageChange stages the change into the private index: tracked files

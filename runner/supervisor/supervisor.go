@@ -1006,7 +1006,7 @@ func (s *session) finish() *Report {
 		// Send something the app accepts rather than nothing: the error,
 		// the commands, no manifest.
 		s.log.Error().Str("error", s.red.Redact(err.Error())).Msg("the result does not validate; sending it reduced")
-		u.Manifest, u.Evidence.Tests, u.Evidence.Changes, u.Evidence.FinalAnswer = nil, nil, nil, ""
+		u.Manifest, u.Evidence.Tests, u.Evidence.Changes, u.Evidence.Diff, u.Evidence.FinalAnswer = nil, nil, nil, nil, ""
 		u.Evidence.Outcome = contract.OutcomeError
 		u.Evidence.Reason = cleanText(s.red.Redact("the supervisor's result did not validate: "+err.Error()), contract.MaxReasonBytes)
 		if u.Validate(s.spec.Limits.Manifest()) != nil {
@@ -1037,13 +1037,13 @@ func (s *session) collect(ctx context.Context) bool {
 	if s.spec.Artifacts != nil {
 		artifacts = s.spec.Artifacts.Patterns
 	}
-	m, changes, err := collectChange(cctx, s.git, s.ws, s.spec.PinnedSHA, s.spec.Limits.Manifest(), s.spec.Verify, artifacts, s.workspaceCaches()...)
+	c, err := collectChange(cctx, s.git, s.ws, s.spec.PinnedSHA, s.spec.Limits.Manifest(), s.spec.Verify, artifacts, s.red, s.workspaceCaches()...)
 	if err != nil && ctx.Err() != nil {
 		s.cutShort(ctx)
 		return false // finish collects it, with a budget of its own
 	}
 	s.collected = true
-	s.ev.Changes, s.manifest = changes, m
+	s.ev.Changes, s.ev.Diff, s.manifest = c.diffstat, c.diff, c.manifest
 	if err != nil {
 		if errors.Is(context.Cause(cctx), errCollectBudget) {
 			err = &changeError{fmt.Sprintf("collecting the change took longer than the %s it may take", budget)}

@@ -254,6 +254,12 @@ func TestAgentFixesTheTestAndTheManifestHoldsExactlyItsChange(t *testing.T) {
 	if fmt.Sprint(stat) != "map[calc.go:modified calc.link:added docs/add.md:added obsolete.txt:deleted tools/run.sh:modified]" {
 		t.Errorf("diffstat %v", stat)
 	}
+	// So does the patch, which travels in the evidence.
+	if ev.Diff == nil || ev.Diff.Truncated || !strings.Contains(ev.Diff.Patch, "-func Add(a, b int) int { return a + b + 1 }\n+func Add(a, b int) int { return a + b }\n") ||
+		!strings.Contains(ev.Diff.Patch, "diff --git a/calc.link b/calc.link\nnew file mode 120000\n") ||
+		!strings.Contains(ev.Diff.Patch, "diff --git a/tools/run.sh b/tools/run.sh\nold mode 100644\nnew mode 100755\n") {
+		t.Errorf("the evidence's diff: %+v", ev.Diff)
+	}
 
 	// Progress went through the phases in order.
 	a := ch.Attempt(spec.AttemptID)

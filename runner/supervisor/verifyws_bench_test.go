@@ -65,9 +65,9 @@ func BenchmarkVerifyWorkspace(b *testing.B) {
 		}
 		b.StartTimer()
 		t0 := time.Now()
-		m, _, err := collectChange(ctx, g, ws, subject.sha, contract.ManifestLimits{}, nil, nil)
-		if err != nil || len(m.Files) != 2 {
-			b.Fatalf("collect: %v %+v", err, m)
+		c, err := collectChange(ctx, g, ws, subject.sha, contract.ManifestLimits{}, nil, nil, contract.NewRedactor())
+		if err != nil || len(c.manifest.Files) != 2 {
+			b.Fatalf("collect: %v %+v", err, c.manifest)
 		}
 		t1 := time.Now()
 		if err := s.buildVerifyWorkspace(ctx); err != nil {

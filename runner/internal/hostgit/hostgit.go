@@ -72,6 +72,39 @@ const maxStderr = 2048
 // Run runs git in dir with args after SafeConfig, extra environment
 // entries and optional stdin, and returns stdout. A failure is an *Error.
 func (g Git) Run(ctx context.Context, dir string, extraEnv []string, stdin io.Reader, args ...string) ([]byte, error) {
+	var stdout bytes.Buffer
+	err := g.run(ctx, dir, extraEnv, stdin, &stdout, args...)
+	return stdout.Bytes(), err
+}
+
+// RunPrefix is Run for output that may be large: it keeps the first keep
+// bytes of stdout and discards the rest (git still runs to its end), and
+// says whether anything was discarded. Memory stays bounded by keep.
+func (g Git) RunPrefix(ctx context.Context, dir string, extraEnv []string, stdin io.Reader, keep int, args ...string) (out []byte, more bool, err error) {
+	p := &prefixWriter{keep: keep}
+	err = g.run(ctx, dir, extraEnv, stdin, p, args...)
+	return p.buf.Bytes(), p.more, err
+}
+
+// prefixWriter keeps the first keep bytes written to it and notes that
+// more came; it never refuses a write, so git is never cut short.
+type prefixWriter struct {
+	buf  bytes.Buffer
+	keep int
+	more bool
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	n := len(b)
+	if room := max(p.keep-p.buf.Len(), 0); n > room {
+		p.more = true
+		b = b[:room]
+	}
+	p.buf.Write(b) // a bytes.Buffer's Write returns no error
+	return n, nil
+}
+
+func (g Git) run(ctx context.Context, dir string, extraEnv []string, stdin io.Reader, stdout io.Writer, args ...string) error {
 	cmd := exec.CommandContext(ctx, g.Bin, append(append([]string(nil), SafeConfig...), args...)...)
 	cmd.Dir = dir
 	cmd.Env = append([]string{
@@ -88,14 +121,14 @@ func (g Git) Run(ctx context.Context, dir string, extraEnv []string, stdin io.Re
 		"TZ=UTC",
 	}, extraEnv...)
 	cmd.Stdin = stdin
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		se := stderr.String()
 		if len(se) > maxStderr {
 			se = "…" + se[len(se)-maxStderr:]
 		}
-		return stdout.Bytes(), &Error{Args: args, Stderr: se, Err: err}
+		return &Error{Args: args, Stderr: se, Err: err}
 	}
-	return stdout.Bytes(), nil
+	return nil
 }

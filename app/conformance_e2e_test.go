@@ -2,6 +2,9 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 
@@ -37,6 +40,103 @@ func checkConformance(t testing.TB, gh *fakegithub.Server) {
 		if err != nil && !seen[err.Error()] {
 			seen[err.Error()] = true
 			t.Errorf("a request GitHub's description does not allow: %v", err)
+		}
+		if err == nil {
+			checkResponse(t, r, seen)
+			checkPermission(t, r, seen)
+		}
+	}
+}
+
+var manifestPermissions = sync.OnceValues(func() (map[string]string, error) {
+	raw, err := os.ReadFile("../.github/app-manifest.json")
+	if err != nil {
+		return nil, err
+	}
+	var m struct {
+		DefaultPermissions map[string]string `json:"default_permissions"`
+	}
+	err = json.Unmarshal(raw, &m)
+	return m.DefaultPermissions, err
+})
+
+// checkPermission checks r against GitHub's own permissions table
+// (ghconformance.Permissions): the credential is one the route takes; the
+// manifest asks for a permission that is enough for it; and the stand-in
+// accepted no permission for it that GitHub's table does not name, so that
+// a route passing here cannot need more on GitHub.
+func checkPermission(t testing.TB, r fakegithub.Request, seen map[string]bool) {
+	t.Helper()
+	if r.Status == 401 || r.Auth == "none" {
+		return // refused before any permission counts, or sent bare by a test
+	}
+	manifest, err := manifestPermissions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := conformanceChecker.Permissions(r.Method, r.EscapedPath)
+	fail := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		if !seen[msg] {
+			seen[msg] = true
+			t.Error(msg)
+		}
+	}
+	if err != nil {
+		fail("permissions: %v", err)
+		return
+	}
+	want := ghconformance.AuthInstallation
+	if rp.Unlisted != nil {
+		want = rp.Unlisted.Auth
+	}
+	switch {
+	case r.Auth == want, r.Auth == ghconformance.AuthUser && want == ghconformance.AuthInstallation:
+	default:
+		fail("%s was sent with a %s credential; GitHub's route takes %s", rp.Operation, r.Auth, want)
+		return
+	}
+	if len(rp.Grants) == 0 {
+		return // no permission governs it (ghconformance.UnlistedOperations says why)
+	}
+	held := false
+	names := map[string]bool{}
+	for _, g := range rp.Grants {
+		held = held || g.HeldBy(manifest)
+		names[g.Name] = true
+	}
+	if !held {
+		fail("%s needs one of %v, which .github/app-manifest.json does not ask for", rp.Operation, rp.Grants)
+	}
+	for _, area := range r.GateAreas {
+		if !names[area] {
+			fail("the stand-in accepts %s for %s, which GitHub's table does not name (it names %v)", area, rp.Operation, rp.Grants)
+		}
+	}
+}
+
+// checkResponse checks the stand-in's answer to r against the
+// operation's response schema, less ResponseExcuses. Left out: answers
+// the stand-in was told to fail (5xx, which tests inject as GitHub's
+// outages) and bodies cut short by the recording.
+func checkResponse(t testing.TB, r fakegithub.Request, seen map[string]bool) {
+	t.Helper()
+	if _, excused := ghconformance.ExcusedStatus(r.Status); excused || r.Status >= 500 || len(r.Response) >= fakegithub.MaxRecordedResponse {
+		return
+	}
+	err := conformanceChecker.Response(context.Background(), r.Method, r.EscapedPath, r.RawQuery, r.Status, r.ContentType, r.Response)
+	if err == nil {
+		return
+	}
+	op := conformanceChecker.OperationID(r.Method, r.EscapedPath)
+	for _, p := range ghconformance.Problems(err) {
+		if ghconformance.ExcusedResponse(op, p) {
+			continue
+		}
+		key := fmt.Sprintf("%s %d %s %s", op, r.Status, p.Pointer, p.Reason)
+		if !seen[key] {
+			seen[key] = true
+			t.Errorf("the stand-in answered %s %s (%s) with what GitHub's description does not allow: %d %s: %s", r.Method, r.Path, op, r.Status, p.Pointer, p.Reason)
 		}
 	}
 }

@@ -46,6 +46,9 @@ func (s *Service) newDashboard() (*web.Server, error) {
 		ClientID: s.cfg.Web.ClientID, ClientSecret: secret, Key: key,
 		PermissionCache: s.cfg.Web.PermissionCache, SessionLifetime: s.cfg.Web.SessionLifetime, Cost: s.cfg.ModelCost,
 		Now: s.clock.Now, Log: s.log.With().Str("component", "dashboard").Logger(),
+		// The pages' reads as the user go under that user's outbound
+		// discipline, like the PRs opened as them.
+		AsUser: s.gh.AsUser,
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/internal/ghconformance"
 )
 
 // TestTheStandInGrantsTheManifestsPermissions: every end-to-end test runs
@@ -40,6 +41,44 @@ func TestTheStandInGrantsTheManifestsPermissions(t *testing.T) {
 	for perm, level := range manifest.DefaultPermissions {
 		if inTable[perm] != level {
 			t.Errorf("the README's permission table gives %s as %q, the manifest as %q", perm, inTable[perm], level)
+		}
+	}
+	for perm := range inTable {
+		if _, asked := manifest.DefaultPermissions[perm]; !asked {
+			t.Errorf("the README's permission table lists %s, which the manifest does not ask for", perm)
+		}
+	}
+}
+
+// TestTheManifestAsksForNothingUnused: each permission the manifest asks
+// for, at its level, is one GitHub's own permissions table
+// (ghconformance.PermissionTable) names for an operation Inspect calls.
+// (Every request the end-to-end tests record is checked against the same
+// table and the manifest: checkPermission.)
+func TestTheManifestAsksForNothingUnused(t *testing.T) {
+	raw, err := os.ReadFile("../.github/app-manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifest struct {
+		DefaultPermissions map[string]string `json:"default_permissions"`
+	}
+	if err := json.Unmarshal(raw, &manifest); err != nil {
+		t.Fatal(err)
+	}
+	table, err := ghconformance.PermissionTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[ghconformance.Grant]bool{}
+	for _, grants := range table {
+		for _, g := range grants {
+			used[g] = true
+		}
+	}
+	for perm, level := range manifest.DefaultPermissions {
+		if !used[ghconformance.Grant{Name: perm, Access: level}] {
+			t.Errorf("the manifest asks for %s: %s, which no operation Inspect calls needs", perm, level)
 		}
 	}
 }

@@ -129,9 +129,6 @@ func slotKey(installationID int64) string {
 	return "installation:" + strconv.FormatInt(installationID, 10)
 }
 
-// Transport disciplines one installation's requests, sending them through
-// next (the installation-token transport; nil: Base). A nil limiter
-// returns next unchanged.
 // UserTransport is Transport for the requests made with a user's access
 // token (a session's PR opened as its requester): GitHub counts those per
 // user, so they have a budget of their own, "user:ID" in the store, and
@@ -147,6 +144,9 @@ func (l *Limiter) UserTransport(userID int64, next http.RoundTripper) http.Round
 	return &transport{l: l, id: -userID, key: "user:" + strconv.FormatInt(userID, 10), next: next}
 }
 
+// Transport disciplines one installation's requests, sending them through
+// next (the installation-token transport; nil: Base). A nil limiter
+// returns next unchanged.
 func (l *Limiter) Transport(installationID int64, next http.RoundTripper) http.RoundTripper {
 	if next == nil {
 		next = l.Base()

@@ -22,6 +22,7 @@ type userAPI struct {
 	webURL, apiURL         string
 	clientID, clientSecret string
 	http                   *http.Client
+	asUser                 func(ctx context.Context, userID int64, token string) (*github.Client, error)
 }
 
 // grant is the token endpoint's answer: a user access token for eight
@@ -73,8 +74,14 @@ func (a userAPI) exchange(ctx context.Context, form url.Values) (grant, error) {
 	return g, nil
 }
 
-// client is a REST client with a user access token.
-func (a userAPI) client(token string) (*github.Client, error) {
+// client is a REST client with a user's access token: through asUser,
+// under that user's outbound discipline, once the user is known. Only
+// sign-in's one request for who the token belongs to (userID 0) goes
+// plain.
+func (a userAPI) client(ctx context.Context, userID int64, token string) (*github.Client, error) {
+	if a.asUser != nil && userID != 0 {
+		return a.asUser(ctx, userID, token)
+	}
 	c := github.NewClient(a.http).WithAuthToken(token)
 	base, err := url.Parse(strings.TrimSuffix(a.apiURL, "/") + "/")
 	if err != nil {
@@ -86,7 +93,7 @@ func (a userAPI) client(token string) (*github.Client, error) {
 
 // me is the signed-in user.
 func (a userAPI) me(ctx context.Context, token string) (*github.User, error) {
-	c, err := a.client(token)
+	c, err := a.client(ctx, 0, token)
 	if err != nil {
 		return nil, err
 	}
@@ -101,8 +108,8 @@ const maxReadableRepos = 1000
 // readableRepos are the repositories of the App's installations that the
 // user's own token can read (GET /user/installations, then each one's
 // repositories), by id.
-func (a userAPI) readableRepos(ctx context.Context, token string) (map[int64]repoRef, error) {
-	c, err := a.client(token)
+func (a userAPI) readableRepos(ctx context.Context, userID int64, token string) (map[int64]repoRef, error) {
+	c, err := a.client(ctx, userID, token)
 	if err != nil {
 		return nil, err
 	}

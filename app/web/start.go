@@ -93,7 +93,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		s.renderStart(w, r, http.StatusUnprocessableEntity, "Say what Inspect should do.", form)
 		return
 	}
-	c, err := s.gh.client(v.token)
+	c, err := s.gh.client(ctx, v.UserID, v.token)
 	if err != nil {
 		s.fail(w, http.StatusInternalServerError, "Inspect could not reach GitHub.")
 		return

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
@@ -71,6 +72,11 @@ type Options struct {
 	// HTTP is the client for GitHub; nil is http.DefaultClient's
 	// transport with a 30 s timeout.
 	HTTP *http.Client
+	// AsUser makes the REST client for a signed-in user's requests (the
+	// server's ghclient.AsUser: the user's own outbound budget, rate-limit
+	// holds and conditional-request cache, as for PRs opened as them);
+	// nil makes plain clients over HTTP.
+	AsUser func(ctx context.Context, userID int64, token string) (*github.Client, error)
 	// Cost prices a session's tokens of a model (config.Server.ModelCost);
 	// nil shows no cost.
 	Cost  func(model string, input, output int64) (float64, bool)
@@ -133,7 +139,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		st: o.Store, commands: o.Commands, seal: seal, publicURL: pub, secure: pub.Scheme == "https",
-		gh:      userAPI{webURL: o.WebURL, apiURL: o.APIURL, clientID: o.ClientID, clientSecret: o.ClientSecret, http: client},
+		gh:      userAPI{webURL: o.WebURL, apiURL: o.APIURL, clientID: o.ClientID, clientSecret: o.ClientSecret, http: client, asUser: o.AsUser},
 		permTTL: o.PermissionCache, lifetime: o.SessionLifetime, now: now, cost: o.Cost, log: o.Log, pages: pages,
 		perms: map[int64]cachedRepos{},
 	}, nil
@@ -251,7 +257,7 @@ func (s *Server) readable(ctx context.Context, v *viewer) (map[int64]repoRef, er
 		v.readable = c.repos
 		return c.repos, nil
 	}
-	repos, err := s.gh.readableRepos(ctx, v.token)
+	repos, err := s.gh.readableRepos(ctx, v.UserID, v.token)
 	if err != nil {
 		return nil, err
 	}

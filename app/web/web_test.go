@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
@@ -56,6 +57,12 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
+	return newWorldWith(t, func(*Options) {})
+}
+
+// newWorldWith is newWorld with its Options changed by change first.
+func newWorldWith(t *testing.T, change func(*Options)) *world {
+	t.Helper()
 	gh := fakegithub.New()
 	t.Cleanup(gh.Close)
 	gh.AddInstallation(1, "acme")
@@ -71,9 +78,11 @@ func newWorld(t *testing.T) *world {
 	id, secret := gh.OAuthClient()
 	gh.SetOAuthCallbacks(w.srv.URL + "/auth/callback")
 	key := sha256.Sum256([]byte("test key"))
-	s, err := New(Options{Store: st, Commands: w.cmds, PublicURL: w.srv.URL, WebURL: gh.URL(), APIURL: gh.APIURL(),
+	o := Options{Store: st, Commands: w.cmds, PublicURL: w.srv.URL, WebURL: gh.URL(), APIURL: gh.APIURL(),
 		ClientID: id, ClientSecret: secret, Key: key[:], PermissionCache: time.Minute, SessionLifetime: 24 * time.Hour,
-		Now: w.clock.now, Log: zerolog.Nop()})
+		Now: w.clock.now, Log: zerolog.Nop()}
+	change(&o)
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,5 +416,84 @@ func TestSessionPageShowsTheDiffEscaped(t *testing.T) {
 	}
 	if code, page = w.get(t, "/sessions/visible-1"); code != 200 || strings.Contains(page, `id="diff"`) {
 		t.Errorf("an attempt without a diff: %d, diff shown: %v", code, strings.Contains(page, `id="diff"`))
+	}
+}
+
+// countingTransport counts the requests sent through it.
+type countingTransport struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestUserReadsGoThroughTheUsersOwnClient: every request the pages make
+// with a user's token (their repositories, the start form's reads) is
+// made by Options.AsUser for that user, so the server's per-user outbound
+// discipline holds; only sign-in's one question of whose token it is goes
+// plain.
+func TestUserReadsGoThroughTheUsersOwnClient(t *testing.T) {
+	via := &countingTransport{}
+	var users []int64
+	var mu sync.Mutex
+	var w *world
+	w = newWorldWith(t, func(o *Options) {
+		o.AsUser = func(_ context.Context, userID int64, token string) (*github.Client, error) {
+			mu.Lock()
+			users = append(users, userID)
+			mu.Unlock()
+			c := github.NewClient(&http.Client{Transport: via}).WithAuthToken(token)
+			base, err := url.Parse(w.gh.APIURL())
+			c.BaseURL = base
+			return c, err
+		}
+	})
+	w.signIn(t)
+	if code, _ := w.get(t, "/sessions"); code != 200 {
+		t.Fatalf("sessions: %d", code)
+	}
+	w.clock.add(2 * time.Minute) // past the permission cache
+	w.gh.CreateBranch("acme", "widgets", "feature/login", "")
+	code, page := w.get(t, "/sessions/new")
+	if code != 200 {
+		t.Fatalf("start form: %d", code)
+	}
+	form := url.Values{"csrf": {between(page, `name="csrf" value="`, `"`)}, "repo": {"acme/widgets"}, "branch": {"feature/login"}, "instructions": {"make it pass"}}
+	resp, err := w.http.PostForm(w.srv.URL+"/sessions/new", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	w.cmds.mu.Lock()
+	started := len(w.cmds.triggers)
+	w.cmds.mu.Unlock()
+	if started != 1 {
+		t.Fatalf("the start form started %d sessions, want 1 (status %d)", started, resp.StatusCode)
+	}
+	userRequests := 0
+	for _, r := range w.gh.Requests() {
+		if r.Auth == "user" {
+			userRequests++
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(users) == 0 {
+		t.Fatal("AsUser was never asked for a client")
+	}
+	for _, id := range users {
+		if id != 5000 {
+			t.Errorf("AsUser was asked for user %d, want alice (5000)", id)
+		}
+	}
+	via.mu.Lock()
+	defer via.mu.Unlock()
+	if via.n != userRequests-1 {
+		t.Errorf("%d requests went through AsUser's client, %d were made with the user's token; all but sign-in's GET /user should have", via.n, userRequests)
 	}
 }

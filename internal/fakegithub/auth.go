@@ -385,6 +385,7 @@ func installationOnly(s *Server, c *call) *response {
 // needs (read for GET, write otherwise). It sets c.repo.
 func repoGate(areas ...string) gate {
 	return func(s *Server, c *call) *response {
+		c.areas = areas
 		if c.cred.kind == authUser {
 			return s.userRepoGate(c, areas)
 		}
@@ -477,7 +478,7 @@ func (s *Server) appJSON() map[string]any {
 		"node_id":      fmt.Sprintf("A_%d", s.appID),
 		"name":         s.appName,
 		"description":  "",
-		"owner":        map[string]any{"login": "inspecthq", "id": 1, "type": "Organization"},
+		"owner":        s.ensureUser("inspecthq", "Organization").json(s),
 		"external_url": "https://inspect.example",
 		"html_url":     "https://github.com/apps/" + s.appSlug,
 		"permissions":  maps.Clone(s.appPerms),
@@ -502,7 +503,7 @@ func (s *Server) installationJSON(in *installation) map[string]any {
 		"app_slug":             s.appSlug,
 		"target_id":            acct.id,
 		"target_type":          in.accountType,
-		"account":              acct.json(),
+		"account":              acct.json(s),
 		"repository_selection": "selected",
 		"access_tokens_url":    fmt.Sprintf("%s/app/installations/%d/access_tokens", base, in.id),
 		"repositories_url":     base + "/installation/repositories",
@@ -512,6 +513,8 @@ func (s *Server) installationJSON(in *installation) map[string]any {
 		"created_at":           timestamp(in.createdAt),
 		"updated_at":           timestamp(in.createdAt),
 		"suspended_at":         timestampOrNil(in.suspendedAt),
+		"suspended_by":         nil,
+		"single_file_name":     nil,
 	}
 }
 

@@ -703,6 +703,9 @@ func (s *Server) runAppJSON(cr *checkRun) map[string]any {
 		"description":  "",
 		"external_url": "",
 		"html_url":     "https://github.com/apps/" + cr.AppSlug,
+		"owner":        s.ensureUser(cr.AppSlug+"-owner", "Organization").json(s),
+		"permissions":  map[string]string{"checks": "write", "metadata": "read"},
+		"events":       []string{},
 		"created_at":   "2024-01-01T00:00:00Z",
 		"updated_at":   "2024-01-01T00:00:00Z",
 	}
@@ -719,14 +722,15 @@ func (s *Server) checkRunJSON(r *repoState, cr *checkRun) map[string]any {
 		externalID = cr.ExternalID
 	}
 	pulls := []any{}
+	repoMin := map[string]any{"id": r.ID, "name": r.Name, "url": s.APIURL() + "repos/" + r.fullName()}
 	for _, it := range r.issues {
 		if it.pull != nil && it.State == "open" && it.pull.HeadRepoFullName == "" && it.pull.HeadSHA == cr.HeadSHA {
 			pulls = append(pulls, map[string]any{
 				"id":     it.id,
 				"number": it.Number,
 				"url":    fmt.Sprintf("%srepos/%s/pulls/%d", s.APIURL(), r.fullName(), it.Number),
-				"head":   map[string]any{"ref": it.pull.HeadRef, "sha": it.pull.HeadSHA, "repo": map[string]any{"id": r.ID, "name": r.Name}},
-				"base":   map[string]any{"ref": it.pull.BaseRef, "sha": r.branchSHAOrFake(it.pull.BaseRef), "repo": map[string]any{"id": r.ID, "name": r.Name}},
+				"head":   map[string]any{"ref": it.pull.HeadRef, "sha": it.pull.HeadSHA, "repo": repoMin},
+				"base":   map[string]any{"ref": it.pull.BaseRef, "sha": r.branchSHAOrFake(it.pull.BaseRef), "repo": repoMin},
 			})
 		}
 	}

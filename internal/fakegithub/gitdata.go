@@ -549,7 +549,7 @@ func (s *Server) userForEmail(email string) any {
 		local = login
 	}
 	if u, ok := s.users[local]; ok {
-		return u.json()
+		return u.json(s)
 	}
 	return nil
 }

@@ -175,7 +175,9 @@ func (s *Server) issueRoutes() {
 	// GitHub accepts either permission on these endpoints: a pull request
 	// is also an issue.
 	g := repoGate("issues", "pull_requests")
-	s.handle("GET /repos/{owner}/{repo}/issues/{number}", docsGetIssue, g, s.getIssue)
+	// Reading the issue itself takes issues, even for a pull request's:
+	// GitHub's permissions table names only that for it.
+	s.handle("GET /repos/{owner}/{repo}/issues/{number}", docsGetIssue, repoGate("issues"), s.getIssue)
 	// "/issues/{number}/comments" and "/issues/comments/{id}" would
 	// conflict in ServeMux (both match ".../issues/comments/comments"),
 	// so one pattern takes both and issueSub tells them apart.
@@ -252,14 +254,18 @@ func (s *Server) issueJSON(r *repoState, it *issue) map[string]any {
 		"state":              it.State,
 		"locked":             it.Locked,
 		"active_lock_reason": nil,
-		"user":               s.ensureUser(it.User, "").json(),
+		"user":               s.ensureUser(it.User, "").json(s),
 		"labels":             s.labelsJSON(r, it.labels),
+		"assignee":           nil,
 		"assignees":          []any{},
+		"milestone":          nil,
 		"comments":           len(it.comments),
 		"author_association": s.authorAssociation(r, it.User),
 		"url":                api,
 		"html_url":           html,
 		"comments_url":       api + "/comments",
+		"labels_url":         api + "/labels{/name}",
+		"events_url":         api + "/events",
 		"repository_url":     s.APIURL() + "repos/" + r.fullName(),
 		"created_at":         timestamp(it.createdAt),
 		"updated_at":         timestamp(it.updated()),
@@ -316,7 +322,7 @@ func (s *Server) commentJSON(r *repoState, cm *comment) map[string]any {
 		"html_url":                 fmt.Sprintf("%s/%s/issues/%d#issuecomment-%d", s.URL(), r.fullName(), cm.number, cm.ID),
 		"issue_url":                fmt.Sprintf("%srepos/%s/issues/%d", s.APIURL(), r.fullName(), cm.number),
 		"body":                     cm.Body,
-		"user":                     u.json(),
+		"user":                     u.json(s),
 		"created_at":               timestamp(cm.CreatedAt),
 		"updated_at":               timestamp(cm.UpdatedAt),
 		"author_association":       s.authorAssociation(r, cm.User),
@@ -441,7 +447,7 @@ func (s *Server) reactionJSON(re *reaction) map[string]any {
 	return map[string]any{
 		"id":         re.ID,
 		"node_id":    fmt.Sprintf("REA_%d", re.ID),
-		"user":       s.ensureUser(re.User, "").json(),
+		"user":       s.ensureUser(re.User, "").json(s),
 		"content":    re.Content,
 		"created_at": timestamp(re.createdAt),
 	}

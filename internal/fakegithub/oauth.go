@@ -320,7 +320,15 @@ func (s *Server) getUser(c *call) response {
 	if u == nil {
 		return notFound(c.doc)
 	}
-	return jsonResp(http.StatusOK, u.json())
+	// GitHub's public-user: the profile fields the stand-in does not
+	// model are what a new account has.
+	out := u.json(s)
+	for k, v := range map[string]any{"user_view_type": "public", "name": nil, "company": nil, "blog": "", "location": nil,
+		"email": nil, "hireable": nil, "bio": nil, "public_repos": 0, "public_gists": 0, "followers": 0, "following": 0,
+		"created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"} {
+		out[k] = v
+	}
+	return jsonResp(http.StatusOK, out)
 }
 
 // userCanRead reports whether login may read r: a role on it, or its

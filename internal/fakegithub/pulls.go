@@ -109,18 +109,9 @@ func (s *Server) forkJSON(fullName string) map[string]any {
 	h := fnv.New32a()
 	h.Write([]byte(strings.ToLower(fullName)))
 	id := int64(h.Sum32()) + 1_000_000_000
-	return map[string]any{
-		"id":             id,
-		"node_id":        fmt.Sprintf("R_%d", id),
-		"name":           name,
-		"full_name":      fullName,
-		"owner":          s.ensureUser(owner, "").json(),
-		"private":        false,
-		"fork":           true,
-		"default_branch": "main",
-		"html_url":       s.URL() + "/" + fullName,
-		"url":            s.APIURL() + "repos/" + fullName,
-	}
+	fork := s.repoJSON(&repoState{Repo: Repo{ID: id, Owner: owner, Name: name, DefaultBranch: "main"}})
+	fork["fork"] = true
+	return fork
 }
 
 func (s *Server) pullJSON(r *repoState, it *issue) map[string]any {
@@ -145,12 +136,34 @@ func (s *Server) pullJSON(r *repoState, it *issue) map[string]any {
 		"merged":                p.Merged,
 		"merged_at":             mergedAt(it),
 		"mergeable":             nil,
+		"mergeable_state":       "unknown", // what GitHub says until it has computed mergeability
+		"review_comments":       len(it.reviewCms),
+		"commits_url":           api + "/commits",
+		"review_comments_url":   api + "/comments",
+		"review_comment_url":    fmt.Sprintf("%srepos/%s/pulls/comments{/number}", s.APIURL(), r.fullName()),
+		"statuses_url":          fmt.Sprintf("%srepos/%s/statuses/%s", s.APIURL(), r.fullName(), p.HeadSHA),
 		"maintainer_can_modify": false,
-		"user":                  s.ensureUser(it.User, "").json(),
+		"user":                  s.ensureUser(it.User, "").json(s),
 		"author_association":    s.authorAssociation(r, it.User),
 		"labels":                s.labelsJSON(r, it.labels),
 		"requested_reviewers":   s.reviewersJSON(it),
 		"requested_teams":       []any{},
+		"assignee":              nil,
+		"assignees":             []any{},
+		"milestone":             nil,
+		"auto_merge":            nil,
+		"merged_by":             nil,
+		"merge_commit_sha":      nil,
+		"_links": map[string]any{
+			"self":            map[string]any{"href": api},
+			"html":            map[string]any{"href": html},
+			"issue":           map[string]any{"href": fmt.Sprintf("%srepos/%s/issues/%d", s.APIURL(), r.fullName(), it.Number)},
+			"comments":        map[string]any{"href": fmt.Sprintf("%srepos/%s/issues/%d/comments", s.APIURL(), r.fullName(), it.Number)},
+			"review_comments": map[string]any{"href": api + "/comments"},
+			"review_comment":  map[string]any{"href": fmt.Sprintf("%srepos/%s/pulls/comments{/number}", s.APIURL(), r.fullName())},
+			"commits":         map[string]any{"href": api + "/commits"},
+			"statuses":        map[string]any{"href": fmt.Sprintf("%srepos/%s/statuses/%s", s.APIURL(), r.fullName(), p.HeadSHA)},
+		},
 		"head": map[string]any{
 			"label": fmt.Sprintf("%s:%s", headOwner["login"], p.HeadRef),
 			"ref":   p.HeadRef,
@@ -195,7 +208,7 @@ func (s *Server) getPull(c *call) response {
 func (s *Server) reviewersJSON(it *issue) []any {
 	out := []any{}
 	for _, login := range it.reviewers {
-		out = append(out, s.ensureUser(login, "").json())
+		out = append(out, s.ensureUser(login, "").json(s))
 	}
 	return out
 }

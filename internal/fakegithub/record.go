@@ -41,6 +41,11 @@ type Request struct {
 	// OAuth authorize page and token endpoint, the App-manifest pages, a
 	// browser's favicon.
 	Web bool
+	// GateAreas are the permissions the stand-in accepted for the route,
+	// any one at the level the method needs (read for GET): for checking
+	// against GitHub's own table that it accepts nothing GitHub would not.
+	// Nil for routes no repository permission governs.
+	GateAreas []string
 }
 
 // IsGit tells a git-over-HTTP request (info/refs, git-upload-pack,

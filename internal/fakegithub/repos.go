@@ -211,15 +211,30 @@ type user struct {
 	typ   string // "User", "Bot" or "Organization"
 }
 
-func (u *user) json() map[string]any {
+// json is the user as GitHub's simple-user describes it, with the
+// hypermedia URLs GitHub derives from the login (the description requires
+// them; Inspect reads only login, id and type).
+func (u *user) json(s *Server) map[string]any {
+	api := s.APIURL() + "users/" + u.login
 	return map[string]any{
-		"login":      u.login,
-		"id":         u.id,
-		"node_id":    fmt.Sprintf("U_%d", u.id),
-		"type":       u.typ,
-		"site_admin": false,
-		"avatar_url": fmt.Sprintf("https://avatars.githubusercontent.com/u/%d", u.id),
-		"html_url":   "https://github.com/" + u.login,
+		"login":               u.login,
+		"id":                  u.id,
+		"node_id":             fmt.Sprintf("U_%d", u.id),
+		"type":                u.typ,
+		"site_admin":          false,
+		"avatar_url":          fmt.Sprintf("https://avatars.githubusercontent.com/u/%d", u.id),
+		"gravatar_id":         "",
+		"html_url":            "https://github.com/" + u.login,
+		"url":                 api,
+		"followers_url":       api + "/followers",
+		"following_url":       api + "/following{/other_user}",
+		"gists_url":           api + "/gists{/gist_id}",
+		"starred_url":         api + "/starred{/owner}{/repo}",
+		"subscriptions_url":   api + "/subscriptions",
+		"organizations_url":   api + "/orgs",
+		"repos_url":           api + "/repos",
+		"events_url":          api + "/events{/privacy}",
+		"received_events_url": api + "/received_events",
 	}
 }
 
@@ -258,30 +273,77 @@ func (s *Server) repoRoutes() {
 	s.handle("GET /repos/{owner}/{repo}/contents/{path...}", docsGetContents, repoGate("contents"), s.getContents)
 }
 
+// repoJSON is the repository as GitHub's full-repository describes it.
+// What the stand-in does not model (stars, forks, sizes, topics) is what
+// a new repository has; the hypermedia URLs are GitHub's templates.
 func (s *Server) repoJSON(r *repoState) map[string]any {
 	owner := s.ensureUser(r.Owner, r.OwnerType)
 	visibility := "public"
 	if r.Private {
 		visibility = "private"
 	}
-	return map[string]any{
+	api := s.APIURL() + "repos/" + r.fullName()
+	created := timestamp(r.createdAt)
+	out := map[string]any{
 		"id":             r.ID,
 		"node_id":        fmt.Sprintf("R_%d", r.ID),
 		"name":           r.Name,
 		"full_name":      r.fullName(),
-		"owner":          owner.json(),
+		"owner":          owner.json(s),
 		"private":        r.Private,
 		"visibility":     visibility,
 		"archived":       r.Archived,
 		"disabled":       false,
 		"fork":           false,
 		"default_branch": r.DefaultBranch,
-		"url":            s.APIURL() + "repos/" + r.fullName(),
+		"url":            api,
 		"html_url":       s.URL() + "/" + r.fullName(),
 		"clone_url":      s.URL() + "/" + r.fullName() + ".git",
-		"created_at":     timestamp(r.createdAt),
-		"updated_at":     timestamp(r.createdAt),
+		"git_url":        "git:" + strings.TrimPrefix(strings.TrimPrefix(s.URL(), "https:"), "http:") + "/" + r.fullName() + ".git",
+		"ssh_url":        "git@" + strings.TrimPrefix(strings.TrimPrefix(s.URL(), "https://"), "http://") + ":" + r.fullName() + ".git",
+		"svn_url":        s.URL() + "/" + r.fullName(),
+		"mirror_url":     nil,
+		"created_at":     created,
+		"updated_at":     created,
+		"pushed_at":      created,
+		"description":    nil,
+		"homepage":       nil,
+		"language":       nil,
+		"license":        nil,
+		"size":           0,
+		"forks":          0, "forks_count": 0,
+		"stargazers_count": 0, "watchers": 0, "watchers_count": 0,
+		"open_issues": 0, "open_issues_count": 0,
+		"network_count": 0, "subscribers_count": 0,
+		"has_issues": true, "has_projects": true, "has_wiki": true, "has_pages": false,
+		"has_downloads": true, "has_discussions": false,
+		"is_template": false, "topics": []string{},
+		"allow_forking": true, "web_commit_signoff_required": false,
 	}
+	for name, suffix := range repoHypermedia {
+		out[name] = api + suffix
+	}
+	return out
+}
+
+// repoHypermedia are the URL templates GitHub gives every repository, by
+// field, after the repository's API URL.
+var repoHypermedia = map[string]string{
+	"archive_url": "/{archive_format}{/ref}", "assignees_url": "/assignees{/user}",
+	"blobs_url": "/git/blobs{/sha}", "branches_url": "/branches{/branch}",
+	"collaborators_url": "/collaborators{/collaborator}", "comments_url": "/comments{/number}",
+	"commits_url": "/commits{/sha}", "compare_url": "/compare/{base}...{head}",
+	"contents_url": "/contents/{+path}", "contributors_url": "/contributors",
+	"deployments_url": "/deployments", "downloads_url": "/downloads", "events_url": "/events",
+	"forks_url": "/forks", "git_commits_url": "/git/commits{/sha}", "git_refs_url": "/git/refs{/sha}",
+	"git_tags_url": "/git/tags{/sha}", "hooks_url": "/hooks",
+	"issue_comment_url": "/issues/comments{/number}", "issue_events_url": "/issues/events{/number}",
+	"issues_url": "/issues{/number}", "keys_url": "/keys{/key_id}", "labels_url": "/labels{/name}",
+	"languages_url": "/languages", "merges_url": "/merges", "milestones_url": "/milestones{/number}",
+	"notifications_url": "/notifications{?since,all,participating}", "pulls_url": "/pulls{/number}",
+	"releases_url": "/releases{/id}", "stargazers_url": "/stargazers", "statuses_url": "/statuses/{sha}",
+	"subscribers_url": "/subscribers", "subscription_url": "/subscription", "tags_url": "/tags",
+	"teams_url": "/teams", "trees_url": "/git/trees{/sha}",
 }
 
 func (s *Server) getRepo(c *call) response { return jsonResp(http.StatusOK, s.repoJSON(c.repo)) }
@@ -309,7 +371,7 @@ func (s *Server) getPermission(c *call) response {
 		role = "none"
 	}
 	rank := map[string]int{"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}[role]
-	uj := u.json()
+	uj := u.json(s)
 	uj["role_name"] = role
 	uj["permissions"] = map[string]bool{
 		"pull": rank >= 1, "triage": rank >= 2, "push": rank >= 3, "maintain": rank >= 4, "admin": rank >= 5,

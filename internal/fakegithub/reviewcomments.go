@@ -235,7 +235,7 @@ func (s *Server) reviewCommentJSON(r *repoState, cm *reviewComment) map[string]a
 		"original_position":      diffPosition(cm.DiffHunk),
 		"commit_id":              cm.CommitID,
 		"original_commit_id":     cm.CommitID,
-		"user":                   s.ensureUser(cm.User, "").json(),
+		"user":                   s.ensureUser(cm.User, "").json(s),
 		"body":                   cm.Body,
 		"created_at":             timestamp(cm.createdAt),
 		"updated_at":             timestamp(cm.updatedAt),

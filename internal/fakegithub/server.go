@@ -229,6 +229,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-held.release
 	}
 
+	var c *call // nil when the request never reached a route
 	tee := &responseTee{ResponseWriter: w}
 	rw := &standin.StatusWriter{ResponseWriter: tee}
 	switch {
@@ -240,7 +241,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for k, v := range rate {
 			rw.Header()[k] = v
 		}
-		r2 := r.Clone(withCall(r.Context(), &call{cred: cred, body: body, origPath: orig}))
+		c = &call{cred: cred, body: body, origPath: orig}
+		r2 := r.Clone(withCall(r.Context(), c))
 		r2.URL.Path = stripped
 		r2.URL.RawPath = stripPrefix(r.URL.RawPath)
 		s.mux.ServeHTTP(rw, r2)
@@ -261,21 +263,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ContentType:    w.Header().Get("Content-Type"),
 		At:             at,
 		Web:            orig != apiPrefix && !strings.HasPrefix(orig, apiPrefix+"/"),
+		GateAreas:      c.gateAreas(),
 	})
 }
 
-// responseTee keeps a copy of the body written, up to maxRecordedResponse
+// responseTee keeps a copy of the body written, up to MaxRecordedResponse
 // bytes, for Request.Response.
 type responseTee struct {
 	http.ResponseWriter
 	body bytes.Buffer
 }
 
-// maxRecordedResponse bounds what a recorded response keeps.
-const maxRecordedResponse = 4 << 20
+// MaxRecordedResponse bounds what a recorded response keeps.
+const MaxRecordedResponse = 4 << 20
 
 func (t *responseTee) Write(b []byte) (int, error) {
-	if room := maxRecordedResponse - t.body.Len(); room > 0 {
+	if room := MaxRecordedResponse - t.body.Len(); room > 0 {
 		t.body.Write(b[:min(len(b), room)]) // a bytes.Buffer write never fails
 	}
 	return t.ResponseWriter.Write(b)
@@ -306,10 +309,18 @@ type call struct {
 	origPath string     // the path as requested, with any /api/v3 prefix
 	doc      string     // the endpoint's documentation URL
 	repo     *repoState // set by repoGate
+	areas    []string   // the permissions repoGate accepts, any one
 	// after runs once the handler is done and s.mu is released, before the
 	// response is written: callbacks such as OnRefUpdate's, which may call
 	// the Server's methods.
 	after []func()
+}
+
+func (c *call) gateAreas() []string {
+	if c == nil {
+		return nil
+	}
+	return c.areas
 }
 
 // decode parses the JSON request body into v. GitHub answers 400 "Problems

@@ -108,7 +108,7 @@ func orNull(v string) any {
 
 func (s *Server) statusJSON(r *repoState, st *status) map[string]any {
 	creator := s.ensureUser(st.Creator, "")
-	cj := creator.json()
+	cj := creator.json(s)
 	return map[string]any{
 		"url":         fmt.Sprintf("%srepos/%s/statuses/%s", s.APIURL(), r.fullName(), st.sha),
 		"avatar_url":  cj["avatar_url"],

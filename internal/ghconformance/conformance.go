@@ -281,6 +281,18 @@ func (c *Checker) Response(ctx context.Context, method, path, rawQuery string, s
 	return nil
 }
 
+// OperationID is the operationId of the operation method and the escaped
+// path name ("" for none).
+func (c *Checker) OperationID(method, escapedPath string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	route, _, ok := c.find(method, escapedPath)
+	if !ok {
+		return ""
+	}
+	return route.Operation.OperationID
+}
+
 // Webhook checks a webhook payload against x-webhooks[name] (such as
 // "issue-comment-created").
 func (c *Checker) Webhook(name string, payload []byte) error {

@@ -118,3 +118,27 @@ func TestTheValidatorChecksResponseShapes(t *testing.T) {
 		t.Error("a status the operation does not describe passed")
 	}
 }
+
+// TestResponseExcusesAreNarrow: an excuse covers its field of its
+// operation at its place, nothing else.
+func TestResponseExcusesAreNarrow(t *testing.T) {
+	missing := func(pointer, field string) Problem {
+		return Problem{Pointer: pointer, Reason: `property "` + field + `" is missing`}
+	}
+	if !ExcusedResponse("pulls/get", missing("/additions", "additions")) {
+		t.Error("a pull request's additions are not excused")
+	}
+	for name, tc := range map[string]struct {
+		op string
+		p  Problem
+	}{
+		"another operation":     {"issues/get", missing("/additions", "additions")},
+		"another place":         {"pulls/get", missing("/head/repo/additions", "additions")},
+		"another field":         {"pulls/get", missing("/title", "title")},
+		"a value of a bad type": {"pulls/get", Problem{Pointer: "/additions", Reason: "value must be an integer"}},
+	} {
+		if ExcusedResponse(tc.op, tc.p) {
+			t.Errorf("%s: excused", name)
+		}
+	}
+}

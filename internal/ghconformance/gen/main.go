@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -24,11 +25,86 @@ func main() {
 	spec := flag.String("spec", "", "generated/api.github.com.json of @octokit/openapi")
 	dir := flag.String("dir", "internal/ghconformance", "where operations.txt and webhooks.txt are, and the output goes")
 	source := flag.String("source", "", "what the spec is, written into the output (package and version)")
+	perms := flag.String("permissions", "", "generated/api.github.com.json of @octokit/app-permissions (optional)")
+	permsSource := flag.String("permissions-source", "", "what the permissions table is (package and version)")
 	flag.Parse()
 	if err := run(*spec, *dir, *source); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
+	if *perms != "" {
+		if err := vendorPermissions(*perms, *dir, *permsSource); err != nil {
+			fmt.Fprintln(os.Stderr, "gen:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// vendorPermissions writes app-permissions.json: for each operation of
+// operations.txt that GitHub's "Permissions required for GitHub Apps"
+// table lists, the permissions (any one of which is enough) at the access
+// it needs. The table spells path parameters its own way
+// ({sha} for the description's {commit_sha}), so routes are matched with
+// their parameters' names set aside. An operation the table does not list
+// is left out; ghconformance's Unlisted says why for each.
+func vendorPermissions(tablePath, dir, source string) error {
+	raw, err := os.ReadFile(tablePath)
+	if err != nil {
+		return err
+	}
+	var table struct {
+		Permissions map[string]map[string]any `json:"permissions"`
+	}
+	if err := json.Unmarshal(raw, &table); err != nil {
+		return fmt.Errorf("%s: %w", tablePath, err)
+	}
+	byRoute := map[string][]string{}
+	for name, p := range table.Permissions {
+		for _, access := range []string{"read", "write"} {
+			routes, _ := p[access].([]any)
+			for _, r := range routes {
+				s, _ := r.(string)
+				key := anonymousParams(s)
+				grant := name + ":" + access
+				if !contains(byRoute[key], grant) {
+					byRoute[key] = append(byRoute[key], grant)
+				}
+			}
+		}
+	}
+	ops, err := readList(filepath.Join(dir, "operations.txt"))
+	if err != nil {
+		return err
+	}
+	out := map[string][]string{}
+	for _, op := range ops {
+		if g := byRoute[anonymousParams(op)]; len(g) > 0 {
+			sort.Strings(g)
+			out[op] = g
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(map[string]any{"x-vendored-from": source, "operations": out}); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "gen: %d of %d operations in the permissions table\n", len(out), len(ops))
+	return os.WriteFile(filepath.Join(dir, "app-permissions.json"), buf.Bytes(), 0o644)
+}
+
+var paramName = regexp.MustCompile(`\{[^}]*\}`)
+
+// anonymousParams is a route with each path parameter written {}.
+func anonymousParams(route string) string { return paramName.ReplaceAllString(route, "{}") }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 func run(specPath, dir, source string) error {

@@ -194,7 +194,7 @@ func TestDashboardSignInListCancel(t *testing.T) {
 		if err := d.st.WantSnapshots(ctx, r.id, r.name, installationID, d.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.st.FinishSnapshotBuild(ctx, r.id, "sha256:"+strings.Repeat("ab", 32), "", d.clock.Now().Add(-2*time.Hour)); err != nil {
+		if err := d.st.FinishSnapshotBuild(ctx, r.id, store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("ab", 32)}, d.clock.Now().Add(-2*time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -306,12 +306,16 @@ func (sb *snapshotBuilder) build(ctx context.Context) (SnapshotResult, error) {
 		return res, err
 	}
 	res.Reused, res.Rebuilt = asm.Reused, asm.Rebuilt
+	fp, err := images.FootprintOf(asm.Image)
+	if err != nil {
+		return res, err
+	}
 	snap, err := b.Store.Push(ctx, asm.Image)
 	if err != nil {
 		return res, fmt.Errorf("pushing: %w", err)
 	}
-	res.Snapshot = snap
-	sb.log.Info().Str("digest", snap.Digest.String()).Strs("reused", asm.Reused).Strs("rebuilt", asm.Rebuilt).Bool("setup_ran", res.SetupRan).Msg("snapshot pushed")
+	res.Snapshot, res.Footprint = snap, fp
+	sb.log.Info().Str("digest", snap.Digest.String()).Int64("size", fp.Size).Int("layers", fp.Layers).Strs("reused", asm.Reused).Strs("rebuilt", asm.Rebuilt).Bool("setup_ran", res.SetupRan).Msg("snapshot pushed")
 	return res, nil
 }
 
@@ -480,6 +484,9 @@ func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []im
 		}
 		r, err := sb.runSetup(ctx, name, c, argv, setupDir, rootFS, mounts, env)
 		if err != nil {
+			if r.Name != "" {
+				results = append(results, r)
+			}
 			return results, err
 		}
 		results = append(results, r)
@@ -580,12 +587,6 @@ func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract
 	if err != nil {
 		sb.log.Warn().Str("error", sb.red.Redact(err.Error())).Str("command", name).Msg("sandbox cleanup reported an error")
 	}
-	if res.Cancelled {
-		return contract.CommandResult{}, fmt.Errorf("setup command %q: %w", name, context.Cause(ctx))
-	}
-	if res.Limit != nil {
-		return contract.CommandResult{}, fmt.Errorf("setup command %q ran into the sandbox's %s and was stopped", name, res.Limit)
-	}
 	r := contract.CommandResult{
 		Phase:      contract.PhaseSetup,
 		Name:       name,
@@ -603,6 +604,14 @@ func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract
 	}
 	r.OutputTail, r.OutputTruncated = out.tail.tail(sb.red, snapshotSetupOutputTail)
 	sb.red.RedactStrings(&r)
+	// A command stopped from outside still ran: its result, with what it
+	// printed, goes with the error, for the build's log.
+	if res.Cancelled {
+		return r, fmt.Errorf("setup command %q: %w", name, context.Cause(ctx))
+	}
+	if res.Limit != nil {
+		return r, fmt.Errorf("setup command %q ran into the sandbox's %s and was stopped", name, res.Limit)
+	}
 	sb.log.Info().Str("command", name).Int("exit_code", r.ExitCode).Str("signal", r.Signal).Bool("timed_out", r.TimedOut).Int64("duration_ms", r.DurationMS).Msg("snapshot setup command ended")
 	return r, nil
 }

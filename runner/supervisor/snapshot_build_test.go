@@ -294,6 +294,16 @@ func TestSnapshotBuildRunsSetupThenReusesAndRebuildsCaches(t *testing.T) {
 	if len(layers1) != 3 {
 		t.Fatalf("layers: %v", layers1)
 	}
+	// Its footprint is the pushed image's, read back from the store.
+	if fp, err := images.FootprintOf(img1); err != nil || res1.Footprint != fp || fp.Layers != 3 || fp.Size == 0 {
+		t.Errorf("footprint = %+v, the stored image's %+v (%v)", res1.Footprint, fp, err)
+	}
+	// The build's log, from the results: every command's header, the
+	// token redacted.
+	if log := contract.SnapshotLog(res1.Setup); !strings.Contains(log, "--- build: go build -o node_modules/bin . exited 0") ||
+		strings.Contains(log, snapTestToken) || !strings.Contains(log, "token? "+contract.Redacted) {
+		t.Errorf("log:\n%s", log)
+	}
 	for kind, l := range layers1 {
 		for name := range snapTestFiles(t, l) {
 			if strings.HasPrefix(name, "var/") {

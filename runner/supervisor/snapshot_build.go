@@ -306,13 +306,16 @@ func (sb *snapshotBuilder) build(ctx context.Context) (SnapshotResult, error) {
 		return res, err
 	}
 	res.Reused, res.Rebuilt = asm.Reused, asm.Rebuilt
-	fp, err := images.FootprintOf(asm.Image)
-	if err != nil {
-		return res, err
-	}
 	snap, err := b.Store.Push(ctx, asm.Image)
 	if err != nil {
 		return res, fmt.Errorf("pushing: %w", err)
+	}
+	// The manifest was computed for the push: reading it costs nothing,
+	// and it cannot fail now. If it did, the snapshot is pushed all the
+	// same; only the page lacks its size.
+	fp, err := images.FootprintOf(asm.Image)
+	if err != nil {
+		sb.log.Warn().Str("error", sb.red.Redact(err.Error())).Msg("reading the pushed snapshot's footprint")
 	}
 	res.Snapshot, res.Footprint = snap, fp
 	sb.log.Info().Str("digest", snap.Digest.String()).Int64("size", fp.Size).Int("layers", fp.Layers).Strs("reused", asm.Reused).Strs("rebuilt", asm.Rebuilt).Bool("setup_ran", res.SetupRan).Msg("snapshot pushed")

@@ -408,6 +408,11 @@ func TestSnapshotBuildRunsSetupThenReusesAndRebuildsCaches(t *testing.T) {
 	if len(res4.Setup) != 2 || res4.Setup[1].ExitCode != 3 || !strings.Contains(res4.Setup[1].OutputTail, "about to fail") || res4.Snapshot.Digest != (v1.Hash{}) {
 		t.Errorf("failed build's result: %+v", res4)
 	}
+	// Its log says which command failed and what it printed.
+	if log := contract.SnapshotLog(res4.Setup); !strings.HasSuffix(log, "--- breaks: sh -c echo about to fail >&2; exit 3 exited 3 after "+
+		(time.Duration(res4.Setup[1].DurationMS)*time.Millisecond).String()+"\nabout to fail\n") || res4.Footprint != (images.Footprint{}) {
+		t.Errorf("failed build's log:\n%s\nfootprint %+v", log, res4.Footprint)
+	}
 	if after := snapTestDigests(t, store); !slices.Equal(before, after) {
 		t.Errorf("a failed build changed the store: %v, then %v", before, after)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -447,3 +448,93 @@ func TestHumanBytes(t *testing.T) {
 		}
 	}
 }
+
+// A page's drift reads run at most driftReads at a time, each repository's
+// once, and a repository GitHub answers badly for is unknown, not an error.
+// GitHub's stand-in holds every read until the test lets one go, and lets
+// one go only when driftReads are held: a page that asked more at once
+// would have more in flight.
+func TestDriftReadsAreBounded(t *testing.T) {
+	var mu sync.Mutex
+	inflight, most, calls := 0, 0, map[string]int{}
+	arrived, proceed := make(chan struct{}, 16), make(chan struct{})
+	// In process, no dialling: a read is in flight from the moment the
+	// page starts it.
+	github := roundTripper(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		inflight++
+		most = max(most, inflight)
+		calls[r.URL.Path]++
+		mu.Unlock()
+		arrived <- struct{}{}
+		select {
+		case <-proceed:
+		case <-r.Context().Done():
+		}
+		mu.Lock()
+		inflight--
+		mu.Unlock()
+		status, body := http.StatusOK, `{"status":"ahead","ahead_by":7,"behind_by":0,"total_commits":7,"commits":[]}`
+		if strings.Contains(r.URL.Path, "/r9/") {
+			status, body = http.StatusNotFound, `{"message":"Not Found"}`
+		}
+		return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+	})
+	key := sha256.Sum256([]byte("k"))
+	s, err := New(Options{PublicURL: "https://inspect.example", WebURL: "https://github.example", APIURL: "https://api.github.example", Key: key[:],
+		PermissionCache: time.Minute, SessionLifetime: time.Hour, Log: zerolog.Nop(), HTTP: &http.Client{Transport: github}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 10
+	var targets []driftTarget
+	for i := range n {
+		targets = append(targets, driftTarget{repoID: int64(i), owner: "o", name: "r" + string(rune('0'+i)), sha: strings.Repeat("a", 40), branch: "main"})
+	}
+	done := make(chan []drift)
+	go func() { done <- s.drifts(context.Background(), &viewer{Login: "alice", token: "ghu_x"}, targets) }()
+	held := 0
+	for received := 0; received < n; {
+		<-arrived
+		received, held = received+1, held+1
+		if held == driftReads {
+			// Reads the page started past the bound are runnable now, not
+			// blocked: yield to them first, so that they arrive (and are
+			// counted) before any read ends. The bound holding never
+			// depends on this; catching a page that breaks it does.
+			runtime.Gosched()
+			proceed <- struct{}{}
+			held--
+		}
+	}
+	for ; held > 0; held-- {
+		proceed <- struct{}{}
+	}
+	got := <-done
+	if most != driftReads {
+		t.Errorf("%d reads at once, want %d", most, driftReads)
+	}
+	for i, d := range got {
+		want := drift{Known: i != 9, Ahead: 7, Branch: "main"}
+		if i == 9 {
+			want.Ahead = 0
+		}
+		if d != want {
+			t.Errorf("repo %d: %+v, want %+v", i, d, want)
+		}
+	}
+	for p, c := range calls {
+		if c != 1 {
+			t.Errorf("%s asked %d times", p, c)
+		}
+	}
+	if len(calls) != n {
+		t.Errorf("%d repositories asked, want %d", len(calls), n)
+	}
+}
+
+// roundTripper is an http.RoundTripper that is a function.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

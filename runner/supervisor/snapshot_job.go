@@ -34,8 +34,11 @@ func runSnapshotJob(ctx context.Context, cfg Config, ch *channel, red *contract.
 	res, buildErr := buildFromJob(buildCtx, cfg, ch, red, log, job)
 	stop()
 
-	// The setup's log goes with a failure too: it says why.
-	setupLog := red.Redact(contract.SnapshotLog(res.Setup))
+	// The setup's log goes with a failure too: it says why. Each result
+	// was redacted whole (its name, argv and output, with the build's
+	// token) before its tail was cut; redacting the joined log again could
+	// only lengthen it past the cap the app holds it to.
+	setupLog := contract.SnapshotLog(res.Setup)
 	result := contract.SnapshotResult{Digest: res.Snapshot.Digest.String(), SHA: res.Snapshot.SHA,
 		Size: res.Footprint.Size, Layers: res.Footprint.Layers, Log: setupLog}
 	if buildErr != nil {

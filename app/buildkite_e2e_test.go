@@ -20,11 +20,13 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/inspecthq/inspect/app"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/examples"
+	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/internal/fakebuildkite"
 	"github.com/inspecthq/inspect/internal/fakeclock"
 	"github.com/inspecthq/inspect/internal/fakegithub"
@@ -688,7 +690,7 @@ func TestBuildkiteBuildsTheSnapshotAndTheNextSessionRestoresIt(t *testing.T) {
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
 	b.withSnapshotPipeline(strings.TrimPrefix(reg.URL, "http://") + "/inspect")
-	b.gh.CommitFiles(owner, repoName, "main", map[string]string{
+	head := b.gh.CommitFiles(owner, repoName, "main", map[string]string{
 		"deps.lock": "v1\n",
 		".github/inspect.yml": "agent: {preset: command, command: [sh, scripts/inspect-stand-in-agent.sh]}\n" +
 			"verify: [{name: unit tests, run: [go, test, -json, ./...]}]\n" +
@@ -703,6 +705,30 @@ func TestBuildkiteBuildsTheSnapshotAndTheNextSessionRestoresIt(t *testing.T) {
 	b.runWorkers()
 	b.settle()
 	snapBuild, sr := b.onlySnapshotBuild()
+	// What the snapshots page shows came back over the channel: the commit
+	// and branch, the pushed image's footprint, and the setup's log.
+	st, err := images.OpenStore(b.cfg.Snapshots.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := v1.NewHash(sr.LastDigest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := st.Image(context.Background(), owner+"/"+repoName, digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := images.FootprintOf(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sr.LastSHA != head || sr.LastBranch != "main" || sr.LastSize != fp.Size || sr.LastLayers != fp.Layers || fp.Size == 0 {
+		t.Errorf("recorded sha %s branch %q size %d layers %d; want %s main and the pushed image's %+v", sr.LastSHA, sr.LastBranch, sr.LastSize, sr.LastLayers, head, fp)
+	}
+	if !strings.HasPrefix(sr.LastLog, "--- snapshot deps: sh -c echo from-the-snapshot > /cache/deps/marker exited 0 after ") || sr.LastFinishedAt.IsZero() {
+		t.Errorf("recorded log %q, finished %s", sr.LastLog, sr.LastFinishedAt)
+	}
 	first := b.onlySession()
 	if first.Outcome != store.Changed {
 		t.Fatalf("first session = %s/%s: %s", first.State, first.Outcome, first.Detail)

@@ -42,8 +42,8 @@ func (e channelEngine) RecordResult(ctx context.Context, attemptID string, up co
 	return err
 }
 
-func (e channelEngine) RecordSnapshotResult(ctx context.Context, attemptID, resultJSON, digest, buildErr string) (bool, error) {
-	return e.s.store.RecordSnapshotResult(ctx, attemptID, resultJSON, digest, buildErr, e.s.clock.Now())
+func (e channelEngine) RecordSnapshotResult(ctx context.Context, attemptID, resultJSON string, o store.SnapshotOutcome) (bool, error) {
+	return e.s.store.RecordSnapshotResult(ctx, attemptID, resultJSON, o, e.s.clock.Now())
 }
 
 func (e channelEngine) MintReadToken(ctx context.Context, attemptID string, installationID, repoID int64) (string, time.Time, error) {

@@ -185,26 +185,59 @@ func TestDashboardSignInListCancel(t *testing.T) {
 	d.screenshot("sessions")
 
 	// The snapshots page: the readable repository's newest snapshot, not
-	// the other's.
+	// the other's, with its size and layers, the drift of main since (two
+	// commits, read from GitHub as alice), and its build's log, collapsed,
+	// its markup shown as text.
 	ctx := context.Background()
+	snapSHA := d.gh.CommitFiles(owner, repoName, "main", map[string]string{"go.sum": "example.com/dep v1.0.0 h1:abc=\n"}, "deps")
+	for i := range 2 {
+		d.gh.CommitFiles(owner, repoName, "main", map[string]string{"CHANGELOG": strings.Repeat("entry\n", i+1)}, "changelog")
+	}
+	setupLog := "--- snapshot deps: go mod download exited 0 after 14.2s\ngo: downloading example.com/dep v1.0.0\n<script>document.title='owned'</script>\n--- snapshot build: go build ./... exited 0 after 31s\n"
 	for _, r := range []struct {
 		id   int64
 		name string
-	}{{repoID, owner + "/" + repoName}, {777, "other/secret"}} {
+		o    store.SnapshotOutcome
+	}{
+		{repoID, owner + "/" + repoName, store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("ab", 32), SHA: snapSHA, Branch: "main", Size: 734003200, Layers: 4, Log: setupLog}},
+		{777, "other/secret", store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("ab", 32), Log: "the other's log"}},
+	} {
 		if err := d.st.WantSnapshots(ctx, r.id, r.name, installationID, d.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.st.FinishSnapshotBuild(ctx, r.id, "sha256:"+strings.Repeat("ab", 32), "", d.clock.Now().Add(-2*time.Hour)); err != nil {
+		if err := d.st.FinishSnapshotBuild(ctx, r.id, r.o, d.clock.Now().Add(-2*time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := chromedp.Do(d.tab, chromedp.Navigate(d.url+"/snapshots"), chromedp.WaitVisible(chromedp.CSS("#snapshots"))); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.text("#snapshots"); !strings.Contains(got, owner+"/"+repoName) || !strings.Contains(got, "sha256:abab") || strings.Contains(got, "other/secret") {
-		t.Errorf("the snapshots page shows %q", got)
+	shown := d.text("#snapshots")
+	for _, want := range []string{owner + "/" + repoName, "sha256:abab", snapSHA[:7] + " on main", "700 MiB in 4 layers", "2 commits on main since", "2h0m0s"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the snapshots page lacks %q: %q", want, shown)
+		}
+	}
+	if strings.Contains(d.html(), "other/secret") || strings.Contains(d.html(), "the other's log") {
+		t.Errorf("the snapshots page shows another repository's snapshot: %q", shown)
+	}
+	if logVisible, err := chromedp.Run(d.tab, chromedp.Evaluate[bool](`document.querySelector("#snapshots details pre").checkVisibility()`)); err != nil || logVisible {
+		t.Errorf("the log is shown before it is opened (%v)", err)
 	}
 	d.screenshot("snapshots")
+	d.do("opening the log", chromedp.Click(chromedp.CSS("#snapshots details summary")), chromedp.WaitVisible(chromedp.CSS("#snapshots details pre")))
+	scripts, err := chromedp.Run(d.tab, chromedp.Evaluate[int](`document.querySelectorAll("#snapshots pre script").length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	title, err := chromedp.Run(d.tab, chromedp.Title())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log := d.text("#snapshots details pre"); !strings.Contains(log, "<script>document.title='owned'</script>") || scripts != 0 || title == "owned" {
+		t.Errorf("the log's markup was not text: %q, %d script elements, title %q", log, scripts, title)
+	}
+	d.screenshot("snapshots-log")
 
 	if err := chromedp.Do(d.tab, chromedp.Navigate(d.url+"/sessions/"+hidden.ID)); err != nil {
 		t.Fatal(err)

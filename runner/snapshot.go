@@ -86,8 +86,10 @@ type SnapshotBuild struct {
 
 // SnapshotResult is what a build did.
 type SnapshotResult struct {
-	// Snapshot is the pushed snapshot (zero when the build failed).
-	Snapshot images.Snapshot
+	// Snapshot is the pushed snapshot (zero when the build failed), and
+	// Footprint its layers' count and compressed size.
+	Snapshot  images.Snapshot
+	Footprint images.Footprint
 	// Reused are the cache paths whose layer came from the previous
 	// snapshot as it was; Rebuilt are those packaged anew.
 	Reused, Rebuilt []string

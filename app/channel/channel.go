@@ -70,7 +70,7 @@ type Engine interface {
 	RecordResult(ctx context.Context, attemptID string, up contract.ResultUpload) error
 	// RecordSnapshotResult stores a snapshot build's outcome; first is
 	// whether this upload was the one that counted.
-	RecordSnapshotResult(ctx context.Context, attemptID, resultJSON, digest, buildErr string) (first bool, err error)
+	RecordSnapshotResult(ctx context.Context, attemptID, resultJSON string, o store.SnapshotOutcome) (first bool, err error)
 	// MintReadToken mints a read-only token for one repository and
 	// remembers it under the attempt, to be revoked when it ends.
 	MintReadToken(ctx context.Context, attemptID string, installationID, repoID int64) (token string, expiresAt time.Time, err error)
@@ -356,7 +356,13 @@ func (c *Channel) handleSnapshotResult(w http.ResponseWriter, r *http.Request) {
 		contract.WriteError(w, http.StatusInternalServerError, contract.ErrorInvalid, "could not store the result")
 		return
 	}
-	first, err := c.engine.RecordSnapshotResult(r.Context(), a.ID, string(body), res.Digest, res.Error)
+	// The supervisor redacted the log with the build's token; the
+	// patterns go over it again before it is kept and shown.
+	o := store.SnapshotOutcome{Digest: res.Digest, Error: res.Error, Log: contract.NewRedactor().Redact(res.Log)}
+	if res.Digest != "" {
+		o.SHA, o.Branch, o.Size, o.Layers = res.SHA, job.Repo.DefaultBranch, res.Size, res.Layers
+	}
+	first, err := c.engine.RecordSnapshotResult(r.Context(), a.ID, string(body), o)
 	if err != nil {
 		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
 		return

@@ -144,6 +144,7 @@ type fakeEngine struct {
 	progress      []string
 	results       []string
 	snapResults   []string
+	snapOutcomes  []store.SnapshotOutcome
 	snapFirst     bool
 	minted        []int64 // installation ids
 	revoked       []string
@@ -162,8 +163,9 @@ func (e *fakeEngine) RecordResult(_ context.Context, id string, _ contract.Resul
 	e.results = append(e.results, id)
 	return nil
 }
-func (e *fakeEngine) RecordSnapshotResult(_ context.Context, id, _, _, _ string) (bool, error) {
+func (e *fakeEngine) RecordSnapshotResult(_ context.Context, id, _ string, o store.SnapshotOutcome) (bool, error) {
 	e.snapResults = append(e.snapResults, id)
+	e.snapOutcomes = append(e.snapOutcomes, o)
 	return e.snapFirst, nil
 }
 func (e *fakeEngine) MintReadToken(_ context.Context, _ string, installationID, _ int64) (string, time.Time, error) {
@@ -207,7 +209,7 @@ func newRig(t *testing.T, o Options) *rig {
 		st: &fakeStore{
 			attempts: map[string]store.Attempt{
 				sessionAttempt:  {ID: sessionAttempt, SessionID: "s1", Kind: string(contract.KindSession), State: store.AttemptRunning, Deadline: epoch.Add(time.Hour), Spec: spec},
-				snapshotAttempt: {ID: snapshotAttempt, Kind: string(contract.KindSnapshot), RepoID: 7, State: store.AttemptRunning, Deadline: epoch.Add(time.Hour), Spec: `{"sha":"` + jobSHA + `"}`},
+				snapshotAttempt: {ID: snapshotAttempt, Kind: string(contract.KindSnapshot), RepoID: 7, State: store.AttemptRunning, Deadline: epoch.Add(time.Hour), Spec: `{"sha":"` + jobSHA + `","repo":{"default_branch":"trunk"}}`},
 				endedAttempt:    {ID: endedAttempt, SessionID: "s1", Kind: string(contract.KindSession), State: store.AttemptEnded, Deadline: epoch.Add(time.Hour), Spec: spec},
 			},
 			claims:    map[string]string{sessionAttempt: "claim-code-0123456789"},
@@ -373,8 +375,15 @@ func TestSnapshotResultRevokesAndWakesOnlyTheFirstTime(t *testing.T) {
 		t.Errorf("a result for another commit = %d, want 400", got)
 	}
 	r.engine.snapFirst = true
-	if got, body := r.call(t, http.MethodPut, contract.PathSnapshotResult, snapshotAttempt, `{"digest":"`+digest+`","sha":"`+jobSHA+`"}`); got != http.StatusNoContent {
+	result := `{"digest":"` + digest + `","sha":"` + jobSHA + `","size":52428800,"layers":4,"log":"--- deps: go mod download exited 0 after 1s\ntoken ghs_` + strings.Repeat("A", 36) + `\n"}`
+	if got, body := r.call(t, http.MethodPut, contract.PathSnapshotResult, snapshotAttempt, result); got != http.StatusNoContent {
 		t.Fatalf("first result = %d %s", got, body)
+	}
+	// Recorded with the job's default branch, and the log redacted again.
+	want := store.SnapshotOutcome{Digest: digest, SHA: jobSHA, Branch: "trunk", Size: 52428800, Layers: 4,
+		Log: "--- deps: go mod download exited 0 after 1s\ntoken " + contract.Redacted + "\n"}
+	if len(r.engine.snapOutcomes) != 1 || r.engine.snapOutcomes[0] != want {
+		t.Errorf("recorded %+v, want %+v", r.engine.snapOutcomes, want)
 	}
 	if len(r.engine.revoked) != 1 || r.engine.wakes != 1 {
 		t.Errorf("after the first result: revoked %v, wakes %d", r.engine.revoked, r.engine.wakes)

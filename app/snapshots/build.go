@@ -56,33 +56,44 @@ func (s *Scheduler) BuildWork(ctx context.Context, w *store.Work) error {
 			// not at the next refresh.
 			return err
 		}
-		return s.finish(ctx, repoID, started, images.Snapshot{}, err)
+		return s.finish(ctx, repoID, started, built{}, err)
 	}
 	if s.build == nil {
-		return s.finish(ctx, repoID, started, images.Snapshot{}, fmt.Errorf("snapshot builds need executor.kind local or buildkite (it is %s)", s.executorKind))
+		return s.finish(ctx, repoID, started, built{}, fmt.Errorf("snapshot builds need executor.kind local or buildkite (it is %s)", s.executorKind))
 	}
-	snap, err := s.buildHere(ctx, r)
-	return s.finish(ctx, repoID, started, snap, err)
+	b, err := s.buildHere(ctx, r)
+	return s.finish(ctx, repoID, started, b, err)
 }
 
-// finish records a build's outcome on the repo's schedule, and its
-// duration from started.
-func (s *Scheduler) finish(ctx context.Context, repoID int64, started time.Time, snap images.Snapshot, err error) error {
+// built is what a build in this process did: its result (also when it
+// failed: the setup commands that ran), and the default branch it built.
+type built struct {
+	res    runner.SnapshotResult
+	branch string
+}
+
+// finish records a build's outcome on the repo's schedule, with the tail
+// of its setup output, and its duration from started.
+func (s *Scheduler) finish(ctx context.Context, repoID int64, started time.Time, b built, err error) error {
 	log := zerolog.Ctx(ctx)
 	s.metrics.SnapshotBuilt(err == nil, s.clock.Now().Sub(started))
-	digest, why := "", ""
+	// The builder redacted the output of the build's token; the patterns
+	// go over it again before it is kept and shown.
+	o := store.SnapshotOutcome{Log: contract.NewRedactor().Redact(contract.SnapshotLog(b.res.Setup))}
 	if err != nil {
-		why = contract.NewRedactor().Redact(err.Error())
-		log.Error().Str("error", why).Msg("snapshot build failed; the previous snapshot stays")
+		o.Error = contract.NewRedactor().Redact(err.Error())
+		log.Error().Str("error", o.Error).Msg("snapshot build failed; the previous snapshot stays")
 	} else {
-		digest = snap.Digest.String()
-		log.Info().Str("digest", digest).Str("sha", snap.SHA).Msg("snapshot built")
+		snap := b.res.Snapshot
+		o.Digest, o.SHA, o.Branch = snap.Digest.String(), snap.SHA, b.branch
+		o.Size, o.Layers = b.res.Footprint.Size, b.res.Footprint.Layers
+		log.Info().Str("digest", o.Digest).Str("sha", snap.SHA).Int64("size", o.Size).Int("layers", o.Layers).Msg("snapshot built")
 	}
 	// Recorded even when the build ran out of time: ctx may be done, and a
 	// retry would only build again.
 	book, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := s.store.FinishSnapshotBuild(book, repoID, digest, why, s.clock.Now()); err != nil {
+	if err := s.store.FinishSnapshotBuild(book, repoID, o, s.clock.Now()); err != nil {
 		log.Error().Err(err).Msg("recording the snapshot build failed")
 	}
 	if isGone(err) {
@@ -148,23 +159,23 @@ func (s *Scheduler) targetOf(ctx context.Context, r store.SnapshotRepo) (target,
 }
 
 // buildHere builds the repo's snapshot in this process.
-func (s *Scheduler) buildHere(ctx context.Context, r store.SnapshotRepo) (images.Snapshot, error) {
+func (s *Scheduler) buildHere(ctx context.Context, r store.SnapshotRepo) (built, error) {
 	st, storeName, err := s.open()
 	if err != nil {
-		return images.Snapshot{}, err
+		return built{}, err
 	}
 	t, err := s.targetOf(ctx, r)
 	if err != nil {
-		return images.Snapshot{}, err
+		return built{}, err
 	}
 	tok, expires, err := s.engine.MintReadToken(ctx, r.InstallationID, r.RepoID)
 	if err != nil {
-		return images.Snapshot{}, err
+		return built{}, err
 	}
 	defer s.engine.RevokeReadToken(ctx, r.InstallationID, tok, expires)
 	base, err := s.baseImage(ctx)
 	if err != nil {
-		return images.Snapshot{}, err
+		return built{}, err
 	}
 	res, err := s.build(ctx, runner.SnapshotBuild{
 		Repo:    t.repo,
@@ -179,11 +190,12 @@ func (s *Scheduler) buildHere(ctx context.Context, r store.SnapshotRepo) (images
 		WorkDir: s.workDir,
 		Log:     *zerolog.Ctx(ctx),
 	})
+	b := built{res: res, branch: t.repo.DefaultBranch}
 	if err != nil {
-		return images.Snapshot{}, err
+		return b, err
 	}
 	s.collect(ctx, st, storeName, r.FullName)
-	return res.Snapshot, nil
+	return b, nil
 }
 
 // stopAttempt ends a snapshot build attempt and cancels its run. Best

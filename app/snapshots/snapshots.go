@@ -46,7 +46,7 @@ type Store interface {
 	GetSnapshotRepo(ctx context.Context, repoID int64) (store.SnapshotRepo, error)
 	StartSnapshotBuild(ctx context.Context, repoID int64, until, now time.Time) error
 	SetSnapshotAttempt(ctx context.Context, repoID int64, attemptID string, now time.Time) error
-	FinishSnapshotBuild(ctx context.Context, repoID int64, digest, buildErr string, now time.Time) error
+	FinishSnapshotBuild(ctx context.Context, repoID int64, o store.SnapshotOutcome, now time.Time) error
 	CreateAttempt(ctx context.Context, a store.Attempt, claimCode string, now time.Time) error
 	SetAttemptExternalID(ctx context.Context, id, externalID string, now time.Time) error
 	GetAttempt(ctx context.Context, id string) (store.Attempt, error)

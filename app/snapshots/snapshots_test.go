@@ -42,6 +42,7 @@ type fakeStore struct {
 	attempts  map[string]store.Attempt
 	created   []store.Attempt
 	finished  []finished
+	outcomes  []store.SnapshotOutcome
 	startedAt []time.Time
 	scheduled []scheduleCall
 }
@@ -92,8 +93,9 @@ func (f *fakeStore) SetSnapshotAttempt(_ context.Context, repoID int64, attemptI
 	return nil
 }
 
-func (f *fakeStore) FinishSnapshotBuild(_ context.Context, repoID int64, digest, buildErr string, _ time.Time) error {
-	f.finished = append(f.finished, finished{repoID, digest, buildErr})
+func (f *fakeStore) FinishSnapshotBuild(_ context.Context, repoID int64, o store.SnapshotOutcome, _ time.Time) error {
+	f.finished = append(f.finished, finished{repoID, o.Digest, o.Error})
+	f.outcomes = append(f.outcomes, o)
 	f.log("finish %d", repoID)
 	return nil
 }
@@ -458,7 +460,9 @@ func TestBuildHereUsesAReadTokenAndRevokesIt(t *testing.T) {
 			}
 			builds = append(builds, b)
 			snap, err := b.Store.Latest(context.Background(), "o/r")
-			return runner.SnapshotResult{Snapshot: snap}, err
+			return runner.SnapshotResult{Snapshot: snap, Footprint: images.Footprint{Size: 123456, Layers: 3},
+				Setup: []contract.CommandResult{{Phase: contract.PhaseSetup, Name: "snapshot deps", Argv: []string{"go", "mod", "download"}, DurationMS: 1500,
+					OutputTail: "go: downloading example.com/dep v1.0.0\nAuthorization: Bearer ghp_" + strings.Repeat("x", 36) + "\n"}}}, err
 		},
 	})
 	ctx := zerolog.New(&logs).WithContext(context.Background())
@@ -485,7 +489,17 @@ func TestBuildHereUsesAReadTokenAndRevokesIt(t *testing.T) {
 		t.Errorf("store calls %q, engine calls %q", st.calls, e.calls)
 	}
 	if want := (finished{42, built, ""}); len(st.finished) != 1 || st.finished[0] != want {
-		t.Errorf("finished = %+v, want %+v", st.finished, want)
+		t.Fatalf("finished = %+v, want %+v", st.finished, want)
+	}
+	// With it, what the page shows: the commit and the default branch it
+	// was built from, its footprint, and the setup's log, redacted.
+	o := st.outcomes[0]
+	if o.SHA != strings.Repeat("1", 40) || o.Branch != "trunk" || o.Size != 123456 || o.Layers != 3 {
+		t.Errorf("outcome = sha %q branch %q size %d layers %d", o.SHA, o.Branch, o.Size, o.Layers)
+	}
+	if !strings.HasPrefix(o.Log, "--- snapshot deps: go mod download exited 0 after 1.5s\ngo: downloading example.com/dep v1.0.0\n") ||
+		strings.Contains(o.Log, "ghp_") || !strings.Contains(o.Log, contract.Redacted) {
+		t.Errorf("log = %q", o.Log)
 	}
 	if !strings.Contains(logs.String(), `"message":"snapshot built"`) || !strings.Contains(logs.String(), `"repo":"o/r"`) {
 		t.Errorf("logs = %s", logs.String())

@@ -298,7 +298,7 @@ func (s *Store) RecordResult(ctx context.Context, id, resultJSON string, diff *D
 // RecordSnapshotResult ends a snapshot build attempt with its result, and
 // records it on the repo's schedule (FinishSnapshotBuild's effect), in one
 // transaction; a repeated upload changes nothing.
-func (s *Store) RecordSnapshotResult(ctx context.Context, id, resultJSON, digest, buildErr string, now time.Time) (first bool, err error) {
+func (s *Store) RecordSnapshotResult(ctx context.Context, id, resultJSON string, o SnapshotOutcome, now time.Time) (first bool, err error) {
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		var repoID int64
 		err := tx.QueryRowContext(ctx, `UPDATE attempts SET result = $2, state = $3, updated_at = $4
@@ -310,7 +310,7 @@ func (s *Store) RecordSnapshotResult(ctx context.Context, id, resultJSON, digest
 			return err
 		}
 		first = true
-		if err := finishSnapshotBuild(ctx, tx, repoID, id, digest, buildErr, now); err != nil || digest == "" {
+		if err := finishSnapshotBuild(ctx, tx, repoID, id, o, now); err != nil || o.Digest == "" {
 			return err
 		}
 		// Collecting old images talks to the registry: not in the request

@@ -76,7 +76,7 @@ func TestMetricsCounts(t *testing.T) {
 		if built, err := s.SnapshotsBuilt(ctx); err != nil || len(built) != 0 {
 			t.Errorf("built before any build = %+v %v", built, err)
 		}
-		if err := s.FinishSnapshotBuild(ctx, 7, "sha256:"+strings.Repeat("a", 64), "", t0.Add(3*time.Minute)); err != nil {
+		if err := s.FinishSnapshotBuild(ctx, 7, store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("a", 64)}, t0.Add(3*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		running, err = s.SandboxesRunning(ctx, t0.Add(4*time.Minute))

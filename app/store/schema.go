@@ -308,5 +308,17 @@ func migrations(d dialect) [][]string {
 				created_at BIGINT NOT NULL
 			)` + clustered,
 		},
+		// 14: the snapshots page (issue 21, decision 0041): the newest
+		// snapshot's commit, the default branch it was built from, its
+		// layers' compressed size and count; when the last build ended,
+		// and the tail of its setup output (redacted).
+		{
+			`ALTER TABLE snapshot_repos ADD COLUMN last_sha TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE snapshot_repos ADD COLUMN last_branch TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE snapshot_repos ADD COLUMN last_size BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE snapshot_repos ADD COLUMN last_layers INTEGER NOT NULL DEFAULT 0`,
+			`ALTER TABLE snapshot_repos ADD COLUMN last_finished_at BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE snapshot_repos ADD COLUMN last_log TEXT NOT NULL DEFAULT ''`,
+		},
 	}
 }

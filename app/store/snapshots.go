@@ -27,12 +27,35 @@ type SnapshotRepo struct {
 	// BuildingUntil is when a build that started may be presumed dead:
 	// until then no other starts, so a repo has one build at a time.
 	BuildingUntil time.Time
-	LastDigest    string
-	LastBuiltAt   time.Time
-	LastError     string
+	// LastDigest is the newest snapshot, built at LastBuiltAt from
+	// LastSHA, the head of LastBranch (the default branch) then; LastSize
+	// and LastLayers are its layers' compressed bytes and count.
+	LastDigest  string
+	LastBuiltAt time.Time
+	LastSHA     string
+	LastBranch  string
+	LastSize    int64
+	LastLayers  int
+	// LastError is why the last build failed ("" when it succeeded);
+	// LastFinishedAt is when it ended, and LastLog the tail of its setup
+	// output, redacted ("" when no setup command ran).
+	LastError      string
+	LastFinishedAt time.Time
+	LastLog        string
 	// BuildingAttempt is the executor attempt building it (Buildkite), ""
 	// for a build in the app's process; only its result counts.
 	BuildingAttempt string
+}
+
+// SnapshotOutcome is how one build ended, as FinishSnapshotBuild records
+// it: a snapshot (Digest and what goes with it), or Error; and either way
+// the build's Log.
+type SnapshotOutcome struct {
+	Digest, SHA, Branch string
+	Size                int64
+	Layers              int
+	Error               string
+	Log                 string
 }
 
 // WantSnapshots records that a repo wants snapshots (its config has a
@@ -130,17 +153,19 @@ func (s *Store) SetSnapshotAttempt(ctx context.Context, repoID int64, attemptID 
 	return err
 }
 
-const snapshotRepoColumns = `repo_id, full_name, installation_id, next_build_at, building_until, last_digest, last_built_at, last_error, building_attempt`
+const snapshotRepoColumns = `repo_id, full_name, installation_id, next_build_at, building_until, last_digest, last_built_at, last_error, building_attempt,
+	last_sha, last_branch, last_size, last_layers, last_finished_at, last_log`
 
 func scanSnapshotRepo(row interface{ Scan(...any) error }) (SnapshotRepo, error) {
 	var (
-		r                     SnapshotRepo
-		next, building, built int64
+		r                               SnapshotRepo
+		next, building, built, finished int64
 	)
-	if err := row.Scan(&r.RepoID, &r.FullName, &r.InstallationID, &next, &building, &r.LastDigest, &built, &r.LastError, &r.BuildingAttempt); err != nil {
+	if err := row.Scan(&r.RepoID, &r.FullName, &r.InstallationID, &next, &building, &r.LastDigest, &built, &r.LastError, &r.BuildingAttempt,
+		&r.LastSHA, &r.LastBranch, &r.LastSize, &r.LastLayers, &finished, &r.LastLog); err != nil {
 		return SnapshotRepo{}, err
 	}
-	r.NextBuildAt, r.BuildingUntil, r.LastBuiltAt = fromMS(next), fromMS(building), fromMS(built)
+	r.NextBuildAt, r.BuildingUntil, r.LastBuiltAt, r.LastFinishedAt = fromMS(next), fromMS(building), fromMS(built), fromMS(finished)
 	return r, nil
 }
 
@@ -180,23 +205,26 @@ func (s *Store) SnapshotRepos(ctx context.Context, ids []int64) ([]SnapshotRepo,
 	return out, rows.Err()
 }
 
-// FinishSnapshotBuild records a build's end: its digest, or its error (the
-// previous snapshot stays the latest). Either way the repo may build again.
-func (s *Store) FinishSnapshotBuild(ctx context.Context, repoID int64, digest, buildErr string, now time.Time) error {
-	return finishSnapshotBuild(ctx, s.db, repoID, "", digest, buildErr, now)
+// FinishSnapshotBuild records a build's end: its snapshot, or its error
+// (the previous snapshot stays the latest), and its log either way. Then
+// the repo may build again.
+func (s *Store) FinishSnapshotBuild(ctx context.Context, repoID int64, o SnapshotOutcome, now time.Time) error {
+	return finishSnapshotBuild(ctx, s.db, repoID, "", o, now)
 }
 
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-func finishSnapshotBuild(ctx context.Context, db execer, repoID int64, attemptID, digest, buildErr string, now time.Time) error {
-	q := `UPDATE snapshot_repos SET building_until = 0, building_attempt = '', last_error = $2, updated_at = $3 WHERE repo_id = $1 AND building_attempt = $4`
-	args := []any{repoID, buildErr, ms(now), attemptID}
-	if digest != "" {
-		q = `UPDATE snapshot_repos SET building_until = 0, building_attempt = '', last_error = '', last_digest = $2, last_built_at = $3, updated_at = $3
-			WHERE repo_id = $1 AND building_attempt = $4`
-		args = []any{repoID, digest, ms(now), attemptID}
+func finishSnapshotBuild(ctx context.Context, db execer, repoID int64, attemptID string, o SnapshotOutcome, now time.Time) error {
+	q := `UPDATE snapshot_repos SET building_until = 0, building_attempt = '', last_error = $2, last_log = $3, last_finished_at = $4, updated_at = $4
+		WHERE repo_id = $1 AND building_attempt = $5`
+	args := []any{repoID, o.Error, o.Log, ms(now), attemptID}
+	if o.Digest != "" {
+		q = `UPDATE snapshot_repos SET building_until = 0, building_attempt = '', last_error = '', last_log = $3, last_finished_at = $4, updated_at = $4,
+			last_digest = $2, last_built_at = $4, last_sha = $6, last_branch = $7, last_size = $8, last_layers = $9
+			WHERE repo_id = $1 AND building_attempt = $5`
+		args = []any{repoID, o.Digest, o.Log, ms(now), attemptID, o.SHA, o.Branch, o.Size, o.Layers}
 	}
 	_, err := db.ExecContext(ctx, q, args...)
 	return err

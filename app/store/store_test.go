@@ -527,13 +527,13 @@ func TestSnapshotScheduleOneBuildPerRepo(t *testing.T) {
 		if n := schedule(t0.Add(2 * time.Minute)); n != 0 {
 			t.Fatalf("queued %d while building", n)
 		}
-		if err := s.FinishSnapshotBuild(ctx, 7, "sha256:"+strings.Repeat("a", 64), "", t0.Add(3*time.Minute)); err != nil {
+		if err := s.FinishSnapshotBuild(ctx, 7, store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("a", 64)}, t0.Add(3*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if n := schedule(t0.Add(3 * time.Minute)); n != 1 {
 			t.Fatalf("the push's build was not queued after the first ended: %d", n)
 		}
-		if err := s.FinishSnapshotBuild(ctx, 7, "", "setup failed", t0.Add(4*time.Minute)); err != nil {
+		if err := s.FinishSnapshotBuild(ctx, 7, store.SnapshotOutcome{Error: "setup failed"}, t0.Add(4*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		r, err := s.GetSnapshotRepo(ctx, 7)
@@ -566,6 +566,90 @@ func TestSnapshotScheduleOneBuildPerRepo(t *testing.T) {
 		}
 		if _, err := s.GetSnapshotRepo(ctx, 7); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("forgotten repo: %v", err)
+		}
+	})
+}
+
+// What the snapshots page shows is recorded with each build: a snapshot's
+// commit, branch, size and layers stay until the next snapshot; a failure
+// replaces the error, the log and the end time only; and over the channel
+// only the attempt now building is recorded, once.
+func TestSnapshotBuildRecordsFootprintAndLog(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if err := s.WantSnapshots(ctx, 7, "acme/widgets", 1, t0); err != nil {
+			t.Fatal(err)
+		}
+		digest, sha := "sha256:"+strings.Repeat("a", 64), strings.Repeat("b", 40)
+		okLog := "--- deps: go mod download exited 0 after 2s\n<script>alert(1)</script>\nünïcode ✓\n"
+		ok := store.SnapshotOutcome{Digest: digest, SHA: sha, Branch: "main", Size: 3 << 30, Layers: 5, Log: okLog}
+		if err := s.FinishSnapshotBuild(ctx, 7, ok, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.GetSnapshotRepo(ctx, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.LastDigest != digest || r.LastSHA != sha || r.LastBranch != "main" || r.LastSize != 3<<30 || r.LastLayers != 5 ||
+			r.LastLog != okLog || r.LastError != "" || !r.LastBuiltAt.Equal(t0.Add(time.Minute)) || !r.LastFinishedAt.Equal(t0.Add(time.Minute)) {
+			t.Fatalf("after a build: %+v", r)
+		}
+		failLog := "--- deps: go mod download exited 1 after 1s\nno network\n"
+		if err := s.FinishSnapshotBuild(ctx, 7, store.SnapshotOutcome{Error: "setup failed", Log: failLog}, t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		r, err = s.GetSnapshotRepo(ctx, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.LastDigest != digest || r.LastSHA != sha || r.LastSize != 3<<30 || r.LastLayers != 5 || !r.LastBuiltAt.Equal(t0.Add(time.Minute)) {
+			t.Errorf("a failure changed the newest snapshot: %+v", r)
+		}
+		if r.LastError != "setup failed" || r.LastLog != failLog || !r.LastFinishedAt.Equal(t0.Add(time.Hour)) {
+			t.Errorf("the failure was not recorded: error %q log %q finished %s", r.LastError, r.LastLog, r.LastFinishedAt)
+		}
+
+		// Over the channel: the attempt that builds the repo now.
+		for _, id := range []string{"old-build", "new-build"} {
+			a := store.Attempt{ID: id, Kind: "snapshot", RepoID: 7, Deadline: t0.Add(3 * time.Hour), Spec: "{}"}
+			if err := s.CreateAttempt(ctx, a, "claim-"+id+"-0123456789", t0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.ClaimAttempt(ctx, id, "claim-"+id+"-0123456789", "token-"+id+"-0123456789", t0, store.Running, store.Preparing); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetSnapshotAttempt(ctx, 7, id, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		late := store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("c", 64), SHA: strings.Repeat("c", 40), Branch: "main", Size: 1, Layers: 1, Log: "late"}
+		if first, err := s.RecordSnapshotResult(ctx, "old-build", "{}", late, t0.Add(2*time.Hour)); err != nil || !first {
+			t.Fatalf("old build's result: first %v, %v", first, err)
+		}
+		if r, _ := s.GetSnapshotRepo(ctx, 7); r.LastDigest != digest || r.LastLog != failLog {
+			t.Errorf("an older attempt's result was recorded on the schedule: %+v", r)
+		}
+		now := store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("d", 64), SHA: strings.Repeat("d", 40), Branch: "trunk", Size: 1536, Layers: 4, Log: "--- deps: true exited 0 after 0s\n"}
+		if first, err := s.RecordSnapshotResult(ctx, "new-build", "{}", now, t0.Add(2*time.Hour)); err != nil || !first {
+			t.Fatalf("current build's result: first %v, %v", first, err)
+		}
+		again := now
+		again.Log = "changed"
+		if first, err := s.RecordSnapshotResult(ctx, "new-build", "{}", again, t0.Add(3*time.Hour)); err != nil || first {
+			t.Fatalf("a repeated result: first %v, %v", first, err)
+		}
+		r, err = s.GetSnapshotRepo(ctx, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.LastDigest != now.Digest || r.LastSHA != now.SHA || r.LastBranch != "trunk" || r.LastSize != 1536 || r.LastLayers != 4 ||
+			r.LastLog != now.Log || r.LastError != "" || !r.LastFinishedAt.Equal(t0.Add(2*time.Hour)) || r.BuildingAttempt != "" {
+			t.Errorf("after the channel's result: %+v", r)
+		}
+		// The list the page reads carries the same.
+		list, err := s.SnapshotRepos(ctx, []int64{7})
+		if err != nil || len(list) != 1 || list[0] != r {
+			t.Errorf("SnapshotRepos = %+v (%v), want %+v", list, err, r)
 		}
 	})
 }

@@ -8,7 +8,8 @@
 // Files: web.go the server, its routes and who is signed in; oauth.go
 // sign-in and sign-out; github.go what is asked of GitHub for a user;
 // seal.go the key that seals tokens; pages.go the sessions pages;
-// snapshots.go the snapshots page; start.go the start form; actions.go
+// snapshots.go the snapshots page, drift.go its default branches' drift;
+// start.go the start form; actions.go
 // the buttons; templates/ the HTML.
 package web
 
@@ -105,6 +106,9 @@ type Server struct {
 
 	// refreshMu makes one refresh of a user's token at a time (oauth.go).
 	refreshMu sync.Mutex
+
+	// driftCache keeps the snapshots page's drift briefly (drift.go).
+	driftCache driftCache
 }
 
 type cachedRepos struct {

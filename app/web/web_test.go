@@ -10,6 +10,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -497,3 +498,194 @@ func TestUserReadsGoThroughTheUsersOwnClient(t *testing.T) {
 		t.Errorf("%d requests went through AsUser's client, %d were made with the user's token; all but sign-in's GET /user should have", via.n, userRequests)
 	}
 }
+
+// The snapshots page shows each readable repository's newest snapshot
+// with its commit, age, size and layers, the default branch's drift since
+// (asked of GitHub with the user's token, once a minute at most; a compare
+// GitHub refuses is "drift unknown", not an error page), and the last
+// build's result with its log, escaped, in a collapsed block.
+func TestSnapshotsPageShowsSizeLogAndDrift(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.gh.AddRepo(fakegithub.Repo{ID: 103, Owner: "acme", Name: "gadgets", InstallationID: 1, Private: true})
+	w.gh.SetPermission("acme", "gadgets", "alice", "read")
+	built := w.gh.CommitFiles("acme", "widgets", "main", map[string]string{"go.mod": "module widgets\n"}, "the snapshot's commit")
+	for i := range 3 {
+		w.gh.CommitFiles("acme", "widgets", "main", map[string]string{"n.txt": strings.Repeat("n", i+1)}, "after the snapshot")
+	}
+	w.gh.CommitFiles("acme", "gadgets", "main", map[string]string{"a": "a"}, "gadgets")
+	now := w.clock.now()
+	log := "--- snapshot deps: go mod download exited 0 after 2s\n<script>alert(1)</script>\ndownloaded 12 modules\n"
+	for _, c := range []struct {
+		id   int64
+		name string
+		o    store.SnapshotOutcome
+	}{
+		{101, "acme/widgets", store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("ab", 32), SHA: built, Branch: "main", Size: 1610612736, Layers: 5, Log: log}},
+		// A commit GitHub does not know (a force-push took it away).
+		{103, "acme/gadgets", store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("cd", 32), SHA: strings.Repeat("f", 40), Branch: "main", Size: 900, Layers: 1}},
+		{102, "acme/secret", store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("ef", 32), SHA: strings.Repeat("e", 40), Branch: "main", Size: 1, Layers: 1, Log: "secret log"}},
+	} {
+		if err := w.st.WantSnapshots(ctx, c.id, c.name, 1, now.Add(-3*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.st.FinishSnapshotBuild(ctx, c.id, c.o, now.Add(-2*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// gadgets' next build failed before any setup command ran.
+	if err := w.st.FinishSnapshotBuild(ctx, 103, store.SnapshotOutcome{Error: "snapshot build of acme/gadgets: cloning: <b>refused</b>"}, now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	w.signIn(t)
+	code, body := w.get(t, "/snapshots")
+	if code != 200 {
+		t.Fatalf("snapshots page: %d %s", code, body)
+	}
+	widgets, gadgets := between(body, `id="repo-101"`, "</section>"), between(body, `id="repo-103"`, "</section>")
+	for _, want := range []string{
+		"acme/widgets", `title="sha256:` + strings.Repeat("ab", 32) + `">sha256:ababababab`, `<code title="` + built + `">` + built[:7] + `</code> on <code>main</code>`,
+		"2h0m0s, built", "1.5 GiB in 5 layers", "3 commits on <code>main</code> since",
+		"<details><summary>The last build's setup output (101 B)</summary><pre>--- snapshot deps: go mod download exited 0 after 2s\n",
+		"&lt;script&gt;alert(1)&lt;/script&gt;\ndownloaded 12 modules", `<span class="badge done">built</span>`,
+	} {
+		if !strings.Contains(widgets, want) {
+			t.Errorf("widgets lacks %q:\n%s", want, widgets)
+		}
+	}
+	for _, want := range []string{
+		"900 B in 1 layer<", "drift unknown", `<span class="badge error">failed</span>`, "cloning: &lt;b&gt;refused&lt;/b&gt;",
+		"No output: the last build ran no setup command",
+	} {
+		if !strings.Contains(gadgets, want) {
+			t.Errorf("gadgets lacks %q:\n%s", want, gadgets)
+		}
+	}
+	if strings.Contains(body, "<script>alert") || strings.Contains(body, "<b>refused") || strings.Contains(body, "acme/secret") || strings.Contains(body, "secret log") {
+		t.Errorf("the page has raw markup or another repository's snapshot:\n%s", body)
+	}
+	compares := func() int { return len(w.gh.RequestsMatching("GET", "/repos/acme/")) }
+	asked := compares()
+	if n := len(w.gh.RequestsMatching("GET", "/repos/acme/widgets/compare/"+built+"...main")); n != 1 {
+		t.Errorf("widgets' drift was asked %d times, want once", n)
+	}
+
+	// Within the minute a reload asks GitHub nothing; after it, the new
+	// commit on main counts.
+	w.gh.CommitFiles("acme", "widgets", "main", map[string]string{"n.txt": "more"}, "one more")
+	w.clock.add(30 * time.Second)
+	if _, body := w.get(t, "/snapshots"); !strings.Contains(body, "3 commits on <code>main</code> since") || compares() != asked {
+		t.Errorf("a reload within the minute asked GitHub %d more times", compares()-asked)
+	}
+	w.clock.add(time.Minute)
+	if _, body := w.get(t, "/snapshots"); !strings.Contains(body, "4 commits on <code>main</code> since") {
+		t.Errorf("after the minute: %s", between(body, `id="repo-101"`, "</section>"))
+	}
+	if n := len(w.gh.RequestsMatching("GET", "/repos/acme/widgets/compare/")); n != 2 {
+		t.Errorf("widgets' drift asked %d times over two minutes, want 2", n)
+	}
+	// The token was the user's own.
+	for _, r := range w.gh.RequestsMatching("GET", "/repos/acme/widgets/compare/") {
+		if r.Auth != "user" {
+			t.Errorf("compare asked as %q, want alice's user token", r.Auth)
+		}
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 10 << 20: "10 MiB", 1610612736: "1.5 GiB", 5 << 40: "5.0 TiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// A page's drift reads run at most driftReads at a time, each repository's
+// once, and a repository GitHub answers badly for is unknown, not an error.
+// GitHub's stand-in holds every read until the test lets one go, and lets
+// one go only when driftReads are held: a page that asked more at once
+// would have more in flight.
+func TestDriftReadsAreBounded(t *testing.T) {
+	var mu sync.Mutex
+	inflight, most, calls := 0, 0, map[string]int{}
+	arrived, proceed := make(chan struct{}, 16), make(chan struct{})
+	// In process, no dialling: a read is in flight from the moment the
+	// page starts it.
+	github := roundTripper(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		inflight++
+		most = max(most, inflight)
+		calls[r.URL.Path]++
+		mu.Unlock()
+		arrived <- struct{}{}
+		select {
+		case <-proceed:
+		case <-r.Context().Done():
+		}
+		mu.Lock()
+		inflight--
+		mu.Unlock()
+		status, body := http.StatusOK, `{"status":"ahead","ahead_by":7,"behind_by":0,"total_commits":7,"commits":[]}`
+		if strings.Contains(r.URL.Path, "/r9/") {
+			status, body = http.StatusNotFound, `{"message":"Not Found"}`
+		}
+		return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+	})
+	key := sha256.Sum256([]byte("k"))
+	s, err := New(Options{PublicURL: "https://inspect.example", WebURL: "https://github.example", APIURL: "https://api.github.example", Key: key[:],
+		PermissionCache: time.Minute, SessionLifetime: time.Hour, Log: zerolog.Nop(), HTTP: &http.Client{Transport: github}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 10
+	var targets []driftTarget
+	for i := range n {
+		targets = append(targets, driftTarget{repoID: int64(i), owner: "o", name: "r" + string(rune('0'+i)), sha: strings.Repeat("a", 40), branch: "main"})
+	}
+	done := make(chan []drift)
+	go func() { done <- s.drifts(context.Background(), &viewer{Login: "alice", token: "ghu_x"}, targets) }()
+	held := 0
+	for received := 0; received < n; {
+		<-arrived
+		received, held = received+1, held+1
+		if held == driftReads {
+			// Reads the page started past the bound are runnable now, not
+			// blocked: yield to them first, so that they arrive (and are
+			// counted) before any read ends. The bound holding never
+			// depends on this; catching a page that breaks it does.
+			runtime.Gosched()
+			proceed <- struct{}{}
+			held--
+		}
+	}
+	for ; held > 0; held-- {
+		proceed <- struct{}{}
+	}
+	got := <-done
+	if most != driftReads {
+		t.Errorf("%d reads at once, want %d", most, driftReads)
+	}
+	for i, d := range got {
+		want := drift{Known: i != 9, Ahead: 7, Branch: "main"}
+		if i == 9 {
+			want.Ahead = 0
+		}
+		if d != want {
+			t.Errorf("repo %d: %+v, want %+v", i, d, want)
+		}
+	}
+	for p, c := range calls {
+		if c != 1 {
+			t.Errorf("%s asked %d times", p, c)
+		}
+	}
+	if len(calls) != n {
+		t.Errorf("%d repositories asked, want %d", len(calls), n)
+	}
+}
+
+// roundTripper is an http.RoundTripper that is a function.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

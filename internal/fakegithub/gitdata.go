@@ -568,12 +568,22 @@ func (s *Server) getRESTCommit(c *call) response {
 	if strings.Contains(c.r.Header.Get("Accept"), "vnd.github.sha") {
 		return response{status: http.StatusOK, raw: []byte(sha), header: http.Header{"Content-Type": {"application/vnd.github.sha"}}}
 	}
+	out, err := s.restCommitJSON(r, sha)
+	if err != nil {
+		return gitFailure(err)
+	}
+	return jsonResp(http.StatusOK, out)
+}
+
+// restCommitJSON is a commit as the REST commits API shows it (GET
+// .../commits/{ref}, and the commits of a comparison). Callers hold s.mu.
+func (s *Server) restCommitJSON(r *repoState, sha string) (map[string]any, error) {
 	pc, err := s.readCommit(r, sha)
 	if err != nil || pc == nil {
-		return gitFailure(fmt.Errorf("reading commit %s: %v", sha, err))
+		return nil, fmt.Errorf("reading commit %s: %v", sha, err)
 	}
 	api := fmt.Sprintf("%srepos/%s/commits/%s", s.APIURL(), r.fullName(), sha)
-	return jsonResp(http.StatusOK, map[string]any{
+	return map[string]any{
 		"sha":          sha,
 		"node_id":      "C_" + sha,
 		"url":          api,
@@ -591,7 +601,7 @@ func (s *Server) getRESTCommit(c *call) response {
 		"author":    s.userForEmail(pc.author.email),
 		"committer": s.userForEmail(pc.committer.email),
 		"parents":   s.parentsJSON(r, pc, "rest"),
-	})
+	}, nil
 }
 
 // Refs.

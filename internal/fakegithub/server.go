@@ -139,6 +139,7 @@ func (s *Server) routes() {
 	s.checkRoutes()
 	s.statusRoutes()
 	s.commitRoutes()
+	s.compareRoutes()
 	s.actionsRoutes()
 	s.gitDataRoutes()
 	s.deliveryRoutes()

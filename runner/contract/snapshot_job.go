@@ -1,8 +1,10 @@
 package contract
 
 import (
+	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"time"
 )
 
@@ -84,13 +86,29 @@ func DecodeSnapshotJob(r io.Reader) (SnapshotJob, error) {
 	return j, nil
 }
 
+// MaxSnapshotLogBytes caps a snapshot build's log: the tail of its setup
+// output that the app keeps and the snapshots page shows.
+const MaxSnapshotLogBytes = 64 << 10
+
+// MaxSnapshotResultBytes caps a SnapshotResult: its log, JSON-escaped
+// (each byte at most six), and the rest.
+const MaxSnapshotResultBytes = 6*MaxSnapshotLogBytes + 16<<10
+
 // SnapshotResult ends a snapshot build: the pushed image's digest and the
-// commit it holds, or why there is none.
+// commit it holds, or why there is none; and either way the tail of its
+// setup's output.
 type SnapshotResult struct {
 	Digest string `json:"digest,omitempty"`
 	SHA    string `json:"sha,omitempty"`
+	// Size is the pushed image's layers' compressed bytes, summed, and
+	// Layers how many it has (its manifest's), base image's included.
+	Size   int64 `json:"size,omitempty"`
+	Layers int   `json:"layers,omitempty"`
 	// Error says why the build failed (redacted; shown to operators).
 	Error string `json:"error,omitempty"`
+	// Log is the end of the setup commands' output (SnapshotLog),
+	// redacted; empty when no setup command ran.
+	Log string `json:"log,omitempty"`
 }
 
 // Validate reports the result's faults.
@@ -105,13 +123,49 @@ func (r SnapshotResult) Validate() error {
 		}
 		checkSHA(&f, "sha", r.SHA)
 	}
+	if r.Size < 0 || r.Layers < 0 {
+		f.add("size", "and layers must not be negative")
+	}
+	if r.Digest == "" && (r.Size != 0 || r.Layers != 0) {
+		f.add("size", "and layers describe a pushed image: not without a digest")
+	}
 	checkText(&f, "error", r.Error, 4<<10, false)
+	checkText(&f, "log", r.Log, MaxSnapshotLogBytes, false)
 	return f.err("snapshot result")
 }
 
 // DecodeSnapshotResult reads a SnapshotResult strictly and validates it.
 func DecodeSnapshotResult(r io.Reader) (SnapshotResult, error) {
 	var res SnapshotResult
-	err := decodeMessage(r, "snapshot result", MaxClaimBytes, &res)
+	err := decodeMessage(r, "snapshot result", MaxSnapshotResultBytes, &res)
 	return res, err
+}
+
+// SnapshotLog is a snapshot build's log: each setup command that ran, a
+// header line naming it and how it ended, then its output's tail, in
+// order; the whole cut to its last MaxSnapshotLogBytes (on a character
+// boundary, TailOutput). The results' texts must be redacted already.
+// Empty when no command ran (setup was skipped, or the build stopped
+// before it).
+func SnapshotLog(results []CommandResult) string {
+	var b strings.Builder
+	for _, r := range results {
+		end := fmt.Sprintf("exited %d", r.ExitCode)
+		switch {
+		case r.TimedOut:
+			end = "timed out"
+		case r.Signal != "":
+			end = "killed by " + r.Signal
+		}
+		fmt.Fprintf(&b, "--- %s: %s %s after %s\n", r.Name, strings.Join(r.Argv, " "), end, (time.Duration(r.DurationMS) * time.Millisecond).String())
+		if r.OutputTruncated {
+			b.WriteString("[… earlier output cut]\n")
+		}
+		b.WriteString(r.OutputTail)
+		if r.OutputTail != "" && !strings.HasSuffix(r.OutputTail, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	log, _ := TailOutput([]byte(b.String()), MaxSnapshotLogBytes) // that it was cut shows in its first line
+	return log
 }

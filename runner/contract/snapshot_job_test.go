@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func validSnapshotJob() SnapshotJob {
@@ -62,12 +63,19 @@ func TestSnapshotResultAndClaimKind(t *testing.T) {
 		body string
 		ok   bool
 	}{
-		"digest":         {`{"digest":"sha256:` + strings.Repeat("b", 64) + `","sha":"` + strings.Repeat("a", 40) + `"}`, true},
-		"error":          {`{"error":"setup failed"}`, true},
-		"neither":        {`{}`, false},
-		"bad digest":     {`{"digest":"latest","sha":"` + strings.Repeat("a", 40) + `"}`, false},
-		"digest, no sha": {`{"digest":"sha256:` + strings.Repeat("b", 64) + `"}`, false},
-		"unknown field":  {`{"error":"x","extra":1}`, false},
+		"digest":            {`{"digest":"sha256:` + strings.Repeat("b", 64) + `","sha":"` + strings.Repeat("a", 40) + `"}`, true},
+		"error":             {`{"error":"setup failed"}`, true},
+		"neither":           {`{}`, false},
+		"bad digest":        {`{"digest":"latest","sha":"` + strings.Repeat("a", 40) + `"}`, false},
+		"digest, no sha":    {`{"digest":"sha256:` + strings.Repeat("b", 64) + `"}`, false},
+		"unknown field":     {`{"error":"x","extra":1}`, false},
+		"footprint and log": {`{"digest":"sha256:` + strings.Repeat("b", 64) + `","sha":"` + strings.Repeat("a", 40) + `","size":1048576,"layers":3,"log":"--- deps\nok\n"}`, true},
+		"a failure's log":   {`{"error":"setup failed","log":"--- deps: x exited 1 after 1s\n"}`, true},
+		"size, no digest":   {`{"error":"setup failed","size":10,"layers":1}`, false},
+		"negative size":     {`{"digest":"sha256:` + strings.Repeat("b", 64) + `","sha":"` + strings.Repeat("a", 40) + `","size":-1}`, false},
+		"NUL in the log":    {`{"error":"x","log":"a\u0000b"}`, false},
+		"a log too long":    {`{"error":"x","log":"` + strings.Repeat("y", MaxSnapshotLogBytes+1) + `"}`, false},
+		"the longest log":   {`{"error":"x","log":"` + strings.Repeat(`\u0001`, MaxSnapshotLogBytes) + `"}`, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := DecodeSnapshotResult(strings.NewReader(c.body))
@@ -83,5 +91,29 @@ func TestSnapshotResultAndClaimKind(t *testing.T) {
 	resp.Kind = KindSnapshot
 	if err := resp.Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// A build's log names each setup command and how it ended before its
+// output, says where a command's output was cut, and keeps the end of
+// the whole when it is too long, on a character boundary.
+func TestSnapshotLog(t *testing.T) {
+	if got := SnapshotLog(nil); got != "" {
+		t.Errorf("no command: %q", got)
+	}
+	log := SnapshotLog([]CommandResult{
+		{Name: "deps", Argv: []string{"go", "mod", "download"}, DurationMS: 2500, OutputTail: "fetched\n"},
+		{Name: "build", Argv: []string{"make"}, ExitCode: -1, Signal: "SIGKILL", DurationMS: 60000, OutputTail: "partial", OutputTruncated: true},
+		{Name: "slow", Argv: []string{"sleep", "9"}, TimedOut: true, DurationMS: 1000},
+	})
+	want := "--- deps: go mod download exited 0 after 2.5s\nfetched\n" +
+		"--- build: make killed by SIGKILL after 1m0s\n[… earlier output cut]\npartial\n" +
+		"--- slow: sleep 9 timed out after 1s\n"
+	if log != want {
+		t.Errorf("log =\n%s\nwant\n%s", log, want)
+	}
+	long := SnapshotLog([]CommandResult{{Name: "noisy", Argv: []string{"yes"}, OutputTail: strings.Repeat("é", MaxSnapshotLogBytes) + "\nlast line\n"}})
+	if len(long) > MaxSnapshotLogBytes || !strings.HasSuffix(long, "last line\n") || !utf8.ValidString(long) || strings.HasPrefix(long, "---") {
+		t.Errorf("a long log: %d bytes, ends %q, valid %v", len(long), long[len(long)-12:], utf8.ValidString(long))
 	}
 }

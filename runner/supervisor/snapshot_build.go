@@ -310,8 +310,15 @@ func (sb *snapshotBuilder) build(ctx context.Context) (SnapshotResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("pushing: %w", err)
 	}
-	res.Snapshot = snap
-	sb.log.Info().Str("digest", snap.Digest.String()).Strs("reused", asm.Reused).Strs("rebuilt", asm.Rebuilt).Bool("setup_ran", res.SetupRan).Msg("snapshot pushed")
+	// The manifest was computed for the push: reading it costs nothing,
+	// and it cannot fail now. If it did, the snapshot is pushed all the
+	// same; only the page lacks its size.
+	fp, err := images.FootprintOf(asm.Image)
+	if err != nil {
+		sb.log.Warn().Str("error", sb.red.Redact(err.Error())).Msg("reading the pushed snapshot's footprint")
+	}
+	res.Snapshot, res.Footprint = snap, fp
+	sb.log.Info().Str("digest", snap.Digest.String()).Int64("size", fp.Size).Int("layers", fp.Layers).Strs("reused", asm.Reused).Strs("rebuilt", asm.Rebuilt).Bool("setup_ran", res.SetupRan).Msg("snapshot pushed")
 	return res, nil
 }
 
@@ -480,6 +487,9 @@ func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []im
 		}
 		r, err := sb.runSetup(ctx, name, c, argv, setupDir, rootFS, mounts, env)
 		if err != nil {
+			if r.Name != "" {
+				results = append(results, r)
+			}
 			return results, err
 		}
 		results = append(results, r)
@@ -580,12 +590,6 @@ func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract
 	if err != nil {
 		sb.log.Warn().Str("error", sb.red.Redact(err.Error())).Str("command", name).Msg("sandbox cleanup reported an error")
 	}
-	if res.Cancelled {
-		return contract.CommandResult{}, fmt.Errorf("setup command %q: %w", name, context.Cause(ctx))
-	}
-	if res.Limit != nil {
-		return contract.CommandResult{}, fmt.Errorf("setup command %q ran into the sandbox's %s and was stopped", name, res.Limit)
-	}
 	r := contract.CommandResult{
 		Phase:      contract.PhaseSetup,
 		Name:       name,
@@ -603,6 +607,14 @@ func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract
 	}
 	r.OutputTail, r.OutputTruncated = out.tail.tail(sb.red, snapshotSetupOutputTail)
 	sb.red.RedactStrings(&r)
+	// A command stopped from outside still ran: its result, with what it
+	// printed, goes with the error, for the build's log.
+	if res.Cancelled {
+		return r, fmt.Errorf("setup command %q: %w", name, context.Cause(ctx))
+	}
+	if res.Limit != nil {
+		return r, fmt.Errorf("setup command %q ran into the sandbox's %s and was stopped", name, res.Limit)
+	}
 	sb.log.Info().Str("command", name).Int("exit_code", r.ExitCode).Str("signal", r.Signal).Bool("timed_out", r.TimedOut).Int64("duration_ms", r.DurationMS).Msg("snapshot setup command ended")
 	return r, nil
 }

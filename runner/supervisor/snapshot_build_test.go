@@ -294,6 +294,16 @@ func TestSnapshotBuildRunsSetupThenReusesAndRebuildsCaches(t *testing.T) {
 	if len(layers1) != 3 {
 		t.Fatalf("layers: %v", layers1)
 	}
+	// Its footprint is the pushed image's, read back from the store.
+	if fp, err := images.FootprintOf(img1); err != nil || res1.Footprint != fp || fp.Layers != 3 || fp.Size == 0 {
+		t.Errorf("footprint = %+v, the stored image's %+v (%v)", res1.Footprint, fp, err)
+	}
+	// The build's log, from the results: every command's header, the
+	// token redacted.
+	if log := contract.SnapshotLog(res1.Setup); !strings.Contains(log, "--- build: go build -o node_modules/bin . exited 0") ||
+		strings.Contains(log, snapTestToken) || !strings.Contains(log, "token? "+contract.Redacted) {
+		t.Errorf("log:\n%s", log)
+	}
 	for kind, l := range layers1 {
 		for name := range snapTestFiles(t, l) {
 			if strings.HasPrefix(name, "var/") {
@@ -397,6 +407,11 @@ func TestSnapshotBuildRunsSetupThenReusesAndRebuildsCaches(t *testing.T) {
 	}
 	if len(res4.Setup) != 2 || res4.Setup[1].ExitCode != 3 || !strings.Contains(res4.Setup[1].OutputTail, "about to fail") || res4.Snapshot.Digest != (v1.Hash{}) {
 		t.Errorf("failed build's result: %+v", res4)
+	}
+	// Its log says which command failed and what it printed.
+	if log := contract.SnapshotLog(res4.Setup); !strings.HasSuffix(log, "--- breaks: sh -c echo about to fail >&2; exit 3 exited 3 after "+
+		(time.Duration(res4.Setup[1].DurationMS)*time.Millisecond).String()+"\nabout to fail\n") || res4.Footprint != (images.Footprint{}) {
+		t.Errorf("failed build's log:\n%s\nfootprint %+v", log, res4.Footprint)
 	}
 	if after := snapTestDigests(t, store); !slices.Equal(before, after) {
 		t.Errorf("a failed build changed the store: %v, then %v", before, after)

@@ -34,9 +34,15 @@ func runSnapshotJob(ctx context.Context, cfg Config, ch *channel, red *contract.
 	res, buildErr := buildFromJob(buildCtx, cfg, ch, red, log, job)
 	stop()
 
-	result := contract.SnapshotResult{Digest: res.Digest.String(), SHA: res.SHA}
+	// The setup's log goes with a failure too: it says why. Each result
+	// was redacted whole (its name, argv and output, with the build's
+	// token) before its tail was cut; redacting the joined log again could
+	// only lengthen it past the cap the app holds it to.
+	setupLog := contract.SnapshotLog(res.Setup)
+	result := contract.SnapshotResult{Digest: res.Snapshot.Digest.String(), SHA: res.Snapshot.SHA,
+		Size: res.Footprint.Size, Layers: res.Footprint.Layers, Log: setupLog}
 	if buildErr != nil {
-		result = contract.SnapshotResult{Error: contract.CleanProgressMessage(red.Redact(buildErr.Error()))}
+		result = contract.SnapshotResult{Error: contract.CleanProgressMessage(red.Redact(buildErr.Error())), Log: setupLog}
 		log.Error().Str("error", result.Error).Msg("snapshot build failed")
 	}
 	// Reported even when ctx ended (SIGTERM): the app should know.
@@ -49,22 +55,24 @@ func runSnapshotJob(ctx context.Context, cfg Config, ch *channel, red *contract.
 	return &Report{Uploaded: true}, nil
 }
 
-func buildFromJob(ctx context.Context, cfg Config, ch *channel, red *contract.Redactor, log zerolog.Logger, job contract.SnapshotJob) (images.Snapshot, error) {
+// buildFromJob builds the job's snapshot; its result holds the setup's
+// output also when the build failed.
+func buildFromJob(ctx context.Context, cfg Config, ch *channel, red *contract.Redactor, log zerolog.Logger, job contract.SnapshotJob) (SnapshotResult, error) {
 	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 	tok, err := ch.repoToken(rctx)
 	cancel()
 	if err != nil {
-		return images.Snapshot{}, fmt.Errorf("getting the repository's read token: %w", err)
+		return SnapshotResult{}, fmt.Errorf("getting the repository's read token: %w", err)
 	}
 	red.Add(tok.Token, basicCredential(tok.Token))
 	store, err := images.OpenStore(job.Store)
 	if err != nil {
-		return images.Snapshot{}, err
+		return SnapshotResult{}, err
 	}
 	var base v1.Image
 	if job.BaseImage != "" {
 		if base, err = images.OpenBaseImage(ctx, job.BaseImage); err != nil {
-			return images.Snapshot{}, err
+			return SnapshotResult{}, err
 		}
 	}
 	res, err := buildSnapshot(ctx, SnapshotBuild{
@@ -77,9 +85,9 @@ func buildFromJob(ctx context.Context, cfg Config, ch *channel, red *contract.Re
 	}, ch)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return images.Snapshot{}, fmt.Errorf("the build ran past its deadline (%s)", job.Deadline.Format(time.RFC3339))
+			return res, fmt.Errorf("the build ran past its deadline (%s)", job.Deadline.Format(time.RFC3339))
 		}
-		return images.Snapshot{}, err
+		return res, err
 	}
-	return res.Snapshot, nil
+	return res, nil
 }

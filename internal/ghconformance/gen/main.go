@@ -95,8 +95,12 @@ func vendorPermissions(tablePath, dir, source string) error {
 
 var paramName = regexp.MustCompile(`\{[^}]*\}`)
 
-// anonymousParams is a route with each path parameter written {}.
-func anonymousParams(route string) string { return paramName.ReplaceAllString(route, "{}") }
+// anonymousParams is a route with each path parameter written {}. The
+// table still spells compare's one parameter as two ({base}...{head},
+// the description {basehead}); both come out {}.
+func anonymousParams(route string) string {
+	return strings.ReplaceAll(paramName.ReplaceAllString(route, "{}"), "{}...{}", "{}")
+}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

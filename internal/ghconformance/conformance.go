@@ -37,6 +37,7 @@ const apiServer = "https://api.github.com"
 
 // Checker validates requests and webhook payloads.
 type Checker struct {
+	doc    *openapi3.T
 	routes []route                     // most specific first
 	hooks  map[string]*openapi3.Schema // by x-webhooks name
 	// mu makes one check at a time: kin-openapi's schemas fill caches as
@@ -70,7 +71,7 @@ func New() (*Checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Checker{routes: newRoutes(doc), hooks: hooks}, nil
+	return &Checker{doc: doc, routes: newRoutes(doc), hooks: hooks}, nil
 }
 
 // route is one operation's path template as a pattern.
@@ -267,6 +268,9 @@ func (c *Checker) Response(ctx context.Context, method, path, rawQuery string, s
 	if err != nil {
 		return err
 	}
+	if route.Operation.Responses.Status(status) == nil && route.Operation.Responses.Default() == nil && status >= 400 && status < 500 {
+		return c.clientError(method, path, route.Operation.OperationID, status, body)
+	}
 	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true, IncludeResponseStatus: true}
 	err = openapi3filter.ValidateResponse(ctx, &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts},
@@ -277,6 +281,35 @@ func (c *Checker) Response(ctx context.Context, method, path, rawQuery string, s
 	})
 	if err != nil {
 		return fmt.Errorf("%s %s (%s) answered %d: %w", method, path, route.Operation.OperationID, status, err)
+	}
+	return nil
+}
+
+// clientError checks a 4xx the operation does not describe. GitHub sends
+// some on every route though the description lists them on few: 401 "Bad
+// credentials", 403 and 429 for rate limits, 404, 422 "Validation Failed"
+// (docs.github.com, "Troubleshooting the REST API" and "Rate limits for
+// the REST API"). Such an answer must still be GitHub's error shape: the
+// description's basic-error, or validation-error for a 422, with its
+// message.
+func (c *Checker) clientError(method, path, operationID string, status int, body []byte) error {
+	name := "basic-error"
+	if status == http.StatusUnprocessableEntity {
+		name = "validation-error"
+	}
+	ref := c.doc.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		return fmt.Errorf("%s is not in the vendored description", name)
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("%s %s (%s) answered %d with a body that is not JSON: %w", method, path, operationID, status, err)
+	}
+	if m, _ := v.(map[string]any); m == nil || m["message"] == nil {
+		return fmt.Errorf("%s %s (%s) answered %d without GitHub's error message", method, path, operationID, status)
+	}
+	if err := ref.Value.VisitJSON(v, openapi3.MultiErrors()); err != nil {
+		return fmt.Errorf("%s %s (%s) answered %d not in %s's shape: %w", method, path, operationID, status, name, err)
 	}
 	return nil
 }

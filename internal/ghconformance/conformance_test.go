@@ -142,3 +142,30 @@ func TestResponseExcusesAreNarrow(t *testing.T) {
 		}
 	}
 }
+
+// TestAnUndescribedClientErrorMustBeGitHubsShape: a 4xx the operation does
+// not list (GitHub sends 401, 403, 422 on any route) passes only as
+// GitHub's error body.
+func TestAnUndescribedClientErrorMustBeGitHubsShape(t *testing.T) {
+	c := checker(t)
+	ctx := context.Background()
+	const path = "/repos/acme/widgets/check-runs/5"
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		ok     bool
+	}{
+		{"a validation error", 422, `{"message":"Validation Failed","errors":[{"resource":"CheckRun","code":"invalid"}],"documentation_url":"https://docs.github.com/rest"}`, true},
+		{"a rate limit", 403, `{"message":"API rate limit exceeded","documentation_url":"https://docs.github.com/rest"}`, true},
+		{"no message", 403, `{"documentation_url":"https://docs.github.com/rest"}`, false},
+		{"not JSON", 401, `<html>`, false},
+		{"a 422 without its documentation_url", 422, `{"message":"Validation Failed"}`, false},
+		{"a message of the wrong type", 404, `{"message":7}`, false},
+	} {
+		err := c.Response(ctx, "PATCH", path, "", tc.status, "application/json", []byte(tc.body))
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}

@@ -36,18 +36,6 @@ func pullExcuses(ops ...string) []ResponseExcuse {
 	return out
 }
 
-// ExcusedStatus tells whether an answer's status is one GitHub sends on
-// any route though the description lists it on few, so the operation's
-// responses need not describe it (why, by status).
-func ExcusedStatus(status int) (string, bool) {
-	why, ok := excusedStatuses[status]
-	return why, ok
-}
-
-var excusedStatuses = map[int]string{
-	401: `GitHub answers 401 "Bad credentials" on every route to a token it does not accept (docs.github.com, "Troubleshooting the REST API"); the description lists 401 on a few operations only`,
-}
-
 var (
 	missingRE = regexp.MustCompile(`^property "([^"]+)" is missing$`)
 	indexRE   = regexp.MustCompile(`/[0-9]+(/|$)`)

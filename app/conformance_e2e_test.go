@@ -48,6 +48,8 @@ func checkConformance(t testing.TB, gh *fakegithub.Server) {
 	}
 }
 
+// manifestPermissions are .github/app-manifest.json's default_permissions,
+// read once (checkPermission and permissions_test.go).
 var manifestPermissions = sync.OnceValues(func() (map[string]string, error) {
 	raw, err := os.ReadFile("../.github/app-manifest.json")
 	if err != nil {

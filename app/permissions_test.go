@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"encoding/json"
 	"maps"
 	"os"
 	"regexp"
@@ -16,18 +15,12 @@ import (
 // call that needs another fails there as on GitHub; and the README's
 // permission table gives each of them, with its reason.
 func TestTheStandInGrantsTheManifestsPermissions(t *testing.T) {
-	raw, err := os.ReadFile("../.github/app-manifest.json")
+	asked, err := manifestPermissions()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var manifest struct {
-		DefaultPermissions map[string]string `json:"default_permissions"`
-	}
-	if err := json.Unmarshal(raw, &manifest); err != nil {
-		t.Fatal(err)
-	}
-	if got := fakegithub.DefaultAppPermissions(); !maps.Equal(got, manifest.DefaultPermissions) {
-		t.Errorf("the stand-in grants %v, the manifest asks for %v", got, manifest.DefaultPermissions)
+	if got := fakegithub.DefaultAppPermissions(); !maps.Equal(got, asked) {
+		t.Errorf("the stand-in grants %v, the manifest asks for %v", got, asked)
 	}
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -38,13 +31,13 @@ func TestTheStandInGrantsTheManifestsPermissions(t *testing.T) {
 	for _, r := range rows {
 		inTable[r[1]] = r[2]
 	}
-	for perm, level := range manifest.DefaultPermissions {
+	for perm, level := range asked {
 		if inTable[perm] != level {
 			t.Errorf("the README's permission table gives %s as %q, the manifest as %q", perm, inTable[perm], level)
 		}
 	}
 	for perm := range inTable {
-		if _, asked := manifest.DefaultPermissions[perm]; !asked {
+		if _, asked := asked[perm]; !asked {
 			t.Errorf("the README's permission table lists %s, which the manifest does not ask for", perm)
 		}
 	}
@@ -56,14 +49,8 @@ func TestTheStandInGrantsTheManifestsPermissions(t *testing.T) {
 // (Every request the end-to-end tests record is checked against the same
 // table and the manifest: checkPermission.)
 func TestTheManifestAsksForNothingUnused(t *testing.T) {
-	raw, err := os.ReadFile("../.github/app-manifest.json")
+	asked, err := manifestPermissions()
 	if err != nil {
-		t.Fatal(err)
-	}
-	var manifest struct {
-		DefaultPermissions map[string]string `json:"default_permissions"`
-	}
-	if err := json.Unmarshal(raw, &manifest); err != nil {
 		t.Fatal(err)
 	}
 	table, err := ghconformance.PermissionTable()
@@ -76,7 +63,7 @@ func TestTheManifestAsksForNothingUnused(t *testing.T) {
 			used[g] = true
 		}
 	}
-	for perm, level := range manifest.DefaultPermissions {
+	for perm, level := range asked {
 		if !used[ghconformance.Grant{Name: perm, Access: level}] {
 			t.Errorf("the manifest asks for %s: %s, which no operation Inspect calls needs", perm, level)
 		}

@@ -118,8 +118,10 @@ func (s *Service) CheckDashboard() error {
 	return err
 }
 
-// dashboardRoutes adds the dashboard's routes, or, when its files cannot be
-// read (CheckDashboard passed at start), answers its pages 503.
+// dashboardRoutes adds the dashboard's routes. The dashboard is built once,
+// and `inspect serve` stops at start when it cannot be (CheckDashboard);
+// a Service routed without that check (an embedder, a test) answers the
+// pages 503 and logs why, rather than 404 as if there were no dashboard.
 func (s *Service) dashboardRoutes(mux *http.ServeMux) {
 	d, err := s.dashboard()
 	switch {

@@ -107,15 +107,14 @@ func (c *Checker) Permissions(method, escapedPath string) (RoutePermissions, err
 		return RoutePermissions{}, err
 	}
 	op := method + " " + route.Path
-	out := RoutePermissions{Operation: op, Grants: table[op]}
+	// The two are disjoint (TestEveryOperationHasItsPermission).
 	if u, ok := UnlistedOperations[op]; ok {
-		out.Unlisted = &u
-		out.Grants = append(out.Grants, u.Grants...)
+		return RoutePermissions{Operation: op, Grants: u.Grants, Unlisted: &u}, nil
 	}
-	if len(table[op]) == 0 && out.Unlisted == nil {
-		return out, fmt.Errorf("%s is neither in GitHub's permissions table nor in UnlistedOperations", op)
+	if len(table[op]) == 0 {
+		return RoutePermissions{Operation: op}, fmt.Errorf("%s is neither in GitHub's permissions table nor in UnlistedOperations", op)
 	}
-	return out, nil
+	return RoutePermissions{Operation: op, Grants: table[op]}, nil
 }
 
 // vendoredPermissions is loadPermissionTable, once.

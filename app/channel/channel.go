@@ -351,17 +351,18 @@ func (c *Channel) handleSnapshotResult(w http.ResponseWriter, r *http.Request) {
 		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "the result is not for this job's commit")
 		return
 	}
+	// The supervisor redacted the log and the error with the build's
+	// token; the patterns go over the whole result again before any of it
+	// is stored, logged or shown.
+	contract.NewRedactor().RedactStrings(&res)
 	body, err := json.Marshal(res)
 	if err != nil {
 		contract.WriteError(w, http.StatusInternalServerError, contract.ErrorInvalid, "could not store the result")
 		return
 	}
-	// The supervisor redacted the log with the build's token; the
-	// patterns go over it again before it is kept and shown.
-	o := store.SnapshotOutcome{Digest: res.Digest, Error: res.Error, Log: contract.NewRedactor().Redact(res.Log)}
-	if res.Digest != "" {
-		o.SHA, o.Branch, o.Size, o.Layers = res.SHA, job.Repo.DefaultBranch, res.Size, res.Layers
-	}
+	// The store keeps the commit, branch and footprint only with a digest.
+	o := store.SnapshotOutcome{Digest: res.Digest, Error: res.Error, Log: res.Log,
+		SHA: res.SHA, Branch: job.Repo.DefaultBranch, Size: res.Size, Layers: res.Layers}
 	first, err := c.engine.RecordSnapshotResult(r.Context(), a.ID, string(body), o)
 	if err != nil {
 		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")

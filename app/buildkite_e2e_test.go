@@ -726,7 +726,7 @@ func TestBuildkiteBuildsTheSnapshotAndTheNextSessionRestoresIt(t *testing.T) {
 	if sr.LastSHA != head || sr.LastBranch != "main" || sr.LastSize != fp.Size || sr.LastLayers != fp.Layers || fp.Size == 0 {
 		t.Errorf("recorded sha %s branch %q size %d layers %d; want %s main and the pushed image's %+v", sr.LastSHA, sr.LastBranch, sr.LastSize, sr.LastLayers, head, fp)
 	}
-	if !strings.HasPrefix(sr.LastLog, "--- snapshot deps: sh -c echo from-the-snapshot > /cache/deps/marker exited 0 after ") || sr.LastFinishedAt.IsZero() {
+	if !strings.HasPrefix(sr.LastLog, "--- snapshot deps: sh -c echo from-the-snapshot > /cache/deps/marker exited with status 0 after ") || sr.LastFinishedAt.IsZero() {
 		t.Errorf("recorded log %q, finished %s", sr.LastLog, sr.LastFinishedAt)
 	}
 	first := b.onlySession()

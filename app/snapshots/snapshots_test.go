@@ -497,7 +497,7 @@ func TestBuildHereUsesAReadTokenAndRevokesIt(t *testing.T) {
 	if o.SHA != strings.Repeat("1", 40) || o.Branch != "trunk" || o.Size != 123456 || o.Layers != 3 {
 		t.Errorf("outcome = sha %q branch %q size %d layers %d", o.SHA, o.Branch, o.Size, o.Layers)
 	}
-	if !strings.HasPrefix(o.Log, "--- snapshot deps: go mod download exited 0 after 1.5s\ngo: downloading example.com/dep v1.0.0\n") ||
+	if !strings.HasPrefix(o.Log, "--- snapshot deps: go mod download exited with status 0 after 1.5s\ngo: downloading example.com/dep v1.0.0\n") ||
 		strings.Contains(o.Log, "ghp_") || !strings.Contains(o.Log, contract.Redacted) {
 		t.Errorf("log = %q", o.Log)
 	}

@@ -571,3 +571,16 @@ func TailOutput(out []byte, max int) (tail string, truncated bool) {
 	}
 	return s, truncated
 }
+
+// Ending says how the command ended, as words for a reason or a log line:
+// "timed out", "was killed by SIGKILL", "exited with status 1".
+func (r CommandResult) Ending() string {
+	switch {
+	case r.TimedOut:
+		return "timed out"
+	case r.Signal != "":
+		return "was killed by " + r.Signal
+	default:
+		return fmt.Sprintf("exited with status %d", r.ExitCode)
+	}
+}

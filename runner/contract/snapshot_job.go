@@ -150,14 +150,7 @@ func DecodeSnapshotResult(r io.Reader) (SnapshotResult, error) {
 func SnapshotLog(results []CommandResult) string {
 	var b strings.Builder
 	for _, r := range results {
-		end := fmt.Sprintf("exited %d", r.ExitCode)
-		switch {
-		case r.TimedOut:
-			end = "timed out"
-		case r.Signal != "":
-			end = "killed by " + r.Signal
-		}
-		fmt.Fprintf(&b, "--- %s: %s %s after %s\n", r.Name, strings.Join(r.Argv, " "), end, (time.Duration(r.DurationMS) * time.Millisecond).String())
+		fmt.Fprintf(&b, "--- %s: %s %s after %s\n", r.Name, strings.Join(r.Argv, " "), r.Ending(), (time.Duration(r.DurationMS) * time.Millisecond).String())
 		if r.OutputTruncated {
 			b.WriteString("[… earlier output cut]\n")
 		}

@@ -106,8 +106,8 @@ func TestSnapshotLog(t *testing.T) {
 		{Name: "build", Argv: []string{"make"}, ExitCode: -1, Signal: "SIGKILL", DurationMS: 60000, OutputTail: "partial", OutputTruncated: true},
 		{Name: "slow", Argv: []string{"sleep", "9"}, TimedOut: true, DurationMS: 1000},
 	})
-	want := "--- deps: go mod download exited 0 after 2.5s\nfetched\n" +
-		"--- build: make killed by SIGKILL after 1m0s\n[… earlier output cut]\npartial\n" +
+	want := "--- deps: go mod download exited with status 0 after 2.5s\nfetched\n" +
+		"--- build: make was killed by SIGKILL after 1m0s\n[… earlier output cut]\npartial\n" +
 		"--- slow: sleep 9 timed out after 1s\n"
 	if log != want {
 		t.Errorf("log =\n%s\nwant\n%s", log, want)

@@ -65,7 +65,7 @@ func (s *session) startServices(ctx context.Context, phase contract.Phase) bool 
 			if !r.Succeeded() {
 				// Recorded as the service's failure, so the reply names it
 				// with the setup's output.
-				why := "could not be set up: its setup " + describeExit(r)
+				why := "could not be set up: its setup " + r.Ending()
 				s.ev.Services = append(s.ev.Services, contract.ServiceResult{Name: sp.Name, Phase: phase, Argv: sp.Argv,
 					Failure: why, ExitCode: -1, OutputTail: r.OutputTail, OutputTruncated: r.OutputTruncated})
 				s.ev.Outcome = contract.OutcomeError
@@ -175,7 +175,7 @@ func (s *session) waitReady(ctx context.Context, svc *service) error {
 			return nil
 		case !res.Cancelled:
 			tail, _ := out.tail(s.red, 1<<10)
-			last = fmt.Errorf("the ready check %s: %s", describeExit(contract.CommandResult{ExitCode: res.ExitCode, Signal: res.Signal}), cleanLine(tail))
+			last = fmt.Errorf("the ready check %s: %s", contract.CommandResult{ExitCode: res.ExitCode, Signal: res.Signal}.Ending(), cleanLine(tail))
 		}
 		select {
 		case <-rctx.Done():
@@ -263,7 +263,7 @@ func (s *session) serviceCause(ctx context.Context) *service {
 // session: outcome error, naming it.
 func (s *session) serviceEnded(svc *service) {
 	<-svc.done // it has exited (it cancelled the run first): this returns at once
-	how := describeExit(contract.CommandResult{ExitCode: svc.res.ExitCode, Signal: svc.res.Signal})
+	how := contract.CommandResult{ExitCode: svc.res.ExitCode, Signal: svc.res.Signal}.Ending()
 	if svc.err != nil && svc.res.Duration == 0 {
 		how = "its sandbox could not start: " + s.red.Redact(svc.err.Error())
 	}

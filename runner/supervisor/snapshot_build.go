@@ -494,7 +494,7 @@ func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []im
 		}
 		results = append(results, r)
 		if !r.Succeeded() {
-			return results, fmt.Errorf("setup command %q %s; nothing was pushed", name, describeExit(r))
+			return results, fmt.Errorf("setup command %q %s; nothing was pushed", name, r.Ending())
 		}
 	}
 	// Setup is over and the sandbox with it (sandbox.Run leaves no process

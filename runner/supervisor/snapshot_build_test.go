@@ -300,7 +300,7 @@ func TestSnapshotBuildRunsSetupThenReusesAndRebuildsCaches(t *testing.T) {
 	}
 	// The build's log, from the results: every command's header, the
 	// token redacted.
-	if log := contract.SnapshotLog(res1.Setup); !strings.Contains(log, "--- build: go build -o node_modules/bin . exited 0") ||
+	if log := contract.SnapshotLog(res1.Setup); !strings.Contains(log, "--- build: go build -o node_modules/bin . exited with status 0") ||
 		strings.Contains(log, snapTestToken) || !strings.Contains(log, "token? "+contract.Redacted) {
 		t.Errorf("log:\n%s", log)
 	}
@@ -409,7 +409,7 @@ func TestSnapshotBuildRunsSetupThenReusesAndRebuildsCaches(t *testing.T) {
 		t.Errorf("failed build's result: %+v", res4)
 	}
 	// Its log says which command failed and what it printed.
-	if log := contract.SnapshotLog(res4.Setup); !strings.HasSuffix(log, "--- breaks: sh -c echo about to fail >&2; exit 3 exited 3 after "+
+	if log := contract.SnapshotLog(res4.Setup); !strings.HasSuffix(log, "--- breaks: sh -c echo about to fail >&2; exit 3 exited with status 3 after "+
 		(time.Duration(res4.Setup[1].DurationMS)*time.Millisecond).String()+"\nabout to fail\n") || res4.Footprint != (images.Footprint{}) {
 		t.Errorf("failed build's log:\n%s\nfootprint %+v", log, res4.Footprint)
 	}

@@ -441,7 +441,7 @@ func (s *session) run(ctx context.Context) {
 	}
 	if !agent.Succeeded() {
 		s.ev.Outcome = contract.OutcomeAgentFailed
-		s.ev.Reason = "the agent " + describeExit(agent)
+		s.ev.Reason = "the agent " + agent.Ending()
 		return
 	}
 	// The change is fixed now, before verify: verify runs on exactly the
@@ -480,7 +480,7 @@ func (s *session) run(ctx context.Context) {
 			return
 		}
 		if !r.Succeeded() {
-			failed = append(failed, c.Name+" "+describeExit(r))
+			failed = append(failed, c.Name+" "+r.Ending())
 		}
 	}
 	if len(failed) > 0 {
@@ -650,7 +650,7 @@ func (s *session) setup(ctx context.Context) bool {
 		}
 		if !r.Succeeded() {
 			s.ev.Outcome = contract.OutcomeError
-			s.ev.Reason = "setup failed: " + c.Name + " " + describeExit(r)
+			s.ev.Reason = "setup failed: " + c.Name + " " + r.Ending()
 			return false
 		}
 	}
@@ -1130,18 +1130,6 @@ func (s *session) writeOut(u *contract.ResultUpload) {
 	write(contract.EvidenceFileName, u.Evidence)
 	if u.Manifest != nil {
 		write(contract.ManifestFileName, u.Manifest)
-	}
-}
-
-// describeExit says how a command ended, for a reason.
-func describeExit(r contract.CommandResult) string {
-	switch {
-	case r.TimedOut:
-		return "timed out"
-	case r.Signal != "":
-		return "was killed by " + r.Signal
-	default:
-		return fmt.Sprintf("exited with status %d", r.ExitCode)
 	}
 }
 

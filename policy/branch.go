@@ -32,6 +32,11 @@ func CheckBranchName(name string) string {
 		if r < 0x20 || r == 0x7f {
 			return "a branch name must not contain control characters"
 		}
+		if IsHidden(r) {
+			// git takes it, but a person reading the name would not see it
+			// (a bidi override can make one branch look like another).
+			return "a branch name must not contain invisible characters"
+		}
 		if strings.ContainsRune(" ~^:?*[\\", r) {
 			return "a branch name must not contain spaces or any of ~ ^ : ? * [ \\"
 		}

@@ -763,30 +763,17 @@ func checkRepoName(f *faults, field, s string) {
 	}
 }
 
-// checkBranch checks a branch name by git's ref rules (git check-ref-format),
-// and refuses a leading '-' so that a branch can never be read as an option
-// when it is an argv element. Branch names are untrusted text.
+// checkBranch checks a branch name by git's ref rules and Inspect's own
+// (policy.CheckBranchName: no leading '-', so a branch is never read as an
+// option in argv; nothing invisible). Branch names are untrusted text.
 func checkBranch(f *faults, field, s string, required bool) {
 	n := f.count()
 	checkLine(f, field, s, MaxNameBytes, required)
 	if f.count() > n || s == "" {
 		return
 	}
-	fault := ""
-	switch {
-	case s[0] == '-':
-		fault = "must not start with '-'"
-	case strings.ContainsAny(s, " ~^:?*[\\"):
-		fault = "must not contain spaces or any of ~ ^ : ? * [ \\"
-	case strings.Contains(s, "..") || strings.Contains(s, "@{") || strings.Contains(s, "//"):
-		fault = "must not contain '..', '@{' or '//'"
-	case s == "@" || strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || strings.HasSuffix(s, ".") || strings.HasSuffix(s, ".lock"):
-		fault = "must not be '@', start or end with '/', or end with '.' or '.lock'"
-	case strings.HasPrefix(s, ".") || strings.Contains(s, "/."):
-		fault = "must not have a component starting with '.'"
-	}
-	if fault != "" {
-		f.add(field, "%s", fault)
+	if why := policy.CheckBranchName(s); why != "" {
+		f.add(field, "%s", strings.TrimPrefix(why, "a branch name "))
 	}
 }
 

@@ -36,6 +36,6 @@ func stagedPatch(ctx context.Context, g *git, w *workspace, sha string, red *con
 	if raw == "" && !more {
 		return nil, nil
 	}
-	patch, cut := contract.CutPatch(red.Redact(strings.ToValidUTF8(raw, "\uFFFD")), max)
+	patch, cut := contract.CutPatch(red.Redact(raw), max) // CutPatch makes it valid UTF-8
 	return &contract.Diff{Patch: patch, Truncated: more || cut}, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/inspecthq/inspect/app"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/examples"
 	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/internal/fakebuildkite"
@@ -32,7 +33,6 @@ import (
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/buildkite"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 const (

@@ -8,8 +8,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/handlers"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // BuildkiteHookPath is where Buildkite delivers webhooks for the session

@@ -6,7 +6,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/channel"
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // The session engine as the session channel (package app/channel) sees

@@ -12,8 +12,8 @@ import (
 
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 func isNoResult(err error) bool { return errors.Is(err, runner.ErrNoResult) }

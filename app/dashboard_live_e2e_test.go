@@ -11,9 +11,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/examples"
 	"github.com/inspecthq/inspect/internal/sandboxtest"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // The agent of a real session (local executor, bubblewrap) prints a line,

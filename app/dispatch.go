@@ -9,8 +9,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // Executor is runner.Executor: cmd/ picks runner/local on the app's host

@@ -12,8 +12,8 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakegithub"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // The rules GitHub documents and the stand-in enforces (issue 20): texts

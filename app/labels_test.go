@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // labelSession labels issue #1 as sender and runs the workers.

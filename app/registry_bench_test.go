@@ -22,9 +22,9 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/examples"
 	"github.com/inspecthq/inspect/internal/fakegoproxy"
-	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/local"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakenpm"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // probeJS asks the forwarder for what the egress must refuse, and prints

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakegithub"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 const repairConfig = agentConfig + `repair:

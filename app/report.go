@@ -13,8 +13,8 @@ import (
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // report turns an attempt's result into the session's end: a validated

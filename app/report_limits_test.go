@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // A run that ran into a sandbox limit ends error with its own reason and a

@@ -10,8 +10,8 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // fakeReport is reportSteps as a plain struct, in the manner of

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // recordResult stores an attempt's validated result, once

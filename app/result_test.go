@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // The app keeps a diff within its own cap, on whole lines, and without a

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 const agentsYAML = `

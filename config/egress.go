@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // Egress is what the sandbox may reach besides the model proxy: package

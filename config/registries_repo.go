@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // RepoRegistry is how a repository narrows one of the server's package

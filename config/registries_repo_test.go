@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // served is what a server opens to a repository: goproxy to setup and

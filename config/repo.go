@@ -12,8 +12,8 @@ import (
 	"github.com/palantir/go-githubapp/appconfig"
 	"gopkg.in/yaml.v3"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // RepoConfigPaths are where a repository's config may live, in order. The

@@ -20,8 +20,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // Server is the server-wide configuration. Every field is documented in

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // DefaultReadyTimeout is a service's ready_timeout when it sets none.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 func TestServicesParseIntoTheSpecAndTheSnapshotSetup(t *testing.T) {

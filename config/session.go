@@ -4,8 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // What the server's config and a repository's decide of one session, in

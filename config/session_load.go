@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // LoadSessionKeys reads a server config file as Load does (the same keys,

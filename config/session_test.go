@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // sessionServer offers model m-1 of provider p to codex, and two

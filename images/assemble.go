@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/inspecthq/inspect/runner/contract"
 	"maps"
 	"strings"
 	"time"
+
+	"github.com/inspecthq/inspect/contract"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"

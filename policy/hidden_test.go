@@ -110,7 +110,7 @@ var formerHidden = map[string]func(rune) bool{
 
 // formerHiddenInLine are the single-line checks IsHiddenInLine replaced.
 var formerHiddenInLine = map[string]func(rune) bool{
-	// runner/contract/text.go's hiddenRune and config/repo.go's label check.
+	// contract/text.go's hiddenRune and config/repo.go's label check.
 	"contract and labels": func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) },
 	// policy/change.go's pathHiddenRune.
 	"paths and patterns": func(r rune) bool { return r < 0x20 || r == 0x7F || formerHidden["command parser"](r) },

@@ -17,7 +17,7 @@ var ErrNoResult = errors.New("the attempt left no result")
 // attempt of a session. It carries no standing credential: ClaimCode is
 // good for one claim on the session channel, which exchanges it for the
 // attempt's session token. Executors hand it to the supervisor through the
-// environment names in runner/contract (EnvChannelURL, EnvClaimCode, …),
+// environment names in package contract (EnvChannelURL, EnvClaimCode, …),
 // never on a command line.
 type Attempt struct {
 	SessionID string

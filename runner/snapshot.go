@@ -8,9 +8,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/images"
-	"github.com/inspecthq/inspect/runner/contract"
-	"github.com/inspecthq/inspect/runner/sandbox"
 )
 
 // SnapshotBuilder builds and pushes one snapshot on this host: the
@@ -63,7 +62,7 @@ type SnapshotBuild struct {
 	// SandboxPath is PATH inside the sandbox (default DefaultSandboxPath).
 	SandboxPath string
 	// Limits cap each setup command's sandbox (as Config's).
-	Limits sandbox.Limits
+	Limits contract.SandboxLimits
 	// Git is the git binary ("git" on PATH when empty).
 	Git string
 	// Now stamps the snapshot (LabelBuilt); default time.Now.

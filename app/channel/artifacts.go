@@ -9,7 +9,7 @@ import (
 	"net/http"
 
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // handleArtifact stores one artifact the supervisor collected after

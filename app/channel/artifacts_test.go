@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 func TestArtifactUploadIsCheckedAgainstTheSpecAndTypedByItsBytes(t *testing.T) {

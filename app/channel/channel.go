@@ -1,6 +1,6 @@
 // Package channel is the session channel: the HTTP routes `inspect runner`
 // (the supervisor) calls, with the paths, messages and rules
-// runner/contract owns. It claims an attempt, serves its spec or snapshot
+// contract owns. It claims an attempt, serves its spec or snapshot
 // job, mints the supervisor's read token, and takes progress and results.
 // Claim codes and session tokens are stored only as hashes.
 //
@@ -32,7 +32,7 @@ import (
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // sessionTokenTTLGrace is how long after its deadline an attempt's token

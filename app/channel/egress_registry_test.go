@@ -12,10 +12,10 @@ import (
 
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakegoproxy"
 	"github.com/inspecthq/inspect/internal/fakenpm"
 	"github.com/inspecthq/inspect/internal/fakepypi"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 type registries map[string]config.Registry

@@ -18,8 +18,8 @@ import (
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // checkContext is a repair's failing checks as the agent sees them: each

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // earlierSessions are a follow-up's history: each earlier session on the

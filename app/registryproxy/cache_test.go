@@ -14,8 +14,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakegoproxy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 type upstreams map[string]config.Registry

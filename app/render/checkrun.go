@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // CheckConclusion maps an outcome to a check-run conclusion (ARCHITECTURE.md).

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 func TestEgressSummaryOnlyWithRegistryTrafficOrRefusals(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // PRBody is the evidence a reviewer reads: the request, what changed, how

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // Agent-controlled text (paths, argv, test names) must stay inside its

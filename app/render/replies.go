@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // The replies that end a session: each becomes the session's detail, shown

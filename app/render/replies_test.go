@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/handlers"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // Each reply's exact words: a test fails when the wording changes, so a

@@ -17,9 +17,9 @@ import (
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/runner"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // BuildWork is the BuildSnapshot work item: it builds the repo's snapshot

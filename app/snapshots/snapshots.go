@@ -27,9 +27,9 @@ import (
 	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/runner"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // BuildLease bounds one snapshot build: past it, a build that never

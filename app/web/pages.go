@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // pageSize is how many sessions a page of the list shows.

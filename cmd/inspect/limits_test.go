@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/inspecthq/inspect/config"
-	"github.com/inspecthq/inspect/runner/sandbox"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // The server's executor.limits and sandbox ids reach each local
@@ -19,8 +19,8 @@ func TestRunnerLimitArgsCarryTheServersLimits(t *testing.T) {
 
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var got sandbox.Limits
-	limitFlags(fs, &got, sandbox.Limits{})
+	var got contract.SandboxLimits
+	limitFlags(fs, &got, contract.SandboxLimits{})
 	uid := fs.Int("sandbox-uid", -1, "")
 	gid := fs.Int("sandbox-gid", -1, "")
 	if err := fs.Parse(args); err != nil {
@@ -29,7 +29,7 @@ func TestRunnerLimitArgsCarryTheServersLimits(t *testing.T) {
 	if got != defaultLimits() || *uid != 70000 || *gid != 70001 {
 		t.Fatalf("limits %+v uid %d gid %d from %q", got, *uid, *gid, args)
 	}
-	if want := (sandbox.Limits{MemoryBytes: 4 << 30, Pids: 4096, CPUShares: 512, TmpBytes: 2 << 30, WorkspaceBytes: 10 << 30}); got != want {
+	if want := (contract.SandboxLimits{MemoryBytes: 4 << 30, Pids: 4096, CPUShares: 512, TmpBytes: 2 << 30, WorkspaceBytes: 10 << 30}); got != want {
 		t.Errorf("the defaults are %+v, want %+v (docs/configuration.md states them)", got, want)
 	}
 	x.SandboxUID, x.SandboxGID = 0, 0

@@ -11,10 +11,10 @@ import (
 
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/examples"
 	"github.com/inspecthq/inspect/internal/fakegoproxy"
 	"github.com/inspecthq/inspect/internal/fakemodel"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // The credentials only the server config holds.

@@ -8,8 +8,8 @@ import (
 	"github.com/inspecthq/inspect/app/modelproxy"
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner/checkoutrun"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // runEgress wires the app's own proxies for `inspect run`'s one session:

@@ -14,9 +14,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner/forward"
 	"github.com/inspecthq/inspect/runner/probe"
-	"github.com/inspecthq/inspect/runner/sandbox"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
@@ -79,9 +79,9 @@ func runnerCmd(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// limitFlags are the sandbox limits' flags (sandbox.Limits; 0 = none),
+// limitFlags are the sandbox limits' flags (contract.SandboxLimits; 0 = none),
 // with defaults def. The app passes its executor.limits.* through them.
-func limitFlags(fs *flag.FlagSet, l *sandbox.Limits, def sandbox.Limits) {
+func limitFlags(fs *flag.FlagSet, l *contract.SandboxLimits, def contract.SandboxLimits) {
 	fs.Int64Var(&l.MemoryBytes, "limit-memory-bytes", def.MemoryBytes, "memory of each sandboxed command, bytes (0: no limit)")
 	fs.Int64Var(&l.Pids, "limit-pids", def.Pids, "processes and threads of each sandboxed command (0: no limit)")
 	fs.Int64Var(&l.CPUShares, "limit-cpu-shares", def.CPUShares, "CPU weight of each sandboxed command, cpu.shares units (0: none)")
@@ -91,8 +91,8 @@ func limitFlags(fs *flag.FlagSet, l *sandbox.Limits, def sandbox.Limits) {
 
 // defaultLimits are the server's default executor.limits, as sandbox
 // limits.
-func defaultLimits() sandbox.Limits {
-	return sandbox.Limits{
+func defaultLimits() contract.SandboxLimits {
+	return contract.SandboxLimits{
 		MemoryBytes:    config.DefaultSandboxMemoryBytes,
 		Pids:           config.DefaultSandboxPids,
 		CPUShares:      config.DefaultSandboxCPUShares,

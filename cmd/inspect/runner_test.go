@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 func TestRunnerFlagsAndEnvironment(t *testing.T) {

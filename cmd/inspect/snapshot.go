@@ -17,10 +17,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/runner/checkoutrun"
-	"github.com/inspecthq/inspect/runner/contract"
-	"github.com/inspecthq/inspect/runner/sandbox"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
@@ -171,7 +170,7 @@ func snapshotBuildCmd(args []string, stdout, stderr io.Writer) int {
 	uid := f.fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
 	gid := f.fs.Int("sandbox-gid", -1, "host gid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
 	sandboxPath := f.fs.String("sandbox-path", supervisor.DefaultSandboxPath, "PATH inside the sandbox")
-	var limits sandbox.Limits
+	var limits contract.SandboxLimits
 	limitFlags(f.fs, &limits, defaultLimits())
 	verbose := f.fs.Bool("verbose", false, "log the build's steps to stderr")
 	if code := f.parse(args, stderr); code >= 0 {

@@ -36,8 +36,8 @@ import (
 
 	bk "github.com/buildkite/go-buildkite/v3/buildkite"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner"
-	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/retryafter"
 )
 

@@ -18,9 +18,9 @@ import (
 
 	bk "github.com/buildkite/go-buildkite/v3/buildkite"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakebuildkite"
 	"github.com/inspecthq/inspect/runner"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 const (

@@ -42,7 +42,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/config"
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner/sandbox"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
@@ -105,7 +105,7 @@ type Options struct {
 	SandboxPath            string
 	KeepWorkspace          bool
 	// Limits cap each sandboxed command (supervisor.Config's).
-	Limits sandbox.Limits
+	Limits contract.SandboxLimits
 	// RunnerVersion is `inspect version`.
 	RunnerVersion string
 	// Git is the git binary ("git" on PATH when empty).

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/examples"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // The prefixes of the credentials the server mints: none may appear in

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner/internal/hostgit"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // Every kind of change a manifest carries survives the trip through the

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // server is the app's side of one local session, on loopback only, for as

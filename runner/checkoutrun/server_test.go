@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // testServer serves a spec for repo's HEAD, as Run would.

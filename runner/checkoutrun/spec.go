@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/images"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // localOwner is the owner of the session's repository when --repo-name

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // How much of a failed command's output the summary shows.

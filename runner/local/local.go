@@ -9,7 +9,7 @@
 //   - environment: Config.Env (PATH by default, never the app's own
 //     environment, which holds the App's key and webhook secret) plus the
 //     attempt's channel URL, ids and single-use claim code under the names
-//     runner/contract defines;
+//     package contract defines;
 //   - its own process group, so that a cancel reaches the supervisor and
 //     every git it started, and SIGKILL when the app dies (Pdeathsig). The sandbox is not in that group (bwrap has its
 //     own), but it dies with the supervisor (bwrap's --die-with-parent and
@@ -35,8 +35,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // ErrAtCapacity (runner's) is returned by Start when Config.MaxConcurrent

@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/runner"
-	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
 	"github.com/inspecthq/inspect/runner/sandbox"
 )

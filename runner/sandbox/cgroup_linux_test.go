@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inspecthq/inspect/contract"
 )
 
 // On a host with cgroups for the supervisor (v1 here, as on this project's
@@ -21,7 +23,7 @@ func TestACommandRunsInACgroupOfItsOwnHoldingItsLimits(t *testing.T) {
 	// The shell keeps marker in its argv ($0) and stays (it cannot exec
 	// sleep, which is not its last command) from before it says ready.
 	s := newSpec(t, "sh", "-c", `echo ready; sleep 300; true`, marker)
-	s.Limits = Limits{MemoryBytes: 96 << 20, Pids: 50, CPUShares: 300}
+	s.Limits = contract.SandboxLimits{MemoryBytes: 96 << 20, Pids: 50, CPUShares: 300}
 	out, stop := runKept(t, s)
 	line, _ := out.ReadString('\n')
 	if line != "ready\n" {

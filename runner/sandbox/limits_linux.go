@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/inspecthq/inspect/contract"
 )
 
 // cgroupRoot is where the host's cgroup file systems are mounted.
@@ -87,7 +89,7 @@ func hasAll(list []string, want ...string) bool {
 // limiter enforces one command's Limits: its cgroup (when the host has
 // one to give), the rlimits otherwise, and the watch.
 type limiter struct {
-	lim       Limits
+	lim       contract.SandboxLimits
 	workspace string
 	mode      cgroupMode
 	// dirs are the command's cgroup directories: one in v2, one per
@@ -102,7 +104,7 @@ type limiter struct {
 
 // newLimiter makes the command's cgroup. It does nothing for a command
 // with no limits.
-func newLimiter(lim Limits, workspace string) (*limiter, error) {
+func newLimiter(lim contract.SandboxLimits, workspace string) (*limiter, error) {
 	l := &limiter{lim: lim, workspace: workspace, dirs: map[string]string{}, hit: make(chan LimitExceeded, 1)}
 	if lim.MemoryBytes == 0 && lim.Pids == 0 && lim.CPUShares == 0 {
 		return l, nil

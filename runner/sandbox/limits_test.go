@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inspecthq/inspect/contract"
 )
 
 // The acceptance experiments of issue 19: each is bounded by its own
@@ -15,7 +17,7 @@ import (
 // under the same limits runs normally.
 
 // smallLimits are far below what each experiment would take.
-var smallLimits = Limits{
+var smallLimits = contract.SandboxLimits{
 	MemoryBytes:    128 << 20,
 	Pids:           64,
 	CPUShares:      256,

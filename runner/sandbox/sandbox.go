@@ -57,6 +57,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inspecthq/inspect/contract"
 )
 
 // Fixed paths and names inside the sandbox.
@@ -122,7 +124,7 @@ type Spec struct {
 	Timeout time.Duration
 	// Limits cap the command's memory, processes, CPU share, /tmp and
 	// workspace disk use (zero fields: none).
-	Limits Limits
+	Limits contract.SandboxLimits
 	// Within, when set, runs the command inside a session's Environment:
 	// it shares the environment's loopback network and IPC with every
 	// other command run within it, while its PID namespace, mounts and
@@ -225,7 +227,7 @@ func (s Spec) options() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Limits.check(); err != nil {
+	if err := checkLimits(s.Limits); err != nil {
 		return nil, err
 	}
 	opts := append([]string(nil), baseOptions...)

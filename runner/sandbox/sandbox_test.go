@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/sandboxtest"
 )
 
@@ -101,7 +102,7 @@ func newSpec(t *testing.T, argv ...string) Spec {
 		GID:         gid,
 		// The server's defaults (config.DefaultSandbox*): every test here
 		// runs under them and the seccomp filter.
-		Limits:  Limits{MemoryBytes: 4 << 30, Pids: 4096, CPUShares: 512, TmpBytes: 2 << 30, WorkspaceBytes: 10 << 30},
+		Limits:  contract.SandboxLimits{MemoryBytes: 4 << 30, Pids: 4096, CPUShares: 512, TmpBytes: 2 << 30, WorkspaceBytes: 10 << 30},
 		Timeout: time.Minute, // a backstop: no test here should come near it
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // ChannelError is a refused session-channel request: the status, and the

@@ -12,8 +12,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/images"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // distributionRoot opens the Debian root .ci/ensure-distroot built on this

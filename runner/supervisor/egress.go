@@ -14,10 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
-	"github.com/inspecthq/inspect/runner/sandbox"
 	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/runner/sandbox"
 )
 
 // The egress path inside the sandbox: the forwarder (`inspect runner

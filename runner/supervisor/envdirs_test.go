@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
 )
 

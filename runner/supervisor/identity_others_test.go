@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
 )
 

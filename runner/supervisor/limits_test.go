@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
-	"github.com/inspecthq/inspect/runner/sandbox"
 )
 
 // Issue 19's experiments as whole attempts, each bounded by its own
@@ -26,7 +25,7 @@ func TestAgentsOverALimitEndLimitExceededAndTheNextAttemptRuns(t *testing.T) {
 		"write.sh": "dd if=/dev/zero of=big bs=1M count=1024\n",
 		"ok.sh":    "echo fine > answer.txt\n",
 	})
-	limits := sandbox.Limits{MemoryBytes: 256 << 20, Pids: 64, CPUShares: 512, TmpBytes: 64 << 20, WorkspaceBytes: 128 << 20}
+	limits := contract.SandboxLimits{MemoryBytes: 256 << 20, Pids: 64, CPUShares: 512, TmpBytes: 64 << 20, WorkspaceBytes: 128 << 20}
 
 	for i, tc := range []struct {
 		script string
@@ -83,7 +82,7 @@ func TestAServiceOverALimitEndsTheSessionNamingTheLimit(t *testing.T) {
 		ReadyTimeout: contract.Duration(30 * time.Second),
 	}}
 	h := newHarness(t, ch, spec)
-	h.cfg.Limits = sandbox.Limits{Pids: 64}
+	h.cfg.Limits = contract.SandboxLimits{Pids: 64}
 	ev := h.result(t, h.run(t, context.Background())).Evidence
 	// Before or after it was found ready: the limit is named either way.
 	want := "(stopped: it ran into the sandbox's process limit (64 processes and threads))"

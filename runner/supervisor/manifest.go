@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // The change is found by the supervisor's own git, outside the sandbox,

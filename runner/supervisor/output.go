@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // tailBuffer keeps the last max bytes written to it. It keeps more than

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // patchArgs diff the private index (the staged change) against the pinned

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // patchFixture is a pinned commit fetched into an attempt's workspace, and

@@ -10,7 +10,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 )
 
 // The agent CLIs' versions these invocations were written against and

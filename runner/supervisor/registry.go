@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // RegistryBaseURL is where a package manager inside the sandbox reaches the

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner/sandbox"
 )
 

@@ -19,9 +19,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/runner"
-	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/sandbox"
 )
 

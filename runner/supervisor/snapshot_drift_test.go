@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/internal/sandboxtest"
-	"github.com/inspecthq/inspect/runner/contract"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
 )
 

@@ -9,8 +9,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/images"
-	"github.com/inspecthq/inspect/runner/contract"
 )
 
 // runSnapshotJob is an attempt that builds a snapshot (decision 0012): it

@@ -61,7 +61,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/inspecthq/inspect/runner/contract"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner/sandbox"
 )
 
@@ -114,7 +114,7 @@ type Config struct {
 	// /tmp and workspace disk use (decision 0031). A command over one is
 	// stopped and the attempt ends limit_exceeded, naming it. Zero fields
 	// are no limit; the app's executor passes the server's defaults.
-	Limits sandbox.Limits
+	Limits contract.SandboxLimits
 	// KeepWorkspace leaves the attempt's directory in place (debugging,
 	// tests); it is removed otherwise.
 	KeepWorkspace bool
@@ -154,7 +154,7 @@ type Config struct {
 }
 
 // FromEnv fills the channel and attempt fields from the environment names
-// in runner/contract.
+// in contract.
 func (c *Config) FromEnv(lookup func(string) (string, bool)) {
 	get := func(k string) string { v, _ := lookup(k); return v }
 	c.ChannelURL = get(contract.EnvChannelURL)

@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // TestGolden pins the wire form of every document. The files in testdata/
 // are also the readable examples of each schema. A change here is a change
 // to the contract: bump the document's version (see the package doc), then
-// run `go test ./runner/contract -run TestGolden -update`.
+// run `go test ./contract -run TestGolden -update`.
 func TestGolden(t *testing.T) {
 	m := validManifest()
 	m.Normalize()

@@ -15,20 +15,20 @@ import (
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // runCommand handles `status`, `cancel` and `retry`, from a comment, a
 // label taken off, or a button on Inspect's check run.
 func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
-	var t handlers.Trigger
+	var t session.Trigger
 	if err := json.Unmarshal([]byte(w.Payload), &t); err != nil {
 		return fmt.Errorf("decoding command payload: %w", err)
 	}
 	log := zerolog.Ctx(ctx).With().Str("subcommand", string(t.Command.Sub)).Int64("comment_id", t.CommentID).Str("trigger", string(t.Kind)).Logger()
 	ctx = log.WithContext(ctx)
-	if t.Kind == handlers.KindCheckAction {
+	if t.Kind == session.KindCheckAction {
 		// The button's session says which thread this is about.
 		sess, err := s.store.GetSession(ctx, t.SessionID)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && sess.RepoID != t.Repo.ID) {
@@ -46,7 +46,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 	}
 	replay := w.Attempts > 1
 	th := ghwrite.NewThread(c, t.Repo.Owner, t.Repo.Name, t.Number, s.botLogin())
-	if t.Kind == handlers.KindReviewComment && t.Review != nil {
+	if t.Kind == session.KindReviewComment && t.Review != nil {
 		th.Review = t.Review.ThreadRoot(t.CommentID)
 	}
 	reply := func(body string) error {
@@ -59,7 +59,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 		_, err := th.PostOnce(ctx, render.ReplyMarker(t), render.WithIgnoredNote(body, t.Command.Ignored, s.cfg.CommandWord), replay)
 		return err
 	}
-	if t.Kind == handlers.KindUnlabel {
+	if t.Kind == session.KindUnlabel {
 		// Taking the label off says "stop" only while its session runs
 		// (Inspect takes it off itself when a session ends; that event is
 		// our own and never gets here).
@@ -91,7 +91,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 
 // cancellable lists the sessions a cancel trigger may stop: a button's
 // own session, a removed label's sessions, or every session on the thread.
-func (s *Service) cancellable(ctx context.Context, t handlers.Trigger) ([]store.Session, error) {
+func (s *Service) cancellable(ctx context.Context, t session.Trigger) ([]store.Session, error) {
 	sessions, err := s.sessionsForTarget(ctx, t, 50)
 	if err != nil {
 		return nil, err
@@ -99,11 +99,11 @@ func (s *Service) cancellable(ctx context.Context, t handlers.Trigger) ([]store.
 	var out []store.Session
 	for _, sess := range sessions {
 		switch t.Kind {
-		case handlers.KindCheckAction:
+		case session.KindCheckAction:
 			if sess.ID != t.SessionID {
 				continue
 			}
-		case handlers.KindUnlabel:
+		case session.KindUnlabel:
 			// Only what the label started before it was taken off: a
 			// session from the label put back since is not this removal's.
 			if !strings.EqualFold(sess.Info().Label, t.Label) || (!t.AcceptedAt.IsZero() && sess.CreatedAt.After(t.AcceptedAt)) {
@@ -118,7 +118,7 @@ func (s *Service) cancellable(ctx context.Context, t handlers.Trigger) ([]store.
 // sessionsForTarget lists the newest sessions on the trigger's issue or
 // pull request, or on its branch: branch sessions all have Number 0, so
 // only those on the same branch count.
-func (s *Service) sessionsForTarget(ctx context.Context, t handlers.Trigger, limit int) ([]store.Session, error) {
+func (s *Service) sessionsForTarget(ctx context.Context, t session.Trigger, limit int) ([]store.Session, error) {
 	sessions, err := s.store.SessionsForTarget(ctx, t.Repo.ID, t.Number, limit)
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func (s *Service) sessionsForTarget(ctx context.Context, t handlers.Trigger, lim
 
 // commandFacts gathers what policy needs. Status needs no role (anyone who
 // can read the thread may ask), so it costs no permission lookup.
-func (s *Service) commandFacts(ctx context.Context, c *github.Client, t handlers.Trigger) (policy.Facts, error) {
+func (s *Service) commandFacts(ctx context.Context, c *github.Client, t session.Trigger) (policy.Facts, error) {
 	f := policy.Facts{
 		SenderLogin: t.Sender.Login, SenderType: t.Sender.Type, AllowedBots: s.cfg.Policy.AllowedBots,
 		ServerPaused: s.cfg.Paused, ForkOptIn: s.cfg.ForkPRAllowed(t.Repo.FullName()), Subcommand: t.Command.Sub,
@@ -196,7 +196,7 @@ func targetFacts(ctx context.Context, c *github.Client, owner, name string, numb
 	return target, policy.Role(role), read, nil
 }
 
-func (s *Service) status(ctx context.Context, t handlers.Trigger, reply func(string) error) error {
+func (s *Service) status(ctx context.Context, t session.Trigger, reply func(string) error) error {
 	sessions, err := s.sessionsForTarget(ctx, t, 10)
 	if err != nil {
 		return err
@@ -222,7 +222,7 @@ func (s *Service) status(ctx context.Context, t handlers.Trigger, reply func(str
 	return reply(render.StatusListing(rows))
 }
 
-func (s *Service) cancel(ctx context.Context, t handlers.Trigger, reply func(string) error) error {
+func (s *Service) cancel(ctx context.Context, t session.Trigger, reply func(string) error) error {
 	sessions, err := s.cancellable(ctx, t)
 	if err != nil {
 		return err
@@ -259,18 +259,18 @@ func (s *Service) cancel(ctx context.Context, t handlers.Trigger, reply func(str
 		}
 	}
 	if len(cancelled) == 0 {
-		if t.Kind == handlers.KindUnlabel {
+		if t.Kind == session.KindUnlabel {
 			return nil // it ended on its own meanwhile; nothing to say
 		}
 		return reply(render.NothingToCancelReply())
 	}
-	if t.Kind == handlers.KindUnlabel {
+	if t.Kind == session.KindUnlabel {
 		return reply(render.UnlabelCancelledReply(cancelled, t.Sender.Login, t.Label))
 	}
 	return reply(render.CancelledReply(cancelled, t.Sender.Login))
 }
 
-func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(string) error) error {
+func (s *Service) retry(ctx context.Context, t session.Trigger, reply func(string) error) error {
 	sessions, err := s.sessionsForTarget(ctx, t, 50)
 	if err != nil {
 		return err
@@ -278,7 +278,7 @@ func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(stri
 	var last *store.Session
 	for i := range sessions {
 		sess := sessions[i]
-		if sess.DeliveryID == t.DeliveryID || (t.Kind == handlers.KindComment && sess.CommentID == t.CommentID) {
+		if sess.DeliveryID == t.DeliveryID || (t.Kind == session.KindComment && sess.CommentID == t.CommentID) {
 			return nil // this retry already created its session (a replay)
 		}
 		if sess.Active() {
@@ -286,7 +286,7 @@ func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(stri
 			// a second run of the same request.
 			return reply(render.StillActiveReply(sess, s.cfg.CommandWord))
 		}
-		if t.Kind == handlers.KindCheckAction && sess.ID != t.SessionID {
+		if t.Kind == session.KindCheckAction && sess.ID != t.SessionID {
 			continue // a button retries its own session
 		}
 		// A refused session's instructions came from someone who may not
@@ -309,7 +309,7 @@ func (s *Service) retry(ctx context.Context, t handlers.Trigger, reply func(stri
 		// the repair's place in the budget: a retry is a person's request.
 		TriggerInfo: store.TriggerInfo{Review: last.Info().Review, Label: last.Info().Label, Checks: last.Info().Checks, Branch: last.Info().Branch}.Encode(),
 	}
-	if t.Kind == handlers.KindComment {
+	if t.Kind == session.KindComment {
 		next.CommentID = t.CommentID
 	}
 	created, err := s.store.CreateSessionOnce(ctx, []string{"retry:" + t.DeliveryID}, next, []store.NewWork{{Kind: store.PrepareSession}}, s.clock.Now())

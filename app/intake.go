@@ -12,6 +12,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Intake: turning what the webhook handlers hand over (a Trigger, a failing
@@ -20,12 +21,12 @@ import (
 // config, and nothing calls GitHub. Everything is synced to disk before
 // the request is answered (decision 0001).
 
-func replyWork(t handlers.Trigger, marker, body string) store.NewWork {
+func replyWork(t session.Trigger, marker, body string) store.NewWork {
 	p := replyPayload{
 		Owner: t.Repo.Owner, Repo: t.Repo.Name, InstallationID: t.InstallationID, Number: t.Number,
 		Marker: marker, Body: body,
 	}
-	if t.Kind == handlers.KindReviewComment && t.Review != nil {
+	if t.Kind == session.KindReviewComment && t.Review != nil {
 		p.ReviewThread = t.Review.ThreadRoot(t.CommentID)
 	}
 	return store.NewWork{Kind: store.PostReply, Payload: mustJSON(p)}
@@ -34,19 +35,19 @@ func replyWork(t handlers.Trigger, marker, body string) store.NewWork {
 // AcceptTrigger implements handlers.Sink. It decides from local state only
 // (server config, the repo-config cache, the trigger) and returns after the
 // decision is on disk.
-func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
+func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 	now := s.clock.Now()
 	a := store.Acceptance{DeliveryID: t.DeliveryID, Event: t.Event, At: now}
 	switch t.Kind {
-	case handlers.KindComment:
+	case session.KindComment:
 		a.CommentID = t.CommentID
-	case handlers.KindReviewComment:
+	case session.KindReviewComment:
 		// Review comments number apart from issue comments.
 		a.ClaimKey = fmt.Sprintf("review-comment:%d", t.CommentID)
-	case handlers.KindDashboard:
+	case session.KindDashboard:
 		// No comment to claim: the form post's own id dedupes a retried post.
 		a.ClaimKey = "dashboard:" + t.DeliveryID
-	case handlers.KindLabel, handlers.KindUnlabel:
+	case session.KindLabel, session.KindUnlabel:
 		ok, err := s.isTriggerLabel(ctx, t.Repo.ID, t.Label)
 		if err != nil {
 			return &handlers.StoreError{Err: err}
@@ -55,7 +56,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 			zerolog.Ctx(ctx).Debug().Str("label", t.Label).Msg("label ignored: not this repo's trigger label")
 			return nil
 		}
-		if t.Kind == handlers.KindLabel {
+		if t.Kind == session.KindLabel {
 			t.Command.Instructions = render.LabelInstructions(t.Number, t.IssueTitle)
 		}
 	}
@@ -78,22 +79,22 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 			Truncated: t.Command.Truncated, IgnoredCommands: t.Command.Ignored, State: store.Queued,
 		}
 		switch t.Kind {
-		case handlers.KindComment:
+		case session.KindComment:
 			sess.CommentID = t.CommentID
-		case handlers.KindReviewComment:
+		case session.KindReviewComment:
 			sess.TriggerKind = store.TriggerReviewComment
 			r := t.Review
 			if r == nil {
-				r = &handlers.ReviewComment{}
+				r = &session.ReviewComment{}
 			}
 			sess.TriggerInfo = store.TriggerInfo{Review: &store.ReviewInfo{
 				CommentID: t.CommentID, ThreadID: r.ThreadRoot(t.CommentID), Path: r.Path, Line: r.Line, StartLine: r.StartLine,
 				Side: r.Side, DiffHunk: r.DiffHunk, CommitID: r.CommitID,
 			}}.Encode()
-		case handlers.KindLabel:
+		case session.KindLabel:
 			sess.TriggerKind = store.TriggerLabel
 			sess.TriggerInfo = store.TriggerInfo{Label: t.Label}.Encode()
-		case handlers.KindDashboard:
+		case session.KindDashboard:
 			sess.TriggerKind = store.TriggerDashboard
 			// A branch run has no thread (Number 0); the branch is what it
 			// works on (app/branch.go).
@@ -131,7 +132,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t handlers.Trigger) error {
 
 // pausedLocally checks the two pause switches from local state. A cache miss
 // errs on the side of accepting; the worker re-checks with the fresh config.
-func (s *Service) pausedLocally(ctx context.Context, t handlers.Trigger) (policy.Decision, error) {
+func (s *Service) pausedLocally(ctx context.Context, t session.Trigger) (policy.Decision, error) {
 	// A cached pause is trusted only while fresh (cachedRepoConfig): were
 	// the push that lifted it lost, an old entry would otherwise refuse
 	// forever without looking. Past repo_config_max_age the trigger is
@@ -153,7 +154,7 @@ func (s *Service) pausedLocally(ctx context.Context, t handlers.Trigger) (policy
 }
 
 // AcceptConfigPush implements handlers.Sink: it queues a cache refresh.
-func (s *Service) AcceptConfigPush(ctx context.Context, p handlers.ConfigPush) error {
+func (s *Service) AcceptConfigPush(ctx context.Context, p session.ConfigPush) error {
 	now := s.clock.Now()
 	res, err := s.store.Accept(ctx, store.Acceptance{
 		DeliveryID: p.DeliveryID, Event: "push", At: now,
@@ -170,7 +171,7 @@ func (s *Service) AcceptConfigPush(ctx context.Context, p handlers.ConfigPush) e
 // DefaultBranchMoved implements handlers.Sink: a repo that wants snapshots
 // gets its next build within snapshotPushDebounce. A failure only delays
 // the rebuild to the regular refresh, so it is logged, not answered 503.
-func (s *Service) DefaultBranchMoved(ctx context.Context, repo handlers.Repo) {
+func (s *Service) DefaultBranchMoved(ctx context.Context, repo session.Repo) {
 	if s.cfg.Snapshots.Store == "" {
 		return
 	}
@@ -196,7 +197,7 @@ func (s *Service) isTriggerLabel(ctx context.Context, repoID int64, label string
 // cached config asks to repair is queued for the worker, which decides
 // after repair.debounce so that checks failing on one commit meet in one
 // session. Everything else stores nothing.
-func (s *Service) AcceptCheckFailure(ctx context.Context, f handlers.CheckFailure) error {
+func (s *Service) AcceptCheckFailure(ctx context.Context, f session.CheckFailure) error {
 	log := zerolog.Ctx(ctx)
 	cfg, known, err := s.cachedRepoConfig(ctx, f.Repo.ID)
 	if err != nil {
@@ -206,7 +207,7 @@ func (s *Service) AcceptCheckFailure(ctx context.Context, f handlers.CheckFailur
 		log.Debug().Str("check", f.Name).Msg("check failure ignored: the repo does not repair it")
 		return nil
 	}
-	if policy.AllForks(f.PullRequests, func(p handlers.PullRef) (int64, int64) { return p.HeadRepoID, p.BaseRepoID }) {
+	if policy.AllForks(f.PullRequests, func(p session.PullRef) (int64, int64) { return p.HeadRepoID, p.BaseRepoID }) {
 		log.Debug().Str("check", f.Name).Msg("check failure ignored: fork pull requests are never repaired")
 		return nil
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
-	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // failingChecks lists the failing checks on sha that the repo's config
@@ -44,7 +44,7 @@ func checkNames(checks []gather.FailingCheck) []string {
 // with the fresh repo config and everything the guards need (policy
 // DecideRepair). Skips are silent: nobody asked, so nothing is posted.
 func (s *Service) considerRepair(ctx context.Context, w *store.Work) error {
-	var f handlers.CheckFailure
+	var f session.CheckFailure
 	if err := json.Unmarshal([]byte(w.Payload), &f); err != nil {
 		return fmt.Errorf("decoding repair payload: %w", err)
 	}
@@ -151,7 +151,7 @@ func (s *Service) repairRecheck() time.Duration {
 // repairPending says, from the store alone, which of the payload's pull
 // requests may still get a repair for this commit, and whether one of them
 // has a session active (so the decision waits without asking GitHub).
-func (s *Service) repairPending(ctx context.Context, f handlers.CheckFailure) ([]int, bool, error) {
+func (s *Service) repairPending(ctx context.Context, f session.CheckFailure) ([]int, bool, error) {
 	var pending []int
 	wait := false
 	for _, p := range f.PullRequests {
@@ -178,7 +178,7 @@ func (s *Service) repairPending(ctx context.Context, f handlers.CheckFailure) ([
 }
 
 // pullsFor names the open pull requests whose head is the failing commit.
-func pullsFor(ctx context.Context, c *github.Client, owner, name string, f handlers.CheckFailure) ([]int, error) {
+func pullsFor(ctx context.Context, c *github.Client, owner, name string, f session.CheckFailure) ([]int, error) {
 	numbers := []int{}
 	prs, _, err := c.PullRequests.ListPullRequestsWithCommit(ctx, owner, name, f.HeadSHA, &github.ListOptions{PerPage: 100})
 	if err != nil {
@@ -193,7 +193,7 @@ func pullsFor(ctx context.Context, c *github.Client, owner, name string, f handl
 }
 
 // repairDecision gathers the guards' facts for one pull request.
-func (s *Service) repairDecision(ctx context.Context, c *github.Client, f handlers.CheckFailure, number int, cfg config.Repo, matched bool, limits policy.Limits, now time.Time) (policy.RepairDecision, *github.PullRequest, error) {
+func (s *Service) repairDecision(ctx context.Context, c *github.Client, f session.CheckFailure, number int, cfg config.Repo, matched bool, limits policy.Limits, now time.Time) (policy.RepairDecision, *github.PullRequest, error) {
 	pr, _, err := c.PullRequests.Get(ctx, f.Repo.Owner, f.Repo.Name, number)
 	if err != nil {
 		return policy.RepairDecision{}, nil, fmt.Errorf("reading pull request #%d: %w", number, err)
@@ -226,7 +226,7 @@ func (s *Service) repairDecision(ctx context.Context, c *github.Client, f handle
 
 // startRepair creates the repair session, once per (pull request, commit)
 // whatever replays or concurrent failures of the same commit do.
-func (s *Service) startRepair(ctx context.Context, f handlers.CheckFailure, pr *github.PullRequest, checks []gather.FailingCheck, d policy.RepairDecision, budget int, now time.Time) error {
+func (s *Service) startRepair(ctx context.Context, f session.CheckFailure, pr *github.PullRequest, checks []gather.FailingCheck, d policy.RepairDecision, budget int, now time.Time) error {
 	names := checkNames(checks)
 	author := pr.GetUser()
 	sess := &store.Session{

@@ -13,7 +13,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
-	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Reading a repo's .github/inspect.yml: the cache the webhook path decides
@@ -110,7 +110,7 @@ func (s *Service) loadRepoConfig(ctx context.Context, c *github.Client, repoID i
 // org-wide change forgets the owner's inherited entries instead: there may be
 // many, and a miss simply re-reads at the next trigger.
 func (s *Service) refreshFromPush(ctx context.Context, w *store.Work) error {
-	var p handlers.ConfigPush
+	var p session.ConfigPush
 	if err := json.Unmarshal([]byte(w.Payload), &p); err != nil {
 		return fmt.Errorf("decoding refresh payload: %w", err)
 	}

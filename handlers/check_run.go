@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // CheckRun handles `check_run`: another app's failing check run is a
@@ -34,7 +35,7 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 		if policy.OwnCheck(cr.App.ID, cr.App.Slug, self.AppID, self.AppSlug) || !policy.FailingConclusion(cr.Conclusion) {
 			return nil
 		}
-		return acceptFailure(ctx, h.Sink, CheckFailure{
+		return acceptFailure(ctx, h.Sink, session.CheckFailure{
 			DeliveryID:     deliveryID,
 			Event:          eventType,
 			Repo:           ev.Repository.repo(),
@@ -74,10 +75,10 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 	if len(cr.PullRequests) > 0 {
 		number = cr.PullRequests[0].Number
 	}
-	t := Trigger{
+	t := session.Trigger{
 		DeliveryID:     deliveryID,
 		Event:          eventType,
-		Kind:           KindCheckAction,
+		Kind:           session.KindCheckAction,
 		Repo:           ev.Repository.repo(),
 		InstallationID: ev.Installation.ID,
 		Number:         number,
@@ -86,7 +87,7 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 		Command:        policy.Parsed{Kind: policy.Command, Sub: sub},
 		SessionID:      cr.ExternalID,
 	}
-	if err := t.validate(); err != nil {
+	if err := validateTrigger(t); err != nil {
 		return err
 	}
 	zerolog.Ctx(ctx).Info().Str("session_id", t.SessionID).Int64("check_run_id", cr.ID).Str("repo", t.Repo.FullName()).
@@ -95,8 +96,8 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 }
 
 // acceptFailure validates f, logs it and hands it to the sink.
-func acceptFailure(ctx context.Context, sink Sink, f CheckFailure) error {
-	if err := f.validate(); err != nil {
+func acceptFailure(ctx context.Context, sink Sink, f session.CheckFailure) error {
+	if err := validateFailure(f); err != nil {
 		return err
 	}
 	zerolog.Ctx(ctx).Info().Str("event", f.Event).Str("repo", f.Repo.FullName()).Str("head_sha", f.HeadSHA).
@@ -107,7 +108,7 @@ func acceptFailure(ctx context.Context, sink Sink, f CheckFailure) error {
 
 // validate checks that f names the repository, installation, commit and
 // delivery.
-func (f CheckFailure) validate() error {
+func validateFailure(f session.CheckFailure) error {
 	switch {
 	case f.Repo.ID == 0 || f.Repo.Owner == "" || f.Repo.Name == "":
 		return payloadErrorf("repository is missing")

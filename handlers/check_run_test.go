@@ -7,6 +7,7 @@ import (
 
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 const (
@@ -26,10 +27,10 @@ const (
 )
 
 // hello is Codertocat/Hello-World as its payloads name it.
-var hello = handlers.Repo{ID: 186853002, Owner: "Codertocat", Name: "Hello-World", DefaultBranch: "master"}
+var hello = session.Repo{ID: 186853002, Owner: "Codertocat", Name: "Hello-World", DefaultBranch: "master"}
 
 // helloPR is PR #2 of Codertocat/Hello-World as check payloads name it.
-var helloPR = handlers.PullRef{
+var helloPR = session.PullRef{
 	Number:     2,
 	HeadRef:    "changes",
 	HeadSHA:    "ec26c3e57ca3a959ca5aad62de7213c562f8c821",
@@ -37,7 +38,7 @@ var helloPR = handlers.PullRef{
 	BaseRepoID: 186853002,
 }
 
-var codertocat = handlers.Sender{Login: "Codertocat", ID: 21031067, Type: "User"}
+var codertocat = session.Sender{Login: "Codertocat", ID: 21031067, Type: "User"}
 
 // ourBot makes our own app the sender.
 var ourBot = []edit{set("sender.login", testAppSlug+"[bot]"), set("sender.type", "Bot")}
@@ -55,8 +56,8 @@ func pullRequest(number, headRepo, baseRepo int64, ref, sha string) map[string]a
 
 // fixtureRunFailure is the CheckFailure for completedFixture made a
 // failure of octocoders-linter from installation 1.
-func fixtureRunFailure() handlers.CheckFailure {
-	return handlers.CheckFailure{
+func fixtureRunFailure() session.CheckFailure {
+	return session.CheckFailure{
 		DeliveryID:     testDelivery,
 		Event:          checkRunEvent,
 		Repo:           hello,
@@ -67,24 +68,24 @@ func fixtureRunFailure() handlers.CheckFailure {
 		CheckSuiteID:   118578147,
 		AppSlug:        "octocoders-linter",
 		Conclusion:     "failure",
-		PullRequests:   []handlers.PullRef{helloPR},
+		PullRequests:   []session.PullRef{helloPR},
 		Sender:         codertocat,
 	}
 }
 
 // fixtureCheckAction is the Trigger for actionFixture made a "retry" on
 // one of our runs, for session testSessionID.
-func fixtureCheckAction() handlers.Trigger {
-	return handlers.Trigger{
+func fixtureCheckAction() session.Trigger {
+	return session.Trigger{
 		DeliveryID:     testDelivery,
 		Event:          checkRunEvent,
-		Kind:           handlers.KindCheckAction,
-		Repo:           handlers.Repo{ID: 9384267, Owner: "electron", Name: "electron", DefaultBranch: "master"},
+		Kind:           session.KindCheckAction,
+		Repo:           session.Repo{ID: 9384267, Owner: "electron", Name: "electron", DefaultBranch: "master"},
 		InstallationID: 690857,
 		Number:         26764,
 		IsPR:           true,
 		CommentID:      0,
-		Sender:         handlers.Sender{Login: "codebytere", ID: 2036040, Type: "User"},
+		Sender:         session.Sender{Login: "codebytere", ID: 2036040, Type: "User"},
 		Command:        policy.Parsed{Kind: policy.Command, Sub: policy.Retry},
 		SessionID:      testSessionID,
 	}
@@ -152,7 +153,7 @@ func TestCheckRunFixtures(t *testing.T) {
 }
 
 func TestCheckRunCompleted(t *testing.T) {
-	same := func(*handlers.CheckFailure) {}
+	same := func(*session.CheckFailure) {}
 	fork := pullRequest(3, 999, 186853002, "fix", "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c")
 
 	tests := []struct {
@@ -167,22 +168,22 @@ func TestCheckRunCompleted(t *testing.T) {
 		sinkErr error
 		// want edits fixtureRunFailure into the one CheckFailure expected;
 		// nil means the sink must not be called.
-		want func(*handlers.CheckFailure)
+		want func(*session.CheckFailure)
 		err  wantErr
 		msg  string
 	}{
 		// Failures.
 		{name: "failure", want: same},
-		{name: "timed out", edits: []edit{set("check_run.conclusion", "timed_out")}, want: func(f *handlers.CheckFailure) { f.Conclusion = "timed_out" }},
-		{name: "startup failure", edits: []edit{set("check_run.conclusion", "startup_failure")}, want: func(f *handlers.CheckFailure) { f.Conclusion = "startup_failure" }},
-		{name: "app without a slug", edits: []edit{del("check_run.app.slug")}, want: func(f *handlers.CheckFailure) { f.AppSlug = "" }},
-		{name: "no pull requests", edits: []edit{set("check_run.pull_requests", []any{})}, want: func(f *handlers.CheckFailure) { f.PullRequests = nil }},
-		{name: "null pull requests", edits: []edit{set("check_run.pull_requests", nil)}, want: func(f *handlers.CheckFailure) { f.PullRequests = nil }},
+		{name: "timed out", edits: []edit{set("check_run.conclusion", "timed_out")}, want: func(f *session.CheckFailure) { f.Conclusion = "timed_out" }},
+		{name: "startup failure", edits: []edit{set("check_run.conclusion", "startup_failure")}, want: func(f *session.CheckFailure) { f.Conclusion = "startup_failure" }},
+		{name: "app without a slug", edits: []edit{del("check_run.app.slug")}, want: func(f *session.CheckFailure) { f.AppSlug = "" }},
+		{name: "no pull requests", edits: []edit{set("check_run.pull_requests", []any{})}, want: func(f *session.CheckFailure) { f.PullRequests = nil }},
+		{name: "null pull requests", edits: []edit{set("check_run.pull_requests", nil)}, want: func(f *session.CheckFailure) { f.PullRequests = nil }},
 		{
 			name:  "several pull requests, one from a fork, in order",
 			edits: []edit{set("check_run.pull_requests", []any{fork, pullRequest(2, 186853002, 186853002, "changes", helloPR.HeadSHA)})},
-			want: func(f *handlers.CheckFailure) {
-				f.PullRequests = []handlers.PullRef{
+			want: func(f *session.CheckFailure) {
+				f.PullRequests = []session.PullRef{
 					{Number: 3, HeadRef: "fix", HeadSHA: "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c", HeadRepoID: 999, BaseRepoID: 186853002},
 					helloPR,
 				}
@@ -191,32 +192,32 @@ func TestCheckRunCompleted(t *testing.T) {
 		{
 			name:  "pull request whose head repo is gone",
 			edits: []edit{set("check_run.pull_requests", []any{map[string]any{"number": 2, "head": map[string]any{"ref": "changes", "sha": helloPR.HeadSHA, "repo": nil}, "base": map[string]any{"repo": map[string]any{"id": 186853002}}}})},
-			want: func(f *handlers.CheckFailure) {
-				f.PullRequests = []handlers.PullRef{{Number: 2, HeadRef: "changes", HeadSHA: helloPR.HeadSHA, BaseRepoID: 186853002}}
+			want: func(f *session.CheckFailure) {
+				f.PullRequests = []session.PullRef{{Number: 2, HeadRef: "changes", HeadSHA: helloPR.HeadSHA, BaseRepoID: 186853002}}
 			},
 		},
 		{
 			name:  "another app whose slug starts with ours",
 			edits: []edit{set("check_run.app.slug", testAppSlug+"-staging")},
-			want:  func(f *handlers.CheckFailure) { f.AppSlug = testAppSlug + "-staging" },
+			want:  func(f *session.CheckFailure) { f.AppSlug = testAppSlug + "-staging" },
 		},
 		{
 			name:  "without an identity nothing is our own",
 			self:  &handlers.Identity{},
 			edits: []edit{del("check_run.app.id"), del("check_run.app.slug")},
-			want:  func(f *handlers.CheckFailure) { f.AppSlug = "" },
+			want:  func(f *session.CheckFailure) { f.AppSlug = "" },
 		},
 		{
 			name:  "a slugless app is not ours when we know only our slug",
 			self:  &handlers.Identity{AppSlug: testAppSlug},
 			edits: []edit{del("check_run.app.slug")},
-			want:  func(f *handlers.CheckFailure) { f.AppSlug = "" },
+			want:  func(f *session.CheckFailure) { f.AppSlug = "" },
 		},
 		{
 			name:  "a bot sender is reported as it is",
 			edits: []edit{set("sender.login", "octocoders-linter[bot]"), set("sender.type", "Bot"), set("sender.id", 51234)},
-			want: func(f *handlers.CheckFailure) {
-				f.Sender = handlers.Sender{Login: "octocoders-linter[bot]", ID: 51234, Type: "Bot"}
+			want: func(f *session.CheckFailure) {
+				f.Sender = session.Sender{Login: "octocoders-linter[bot]", ID: 51234, Type: "Bot"}
 			},
 		},
 
@@ -292,13 +293,13 @@ func TestCheckRunCompleted(t *testing.T) {
 }
 
 func TestCheckRunActions(t *testing.T) {
-	same := func(*handlers.Trigger) {}
+	same := func(*session.Trigger) {}
 	// rerequested is the Trigger for rerequestedFixture on one of our runs.
-	rerequested := func(tr *handlers.Trigger) {
-		tr.Repo = handlers.Repo{ID: 526, Owner: "github", Name: "hello-world", DefaultBranch: "master"}
+	rerequested := func(tr *session.Trigger) {
+		tr.Repo = session.Repo{ID: 526, Owner: "github", Name: "hello-world", DefaultBranch: "master"}
 		tr.InstallationID = 1
 		tr.Number = 0
-		tr.Sender = handlers.Sender{Login: "octocat", ID: 5346, Type: "User"}
+		tr.Sender = session.Sender{Login: "octocat", ID: 5346, Type: "User"}
 	}
 	otherApp := []edit{set("check_run.app.id", 25811), set("check_run.app.slug", "electron-cation")}
 
@@ -315,7 +316,7 @@ func TestCheckRunActions(t *testing.T) {
 		sinkErr error
 		// want edits fixtureCheckAction into the one Trigger expected; nil
 		// means the sink must not be called.
-		want func(*handlers.Trigger)
+		want func(*session.Trigger)
 		err  wantErr
 		msg  string
 	}{
@@ -329,7 +330,7 @@ func TestCheckRunActions(t *testing.T) {
 			name:    "re-run of a run naming a pull request",
 			fixture: rerequestedFixture,
 			edits:   []edit{set("check_run.pull_requests", []any{pullRequest(7, 526, 526, "topic", "d6fde92930d4715a2b49857d24b940956b26d2d3")})},
-			want:    func(tr *handlers.Trigger) { rerequested(tr); tr.Number = 7 },
+			want:    func(tr *session.Trigger) { rerequested(tr); tr.Number = 7 },
 		},
 		{name: "re-run ignores a requested action", edits: []edit{set("action", "rerequested"), set("requested_action.identifier", "cancel")}, want: same},
 		{name: "ours by app id alone", edits: []edit{set("check_run.app.slug", "renamed")}, want: same},
@@ -337,27 +338,27 @@ func TestCheckRunActions(t *testing.T) {
 		{name: "ours by slug in another case", edits: []edit{set("check_run.app.id", 1), set("check_run.app.slug", "Inspect-App")}, want: same},
 		{name: "ours, knowing only our slug", self: &handlers.Identity{AppSlug: testAppSlug}, edits: []edit{del("check_run.app.id")}, want: same},
 		{name: "ours, knowing only our id", self: &handlers.Identity{AppID: testAppID}, edits: []edit{del("check_run.app.slug")}, want: same},
-		{name: "no pull requests", edits: []edit{set("check_run.pull_requests", []any{})}, want: func(tr *handlers.Trigger) { tr.Number = 0 }},
-		{name: "null pull requests", edits: []edit{set("check_run.pull_requests", nil)}, want: func(tr *handlers.Trigger) { tr.Number = 0 }},
+		{name: "no pull requests", edits: []edit{set("check_run.pull_requests", []any{})}, want: func(tr *session.Trigger) { tr.Number = 0 }},
+		{name: "null pull requests", edits: []edit{set("check_run.pull_requests", nil)}, want: func(tr *session.Trigger) { tr.Number = 0 }},
 		{
 			name: "several pull requests: the first",
 			edits: []edit{set("check_run.pull_requests", []any{
 				pullRequest(5, 9384267, 9384267, "a", "5bd5f196a46b8222fb7484f05faba41a73cf34bd"),
 				pullRequest(6, 9384267, 9384267, "b", "5bd5f196a46b8222fb7484f05faba41a73cf34bd"),
 			})},
-			want: func(tr *handlers.Trigger) { tr.Number = 5 },
+			want: func(tr *session.Trigger) { tr.Number = 5 },
 		},
 		{
 			name:  "another bot may press; authorization decides later",
 			edits: []edit{set("sender.login", "renovate[bot]"), set("sender.type", "Bot"), set("sender.id", 29139614)},
-			want: func(tr *handlers.Trigger) {
-				tr.Sender = handlers.Sender{Login: "renovate[bot]", ID: 29139614, Type: "Bot"}
+			want: func(tr *session.Trigger) {
+				tr.Sender = session.Sender{Login: "renovate[bot]", ID: 29139614, Type: "Bot"}
 			},
 		},
 		{
 			name:  "external id is passed as it is",
 			edits: []edit{set("check_run.external_id", " 01J8Z4Q6/attempt-2 ")},
-			want:  func(tr *handlers.Trigger) { tr.SessionID = " 01J8Z4Q6/attempt-2 " },
+			want:  func(tr *session.Trigger) { tr.SessionID = " 01J8Z4Q6/attempt-2 " },
 		},
 
 		// Nothing to do.

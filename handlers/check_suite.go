@@ -6,6 +6,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // CheckSuite handles `check_suite`: another app's failing suite is a repair
@@ -32,7 +33,7 @@ func (h *CheckSuite) Handle(ctx context.Context, eventType, deliveryID string, p
 	if self := h.Self(); policy.OwnCheck(cs.App.ID, cs.App.Slug, self.AppID, self.AppSlug) || !policy.FailingConclusion(cs.Conclusion) {
 		return nil
 	}
-	return acceptFailure(ctx, h.Sink, CheckFailure{
+	return acceptFailure(ctx, h.Sink, session.CheckFailure{
 		DeliveryID:     deliveryID,
 		Event:          eventType,
 		Repo:           ev.Repository.repo(),

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/session"
 )
 
 const (
@@ -17,8 +18,8 @@ const (
 
 // fixtureSuiteFailure is the CheckFailure for suiteFixture made a failure
 // of octocoders-linter from installation 1.
-func fixtureSuiteFailure() handlers.CheckFailure {
-	return handlers.CheckFailure{
+func fixtureSuiteFailure() session.CheckFailure {
+	return session.CheckFailure{
 		DeliveryID:     testDelivery,
 		Event:          checkSuiteEvent,
 		Repo:           hello,
@@ -29,7 +30,7 @@ func fixtureSuiteFailure() handlers.CheckFailure {
 		CheckSuiteID:   118578147,
 		AppSlug:        "octocoders-linter",
 		Conclusion:     "failure",
-		PullRequests:   []handlers.PullRef{helloPR},
+		PullRequests:   []session.PullRef{helloPR},
 		Sender:         codertocat,
 	}
 }
@@ -66,7 +67,7 @@ func TestCheckSuiteFixture(t *testing.T) {
 }
 
 func TestCheckSuite(t *testing.T) {
-	same := func(*handlers.CheckFailure) {}
+	same := func(*session.CheckFailure) {}
 	fork := pullRequest(3, 999, 186853002, "fix", "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c")
 
 	tests := []struct {
@@ -81,22 +82,22 @@ func TestCheckSuite(t *testing.T) {
 		sinkErr error
 		// want edits fixtureSuiteFailure into the one CheckFailure
 		// expected; nil means the sink must not be called.
-		want func(*handlers.CheckFailure)
+		want func(*session.CheckFailure)
 		err  wantErr
 		msg  string
 	}{
 		// Failures.
 		{name: "failure", want: same},
-		{name: "timed out", edits: []edit{set("check_suite.conclusion", "timed_out")}, want: func(f *handlers.CheckFailure) { f.Conclusion = "timed_out" }},
-		{name: "startup failure", edits: []edit{set("check_suite.conclusion", "startup_failure")}, want: func(f *handlers.CheckFailure) { f.Conclusion = "startup_failure" }},
-		{name: "app without a slug", edits: []edit{del("check_suite.app.slug")}, want: func(f *handlers.CheckFailure) { f.AppSlug = "" }},
-		{name: "no pull requests", edits: []edit{set("check_suite.pull_requests", []any{})}, want: func(f *handlers.CheckFailure) { f.PullRequests = nil }},
-		{name: "null pull requests", edits: []edit{set("check_suite.pull_requests", nil)}, want: func(f *handlers.CheckFailure) { f.PullRequests = nil }},
+		{name: "timed out", edits: []edit{set("check_suite.conclusion", "timed_out")}, want: func(f *session.CheckFailure) { f.Conclusion = "timed_out" }},
+		{name: "startup failure", edits: []edit{set("check_suite.conclusion", "startup_failure")}, want: func(f *session.CheckFailure) { f.Conclusion = "startup_failure" }},
+		{name: "app without a slug", edits: []edit{del("check_suite.app.slug")}, want: func(f *session.CheckFailure) { f.AppSlug = "" }},
+		{name: "no pull requests", edits: []edit{set("check_suite.pull_requests", []any{})}, want: func(f *session.CheckFailure) { f.PullRequests = nil }},
+		{name: "null pull requests", edits: []edit{set("check_suite.pull_requests", nil)}, want: func(f *session.CheckFailure) { f.PullRequests = nil }},
 		{
 			name:  "several pull requests, one from a fork, in order",
 			edits: []edit{set("check_suite.pull_requests", []any{pullRequest(2, 186853002, 186853002, "changes", helloPR.HeadSHA), fork})},
-			want: func(f *handlers.CheckFailure) {
-				f.PullRequests = []handlers.PullRef{
+			want: func(f *session.CheckFailure) {
+				f.PullRequests = []session.PullRef{
 					helloPR,
 					{Number: 3, HeadRef: "fix", HeadSHA: "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c", HeadRepoID: 999, BaseRepoID: 186853002},
 				}
@@ -106,12 +107,12 @@ func TestCheckSuite(t *testing.T) {
 			name:  "without an identity nothing is our own",
 			self:  &handlers.Identity{},
 			edits: []edit{del("check_suite.app.id"), del("check_suite.app.slug")},
-			want:  func(f *handlers.CheckFailure) { f.AppSlug = "" },
+			want:  func(f *session.CheckFailure) { f.AppSlug = "" },
 		},
 		{
 			name:  "another app whose slug ends with ours",
 			edits: []edit{set("check_suite.app.slug", "not-"+testAppSlug)},
-			want:  func(f *handlers.CheckFailure) { f.AppSlug = "not-" + testAppSlug },
+			want:  func(f *session.CheckFailure) { f.AppSlug = "not-" + testAppSlug },
 		},
 
 		// Nothing to repair.

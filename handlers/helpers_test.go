@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Every handler is registered with go-githubapp's dispatcher.
@@ -38,13 +39,13 @@ type fakeSink struct {
 	err error
 
 	mu       sync.Mutex
-	triggers []handlers.Trigger
-	pushes   []handlers.ConfigPush
-	failures []handlers.CheckFailure
-	moved    []handlers.Repo
+	triggers []session.Trigger
+	pushes   []session.ConfigPush
+	failures []session.CheckFailure
+	moved    []session.Repo
 }
 
-func (s *fakeSink) DefaultBranchMoved(_ context.Context, r handlers.Repo) {
+func (s *fakeSink) DefaultBranchMoved(_ context.Context, r session.Repo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.moved = append(s.moved, r)
@@ -52,21 +53,21 @@ func (s *fakeSink) DefaultBranchMoved(_ context.Context, r handlers.Repo) {
 
 var _ handlers.Sink = (*fakeSink)(nil)
 
-func (s *fakeSink) AcceptTrigger(_ context.Context, t handlers.Trigger) error {
+func (s *fakeSink) AcceptTrigger(_ context.Context, t session.Trigger) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.triggers = append(s.triggers, t)
 	return s.err
 }
 
-func (s *fakeSink) AcceptConfigPush(_ context.Context, p handlers.ConfigPush) error {
+func (s *fakeSink) AcceptConfigPush(_ context.Context, p session.ConfigPush) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pushes = append(s.pushes, p)
 	return s.err
 }
 
-func (s *fakeSink) AcceptCheckFailure(_ context.Context, f handlers.CheckFailure) error {
+func (s *fakeSink) AcceptCheckFailure(_ context.Context, f session.CheckFailure) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failures = append(s.failures, f)
@@ -74,16 +75,16 @@ func (s *fakeSink) AcceptCheckFailure(_ context.Context, f handlers.CheckFailure
 }
 
 // recordedFailures is what AcceptCheckFailure got.
-func (s *fakeSink) recordedFailures() []handlers.CheckFailure {
+func (s *fakeSink) recordedFailures() []session.CheckFailure {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]handlers.CheckFailure(nil), s.failures...)
+	return append([]session.CheckFailure(nil), s.failures...)
 }
 
-func (s *fakeSink) recorded() ([]handlers.Trigger, []handlers.ConfigPush) {
+func (s *fakeSink) recorded() ([]session.Trigger, []session.ConfigPush) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]handlers.Trigger(nil), s.triggers...), append([]handlers.ConfigPush(nil), s.pushes...)
+	return append([]session.Trigger(nil), s.triggers...), append([]session.ConfigPush(nil), s.pushes...)
 }
 
 // testContext carries a real logger, so the handlers' log lines are built.
@@ -262,14 +263,14 @@ func buildPayload(t *testing.T, raw []byte, fixture string, edits ...[]edit) []b
 
 // expectSink checks everything the sink saw: the one trigger or check
 // failure wanted (nil: none), and no other call of any kind.
-func expectSink(t *testing.T, s *fakeSink, trigger *handlers.Trigger, failure *handlers.CheckFailure) {
+func expectSink(t *testing.T, s *fakeSink, trigger *session.Trigger, failure *session.CheckFailure) {
 	t.Helper()
 	triggers, pushes := s.recorded()
 	expectCalls(t, "AcceptConfigPush", pushes, nil)
 	expectCalls(t, "AcceptTrigger", triggers, trigger)
 	expectCalls(t, "AcceptCheckFailure", s.recordedFailures(), failure)
 	s.mu.Lock()
-	moved := append([]handlers.Repo(nil), s.moved...)
+	moved := append([]session.Repo(nil), s.moved...)
 	s.mu.Unlock()
 	expectCalls(t, "DefaultBranchMoved", moved, nil)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // IssueComment handles `issue_comment`: commands in comments on issues and
@@ -35,7 +36,7 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 		return nil
 	}
 	self := h.Self()
-	sender := Sender{Login: ev.Sender.Login, ID: ev.Sender.ID, Type: ev.Sender.Type}
+	sender := session.Sender{Login: ev.Sender.Login, ID: ev.Sender.ID, Type: ev.Sender.Type}
 	if policy.IsOwnApp(sender.Login, sender.Type, self.AppSlug) ||
 		(self.AppID != 0 && ev.Comment.PerformedViaGithubApp != nil && ev.Comment.PerformedViaGithubApp.ID == self.AppID) {
 		return nil
@@ -44,10 +45,10 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	if parsed.Kind == policy.Ignore {
 		return nil
 	}
-	t := Trigger{
+	t := session.Trigger{
 		DeliveryID: deliveryID,
 		Event:      eventType,
-		Repo: Repo{
+		Repo: session.Repo{
 			ID:            ev.Repository.ID,
 			Owner:         ev.Repository.Owner.Login,
 			Name:          ev.Repository.Name,
@@ -60,7 +61,7 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 		Sender:         sender,
 		Command:        parsed,
 	}
-	if err := t.validate(); err != nil {
+	if err := validateTrigger(t); err != nil {
 		return err
 	}
 	log.Info().Int64("comment_id", t.CommentID).Str("repo", t.Repo.FullName()).Int("number", t.Number).
@@ -72,7 +73,7 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 // the issue or pull request and the comment; labels need the issue and the
 // label; a check-run button needs the session (its pull request may be
 // unknown).
-func (t Trigger) validate() error {
+func validateTrigger(t session.Trigger) error {
 	switch {
 	case t.Repo.ID == 0 || t.Repo.Owner == "" || t.Repo.Name == "":
 		return payloadErrorf("repository is missing")
@@ -80,32 +81,32 @@ func (t Trigger) validate() error {
 		return payloadErrorf("installation is missing: is this delivery from the GitHub App?")
 	}
 	switch t.Kind {
-	case KindComment:
+	case session.KindComment:
 		if t.Number == 0 {
 			return payloadErrorf("issue number is missing")
 		}
 		if t.CommentID == 0 {
 			return payloadErrorf("comment id is missing")
 		}
-	case KindReviewComment:
+	case session.KindReviewComment:
 		if t.Number == 0 {
 			return payloadErrorf("pull request number is missing")
 		}
 		if t.CommentID == 0 {
 			return payloadErrorf("comment id is missing")
 		}
-	case KindLabel, KindUnlabel:
+	case session.KindLabel, session.KindUnlabel:
 		if t.Number == 0 {
 			return payloadErrorf("issue number is missing")
 		}
 		if t.Label == "" {
 			return payloadErrorf("label name is missing")
 		}
-	case KindDashboard:
+	case session.KindDashboard:
 		if t.Number == 0 {
 			return payloadErrorf("issue or pull request number is missing")
 		}
-	case KindCheckAction:
+	case session.KindCheckAction:
 		if t.SessionID == "" {
 			return payloadErrorf("check run external_id (the session id) is missing")
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 const (
@@ -36,11 +37,11 @@ func body(s string) edit { return set("comment.body", s) }
 
 // fixtureTrigger is the Trigger for commentFixture with the body
 // "/inspect fix it", as read off the fixture.
-func fixtureTrigger() handlers.Trigger {
-	return handlers.Trigger{
+func fixtureTrigger() session.Trigger {
+	return session.Trigger{
 		DeliveryID: testDelivery,
 		Event:      commentEvent,
-		Repo: handlers.Repo{
+		Repo: session.Repo{
 			ID:            186853002,
 			Owner:         "Codertocat",
 			Name:          "Hello-World",
@@ -50,7 +51,7 @@ func fixtureTrigger() handlers.Trigger {
 		Number:         1,
 		IsPR:           false,
 		CommentID:      492700400,
-		Sender:         handlers.Sender{Login: "Codertocat", ID: 21031067, Type: "User"},
+		Sender:         session.Sender{Login: "Codertocat", ID: 21031067, Type: "User"},
 		Command:        policy.Parsed{Kind: policy.Command, Sub: policy.Run, Instructions: "fix it"},
 	}
 }
@@ -104,7 +105,7 @@ func TestIssueCommentHandles(t *testing.T) {
 
 func TestIssueComment(t *testing.T) {
 	self := handlers.Identity{AppID: testAppID, AppSlug: testAppSlug}
-	same := func(*handlers.Trigger) {}
+	same := func(*session.Trigger) {}
 	helpText := policy.HelpText("/inspect")
 
 	tests := []struct {
@@ -118,7 +119,7 @@ func TestIssueComment(t *testing.T) {
 		sinkErr error
 		// want edits fixtureTrigger into the one Trigger expected; nil means
 		// the sink must not be called.
-		want func(*handlers.Trigger)
+		want func(*session.Trigger)
 		err  wantErr
 		msg  string // a payload error's message contains this
 	}{
@@ -127,12 +128,12 @@ func TestIssueComment(t *testing.T) {
 		{
 			name:  "command on a pull request",
 			edits: []edit{set("issue.pull_request", map[string]any{"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/1"})},
-			want:  func(tr *handlers.Trigger) { tr.IsPR = true },
+			want:  func(tr *session.Trigger) { tr.IsPR = true },
 		},
 		{
 			name:  "empty pull_request object still marks a pull request",
 			edits: []edit{set("issue.pull_request", map[string]any{})},
-			want:  func(tr *handlers.Trigger) { tr.IsPR = true },
+			want:  func(tr *session.Trigger) { tr.IsPR = true },
 		},
 		{
 			name:  "null pull_request is an issue",
@@ -142,37 +143,37 @@ func TestIssueComment(t *testing.T) {
 		{
 			name:  "instructions continue on the next lines",
 			edits: []edit{body("/inspect\nfix the tests\nand the docs")},
-			want:  func(tr *handlers.Trigger) { tr.Command.Instructions = "fix the tests\nand the docs" },
+			want:  func(tr *session.Trigger) { tr.Command.Instructions = "fix the tests\nand the docs" },
 		},
 		{
 			name:  "status subcommand",
 			edits: []edit{body("/inspect status")},
-			want:  func(tr *handlers.Trigger) { tr.Command = policy.Parsed{Kind: policy.Command, Sub: policy.Status} },
+			want:  func(tr *session.Trigger) { tr.Command = policy.Parsed{Kind: policy.Command, Sub: policy.Status} },
 		},
 		{
 			name:  "help is a reply",
 			edits: []edit{body("/inspect help")},
-			want: func(tr *handlers.Trigger) {
+			want: func(tr *session.Trigger) {
 				tr.Command = policy.Parsed{Kind: policy.Reply, Sub: policy.Help, Reply: helpText}
 			},
 		},
 		{
 			name:  "bare command word is a reply",
 			edits: []edit{body("/inspect")},
-			want: func(tr *handlers.Trigger) {
+			want: func(tr *session.Trigger) {
 				tr.Command = policy.Parsed{Kind: policy.Reply, Sub: policy.Help, Reply: helpText}
 			},
 		},
 		{
 			name:  "second command is counted as ignored",
 			edits: []edit{body("/inspect fix it\n/inspect cancel")},
-			want:  func(tr *handlers.Trigger) { tr.Command.Ignored = 1 },
+			want:  func(tr *session.Trigger) { tr.Command.Ignored = 1 },
 		},
 		{
 			name:  "another bot may trigger; authorization decides later",
 			edits: []edit{set("sender.login", "dependabot[bot]"), set("sender.type", "Bot"), set("sender.id", 49699333)},
-			want: func(tr *handlers.Trigger) {
-				tr.Sender = handlers.Sender{Login: "dependabot[bot]", ID: 49699333, Type: "Bot"}
+			want: func(tr *session.Trigger) {
+				tr.Sender = session.Sender{Login: "dependabot[bot]", ID: 49699333, Type: "Bot"}
 			},
 		},
 		{
@@ -184,8 +185,8 @@ func TestIssueComment(t *testing.T) {
 			name:  "without an identity nothing is our own",
 			self:  &handlers.Identity{},
 			edits: []edit{set("sender.login", testAppSlug+"[bot]"), set("sender.type", "Bot"), set("comment.performed_via_github_app", map[string]any{"id": testAppID})},
-			want: func(tr *handlers.Trigger) {
-				tr.Sender = handlers.Sender{Login: testAppSlug + "[bot]", ID: 21031067, Type: "Bot"}
+			want: func(tr *session.Trigger) {
+				tr.Sender = session.Sender{Login: testAppSlug + "[bot]", ID: 21031067, Type: "Bot"}
 			},
 		},
 		{
@@ -198,7 +199,7 @@ func TestIssueComment(t *testing.T) {
 			name:  "custom command word help names that word",
 			word:  "/bot",
 			edits: []edit{body("/bot help")},
-			want: func(tr *handlers.Trigger) {
+			want: func(tr *session.Trigger) {
 				tr.Command = policy.Parsed{Kind: policy.Reply, Sub: policy.Help, Reply: policy.HelpText("/bot")}
 			},
 		},

@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Issues handles `issues`: a label added to an issue asks for a session, and
@@ -27,13 +28,13 @@ func (h *Issues) Handle(ctx context.Context, eventType, deliveryID string, paylo
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return &PayloadError{Err: err}
 	}
-	var kind TriggerKind
+	var kind session.TriggerKind
 	var sub policy.Subcommand
 	switch ev.Action {
 	case "labeled":
-		kind, sub = KindLabel, policy.Run
+		kind, sub = session.KindLabel, policy.Run
 	case "unlabeled":
-		kind, sub = KindUnlabel, policy.Cancel
+		kind, sub = session.KindUnlabel, policy.Cancel
 	default:
 		return nil
 	}
@@ -46,7 +47,7 @@ func (h *Issues) Handle(ctx context.Context, eventType, deliveryID string, paylo
 	if ev.Issue.PullRequest != nil {
 		return nil
 	}
-	t := Trigger{
+	t := session.Trigger{
 		DeliveryID:     deliveryID,
 		Event:          eventType,
 		Kind:           kind,
@@ -59,7 +60,7 @@ func (h *Issues) Handle(ctx context.Context, eventType, deliveryID string, paylo
 		Label:          ev.Label.Name,
 		IssueTitle:     ev.Issue.Title,
 	}
-	if err := t.validate(); err != nil {
+	if err := validateTrigger(t); err != nil {
 		return err
 	}
 	zerolog.Ctx(ctx).Info().Str("kind", string(kind)).Str("repo", t.Repo.FullName()).Int("number", t.Number).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 const (
@@ -17,12 +18,12 @@ const (
 
 // fixtureLabel is the Trigger for issuesFixture from installation 1, as
 // read off the fixture.
-func fixtureLabel() handlers.Trigger {
-	return handlers.Trigger{
+func fixtureLabel() session.Trigger {
+	return session.Trigger{
 		DeliveryID: testDelivery,
 		Event:      issuesEvent,
-		Kind:       handlers.KindLabel,
-		Repo: handlers.Repo{
+		Kind:       session.KindLabel,
+		Repo: session.Repo{
 			ID:            186853002,
 			Owner:         "Codertocat",
 			Name:          "Hello-World",
@@ -32,7 +33,7 @@ func fixtureLabel() handlers.Trigger {
 		Number:         1,
 		IsPR:           false,
 		CommentID:      0,
-		Sender:         handlers.Sender{Login: "Codertocat", ID: 21031067, Type: "User"},
+		Sender:         session.Sender{Login: "Codertocat", ID: 21031067, Type: "User"},
 		Command:        policy.Parsed{Kind: policy.Command, Sub: policy.Run},
 		Label:          "bug",
 		IssueTitle:     "Spelling error in the README file",
@@ -63,9 +64,9 @@ func TestIssuesFixture(t *testing.T) {
 }
 
 func TestIssues(t *testing.T) {
-	same := func(*handlers.Trigger) {}
-	unlabel := func(tr *handlers.Trigger) {
-		tr.Kind = handlers.KindUnlabel
+	same := func(*session.Trigger) {}
+	unlabel := func(tr *session.Trigger) {
+		tr.Kind = session.KindUnlabel
 		tr.Command = policy.Parsed{Kind: policy.Command, Sub: policy.Cancel}
 	}
 	prObject := map[string]any{"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/1"}
@@ -80,7 +81,7 @@ func TestIssues(t *testing.T) {
 		sinkErr error
 		// want edits fixtureLabel into the one Trigger expected; nil means
 		// the sink must not be called.
-		want func(*handlers.Trigger)
+		want func(*session.Trigger)
 		err  wantErr
 		msg  string
 	}{
@@ -91,38 +92,38 @@ func TestIssues(t *testing.T) {
 			// The sink matches the label against the repo's cached config.
 			name:  "any label is handed on",
 			edits: []edit{set("label.name", "inspect")},
-			want:  func(tr *handlers.Trigger) { tr.Label = "inspect" },
+			want:  func(tr *session.Trigger) { tr.Label = "inspect" },
 		},
 		{
 			name:  "removed label is named",
 			edits: []edit{set("action", "unlabeled"), set("label.name", "inspect: fix")},
-			want:  func(tr *handlers.Trigger) { unlabel(tr); tr.Label = "inspect: fix" },
+			want:  func(tr *session.Trigger) { unlabel(tr); tr.Label = "inspect: fix" },
 		},
 		{
 			name:  "another bot may trigger; authorization decides later",
 			edits: []edit{set("sender.login", "renovate[bot]"), set("sender.type", "Bot"), set("sender.id", 29139614)},
-			want: func(tr *handlers.Trigger) {
-				tr.Sender = handlers.Sender{Login: "renovate[bot]", ID: 29139614, Type: "Bot"}
+			want: func(tr *session.Trigger) {
+				tr.Sender = session.Sender{Login: "renovate[bot]", ID: 29139614, Type: "Bot"}
 			},
 		},
 		{
 			name:  "a user with our bot's login is not our bot",
 			edits: []edit{set("sender.login", testAppSlug+"[bot]")},
-			want:  func(tr *handlers.Trigger) { tr.Sender.Login = testAppSlug + "[bot]" },
+			want:  func(tr *session.Trigger) { tr.Sender.Login = testAppSlug + "[bot]" },
 		},
 		{
 			name:  "without an identity nothing is our own",
 			self:  &handlers.Identity{},
 			edits: []edit{set("sender.login", testAppSlug+"[bot]"), set("sender.type", "Bot")},
-			want: func(tr *handlers.Trigger) {
-				tr.Sender = handlers.Sender{Login: testAppSlug + "[bot]", ID: 21031067, Type: "Bot"}
+			want: func(tr *session.Trigger) {
+				tr.Sender = session.Sender{Login: testAppSlug + "[bot]", ID: 21031067, Type: "Bot"}
 			},
 		},
 		{name: "null pull_request is an issue", edits: []edit{set("issue.pull_request", nil)}, want: same},
 		{
 			name:  "the title is passed as it is",
 			edits: []edit{set("issue.title", "  Fix <b>it</b>\n")},
-			want:  func(tr *handlers.Trigger) { tr.IssueTitle = "  Fix <b>it</b>\n" },
+			want:  func(tr *session.Trigger) { tr.IssueTitle = "  Fix <b>it</b>\n" },
 		},
 
 		// Nothing to do.

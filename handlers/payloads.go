@@ -1,5 +1,7 @@
 package handlers
 
+import "github.com/inspecthq/inspect/session"
+
 // Minimal payload shapes: only the fields Inspect reads. Decoding GitHub's
 // 15–30 KB payloads into go-github's full event types cost most of the
 // webhook's CPU time (see BENCHMARKS.md), and these also carry fields
@@ -58,13 +60,13 @@ type pushPayload struct {
 }
 
 // repo is the payload's repository as handlers report it.
-func (r payloadRepo) repo() Repo {
-	return Repo{ID: r.ID, Owner: r.Owner.Login, Name: r.Name, DefaultBranch: r.DefaultBranch}
+func (r payloadRepo) repo() session.Repo {
+	return session.Repo{ID: r.ID, Owner: r.Owner.Login, Name: r.Name, DefaultBranch: r.DefaultBranch}
 }
 
 // sender is the payload's sender as handlers report it.
-func (u payloadUser) sender() Sender {
-	return Sender{Login: u.Login, ID: u.ID, Type: u.Type}
+func (u payloadUser) sender() session.Sender {
+	return session.Sender{Login: u.Login, ID: u.ID, Type: u.Type}
 }
 
 // payloadApp is the GitHub App that owns a check run or check suite.
@@ -92,13 +94,13 @@ type payloadPullRef struct {
 }
 
 // pullRefs converts a payload's pull requests; none is nil.
-func pullRefs(prs []payloadPullRef) []PullRef {
+func pullRefs(prs []payloadPullRef) []session.PullRef {
 	if len(prs) == 0 {
 		return nil
 	}
-	out := make([]PullRef, 0, len(prs))
+	out := make([]session.PullRef, 0, len(prs))
 	for _, p := range prs {
-		out = append(out, PullRef{
+		out = append(out, session.PullRef{
 			Number:     p.Number,
 			HeadRef:    p.Head.Ref,
 			HeadSHA:    p.Head.SHA,

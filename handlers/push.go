@@ -8,6 +8,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Push handles `push`: a change to the repo config on the default branch
@@ -25,7 +26,7 @@ func (h *Push) Handle(ctx context.Context, eventType, deliveryID string, payload
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return &PayloadError{Err: err}
 	}
-	repo := Repo{
+	repo := session.Repo{
 		ID:            ev.Repository.ID,
 		Owner:         ev.Repository.Owner.Login,
 		Name:          ev.Repository.Name,
@@ -45,7 +46,7 @@ func (h *Push) Handle(ctx context.Context, eventType, deliveryID string, payload
 	if !touchesConfig(ev, orgWide) {
 		return nil
 	}
-	p := ConfigPush{DeliveryID: deliveryID, Repo: repo, InstallationID: ev.Installation.ID, OrgWide: orgWide}
+	p := session.ConfigPush{DeliveryID: deliveryID, Repo: repo, InstallationID: ev.Installation.ID, OrgWide: orgWide}
 	if repo.ID == 0 || repo.Owner == "" || p.InstallationID == 0 || deliveryID == "" {
 		return payloadErrorf("push is missing its repository, installation or delivery id")
 	}

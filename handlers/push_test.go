@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/session"
 )
 
 const (
@@ -50,10 +51,10 @@ var orgRepo = []edit{
 
 // fixturePush is the ConfigPush for pushFixture turned into a push to
 // master from installation 1.
-func fixturePush() handlers.ConfigPush {
-	return handlers.ConfigPush{
+func fixturePush() session.ConfigPush {
+	return session.ConfigPush{
 		DeliveryID: testDelivery,
-		Repo: handlers.Repo{
+		Repo: session.Repo{
 			ID:            186853002,
 			Owner:         "Codertocat",
 			Name:          "Hello-World",
@@ -72,8 +73,8 @@ func TestPushHandles(t *testing.T) {
 }
 
 func TestPush(t *testing.T) {
-	same := func(*handlers.ConfigPush) {}
-	orgWide := func(p *handlers.ConfigPush) { p.Repo.Name = ".github"; p.OrgWide = true }
+	same := func(*session.ConfigPush) {}
+	orgWide := func(p *session.ConfigPush) { p.Repo.Name = ".github"; p.OrgWide = true }
 
 	tests := []struct {
 		name string
@@ -87,7 +88,7 @@ func TestPush(t *testing.T) {
 		sinkErr error
 		// want edits fixturePush into the one ConfigPush expected; nil
 		// means the sink must not be called.
-		want func(*handlers.ConfigPush)
+		want func(*session.ConfigPush)
 		err  wantErr
 	}{
 		// Config changes on the default branch.
@@ -105,7 +106,7 @@ func TestPush(t *testing.T) {
 		{
 			name:  "another default branch",
 			edits: []edit{set("repository.default_branch", "main"), set("ref", "refs/heads/main"), modified(".github/inspect.yml")},
-			want:  func(p *handlers.ConfigPush) { p.Repo.DefaultBranch = "main" },
+			want:  func(p *session.ConfigPush) { p.Repo.DefaultBranch = "main" },
 		},
 		// touchesConfig: "A push whose payload lists no commits (GitHub omits
 		// them for very large pushes) is assumed to touch it: a needless
@@ -237,7 +238,7 @@ func TestPushReportsTheDefaultBranchMoving(t *testing.T) {
 				t.Fatal(err)
 			}
 			sink.mu.Lock()
-			moved := append([]handlers.Repo(nil), sink.moved...)
+			moved := append([]session.Repo(nil), sink.moved...)
 			sink.mu.Unlock()
 			if c.moved != (len(moved) == 1) || (c.moved && (moved[0].ID != 186853002 || moved[0].FullName() != "Codertocat/Hello-World")) {
 				t.Errorf("moved = %+v, want moved=%v", moved, c.moved)

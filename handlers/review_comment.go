@@ -7,12 +7,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // PullRequestReviewComment handles `pull_request_review_comment`: commands
 // in review comments on a pull request's diff, which carry where in the
 // diff they sit. (It is named after its event, like the other handlers;
-// ReviewComment is that place in the diff.)
+// session.ReviewComment is that place in the diff.)
 type PullRequestReviewComment struct {
 	Sink        Sink
 	CommandWord string
@@ -47,10 +48,10 @@ func (h *PullRequestReviewComment) Handle(ctx context.Context, eventType, delive
 	if line == nil {
 		line = c.OriginalLine
 	}
-	t := Trigger{
+	t := session.Trigger{
 		DeliveryID:     deliveryID,
 		Event:          eventType,
-		Kind:           KindReviewComment,
+		Kind:           session.KindReviewComment,
 		Repo:           ev.Repository.repo(),
 		InstallationID: ev.Installation.ID,
 		Number:         ev.PullRequest.Number,
@@ -58,7 +59,7 @@ func (h *PullRequestReviewComment) Handle(ctx context.Context, eventType, delive
 		CommentID:      c.ID,
 		Sender:         sender,
 		Command:        parsed,
-		Review: &ReviewComment{
+		Review: &session.ReviewComment{
 			Path:      c.Path,
 			Line:      intOrZero(line),
 			StartLine: intOrZero(c.StartLine),
@@ -68,7 +69,7 @@ func (h *PullRequestReviewComment) Handle(ctx context.Context, eventType, delive
 			InReplyTo: c.InReplyTo,
 		},
 	}
-	if err := t.validate(); err != nil {
+	if err := validateTrigger(t); err != nil {
 		return err
 	}
 	zerolog.Ctx(ctx).Info().Int64("comment_id", t.CommentID).Str("repo", t.Repo.FullName()).Int("number", t.Number).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 const (
@@ -20,11 +21,11 @@ const (
 
 // fixtureReview is the Trigger for reviewFixture with the body
 // "/inspect fix it", as read off the fixture.
-func fixtureReview() handlers.Trigger {
-	return handlers.Trigger{
+func fixtureReview() session.Trigger {
+	return session.Trigger{
 		DeliveryID:     testDelivery,
 		Event:          reviewEvent,
-		Kind:           handlers.KindReviewComment,
+		Kind:           session.KindReviewComment,
 		Repo:           hello,
 		InstallationID: 1,
 		Number:         2,
@@ -32,7 +33,7 @@ func fixtureReview() handlers.Trigger {
 		CommentID:      284312630,
 		Sender:         codertocat,
 		Command:        policy.Parsed{Kind: policy.Command, Sub: policy.Run, Instructions: "fix it"},
-		Review: &handlers.ReviewComment{
+		Review: &session.ReviewComment{
 			Path:      "README.md",
 			Line:      265,
 			StartLine: 0,
@@ -79,7 +80,7 @@ func TestPullRequestReviewCommentFixture(t *testing.T) {
 }
 
 func TestPullRequestReviewComment(t *testing.T) {
-	same := func(*handlers.Trigger) {}
+	same := func(*session.Trigger) {}
 	helpText := policy.HelpText("/inspect")
 
 	tests := []struct {
@@ -92,7 +93,7 @@ func TestPullRequestReviewComment(t *testing.T) {
 		sinkErr error
 		// want edits fixtureReview into the one Trigger expected; nil means
 		// the sink must not be called.
-		want func(*handlers.Trigger)
+		want func(*session.Trigger)
 		err  wantErr
 		msg  string
 	}{
@@ -101,42 +102,42 @@ func TestPullRequestReviewComment(t *testing.T) {
 		{
 			name:  "command on a range of lines",
 			edits: []edit{set("comment.start_line", 260), set("comment.start_side", "RIGHT")},
-			want:  func(tr *handlers.Trigger) { tr.Review.StartLine = 260 },
+			want:  func(tr *session.Trigger) { tr.Review.StartLine = 260 },
 		},
 		{
 			name:  "left side of the diff",
 			edits: []edit{set("comment.side", "LEFT")},
-			want:  func(tr *handlers.Trigger) { tr.Review.Side = "LEFT" },
+			want:  func(tr *session.Trigger) { tr.Review.Side = "LEFT" },
 		},
 		{
 			name:  "outdated comment: the original line",
 			edits: []edit{set("comment.line", nil), set("comment.original_line", 12)},
-			want:  func(tr *handlers.Trigger) { tr.Review.Line = 12 },
+			want:  func(tr *session.Trigger) { tr.Review.Line = 12 },
 		},
 		{
 			name:  "no line: the original line",
 			edits: []edit{del("comment.line"), set("comment.original_line", 13)},
-			want:  func(tr *handlers.Trigger) { tr.Review.Line = 13 },
+			want:  func(tr *session.Trigger) { tr.Review.Line = 13 },
 		},
 		{
 			name:  "the line wins over the original line",
 			edits: []edit{set("comment.line", 270), set("comment.original_line", 1)},
-			want:  func(tr *handlers.Trigger) { tr.Review.Line = 270 },
+			want:  func(tr *session.Trigger) { tr.Review.Line = 270 },
 		},
 		{
 			name:  "neither line",
 			edits: []edit{set("comment.line", nil), set("comment.original_line", nil)},
-			want:  func(tr *handlers.Trigger) { tr.Review.Line = 0 },
+			want:  func(tr *session.Trigger) { tr.Review.Line = 0 },
 		},
 		{
 			name:  "reply in a thread",
 			edits: []edit{set("comment.in_reply_to_id", 284312000)},
-			want:  func(tr *handlers.Trigger) { tr.Review.InReplyTo = 284312000 },
+			want:  func(tr *session.Trigger) { tr.Review.InReplyTo = 284312000 },
 		},
 		{
 			name:  "another commit and path",
 			edits: []edit{set("comment.commit_id", "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c"), set("comment.path", "docs/a b.md")},
-			want: func(tr *handlers.Trigger) {
+			want: func(tr *session.Trigger) {
 				tr.Review.CommitID = "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c"
 				tr.Review.Path = "docs/a b.md"
 			},
@@ -144,25 +145,25 @@ func TestPullRequestReviewComment(t *testing.T) {
 		{
 			name:  "instructions continue on the next lines",
 			edits: []edit{body("/inspect\nrename this\nand its callers")},
-			want:  func(tr *handlers.Trigger) { tr.Command.Instructions = "rename this\nand its callers" },
+			want:  func(tr *session.Trigger) { tr.Command.Instructions = "rename this\nand its callers" },
 		},
 		{
 			name:  "status subcommand",
 			edits: []edit{body("/inspect status")},
-			want:  func(tr *handlers.Trigger) { tr.Command = policy.Parsed{Kind: policy.Command, Sub: policy.Status} },
+			want:  func(tr *session.Trigger) { tr.Command = policy.Parsed{Kind: policy.Command, Sub: policy.Status} },
 		},
 		{
 			name:  "help is a reply",
 			edits: []edit{body("/inspect help")},
-			want: func(tr *handlers.Trigger) {
+			want: func(tr *session.Trigger) {
 				tr.Command = policy.Parsed{Kind: policy.Reply, Sub: policy.Help, Reply: helpText}
 			},
 		},
 		{
 			name:  "another bot may trigger; authorization decides later",
 			edits: []edit{set("sender.login", "dependabot[bot]"), set("sender.type", "Bot"), set("sender.id", 49699333)},
-			want: func(tr *handlers.Trigger) {
-				tr.Sender = handlers.Sender{Login: "dependabot[bot]", ID: 49699333, Type: "Bot"}
+			want: func(tr *session.Trigger) {
+				tr.Sender = session.Sender{Login: "dependabot[bot]", ID: 49699333, Type: "Bot"}
 			},
 		},
 		{
@@ -174,8 +175,8 @@ func TestPullRequestReviewComment(t *testing.T) {
 			name:  "without an identity nothing is our own",
 			self:  &handlers.Identity{},
 			edits: []edit{set("sender.login", testAppSlug+"[bot]"), set("sender.type", "Bot"), set("comment.performed_via_github_app", map[string]any{"id": testAppID})},
-			want: func(tr *handlers.Trigger) {
-				tr.Sender = handlers.Sender{Login: testAppSlug + "[bot]", ID: 21031067, Type: "Bot"}
+			want: func(tr *session.Trigger) {
+				tr.Sender = session.Sender{Login: testAppSlug + "[bot]", ID: 21031067, Type: "Bot"}
 			},
 		},
 		{name: "custom command word", word: "/bot", edits: []edit{body("/bot fix it")}, want: same},

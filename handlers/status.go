@@ -6,6 +6,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Status handles `status`: a failing or erroring commit status (from a CI
@@ -32,7 +33,7 @@ func (h *Status) Handle(ctx context.Context, eventType, deliveryID string, paylo
 	if policy.IsOwnApp(sender.Login, sender.Type, h.Self().AppSlug) {
 		return nil
 	}
-	return acceptFailure(ctx, h.Sink, CheckFailure{
+	return acceptFailure(ctx, h.Sink, session.CheckFailure{
 		DeliveryID:     deliveryID,
 		Event:          eventType,
 		Repo:           ev.Repository.repo(),

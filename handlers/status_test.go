@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/session"
 )
 
 const (
@@ -16,8 +17,8 @@ const (
 
 // fixtureStatusFailure is the CheckFailure for statusFixture made a
 // failure from installation 1.
-func fixtureStatusFailure() handlers.CheckFailure {
-	return handlers.CheckFailure{
+func fixtureStatusFailure() session.CheckFailure {
+	return session.CheckFailure{
 		DeliveryID:     testDelivery,
 		Event:          statusEvent,
 		Repo:           hello,
@@ -56,7 +57,7 @@ func TestStatusFixture(t *testing.T) {
 }
 
 func TestStatus(t *testing.T) {
-	same := func(*handlers.CheckFailure) {}
+	same := func(*session.CheckFailure) {}
 
 	tests := []struct {
 		name string
@@ -70,28 +71,28 @@ func TestStatus(t *testing.T) {
 		sinkErr error
 		// want edits fixtureStatusFailure into the one CheckFailure
 		// expected; nil means the sink must not be called.
-		want func(*handlers.CheckFailure)
+		want func(*session.CheckFailure)
 		err  wantErr
 		msg  string
 	}{
 		// Failures.
 		{name: "failure", want: same},
-		{name: "error", edits: []edit{set("state", "error")}, want: func(f *handlers.CheckFailure) { f.Conclusion = "error" }},
-		{name: "another context", edits: []edit{set("context", "ci/jenkins: unit")}, want: func(f *handlers.CheckFailure) { f.Name = "ci/jenkins: unit" }},
-		{name: "no context", edits: []edit{del("context")}, want: func(f *handlers.CheckFailure) { f.Name = "" }},
+		{name: "error", edits: []edit{set("state", "error")}, want: func(f *session.CheckFailure) { f.Conclusion = "error" }},
+		{name: "another context", edits: []edit{set("context", "ci/jenkins: unit")}, want: func(f *session.CheckFailure) { f.Name = "ci/jenkins: unit" }},
+		{name: "no context", edits: []edit{del("context")}, want: func(f *session.CheckFailure) { f.Name = "" }},
 		{
 			name:  "a CI bot's status",
 			edits: []edit{set("sender.login", "jenkins-ci[bot]"), set("sender.type", "Bot"), set("sender.id", 424243)},
-			want: func(f *handlers.CheckFailure) {
-				f.Sender = handlers.Sender{Login: "jenkins-ci[bot]", ID: 424243, Type: "Bot"}
+			want: func(f *session.CheckFailure) {
+				f.Sender = session.Sender{Login: "jenkins-ci[bot]", ID: 424243, Type: "Bot"}
 			},
 		},
 		{
 			name:  "without an identity nothing is our own",
 			self:  &handlers.Identity{},
 			edits: ourBot,
-			want: func(f *handlers.CheckFailure) {
-				f.Sender = handlers.Sender{Login: testAppSlug + "[bot]", ID: 21031067, Type: "Bot"}
+			want: func(f *session.CheckFailure) {
+				f.Sender = session.Sender{Login: testAppSlug + "[bot]", ID: 21031067, Type: "Bot"}
 			},
 		},
 

@@ -3,7 +3,7 @@ package render
 import (
 	"fmt"
 
-	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Markers are hidden HTML comments in our comments. A replayed step looks
@@ -21,11 +21,11 @@ func commentMarker(commentID int64) string {
 }
 
 // ReplyMarker marks our one reply to a trigger, so a replay finds it.
-func ReplyMarker(t handlers.Trigger) string {
+func ReplyMarker(t session.Trigger) string {
 	switch t.Kind {
-	case handlers.KindComment:
+	case session.KindComment:
 		return commentMarker(t.CommentID)
-	case handlers.KindReviewComment:
+	case session.KindReviewComment:
 		return fmt.Sprintf("<!-- inspect:reply-to-review=%d -->", t.CommentID)
 	}
 	return "<!-- inspect:reply-to-delivery=" + t.DeliveryID + " -->"
@@ -33,8 +33,8 @@ func ReplyMarker(t handlers.Trigger) string {
 
 // CancelDetail is what a cancelled session records; the hidden marker ties
 // it to the cancelling comment, so a replayed command can find its work.
-func CancelDetail(t handlers.Trigger) string {
-	if t.Kind != handlers.KindComment {
+func CancelDetail(t session.Trigger) string {
+	if t.Kind != session.KindComment {
 		return fmt.Sprintf("Cancelled by @%s.<!-- inspect:cancel=%s -->", t.Sender.Login, t.DeliveryID)
 	}
 	return fmt.Sprintf("Cancelled by @%s.<!-- inspect:cancel=%d -->", t.Sender.Login, t.CommentID)

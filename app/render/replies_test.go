@@ -7,7 +7,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
-	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Each reply's exact words: a test fails when the wording changes, so a
@@ -123,17 +123,17 @@ func TestReplies(t *testing.T) {
 }
 
 func TestMarkers(t *testing.T) {
-	user := handlers.Sender{Login: "alice"}
+	user := session.Sender{Login: "alice"}
 	cases := []struct {
 		name, got, want string
 	}{
 		{"progress comment", SessionMarker("s1"), "<!-- inspect:session=s1 -->"},
 		{"final reply", FinalMarker("s1"), "<!-- inspect:final=s1 -->"},
-		{"reply to a comment", ReplyMarker(handlers.Trigger{Kind: handlers.KindComment, CommentID: 77, DeliveryID: "d1"}), "<!-- inspect:reply-to=77 -->"},
-		{"reply to a review comment", ReplyMarker(handlers.Trigger{Kind: handlers.KindReviewComment, CommentID: 78}), "<!-- inspect:reply-to-review=78 -->"},
-		{"reply to a label", ReplyMarker(handlers.Trigger{Kind: handlers.KindLabel, DeliveryID: "d1"}), "<!-- inspect:reply-to-delivery=d1 -->"},
-		{"cancelled by a comment", CancelDetail(handlers.Trigger{Kind: handlers.KindComment, CommentID: 77, DeliveryID: "d1", Sender: user}), "Cancelled by @alice.<!-- inspect:cancel=77 -->"},
-		{"cancelled by a button", CancelDetail(handlers.Trigger{Kind: handlers.KindCheckAction, CommentID: 77, DeliveryID: "d1", Sender: user}), "Cancelled by @alice.<!-- inspect:cancel=d1 -->"},
+		{"reply to a comment", ReplyMarker(session.Trigger{Kind: session.KindComment, CommentID: 77, DeliveryID: "d1"}), "<!-- inspect:reply-to=77 -->"},
+		{"reply to a review comment", ReplyMarker(session.Trigger{Kind: session.KindReviewComment, CommentID: 78}), "<!-- inspect:reply-to-review=78 -->"},
+		{"reply to a label", ReplyMarker(session.Trigger{Kind: session.KindLabel, DeliveryID: "d1"}), "<!-- inspect:reply-to-delivery=d1 -->"},
+		{"cancelled by a comment", CancelDetail(session.Trigger{Kind: session.KindComment, CommentID: 77, DeliveryID: "d1", Sender: user}), "Cancelled by @alice.<!-- inspect:cancel=77 -->"},
+		{"cancelled by a button", CancelDetail(session.Trigger{Kind: session.KindCheckAction, CommentID: 77, DeliveryID: "d1", Sender: user}), "Cancelled by @alice.<!-- inspect:cancel=d1 -->"},
 	}
 	for _, tc := range cases {
 		if tc.got != tc.want {

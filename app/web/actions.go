@@ -6,12 +6,12 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // The buttons on a session's page. Each becomes the trigger a check run's
-// button would (handlers.KindCheckAction, the session's own), with the
+// button would (session.KindCheckAction, the session's own), with the
 // signed-in user as its sender: the worker reads their permission on the
 // repository and applies the comment commands' policy (app/commands.go),
 // and the reply goes to the session's thread, as for a comment.
@@ -31,11 +31,11 @@ func (s *Server) button(action string) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		t := handlers.Trigger{
-			DeliveryID: "web-" + random(12), Event: "dashboard", Kind: handlers.KindCheckAction,
-			Repo:           handlers.Repo{ID: sess.RepoID, Owner: ref.Owner, Name: ref.Name},
+		t := session.Trigger{
+			DeliveryID: "web-" + random(12), Event: "dashboard", Kind: session.KindCheckAction,
+			Repo:           session.Repo{ID: sess.RepoID, Owner: ref.Owner, Name: ref.Name},
 			InstallationID: sess.InstallationID, Number: sess.Number, IsPR: sess.IsPR,
-			Sender:    handlers.Sender{Login: v.Login, ID: v.UserID, Type: "User"},
+			Sender:    session.Sender{Login: v.Login, ID: v.UserID, Type: "User"},
 			Command:   policy.Parsed{Kind: policy.Command, Sub: sub},
 			SessionID: sess.ID,
 		}

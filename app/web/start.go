@@ -7,13 +7,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // The start form: a run on an issue or pull request, or on a branch, of a
 // repository the user can read, with their instructions. It is accepted
-// as a comment's run would be (handlers.KindDashboard, the same intake);
+// as a comment's run would be (session.KindDashboard, the same intake);
 // preparing it reads the user's permission on the repository as for a
 // comment and applies policy.Authorize. An issue's or pull request's
 // session replies on its thread; a branch has none, so its session's page
@@ -125,11 +125,11 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		}
 		isPR = issue.IsPullRequest()
 	}
-	t := handlers.Trigger{
-		DeliveryID: "web-" + random(12), Event: "dashboard", Kind: handlers.KindDashboard,
-		Repo:           handlers.Repo{ID: ref.ID, Owner: ref.Owner, Name: ref.Name},
+	t := session.Trigger{
+		DeliveryID: "web-" + random(12), Event: "dashboard", Kind: session.KindDashboard,
+		Repo:           session.Repo{ID: ref.ID, Owner: ref.Owner, Name: ref.Name},
 		InstallationID: ref.InstallationID, Number: number, IsPR: isPR, Branch: branch,
-		Sender:  handlers.Sender{Login: v.Login, ID: v.UserID, Type: "User"},
+		Sender:  session.Sender{Login: v.Login, ID: v.UserID, Type: "User"},
 		Command: parsed,
 	}
 	log := s.log.With().Str("delivery_id", t.DeliveryID).Str("login", v.Login).Str("repo", ref.Owner+"/"+ref.Name).Int("number", number).Logger()

@@ -31,7 +31,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
-	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Store is what the dashboard reads and writes in the app's store.
@@ -55,7 +55,7 @@ type Store interface {
 // check-run button's: the app's intake (Service.AcceptTrigger), whose
 // worker then applies the comment commands' policy.
 type Commands interface {
-	AcceptTrigger(ctx context.Context, t handlers.Trigger) error
+	AcceptTrigger(ctx context.Context, t session.Trigger) error
 }
 
 // Options are a Server's parts and settings.

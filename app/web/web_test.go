@@ -21,17 +21,17 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
-	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/storetest"
+	"github.com/inspecthq/inspect/session"
 )
 
 type recordedCommands struct {
 	mu       sync.Mutex
-	triggers []handlers.Trigger
+	triggers []session.Trigger
 }
 
-func (c *recordedCommands) AcceptTrigger(_ context.Context, t handlers.Trigger) error {
+func (c *recordedCommands) AcceptTrigger(_ context.Context, t session.Trigger) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.triggers = append(c.triggers, t)

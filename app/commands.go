@@ -300,7 +300,7 @@ func (s *Service) retry(ctx context.Context, t session.Trigger, reply func(strin
 	}
 	next := &store.Session{
 		ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name, InstallationID: t.InstallationID,
-		Number: last.Number, IsPR: last.IsPR, TriggerKind: store.TriggerRetry, DeliveryID: t.DeliveryID,
+		Number: last.Number, IsPR: last.IsPR, TriggerKind: session.KindRetry, DeliveryID: t.DeliveryID,
 		RequesterLogin: t.Sender.Login, RequesterID: t.Sender.ID, RequesterType: t.Sender.Type,
 		Instructions: last.Instructions, RetryOf: last.ID, State: store.Queued,
 		// What the way in added carries over (the review thread it answers,

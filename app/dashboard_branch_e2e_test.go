@@ -11,6 +11,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/runner/local"
+	"github.com/inspecthq/inspect/session"
 )
 
 // alice starts sessions from the form on a branch, not an issue or pull
@@ -35,7 +36,7 @@ func TestDashboardStartsASessionOnABranch(t *testing.T) {
 
 	d.startOnBranch(branch, "make TestAdd pass")
 	sess := d.runNewestSession(lx)
-	if sess.Number != 0 || sess.IsPR || sess.TargetBranch() != branch || sess.TriggerKind != store.TriggerDashboard || sess.RequesterLogin != "alice" {
+	if sess.Number != 0 || sess.IsPR || sess.TargetBranch() != branch || sess.TriggerKind != session.KindDashboard || sess.RequesterLogin != "alice" {
 		t.Errorf("the session = #%d pr=%v branch %q %s by %s", sess.Number, sess.IsPR, sess.TargetBranch(), sess.TriggerKind, sess.RequesterLogin)
 	}
 	if sess.Outcome != store.Changed || sess.PRNumber == 0 {

@@ -21,6 +21,7 @@ import (
 	"github.com/inspecthq/inspect/internal/browsertest"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/runner/local"
+	"github.com/inspecthq/inspect/session"
 )
 
 // dashboard is a harness whose server also serves the dashboard, at a
@@ -362,7 +363,7 @@ func TestDashboardStartsASessionThatEndsInAPR(t *testing.T) {
 	d.waitForAttempt(lx)
 	d.runWorkers()
 	sess := d.newestSessionIn(repoID)
-	if sess.TriggerKind != store.TriggerDashboard || sess.RequesterLogin != "alice" || sess.Instructions != "make TestAdd pass" {
+	if sess.TriggerKind != session.KindDashboard || sess.RequesterLogin != "alice" || sess.Instructions != "make TestAdd pass" {
 		t.Errorf("the session = %s by %s: %q", sess.TriggerKind, sess.RequesterLogin, sess.Instructions)
 	}
 	if sess.Outcome != store.Changed || sess.PRNumber == 0 {
@@ -498,7 +499,7 @@ func (d *dashboard) hiddenSession(state store.State) *store.Session {
 	d.gh.AddInstallation(2, "other")
 	d.gh.AddRepo(fakegithub.Repo{ID: 777, Owner: "other", Name: "secret", InstallationID: 2, Private: true})
 	hidden := &store.Session{ID: "hidden-session-1", RepoID: 777, RepoOwner: "other", RepoName: "secret", InstallationID: 2,
-		Number: 1, TriggerKind: store.TriggerComment, CommentID: 99, DeliveryID: "d-hidden", RequesterLogin: "carol",
+		Number: 1, TriggerKind: session.KindComment, CommentID: 99, DeliveryID: "d-hidden", RequesterLogin: "carol",
 		RequesterID: 9, RequesterType: "User", Instructions: "secret work", State: state}
 	if _, err := d.st.Accept(context.Background(), store.Acceptance{DeliveryID: "d-hidden", Event: "issue_comment", At: d.clock.Now(), CommentID: 99, Session: hidden}); err != nil {
 		d.t.Fatal(err)

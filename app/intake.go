@@ -73,7 +73,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 	case t.Command.Sub == policy.Run:
 		sess := &store.Session{
 			ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name,
-			InstallationID: t.InstallationID, Number: t.Number, IsPR: t.IsPR, TriggerKind: store.TriggerComment,
+			InstallationID: t.InstallationID, Number: t.Number, IsPR: t.IsPR, TriggerKind: session.KindComment,
 			DeliveryID: t.DeliveryID, RequesterLogin: t.Sender.Login,
 			RequesterID: t.Sender.ID, RequesterType: t.Sender.Type, Instructions: t.Command.Instructions,
 			Truncated: t.Command.Truncated, IgnoredCommands: t.Command.Ignored, State: store.Queued,
@@ -82,20 +82,17 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 		case session.KindComment:
 			sess.CommentID = t.CommentID
 		case session.KindReviewComment:
-			sess.TriggerKind = store.TriggerReviewComment
+			sess.TriggerKind = session.KindReviewComment
 			r := t.Review
 			if r == nil {
 				r = &session.ReviewComment{}
 			}
-			sess.TriggerInfo = store.TriggerInfo{Review: &store.ReviewInfo{
-				CommentID: t.CommentID, ThreadID: r.ThreadRoot(t.CommentID), Path: r.Path, Line: r.Line, StartLine: r.StartLine,
-				Side: r.Side, DiffHunk: r.DiffHunk, CommitID: r.CommitID,
-			}}.Encode()
+			sess.TriggerInfo = store.TriggerInfo{Review: &store.ReviewInfo{CommentID: t.CommentID, ReviewComment: *r}}.Encode()
 		case session.KindLabel:
-			sess.TriggerKind = store.TriggerLabel
+			sess.TriggerKind = session.KindLabel
 			sess.TriggerInfo = store.TriggerInfo{Label: t.Label}.Encode()
 		case session.KindDashboard:
-			sess.TriggerKind = store.TriggerDashboard
+			sess.TriggerKind = session.KindDashboard
 			// A branch run has no thread (Number 0); the branch is what it
 			// works on (app/branch.go).
 			sess.TriggerInfo = store.TriggerInfo{Branch: t.Branch}.Encode()

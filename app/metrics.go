@@ -32,7 +32,7 @@ func newMetrics(o Options, s *Service) *metrics.Metrics {
 		s.log.Error().Err(err).Msg("the store's counts are not in the metrics")
 	}
 	o.Store.OnSessionEnded(func(x store.Session) {
-		m.SessionEnded(string(x.Outcome), string(x.TriggerKind), x.EndedAt.Sub(x.CreatedAt))
+		m.SessionEnded(string(x.Outcome), x.TriggerKind.StoredName(), x.EndedAt.Sub(x.CreatedAt))
 	})
 	return m
 }

@@ -73,8 +73,8 @@ echo "asked the model" > "$INSPECT_ANSWER_FILE"
 	for _, w := range []want{
 		{"inspect_webhooks_total", map[string]string{"event": "issue_comment", "result": "accepted"}, exactly(1), "one comment delivered"},
 		{"inspect_webhook_duration_seconds", map[string]string{"event": "issue_comment"}, exactly(1), "one latency observed"},
-		{"inspect_sessions", map[string]string{"state": "done", "outcome": "no_change", "trigger": sess.TriggerKind}, exactly(1), "the one session, done"},
-		{"inspect_session_duration_seconds", map[string]string{"outcome": "no_change", "trigger": sess.TriggerKind}, exactly(1), "one session ended"},
+		{"inspect_sessions", map[string]string{"state": "done", "outcome": "no_change", "trigger": "comment"}, exactly(1), "the one session, done"},
+		{"inspect_session_duration_seconds", map[string]string{"outcome": "no_change", "trigger": "comment"}, exactly(1), "one session ended"},
 		{"inspect_session_agent_start_seconds", nil, exactly(1), "one attempt claimed"},
 		{"inspect_api_requests_total", map[string]string{"service": "github", "code": "200"}, atLeast(5), "the session's reads of GitHub"},
 		{"inspect_api_requests_total", map[string]string{"service": "github", "code": "201"}, atLeast(2), "the token mints, the reply"},

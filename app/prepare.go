@@ -16,6 +16,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // prepare runs a queued session's preparation steps. Every step records its
@@ -82,7 +83,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		return err
 	}
 
-	if sess.TriggerKind == store.TriggerLabel && !strings.EqualFold(sess.Info().Label, repoCfg.TriggerLabel()) {
+	if sess.TriggerKind == session.KindLabel && !strings.EqualFold(sess.Info().Label, repoCfg.TriggerLabel()) {
 		// Accepted on a cache miss; the fresh config names another label.
 		// Nobody asked Inspect anything, so nothing is said.
 		log.Info().Msg("label is not this repo's trigger; session dropped")
@@ -109,7 +110,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	headSHA := read.headSHA
-	if sess.TriggerKind == store.TriggerLabel && !read.hasLabel(repoCfg.TriggerLabel()) {
+	if sess.TriggerKind == session.KindLabel && !read.hasLabel(repoCfg.TriggerLabel()) {
 		// The label is no longer on the issue: a late delivery, or a signed
 		// body replayed under a new delivery id. Nobody is asking now, so
 		// nothing starts and nothing is said, before any refusal could
@@ -119,7 +120,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
-		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == store.TriggerRepair, d.Reply))
+		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == session.KindRepair, d.Reply))
 	}
 	if branch != "" && headSHA == "" {
 		// Checked when the form was posted, deleted since: said on the
@@ -204,7 +205,7 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 			// counted when it took it.
 			if d := policy.DailyBudget(limits, load.StartedRepo, load.OldestStart, now, x.RequesterLogin); !d.Allowed {
 				refused = d
-				x.State, x.Outcome, x.Reason, x.Detail = store.Done, store.Refused, string(d.Reason), render.RefusalDetail(x.TriggerKind == store.TriggerRepair, d.Reply)
+				x.State, x.Outcome, x.Reason, x.Detail = store.Done, store.Refused, string(d.Reason), render.RefusalDetail(x.TriggerKind == session.KindRepair, d.Reply)
 				return []store.NewWork{{Kind: store.SyncSession}}, nil
 			}
 		}
@@ -271,7 +272,7 @@ func react(ctx context.Context, c *github.Client, sess store.Session) error {
 func (s *Service) thread(c *github.Client, sess store.Session) ghwrite.Thread {
 	t := ghwrite.NewThread(c, sess.RepoOwner, sess.RepoName, sess.Number, s.botLogin())
 	if r := sess.Info().Review; r != nil {
-		t.Review = r.ThreadID
+		t.Review = r.ThreadID()
 	}
 	return t
 }

@@ -64,6 +64,10 @@ func (k TriggerKind) StoredName() string {
 	return string(k)
 }
 
+// String is the kind's name as people see it (the dashboard's pages, the
+// logs): its StoredName.
+func (k TriggerKind) String() string { return k.StoredName() }
+
 // KindFromStoredName reads sessions.trigger_kind. A name this version does
 // not know (written by a newer replica) is kept as it is, so writing the
 // row back does not change it.

@@ -14,6 +14,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/session"
 )
 
 func TestClip(t *testing.T) {
@@ -342,7 +343,7 @@ func TestContextWithNothingToGather(t *testing.T) {
 }
 
 func TestContextOfAReviewComment(t *testing.T) {
-	ti := store.TriggerInfo{Review: &store.ReviewInfo{CommentID: 5, Path: "a/b.go", StartLine: 3, Line: 7, DiffHunk: "@@ -1 +1 @@\n-x\n+y"}}
+	ti := store.TriggerInfo{Review: &store.ReviewInfo{CommentID: 5, ReviewComment: session.ReviewComment{Path: "a/b.go", StartLine: 3, Line: 7, DiffHunk: "@@ -1 +1 @@\n-x\n+y"}}}
 	// The review comment is no issue comment: only the request counts as ours.
 	sess := store.Session{CommentID: 5, ProgressCommentID: 6, TriggerInfo: ti.Encode()}
 	items, err := Gatherer{}.Context(context.Background(), nil, sess, config.Repo{}, "abc", nil, 1)

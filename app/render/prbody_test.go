@@ -7,6 +7,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Agent-controlled text (paths, argv, test names) must stay inside its
@@ -35,7 +36,7 @@ func TestPRBodyKeepsUntrustedTextInItsCell(t *testing.T) {
 func TestBranchSessionPRBodyAndCommit(t *testing.T) {
 	branch := "fix/#12-@octocat-[x](https://evil.example)"
 	sess := store.Session{ID: "s-1", RequesterLogin: "alice", RequesterID: 5, Instructions: "make it pass",
-		TriggerKind: store.TriggerDashboard, TriggerInfo: store.TriggerInfo{Branch: branch}.Encode()}
+		TriggerKind: session.KindDashboard, TriggerInfo: store.TriggerInfo{Branch: branch}.Encode()}
 	body := PRBody(sess, contract.Spec{}, true, policy.ChangeSummary{}, contract.Evidence{})
 	if !strings.Contains(body, "@alice asked on Inspect's dashboard, for branch `fix/＃12-＠octocat-[x](https://evil.example)`:") {
 		t.Errorf("the request line:\n%s", body)

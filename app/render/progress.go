@@ -6,6 +6,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // RunLink is where an attempt runs, for the progress comment: a Buildkite
@@ -146,7 +147,7 @@ func triggerNote(origin Origin, commandWord string) string {
 // OriginOf is what the session's way in adds to its progress comment.
 func OriginOf(sess store.Session) Origin {
 	ti := sess.Info()
-	o := Origin{Repair: sess.TriggerKind == store.TriggerRepair, Label: ti.Label, Checks: ti.Checks,
+	o := Origin{Repair: sess.TriggerKind == session.KindRepair, Label: ti.Label, Checks: ti.Checks,
 		RepairNumber: ti.RepairNumber, RepairBudget: ti.RepairBudget, RepairLast: ti.RepairLast, QueuedFor: ti.QueuedFor}
 	if r := ti.Review; r != nil {
 		o.Review = &ReviewSpot{Path: r.Path, Line: r.Line, StartLine: r.StartLine}

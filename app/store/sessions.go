@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/inspecthq/inspect/session"
 )
 
 // State is a session's place in its life; see ARCHITECTURE.md.
@@ -45,9 +47,8 @@ type Session struct {
 	InstallationID int64
 	Number         int
 	IsPR           bool
-	// TriggerKind is how the session came in: comment, review_comment,
-	// label, repair, retry.
-	TriggerKind    string
+	// TriggerKind is how the session came in (stored by its StoredName).
+	TriggerKind    session.TriggerKind
 	CommentID      int64
 	DeliveryID     string
 	RequesterLogin string
@@ -132,7 +133,7 @@ func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now 
 		commentID = s.CommentID
 	}
 	_, err := tx.StmtContext(ctx, st.accept.session).ExecContext(ctx,
-		s.ID, s.RepoID, s.RepoOwner, s.RepoName, s.InstallationID, s.Number, b2i(s.IsPR), s.TriggerKind,
+		s.ID, s.RepoID, s.RepoOwner, s.RepoName, s.InstallationID, s.Number, b2i(s.IsPR), s.TriggerKind.StoredName(),
 		commentID, s.DeliveryID, s.RequesterLogin, s.RequesterID, s.RequesterType, s.Instructions, s.IgnoredCommands,
 		s.RetryOf, string(s.State), string(s.Outcome), s.Reason, s.Detail, s.HeadSHA, s.CheckRunID, s.ProgressCommentID, b2i(s.Reacted),
 		ms(s.CreatedAt), ms(s.UpdatedAt), s.AttemptID, ms(s.Deadline), s.CommitSHA, s.Branch, s.PRNumber, s.DefaultBranch, b2i(s.Truncated), s.Redispatches,
@@ -152,12 +153,13 @@ func scanSession(row rowScanner) (Session, error) {
 		isPR, reacted    int
 		truncated        int
 		state, outcome   string
+		triggerKind      string
 		created, updated int64
 		deadline         int64
 		admitted, since  int64
 		ended            int64
 	)
-	err := row.Scan(&s.ID, &s.RepoID, &s.RepoOwner, &s.RepoName, &s.InstallationID, &s.Number, &isPR, &s.TriggerKind,
+	err := row.Scan(&s.ID, &s.RepoID, &s.RepoOwner, &s.RepoName, &s.InstallationID, &s.Number, &isPR, &triggerKind,
 		&commentID, &s.DeliveryID, &s.RequesterLogin, &s.RequesterID, &s.RequesterType, &s.Instructions, &s.IgnoredCommands,
 		&s.RetryOf, &state, &outcome, &s.Reason, &s.Detail, &s.HeadSHA, &s.CheckRunID, &s.ProgressCommentID, &reacted,
 		&created, &updated, &s.AttemptID, &deadline, &s.CommitSHA, &s.Branch, &s.PRNumber, &s.DefaultBranch, &truncated, &s.Redispatches,
@@ -170,6 +172,7 @@ func scanSession(row rowScanner) (Session, error) {
 	s.Truncated = truncated == 1
 	s.CommentID = commentID.Int64
 	s.IsPR = isPR == 1
+	s.TriggerKind = session.KindFromStoredName(triggerKind)
 	s.Reacted = reacted == 1
 	s.State = State(state)
 	s.Outcome = Outcome(outcome)

@@ -1,15 +1,9 @@
 package store
 
-import "encoding/json"
+import (
+	"encoding/json"
 
-// What a session's way in was (sessions.trigger_kind).
-const (
-	TriggerComment       = "comment"
-	TriggerReviewComment = "review_comment"
-	TriggerLabel         = "label"
-	TriggerRepair        = "repair"
-	TriggerRetry         = "retry"
-	TriggerDashboard     = "dashboard"
+	"github.com/inspecthq/inspect/session"
 )
 
 // TriggerInfo is what a session's way in adds (sessions.trigger_info).
@@ -37,16 +31,50 @@ type TriggerInfo struct {
 // session on an issue or pull request.
 func (s Session) TargetBranch() string { return s.Info().Branch }
 
-// ReviewInfo is where a review comment sits, as stored for its session.
+// ReviewInfo is the review comment a review-comment session answers: the
+// comment, and where it sits and whose thread it is (the one
+// session.ReviewComment a Trigger carries too). It is stored in
+// sessions.trigger_info under its own names (reviewInfoJSON), with the
+// thread's first comment written out as thread_id.
 type ReviewInfo struct {
+	CommentID int64
+	session.ReviewComment
+}
+
+// ThreadID is the thread's first comment, which replies attach to.
+func (r ReviewInfo) ThreadID() int64 { return r.ThreadRoot(r.CommentID) }
+
+// reviewInfoJSON is ReviewInfo as sessions.trigger_info stores it.
+type reviewInfoJSON struct {
 	CommentID int64  `json:"comment_id"`
-	ThreadID  int64  `json:"thread_id"` // the thread's first comment, which replies attach to
+	ThreadID  int64  `json:"thread_id"`
 	Path      string `json:"path"`
 	Line      int    `json:"line"`
 	StartLine int    `json:"start_line,omitempty"`
 	Side      string `json:"side,omitempty"`
 	DiffHunk  string `json:"diff_hunk,omitempty"`
 	CommitID  string `json:"commit_id,omitempty"`
+}
+
+// MarshalJSON writes r as sessions.trigger_info stores it.
+func (r ReviewInfo) MarshalJSON() ([]byte, error) {
+	return json.Marshal(reviewInfoJSON{CommentID: r.CommentID, ThreadID: r.ThreadID(), Path: r.Path, Line: r.Line,
+		StartLine: r.StartLine, Side: r.Side, DiffHunk: r.DiffHunk, CommitID: r.CommitID})
+}
+
+// UnmarshalJSON reads r as sessions.trigger_info stores it: a thread other
+// than the comment's own is the one it replies in.
+func (r *ReviewInfo) UnmarshalJSON(b []byte) error {
+	var w reviewInfoJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = ReviewInfo{CommentID: w.CommentID, ReviewComment: session.ReviewComment{Path: w.Path, Line: w.Line,
+		StartLine: w.StartLine, Side: w.Side, DiffHunk: w.DiffHunk, CommitID: w.CommitID}}
+	if w.ThreadID != w.CommentID {
+		r.InReplyTo = w.ThreadID
+	}
+	return nil
 }
 
 // Info decodes what the session's way in added (sessions.trigger_info).

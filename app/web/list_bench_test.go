@@ -14,6 +14,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/storetest"
+	"github.com/inspecthq/inspect/session"
 )
 
 // BenchmarkSessionsList renders the first page of the sessions list, and
@@ -30,7 +31,7 @@ func BenchmarkSessionsList(b *testing.B) {
 			t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 			for i := range 10000 {
 				sess := &store.Session{ID: fmt.Sprintf("s%05d", i), RepoID: int64(1 + i%20), RepoOwner: "acme", RepoName: fmt.Sprintf("repo%d", i%20),
-					InstallationID: 1, Number: i % 300, TriggerKind: store.TriggerComment, CommentID: int64(i + 1), DeliveryID: fmt.Sprint("d", i),
+					InstallationID: 1, Number: i % 300, TriggerKind: session.KindComment, CommentID: int64(i + 1), DeliveryID: fmt.Sprint("d", i),
 					RequesterLogin: []string{"alice", "bob", "carol"}[i%3], RequesterID: 5, RequesterType: "User", Instructions: "fix the flaky test", State: store.Queued}
 				if _, err := st.Accept(ctx, store.Acceptance{DeliveryID: sess.DeliveryID, Event: "issue_comment", At: t0.Add(time.Duration(i) * time.Second), CommentID: sess.CommentID, Session: sess}); err != nil {
 					b.Fatal(err)

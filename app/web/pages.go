@@ -14,6 +14,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/session"
 )
 
 // pageSize is how many sessions a page of the list shows.
@@ -136,7 +137,7 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 		"Viewer": v, "Sessions": list, "Filter": lf, "Repos": names, "Next": next,
 		"States":   []store.State{store.Queued, store.Preparing, store.Dispatched, store.Running, store.Done},
 		"Outcomes": []store.Outcome{store.Changed, store.NoChange, store.VerificationFailed, store.ChangeRefused, store.Refused, store.TimedOut, store.Cancelled, store.Errored},
-		"Triggers": []string{store.TriggerComment, store.TriggerReviewComment, store.TriggerLabel, store.TriggerRepair, store.TriggerRetry},
+		"Triggers": []string{session.KindComment.StoredName(), session.KindReviewComment.StoredName(), session.KindLabel.StoredName(), session.KindRepair.StoredName(), session.KindRetry.StoredName()},
 	})
 }
 

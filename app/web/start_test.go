@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/session"
 )
 
 // The start form takes a branch instead of a number: a name git would
@@ -91,7 +92,7 @@ func TestBranchSessionIsShownByItsBranch(t *testing.T) {
 	w := newWorld(t)
 	branch := "feature/<i>x</i>"
 	sess := &store.Session{ID: "branch-1", RepoID: 101, RepoOwner: "acme", RepoName: "widgets", InstallationID: 1,
-		TriggerKind: store.TriggerDashboard, DeliveryID: "web-b1", RequesterLogin: "alice", RequesterID: 5000, RequesterType: "User",
+		TriggerKind: session.KindDashboard, DeliveryID: "web-b1", RequesterLogin: "alice", RequesterID: 5000, RequesterType: "User",
 		Instructions: "do it", State: store.Running, TriggerInfo: store.TriggerInfo{Branch: branch}.Encode()}
 	if _, err := w.st.Accept(context.Background(), store.Acceptance{DeliveryID: sess.DeliveryID, Event: "dashboard", At: time.Now(), ClaimKey: "dashboard:web-b1", Session: sess}); err != nil {
 		t.Fatal(err)

@@ -95,7 +95,7 @@ func newWorldWith(t *testing.T, change func(*Options)) *world {
 	w.http = &http.Client{Jar: jar}
 	for i, repo := range []int64{101, 102} {
 		sess := &store.Session{ID: []string{"visible-1", "hidden-1"}[i], RepoID: repo, RepoOwner: "acme", RepoName: []string{"widgets", "secret"}[i],
-			InstallationID: 1, Number: 3, TriggerKind: store.TriggerComment, CommentID: int64(10 + i), DeliveryID: "d" + hex.EncodeToString([]byte{byte(i)}),
+			InstallationID: 1, Number: 3, TriggerKind: session.KindComment, CommentID: int64(10 + i), DeliveryID: "d" + hex.EncodeToString([]byte{byte(i)}),
 			RequesterLogin: "alice", RequesterID: 5000, RequesterType: "User", Instructions: "do it", State: store.Running}
 		if _, err := st.Accept(context.Background(), store.Acceptance{DeliveryID: sess.DeliveryID, Event: "issue_comment", At: time.Now(), CommentID: sess.CommentID, Session: sess}); err != nil {
 			t.Fatal(err)

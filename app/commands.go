@@ -38,7 +38,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 		if err != nil {
 			return err
 		}
-		t.Number, t.IsPR, t.Branch = sess.Number, sess.IsPR, sess.TargetBranch()
+		t.SetTarget(sess.Target())
 	}
 	c, err := s.gh.Installation(ctx, t.InstallationID)
 	if err != nil {
@@ -50,7 +50,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 		th.Review = t.Review.ThreadRoot(t.CommentID)
 	}
 	reply := func(body string) error {
-		if t.Branch != "" {
+		if !t.Target().HasThread() {
 			// A branch session's button: there is no thread to answer on;
 			// what it did shows on the session's page (decision 0009).
 			log.Info().Str("session_id", t.SessionID).Msg("branch session's command answered on its page only")
@@ -123,7 +123,7 @@ func (s *Service) sessionsForTarget(ctx context.Context, t session.Trigger, limi
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(sessions, func(sess store.Session) bool { return sess.TargetBranch() != t.Branch }), nil
+	return slices.DeleteFunc(sessions, func(sess store.Session) bool { return sess.Target().BranchName() != t.Target().BranchName() }), nil
 }
 
 // commandFacts gathers what policy needs. Status needs no role (anyone who
@@ -137,13 +137,13 @@ func (s *Service) commandFacts(ctx context.Context, c *github.Client, t session.
 		return f, nil
 	}
 	var err error
-	if t.Branch != "" {
+	if tg := t.Target(); tg.IsBranch() {
 		// Whether the branch still exists does not matter to a cancel or
 		// a retry: the retry's preparation reads it again.
-		f.Target, f.SenderRole, _, err = branchFacts(ctx, c, t.Repo.Owner, t.Repo.Name, t.Branch, t.Sender.Login, t.Sender.Type)
+		f.Target, f.SenderRole, _, err = branchFacts(ctx, c, t.Repo.Owner, t.Repo.Name, tg.BranchName(), t.Sender.Login, t.Sender.Type)
 		return f, err
 	}
-	f.Target, f.SenderRole, _, err = targetFacts(ctx, c, t.Repo.Owner, t.Repo.Name, t.Number, t.IsPR, t.Sender.Login, t.Sender.Type)
+	f.Target, f.SenderRole, _, err = targetFacts(ctx, c, t.Repo.Owner, t.Repo.Name, t.Target(), t.Sender.Login, t.Sender.Type)
 	return f, err
 }
 
@@ -163,11 +163,11 @@ func (r targetRead) hasLabel(label string) bool {
 // targetFacts reads what policy needs about a PR or issue, and the
 // sender's role on the repo (none for a bot, whose permission is the
 // allowlist's to decide), plus a PR's head commit and an issue's labels.
-func targetFacts(ctx context.Context, c *github.Client, owner, name string, number int, isPR bool, login, senderType string) (policy.Target, policy.Role, targetRead, error) {
+func targetFacts(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, targetRead, error) {
 	var target policy.Target
 	var read targetRead
-	if isPR {
-		pr, _, err := c.PullRequests.Get(ctx, owner, name, number)
+	if tg.IsPullRequest() {
+		pr, _, err := c.PullRequests.Get(ctx, owner, name, tg.Number())
 		if err != nil {
 			return target, "", read, fmt.Errorf("reading the pull request: %w", err)
 		}
@@ -175,7 +175,7 @@ func targetFacts(ctx context.Context, c *github.Client, owner, name string, numb
 		target = policy.Target{IsPR: true, State: pr.GetState(), Merged: pr.GetMerged(), Locked: pr.GetLocked(),
 			HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRepoFullName: pr.GetBase().GetRepo().GetFullName()}
 	} else {
-		issue, _, err := c.Issues.Get(ctx, owner, name, number)
+		issue, _, err := c.Issues.Get(ctx, owner, name, tg.Number())
 		if err != nil {
 			return target, "", read, fmt.Errorf("reading the issue: %w", err)
 		}
@@ -300,14 +300,14 @@ func (s *Service) retry(ctx context.Context, t session.Trigger, reply func(strin
 	}
 	next := &store.Session{
 		ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name, InstallationID: t.InstallationID,
-		Number: last.Number, IsPR: last.IsPR, TriggerKind: session.KindRetry, DeliveryID: t.DeliveryID,
+		Number: last.Number, IsPR: last.Target().IsPullRequest(), TriggerKind: session.KindRetry, DeliveryID: t.DeliveryID,
 		RequesterLogin: t.Sender.Login, RequesterID: t.Sender.ID, RequesterType: t.Sender.Type,
 		Instructions: last.Instructions, RetryOf: last.ID, State: store.Queued,
 		// What the way in added carries over (the review thread it answers,
 		// the label it shows its end on, the checks it repairs, the branch
 		// it works on), but not
 		// the repair's place in the budget: a retry is a person's request.
-		TriggerInfo: store.TriggerInfo{Review: last.Info().Review, Label: last.Info().Label, Checks: last.Info().Checks, Branch: last.Info().Branch}.Encode(),
+		TriggerInfo: store.TriggerInfo{Review: last.Info().Review, Label: last.Info().Label, Checks: last.Info().Checks, Branch: last.Target().BranchName()}.Encode(),
 	}
 	if t.Kind == session.KindComment {
 		next.CommentID = t.CommentID

@@ -36,8 +36,8 @@ func TestDashboardStartsASessionOnABranch(t *testing.T) {
 
 	d.startOnBranch(branch, "make TestAdd pass")
 	sess := d.runNewestSession(lx)
-	if sess.Number != 0 || sess.IsPR || sess.TargetBranch() != branch || sess.TriggerKind != session.KindDashboard || sess.RequesterLogin != "alice" {
-		t.Errorf("the session = #%d pr=%v branch %q %s by %s", sess.Number, sess.IsPR, sess.TargetBranch(), sess.TriggerKind, sess.RequesterLogin)
+	if !sess.Target().IsBranch() || sess.Number != 0 || sess.IsPR || sess.Target().BranchName() != branch || sess.TriggerKind != session.KindDashboard || sess.RequesterLogin != "alice" {
+		t.Errorf("the session = #%d pr=%v branch %q %s by %s", sess.Number, sess.IsPR, sess.Target().BranchName(), sess.TriggerKind, sess.RequesterLogin)
 	}
 	if sess.Outcome != store.Changed || sess.PRNumber == 0 {
 		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, d.logs)
@@ -112,7 +112,7 @@ func TestDashboardStartsASessionOnABranch(t *testing.T) {
 	d.gh.ResyncRefs(owner, repoName)
 	d.runWorkers()
 	lost := d.newestSessionIn(repoID)
-	if lost.TargetBranch() != gone || lost.State != store.Done || lost.Outcome != store.Errored || lost.Reason != "branch_missing" {
+	if lost.Target().BranchName() != gone || lost.State != store.Done || lost.Outcome != store.Errored || lost.Reason != "branch_missing" {
 		t.Fatalf("the session on the deleted branch = %s/%s (%s)\n%s", lost.State, lost.Outcome, lost.Reason, d.logs)
 	}
 	d.do("the lost session's page",
@@ -131,8 +131,8 @@ func TestDashboardStartsASessionOnABranch(t *testing.T) {
 	}
 	d.runWorkers()
 	retried := d.newestSessionIn(repoID)
-	if retried.RetryOf != lost.ID || retried.TargetBranch() != gone || retried.Outcome != store.Errored || retried.Reason != "branch_missing" {
-		t.Errorf("the retry = %s of %s on %q: %s (%s)\n%s", retried.ID, retried.RetryOf, retried.TargetBranch(), retried.Outcome, retried.Reason, d.logs)
+	if retried.RetryOf != lost.ID || retried.Target().BranchName() != gone || retried.Outcome != store.Errored || retried.Reason != "branch_missing" {
+		t.Errorf("the retry = %s of %s on %q: %s (%s)\n%s", retried.ID, retried.RetryOf, retried.Target().BranchName(), retried.Outcome, retried.Reason, d.logs)
 	}
 
 	for _, r := range d.gh.RequestsMatching("POST", "/repos/") {

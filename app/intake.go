@@ -71,9 +71,10 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 		}
 		a.Work = []store.NewWork{replyWork(t, render.ReplyMarker(t), body)}
 	case t.Command.Sub == policy.Run:
+		target := t.Target()
 		sess := &store.Session{
 			ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name,
-			InstallationID: t.InstallationID, Number: t.Number, IsPR: t.IsPR, TriggerKind: session.KindComment,
+			InstallationID: t.InstallationID, Number: target.Number(), IsPR: target.IsPullRequest(), TriggerKind: session.KindComment,
 			DeliveryID: t.DeliveryID, RequesterLogin: t.Sender.Login,
 			RequesterID: t.Sender.ID, RequesterType: t.Sender.Type, Instructions: t.Command.Instructions,
 			Truncated: t.Command.Truncated, IgnoredCommands: t.Command.Ignored, State: store.Queued,
@@ -95,7 +96,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 			sess.TriggerKind = session.KindDashboard
 			// A branch run has no thread (Number 0); the branch is what it
 			// works on (app/branch.go).
-			sess.TriggerInfo = store.TriggerInfo{Branch: t.Branch}.Encode()
+			sess.TriggerInfo = store.TriggerInfo{Branch: target.BranchName()}.Encode()
 		}
 		paused, err := s.pausedLocally(ctx, t)
 		if err != nil {

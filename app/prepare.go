@@ -32,7 +32,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if sess.State != store.Queued {
 		return nil // already prepared (or ended) by an earlier run
 	}
-	branch := sess.TargetBranch() // "" unless a branch session (app/branch.go)
+	target := sess.Target() // a branch session has no thread (app/branch.go)
 	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("repo", sess.FullName()).Int("number", sess.Number).Logger()
 	ctx = log.WithContext(ctx)
 	replay := w.Attempts > 1
@@ -101,10 +101,10 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		Subcommand:   policy.Run,
 	}
 	var read targetRead
-	if branch != "" {
-		facts.Target, facts.SenderRole, read.headSHA, err = branchFacts(ctx, c, owner, name, branch, sess.RequesterLogin, sess.RequesterType)
+	if target.IsBranch() {
+		facts.Target, facts.SenderRole, read.headSHA, err = branchFacts(ctx, c, owner, name, target.BranchName(), sess.RequesterLogin, sess.RequesterType)
 	} else {
-		facts.Target, facts.SenderRole, read, err = targetFacts(ctx, c, owner, name, sess.Number, sess.IsPR, sess.RequesterLogin, sess.RequesterType)
+		facts.Target, facts.SenderRole, read, err = targetFacts(ctx, c, owner, name, target, sess.RequesterLogin, sess.RequesterType)
 	}
 	if err != nil {
 		return err
@@ -122,7 +122,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
 		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == session.KindRepair, d.Reply))
 	}
-	if branch != "" && headSHA == "" {
+	if target.IsBranch() && headSHA == "" {
 		// Checked when the form was posted, deleted since: said on the
 		// session's page, the branch session's one reply.
 		log.Info().Msg("the session's branch is gone; session ended")
@@ -132,7 +132,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 
 	// A branch session's check run is on the branch's head, pinned here as
 	// a pull request's is.
-	if (sess.IsPR || branch != "") && sess.CheckRunID == 0 {
+	if target.HasHeadAtOnce() && sess.CheckRunID == 0 {
 		// Pin the head first: a replay must look for the check run on the
 		// commit it was created on, even if the PR has moved since.
 		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) {
@@ -150,7 +150,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 			return err
 		}
 	}
-	if branch != "" {
+	if !target.HasThread() {
 		// No thread: nothing to wait behind (each branch run opens its own
 		// pull request) and no comment to post; the page and the check run
 		// tell its progress.

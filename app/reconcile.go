@@ -229,7 +229,7 @@ func (s *Service) targetGone(ctx context.Context, sess store.Session) (string, e
 		return "", err
 	}
 	var resp *github.Response
-	if sess.IsPR {
+	if sess.Target().IsPullRequest() {
 		var pr *github.PullRequest
 		pr, resp, err = c.PullRequests.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
 		if err == nil && pr.GetState() == "closed" {

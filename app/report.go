@@ -179,7 +179,7 @@ func reportResult(ctx context.Context, do reportSteps, sess store.Session, spec 
 			return err
 		}
 	}
-	if !sess.IsPR && sess.CheckRunID == 0 {
+	if !sess.Target().IsPullRequest() && sess.CheckRunID == 0 {
 		// An issue session's check run lives on the commit Inspect made.
 		if sess, err = do.Record(ctx, sess.ID, func(x *store.Session) { x.HeadSHA = x.CommitSHA }); err != nil {
 			return err
@@ -298,9 +298,10 @@ func (s *Service) createCommit(ctx context.Context, c *github.Client, sess store
 //     never a push onto it.
 func (s *Service) push(ctx context.Context, c *github.Client, sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) (string, int, error) {
 	owner, repo := sess.RepoOwner, sess.RepoName
-	facts := policy.DestinationFacts{IsPR: sess.IsPR, Verified: verified, OnBranch: sess.TargetBranch() != ""}
+	target := sess.Target()
+	facts := policy.DestinationFacts{IsPR: target.IsPullRequest(), Verified: verified, OnBranch: target.IsBranch()}
 	var pr *github.PullRequest
-	if sess.IsPR {
+	if target.IsPullRequest() {
 		var err error
 		if pr, _, err = c.PullRequests.Get(ctx, owner, repo, sess.Number); err != nil {
 			return "", 0, fmt.Errorf("reading the pull request: %w", err)

@@ -68,14 +68,14 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	}
 	var pr *github.PullRequest
 	comments := -1 // the thread's comment count, when GitHub said
-	switch branch := sess.TargetBranch(); {
-	case branch != "":
+	switch target := sess.Target(); {
+	case target.IsBranch():
 		// The branch's head as preparation pinned it; no thread to read
 		// (a comment count of 0: nothing to gather).
 		spec.PinnedSHA = sess.HeadSHA
-		spec.Target = contract.Target{Kind: contract.TargetBranch, BaseBranch: branch}
+		spec.Target = contract.Target{Kind: contract.TargetBranch, BaseBranch: target.BranchName()}
 		comments = 0
-	case sess.IsPR:
+	case target.IsPullRequest():
 		var err error
 		pr, _, err = c.PullRequests.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
 		if err != nil {

@@ -73,7 +73,7 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 // syncComment edits the progress comment to the session's state, or posts
 // the one final reply of a session that has none.
 func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.Session) error {
-	if sess.TargetBranch() != "" {
+	if !sess.Target().HasThread() {
 		// A branch has no thread: its session's page and check run are
 		// where it answers, even to say it failed (decision 0009).
 		return nil

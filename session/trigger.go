@@ -68,6 +68,12 @@ type Trigger struct {
 // Target is what the request works on.
 func (t Trigger) Target() Target { return TargetOf(t.Number, t.IsPR, t.Branch) }
 
+// SetTarget makes tg what the request works on (a button's trigger takes
+// its session's target).
+func (t *Trigger) SetTarget(tg Target) {
+	t.Number, t.IsPR, t.Branch = tg.number, tg.kind == targetPullRequest, tg.branch
+}
+
 // ReviewComment is a review comment's place in a pull request's diff, and
 // the thread it belongs to. A Trigger carries it as it came in; a session
 // stores it with the comment's id (store.ReviewInfo).

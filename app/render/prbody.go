@@ -19,13 +19,13 @@ import (
 // requester.
 func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) string {
 	var b strings.Builder
-	if branch := sess.TargetBranch(); branch != "" {
+	if target := sess.Target(); target.IsBranch() {
 		// No thread behind it: the body is where the request is told, and
 		// there is no issue to close. The branch name is untrusted text.
-		fmt.Fprintf(&b, "## Request\n\n@%s asked on Inspect's dashboard, for branch %s:\n\n%s\n\n", sess.RequesterLogin, untrustedSpan(branch), untrustedBlock(sess.Instructions, 2000))
+		fmt.Fprintf(&b, "## Request\n\n@%s asked on Inspect's dashboard, for branch %s:\n\n%s\n\n", sess.RequesterLogin, untrustedSpan(target.BranchName()), untrustedBlock(sess.Instructions, 2000))
 	} else {
 		fmt.Fprintf(&b, "## Request\n\n@%s asked in #%d:\n\n%s\n\n", sess.RequesterLogin, sess.Number, untrustedBlock(sess.Instructions, 2000))
-		if !sess.IsPR {
+		if target.IsIssue() {
 			fmt.Fprintf(&b, "Fixes #%d\n\n", sess.Number)
 		}
 	}
@@ -130,7 +130,7 @@ func CommitMessage(sess store.Session) string {
 	// A branch session has no thread to name; the branch stays out of the
 	// commit (the pull request's body names it, as code).
 	where := fmt.Sprintf("in #%d", sess.Number)
-	if sess.TargetBranch() != "" {
+	if !sess.Target().HasThread() {
 		where = "on Inspect's dashboard"
 	}
 	return fmt.Sprintf("Inspect: %s\n\nRequested by @%s %s.\n\nCo-authored-by: %s <%d+%s@users.noreply.github.com>\nInspect-Session: %s\n",

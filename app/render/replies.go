@@ -32,7 +32,7 @@ func ErrorReply(sess store.Session) string {
 		what += "; check it before relying on it."
 	}
 	again := "with a new comment"
-	if sess.TargetBranch() != "" {
+	if !sess.Target().HasThread() {
 		again = "with the Retry button on this page" // a branch session's page is its one reply
 	}
 	return fmt.Sprintf("⚠️ Inspect stopped this session because of an internal error, @%s. %s "+
@@ -205,7 +205,7 @@ func ChangeReply(sess store.Session, verified bool, ev contract.Evidence) string
 		// whose title, body and label say so (decision 0009): the words
 		// hold for both.
 		detail = fmt.Sprintf("❌ Verification failed; the change is in pull request #%d, marked as not verified, for you to look at.", sess.PRNumber)
-		if sess.IsPR && sess.PRNumber == sess.Number {
+		if sess.Target().IsPullRequest() && sess.PRNumber == sess.Number {
 			detail = fmt.Sprintf("❌ Verification failed; the change was pushed to `%s` (commit `%.7s`) for you to look at.", sess.Branch, sess.CommitSHA)
 		}
 	}

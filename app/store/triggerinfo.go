@@ -27,9 +27,9 @@ type TriggerInfo struct {
 	Branch string `json:"branch,omitempty"`
 }
 
-// TargetBranch is the branch a branch session works on, or "" for a
-// session on an issue or pull request.
-func (s Session) TargetBranch() string { return s.Info().Branch }
+// Target is what the session works on: its issue or pull request, or the
+// branch a dashboard run named (TriggerInfo.Branch; Number is then 0).
+func (s Session) Target() session.Target { return session.TargetOf(s.Number, s.IsPR, s.Info().Branch) }
 
 // ReviewInfo is the review comment a review-comment session answers: the
 // comment, and where it sits and whose thread it is (the one

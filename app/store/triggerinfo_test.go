@@ -62,7 +62,7 @@ func equalInfo(a, b store.TriggerInfo) bool {
 func TestReviewInfoThread(t *testing.T) {
 	for stored, want := range map[string]int64{
 		`{"review":{"comment_id":29724692,"thread_id":29724690,"path":"README.md","line":3}}`: 29724690,
-		`{"review":{"comment_id":5,"thread_id":5,"path":"a.go","line":1}}`:                     5,
+		`{"review":{"comment_id":5,"thread_id":5,"path":"a.go","line":1}}`:                    5,
 	} {
 		r := store.Session{TriggerInfo: stored}.Info().Review
 		if r == nil || r.ThreadID() != want {

@@ -34,11 +34,12 @@ func (s *Server) button(action string) http.HandlerFunc {
 		t := session.Trigger{
 			DeliveryID: "web-" + random(12), Event: "dashboard", Kind: session.KindCheckAction,
 			Repo:           session.Repo{ID: sess.RepoID, Owner: ref.Owner, Name: ref.Name},
-			InstallationID: sess.InstallationID, Number: sess.Number, IsPR: sess.IsPR,
-			Sender:    session.Sender{Login: v.Login, ID: v.UserID, Type: "User"},
-			Command:   policy.Parsed{Kind: policy.Command, Sub: sub},
-			SessionID: sess.ID,
+			InstallationID: sess.InstallationID,
+			Sender:         session.Sender{Login: v.Login, ID: v.UserID, Type: "User"},
+			Command:        policy.Parsed{Kind: policy.Command, Sub: sub},
+			SessionID:      sess.ID,
 		}
+		t.SetTarget(sess.Target())
 		log := s.log.With().Str("session_id", sess.ID).Str("delivery_id", t.DeliveryID).Str("login", v.Login).Str("action", action).Logger()
 		if err := s.commands.AcceptTrigger(log.WithContext(r.Context()), t); err != nil {
 			log.Error().Err(err).Msg("dashboard: accepting a button failed")

@@ -221,19 +221,19 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 	}
 	view := sessionView{Session: sess}
 	base := strings.TrimSuffix(s.gh.webURL, "/") + "/" + url.PathEscape(sess.RepoOwner) + "/" + url.PathEscape(sess.RepoName)
-	if sess.Number > 0 {
-		kind := "issues"
-		if sess.IsPR {
-			kind = "pull"
-		}
-		view.IssueURL = fmt.Sprintf("%s/%s/%d", base, kind, sess.Number)
-	}
-	if b := sess.TargetBranch(); b != "" {
-		parts := strings.Split(b, "/")
+	switch target := sess.Target(); {
+	case target.IsBranch():
+		parts := strings.Split(target.BranchName(), "/")
 		for i, p := range parts {
 			parts[i] = url.PathEscape(p)
 		}
 		view.BranchURL = base + "/tree/" + strings.Join(parts, "/")
+	case target.Number() > 0:
+		kind := "issues"
+		if target.IsPullRequest() {
+			kind = "pull"
+		}
+		view.IssueURL = fmt.Sprintf("%s/%s/%d", base, kind, target.Number())
 	}
 	if sess.PRNumber > 0 {
 		view.PRURL = fmt.Sprintf("%s/pull/%d", base, sess.PRNumber)

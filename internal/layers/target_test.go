@@ -1,0 +1,91 @@
+package layers
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// targetFieldsMayBeRead are the files that may read a target's stored
+// fields (IsPR) directly, and why; everything else asks session.Target.
+var targetFieldsMayBeRead = map[string]string{
+	"session/trigger.go":       "Trigger.Target and SetTarget are the fields' one reader and writer",
+	"session/target.go":        "the Target methods themselves",
+	"app/store/sessions.go":    "the sessions row's is_pr column, read and written",
+	"app/store/triggerinfo.go": "Session.Target reads the row's fields",
+	"policy/authorize.go":      "policy sits below session: its facts carry IsPR, filled from Target by the app",
+	"policy/destination.go":    "policy sits below session: its facts carry IsPR, filled from Target by the app",
+}
+
+// TestTargetIsAskedOnlyOfSessionTarget: whether a session works on an
+// issue, a pull request or a branch is asked of session.Target's methods,
+// never of the IsPR field or a TargetBranch accessor, outside the files
+// above (the issue that made the session one noun).
+func TestTargetIsAskedOnlyOfSessionTarget(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if isTestSupport(filepath.ToSlash(filepath.Dir(rel))) {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		files++
+		if _, ok := targetFieldsMayBeRead[rel]; ok {
+			return nil
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "contract" {
+				return true // contract.TargetBranch is the spec's target kind, which buildSpec sets from Target
+			}
+			if sel.Sel.Name == "IsPR" || sel.Sel.Name == "TargetBranch" {
+				t.Errorf("%s: .%s: ask session.Target (IsPullRequest, IsBranch, HasThread, …) instead", fset.Position(sel.Sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("read %d files; want the whole module's", files)
+	}
+	for rel := range targetFieldsMayBeRead {
+		if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
+			t.Errorf("the list names %s: %v", rel, err)
+		}
+	}
+}

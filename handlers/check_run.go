@@ -106,7 +106,7 @@ func acceptFailure(ctx context.Context, sink Sink, f session.CheckFailure) error
 	return sink.AcceptCheckFailure(ctx, f)
 }
 
-// validate checks that f names the repository, installation, commit and
+// validateFailure checks that f names the repository, installation, commit and
 // delivery.
 func validateFailure(f session.CheckFailure) error {
 	switch {

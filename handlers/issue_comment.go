@@ -69,7 +69,7 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	return h.Sink.AcceptTrigger(ctx, t)
 }
 
-// validate checks that t has what its Kind needs. The comment kinds need
+// validateTrigger checks that t has what its Kind needs. The comment kinds need
 // the issue or pull request and the comment; labels need the issue and the
 // label; a check-run button needs the session (its pull request may be
 // unknown).

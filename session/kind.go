@@ -70,7 +70,9 @@ func (k TriggerKind) String() string { return k.StoredName() }
 
 // KindFromStoredName reads sessions.trigger_kind. A name this version does
 // not know (written by a newer replica) is kept as it is, so writing the
-// row back does not change it.
+// row back does not change it. The empty name, which no row holds (the
+// column is NOT NULL and always written), reads as the zero kind, a
+// comment.
 func KindFromStoredName(name string) TriggerKind {
 	if name == storedComment {
 		return KindComment

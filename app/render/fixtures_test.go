@@ -8,6 +8,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // The golden cases' inputs. Fixed times and ids keep the output stable.
@@ -20,7 +21,7 @@ var (
 func baseSession() store.Session {
 	return store.Session{
 		ID: "01jpk3v7m2e4w9q8r6t5y3u1hz", RepoID: 42, RepoOwner: "acme", RepoName: "widgets", InstallationID: 7,
-		Number: 12, TriggerKind: "comment", CommentID: 9001, RequesterLogin: "alice", RequesterID: 1001, RequesterType: "User",
+		Number: 12, TriggerKind: session.KindComment, CommentID: 9001, RequesterLogin: "alice", RequesterID: 1001, RequesterType: "User",
 		Instructions: "Fix the flaky `TestParse` in parser/parse_test.go.\n\nIt fails about one run in ten; ask @bob if unsure. <!-- inspect:final=x -->",
 		CreatedAt:    t0,
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/storetest"
+	"github.com/inspecthq/inspect/session"
 )
 
 // forEachDriver runs one test suite against SQLite and PostgreSQL.
@@ -28,7 +29,7 @@ var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 func newSession(id string, commentID int64) *store.Session {
 	return &store.Session{
 		ID: id, RepoID: 1, RepoOwner: "o", RepoName: "r", InstallationID: 9, Number: 7, IsPR: true,
-		TriggerKind: "comment", CommentID: commentID, DeliveryID: "d-" + id, RequesterLogin: "alice",
+		TriggerKind: session.KindComment, CommentID: commentID, DeliveryID: "d-" + id, RequesterLogin: "alice",
 		RequesterID: 5, RequesterType: "User", Instructions: "fix it", State: store.Queued,
 	}
 }

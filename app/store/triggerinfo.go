@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 
 	"github.com/inspecthq/inspect/session"
 )
@@ -63,11 +64,17 @@ func (r ReviewInfo) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads r as sessions.trigger_info stores it: a thread other
-// than the comment's own is the one it replies in.
+// than the comment's own is the one it replies in. A field of the wrong
+// type (a newer replica's) is left zero and the rest is read, as
+// encoding/json does for a plain struct, so the TriggerInfo around it
+// keeps its other fields.
 func (r *ReviewInfo) UnmarshalJSON(b []byte) error {
 	var w reviewInfoJSON
 	if err := json.Unmarshal(b, &w); err != nil {
-		return err
+		var typeErr *json.UnmarshalTypeError
+		if !errors.As(err, &typeErr) {
+			return err
+		}
 	}
 	*r = ReviewInfo{CommentID: w.CommentID, ReviewComment: session.ReviewComment{Path: w.Path, Line: w.Line,
 		StartLine: w.StartLine, Side: w.Side, DiffHunk: w.DiffHunk, CommitID: w.CommitID}}

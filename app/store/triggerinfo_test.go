@@ -70,3 +70,20 @@ func TestReviewInfoThread(t *testing.T) {
 		}
 	}
 }
+
+// TestTriggerInfoKeepsWhatItCanRead: a review field of a type this version
+// does not expect (a newer replica's) loses that field only, as a plain
+// struct's decoding did before ReviewInfo had its own; the label, checks
+// and branch around it are kept.
+func TestTriggerInfoKeepsWhatItCanRead(t *testing.T) {
+	ti := store.Session{TriggerInfo: `{"label":"l","review":{"comment_id":"7","thread_id":5,"path":"a.go","line":1},"checks":["c"],"branch":"b"}`}.Info()
+	if ti.Label != "l" || len(ti.Checks) != 1 || ti.Branch != "b" {
+		t.Errorf("the fields around the review were lost: %+v", ti)
+	}
+	if ti.Review == nil || ti.Review.Path != "a.go" || ti.Review.Line != 1 || ti.Review.CommentID != 0 {
+		t.Errorf("the review's readable fields: %+v", ti.Review)
+	}
+	if got := (store.Session{TriggerInfo: `{"review":{"comment_id":1,"line":[}`}.Info()); got.Review != nil || got.Label != "" {
+		t.Errorf("malformed JSON read as %+v", got)
+	}
+}

@@ -98,7 +98,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusInternalServerError, "Inspect could not reach GitHub.")
 		return
 	}
-	isPR := false
+	target := session.Branch(branch)
 	if branch != "" {
 		// Read as the user, as the issue is: GET git/ref/heads/{branch}
 		// (go-github escapes each part of the name for the path).
@@ -123,15 +123,19 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, http.StatusBadGateway, "GitHub did not answer about that issue. Try again.")
 			return
 		}
-		isPR = issue.IsPullRequest()
+		target = session.Issue(number)
+		if issue.IsPullRequest() {
+			target = session.PullRequest(number)
+		}
 	}
 	t := session.Trigger{
 		DeliveryID: "web-" + random(12), Event: "dashboard", Kind: session.KindDashboard,
 		Repo:           session.Repo{ID: ref.ID, Owner: ref.Owner, Name: ref.Name},
-		InstallationID: ref.InstallationID, Number: number, IsPR: isPR, Branch: branch,
-		Sender:  session.Sender{Login: v.Login, ID: v.UserID, Type: "User"},
-		Command: parsed,
+		InstallationID: ref.InstallationID,
+		Sender:         session.Sender{Login: v.Login, ID: v.UserID, Type: "User"},
+		Command:        parsed,
 	}
+	t.SetTarget(target)
 	log := s.log.With().Str("delivery_id", t.DeliveryID).Str("login", v.Login).Str("repo", ref.Owner+"/"+ref.Name).Int("number", number).Logger()
 	if err := s.commands.AcceptTrigger(log.WithContext(ctx), t); err != nil {
 		log.Error().Err(err).Msg("dashboard: accepting a run failed")

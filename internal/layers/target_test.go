@@ -70,6 +70,13 @@ func TestTargetIsAskedOnlyOfSessionTarget(t *testing.T) {
 			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "contract" {
 				return true // contract.TargetBranch is the spec's target kind, which buildSpec sets from Target
 			}
+			// A session row's branch is Target's to read: Info().Branch
+			// is the stored field behind it.
+			if call, ok := sel.X.(*ast.CallExpr); ok && sel.Sel.Name == "Branch" {
+				if fn, ok := call.Fun.(*ast.SelectorExpr); ok && fn.Sel.Name == "Info" {
+					t.Errorf("%s: Info().Branch: ask session.Target (IsBranch, BranchName) instead", fset.Position(sel.Sel.Pos()))
+				}
+			}
 			if sel.Sel.Name == "IsPR" || sel.Sel.Name == "TargetBranch" {
 				t.Errorf("%s: .%s: ask session.Target (IsPullRequest, IsBranch, HasThread, …) instead", fset.Position(sel.Sel.Pos()), sel.Sel.Name)
 			}
@@ -79,6 +86,22 @@ func TestTargetIsAskedOnlyOfSessionTarget(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The dashboard's templates ask the same questions.
+	templates, err := filepath.Glob(filepath.Join(root, "app", "web", "templates", "*.html"))
+	if err != nil || len(templates) == 0 {
+		t.Fatalf("no dashboard templates found (%v)", err)
+	}
+	for _, tpl := range templates {
+		data, err := os.ReadFile(tpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, field := range []string{".IsPR", ".TargetBranch", ".Info.Branch"} {
+			if strings.Contains(string(data), field) {
+				t.Errorf("%s reads %s: ask .Target (IsPullRequest, IsBranch, HasThread, BranchName) instead", tpl, field)
+			}
+		}
 	}
 	if files < 100 {
 		t.Fatalf("read %d files; want the whole module's", files)

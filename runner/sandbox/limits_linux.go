@@ -86,7 +86,7 @@ func hasAll(list []string, want ...string) bool {
 	return true
 }
 
-// limiter enforces one command's Limits: its cgroup (when the host has
+// limiter enforces one command's contract.SandboxLimits: its cgroup (when the host has
 // one to give), the rlimits otherwise, and the watch.
 type limiter struct {
 	lim       contract.SandboxLimits

@@ -206,7 +206,7 @@ func (c *clientCache) get(id int64, build func() *github.Client) *github.Client 
 // RateSlots is the store's part in the outbound write budget: a slot in
 // every window for key, or how long until one opens (*store.Store).
 type RateSlots interface {
-	TakeRateSlot(ctx context.Context, key string, now time.Time, windows []store.RateLimit) (time.Duration, error)
+	TakeRateSlot(ctx context.Context, key string, clock func() time.Time, windows []store.RateLimit) (time.Duration, error)
 }
 
 // NewOutboundLimiter builds the replica's outbound limiter from config,
@@ -235,14 +235,15 @@ func storeSlots(st RateSlots, windows []config.RateWindow) outbound.Slots {
 	limits := make([]store.RateLimit, 0, len(windows))
 	for _, w := range windows {
 		// A slot is counted when granted, GitHub counts a request when it
-		// arrives; between the two lie the store's lock queue and the
-		// connection. Without the guard, a request granted early in one
+		// arrives; between the two lie the in-flight cap and the
+		// connection (the store's lock queue no longer: the slot's time is
+		// read behind the lock). Without the guard, a request granted early in one
 		// window and sent late could arrive within one window of a
 		// request granted as the next window opened.
 		limits = append(limits, store.RateLimit{Limit: w.Limit, Window: w.Window + arrivalGuard})
 	}
-	return outbound.SlotsFunc(func(ctx context.Context, key string, now time.Time) (time.Duration, error) {
-		return st.TakeRateSlot(ctx, key, now, limits)
+	return outbound.SlotsFunc(func(ctx context.Context, key string, clock func() time.Time) (time.Duration, error) {
+		return st.TakeRateSlot(ctx, key, clock, limits)
 	})
 }
 

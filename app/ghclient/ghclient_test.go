@@ -118,7 +118,7 @@ func TestClientCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 
 type recordedSlots struct{ windows []store.RateLimit }
 
-func (r *recordedSlots) TakeRateSlot(_ context.Context, _ string, _ time.Time, windows []store.RateLimit) (time.Duration, error) {
+func (r *recordedSlots) TakeRateSlot(_ context.Context, _ string, _ func() time.Time, windows []store.RateLimit) (time.Duration, error) {
 	r.windows = windows
 	return 0, nil
 }
@@ -129,7 +129,7 @@ func TestStoreSlotsWidenEveryWindowByTheArrivalGuard(t *testing.T) {
 		t.Error("no windows must mean no budget")
 	}
 	slots := storeSlots(st, []config.RateWindow{{Limit: 80, Window: time.Minute}, {Limit: 500, Window: time.Hour}})
-	if _, err := slots.Take(context.Background(), "7", time.Now()); err != nil {
+	if _, err := slots.Take(context.Background(), "7", time.Now); err != nil {
 		t.Fatal(err)
 	}
 	want := []store.RateLimit{{Limit: 80, Window: time.Minute + arrivalGuard}, {Limit: 500, Window: time.Hour + arrivalGuard}}

@@ -133,7 +133,7 @@ func (l *Limiter) takeSlot(ctx context.Context, t *transport, st *installation, 
 	defer l.passTurn(st)
 	for {
 		now := l.cfg.Clock()
-		wait, err := l.slots.Take(ctx, t.key, now)
+		wait, err := l.slots.Take(ctx, t.key, l.cfg.Clock)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -37,12 +37,13 @@ func NewMemorySlots(windows []Window) Slots {
 	return m
 }
 
-func (m *memorySlots) Take(_ context.Context, key string, now time.Time) (time.Duration, error) {
+func (m *memorySlots) Take(_ context.Context, key string, clock func() time.Time) (time.Duration, error) {
 	if len(m.windows) == 0 {
 		return 0, nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	now := clock() // behind the lock, as the store reads it
 	// Events older than the longest window count for nothing. (Keys stay:
 	// one per installation that ever wrote, a few bytes each.)
 	ev := m.events[key]

@@ -34,18 +34,20 @@ import (
 )
 
 // Slots is the budget for content-creating requests. Take records one
-// request for key at now and returns 0, or records nothing and returns how
-// long until there is room.
+// request for key at clock's time and returns 0, or records nothing and
+// returns how long until there is room. It reads clock once it is the
+// key's turn (behind a shared budget's lock), so the event is stamped as
+// late as the request that follows it.
 type Slots interface {
-	Take(ctx context.Context, key string, now time.Time) (time.Duration, error)
+	Take(ctx context.Context, key string, clock func() time.Time) (time.Duration, error)
 }
 
 // SlotsFunc adapts a function to Slots, e.g. a store-backed budget.
-type SlotsFunc func(ctx context.Context, key string, now time.Time) (time.Duration, error)
+type SlotsFunc func(ctx context.Context, key string, clock func() time.Time) (time.Duration, error)
 
 // Take calls f.
-func (f SlotsFunc) Take(ctx context.Context, key string, now time.Time) (time.Duration, error) {
-	return f(ctx, key, now)
+func (f SlotsFunc) Take(ctx context.Context, key string, clock func() time.Time) (time.Duration, error) {
+	return f(ctx, key, clock)
 }
 
 // Config is a limiter's settings; zero values turn a part off.

@@ -235,8 +235,8 @@ func TestCreatesSharedThroughTheStore(t *testing.T) {
 			ctx := context.Background()
 			st := storetest.Open(t, driver)
 			windows := []store.RateLimit{{Limit: 3, Window: time.Minute}, {Limit: 4, Window: time.Hour}}
-			slots := SlotsFunc(func(ctx context.Context, key string, now time.Time) (time.Duration, error) {
-				return st.TakeRateSlot(ctx, key, now, windows)
+			slots := SlotsFunc(func(ctx context.Context, key string, clock func() time.Time) (time.Duration, error) {
+				return st.TakeRateSlot(ctx, key, clock, windows)
 			})
 			srv := newServer(t, ok)
 			clock := newFakeTime()
@@ -276,7 +276,7 @@ type gateSlots struct {
 	grant chan time.Duration
 }
 
-func (g *gateSlots) Take(ctx context.Context, _ string, _ time.Time) (time.Duration, error) {
+func (g *gateSlots) Take(ctx context.Context, _ string, _ func() time.Time) (time.Duration, error) {
 	select {
 	case g.calls <- struct{}{}:
 	case <-ctx.Done():
@@ -737,7 +737,7 @@ func TestMemorySlots(t *testing.T) {
 		at   time.Duration
 		wait time.Duration
 	}{{0, 0}, {time.Second, 0}, {2 * time.Second, 58 * time.Second}, {time.Minute, 0}, {2 * time.Minute, 58 * time.Minute}, {time.Hour, 0}} {
-		wait, err := s.Take(ctx, "k", t0.Add(c.at))
+		wait, err := s.Take(ctx, "k", func() time.Time { return t0.Add(c.at) })
 		if err != nil || wait != c.wait {
 			t.Fatalf("take %d at %v: wait %v (%v), want %v", i, c.at, wait, err, c.wait)
 		}

@@ -23,13 +23,20 @@ type RateLimit struct {
 	Window time.Duration
 }
 
-// TakeRateSlot records one event for key at now if every window has room,
+// TakeRateSlot records one event for key now if every window has room,
 // and returns 0; otherwise it records nothing and returns how long until
 // the fullest window has room again. Replicas sharing the database share
 // the budget, so a fleet makes no more events per key than one replica
 // may. Windows with a non-positive limit or length are ignored (config
 // refuses them).
-func (s *Store) TakeRateSlot(ctx context.Context, key string, now time.Time, windows []RateLimit) (time.Duration, error) {
+//
+// The time is read from clock once the key's lock is held, as Admit does:
+// an event is then stamped no earlier than every event granted before it,
+// and no earlier than the request it lets go out. (Read before waiting in
+// the lock's queue, a stamp could be seconds older than the send, age out
+// of the window that early, and let a fleet send more than the limit
+// within one window as GitHub counts arrivals.)
+func (s *Store) TakeRateSlot(ctx context.Context, key string, clock func() time.Time, windows []RateLimit) (time.Duration, error) {
 	var longest time.Duration
 	for _, w := range windows {
 		if w.Limit > 0 && w.Window > 0 {
@@ -39,9 +46,9 @@ func (s *Store) TakeRateSlot(ctx context.Context, key string, now time.Time, win
 	if longest == 0 {
 		return 0, nil // nothing to limit, so nothing worth recording
 	}
-	at := ms(now)
 	var wait time.Duration
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		wait = 0 // a retried transaction decides afresh
 		if s.dialect == postgres {
 			// Serialise takers of one key across replicas: without it two
 			// could both count limit-1 and both insert. The lock is released
@@ -52,6 +59,7 @@ func (s *Store) TakeRateSlot(ctx context.Context, key string, now time.Time, win
 		}
 		// (SQLite: transactions begin immediate, so the single writer
 		// already serialises takers.)
+		at := ms(clock())
 		for _, w := range windows {
 			if w.Limit <= 0 || w.Window <= 0 {
 				continue

@@ -44,7 +44,7 @@ func TestTakeRateSlotWaitsForTheOldestEvent(t *testing.T) {
 			t.Fatalf("another key waited %v", wait)
 		}
 		// Without windows nothing is limited.
-		if wait, err := s.TakeRateSlot(ctx, "k", t0.Add(61*time.Second), nil); err != nil || wait != 0 {
+		if wait, err := s.TakeRateSlot(ctx, "k", at(t0.Add(61*time.Second)), nil); err != nil || wait != 0 {
 			t.Fatalf("no windows: wait %v, err %v", wait, err)
 		}
 	})
@@ -94,7 +94,7 @@ func TestTakeRateSlotNeverGrantsPastTheLimit(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					wait, err := s.TakeRateSlot(ctx, "busy", now, windows)
+					wait, err := s.TakeRateSlot(ctx, "busy", at(now), windows)
 					if err != nil {
 						t.Error(err)
 						return
@@ -149,9 +149,69 @@ func TestTakeRateSlotPrunesOldEvents(t *testing.T) {
 	}
 }
 
+// The slot's time is read once the key's lock is held: a taker that
+// queued behind others is stamped when it is granted, not when it began to
+// wait. (PostgreSQL: the key's advisory lock; SQLite: the single writer's
+// lock, held from BEGIN IMMEDIATE.) The clock checks, from another
+// connection, that the lock is held when it is read.
+func TestTakeRateSlotReadsTheClockBehindTheLock(t *testing.T) {
+	for _, driver := range storetest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dsn := storetest.DSN(t, driver)
+			s, err := store.Open(ctx, driver, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			raw := openRaw(t, driver, dsn)
+			held := func() (bool, error) {
+				if driver == "postgres" {
+					var n int
+					err := raw.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = 4242007 AND objsubid = 2`).Scan(&n)
+					return n == 1, err
+				}
+				// Another writer cannot begin while the taker's
+				// transaction holds the write lock.
+				conn, err := raw.Conn(ctx)
+				if err != nil {
+					return false, err
+				}
+				defer conn.Close()
+				if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
+					return false, err
+				}
+				if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+					return true, nil // SQLITE_BUSY: the taker holds it
+				}
+				_, err = conn.ExecContext(ctx, `ROLLBACK`)
+				return false, err
+			}
+			reads := 0
+			clock := func() time.Time {
+				reads++
+				ok, err := held()
+				if err != nil {
+					t.Errorf("asking whether the lock is held: %v", err)
+				} else if !ok {
+					t.Error("the clock was read without the key's lock held")
+				}
+				return t0
+			}
+			if wait, err := s.TakeRateSlot(ctx, "k", clock, []store.RateLimit{{Limit: 1, Window: time.Minute}}); err != nil || wait != 0 {
+				t.Fatalf("take: wait %v, err %v", wait, err)
+			}
+			if reads != 1 {
+				t.Fatalf("the clock was read %d times, want once", reads)
+			}
+		})
+	}
+}
+
 func take(t *testing.T, s *store.Store, key string, now time.Time, windows []store.RateLimit) time.Duration {
 	t.Helper()
-	wait, err := s.TakeRateSlot(context.Background(), key, now, windows)
+	wait, err := s.TakeRateSlot(context.Background(), key, at(now), windows)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,11 +26,13 @@ const activeStates = `('preparing', 'dispatched', 'running', 'reporting')`
 // work it returns are written in the same transaction. Sessions ahead are
 // those held back by a cap (waiting_since set) that were created earlier.
 //
-// The time is read from clock once the lock is held, and handed to fn: an
-// admission's time then orders as the admissions themselves do, so a slot
-// freed before an admission always ended before it was admitted (a time
-// read before waiting for the lock could be older than an ending that
-// committed meanwhile).
+// The time handed to fn is read from clock once the lock is held and the
+// load has been read: an admission's time then orders as the admissions
+// themselves do, and a slot the load saw freed ended (its ended_at is read
+// before its end commits) no later than the admission. A time read before
+// waiting for the lock, or between the lock and the load, could be older
+// than an ending that committed meanwhile, and the recorded intervals
+// would then overlap beyond the caps that were in fact kept.
 func (s *Store) Admit(ctx context.Context, id string, clock func() time.Time, fn func(x *Session, load policy.Load, now time.Time) ([]NewWork, error)) (Session, error) {
 	var out Session
 	var ended bool
@@ -40,13 +42,18 @@ func (s *Store) Admit(ctx context.Context, id string, clock func() time.Time, fn
 				return err
 			}
 		}
+		before, err := s.lockSession(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		// The day's window is placed by a first reading; the admission's
+		// own time is read after the load.
+		load, err := s.loadOf(ctx, tx, before, clock())
+		if err != nil {
+			return err
+		}
 		now := clock()
-		var err error
-		out, ended, err = s.mutateIn(ctx, tx, id, now, func(x *Session) ([]NewWork, error) {
-			load, err := s.loadOf(ctx, tx, *x, now)
-			if err != nil {
-				return nil, err
-			}
+		out, ended, err = s.mutateLocked(ctx, tx, before, now, func(x *Session) ([]NewWork, error) {
 			return fn(x, load, now)
 		})
 		return err

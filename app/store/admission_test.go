@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/internal/storetest"
 	"github.com/inspecthq/inspect/policy"
 )
 
@@ -202,3 +203,65 @@ func TestUsageAddsUpOverASessionsAttempts(t *testing.T) {
 
 // at is a clock stopped at t.
 func at(t time.Time) func() time.Time { return func() time.Time { return t } }
+
+// An admission's time is read after its load: when the load saw a slot
+// freed by an ending that committed meanwhile, the admission is stamped no
+// earlier than that ending, so the recorded intervals (admitted_at to
+// ended_at, what the fault tests and the dashboard read) never overlap
+// beyond the cap that was kept. PostgreSQL only: there the ending commits
+// while the admission's transaction is open, as another replica's would
+// (SQLite's single writer would wait for it).
+func TestAdmissionIsStampedAfterTheEndingItSaw(t *testing.T) {
+	s := storetest.Open(t, "postgres")
+	ctx := context.Background()
+	for i, id := range []string{"y", "x"} {
+		sess := newSession(id, int64(2000+i))
+		sess.Number = 200 + i
+		if err := s.CreateSession(ctx, sess, nil, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.MutateSession(ctx, "y", t0, func(x *store.Session) error {
+		x.State, x.AdmittedAt = store.Running, t0
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	endedAt := t0.Add(500 * time.Millisecond)
+	reads := 0
+	clock := func() time.Time {
+		reads++
+		if reads == 1 {
+			// Between the lock and the load, y ends on another connection.
+			if _, err := s.MutateSession(ctx, "y", endedAt, func(x *store.Session) error {
+				x.State, x.Outcome = store.Done, store.NoChange
+				return nil
+			}); err != nil {
+				t.Error(err)
+			}
+			return t0
+		}
+		return t0.Add(time.Second)
+	}
+	limits := policy.Limits{ActivePerRepo: 1}
+	x, err := s.Admit(ctx, "x", clock, func(x *store.Session, load policy.Load, now time.Time) ([]store.NewWork, error) {
+		if a := policy.Admit(limits, load); !a.Admit {
+			return nil, fmt.Errorf("x was held (load %+v), though y had ended", load)
+		}
+		x.State, x.AdmittedAt = store.Preparing, now
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := s.GetSession(ctx, "y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !y.EndedAt.Equal(endedAt) {
+		t.Fatalf("y ended at %v, want %v", y.EndedAt, endedAt)
+	}
+	if x.AdmittedAt.Before(y.EndedAt) {
+		t.Errorf("x was admitted at %v, before y ended at %v: the recorded intervals overlap beyond the cap of 1", x.AdmittedAt, y.EndedAt)
+	}
+}

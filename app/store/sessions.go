@@ -219,13 +219,18 @@ func (s *Store) MutateSessionThen(ctx context.Context, id string, now time.Time,
 }
 
 // mutateIn is MutateSessionThen's body (ended: it moved the session to
-// done), inside a transaction the caller
-// holds (Admit takes a lock first).
+// done), inside a transaction the caller holds. (Admit reads the row and
+// the load itself, then finishes with mutateLocked.)
 func (s *Store) mutateIn(ctx context.Context, tx *sql.Tx, id string, now time.Time, fn func(*Session) ([]NewWork, error)) (out Session, ended bool, err error) {
 	before, err := s.lockSession(ctx, tx, id)
 	if err != nil {
 		return Session{}, false, err
 	}
+	return s.mutateLocked(ctx, tx, before, now, fn)
+}
+
+// mutateLocked is mutateIn once the session's row is read and locked.
+func (s *Store) mutateLocked(ctx context.Context, tx *sql.Tx, before Session, now time.Time, fn func(*Session) ([]NewWork, error)) (out Session, ended bool, err error) {
 	after := before
 	then, err := fn(&after)
 	if err != nil {

@@ -121,12 +121,7 @@ func TestTakeRateSlotPrunesOldEvents(t *testing.T) {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			dsn := storetest.DSN(t, driver)
-			s, err := store.Open(ctx, driver, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
+			s, dsn := openWithRaw(t, driver)
 			windows := []store.RateLimit{{Limit: 100, Window: time.Minute}}
 			for i := range 10 {
 				take(t, s, "k", t0.Add(time.Duration(i)*time.Second), windows)
@@ -159,12 +154,7 @@ func TestTakeRateSlotReadsTheClockBehindTheLock(t *testing.T) {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			dsn := storetest.DSN(t, driver)
-			s, err := store.Open(ctx, driver, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
+			s, dsn := openWithRaw(t, driver)
 			raw := openRaw(t, driver, dsn)
 			held := func() (bool, error) {
 				if driver == "postgres" {
@@ -220,6 +210,19 @@ func take(t *testing.T, s *store.Store, key string, now time.Time, windows []sto
 
 // openRaw opens a second connection to a test store's database, to look
 // at rows the store's API does not expose.
+// openWithRaw opens a fresh store of driver and returns its DSN, for a
+// raw connection beside it (openRaw).
+func openWithRaw(t *testing.T, driver string) (*store.Store, string) {
+	t.Helper()
+	dsn := storetest.DSN(t, driver)
+	s, err := store.Open(context.Background(), driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, dsn
+}
+
 func openRaw(t *testing.T, driver, dsn string) *sql.DB {
 	t.Helper()
 	var db *sql.DB

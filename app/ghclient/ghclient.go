@@ -236,8 +236,8 @@ func storeSlots(st RateSlots, windows []config.RateWindow) outbound.Slots {
 	for _, w := range windows {
 		// A slot is counted when granted, GitHub counts a request when it
 		// arrives; between the two lie the in-flight cap and the
-		// connection (the store's lock queue no longer: the slot's time is
-		// read behind the lock). Without the guard, a request granted early in one
+		// connection (not the store's lock queue: the slot's time is read
+		// behind the lock). Without the guard, a request granted early in one
 		// window and sent late could arrive within one window of a
 		// request granted as the next window opened.
 		limits = append(limits, store.RateLimit{Limit: w.Limit, Window: w.Window + arrivalGuard})

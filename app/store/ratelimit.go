@@ -48,7 +48,6 @@ func (s *Store) TakeRateSlot(ctx context.Context, key string, clock func() time.
 	}
 	var wait time.Duration
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		wait = 0 // a retried transaction decides afresh
 		if s.dialect == postgres {
 			// Serialise takers of one key across replicas: without it two
 			// could both count limit-1 and both insert. The lock is released

@@ -123,7 +123,8 @@ func (s *Service) sessionsForTarget(ctx context.Context, t session.Trigger, limi
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(sessions, func(sess store.Session) bool { return sess.Target().BranchName() != t.Target().BranchName() }), nil
+	branch := t.Target().BranchName()
+	return slices.DeleteFunc(sessions, func(sess store.Session) bool { return sess.Target().BranchName() != branch }), nil
 }
 
 // commandFacts gathers what policy needs. Status needs no role (anyone who
@@ -298,16 +299,17 @@ func (s *Service) retry(ctx context.Context, t session.Trigger, reply func(strin
 	if last == nil {
 		return reply(render.NothingToRetryReply(s.cfg.CommandWord))
 	}
+	info, target := last.Info(), last.Target()
 	next := &store.Session{
 		ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name, InstallationID: t.InstallationID,
-		Number: last.Number, IsPR: last.Target().IsPullRequest(), TriggerKind: session.KindRetry, DeliveryID: t.DeliveryID,
+		Number: target.Number(), IsPR: target.IsPullRequest(), TriggerKind: session.KindRetry, DeliveryID: t.DeliveryID,
 		RequesterLogin: t.Sender.Login, RequesterID: t.Sender.ID, RequesterType: t.Sender.Type,
 		Instructions: last.Instructions, RetryOf: last.ID, State: store.Queued,
 		// What the way in added carries over (the review thread it answers,
 		// the label it shows its end on, the checks it repairs, the branch
 		// it works on), but not
 		// the repair's place in the budget: a retry is a person's request.
-		TriggerInfo: store.TriggerInfo{Review: last.Info().Review, Label: last.Info().Label, Checks: last.Info().Checks, Branch: last.Target().BranchName()}.Encode(),
+		TriggerInfo: store.TriggerInfo{Review: info.Review, Label: info.Label, Checks: info.Checks, Branch: target.BranchName()}.Encode(),
 	}
 	if t.Kind == session.KindComment {
 		next.CommentID = t.CommentID

@@ -71,7 +71,7 @@ func (t Trigger) Target() Target { return TargetOf(t.Number, t.IsPR, t.Branch) }
 // SetTarget makes tg what the request works on (a button's trigger takes
 // its session's target).
 func (t *Trigger) SetTarget(tg Target) {
-	t.Number, t.IsPR, t.Branch = tg.number, tg.kind == targetPullRequest, tg.branch
+	t.Number, t.IsPR, t.Branch = tg.number, tg.IsPullRequest(), tg.branch
 }
 
 // ReviewComment is a review comment's place in a pull request's diff, and

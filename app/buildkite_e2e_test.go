@@ -33,6 +33,7 @@ import (
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/runner"
 	"github.com/inspecthq/inspect/runner/buildkite"
+	"github.com/inspecthq/inspect/session"
 )
 
 const (
@@ -221,8 +222,8 @@ func TestBuildkiteSessionOnAnIssueOpensAPullRequest(t *testing.T) {
 	}
 	b.runWorkers()
 	b.settle()
-	if s := b.onlySession(); s.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\nbuild log:\n%s\n%s", s.State, s.Outcome, s.Detail, b.buildLogs(), b.logs)
+	if s := b.onlySession(); s.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s: %s\nbuild log:\n%s\n%s", s.State(), s.Outcome, s.Detail, b.buildLogs(), b.logs)
 	}
 	sess := assertIssueSessionOpenedPR(t, b.harness)
 
@@ -277,8 +278,8 @@ func TestBuildkiteSessionOnAPullRequestAndTheSandboxSeesNoBuildkiteSecret(t *tes
 	}
 	b.runWorkers()
 	b.settle()
-	if s := b.onlySession(); s.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\nbuild log:\n%s\n%s", s.State, s.Outcome, s.Detail, b.buildLogs(), b.logs)
+	if s := b.onlySession(); s.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s: %s\nbuild log:\n%s\n%s", s.State(), s.Outcome, s.Detail, b.buildLogs(), b.logs)
 	}
 	sess := assertPRSessionPushed(t, b.harness, head)
 	b.checkBuildsCarryNoSecret(t)
@@ -302,8 +303,8 @@ func TestBuildkiteFailedUploadIsReplacedByTheArtifacts(t *testing.T) {
 	b.startOnRealPR("/inspect make TestAdd pass")
 	b.settle()
 	s := b.onlySession()
-	if s.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\nbuild log:\n%s\n%s", s.State, s.Outcome, s.Detail, b.buildLogs(), b.logs)
+	if s.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s: %s\nbuild log:\n%s\n%s", s.State(), s.Outcome, s.Detail, b.buildLogs(), b.logs)
 	}
 	if n := b.resultAttempts.Load(); n < 1 {
 		t.Error("the supervisor never tried to upload")
@@ -347,14 +348,14 @@ func TestBuildkiteWithoutWebhooksReconcileFinishesFromArtifacts(t *testing.T) {
 	b.refuseUploads.Store(true)
 	b.startOnRealPR("/inspect make TestAdd pass")
 	b.settle()
-	if s := b.onlySession(); s.State == store.Done {
+	if s := b.onlySession(); s.State() == session.Done {
 		t.Fatalf("the session ended before reconcile looked: %s", s.Outcome)
 	}
 	b.clock.Advance(b.cfg.Workers.ReconcileInterval)
 	b.runWorkers()
 	s := b.onlySession()
-	if s.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\n%s", s.State, s.Outcome, s.Detail, b.logs)
+	if s.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s: %s\n%s", s.State(), s.Outcome, s.Detail, b.logs)
 	}
 	if runs := b.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "success" {
 		t.Errorf("check runs = %+v", runs)
@@ -373,8 +374,8 @@ func TestBuildkiteRateLimitThenSuccessMakesExactlyOneBuild(t *testing.T) {
 	b.bk.FailNext(http.MethodPost, "/v2/organizations/*/pipelines/*/builds", http.StatusTooManyRequests, "3")
 	b.startOnRealPR("/inspect make TestAdd pass")
 	b.settle()
-	if s := b.onlySession(); s.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\n%s", s.State, s.Outcome, s.Detail, b.logs)
+	if s := b.onlySession(); s.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s: %s\n%s", s.State(), s.Outcome, s.Detail, b.logs)
 	}
 	if n := len(b.builds()); n != 1 {
 		t.Errorf("builds = %d, want 1", n)
@@ -407,8 +408,8 @@ func TestBuildkiteAppRestartWhileTheBuildRuns(t *testing.T) {
 	b.start()
 	close(release)
 	b.settle()
-	if s := b.onlySession(); s.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\nbuild log:\n%s\n%s", s.State, s.Outcome, s.Detail, b.buildLogs(), b.logs)
+	if s := b.onlySession(); s.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s: %s\nbuild log:\n%s\n%s", s.State(), s.Outcome, s.Detail, b.buildLogs(), b.logs)
 	}
 	if runs := b.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "success" {
 		t.Errorf("check runs = %+v", runs)
@@ -442,14 +443,14 @@ func TestBuildkiteLostBuildsAreRedispatchedOnceThenTimeOut(t *testing.T) {
 	if n := len(b.builds()); n != 2 {
 		t.Fatalf("builds after the second loss = %d, want no third", n)
 	}
-	if s := b.onlySession(); s.State == store.Done {
+	if s := b.onlySession(); s.State() == session.Done {
 		t.Fatalf("ended before the deadline: %s", s.Outcome)
 	}
 	b.clock.Advance(first.Deadline.Add(3 * time.Minute).Sub(b.clock.Now()))
 	b.runWorkers()
 	s := b.onlySession()
-	if s.Outcome != store.TimedOut || !s.Deadline.Equal(first.Deadline) {
-		t.Fatalf("session = %s/%s deadline %v (first %v)", s.State, s.Outcome, s.Deadline, first.Deadline)
+	if s.Outcome != session.TimedOut || !s.Deadline.Equal(first.Deadline) {
+		t.Fatalf("session = %s/%s deadline %v (first %v)", s.State(), s.Outcome, s.Deadline, first.Deadline)
 	}
 	if runs := b.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "timed_out" {
 		t.Errorf("check runs = %+v", runs)
@@ -525,8 +526,8 @@ func TestBuildkiteRefusalEndsTheSessionWithAClearError(t *testing.T) {
 	b.bk.FailNext(http.MethodPost, "/v2/organizations/*/pipelines/*/builds", http.StatusForbidden, "")
 	b.startOnRealPR("/inspect make TestAdd pass")
 	s := b.onlySession()
-	if s.Outcome != store.Errored || s.Reason != "api_refused" || !strings.Contains(s.Detail, "Buildkite refused") || !strings.Contains(s.Detail, "403") {
-		t.Fatalf("session = %s/%s/%s: %s", s.State, s.Outcome, s.Reason, s.Detail)
+	if s.Outcome != session.Errored || s.Reason != "api_refused" || !strings.Contains(s.Detail, "Buildkite refused") || !strings.Contains(s.Detail, "403") {
+		t.Fatalf("session = %s/%s/%s: %s", s.State(), s.Outcome, s.Reason, s.Detail)
 	}
 	if posts := b.bk.RequestsMatching(http.MethodPost, "/v2/organizations/*/pipelines/*/builds"); len(posts) != 1 {
 		t.Errorf("create requests = %d, want 1 (no retry)", len(posts))
@@ -560,8 +561,8 @@ func TestBuildkiteCancelStopsTheBuildWithPartialEvidence(t *testing.T) {
 	}
 	b.runWorkers()
 	b.settle()
-	if s := b.onlySession(); s.Outcome != store.Cancelled {
-		t.Fatalf("session = %s/%s: %s", s.State, s.Outcome, s.Detail)
+	if s := b.onlySession(); s.Outcome != session.Cancelled {
+		t.Fatalf("session = %s/%s: %s", s.State(), s.Outcome, s.Detail)
 	}
 	bs := b.builds()
 	if len(bs) != 1 || bs[0].State != "canceled" {
@@ -612,21 +613,21 @@ func TestBuildkiteUnrecordedBuildIsAdoptedNotDuplicated(t *testing.T) {
 	b.exec = &answerLostExecutor{Executor: b.exec.(*buildkite.Executor)}
 	b.start()
 	b.startOnRealPR("/inspect make TestAdd pass")
-	if s := b.onlySession(); s.State != store.Preparing {
-		t.Fatalf("state = %s, want preparing (the dispatch failed)", s.State)
+	if s := b.onlySession(); s.State() != session.Preparing {
+		t.Fatalf("state = %s, want preparing (the dispatch failed)", s.State())
 	}
 	b.clock.Advance(b.cfg.Workers.RetryBackoff)
 	b.runWorkers()
 	builds := b.builds()
 	s := b.onlySession()
 	a, err := b.st.GetAttempt(context.Background(), s.AttemptID)
-	if len(builds) != 1 || err != nil || a.ExternalID != builds[0].WebURL || s.State != store.Dispatched {
-		t.Fatalf("builds = %d, attempt = %+v (%v), session %s", len(builds), a, err, s.State)
+	if len(builds) != 1 || err != nil || a.ExternalID != builds[0].WebURL || s.State() != session.Dispatched {
+		t.Fatalf("builds = %d, attempt = %+v (%v), session %s", len(builds), a, err, s.State())
 	}
 	b.bk.HoldBuilds(false)
 	b.settle()
-	if s := b.onlySession(); s.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\n%s", s.State, s.Outcome, s.Detail, b.logs)
+	if s := b.onlySession(); s.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s: %s\n%s", s.State(), s.Outcome, s.Detail, b.logs)
 	}
 	if n := len(b.builds()); n != 1 {
 		t.Errorf("builds = %d, want 1", n)
@@ -644,8 +645,8 @@ func TestBuildkiteBuildThatNeverClaimsEndsTheSessionWithAHint(t *testing.T) {
 	b.settle()
 	s := b.onlySession()
 	bd := b.builds()[0]
-	if s.Outcome != store.Errored || s.Reason != "runner_lost" || !strings.Contains(s.Detail, "never reached Inspect") || !strings.Contains(s.Detail, bd.WebURL) {
-		t.Fatalf("session = %s/%s/%s: %s", s.State, s.Outcome, s.Reason, s.Detail)
+	if s.Outcome != session.Errored || s.Reason != "runner_lost" || !strings.Contains(s.Detail, "never reached Inspect") || !strings.Contains(s.Detail, bd.WebURL) {
+		t.Fatalf("session = %s/%s/%s: %s", s.State(), s.Outcome, s.Reason, s.Detail)
 	}
 	if runs := b.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "failure" {
 		t.Errorf("check runs = %+v", runs)
@@ -676,8 +677,8 @@ func TestBuildkiteWebhookForAnotherBuildIsIgnored(t *testing.T) {
 	b.runWorkers()
 	s := b.onlySession()
 	a, _ := b.st.GetAttempt(context.Background(), s.AttemptID)
-	if s.State != store.Dispatched || a.ExternalID != bd.WebURL || a.ExternalState != "" {
-		t.Errorf("session %s, attempt %+v", s.State, a)
+	if s.State() != session.Dispatched || a.ExternalID != bd.WebURL || a.ExternalState != "" {
+		t.Errorf("session %s, attempt %+v", s.State(), a)
 	}
 }
 
@@ -730,8 +731,8 @@ func TestBuildkiteBuildsTheSnapshotAndTheNextSessionRestoresIt(t *testing.T) {
 		t.Errorf("recorded log %q, finished %s", sr.LastLog, sr.LastFinishedAt)
 	}
 	first := b.onlySession()
-	if first.Outcome != store.Changed {
-		t.Fatalf("first session = %s/%s: %s", first.State, first.Outcome, first.Detail)
+	if first.Outcome != session.Changed {
+		t.Fatalf("first session = %s/%s: %s", first.State(), first.Outcome, first.Detail)
 	}
 	if ev := sessionEvidence(t, b.harness, first); ev.Workspace == nil || ev.Workspace.Source != contract.WorkspaceClone {
 		t.Errorf("first session's workspace = %+v, want a cold clone", ev.Workspace)
@@ -749,8 +750,8 @@ func TestBuildkiteBuildsTheSnapshotAndTheNextSessionRestoresIt(t *testing.T) {
 			second = s
 		}
 	}
-	if second.Outcome != store.Changed {
-		t.Fatalf("second session = %s/%s: %s\n%s", second.State, second.Outcome, second.Detail, b.buildLogs())
+	if second.Outcome != session.Changed {
+		t.Fatalf("second session = %s/%s: %s\n%s", second.State(), second.Outcome, second.Detail, b.buildLogs())
 	}
 	ev := sessionEvidence(t, b.harness, second)
 	if ev.Workspace == nil || ev.Workspace.Source != contract.WorkspaceSnapshot || ev.Workspace.SnapshotDigest != sr.LastDigest {

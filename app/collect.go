@@ -14,6 +14,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner"
+	"github.com/inspecthq/inspect/session"
 )
 
 func isNoResult(err error) bool { return errors.Is(err, runner.ErrNoResult) }
@@ -43,7 +44,7 @@ func (s *Service) collect(ctx context.Context, sessionID, attemptID string, st r
 	if err != nil {
 		return err
 	}
-	if sess.State == store.Done || sess.AttemptID != a.ID || a.State == store.AttemptEnded {
+	if sess.State() == session.Done || sess.AttemptID != a.ID || a.State == store.AttemptEnded {
 		return nil // reported, ended, or superseded meanwhile
 	}
 	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("attempt_id", a.ID).Logger()
@@ -66,7 +67,7 @@ func (s *Service) collect(ctx context.Context, sessionID, attemptID string, st r
 		logURL = a.ExternalID
 	}
 	reply := render.RunnerLostReply(sess.RequesterLogin, logURL, a.State == store.AttemptStarted, s.cfg.CommandWord)
-	return s.endRun(ctx, sess.ID, a.ID, store.Errored, "runner_lost", reply)
+	return s.endRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", reply)
 }
 
 // refuseFetchedResult ends a session whose run left a result that fails
@@ -74,7 +75,7 @@ func (s *Service) collect(ctx context.Context, sessionID, attemptID string, st r
 // refused, it cannot be trusted.
 func (s *Service) refuseFetchedResult(ctx context.Context, sess store.Session, a store.Attempt, why error) error {
 	zerolog.Ctx(ctx).Warn().Err(why).Msg("the executor's result is invalid")
-	return s.endRun(ctx, sess.ID, a.ID, store.Errored, "runner_lost", render.ResultRefusedReply(sess.RequesterLogin, s.cfg.CommandWord))
+	return s.endRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", render.ResultRefusedReply(sess.RequesterLogin, s.cfg.CommandWord))
 }
 
 // recordFetchedResult checks a result read from the executor exactly as an
@@ -126,7 +127,7 @@ func (s *Service) runOf(ctx context.Context, sess store.Session) render.RunLink 
 // it. Best effort: the session has ended whatever this does.
 func (s *Service) annotateRun(ctx context.Context, sess store.Session) {
 	ann, ok := s.executor.(runner.RunAnnotator)
-	if !ok || sess.State != store.Done || sess.AttemptID == "" {
+	if !ok || sess.State() != session.Done || sess.AttemptID == "" {
 		return
 	}
 	a, err := s.store.GetAttempt(ctx, sess.AttemptID)

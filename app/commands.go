@@ -234,12 +234,10 @@ func (s *Service) cancel(ctx context.Context, t session.Trigger, reply func(stri
 			continue
 		}
 		ended, err := s.store.MutateSession(ctx, sess.ID, s.clock.Now(), func(x *store.Session) error {
-			if x.State == store.Done {
+			if x.State() == session.Done {
 				return errAlreadyDone
 			}
-			x.State, x.Outcome, x.Reason = store.Done, store.Cancelled, "cancelled"
-			x.Detail = render.CancelDetail(t)
-			return nil
+			return x.End(session.Cancelled, "cancelled", render.CancelDetail(t))
 		}, store.NewWork{Kind: store.SyncSession})
 		if errors.Is(err, errAlreadyDone) {
 			continue // ended meanwhile (or by an earlier run of this command)
@@ -292,7 +290,7 @@ func (s *Service) retry(ctx context.Context, t session.Trigger, reply func(strin
 		}
 		// A refused session's instructions came from someone who may not
 		// run Inspect; retrying them would lend them the retrier's authority.
-		if last == nil && sess.Instructions != "" && sess.Outcome != store.Refused {
+		if last == nil && sess.Instructions != "" && sess.Outcome != session.Refused {
 			last = &sess
 		}
 	}
@@ -304,7 +302,7 @@ func (s *Service) retry(ctx context.Context, t session.Trigger, reply func(strin
 		ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name, InstallationID: t.InstallationID,
 		Number: target.Number(), IsPR: target.IsPullRequest(), TriggerKind: session.KindRetry, DeliveryID: t.DeliveryID,
 		RequesterLogin: t.Sender.Login, RequesterID: t.Sender.ID, RequesterType: t.Sender.Type,
-		Instructions: last.Instructions, RetryOf: last.ID, State: store.Queued,
+		Instructions: last.Instructions, RetryOf: last.ID,
 		// What the way in added carries over (the review thread it answers,
 		// the label it shows its end on, the checks it repairs, the branch
 		// it works on), but not

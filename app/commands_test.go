@@ -9,6 +9,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/session"
 )
 
 // End-to-end tests for `/inspect status`, `/inspect cancel` and
@@ -63,8 +64,8 @@ func cmdStartOnPR(h *harness, sender, instructions string) store.Session {
 	if len(started) != 1 {
 		h.t.Fatalf("new sessions = %+v, want one", started)
 	}
-	if started[0].State != store.Preparing {
-		h.t.Fatalf("session state = %s (%s: %s), want preparing\n%s", started[0].State, started[0].Reason, started[0].Detail, h.logs)
+	if started[0].State() != session.Preparing {
+		h.t.Fatalf("session state = %s (%s: %s), want preparing\n%s", started[0].State(), started[0].Reason, started[0].Detail, h.logs)
 	}
 	return started[0]
 }
@@ -105,8 +106,8 @@ func cmdComment(h *harness, number int, id int64) fakegithub.Comment {
 func cmdAssertCancelled(h *harness, id string) {
 	h.t.Helper()
 	sess := cmdSession(h, id)
-	if sess.State != store.Done || sess.Outcome != store.Cancelled {
-		h.t.Errorf("session %s = %s/%s, want done/cancelled", id, sess.State, sess.Outcome)
+	if sess.State() != session.Done || sess.Outcome != session.Cancelled {
+		h.t.Errorf("session %s = %s/%s, want done/cancelled", id, sess.State(), sess.Outcome)
 	}
 	if sess.CheckRunID != 0 {
 		cr := cmdCheckRun(h, sess.CheckRunID)
@@ -161,8 +162,8 @@ func TestStatusListsSessionsForReadUserWithoutPermissionLookup(t *testing.T) {
 		}
 	}
 	// Status changes nothing.
-	if got := h.onlySession(); got.State != store.Preparing {
-		t.Errorf("session state = %s after status, want preparing", got.State)
+	if got := h.onlySession(); got.State() != session.Preparing {
+		t.Errorf("session state = %s after status, want preparing", got.State())
 	}
 	// The progress comment and the status reply; nothing else.
 	if cs := h.comments(prNumber); len(cs) != 2 {
@@ -269,8 +270,8 @@ func TestCancelByReadUserIsRefused(t *testing.T) {
 				t.Errorf("refusal says it cancelled:\n%s", reply.Body)
 			}
 			got := cmdSession(h, sess.ID)
-			if got.State != store.Preparing {
-				t.Errorf("session state = %s/%s, want still preparing", got.State, got.Outcome)
+			if got.State() != session.Preparing {
+				t.Errorf("session state = %s/%s, want still preparing", got.State(), got.Outcome)
 			}
 			if cr := cmdCheckRun(h, sess.CheckRunID); cr.Status != "queued" || cr.Conclusion != "" || cr.Updates != 0 {
 				t.Errorf("check run touched by a refused cancel: %+v", cr)
@@ -296,16 +297,16 @@ func TestCancelQueuedSessionStopsItsPreparation(t *testing.T) {
 	c := cmdSay(h, commentOpts{body: "/inspect cancel", sender: "alice", onPR: true})
 	h.runWorkers()
 	got := cmdSession(h, sess.ID)
-	if got.State != store.Done || got.Outcome != store.Cancelled {
-		t.Fatalf("session = %s/%s, want done/cancelled", got.State, got.Outcome)
+	if got.State() != session.Done || got.Outcome != session.Cancelled {
+		t.Fatalf("session = %s/%s, want done/cancelled", got.State(), got.Outcome)
 	}
 	cmdOneReplyTo(h, prNumber, c, sess.ID)
 
 	// The preparation, taken over, finds the session ended and does nothing.
 	h.clock.Advance(h.cfg.Workers.Lease + time.Second)
 	h.runWorkers()
-	if got := cmdSession(h, sess.ID); got.State != store.Done || got.Outcome != store.Cancelled {
-		t.Errorf("session = %s/%s after the preparation ran, want done/cancelled", got.State, got.Outcome)
+	if got := cmdSession(h, sess.ID); got.State() != session.Done || got.Outcome != session.Cancelled {
+		t.Errorf("session = %s/%s after the preparation ran, want done/cancelled", got.State(), got.Outcome)
 	}
 	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 0 {
 		t.Errorf("a cancelled queued session got check runs: %+v", runs)
@@ -324,8 +325,8 @@ func cmdCancelAndRetry(h *harness, retrier string) (old store.Session, retryComm
 	h.clock.Advance(time.Minute)
 	cmdSay(h, commentOpts{body: "/inspect cancel", sender: "alice", onPR: true})
 	h.runWorkers()
-	if s := cmdSession(h, old.ID); s.Outcome != store.Cancelled {
-		h.t.Fatalf("old session = %s/%s, want cancelled", s.State, s.Outcome)
+	if s := cmdSession(h, old.ID); s.Outcome != session.Cancelled {
+		h.t.Fatalf("old session = %s/%s, want cancelled", s.State(), s.Outcome)
 	}
 	h.clock.Advance(time.Minute)
 	retryComment = cmdSay(h, commentOpts{body: "/inspect retry", sender: retrier, onPR: true})
@@ -365,8 +366,8 @@ func cmdAssertOneRetry(h *harness, old store.Session, retrier string, retryComme
 	if next.CommentID != retryComment || next.Number != prNumber || !next.IsPR {
 		h.t.Errorf("retry session = %+v, want it on PR #%d from comment %d", next, prNumber, retryComment)
 	}
-	if next.State != store.Preparing {
-		h.t.Fatalf("retry state = %s (%s: %s), want preparing\n%s", next.State, next.Reason, next.Detail, h.logs)
+	if next.State() != session.Preparing {
+		h.t.Fatalf("retry state = %s (%s: %s), want preparing\n%s", next.State(), next.Reason, next.Detail, h.logs)
 	}
 	if next.CheckRunID == 0 || next.CheckRunID == old.CheckRunID {
 		h.t.Errorf("retry check run = %d (old %d), want its own", next.CheckRunID, old.CheckRunID)
@@ -423,8 +424,8 @@ func TestRetryWhileActiveTellsToCancelFirst(t *testing.T) {
 	if n := len(h.sessions()); n != 1 {
 		t.Errorf("sessions = %d, want 1: a retry while active starts nothing", n)
 	}
-	if got := cmdSession(h, sess.ID); got.State != store.Preparing {
-		t.Errorf("active session state = %s, want preparing", got.State)
+	if got := cmdSession(h, sess.ID); got.State() != session.Preparing {
+		t.Errorf("active session state = %s, want preparing", got.State())
 	}
 	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 {
 		t.Errorf("check runs = %d, want 1", len(runs))
@@ -656,8 +657,8 @@ func TestCancelDuringPreparationConcludesWhatItCreated(t *testing.T) {
 	}
 	h.runWorkers()
 	s := h.onlySession()
-	if s.Outcome != store.Cancelled {
-		t.Fatalf("session = %s/%s", s.State, s.Outcome)
+	if s.Outcome != session.Cancelled {
+		t.Fatalf("session = %s/%s", s.State(), s.Outcome)
 	}
 	runs := h.gh.CheckRuns(owner, repoName)
 	if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Conclusion != "cancelled" {
@@ -676,7 +677,7 @@ func TestRetryNeverRunsARefusedRequest(t *testing.T) {
 		t.Fatal(code)
 	}
 	h.runWorkers()
-	if s := h.onlySession(); s.Outcome != store.Refused {
+	if s := h.onlySession(); s.Outcome != session.Refused {
 		t.Fatalf("bob's request = %s", s.Outcome)
 	}
 	c := cmdSay(h, commentOpts{body: "/inspect retry", sender: "alice", onPR: true})

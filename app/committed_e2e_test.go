@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/session"
 )
 
 // hidingAgent leaves Add broken and hides what would make verify pass: a
@@ -55,8 +55,8 @@ func TestRealHiddenTestNeverMovesAHumansBranch(t *testing.T) {
 	h.runWorkers()
 
 	sess := h.onlySession()
-	if sess.Outcome != store.VerificationFailed {
-		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
+	if sess.Outcome != session.VerificationFailed {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State(), sess.Outcome, sess.Detail, h.logs)
 	}
 	if got := h.gh.BranchSHA(owner, repoName, "fix-add"); got != head {
 		t.Errorf("the human's branch moved to %s", got)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 
-	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/session"
 )
 
 // TestContainment runs an agent that tries to get out: read the App's key,
@@ -81,7 +81,7 @@ func TestContainment(t *testing.T) {
 	h.waitForAttempt(lx)
 	h.runWorkers()
 	sess := h.onlySession()
-	if sess.Outcome != store.Changed {
+	if sess.Outcome != session.Changed {
 		t.Fatalf("session = %s: %s\n%s", sess.Outcome, sess.Detail, h.logs)
 	}
 	gitDir := h.gh.GitDir(owner, repoName)

@@ -39,8 +39,8 @@ func TestDashboardStartsASessionOnABranch(t *testing.T) {
 	if !sess.Target().IsBranch() || sess.Number != 0 || sess.IsPR || sess.Target().BranchName() != branch || sess.TriggerKind != session.KindDashboard || sess.RequesterLogin != "alice" {
 		t.Errorf("the session = #%d pr=%v branch %q %s by %s", sess.Number, sess.IsPR, sess.Target().BranchName(), sess.TriggerKind, sess.RequesterLogin)
 	}
-	if sess.Outcome != store.Changed || sess.PRNumber == 0 {
-		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, d.logs)
+	if sess.Outcome != session.Changed || sess.PRNumber == 0 {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State(), sess.Outcome, sess.Detail, d.logs)
 	}
 	if sess.HeadSHA != head {
 		t.Errorf("the session pinned %s, want the branch's head %s", sess.HeadSHA, head)
@@ -84,8 +84,8 @@ func TestDashboardStartsASessionOnABranch(t *testing.T) {
 	}, "a verify that fails")
 	d.startOnBranch(branch, "make TestAdd pass")
 	failed := d.runNewestSession(lx)
-	if failed.ID == sess.ID || failed.Outcome != store.VerificationFailed || failed.PRNumber == 0 {
-		t.Fatalf("the failing session = %s/%s: %s\n%s", failed.State, failed.Outcome, failed.Detail, d.logs)
+	if failed.ID == sess.ID || failed.Outcome != session.VerificationFailed || failed.PRNumber == 0 {
+		t.Fatalf("the failing session = %s/%s: %s\n%s", failed.State(), failed.Outcome, failed.Detail, d.logs)
 	}
 	draft, _, err := d.client(t).PullRequests.Get(ctx, owner, repoName, failed.PRNumber)
 	if err != nil {
@@ -112,8 +112,8 @@ func TestDashboardStartsASessionOnABranch(t *testing.T) {
 	d.gh.ResyncRefs(owner, repoName)
 	d.runWorkers()
 	lost := d.newestSessionIn(repoID)
-	if lost.Target().BranchName() != gone || lost.State != store.Done || lost.Outcome != store.Errored || lost.Reason != "branch_missing" {
-		t.Fatalf("the session on the deleted branch = %s/%s (%s)\n%s", lost.State, lost.Outcome, lost.Reason, d.logs)
+	if lost.Target().BranchName() != gone || lost.State() != session.Done || lost.Outcome != session.Errored || lost.Reason != "branch_missing" {
+		t.Fatalf("the session on the deleted branch = %s/%s (%s)\n%s", lost.State(), lost.Outcome, lost.Reason, d.logs)
 	}
 	d.do("the lost session's page",
 		chromedp.Navigate(d.url+"/sessions/"+lost.ID),
@@ -131,7 +131,7 @@ func TestDashboardStartsASessionOnABranch(t *testing.T) {
 	}
 	d.runWorkers()
 	retried := d.newestSessionIn(repoID)
-	if retried.RetryOf != lost.ID || retried.Target().BranchName() != gone || retried.Outcome != store.Errored || retried.Reason != "branch_missing" {
+	if retried.RetryOf != lost.ID || retried.Target().BranchName() != gone || retried.Outcome != session.Errored || retried.Reason != "branch_missing" {
 		t.Errorf("the retry = %s of %s on %q: %s (%s)\n%s", retried.ID, retried.RetryOf, retried.Target().BranchName(), retried.Outcome, retried.Reason, d.logs)
 	}
 
@@ -167,7 +167,7 @@ func (d *dashboard) runNewestSession(lx *local.Executor) store.Session {
 	sess := d.newestSessionIn(repoID)
 	a, err := d.st.GetAttempt(context.Background(), sess.AttemptID)
 	if err != nil {
-		d.t.Fatalf("no attempt: %v (%s/%s %s)\n%s", err, sess.State, sess.Outcome, sess.Detail, d.logs)
+		d.t.Fatalf("no attempt: %v (%s/%s %s)\n%s", err, sess.State(), sess.Outcome, sess.Detail, d.logs)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -169,7 +169,7 @@ func TestDashboardSignInListCancel(t *testing.T) {
 	d := newDashboard(t)
 	// Another installation's repository, which alice cannot read, with a
 	// session of its own.
-	hidden := d.hiddenSession(store.Queued)
+	hidden := d.hiddenSession(session.Queued)
 	// alice's session on the fixture's issue: prepared, never dispatched
 	// (no executor), so it is still running when she cancels it.
 	if code, _ := d.deliver("issue_comment", d.event(commentOpts{body: "/inspect fix the typo"})); code != 200 {
@@ -285,7 +285,7 @@ func TestDashboardSignInListCancel(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a cancel without the CSRF token: %d, want 403", resp.StatusCode)
 	}
-	if s, _ := d.st.GetSession(context.Background(), mine.ID); s.State == store.Done {
+	if s, _ := d.st.GetSession(context.Background(), mine.ID); s.State() == session.Done {
 		t.Fatalf("the forged cancel cancelled the session")
 	}
 
@@ -293,8 +293,8 @@ func TestDashboardSignInListCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.runWorkers()
-	if s, _ := d.st.GetSession(context.Background(), mine.ID); s.State != store.Done || s.Outcome != store.Cancelled {
-		t.Fatalf("after Cancel: %s/%s\n%s", s.State, s.Outcome, d.logs)
+	if s, _ := d.st.GetSession(context.Background(), mine.ID); s.State() != session.Done || s.Outcome != session.Cancelled {
+		t.Fatalf("after Cancel: %s/%s\n%s", s.State(), s.Outcome, d.logs)
 	}
 	if err := chromedp.Do(d.tab, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#retry"))); err != nil {
 		t.Fatal(err)
@@ -366,8 +366,8 @@ func TestDashboardStartsASessionThatEndsInAPR(t *testing.T) {
 	if sess.TriggerKind != session.KindDashboard || sess.RequesterLogin != "alice" || sess.Instructions != "make TestAdd pass" {
 		t.Errorf("the session = %s by %s: %q", sess.TriggerKind, sess.RequesterLogin, sess.Instructions)
 	}
-	if sess.Outcome != store.Changed || sess.PRNumber == 0 {
-		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, d.logs)
+	if sess.Outcome != session.Changed || sess.PRNumber == 0 {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State(), sess.Outcome, sess.Detail, d.logs)
 	}
 	if err := chromedp.Do(d.tab, chromedp.Navigate(d.url+"/sessions/"+sess.ID), chromedp.WaitVisible(chromedp.CSS("#pr"))); err != nil {
 		t.Fatalf("the session page has no PR link: %v", err)
@@ -421,7 +421,7 @@ func TestDashboardStartsASessionThatEndsInAPR(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#sessions")),
 	)
 	d.runWorkers()
-	if got := d.newestSessionIn(repoID); got.RequesterLogin != "bob" || got.Outcome != store.Refused {
+	if got := d.newestSessionIn(repoID); got.RequesterLogin != "bob" || got.Outcome != session.Refused {
 		t.Errorf("bob's session = %s by %s, want refused", got.Outcome, got.RequesterLogin)
 	}
 }
@@ -449,8 +449,8 @@ func TestPRsAreOpenedAsTheRequesterWhoSignedIn(t *testing.T) {
 		{"ada", d.gh.BotLogin(), false, true},
 	} {
 		sess := d.runAnotherSession(lx, commentOpts{body: "/inspect make TestAdd pass", sender: tc.sender}, seen)
-		if sess.Outcome != store.Changed || sess.PRNumber == 0 {
-			t.Fatalf("%s: session = %s/%s: %s\n%s", tc.sender, sess.State, sess.Outcome, sess.Detail, d.logs)
+		if sess.Outcome != session.Changed || sess.PRNumber == 0 {
+			t.Fatalf("%s: session = %s/%s: %s\n%s", tc.sender, sess.State(), sess.Outcome, sess.Detail, d.logs)
 		}
 		pr, _, err := d.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
 		if err != nil {
@@ -494,15 +494,15 @@ func newRunningDashboard(t *testing.T) (*dashboard, *local.Executor) {
 
 // hiddenSession is a session, in state, in another installation's private
 // repository (other/secret, id 777), which the harness's users cannot read.
-func (d *dashboard) hiddenSession(state store.State) *store.Session {
+func (d *dashboard) hiddenSession(state session.State) *store.Session {
 	d.t.Helper()
 	d.gh.AddInstallation(2, "other")
 	d.gh.AddRepo(fakegithub.Repo{ID: 777, Owner: "other", Name: "secret", InstallationID: 2, Private: true})
-	hidden := &store.Session{ID: "hidden-session-1", RepoID: 777, RepoOwner: "other", RepoName: "secret", InstallationID: 2,
+	hidden := store.Fixture(state, store.Session{ID: "hidden-session-1", RepoID: 777, RepoOwner: "other", RepoName: "secret", InstallationID: 2,
 		Number: 1, TriggerKind: session.KindComment, CommentID: 99, DeliveryID: "d-hidden", RequesterLogin: "carol",
-		RequesterID: 9, RequesterType: "User", Instructions: "secret work", State: state}
-	if _, err := d.st.Accept(context.Background(), store.Acceptance{DeliveryID: "d-hidden", Event: "issue_comment", At: d.clock.Now(), CommentID: 99, Session: hidden}); err != nil {
+		RequesterID: 9, RequesterType: "User", Instructions: "secret work"})
+	if _, err := d.st.Accept(context.Background(), store.Acceptance{DeliveryID: "d-hidden", Event: "issue_comment", At: d.clock.Now(), CommentID: 99, Session: &hidden}); err != nil {
 		d.t.Fatal(err)
 	}
-	return hidden
+	return &hidden
 }

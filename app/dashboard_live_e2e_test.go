@@ -10,10 +10,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/examples"
 	"github.com/inspecthq/inspect/internal/sandboxtest"
+	"github.com/inspecthq/inspect/session"
 )
 
 // The agent of a real session (local executor, bubblewrap) prints a line,
@@ -40,11 +40,11 @@ func TestDashboardLiveOutputOfARunningSession(t *testing.T) {
 	d.runWorkers()
 	sess := d.onlySession()
 	if sess.AttemptID == "" {
-		t.Fatalf("not dispatched: %s\n%s", sess.State, d.logs)
+		t.Fatalf("not dispatched: %s\n%s", sess.State(), d.logs)
 	}
 
 	// Another installation's session: its live view is the page's 404.
-	hidden := d.hiddenSession(store.Running)
+	hidden := d.hiddenSession(session.Running)
 	d.signIn("alice", "/sessions")
 	if err := chromedp.Do(d.tab, chromedp.Navigate(d.url+"/sessions/"+hidden.ID+"/live")); err != nil {
 		t.Fatal(err)
@@ -95,8 +95,8 @@ func TestDashboardLiveOutputOfARunningSession(t *testing.T) {
 
 	d.waitForAttempt(lx)
 	d.runWorkers()
-	if s := d.onlySession(); s.State != store.Done {
-		t.Fatalf("session %s/%s: %s\n%s", s.State, s.Outcome, s.Detail, d.logs)
+	if s := d.onlySession(); s.State() != session.Done {
+		t.Fatalf("session %s/%s: %s\n%s", s.State(), s.Outcome, s.Detail, d.logs)
 	}
 	waitFor("done", `document.getElementById("state").textContent.startsWith("done") && document.getElementById("live").dataset.done === "true" && document.getElementById("cancel").disabled`)
 	still, err := chromedp.Run(d.tab, chromedp.Evaluate[bool](`window.inspectNoReload === true`))

@@ -11,6 +11,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Executor is runner.Executor: cmd/ picks runner/local on the app's host
@@ -25,7 +26,7 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	if sess.State != store.Preparing || s.executor == nil {
+	if sess.State() != session.Preparing || s.executor == nil {
 		return nil
 	}
 	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Logger()
@@ -71,7 +72,7 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	if reply != "" {
-		return s.end(ctx, sess.ID, store.Errored, "config_invalid", reply)
+		return s.end(ctx, sess.ID, session.Errored, "config_invalid", reply)
 	}
 	if (sess.Redispatches > 0 || sess.Handbacks > 0) && !sess.Deadline.IsZero() {
 		// A re-dispatch or a handback never buys time, however many tries
@@ -116,7 +117,7 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 	}
 	// A cancel may have ended the session while the attempt was starting;
 	// then nobody else knows to stop it.
-	if now, err := s.store.GetSession(ctx, sess.ID); err == nil && now.State == store.Done {
+	if now, err := s.store.GetSession(ctx, sess.ID); err == nil && now.State() == session.Done {
 		s.stopAttempt(ctx, a.ID)
 	}
 	return nil

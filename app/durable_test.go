@@ -9,6 +9,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/session"
 )
 
 // pushEvent builds a push to the default branch from the real fixture.
@@ -89,7 +90,7 @@ func testPushRefreshesConfigCache(t *testing.T, driver string) {
 			refused = &s
 		}
 	}
-	if refused == nil || refused.Outcome != store.Refused || refused.Reason != "repo_paused" {
+	if refused == nil || refused.Outcome != session.Refused || refused.Reason != "repo_paused" {
 		t.Fatalf("second session = %+v, want refused as paused", refused)
 	}
 	h.expectOneReply(prNumber, "`enabled: false`")
@@ -157,7 +158,7 @@ func TestInvalidConfigIsReportedToTheUser(t *testing.T) {
 			}
 			h.runWorkers()
 			sess := h.onlySession()
-			if sess.Outcome != store.Errored || sess.Reason != "config_invalid" {
+			if sess.Outcome != session.Errored || sess.Reason != "config_invalid" {
 				t.Errorf("session = %s/%s", sess.Outcome, sess.Reason)
 			}
 			h.expectOneReply(issueNumber, tc.wants...)
@@ -183,8 +184,8 @@ func testRestartResumesAcceptedWorkExactlyOnce(t *testing.T, driver string) {
 	h.runWorkers()
 	h.runWorkers() // a second pass finds nothing left to do
 	sess := h.onlySession()
-	if sess.State != store.Preparing {
-		t.Fatalf("state after restart = %s\n%s", sess.State, h.logs)
+	if sess.State() != session.Preparing {
+		t.Fatalf("state after restart = %s\n%s", sess.State(), h.logs)
 	}
 	h.expectOneReply(prNumber, sess.ID)
 	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 {
@@ -211,8 +212,8 @@ func testDeadWorkersLeaseIsTakenOverOnce(t *testing.T, driver string) {
 		t.Fatalf("claim: %v %v", dead, err)
 	}
 	h.runWorkers()
-	if s := h.onlySession(); s.State != store.Queued {
-		t.Fatalf("work under a live lease ran: %s", s.State)
+	if s := h.onlySession(); s.State() != session.Queued {
+		t.Fatalf("work under a live lease ran: %s", s.State())
 	}
 	h.clock.Advance(h.cfg.Workers.Lease + time.Second)
 	if n, err := h.svc.RunPending(ctx); err != nil || n != 1 {
@@ -221,8 +222,8 @@ func testDeadWorkersLeaseIsTakenOverOnce(t *testing.T, driver string) {
 	if n, _ := h.svc.RunPending(ctx); n != 0 {
 		t.Fatalf("work ran again: %d", n)
 	}
-	if s := h.onlySession(); s.State != store.Preparing {
-		t.Fatalf("state = %s", s.State)
+	if s := h.onlySession(); s.State() != session.Preparing {
+		t.Fatalf("state = %s", s.State())
 	}
 	h.expectOneReply(prNumber)
 	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 {
@@ -241,14 +242,14 @@ func TestGitHubFailuresRetryThenEndInError(t *testing.T) {
 	// The first attempt fails creating the check run, after the reaction.
 	h.gh.FailNext("POST", "/repos/*/*/check-runs", 502)
 	h.runWorkers()
-	if s := h.onlySession(); s.State != store.Queued {
-		t.Fatalf("state = %s after a failed attempt", s.State)
+	if s := h.onlySession(); s.State() != session.Queued {
+		t.Fatalf("state = %s after a failed attempt", s.State())
 	}
 	h.clock.Advance(h.cfg.Workers.RetryBackoff)
 	h.runWorkers()
 	s := h.onlySession()
-	if s.State != store.Preparing {
-		t.Fatalf("state = %s after the retry\n%s", s.State, h.logs)
+	if s.State() != session.Preparing {
+		t.Fatalf("state = %s after the retry\n%s", s.State(), h.logs)
 	}
 	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 {
 		t.Errorf("check runs = %d, want 1", len(runs))
@@ -267,8 +268,8 @@ func TestGitHubFailuresRetryThenEndInError(t *testing.T) {
 	}
 	h2.runWorkers()
 	s = h2.onlySession()
-	if s.State != store.Done || s.Outcome != store.Errored {
-		t.Fatalf("session = %s/%s, want done/error", s.State, s.Outcome)
+	if s.State() != session.Done || s.Outcome != session.Errored {
+		t.Fatalf("session = %s/%s, want done/error", s.State(), s.Outcome)
 	}
 	reply := h2.expectOneReply(issueNumber, "internal error", s.ID)
 	// The session id is random and may itself hold "500": judge the rest.
@@ -291,8 +292,8 @@ func TestStalePauseIsReadAgain(t *testing.T) {
 		t.Fatal(code)
 	}
 	h.runWorkers()
-	if s := h.onlySession(); s.State != store.Preparing {
-		t.Fatalf("a stale cached pause refused the trigger: %s/%s/%s", s.State, s.Outcome, s.Reason)
+	if s := h.onlySession(); s.State() != session.Preparing {
+		t.Fatalf("a stale cached pause refused the trigger: %s/%s/%s", s.State(), s.Outcome, s.Reason)
 	}
 }
 
@@ -313,7 +314,7 @@ func TestRefusalOnReplayConcludesTheEarlierCheckRun(t *testing.T) {
 	h.clock.Advance(time.Hour)
 	h.runWorkers()
 	s := h.onlySession()
-	if s.Outcome != store.Refused || s.Reason != "closed" {
+	if s.Outcome != session.Refused || s.Reason != "closed" {
 		t.Fatalf("session = %s/%s", s.Outcome, s.Reason)
 	}
 	runs := h.gh.CheckRuns(owner, repoName)

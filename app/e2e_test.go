@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/session"
 )
 
 func TestWriteUserOnPullRequestStartsSession(t *testing.T) {
@@ -18,7 +18,7 @@ func TestWriteUserOnPullRequestStartsSession(t *testing.T) {
 				t.Fatalf("status %d: %s", code, body)
 			}
 			sess := h.onlySession()
-			if sess.State != store.Queued || sess.Instructions != "fix the flaky test" || sess.RequesterLogin != "alice" {
+			if sess.State() != session.Queued || sess.Instructions != "fix the flaky test" || sess.RequesterLogin != "alice" {
 				t.Fatalf("accepted session = %+v", sess)
 			}
 			// Nothing reached GitHub during the request but the App's own
@@ -31,8 +31,8 @@ func TestWriteUserOnPullRequestStartsSession(t *testing.T) {
 			h.runWorkers()
 
 			sess = h.onlySession()
-			if sess.State != store.Preparing {
-				t.Fatalf("state = %s (%s: %s), want preparing\n%s", sess.State, sess.Reason, sess.Detail, h.logs)
+			if sess.State() != session.Preparing {
+				t.Fatalf("state = %s (%s: %s), want preparing\n%s", sess.State(), sess.Reason, sess.Detail, h.logs)
 			}
 			reactions := h.gh.CommentReactions(owner, repoName, h.lastComment)
 			if len(reactions) != 1 || reactions[0].Content != "eyes" {
@@ -63,7 +63,7 @@ func TestWriteUserOnIssueStartsSessionWithoutCheckRun(t *testing.T) {
 	}
 	h.runWorkers()
 	sess := h.onlySession()
-	if sess.State != store.Preparing || sess.IsPR {
+	if sess.State() != session.Preparing || sess.IsPR {
 		t.Fatalf("session = %+v", sess)
 	}
 	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 0 {
@@ -117,8 +117,8 @@ func TestRefusals(t *testing.T) {
 			}
 			h.runWorkers()
 			sess := h.onlySession()
-			if sess.State != store.Done || sess.Outcome != store.Refused || sess.Reason != tc.reason {
-				t.Errorf("session = %s/%s/%s, want done/refused/%s", sess.State, sess.Outcome, sess.Reason, tc.reason)
+			if sess.State() != session.Done || sess.Outcome != session.Refused || sess.Reason != tc.reason {
+				t.Errorf("session = %s/%s/%s, want done/refused/%s", sess.State(), sess.Outcome, sess.Reason, tc.reason)
 			}
 			reply := h.expectOneReply(prNumber, tc.says)
 			if strings.Contains(reply.Body, "goroutine") || strings.Contains(reply.Body, ".go:") {
@@ -328,8 +328,8 @@ func TestAllowlistedBotMayStartSession(t *testing.T) {
 		t.Fatalf("status %d", code)
 	}
 	h.runWorkers()
-	if s := h.onlySession(); s.State != store.Preparing {
-		t.Fatalf("allowlisted bot's session = %s/%s/%s", s.State, s.Outcome, s.Reason)
+	if s := h.onlySession(); s.State() != session.Preparing {
+		t.Fatalf("allowlisted bot's session = %s/%s/%s", s.State(), s.Outcome, s.Reason)
 	}
 	for _, r := range h.gh.Requests() {
 		if strings.Contains(r.Path, "/collaborators/") {

@@ -10,6 +10,7 @@ import (
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/internal/fakemodel"
 	"github.com/inspecthq/inspect/runner/local"
+	"github.com/inspecthq/inspect/session"
 )
 
 // modelKey is the provider's key, which only the app may hold.
@@ -50,8 +51,8 @@ base=http://127.0.0.1:8931/v1/providers
 		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"agent.sh\"]\n  model: scripted-1\n",
 	}, "an agent that calls the model")
 	sess := h.runSandboxSession(lx, "/inspect say hello")
-	if sess.Outcome != store.NoChange {
-		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
+	if sess.Outcome != session.NoChange {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State(), sess.Outcome, sess.Detail, h.logs)
 	}
 	for _, want := range []string{"scripted: hello from the model", "other provider: 403", "other model: 403", "env has key: 0"} {
 		if !strings.Contains(sess.Detail, want) {
@@ -86,8 +87,8 @@ done
 		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"agent.sh\"]\n  model: scripted-1\n",
 	}, "a chatty agent")
 	sess := h.runSandboxSession(lx, "/inspect talk a lot")
-	if sess.Outcome != store.Errored || sess.Reason != "token_budget" || !strings.Contains(sess.Detail, "budget of 1000") {
-		t.Fatalf("session = %s/%s %s: %s\n%s", sess.State, sess.Outcome, sess.Reason, sess.Detail, h.logs)
+	if sess.Outcome != session.Errored || sess.Reason != "token_budget" || !strings.Contains(sess.Detail, "budget of 1000") {
+		t.Fatalf("session = %s/%s %s: %s\n%s", sess.State(), sess.Outcome, sess.Reason, sess.Detail, h.logs)
 	}
 	if n := len(model.Requests()); n != 2 {
 		t.Errorf("the provider got %d requests; the budget (passed by the second) should stop the rest", n)
@@ -114,8 +115,8 @@ func TestRealCodexCLIFixesTheSampleRepo(t *testing.T) {
 		".github/inspect.yml": "agent:\n  preset: codex\n  model: scripted-1\nverify:\n  - name: unit tests\n    run: [\"go\", \"test\", \"-json\", \"./...\"]\n",
 	}, "codex as the agent")
 	sess := h.runSandboxSession(lx, "/inspect make TestAdd pass")
-	if sess.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\nmodel requests: %d, exhausted %d\n%s", sess.State, sess.Outcome, sess.Detail, len(model.Requests()), model.Exhausted(), h.logs)
+	if sess.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s: %s\nmodel requests: %d, exhausted %d\n%s", sess.State(), sess.Outcome, sess.Detail, len(model.Requests()), model.Exhausted(), h.logs)
 	}
 	pr, _, err := h.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
 	if err != nil {
@@ -174,8 +175,8 @@ func TestRealCodexCLICannotLeakOrEscape(t *testing.T) {
 	}, "codex as the agent")
 	mainBefore := h.gh.BranchSHA(owner, repoName, "main")
 	sess := h.runSandboxSession(lx, "/inspect look around")
-	if sess.State != store.Done {
-		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
+	if sess.State() != session.Done {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State(), sess.Outcome, sess.Detail, h.logs)
 	}
 	outs := strings.Join(model.FunctionOutputs(), "\n")
 	if len(model.FunctionOutputs()) != 6 {

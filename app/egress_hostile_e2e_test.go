@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakemodel"
+	"github.com/inspecthq/inspect/session"
 )
 
 // A hostile command agent, in the real sandbox through the real proxy:
@@ -41,8 +41,8 @@ code() { curl -sS --path-as-is -o /dev/null -w '%{http_code}' "$@"; }
 		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"agent.sh\"]\n  model: scripted-1\n",
 	}, "a hostile agent")
 	sess := h.runSandboxSession(lx, "/inspect try everything")
-	if sess.Outcome != store.NoChange {
-		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
+	if sess.Outcome != session.NoChange {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State(), sess.Outcome, sess.Detail, h.logs)
 	}
 	for _, want := range []string{"list files: 403", "delete file: 403", "trace: 403", "twice encoded: 403", "once encoded: 403", "Authorization: Bearer [", "chat: 1"} {
 		if !strings.Contains(sess.Detail, want) {
@@ -151,7 +151,7 @@ kill $(jobs -p); wait
 		t.Errorf("charged %d (used %+v, %d reserved): the hang-up is charged its reservation, and no more than the budget plus one", charged, used, reserved)
 	}
 	if sess.Reason != "token_budget" {
-		t.Errorf("session = %s/%s %s: %s\n%s", sess.State, sess.Outcome, sess.Reason, sess.Detail, h.logs)
+		t.Errorf("session = %s/%s %s: %s\n%s", sess.State(), sess.Outcome, sess.Reason, sess.Detail, h.logs)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/session"
 )
 
 func TestReviewCommentIsAnsweredInItsThread(t *testing.T) {
@@ -22,8 +23,8 @@ func TestReviewCommentIsAnsweredInItsThread(t *testing.T) {
 	}
 	h.runWorkers()
 	sess := h.onlySession()
-	if sess.TriggerKind != "review_comment" || sess.State != store.Dispatched {
-		t.Fatalf("session = %s %s\n%s", sess.TriggerKind, sess.State, h.logs)
+	if sess.TriggerKind != "review_comment" || sess.State() != session.Dispatched {
+		t.Fatalf("session = %s %s\n%s", sess.TriggerKind, sess.State(), h.logs)
 	}
 	sv := h.claim(ex.last(t))
 	spec := sv.spec()
@@ -39,7 +40,7 @@ func TestReviewCommentIsAnsweredInItsThread(t *testing.T) {
 	h.runWorkers()
 	sv.upload(spec, 0, fixedCalc)
 	h.runWorkers()
-	if s := h.onlySession(); s.Outcome != store.Changed {
+	if s := h.onlySession(); s.Outcome != session.Changed {
 		t.Fatalf("outcome = %s (%s)\n%s", s.Outcome, s.Detail, h.logs)
 	}
 	var replies []fakegithub.ReviewComment
@@ -66,7 +67,7 @@ func TestReviewCommentIsAnsweredInItsThread(t *testing.T) {
 func TestFollowUpOnInspectPRContinuesOnItsBranch(t *testing.T) {
 	h, ex := newSessionHarness(t)
 	first := runToUpload(t, h, ex, commentOpts{body: "/inspect fix the failing test"}, 0, fixedCalc)
-	if first.Outcome != store.Changed || first.PRNumber == 0 {
+	if first.Outcome != session.Changed || first.PRNumber == 0 {
 		t.Fatalf("first session = %s PR %d\n%s", first.Outcome, first.PRNumber, h.logs)
 	}
 	branch := first.Branch
@@ -93,7 +94,7 @@ func TestFollowUpOnInspectPRContinuesOnItsBranch(t *testing.T) {
 	sv.upload(spec, 1, contract.FileChange{Path: "calc_test.go", Mode: contract.ModeFile, Content: []byte("package calc\n")})
 	h.runWorkers()
 	follow := h.sessionOn(first.PRNumber)
-	if follow.Outcome != store.VerificationFailed || follow.Branch != branch || follow.PRNumber != first.PRNumber {
+	if follow.Outcome != session.VerificationFailed || follow.Branch != branch || follow.PRNumber != first.PRNumber {
 		t.Fatalf("follow-up = %s on %q PR %d (%s)\n%s", follow.Outcome, follow.Branch, follow.PRNumber, follow.Detail, h.logs)
 	}
 	if got := h.gh.BranchSHA(owner, repoName, branch); got != follow.CommitSHA {
@@ -130,11 +131,11 @@ func TestCheckRunButtons(t *testing.T) {
 		h.runWorkers()
 	}
 	cancel("bob")
-	if s := h.onlySession(); s.State == store.Done {
+	if s := h.onlySession(); s.State() == session.Done {
 		t.Fatalf("a read user cancelled the session")
 	}
 	cancel("alice")
-	if s := h.onlySession(); s.Outcome != store.Cancelled || len(ex.cancelled) != 1 {
+	if s := h.onlySession(); s.Outcome != session.Cancelled || len(ex.cancelled) != 1 {
 		t.Fatalf("after /inspect cancel: %s, executor cancels %v", s.Outcome, ex.cancelled)
 	}
 	run = h.checkRun(sess.CheckRunID)
@@ -162,7 +163,7 @@ func TestCheckRunButtons(t *testing.T) {
 	}
 	press("retry", "alice")
 	all := h.sessions()
-	if len(all) != 2 || all[0].RetryOf != sess.ID || all[0].RequesterLogin != "alice" || all[0].State != store.Dispatched {
+	if len(all) != 2 || all[0].RetryOf != sess.ID || all[0].RequesterLogin != "alice" || all[0].State() != session.Dispatched {
 		t.Fatalf("sessions after Retry = %+v\n%s", all, h.logs)
 	}
 	// Pressing again (a redelivery is the same press) makes no third.
@@ -195,8 +196,8 @@ func TestRepoCapQueuesThenRuns(t *testing.T) {
 	}
 	h.runWorkers()
 	second := h.sessionOn(prNumber)
-	if second.State != store.Queued || second.WaitingSince.IsZero() || len(ex.launches) != 1 {
-		t.Fatalf("second = %s (launches %d)\n%s", second.State, len(ex.launches), h.logs)
+	if second.State() != session.Queued || second.WaitingSince.IsZero() || len(ex.launches) != 1 {
+		t.Fatalf("second = %s (launches %d)\n%s", second.State(), len(ex.launches), h.logs)
 	}
 	queued := h.commentsWith(prNumber, "Queued: position 1")
 	if len(queued) != 1 {
@@ -220,14 +221,14 @@ func TestRepoCapQueuesThenRuns(t *testing.T) {
 	h.runWorkers()
 	sv.upload(spec, 0, fixedCalc)
 	h.runWorkers()
-	if s := h.sessionOn(issueNumber); s.ID != first.ID || s.State != store.Done {
-		t.Fatalf("first = %s", s.State)
+	if s := h.sessionOn(issueNumber); s.ID != first.ID || s.State() != session.Done {
+		t.Fatalf("first = %s", s.State())
 	}
 	h.clock.Advance(10 * time.Second)
 	h.runWorkers()
 	second = h.sessionOn(prNumber)
-	if second.State != store.Dispatched || len(ex.launches) != 2 {
-		t.Fatalf("second after the first ended = %s (launches %d)\n%s", second.State, len(ex.launches), h.logs)
+	if second.State() != session.Dispatched || len(ex.launches) != 2 {
+		t.Fatalf("second after the first ended = %s (launches %d)\n%s", second.State(), len(ex.launches), h.logs)
 	}
 	if got := h.commentsWith(prNumber, "after waiting in the queue"); len(got) != 1 {
 		t.Errorf("the progress comment does not say it started: %+v", h.comments(prNumber))
@@ -241,8 +242,8 @@ func runToDispatch(t *testing.T, h *harness, o commentOpts) store.Session {
 	}
 	h.runWorkers()
 	s := h.onlySession()
-	if s.State != store.Dispatched {
-		t.Fatalf("state = %s (%s)\n%s", s.State, s.Detail, h.logs)
+	if s.State() != session.Dispatched {
+		t.Fatalf("state = %s (%s)\n%s", s.State(), s.Detail, h.logs)
 	}
 	return s
 }
@@ -276,7 +277,7 @@ func TestDailyBudgetRefusesWithWhen(t *testing.T) {
 	}
 	h.runWorkers()
 	latest := h.sessionOn(issueNumber)
-	if latest.Outcome != store.Refused || latest.Reason != "daily_budget" {
+	if latest.Outcome != session.Refused || latest.Reason != "daily_budget" {
 		t.Fatalf("second session = %s/%s (%s)", latest.Outcome, latest.Reason, latest.Detail)
 	}
 	if len(h.commentsWith(issueNumber, "2026-11-30 12:00 UTC")) != 1 {
@@ -288,8 +289,8 @@ func TestDailyBudgetRefusesWithWhen(t *testing.T) {
 		t.Fatal(code)
 	}
 	h.runWorkers()
-	if s := h.sessionOn(issueNumber); s.State != store.Dispatched {
-		t.Errorf("after 24 h: %s/%s %s", s.State, s.Outcome, s.Detail)
+	if s := h.sessionOn(issueNumber); s.State() != session.Dispatched {
+		t.Errorf("after 24 h: %s/%s %s", s.State(), s.Outcome, s.Detail)
 	}
 }
 

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/session"
 )
 
 // The rules GitHub documents and the stand-in enforces (issue 20): texts
@@ -56,8 +56,8 @@ func TestLongAgentOutputStillEndsTheSessionOnGitHub(t *testing.T) {
 	h.runWorkers()
 
 	sess := h.onlySession()
-	if sess.State != store.Done || sess.Outcome != store.Errored {
-		t.Fatalf("session = %s/%s (%s)\n%s", sess.State, sess.Outcome, sess.Reason, h.logs)
+	if sess.State() != session.Done || sess.Outcome != session.Errored {
+		t.Fatalf("session = %s/%s (%s)\n%s", sess.State(), sess.Outcome, sess.Reason, h.logs)
 	}
 	run := h.checkRun(sess.CheckRunID)
 	if run.Status != "completed" || run.Conclusion != "failure" || !strings.Contains(run.Summary, "exited with code 3") {
@@ -89,7 +89,7 @@ func TestLongTestNameGetsItsAnnotation(t *testing.T) {
 	h.runWorkers()
 
 	sess := h.onlySession()
-	if sess.Outcome != store.VerificationFailed {
+	if sess.Outcome != session.VerificationFailed {
 		t.Fatalf("outcome = %s (%s)\n%s", sess.Outcome, sess.Detail, h.logs)
 	}
 	run := h.checkRun(sess.CheckRunID)
@@ -110,7 +110,7 @@ func TestFailedVerificationWhereDraftsAreRefusedOpensAMarkedPR(t *testing.T) {
 	h.gh.AddRepo(fakegithub.Repo{ID: repoID, Owner: owner, Name: repoName, DefaultBranch: "main", InstallationID: installationID,
 		OwnerType: "User", Private: true, OwnerPlan: fakegithub.PlanFree})
 	sess := runToUpload(t, h, ex, commentOpts{body: "/inspect fix the failing test"}, 1, fixedCalc)
-	if sess.Outcome != store.VerificationFailed || sess.PRNumber == 0 {
+	if sess.Outcome != session.VerificationFailed || sess.PRNumber == 0 {
 		t.Fatalf("session = %s PR %d (%s)\n%s", sess.Outcome, sess.PRNumber, sess.Detail, h.logs)
 	}
 	prs, _, err := h.client(t).PullRequests.List(context.Background(), owner, repoName, nil)
@@ -171,7 +171,7 @@ func TestARefusedUpdateKeepsNoOtherFromHappening(t *testing.T) {
 			h.runWorkers()
 
 			sess := h.onlySession()
-			if sess.Outcome != store.Changed {
+			if sess.Outcome != session.Changed {
 				t.Fatalf("outcome = %s (%s)\n%s", sess.Outcome, sess.Detail, h.logs)
 			}
 			concluded := func() bool { return h.checkRun(sess.CheckRunID).Status == "completed" }
@@ -205,15 +205,15 @@ func TestLabelWithASlashStartsAndComesOff(t *testing.T) {
 	h.gh.SetIssueLabels(owner, repoName, issueNumber, "team/inspect")
 	h.label("labeled", "team/inspect", "alice", "")
 	sess := h.onlySession()
-	if sess.TriggerKind != "label" || sess.State != store.Dispatched {
-		t.Fatalf("session = %s %s (%s)\n%s", sess.TriggerKind, sess.State, sess.Detail, h.logs)
+	if sess.TriggerKind != "label" || sess.State() != session.Dispatched {
+		t.Fatalf("session = %s %s (%s)\n%s", sess.TriggerKind, sess.State(), sess.Detail, h.logs)
 	}
 	sv := h.claim(ex.last(t))
 	spec := sv.spec()
 	h.runWorkers()
 	sv.upload(spec, 0, fixedCalc)
 	h.runWorkers()
-	if s := h.onlySession(); s.Outcome != store.Changed {
+	if s := h.onlySession(); s.Outcome != session.Changed {
 		t.Fatalf("outcome = %s (%s)\n%s", s.Outcome, s.Detail, h.logs)
 	}
 	if got := h.gh.IssueLabels(owner, repoName, issueNumber); len(got) != 1 || got[0] != config.OutcomeLabelDone {
@@ -240,7 +240,7 @@ func TestDeletionsCommitATreeWithoutThem(t *testing.T) {
 		contract.FileChange{Path: "notes.txt", Deleted: true},
 		contract.FileChange{Path: "never/was.txt", Deleted: true},
 	)
-	if sess.Outcome != store.Changed {
+	if sess.Outcome != session.Changed {
 		t.Fatalf("outcome = %s (%s)\n%s", sess.Outcome, sess.Detail, h.logs)
 	}
 	out, err := exec.Command("git", "--git-dir", h.gh.GitDir(owner, repoName), "ls-tree", "-r", "--name-only", sess.CommitSHA).Output()
@@ -278,8 +278,8 @@ func TestAnAGENTSmdOver1MBIsLeftOutNotFatal(t *testing.T) {
 			t.Errorf("an AGENTS.md GitHub would not serve is in the spec: %.100q", c.Text)
 		}
 	}
-	if s := h.onlySession(); s.State != store.Running && s.State != store.Dispatched {
-		t.Errorf("session = %s (%s)", s.State, s.Detail)
+	if s := h.onlySession(); s.State() != session.Running && s.State() != session.Dispatched {
+		t.Errorf("session = %s (%s)", s.State(), s.Detail)
 	}
 }
 

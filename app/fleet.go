@@ -10,6 +10,7 @@ import (
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/session"
 )
 
 // The fleet (app/fleet) keeps the replica table and the periodic schedule;
@@ -59,7 +60,7 @@ func (s *Service) replaceDeadHostAttempt(ctx context.Context, sess store.Session
 		return s.redispatch(ctx, sess, a)
 	}
 	zerolog.Ctx(ctx).Warn().Str("host", a.Host).Int("redispatches", sess.Redispatches).Msg("the attempt's replica is dead; ending the session")
-	return s.endRun(ctx, sess.ID, a.ID, store.Errored, "runner_lost", render.HostDiedReply(sess.RequesterLogin, s.cfg.CommandWord))
+	return s.endRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", render.HostDiedReply(sess.RequesterLogin, s.cfg.CommandWord))
 }
 
 // handBack gives this replica's running local attempts to the fleet before

@@ -77,7 +77,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 			InstallationID: t.InstallationID, Number: target.Number(), IsPR: target.IsPullRequest(), TriggerKind: session.KindComment,
 			DeliveryID: t.DeliveryID, RequesterLogin: t.Sender.Login,
 			RequesterID: t.Sender.ID, RequesterType: t.Sender.Type, Instructions: t.Command.Instructions,
-			Truncated: t.Command.Truncated, IgnoredCommands: t.Command.Ignored, State: store.Queued,
+			Truncated: t.Command.Truncated, IgnoredCommands: t.Command.Ignored,
 		}
 		switch t.Kind {
 		case session.KindComment:
@@ -107,7 +107,9 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 		} else {
 			// Refused from local state: no network, no 👀; the sync posts
 			// the one reply.
-			sess.State, sess.Outcome, sess.Reason, sess.Detail = store.Done, store.Refused, string(paused.Reason), paused.Reply
+			if err := sess.End(session.Refused, string(paused.Reason), paused.Reply); err != nil {
+				return err // a new session is queued, which End is taken from
+			}
 			a.Work = []store.NewWork{{Kind: store.SyncSession}}
 		}
 		a.Session = sess
@@ -121,7 +123,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 	}
 	ev := zerolog.Ctx(ctx).Info().Str("result", res.String()).Str("trigger", cmp.Or(string(t.Kind), "comment"))
 	if a.Session != nil && res == store.Accepted {
-		ev = ev.Str("session_id", a.Session.ID).Str("state", string(a.Session.State))
+		ev = ev.Str("session_id", a.Session.ID).Str("state", string(a.Session.State()))
 	}
 	ev.Msg("trigger accepted")
 	s.wakeWorkers()

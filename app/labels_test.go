@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/session"
 )
 
 // labelSession labels issue #1 as sender and runs the workers.
@@ -29,8 +29,8 @@ func TestLabelByWriterEndsInFixesPRWithOutcomeLabel(t *testing.T) {
 		h.label("labeled", "inspect", "alice", "")
 
 		sess := h.onlySession()
-		if sess.State != store.Dispatched || sess.TriggerKind != "label" || sess.RequesterLogin != "alice" {
-			t.Fatalf("session = %s %s by %s (%s)\n%s", sess.State, sess.TriggerKind, sess.RequesterLogin, sess.Detail, h.logs)
+		if sess.State() != session.Dispatched || sess.TriggerKind != "label" || sess.RequesterLogin != "alice" {
+			t.Fatalf("session = %s %s by %s (%s)\n%s", sess.State(), sess.TriggerKind, sess.RequesterLogin, sess.Detail, h.logs)
 		}
 		sv := h.claim(ex.last(t))
 		spec := sv.spec()
@@ -51,7 +51,7 @@ func TestLabelByWriterEndsInFixesPRWithOutcomeLabel(t *testing.T) {
 		h.runWorkers()
 
 		sess = h.onlySession()
-		if sess.Outcome != store.Changed {
+		if sess.Outcome != session.Changed {
 			t.Fatalf("outcome = %s (%s)\n%s", sess.Outcome, sess.Detail, h.logs)
 		}
 		pr, _, err := h.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
@@ -81,8 +81,8 @@ func TestLabelByReadUserOrBotIsRefusedOnce(t *testing.T) {
 			h.gh.SetIssueLabels(owner, repoName, issueNumber, "inspect")
 			h.label("labeled", "inspect", tc.sender, tc.typ)
 			sess := h.onlySession()
-			if sess.State != store.Done || sess.Outcome != store.Refused || sess.Reason != tc.reason {
-				t.Fatalf("session = %s/%s %s\n%s", sess.State, sess.Outcome, sess.Reason, h.logs)
+			if sess.State() != session.Done || sess.Outcome != session.Refused || sess.Reason != tc.reason {
+				t.Fatalf("session = %s/%s %s\n%s", sess.State(), sess.Outcome, sess.Reason, h.logs)
 			}
 			h.expectOneReply(issueNumber, tc.says)
 			if len(ex.launches) != 0 {
@@ -104,13 +104,13 @@ func TestUnlabelMidRunCancelsAndRelabelStartsAgain(t *testing.T) {
 	h.gh.SetIssueLabels(owner, repoName, issueNumber, "inspect")
 	h.label("labeled", "inspect", "alice", "")
 	first := h.onlySession()
-	if first.State != store.Dispatched {
-		t.Fatalf("state = %s\n%s", first.State, h.logs)
+	if first.State() != session.Dispatched {
+		t.Fatalf("state = %s\n%s", first.State(), h.logs)
 	}
 	h.gh.SetIssueLabels(owner, repoName, issueNumber)
 	h.label("unlabeled", "inspect", "mara", "")
 	first = h.onlySession()
-	if first.Outcome != store.Cancelled {
+	if first.Outcome != session.Cancelled {
 		t.Fatalf("outcome = %s (%s)\n%s", first.Outcome, first.Detail, h.logs)
 	}
 	if len(ex.cancelled) != 1 {
@@ -127,7 +127,7 @@ func TestUnlabelMidRunCancelsAndRelabelStartsAgain(t *testing.T) {
 	}
 	h.gh.SetIssueLabels(owner, repoName, issueNumber, "inspect")
 	h.label("labeled", "inspect", "alice", "")
-	if all := h.sessions(); len(all) != 2 || all[0].State != store.Dispatched {
+	if all := h.sessions(); len(all) != 2 || all[0].State() != session.Dispatched {
 		t.Fatalf("sessions after relabelling = %+v", all)
 	}
 }
@@ -168,8 +168,8 @@ func TestLabelOnACacheMissIsDecidedWithTheFreshConfig(t *testing.T) {
 	// Nothing is cached yet: the request accepts, the worker reads the
 	// config and drops the "bug" label without a word.
 	h.label("labeled", "bug", "alice", "")
-	if s := h.onlySession(); s.State != store.Done || s.Reason != "not_a_trigger" {
-		t.Fatalf("session = %s %s", s.State, s.Reason)
+	if s := h.onlySession(); s.State() != session.Done || s.Reason != "not_a_trigger" {
+		t.Fatalf("session = %s %s", s.State(), s.Reason)
 	}
 	if c := h.comments(issueNumber); len(c) != 0 || len(ex.launches) != 0 {
 		t.Errorf("a label nobody meant as a request spoke or ran: %+v", c)
@@ -178,7 +178,7 @@ func TestLabelOnACacheMissIsDecidedWithTheFreshConfig(t *testing.T) {
 	h.label("labeled", "bug", "alice", "")
 	h.gh.SetIssueLabels(owner, repoName, issueNumber, "bug", "agent-work")
 	h.label("labeled", "agent-work", "alice", "")
-	if all := h.sessions(); len(all) != 2 || all[0].State != store.Dispatched {
+	if all := h.sessions(); len(all) != 2 || all[0].State() != session.Dispatched {
 		t.Fatalf("sessions = %+v", all)
 	}
 }
@@ -197,7 +197,7 @@ func TestUnlabelCancelsOnlyWhatItStartedBefore(t *testing.T) {
 	}
 	h.runWorkers()
 	all := h.sessions()
-	if len(all) != 2 || all[1].ID != first.ID || all[1].Outcome != store.Cancelled || !all[0].Active() {
+	if len(all) != 2 || all[1].ID != first.ID || all[1].Outcome != session.Cancelled || !all[0].Active() {
 		t.Fatalf("sessions = %+v", all)
 	}
 	if got := h.gh.IssueLabels(owner, repoName, issueNumber); !slices.Equal(got, []string{"inspect"}) {
@@ -217,8 +217,8 @@ func TestReplayedLabelAfterRemovalStartsNothing(t *testing.T) {
 	}
 	h.runWorkers()
 	first := h.onlySession()
-	if first.State != store.Dispatched {
-		t.Fatalf("the real label: state = %s (%s)\n%s", first.State, first.Detail, h.logs)
+	if first.State() != session.Dispatched {
+		t.Fatalf("the real label: state = %s (%s)\n%s", first.State(), first.Detail, h.logs)
 	}
 	h.gh.SetIssueLabels(owner, repoName, issueNumber)
 	h.label("unlabeled", "inspect", "mara", "")
@@ -234,8 +234,8 @@ func TestReplayedLabelAfterRemovalStartsNothing(t *testing.T) {
 		if s.ID == first.ID {
 			continue
 		}
-		if s.State != store.Done || s.Outcome != store.Refused || s.Reason != "label_removed" || s.Detail != "" {
-			t.Errorf("replayed session = %s/%s %q (%q), want ended silently as label_removed", s.State, s.Outcome, s.Reason, s.Detail)
+		if s.State() != session.Done || s.Outcome != session.Refused || s.Reason != "label_removed" || s.Detail != "" {
+			t.Errorf("replayed session = %s/%s %q (%q), want ended silently as label_removed", s.State(), s.Outcome, s.Reason, s.Detail)
 		}
 		if s.CheckRunID != 0 || s.ProgressCommentID != 0 {
 			t.Errorf("the replay wrote to GitHub: check run %d, comment %d", s.CheckRunID, s.ProgressCommentID)

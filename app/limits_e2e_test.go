@@ -9,6 +9,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/examples"
 	"github.com/inspecthq/inspect/runner/local"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Issue 19's acceptance, end to end on the local executor, against small
@@ -38,8 +39,8 @@ func TestRealSessionOverASandboxLimitEndsNamingItAndTheNextRuns(t *testing.T) {
 			".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"" + tc.script + "\"]\n",
 		}, "the agent runs "+tc.script)
 		sess := h.runAnotherSession(lx, commentOpts{body: "/inspect run " + tc.script}, seen)
-		if sess.Outcome != store.Errored || sess.Reason != "limit_exceeded" {
-			t.Fatalf("%s: session = %s/%s (%s): %s\n%s", tc.script, sess.State, sess.Outcome, sess.Reason, sess.Detail, h.logs)
+		if sess.Outcome != session.Errored || sess.Reason != "limit_exceeded" {
+			t.Fatalf("%s: session = %s/%s (%s): %s\n%s", tc.script, sess.State(), sess.Outcome, sess.Reason, sess.Detail, h.logs)
 		}
 		if !strings.Contains(sess.Detail, tc.words) {
 			t.Errorf("%s: the reply does not name the limit and its value (%q): %q", tc.script, tc.words, sess.Detail)
@@ -51,8 +52,8 @@ func TestRealSessionOverASandboxLimitEndsNamingItAndTheNextRuns(t *testing.T) {
 	files := examples.SampleRepo()
 	files[".github/inspect.yml"] = "agent:\n  preset: command\n  command: [\"sh\", \"scripts/inspect-stand-in-agent.sh\"]\nverify: []\n"
 	h.gh.CommitFiles(owner, repoName, "main", files, "the sample repository")
-	if next := h.runAnotherSession(lx, commentOpts{body: "/inspect make TestAdd pass"}, seen); next.Outcome != store.Changed {
-		t.Fatalf("the next session = %s/%s: %s\n%s", next.State, next.Outcome, next.Detail, h.logs)
+	if next := h.runAnotherSession(lx, commentOpts{body: "/inspect make TestAdd pass"}, seen); next.Outcome != session.Changed {
+		t.Fatalf("the next session = %s/%s: %s\n%s", next.State(), next.Outcome, next.Detail, h.logs)
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Every log line of a session's path, from the webhook that started it
@@ -26,8 +26,8 @@ echo done > "$INSPECT_ANSWER_FILE"
 		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"agent.sh\"]\n  model: scripted-1\n",
 	}, "an agent that answers")
 	sess := h.runSandboxSession(lx, "/inspect say hello")
-	if sess.State != store.Done || sess.DeliveryID == "" {
-		t.Fatalf("session = %s/%s delivery %q: %s\n%s", sess.State, sess.Outcome, sess.DeliveryID, sess.Detail, h.logs)
+	if sess.State() != session.Done || sess.DeliveryID == "" {
+		t.Fatalf("session = %s/%s delivery %q: %s\n%s", sess.State(), sess.Outcome, sess.DeliveryID, sess.Detail, h.logs)
 	}
 	ids := []string{sess.ID, sess.AttemptID, sess.DeliveryID}
 	var onPath, fromChannel int

@@ -16,10 +16,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/fakemodel"
 	"github.com/inspecthq/inspect/internal/servetest"
+	"github.com/inspecthq/inspect/session"
 )
 
 // After a real session (the stand-in command agent in the sandbox, calling
@@ -38,8 +38,8 @@ echo "asked the model" > "$INSPECT_ANSWER_FILE"
 		".github/inspect.yml": "agent:\n  preset: command\n  command: [\"sh\", \"agent.sh\"]\n  model: scripted-1\n",
 	}, "an agent that calls the model")
 	sess := h.runSandboxSession(lx, "/inspect say hello")
-	if sess.State != store.Done || sess.Outcome != store.NoChange {
-		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
+	if sess.State() != session.Done || sess.Outcome != session.NoChange {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State(), sess.Outcome, sess.Detail, h.logs)
 	}
 
 	// A snapshot build on this host, on the same registry: the service is

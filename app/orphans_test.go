@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/session"
 )
 
 // listingExecutor is a scriptedExecutor that also lists its running
@@ -42,8 +42,8 @@ func TestReconcileStopsSupervisorsWhoseAttemptEnded(t *testing.T) {
 	}
 	h.runWorkers()
 	sess := h.onlySession()
-	if sess.State != store.Dispatched {
-		t.Fatalf("state = %s (%s)\n%s", sess.State, sess.Detail, h.logs)
+	if sess.State() != session.Dispatched {
+		t.Fatalf("state = %s (%s)\n%s", sess.State(), sess.Detail, h.logs)
 	}
 	h.runWorkers()
 	if len(ex.cancelled) != 0 {

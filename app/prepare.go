@@ -29,7 +29,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	if sess.State != store.Queued {
+	if sess.State() != session.Queued {
 		return nil // already prepared (or ended) by an earlier run
 	}
 	target := sess.Target() // a branch session has no thread (app/branch.go)
@@ -46,7 +46,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		if err := react(ctx, c, sess); err != nil {
 			return err
 		}
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.Reacted = true }); err != nil || sess.State == store.Done {
+		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.Reacted = true }); err != nil || sess.State() == session.Done {
 			return err
 		}
 	}
@@ -58,7 +58,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		cfg, err := s.sessionRepoConfig(ctx, c, sess)
 		var cfgErr *config.RepoConfigError
 		if errors.As(err, &cfgErr) {
-			return s.end(ctx, sess.ID, store.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
+			return s.end(ctx, sess.ID, session.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
 		}
 		if err != nil {
 			return err
@@ -74,7 +74,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	repoCfg, err := s.loadRepoConfig(ctx, c, sess.RepoID, repo, fetchStart)
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
-		return s.end(ctx, sess.ID, store.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
+		return s.end(ctx, sess.ID, session.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
 	}
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		// Accepted on a cache miss; the fresh config names another label.
 		// Nobody asked Inspect anything, so nothing is said.
 		log.Info().Msg("label is not this repo's trigger; session dropped")
-		return s.end(ctx, sess.ID, store.Refused, reasonNotATrigger, "")
+		return s.end(ctx, sess.ID, session.Refused, reasonNotATrigger, "")
 	}
 
 	facts := policy.Facts{
@@ -116,17 +116,17 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		// nothing starts and nothing is said, before any refusal could
 		// speak: a replay must not make Inspect post either.
 		log.Info().Msg("label is no longer on the issue; session dropped")
-		return s.end(ctx, sess.ID, store.Refused, reasonLabelRemoved, "")
+		return s.end(ctx, sess.ID, session.Refused, reasonLabelRemoved, "")
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
-		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == session.KindRepair, d.Reply))
+		return s.end(ctx, sess.ID, session.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == session.KindRepair, d.Reply))
 	}
 	if target.IsBranch() && headSHA == "" {
 		// Checked when the form was posted, deleted since: said on the
 		// session's page, the branch session's one reply.
 		log.Info().Msg("the session's branch is gone; session ended")
-		return s.end(ctx, sess.ID, store.Errored, reasonBranchMissing, render.BranchMissingReply(sess.RequesterLogin))
+		return s.end(ctx, sess.ID, session.Errored, reasonBranchMissing, render.BranchMissingReply(sess.RequesterLogin))
 	}
 	limits := policy.Narrow(s.cfg.PolicyLimits(), repoCfg.PolicyLimits())
 
@@ -139,14 +139,14 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 			if x.HeadSHA == "" {
 				x.HeadSHA = headSHA
 			}
-		}); err != nil || sess.State == store.Done {
+		}); err != nil || sess.State() == session.Done {
 			return err
 		}
 		id, err := s.ensureCheckRun(ctx, c, sess, replay)
 		if err != nil {
 			return err
 		}
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.CheckRunID = id }); err != nil || sess.State == store.Done {
+		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.CheckRunID = id }); err != nil || sess.State() == session.Done {
 			return err
 		}
 	}
@@ -164,8 +164,10 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	}
 	postedNow := false
 	if sess.ProgressCommentID == 0 {
-		next := sess
-		next.State = store.Preparing
+		next := sess // as it will be once admitted: sess is queued (checked above)
+		if err := next.Move(session.Admit); err != nil {
+			return err
+		}
 		origin := render.OriginOf(next)
 		origin.SignIn = s.signInHint(ctx, next)
 		body := render.ProgressBody(next, origin, s.cfg.CommandWord, render.RunLink{})
@@ -176,7 +178,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		if err != nil {
 			return err
 		}
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.ProgressCommentID = id }); err != nil || sess.State == store.Done {
+		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.ProgressCommentID = id }); err != nil || sess.State() == session.Done {
 			return err
 		}
 		postedNow = true
@@ -195,7 +197,7 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 	held := false
 	var refused policy.Decision
 	_, err := s.store.Admit(ctx, sess.ID, s.clock.Now, func(x *store.Session, load policy.Load, now time.Time) ([]store.NewWork, error) {
-		if x.State != store.Queued {
+		if x.State() != session.Queued {
 			return nil, nil
 		}
 		x.DefaultBranch = defaultBranch
@@ -205,8 +207,7 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 			// counted when it took it.
 			if d := policy.DailyBudget(limits, load.StartedRepo, load.OldestStart, now, x.RequesterLogin); !d.Allowed {
 				refused = d
-				x.State, x.Outcome, x.Reason, x.Detail = store.Done, store.Refused, string(d.Reason), render.RefusalDetail(x.TriggerKind == session.KindRepair, d.Reply)
-				return []store.NewWork{{Kind: store.SyncSession}}, nil
+				return []store.NewWork{{Kind: store.SyncSession}}, x.End(session.Refused, string(d.Reason), render.RefusalDetail(x.TriggerKind == session.KindRepair, d.Reply))
 			}
 		}
 		if a := policy.Admit(limits, load); !a.Admit {
@@ -221,7 +222,10 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 			x.TriggerInfo = ti.Encode()
 			return []store.NewWork{{Kind: store.SyncSession}}, nil
 		}
-		x.State, x.AdmittedAt, x.WaitingScope = store.Preparing, now, ""
+		if err := x.Move(session.Admit); err != nil {
+			return nil, err
+		}
+		x.AdmittedAt, x.WaitingScope = now, ""
 		var then []store.NewWork
 		if !postedNow || !x.WaitingSince.IsZero() {
 			// The comment said "waiting" or "queued" (or came from an

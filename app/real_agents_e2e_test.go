@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/internal/fakemodel"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // realAgent is one agent CLI from npm, at the version its preset pins
@@ -89,8 +89,8 @@ func realAgentFixesAndLeaksNothing(t *testing.T, a realAgent) {
 	}, a.preset+" as the agent")
 	mainBefore := h.gh.BranchSHA(owner, repoName, "main")
 	sess := h.runSandboxSession(lx, "/inspect make TestAdd pass")
-	if sess.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\nmodel requests: %d, exhausted %d\n%s", sess.State, sess.Outcome, sess.Detail, len(model.Requests()), model.Exhausted(), h.logs)
+	if sess.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s: %s\nmodel requests: %d, exhausted %d\n%s", sess.State(), sess.Outcome, sess.Detail, len(model.Requests()), model.Exhausted(), h.logs)
 	}
 
 	pr, _, err := h.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)

@@ -12,6 +12,7 @@ import (
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/runner"
+	"github.com/inspecthq/inspect/session"
 )
 
 // deadlineGrace is how long past its deadline a session's result is still
@@ -76,7 +77,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 		return err
 	}
 	for _, sess := range overdue {
-		if err := s.endRun(ctx, sess.ID, sess.AttemptID, store.TimedOut, "timed_out", render.TimedOutReply(sess.RequesterLogin)); err != nil {
+		if err := s.endRun(ctx, sess.ID, sess.AttemptID, session.TimedOut, "timed_out", render.TimedOutReply(sess.RequesterLogin)); err != nil {
 			return err
 		}
 	}
@@ -213,7 +214,7 @@ func (s *Service) reconcileTargets(ctx context.Context) error {
 			continue
 		}
 		log.Info().Str("reason", why).Msg("target gone; cancelling the session")
-		if err := s.endRun(ctx, sess.ID, sess.AttemptID, store.Cancelled, why, render.TargetGoneReply(why == "repo_removed")); err != nil {
+		if err := s.endRun(ctx, sess.ID, sess.AttemptID, session.Cancelled, why, render.TargetGoneReply(why == "repo_removed")); err != nil {
 			return err
 		}
 	}

@@ -109,7 +109,7 @@ func (s *benchSessions) setup(b *testing.B) (floor, download time.Duration) {
 	sess := s.newSession(b)
 	a, err := s.st.GetAttempt(context.Background(), sess.AttemptID)
 	if err != nil {
-		b.Fatalf("no attempt: %v (%s)\n%s", err, sess.State, s.logs)
+		b.Fatalf("no attempt: %v (%s)\n%s", err, sess.State(), s.logs)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

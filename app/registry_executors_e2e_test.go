@@ -5,6 +5,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/runner/local"
+	"github.com/inspecthq/inspect/session"
 )
 
 // The registry end-to-end tests run each session for real on both
@@ -57,8 +58,8 @@ func (r *realSessions) run(files map[string]string, ask string) store.Session {
 	r.runWorkers()
 	r.bk.settle()
 	sess := r.onlySession()
-	if sess.Outcome != store.Changed {
-		r.t.Fatalf("session = %s/%s: %s\nbuild log:\n%s\n%s", sess.State, sess.Outcome, sess.Detail, r.bk.buildLogs(), r.logs)
+	if sess.Outcome != session.Changed {
+		r.t.Fatalf("session = %s/%s: %s\nbuild log:\n%s\n%s", sess.State(), sess.Outcome, sess.Detail, r.bk.buildLogs(), r.logs)
 	}
 	r.bk.checkBuildsCarryNoSecret(r.t)
 	return sess

@@ -4,9 +4,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/session"
 )
 
 // narrowingServer opens goproxy to setup and verify, and npmjs to the
@@ -49,7 +49,7 @@ func TestRepositoryNamingAnUnknownRegistryIsToldWhichExist(t *testing.T) {
 	}
 	h.runWorkers()
 	sess := h.onlySession()
-	if sess.Outcome != store.Errored || sess.Reason != "config_invalid" {
+	if sess.Outcome != session.Errored || sess.Reason != "config_invalid" {
 		t.Errorf("session = %s/%s: %s", sess.Outcome, sess.Reason, sess.Detail)
 	}
 	h.expectOneReply(issueNumber, `registries.pypi: this Inspect server opens no registry named "pypi" to this repository; it opens goproxy, npmjs`)

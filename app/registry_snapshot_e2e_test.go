@@ -13,6 +13,7 @@ import (
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/fakegoproxy"
 	"github.com/inspecthq/inspect/runner/local"
+	"github.com/inspecthq/inspect/session"
 )
 
 // goSnapshotConfig is goDepsRepo's config with its dependencies in a
@@ -170,8 +171,8 @@ func TestRealSnapshotBuildsFetchModulesThroughTheEgressAndTheCacheKeepsThem(t *t
 	if restored, err = h.st.GetSession(context.Background(), restored.ID); err != nil {
 		t.Fatal(err)
 	}
-	if restored.Outcome != store.Changed {
-		t.Fatalf("restored session = %s/%s: %s\n%s", restored.State, restored.Outcome, restored.Detail, h.logs)
+	if restored.Outcome != session.Changed {
+		t.Fatalf("restored session = %s/%s: %s\n%s", restored.State(), restored.Outcome, restored.Detail, h.logs)
 	}
 	ev := sessionEvidence(t, h, restored)
 	if ev.Workspace == nil || ev.Workspace.Source != contract.WorkspaceSnapshot || ev.Workspace.SnapshotDigest != built.LastDigest {
@@ -213,8 +214,8 @@ func TestBuildkiteSnapshotBuildFetchesModulesThroughTheEgress(t *testing.T) {
 	b.runWorkers()
 	b.settle()
 	sess := b.onlySession()
-	if sess.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, b.buildLogs())
+	if sess.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State(), sess.Outcome, sess.Detail, b.buildLogs())
 	}
 	if ev := sessionEvidence(t, b.harness, sess); ev.Workspace == nil || ev.Workspace.Source != contract.WorkspaceSnapshot || ev.Workspace.SnapshotDigest != sr.LastDigest {
 		t.Fatalf("the session's workspace = %+v, want snapshot %s", ev.Workspace, sr.LastDigest)

@@ -233,7 +233,7 @@ func (s *Service) startRepair(ctx context.Context, f session.CheckFailure, pr *g
 		ID: newID(), RepoID: f.Repo.ID, RepoOwner: f.Repo.Owner, RepoName: f.Repo.Name, InstallationID: f.InstallationID,
 		Number: pr.GetNumber(), IsPR: true, TriggerKind: session.KindRepair, DeliveryID: f.DeliveryID,
 		RequesterLogin: author.GetLogin(), RequesterID: author.GetID(), RequesterType: cmp.Or(author.GetType(), "User"),
-		Instructions: render.RepairInstructions(names, gather.MaxRepairChecks), State: store.Queued, HeadSHA: f.HeadSHA,
+		Instructions: render.RepairInstructions(names, gather.MaxRepairChecks), HeadSHA: f.HeadSHA,
 		TriggerInfo: store.TriggerInfo{Checks: names, RepairNumber: d.Number, RepairBudget: budget, RepairLast: d.Last}.Encode(),
 	}
 	// One repair per (PR, commit), and each repair number once: two

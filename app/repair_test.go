@@ -11,6 +11,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/session"
 )
 
 const repairConfig = agentConfig + `repair:
@@ -78,7 +79,7 @@ func TestFailingCheckIsRepairedOnThePRBranch(t *testing.T) {
 		}
 		h.afterDebounce()
 		sess := h.onlySession()
-		if sess.TriggerKind != "repair" || sess.RequesterLogin != "mara" || sess.State != store.Dispatched || sess.HeadSHA != head {
+		if sess.TriggerKind != "repair" || sess.RequesterLogin != "mara" || sess.State() != session.Dispatched || sess.HeadSHA != head {
 			t.Fatalf("session = %+v\n%s", sess, h.logs)
 		}
 		sv := h.claim(ex.last(t))
@@ -96,7 +97,7 @@ func TestFailingCheckIsRepairedOnThePRBranch(t *testing.T) {
 		sv.upload(spec, 0, fixedCalc)
 		h.runWorkers()
 		sess = h.onlySession()
-		if sess.Outcome != store.Changed || sess.Branch != "fix-flaky" {
+		if sess.Outcome != session.Changed || sess.Branch != "fix-flaky" {
 			t.Fatalf("session = %s on %q (%s)\n%s", sess.Outcome, sess.Branch, sess.Detail, h.logs)
 		}
 		if got := h.gh.BranchSHA(owner, repoName, "fix-flaky"); got != sess.CommitSHA {
@@ -270,7 +271,7 @@ func TestRepairWaitsOutTheCooldownAndReadsTheJobLog(t *testing.T) {
 	h.runWorkers()
 	sv.upload(spec, 1, fixedCalc) // unverified: a draft PR, the PR head stays
 	h.runWorkers()
-	if s := repairSessions(h); len(s) != 1 || s[0].Outcome != store.VerificationFailed {
+	if s := repairSessions(h); len(s) != 1 || s[0].Outcome != session.VerificationFailed {
 		t.Fatalf("first repair = %+v\n%s", s, h.logs)
 	}
 

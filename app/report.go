@@ -15,6 +15,7 @@ import (
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // report turns an attempt's result into the session's end: a validated
@@ -32,7 +33,7 @@ func (s *Service) report(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	if sess.State != store.Reporting {
+	if sess.State() != session.Reporting {
 		return nil
 	}
 	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Logger()
@@ -111,7 +112,7 @@ type reportSteps interface {
 	// Record stores what a write made (see Service.record).
 	Record(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error)
 	// End ends the session with one reply (see Service.end).
-	End(ctx context.Context, id string, outcome store.Outcome, reason, reply string) error
+	End(ctx context.Context, id string, outcome session.Outcome, reason, reply string) error
 }
 
 // reportResult decides, from the session as stored and its attempt's
@@ -130,25 +131,25 @@ func reportResult(ctx context.Context, do reportSteps, sess store.Session, spec 
 	ev := up.Evidence
 	switch ev.Outcome {
 	case contract.OutcomeTimedOut:
-		return do.End(ctx, sess.ID, store.TimedOut, "timed_out", render.TimedOutReply(sess.RequesterLogin))
+		return do.End(ctx, sess.ID, session.TimedOut, "timed_out", render.TimedOutReply(sess.RequesterLogin))
 	case contract.OutcomeCancelled:
-		return do.End(ctx, sess.ID, store.Cancelled, "cancelled", render.RunCancelledReply())
+		return do.End(ctx, sess.ID, session.Cancelled, "cancelled", render.RunCancelledReply())
 	case contract.OutcomeLimitExceeded:
-		return do.End(ctx, sess.ID, store.Errored, string(contract.OutcomeLimitExceeded), render.LimitExceededReply(sess, ev))
+		return do.End(ctx, sess.ID, session.Errored, string(contract.OutcomeLimitExceeded), render.LimitExceededReply(sess, ev))
 	case contract.OutcomeError, contract.OutcomeAgentFailed:
 		if svc := ev.FailedService(); svc != nil {
-			return do.End(ctx, sess.ID, store.Errored, string(ev.Outcome), render.ServiceFailedReply(sess, *svc))
+			return do.End(ctx, sess.ID, session.Errored, string(ev.Outcome), render.ServiceFailedReply(sess, *svc))
 		}
-		return do.End(ctx, sess.ID, store.Errored, string(ev.Outcome), render.AgentFailedReply(sess, ev))
+		return do.End(ctx, sess.ID, session.Errored, string(ev.Outcome), render.AgentFailedReply(sess, ev))
 	}
 	if up.Manifest == nil || len(up.Manifest.Files) == 0 {
-		return do.End(ctx, sess.ID, store.NoChange, "no_change", render.NoChangeReply(sess, ev))
+		return do.End(ctx, sess.ID, session.NoChange, "no_change", render.NoChangeReply(sess, ev))
 	}
 	repoCfg, err := do.RepoConfig(ctx, sess)
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
 		// The repo's protected paths are in that file: fail closed.
-		return do.End(ctx, sess.ID, store.ChangeRefused, "config_invalid", render.ConfigUnparsableRefusal(sess.RequesterLogin))
+		return do.End(ctx, sess.ID, session.ChangeRefused, "config_invalid", render.ConfigUnparsableRefusal(sess.RequesterLogin))
 	}
 	if err != nil {
 		return err
@@ -158,7 +159,7 @@ func reportResult(ctx context.Context, do reportSteps, sess store.Session, spec 
 	decision, summary := repoCfg.CheckChange(up.Manifest, spec.Limits, sess.RepoName)
 	if !decision.Allowed {
 		zerolog.Ctx(ctx).Info().Str("reason", string(decision.Reason)).Msg("change refused")
-		return do.End(ctx, sess.ID, store.ChangeRefused, string(decision.Reason), render.ChangeRefusedReply(decision.Reply))
+		return do.End(ctx, sess.ID, session.ChangeRefused, string(decision.Reason), render.ChangeRefusedReply(decision.Reply))
 	}
 	verified := verificationPassed(ev)
 	if sess.CommitSHA == "" {
@@ -166,7 +167,7 @@ func reportResult(ctx context.Context, do reportSteps, sess store.Session, spec 
 		if err != nil {
 			return err
 		}
-		if sess, err = do.Record(ctx, sess.ID, func(x *store.Session) { x.CommitSHA = sha }); err != nil || sess.State == store.Done {
+		if sess, err = do.Record(ctx, sess.ID, func(x *store.Session) { x.CommitSHA = sha }); err != nil || sess.State() == session.Done {
 			return err
 		}
 	}
@@ -175,7 +176,7 @@ func reportResult(ctx context.Context, do reportSteps, sess store.Session, spec 
 		if err != nil {
 			return err
 		}
-		if sess, err = do.Record(ctx, sess.ID, func(x *store.Session) { x.Branch, x.PRNumber = branch, prNumber }); err != nil || sess.State == store.Done {
+		if sess, err = do.Record(ctx, sess.ID, func(x *store.Session) { x.Branch, x.PRNumber = branch, prNumber }); err != nil || sess.State() == session.Done {
 			return err
 		}
 	}
@@ -188,16 +189,16 @@ func reportResult(ctx context.Context, do reportSteps, sess store.Session, spec 
 		if err != nil {
 			return err
 		}
-		if sess, err = do.Record(ctx, sess.ID, func(x *store.Session) { x.CheckRunID = id }); err != nil || sess.State == store.Done {
+		if sess, err = do.Record(ctx, sess.ID, func(x *store.Session) { x.CheckRunID = id }); err != nil || sess.State() == session.Done {
 			return err
 		}
 	}
 	if !verified && sess.CheckRunID != 0 {
 		do.AnnotateFailures(ctx, sess, ev)
 	}
-	outcome, reason := store.Changed, "changed"
+	outcome, reason := session.Changed, "changed"
 	if !verified {
-		outcome, reason = store.VerificationFailed, "verification_failed"
+		outcome, reason = session.VerificationFailed, "verification_failed"
 	}
 	return do.End(ctx, sess.ID, outcome, reason, render.ChangeReply(sess, verified, ev))
 }
@@ -268,7 +269,7 @@ func (r *serviceReport) Record(ctx context.Context, id string, fn func(*store.Se
 	return r.s.record(ctx, id, fn)
 }
 
-func (r *serviceReport) End(ctx context.Context, id string, outcome store.Outcome, reason, reply string) error {
+func (r *serviceReport) End(ctx context.Context, id string, outcome session.Outcome, reason, reply string) error {
 	return r.s.end(ctx, id, outcome, reason, reply)
 }
 

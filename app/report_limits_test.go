@@ -8,13 +8,14 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/session"
 )
 
 // A run that ran into a sandbox limit ends error with its own reason and a
 // reply naming the limit and its value, and writes nothing, even with a
 // change in hand.
 func TestReportResultEndsALimitExceededRunNamingTheLimit(t *testing.T) {
-	sess := store.Session{ID: "s-0123456789", RepoOwner: "acme", RepoName: "widgets", Number: 7, IsPR: true, State: store.Reporting, RequesterLogin: "alice"}
+	sess := store.Fixture(session.Reporting, store.Session{ID: "s-0123456789", RepoOwner: "acme", RepoName: "widgets", Number: 7, IsPR: true, RequesterLogin: "alice"})
 	up := contract.ResultUpload{
 		Evidence: contract.Evidence{Outcome: contract.OutcomeLimitExceeded, Limit: &contract.LimitHit{Name: contract.LimitMemory, Value: 4 << 30, Command: "agent"}},
 		Manifest: &contract.Manifest{Files: []contract.FileChange{{Path: "calc.go", Mode: "100644", Content: []byte("package calc\n")}}},
@@ -26,7 +27,7 @@ func TestReportResultEndsALimitExceededRunNamingTheLimit(t *testing.T) {
 	if !slices.Equal(f.calls, []string{"end error"}) {
 		t.Fatalf("calls %q, want only the end", f.calls)
 	}
-	if f.ended.outcome != store.Errored || f.ended.reason != "limit_exceeded" {
+	if f.ended.outcome != session.Errored || f.ended.reason != "limit_exceeded" {
 		t.Fatalf("ended %+v, want error/limit_exceeded", *f.ended)
 	}
 	if !strings.Contains(f.ended.reply, "memory limit of 4 GiB") || !strings.Contains(f.ended.reply, "@alice") {

@@ -12,6 +12,7 @@ import (
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // fakeReport is reportSteps as a plain struct, in the manner of
@@ -29,7 +30,7 @@ type fakeReport struct {
 }
 
 type endCall struct {
-	outcome store.Outcome
+	outcome session.Outcome
 	reason  string
 	reply   string
 }
@@ -62,19 +63,19 @@ func (f *fakeReport) Record(_ context.Context, _ string, fn func(*store.Session)
 	fn(&f.sess)
 	last := f.calls[len(f.calls)-1]
 	if f.doneAfter != "" && strings.HasPrefix(last, f.doneAfter) {
-		f.sess.State = store.Done
+		f.sess = store.Fixture(session.Done, f.sess)
 	}
 	return f.sess, nil
 }
 
-func (f *fakeReport) End(_ context.Context, _ string, outcome store.Outcome, reason, reply string) error {
+func (f *fakeReport) End(_ context.Context, _ string, outcome session.Outcome, reason, reply string) error {
 	f.calls = append(f.calls, "end "+string(outcome))
 	f.ended = &endCall{outcome: outcome, reason: reason, reply: reply}
 	return nil
 }
 
 func TestReportResultDecides(t *testing.T) {
-	prSession := store.Session{ID: "s-0123456789", RepoOwner: "acme", RepoName: "widgets", Number: 7, IsPR: true, State: store.Reporting, RequesterLogin: "alice", HeadSHA: "head0", CheckRunID: 5}
+	prSession := store.Fixture(session.Reporting, store.Session{ID: "s-0123456789", RepoOwner: "acme", RepoName: "widgets", Number: 7, IsPR: true, RequesterLogin: "alice", HeadSHA: "head0", CheckRunID: 5})
 	issueSession := prSession
 	issueSession.IsPR, issueSession.CheckRunID, issueSession.HeadSHA = false, 0, ""
 	passed := []contract.CommandResult{{Name: "test", Phase: contract.PhaseVerify, ExitCode: 0}}
@@ -90,69 +91,69 @@ func TestReportResultDecides(t *testing.T) {
 		cfgErr    error
 		doneAfter string
 		calls     []string
-		outcome   store.Outcome
+		outcome   session.Outcome
 		reason    string
 		reply     string // a part of the reply
 	}{
 		"timed out: ends, writes nothing": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeTimedOut}, Manifest: change},
-			calls: []string{"end timed_out"}, outcome: store.TimedOut, reason: "timed_out",
+			calls: []string{"end timed_out"}, outcome: session.TimedOut, reason: "timed_out",
 		},
 		"cancelled: ends, writes nothing": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeCancelled}, Manifest: change},
-			calls: []string{"end cancelled"}, outcome: store.Cancelled, reason: "cancelled",
+			calls: []string{"end cancelled"}, outcome: session.Cancelled, reason: "cancelled",
 		},
 		"agent failed: error with its reason": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeAgentFailed}, Manifest: change},
-			calls: []string{"end error"}, outcome: store.Errored, reason: "agent_failed",
+			calls: []string{"end error"}, outcome: session.Errored, reason: "agent_failed",
 		},
 		"a service failed: error naming it": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeError,
 				Services: []contract.ServiceResult{{Name: "redis", Ready: true}, {Name: "postgres", Failure: "was not ready within 5s", OutputTail: "FATAL: no\n"}}}},
-			calls: []string{"end error"}, outcome: store.Errored, reason: "error", reply: "the service `postgres` `was not ready within 5s`",
+			calls: []string{"end error"}, outcome: session.Errored, reason: "error", reply: "the service `postgres` `was not ready within 5s`",
 		},
 		"no files: no change": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}},
-			calls: []string{"end no_change"}, outcome: store.NoChange, reason: "no_change",
+			calls: []string{"end no_change"}, outcome: session.NoChange, reason: "no_change",
 		},
 		"unreadable repo config: refused, fail closed": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
 			cfgErr: &config.RepoConfigError{Path: ".github/inspect.yml", Err: errors.New("bad yaml")},
-			calls:  []string{"config", "end change_refused"}, outcome: store.ChangeRefused, reason: "config_invalid",
+			calls:  []string{"config", "end change_refused"}, outcome: session.ChangeRefused, reason: "config_invalid",
 		},
 		"protected path: refused, nothing committed": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: workflow},
-			calls: []string{"config", "end change_refused"}, outcome: store.ChangeRefused, reason: string(policy.ReasonProtectedPath), reply: ".github/workflows/ci.yml",
+			calls: []string{"config", "end change_refused"}, outcome: session.ChangeRefused, reason: string(policy.ReasonProtectedPath), reply: ".github/workflows/ci.yml",
 		},
 		"the org-wide config in the owner's .github repo: refused": {
 			sess:  func() store.Session { s := prSession; s.RepoName = ".github"; return s }(),
 			up:    contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: orgConfig},
-			calls: []string{"config", "end change_refused"}, outcome: store.ChangeRefused, reason: string(policy.ReasonProtectedPath), reply: "`inspect.yml`",
+			calls: []string{"config", "end change_refused"}, outcome: session.ChangeRefused, reason: string(policy.ReasonProtectedPath), reply: "`inspect.yml`",
 		},
 		"inspect.yml at another repo's root is an ordinary file": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: orgConfig},
 			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=true", "end changed"},
-			outcome: store.Changed, reason: "changed",
+			outcome: session.Changed, reason: "changed",
 		},
 		"verified PR change: commit, push, changed": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
 			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=true", "end changed"},
-			outcome: store.Changed, reason: "changed",
+			outcome: session.Changed, reason: "changed",
 		},
 		"failed verification on a PR: pushed unverified, annotated": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeVerifyFailed, Commands: failed}, Manifest: change},
 			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=false", "annotate 5", "end verification_failed"},
-			outcome: store.VerificationFailed, reason: "verification_failed",
+			outcome: session.VerificationFailed, reason: "verification_failed",
 		},
 		"issue session: its check run goes on the commit": {
 			sess: issueSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
 			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=true", "check run on c0ffee", "end changed"},
-			outcome: store.Changed, reason: "changed",
+			outcome: session.Changed, reason: "changed",
 		},
 		"replay after the commit: not committed again": {
 			sess:  func() store.Session { s := prSession; s.CommitSHA = "c0ffee"; return s }(),
 			up:    contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
-			calls: []string{"config", "push c0ffee verified=true", "end changed"}, outcome: store.Changed, reason: "changed",
+			calls: []string{"config", "push c0ffee verified=true", "end changed"}, outcome: session.Changed, reason: "changed",
 		},
 		"replay after the push: neither again": {
 			sess: func() store.Session {
@@ -161,7 +162,7 @@ func TestReportResultDecides(t *testing.T) {
 				return s
 			}(),
 			up:    contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
-			calls: []string{"config", "check run on c0ffee", "end changed"}, outcome: store.Changed, reason: "changed",
+			calls: []string{"config", "check run on c0ffee", "end changed"}, outcome: session.Changed, reason: "changed",
 		},
 		"cancelled while committing: stops after recording the commit": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},

@@ -18,6 +18,7 @@ import (
 	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/internal/servetest"
 	"github.com/inspecthq/inspect/runner/local"
+	"github.com/inspecthq/inspect/session"
 )
 
 // TestMain removes the inspect binary the sandbox tests build.
@@ -81,7 +82,7 @@ func (h *harness) waitForAttempt(lx *local.Executor) {
 	sess := h.onlySession()
 	a, err := h.st.GetAttempt(context.Background(), sess.AttemptID)
 	if err != nil {
-		h.t.Fatalf("no attempt: %v (%s)\n%s", err, sess.State, h.logs)
+		h.t.Fatalf("no attempt: %v (%s)\n%s", err, sess.State(), h.logs)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -104,8 +105,8 @@ func (h *harness) runSession(lx *local.Executor, files map[string]string, ask st
 	h.waitForAttempt(lx)
 	h.runWorkers()
 	sess := h.onlySession()
-	if sess.Outcome != store.Changed {
-		h.t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
+	if sess.Outcome != session.Changed {
+		h.t.Fatalf("session = %s/%s: %s\n%s", sess.State(), sess.Outcome, sess.Detail, h.logs)
 	}
 	return sess
 }
@@ -127,8 +128,8 @@ func TestRealSessionOnAnIssueFixesTheFailingTest(t *testing.T) {
 func assertIssueSessionOpenedPR(t *testing.T, h *harness) store.Session {
 	t.Helper()
 	sess := h.onlySession()
-	if sess.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s: %s\n%s", sess.State, sess.Outcome, sess.Detail, h.logs)
+	if sess.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s: %s\n%s", sess.State(), sess.Outcome, sess.Detail, h.logs)
 	}
 	gitDir := h.gh.GitDir(owner, repoName)
 	calc, err := exec.Command("git", "--git-dir", gitDir, "show", sess.CommitSHA+":calc.go").Output()
@@ -191,7 +192,7 @@ func TestRealSessionOnAPullRequestPushesOntoItsBranch(t *testing.T) {
 func assertPRSessionPushed(t *testing.T, h *harness, head string) store.Session {
 	t.Helper()
 	sess := h.onlySession()
-	if sess.Outcome != store.Changed || sess.Branch != "fix-add" {
+	if sess.Outcome != session.Changed || sess.Branch != "fix-add" {
 		t.Fatalf("session = %s on %q: %s\n%s", sess.Outcome, sess.Branch, sess.Detail, h.logs)
 	}
 	if got := h.gh.BranchSHA(owner, repoName, "fix-add"); got != sess.CommitSHA {
@@ -220,7 +221,7 @@ func TestRealHangingAgentTimesOutAndLeavesNothing(t *testing.T) {
 	h.runWorkers()
 	h.waitForAttempt(lx)
 	h.runWorkers()
-	if s := h.onlySession(); s.Outcome != store.TimedOut {
+	if s := h.onlySession(); s.Outcome != session.TimedOut {
 		t.Fatalf("outcome = %s: %s\n%s", s.Outcome, s.Detail, h.logs)
 	}
 	if left := processesWith(t, marker); len(left) > 0 {

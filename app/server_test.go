@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/session"
 )
 
 func get(t *testing.T, url string) int {
@@ -90,8 +90,8 @@ func TestShutdownDrainsWorkInFlight(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return after the drain")
 	}
-	if s := h.onlySession(); s.State != store.Preparing {
-		t.Errorf("the in-flight session was not finished during the drain: %s", s.State)
+	if s := h.onlySession(); s.State() != session.Preparing {
+		t.Errorf("the in-flight session was not finished during the drain: %s", s.State())
 	}
 	if _, err := http.Get(url + "/healthz"); err == nil {
 		t.Error("the server still answers after shutdown")
@@ -124,14 +124,14 @@ func TestShutdownAbandonsWorkAtTheDeadline(t *testing.T) {
 	release()
 	// The cut-short work is released, uncounted: the next start finishes
 	// it at once, without waiting for a lease to expire.
-	if s := h.onlySession(); s.State != store.Queued {
-		t.Fatalf("state = %s, want queued for the next start", s.State)
+	if s := h.onlySession(); s.State() != session.Queued {
+		t.Fatalf("state = %s, want queued for the next start", s.State())
 	}
 	h.stop()
 	h.start()
 	h.runWorkers()
-	if s := h.onlySession(); s.State != store.Preparing {
-		t.Errorf("after restart: %s\n%s", s.State, h.logs)
+	if s := h.onlySession(); s.State() != session.Preparing {
+		t.Errorf("after restart: %s\n%s", s.State(), h.logs)
 	}
 	h.expectOneReply(issueNumber)
 	if !strings.Contains(h.logs.String(), "draining") {

@@ -18,6 +18,7 @@ import (
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/runner"
+	"github.com/inspecthq/inspect/session"
 )
 
 // scriptedExecutor records launches; the test then plays the supervisor over
@@ -188,8 +189,8 @@ func TestIssueSessionOpensVerifiedPullRequest(t *testing.T) {
 	}
 	h.runWorkers()
 	sess := h.onlySession()
-	if sess.State != store.Dispatched {
-		t.Fatalf("state = %s (%s: %s)\n%s", sess.State, sess.Reason, sess.Detail, h.logs)
+	if sess.State() != session.Dispatched {
+		t.Fatalf("state = %s (%s: %s)\n%s", sess.State(), sess.Reason, sess.Detail, h.logs)
 	}
 	sv := h.claim(ex.last(t))
 	spec := sv.spec()
@@ -200,16 +201,16 @@ func TestIssueSessionOpensVerifiedPullRequest(t *testing.T) {
 		t.Errorf("the clone URL carries a credential: %s", spec.Repo.CloneURL)
 	}
 	h.runWorkers()
-	if s := h.onlySession(); s.State != store.Running {
-		t.Fatalf("after claim: %s", s.State)
+	if s := h.onlySession(); s.State() != session.Running {
+		t.Fatalf("after claim: %s", s.State())
 	}
 	sv.upload(spec, 0, contract.FileChange{Path: "calc.go", Mode: contract.ModeFile,
 		Content: []byte("package calc\n\nfunc Add(a, b int) int { return a + b }\n")})
 	h.runWorkers()
 
 	sess = h.onlySession()
-	if sess.State != store.Done || sess.Outcome != store.Changed {
-		t.Fatalf("session = %s/%s (%s: %s)\n%s", sess.State, sess.Outcome, sess.Reason, sess.Detail, h.logs)
+	if sess.State() != session.Done || sess.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s (%s: %s)\n%s", sess.State(), sess.Outcome, sess.Reason, sess.Detail, h.logs)
 	}
 	show := gitShow(t, h.gh.GitDir(owner, repoName), sess.CommitSHA)
 	for _, want := range []string{
@@ -281,8 +282,8 @@ func TestPRSessionPushesVerifiedChangeOntoItsBranch(t *testing.T) {
 	h, ex := newSessionHarness(t)
 	head := withRealPR(t, h)
 	sess := runToUpload(t, h, ex, commentOpts{body: "/inspect fix the flaky test", onPR: true}, 0, fixedCalc)
-	if sess.Outcome != store.Changed || sess.Branch != "fix-flaky" || sess.PRNumber != prNumber {
-		t.Fatalf("session = %s/%s branch %q PR %d (%s)\n%s", sess.State, sess.Outcome, sess.Branch, sess.PRNumber, sess.Detail, h.logs)
+	if sess.Outcome != session.Changed || sess.Branch != "fix-flaky" || sess.PRNumber != prNumber {
+		t.Fatalf("session = %s/%s branch %q PR %d (%s)\n%s", sess.State(), sess.Outcome, sess.Branch, sess.PRNumber, sess.Detail, h.logs)
 	}
 	if got := h.gh.BranchSHA(owner, repoName, "fix-flaky"); got != sess.CommitSHA {
 		t.Errorf("PR branch at %s, want the new commit %s", got, sess.CommitSHA)
@@ -301,7 +302,7 @@ func TestFailedVerificationOpensDraftAgainstThePRBranch(t *testing.T) {
 	h, ex := newSessionHarness(t)
 	head := withRealPR(t, h)
 	sess := runToUpload(t, h, ex, commentOpts{body: "/inspect fix it", onPR: true}, 1, fixedCalc)
-	if sess.Outcome != store.VerificationFailed {
+	if sess.Outcome != session.VerificationFailed {
 		t.Fatalf("outcome = %s (%s)\n%s", sess.Outcome, sess.Detail, h.logs)
 	}
 	if got := h.gh.BranchSHA(owner, repoName, "fix-flaky"); got != head {
@@ -334,7 +335,7 @@ func TestMovedHeadGetsANewPullRequest(t *testing.T) {
 	sv.upload(spec, 0, fixedCalc)
 	h.runWorkers()
 	sess := h.onlySession()
-	if sess.Outcome != store.Changed || sess.Branch == "fix-flaky" || sess.PRNumber == prNumber {
+	if sess.Outcome != session.Changed || sess.Branch == "fix-flaky" || sess.PRNumber == prNumber {
 		t.Fatalf("session = %s branch %q PR %d\n%s", sess.Outcome, sess.Branch, sess.PRNumber, h.logs)
 	}
 	if got := h.gh.BranchSHA(owner, repoName, "fix-flaky"); got != moved {
@@ -354,7 +355,7 @@ func TestProtectedPathIsRefusedAndNothingPushed(t *testing.T) {
 	head := withRealPR(t, h)
 	sess := runToUpload(t, h, ex, commentOpts{body: "/inspect fix ci", onPR: true}, 0,
 		contract.FileChange{Path: ".github/workflows/ci.yml", Mode: contract.ModeFile, Content: []byte("on: push\n")})
-	if sess.Outcome != store.ChangeRefused || sess.Reason != "protected_path" || sess.CommitSHA != "" {
+	if sess.Outcome != session.ChangeRefused || sess.Reason != "protected_path" || sess.CommitSHA != "" {
 		t.Fatalf("session = %s/%s commit %q", sess.Outcome, sess.Reason, sess.CommitSHA)
 	}
 	if got := h.gh.BranchSHA(owner, repoName, "fix-flaky"); got != head {
@@ -372,7 +373,7 @@ func TestNoChangePostsTheAnswer(t *testing.T) {
 	h, ex := newSessionHarness(t)
 	withRealPR(t, h)
 	sess := runToUpload(t, h, ex, commentOpts{body: "/inspect why is it flaky?", onPR: true}, 0)
-	if sess.Outcome != store.NoChange {
+	if sess.Outcome != session.NoChange {
 		t.Fatalf("outcome = %s", sess.Outcome)
 	}
 	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "neutral" {
@@ -394,7 +395,7 @@ func TestCancelMidRunStopsTheAttempt(t *testing.T) {
 	}
 	h.runWorkers()
 	sess := h.onlySession()
-	if sess.Outcome != store.Cancelled {
+	if sess.Outcome != session.Cancelled {
 		t.Fatalf("outcome = %s", sess.Outcome)
 	}
 	if len(ex.cancelled) != 1 {
@@ -406,7 +407,7 @@ func TestCancelMidRunStopsTheAttempt(t *testing.T) {
 		StartedAt: now, EndedAt: now, Outcome: contract.OutcomeOK}
 	sv.call("PUT", contract.PathResult, contract.ResultUpload{Evidence: ev}, nil, 0)
 	h.runWorkers()
-	if s := h.onlySession(); s.Outcome != store.Cancelled || s.CommitSHA != "" {
+	if s := h.onlySession(); s.Outcome != session.Cancelled || s.CommitSHA != "" {
 		t.Errorf("a late result changed the session: %+v", s)
 	}
 	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "cancelled" {
@@ -425,13 +426,13 @@ func TestDeadlineTimesTheSessionOut(t *testing.T) {
 	h.runWorkers()
 	h.clock.Advance(h.cfg.Sessions.Timeout + time.Second)
 	h.runWorkers()
-	if s := h.onlySession(); s.State != store.Running {
-		t.Fatalf("just past the deadline the result is still awaited, got %s", s.State)
+	if s := h.onlySession(); s.State() != session.Running {
+		t.Fatalf("just past the deadline the result is still awaited, got %s", s.State())
 	}
 	h.clock.Advance(3 * time.Minute) // past the grace
 	h.runWorkers()
 	sess := h.onlySession()
-	if sess.Outcome != store.TimedOut {
+	if sess.Outcome != session.TimedOut {
 		t.Fatalf("outcome = %s", sess.Outcome)
 	}
 	if len(ex.cancelled) != 1 {
@@ -457,8 +458,8 @@ func TestSecondRequestWaitsThenRuns(t *testing.T) {
 			second = s
 		}
 	}
-	if second.State != store.Queued {
-		t.Fatalf("the second request did not wait: %s", second.State)
+	if second.State() != session.Queued {
+		t.Fatalf("the second request did not wait: %s", second.State())
 	}
 	if len(ex.launches) != 1 {
 		t.Fatalf("launches = %d while the first runs", len(ex.launches))
@@ -475,8 +476,8 @@ func TestSecondRequestWaitsThenRuns(t *testing.T) {
 	h.clock.Advance(time.Minute) // the postponed work's turn comes
 	h.runWorkers()
 	second, _ = h.st.GetSession(context.Background(), second.ID)
-	if second.State != store.Dispatched || len(ex.launches) != 2 {
-		t.Fatalf("after the first ended: %s, launches %d\n%s", second.State, len(ex.launches), h.logs)
+	if second.State() != session.Dispatched || len(ex.launches) != 2 {
+		t.Fatalf("after the first ended: %s, launches %d\n%s", second.State(), len(ex.launches), h.logs)
 	}
 	for _, c := range h.comments(prNumber) {
 		if strings.Contains(c.Body, second.ID) && strings.Contains(c.Body, "| Status | waiting |") {
@@ -492,7 +493,7 @@ func TestIssueSessionRequestBudget(t *testing.T) {
 	h, ex := newSessionHarness(t)
 	h.gh.ResetRequests()
 	runToUpload(t, h, ex, commentOpts{body: "/inspect fix the failing test"}, 0, fixedCalc)
-	if s := h.onlySession(); s.Outcome != store.Changed {
+	if s := h.onlySession(); s.Outcome != session.Changed {
 		t.Fatalf("outcome = %s", s.Outcome)
 	}
 	total, creating := 0, 0
@@ -524,7 +525,7 @@ func TestSupervisorReportedTimeoutEndsTimedOut(t *testing.T) {
 	sv.call("PUT", contract.PathResult, contract.ResultUpload{Evidence: ev}, nil, 204)
 	h.runWorkers()
 	sess := h.onlySession()
-	if sess.Outcome != store.TimedOut || sess.CommitSHA != "" {
+	if sess.Outcome != session.TimedOut || sess.CommitSHA != "" {
 		t.Fatalf("session = %s commit %q", sess.Outcome, sess.CommitSHA)
 	}
 	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "timed_out" {
@@ -548,16 +549,16 @@ func TestRunnerThatExitsWithoutResultEndsTheSession(t *testing.T) {
 	withRealPR(t, h)
 	startOnPR(t, h, ex, "/inspect fix it")
 	h.runWorkers()
-	if s := h.onlySession(); s.State != store.Running {
-		t.Fatalf("state = %s", s.State)
+	if s := h.onlySession(); s.State() != session.Running {
+		t.Fatalf("state = %s", s.State())
 	}
 	ex.mu.Lock()
 	ex.exited = map[string]bool{"scripted-1": true}
 	ex.mu.Unlock()
 	h.runWorkers()
 	s := h.onlySession()
-	if s.Outcome != store.Errored || s.Reason != "runner_lost" {
-		t.Fatalf("session = %s/%s/%s", s.State, s.Outcome, s.Reason)
+	if s.Outcome != session.Errored || s.Reason != "runner_lost" {
+		t.Fatalf("session = %s/%s/%s", s.State(), s.Outcome, s.Reason)
 	}
 	if runs := h.gh.CheckRuns(owner, repoName); len(runs) != 1 || runs[0].Conclusion != "failure" {
 		t.Errorf("check runs = %+v", runs)
@@ -575,14 +576,14 @@ func TestReconcileCancelsSessionsWhoseTargetWentAway(t *testing.T) {
 	withRealPR(t, h)
 	startOnPR(t, h, ex, "/inspect fix it")
 	h.runWorkers()
-	if s := h.onlySession(); s.State != store.Running {
-		t.Fatalf("state = %s", s.State)
+	if s := h.onlySession(); s.State() != session.Running {
+		t.Fatalf("state = %s", s.State())
 	}
 	// Still open: nothing happens.
 	h.clock.Advance(h.cfg.Workers.ReconcileInterval)
 	h.runWorkers()
-	if s := h.onlySession(); s.State != store.Running {
-		t.Fatalf("cancelled an open PR's session: %s/%s", s.State, s.Reason)
+	if s := h.onlySession(); s.State() != session.Running {
+		t.Fatalf("cancelled an open PR's session: %s/%s", s.State(), s.Reason)
 	}
 	if _, _, err := h.client(t).PullRequests.Edit(context.Background(), owner, repoName, prNumber, &github.PullRequest{State: github.String("closed")}); err != nil {
 		t.Fatal(err)
@@ -590,8 +591,8 @@ func TestReconcileCancelsSessionsWhoseTargetWentAway(t *testing.T) {
 	h.clock.Advance(h.cfg.Workers.ReconcileInterval)
 	h.runWorkers()
 	s := h.onlySession()
-	if s.Outcome != store.Cancelled || s.Reason != "pr_closed" {
-		t.Fatalf("session = %s/%s/%s", s.State, s.Outcome, s.Reason)
+	if s.Outcome != session.Cancelled || s.Reason != "pr_closed" {
+		t.Fatalf("session = %s/%s/%s", s.State(), s.Outcome, s.Reason)
 	}
 	ex.mu.Lock()
 	cancelled := append([]string(nil), ex.cancelled...)
@@ -615,11 +616,11 @@ func TestReconcileCancelsASessionWhoseRepositoryIsGone(t *testing.T) {
 	h.gh.FailNext(http.MethodGet, "/repos/"+owner+"/"+repoName, http.StatusNotFound)
 	h.clock.Advance(h.cfg.Workers.ReconcileInterval)
 	h.runWorkers()
-	if s := h.onlySession(); s.Outcome != store.Cancelled || s.Reason != "repo_removed" {
+	if s := h.onlySession(); s.Outcome != session.Cancelled || s.Reason != "repo_removed" {
 		for _, r := range h.gh.Requests() {
 			t.Log(r.Method, r.Path, r.Status)
 		}
-		t.Fatalf("session = %s/%s/%s\n%s", s.State, s.Outcome, s.Reason, h.logs)
+		t.Fatalf("session = %s/%s/%s\n%s", s.State(), s.Outcome, s.Reason, h.logs)
 	}
 }
 
@@ -633,8 +634,8 @@ func TestReconcileDoesNotTakeARateLimitForARemovedRepository(t *testing.T) {
 	h.gh.RateLimitNext(http.MethodGet, "/repos/"+owner+"/"+repoName+"/pulls/*")
 	h.clock.Advance(h.cfg.Workers.ReconcileInterval)
 	h.runWorkers()
-	if s := h.onlySession(); s.State != store.Running {
-		t.Fatalf("session = %s/%s/%s after a rate limit", s.State, s.Outcome, s.Reason)
+	if s := h.onlySession(); s.State() != session.Running {
+		t.Fatalf("session = %s/%s/%s after a rate limit", s.State(), s.Outcome, s.Reason)
 	}
 	if n := len(h.gh.RequestsMatching(http.MethodGet, "/repos/"+owner+"/"+repoName+"/pulls/2")); n == 0 {
 		t.Error("the target was never checked")

@@ -13,6 +13,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/session"
 )
 
 // The sync: bringing GitHub in line with a session as stored, the one place
@@ -37,7 +38,7 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 	// in the comment, nor the reverse. The errors come back together, so
 	// the work item is retried (every update is idempotent).
 	var errs []error
-	if sess.CheckRunID != 0 && sess.State == store.Running {
+	if sess.CheckRunID != 0 && sess.State() == session.Running {
 		title, summary := render.RunningCheckRun(sess)
 		errs = append(errs, ghwrite.StartCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 			Name:    CheckRunName,
@@ -45,7 +46,7 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 			Actions: checkActions(sess),
 		}))
 	}
-	if sess.CheckRunID != 0 && sess.State == store.Done {
+	if sess.CheckRunID != 0 && sess.State() == session.Done {
 		title, summary := render.DoneCheckRun(sess, s.egressAudit(ctx, sess))
 		errs = append(errs, ghwrite.ConcludeCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 			Name:        CheckRunName,
@@ -58,11 +59,11 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 			Actions: checkActions(sess),
 		}))
 	}
-	if sess.State == store.Done {
+	if sess.State() == session.Done {
 		s.annotateRun(ctx, sess)
 	}
 	errs = append(errs, s.syncComment(ctx, c, sess))
-	if sess.State == store.Done {
+	if sess.State() == session.Done {
 		// After the comment: a label GitHub refuses must not keep the
 		// requester from reading the outcome.
 		errs = append(errs, s.syncLabels(ctx, c, sess))
@@ -93,7 +94,7 @@ func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.
 		origin.SignIn = s.signInHint(ctx, sess)
 		return th.Edit(ctx, progressID, render.SessionMarker(sess.ID), render.ProgressBody(sess, origin, s.cfg.CommandWord, run))
 	}
-	if sess.State == store.Done && sess.Detail != "" && sess.Outcome != store.Cancelled {
+	if sess.State() == session.Done && sess.Detail != "" && sess.Outcome != session.Cancelled {
 		// A cancelled session's news is the cancel command's own reply.
 		_, err := th.PostOnce(ctx, render.FinalMarker(sess.ID), sess.Detail, true)
 		return err
@@ -108,7 +109,7 @@ func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.
 // comment names (decision 0033). A done one offers Retry, unless it was
 // refused: its request came from someone who may not run Inspect.
 func checkActions(sess store.Session) []*github.CheckRunAction {
-	if sess.Active() || sess.Outcome == store.Refused {
+	if sess.Active() || sess.Outcome == session.Refused {
 		return nil
 	}
 	b := render.RetryButton()
@@ -123,11 +124,11 @@ func checkActions(sess store.Session) []*github.CheckRunAction {
 // so a replayed sync repeats nothing visible.
 func (s *Service) syncLabels(ctx context.Context, c *github.Client, sess store.Session) error {
 	ti := sess.Info()
-	if ti.Label == "" || sess.Outcome == store.Refused || sess.Outcome == store.Cancelled {
+	if ti.Label == "" || sess.Outcome == session.Refused || sess.Outcome == session.Cancelled {
 		return nil
 	}
 	outcome, other := config.OutcomeLabelFailed, config.OutcomeLabelDone
-	if sess.Outcome == store.Changed || sess.Outcome == store.NoChange {
+	if sess.Outcome == session.Changed || sess.Outcome == session.NoChange {
 		outcome, other = other, outcome
 	}
 	return ghwrite.SyncLabels(ctx, ghwrite.DocumentedLabels{Client: c}, sess.RepoOwner, sess.RepoName, sess.Number, []string{ti.Label, other}, outcome)

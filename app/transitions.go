@@ -10,6 +10,7 @@ import (
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Every change of a session's state, in one place. The states run
@@ -46,7 +47,7 @@ func (s *Service) mutate(ctx context.Context, id string, fn func(*store.Session)
 func (s *Service) record(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error) {
 	return s.store.MutateSessionThen(ctx, id, s.clock.Now(), func(x *store.Session) ([]store.NewWork, error) {
 		fn(x)
-		if x.State == store.Done {
+		if x.State() == session.Done {
 			return []store.NewWork{{Kind: store.SyncSession}}, nil
 		}
 		return nil, nil
@@ -56,20 +57,19 @@ func (s *Service) record(ctx context.Context, id string, fn func(*store.Session)
 // end ends a session (refused, or an error the user must fix): the store
 // first, with a sync queued in the same transaction that posts the one reply
 // and concludes anything an earlier attempt created.
-func (s *Service) end(ctx context.Context, id string, outcome store.Outcome, reason, reply string) error {
+func (s *Service) end(ctx context.Context, id string, outcome session.Outcome, reason, reply string) error {
 	_, err := s.endIf(ctx, id, func(*store.Session) bool { return true }, outcome, reason, reply)
 	return err
 }
 
 // endIf ends a session that is not done yet and passes cond, queueing the
 // sync that tells GitHub, in one transaction. It reports whether it did.
-func (s *Service) endIf(ctx context.Context, id string, cond func(*store.Session) bool, outcome store.Outcome, reason, reply string) (bool, error) {
+func (s *Service) endIf(ctx context.Context, id string, cond func(*store.Session) bool, outcome session.Outcome, reason, reply string) (bool, error) {
 	_, err := s.store.MutateSession(ctx, id, s.clock.Now(), func(x *store.Session) error {
-		if x.State == store.Done || !cond(x) {
+		if x.State() == session.Done || !cond(x) {
 			return errAlreadyDone
 		}
-		x.State, x.Outcome, x.Reason, x.Detail = store.Done, outcome, reason, reply
-		return nil
+		return x.End(outcome, reason, reply)
 	}, store.NewWork{Kind: store.SyncSession})
 	if errors.Is(err, errAlreadyDone) {
 		return false, nil
@@ -86,10 +86,12 @@ func (s *Service) giveUp(ctx context.Context, w *store.Work, refusal *ghclient.R
 		return
 	}
 	ended, err := s.store.MutateSession(ctx, w.SessionID, s.clock.Now(), func(x *store.Session) error {
-		if x.State == store.Done {
+		if x.State() == session.Done {
 			return errAlreadyDone
 		}
-		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "internal_error"
+		if err := x.End(session.Errored, "internal_error", ""); err != nil {
+			return err
+		}
 		x.Detail = render.ErrorReply(*x)
 		if refusal != nil && x.CommitSHA == "" {
 			x.Reason, x.Detail = "api_refused", render.RefusalReply(x.RequesterLogin, refusal.Service, refusal.Status, refusal.Message)
@@ -112,9 +114,9 @@ var errAlreadyDone = errors.New("session already done")
 // attempt. A session that moved on meanwhile (its result came and is being
 // reported, it ended, it was re-dispatched) is left alone: the run's news
 // is stale.
-func (s *Service) endRun(ctx context.Context, sessionID, attemptID string, outcome store.Outcome, reason, reply string) error {
+func (s *Service) endRun(ctx context.Context, sessionID, attemptID string, outcome session.Outcome, reason, reply string) error {
 	ended, err := s.endIf(ctx, sessionID, func(x *store.Session) bool {
-		return x.AttemptID == attemptID && (x.State == store.Preparing || x.State == store.Dispatched || x.State == store.Running)
+		return x.AttemptID == attemptID && (x.State() == session.Preparing || x.State() == session.Dispatched || x.State() == session.Running)
 	}, outcome, reason, reply)
 	if ended {
 		s.stopAttempt(ctx, attemptID)
@@ -128,10 +130,12 @@ func (s *Service) endRun(ctx context.Context, sessionID, attemptID string, outco
 // records why. It reports whether it did.
 func (s *Service) requeue(ctx context.Context, sessionID, attemptID string, count func(*store.Session)) (bool, error) {
 	_, err := s.store.MutateSession(ctx, sessionID, s.clock.Now(), func(x *store.Session) error {
-		if x.State != store.Dispatched && x.State != store.Running || x.AttemptID != attemptID {
+		if x.State() != session.Dispatched && x.State() != session.Running || x.AttemptID != attemptID {
 			return errAlreadyDone
 		}
-		x.State = store.Preparing
+		if err := x.Move(session.Requeue); err != nil {
+			return err
+		}
 		count(x)
 		return nil
 	}, store.NewWork{Kind: store.SyncSession}, store.NewWork{Kind: store.DispatchSession})
@@ -143,8 +147,10 @@ func (s *Service) requeue(ctx context.Context, sessionID, attemptID string, coun
 
 func (s *Service) markDispatched(ctx context.Context, id string, deadline time.Time) error {
 	_, err := s.mutate(ctx, id, func(x *store.Session) {
-		if x.State == store.Preparing {
-			x.State, x.Deadline = store.Dispatched, deadline
+		// A session no longer preparing (ended meanwhile, or dispatched
+		// already) keeps its state: the table refuses the move.
+		if err := x.Move(session.Dispatch); err == nil {
+			x.Deadline = deadline
 		}
 	})
 	return err
@@ -156,10 +162,12 @@ func (s *Service) markDispatched(ctx context.Context, id string, deadline time.T
 func (s *Service) endForBudget(ctx context.Context, a store.Attempt, used store.Usage, budget int64) {
 	log := zerolog.Ctx(ctx)
 	ended, err := s.store.MutateSession(ctx, a.SessionID, s.clock.Now(), func(x *store.Session) error {
-		if x.State == store.Done {
+		if x.State() == session.Done {
 			return errAlreadyDone
 		}
-		x.State, x.Outcome, x.Reason = store.Done, store.Errored, "token_budget"
+		if err := x.End(session.Errored, "token_budget", ""); err != nil {
+			return err
+		}
 		x.Detail = render.TokenBudgetReply(x.RequesterLogin, used.TotalTokens, budget)
 		return nil
 	}, store.NewWork{Kind: store.SyncSession})
@@ -179,8 +187,7 @@ func (s *Service) endForBudget(ctx context.Context, a store.Attempt, used store.
 // and it is preparing or dispatched, becomes running, with a sync queued to
 // tell GitHub.
 func (s *Service) claimAttempt(ctx context.Context, attemptID, claimCode, sessionToken string) (store.Attempt, error) {
-	a, err := s.store.ClaimAttempt(ctx, attemptID, claimCode, sessionToken, s.clock.Now(),
-		store.Running, store.Preparing, store.Dispatched)
+	a, err := s.store.ClaimAttempt(ctx, attemptID, claimCode, sessionToken, s.clock.Now())
 	if err == nil {
 		s.observeAgentStart(ctx, a)
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/session"
 )
 
 // hostileAnswer is the answer of issue 18's review: as Markdown it closes
@@ -38,8 +38,8 @@ func TestAgentAnswerCannotActOnGitHub(t *testing.T) {
 	sv.uploadAnswer(spec, 0, hostileAnswer, fixedCalc)
 	h.runWorkers()
 	issueSess := h.onlySession()
-	if issueSess.Outcome != store.Changed || issueSess.PRNumber == 0 {
-		t.Fatalf("issue session = %s/%s (%s)\n%s", issueSess.State, issueSess.Outcome, issueSess.Detail, h.logs)
+	if issueSess.Outcome != session.Changed || issueSess.PRNumber == 0 {
+		t.Fatalf("issue session = %s/%s (%s)\n%s", issueSess.State(), issueSess.Outcome, issueSess.Detail, h.logs)
 	}
 	// A PR session without a change: the answer goes into the progress
 	// comment and the check run.
@@ -53,8 +53,8 @@ func TestAgentAnswerCannotActOnGitHub(t *testing.T) {
 	sv.uploadAnswer(spec, 0, hostileAnswer)
 	h.runWorkers()
 	for _, s := range h.sessions() {
-		if s.Number == prNumber && s.Outcome != store.NoChange {
-			t.Fatalf("PR session = %s/%s (%s)\n%s", s.State, s.Outcome, s.Detail, h.logs)
+		if s.Number == prNumber && s.Outcome != session.NoChange {
+			t.Fatalf("PR session = %s/%s (%s)\n%s", s.State(), s.Outcome, s.Detail, h.logs)
 		}
 	}
 

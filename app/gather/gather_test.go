@@ -275,12 +275,12 @@ func (f *fakeStore) GetAttempt(_ context.Context, id string) (store.Attempt, err
 
 func TestEarlierSessions(t *testing.T) {
 	done := func(id, attempt string) store.Session {
-		return store.Session{ID: id, State: store.Done, Outcome: store.Changed, RequesterLogin: "alice", Instructions: "do " + id, AttemptID: attempt}
+		return store.Fixture(session.Done, store.Session{ID: id, Outcome: session.Changed, RequesterLogin: "alice", Instructions: "do " + id, AttemptID: attempt})
 	}
 	refused := done("refused", "")
-	refused.Outcome = store.Refused
+	refused.Outcome = session.Refused
 	running := done("running", "")
-	running.State = store.Running
+	running = store.Fixture(session.Running, running)
 	noRequest := done("empty", "")
 	noRequest.Instructions = ""
 	fs := &fakeStore{
@@ -320,7 +320,7 @@ func TestEarlierSessions(t *testing.T) {
 func TestEarlierSessionsKeepTheLatest(t *testing.T) {
 	fs := &fakeStore{}
 	for i := range maxEarlierSessions + 3 {
-		fs.sessions = append(fs.sessions, store.Session{ID: fmt.Sprint("s", i), State: store.Done, Outcome: store.NoChange, Instructions: "q"})
+		fs.sessions = append(fs.sessions, store.Fixture(session.Done, store.Session{ID: fmt.Sprint("s", i), Outcome: session.NoChange, Instructions: "q"}))
 	}
 	items, err := Gatherer{Store: fs}.earlierSessions(context.Background(), store.Session{ID: "new"})
 	if err != nil {

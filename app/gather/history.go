@@ -8,6 +8,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/session"
 )
 
 // earlierSessions are a follow-up's history: each earlier session on the
@@ -20,7 +21,7 @@ func (g Gatherer) earlierSessions(ctx context.Context, sess store.Session) ([]co
 	}
 	var earlier []store.Session
 	for _, e := range all {
-		if e.ID != sess.ID && e.State == store.Done && e.Outcome != store.Refused && e.Instructions != "" {
+		if e.ID != sess.ID && e.State() == session.Done && e.Outcome != session.Refused && e.Instructions != "" {
 			earlier = append(earlier, e)
 		}
 	}

@@ -5,22 +5,23 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/session"
 )
 
 // CheckConclusion maps an outcome to a check-run conclusion (ARCHITECTURE.md).
-func CheckConclusion(o store.Outcome) string {
+func CheckConclusion(o session.Outcome) string {
 	switch o {
-	case store.Changed:
+	case session.Changed:
 		return "success"
-	case store.NoChange:
+	case session.NoChange:
 		return "neutral"
-	case store.ChangeRefused:
+	case session.ChangeRefused:
 		return "action_required"
-	case store.TimedOut:
+	case session.TimedOut:
 		return "timed_out"
-	case store.Cancelled:
+	case session.Cancelled:
 		return "cancelled"
-	case store.Refused:
+	case session.Refused:
 		// Refused sessions get no check run; one exists only when an earlier
 		// attempt created it before the refusal (say, the PR was closed).
 		return "neutral"

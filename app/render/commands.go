@@ -58,7 +58,7 @@ func UnlabelCancelledReply(sessionIDs []string, sender, label string) string {
 
 // StillActiveReply answers `retry` while a session on the thread is active.
 func StillActiveReply(sess store.Session, commandWord string) string {
-	return fmt.Sprintf("Session `%s` is still %s. Use `%s cancel` first if you want to start over.", sess.ID, sess.State, commandWord)
+	return fmt.Sprintf("Session `%s` is still %s. Use `%s cancel` first if you want to start over.", sess.ID, sess.State(), commandWord)
 }
 
 // NothingToRetryReply answers `retry` on a thread with no request to retry.

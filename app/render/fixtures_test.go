@@ -58,45 +58,55 @@ type progressCase struct {
 
 func progressCases() []progressCase {
 	preparing := baseSession()
-	preparing.State = store.Preparing
+	preparing = store.Fixture(session.Preparing, preparing)
 
 	running := baseSession()
-	running.State, running.RetryOf = store.Running, "01jpk2aaaaaaaaaaaaaaaaaaaa"
+	running.RetryOf = "01jpk2aaaaaaaaaaaaaaaaaaaa"
+	running = store.Fixture(session.Running, running)
 
 	queued := baseSession()
-	queued.State, queued.WaitingSince = store.Queued, t0
+	queued.WaitingSince = t0
+	queued = store.Fixture(session.Queued, queued)
 
 	admitted := baseSession()
-	admitted.State, admitted.WaitingSince, admitted.AdmittedAt = store.Running, t0, t1
+	admitted.WaitingSince, admitted.AdmittedAt = t0, t1
+	admitted = store.Fixture(session.Running, admitted)
 
 	changed := baseSession()
-	changed.State, changed.Outcome = store.Done, store.Changed
+	changed.Outcome = session.Changed
+	changed = store.Fixture(session.Done, changed)
 	changed.Detail = "✅ Verified change in pull request #13 (commit `3f9a7b2`). Model usage: 48210 tokens over 17 requests."
 
 	noChange := baseSession()
-	noChange.State, noChange.Outcome = store.Done, store.NoChange
+	noChange.Outcome = session.NoChange
+	noChange = store.Fixture(session.Done, noChange)
 	noChange.Detail = "@alice, the agent made no change. Its answer:\n\n> The test is not flaky here;\n> | it | passes |"
 
 	cancelled := baseSession()
-	cancelled.State, cancelled.Outcome = store.Done, store.Cancelled
+	cancelled.Outcome = session.Cancelled
+	cancelled = store.Fixture(session.Done, cancelled)
 
 	label := baseSession()
-	label.TriggerKind, label.CommentID, label.State, label.Outcome = "label", 0, store.Done, store.Errored
+	label.TriggerKind, label.CommentID, label.Outcome = "label", 0, session.Errored
+	label = store.Fixture(session.Done, label)
 	label.Instructions = "Resolve issue #12: Parser panics on empty input"
 	label.Detail = "⏱️ @alice, the session ran past its deadline and was stopped. Nothing was pushed."
 
 	review := baseSession()
-	review.TriggerKind, review.CommentID, review.IsPR, review.State = "review_comment", 0, true, store.Dispatched
+	review.TriggerKind, review.CommentID, review.IsPR = "review_comment", 0, true
+	review = store.Fixture(session.Dispatched, review)
 
 	repair := baseSession()
-	repair.TriggerKind, repair.CommentID, repair.IsPR, repair.State = "repair", 0, true, store.Preparing
+	repair.TriggerKind, repair.CommentID, repair.IsPR = "repair", 0, true
+	repair = store.Fixture(session.Preparing, repair)
 	repair.Instructions = "Make the failing checks pass: `ci / test`, `lint`. Their output is in the context below."
 
 	notes := baseSession()
-	notes.State, notes.Truncated, notes.IgnoredCommands = store.Preparing, true, 2
+	notes.Truncated, notes.IgnoredCommands = true, 2
+	notes = store.Fixture(session.Preparing, notes)
 
 	waiting := baseSession()
-	waiting.State = store.Queued
+	waiting = store.Fixture(session.Queued, waiting)
 
 	return []progressCase{
 		{name: "preparing", sess: preparing, commandWord: "@inspect"},

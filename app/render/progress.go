@@ -77,12 +77,12 @@ func ProgressBody(sess store.Session, origin Origin, commandWord string, run Run
 	if run.URL != "" {
 		fmt.Fprintf(&b, "| Runs on | [%s](%s) |\n", cell(run.label()), run.URL)
 	}
-	if sess.State == store.Queued && !sess.WaitingSince.IsZero() && origin.QueuedFor != "" {
+	if sess.State() == session.Queued && !sess.WaitingSince.IsZero() && origin.QueuedFor != "" {
 		fmt.Fprintf(&b, "\n⏳ %s\n", origin.QueuedFor)
-	} else if sess.State != store.Queued && !sess.WaitingSince.IsZero() {
+	} else if sess.State() != session.Queued && !sess.WaitingSince.IsZero() {
 		fmt.Fprintf(&b, "\nStarted %s, after waiting in the queue.\n", sess.AdmittedAt.UTC().Format("2006-01-02 15:04 UTC"))
 	}
-	if sess.State == store.Done && sess.Detail != "" {
+	if sess.State() == session.Done && sess.Detail != "" {
 		// Below the table, not in it: the detail may quote the agent, with
 		// newlines, fences and pipes a table cell cannot hold.
 		fmt.Fprintf(&b, "\n%s\n", sess.Detail)
@@ -101,10 +101,10 @@ func ProgressBody(sess store.Session, origin Origin, commandWord string, run Run
 // StatusWord is a session's state in a word or two: its state, or "done:"
 // and its outcome. It is the check run's title once the session is done.
 func StatusWord(sess store.Session) string {
-	if sess.State == store.Done {
+	if sess.State() == session.Done {
 		return "done: " + string(sess.Outcome)
 	}
-	return string(sess.State)
+	return string(sess.State())
 }
 
 // WaitingBody is the progress comment of a session that waits for an

@@ -29,9 +29,10 @@ func TestReplies(t *testing.T) {
 	}}
 
 	running := sess
-	running.State = store.Running
+	running = store.Fixture(session.Running, running)
 	done := sess
-	done.State, done.Outcome, done.Detail = store.Done, store.NoChange, "nothing to do"
+	done.Outcome, done.Detail = session.NoChange, "nothing to do"
+	done = store.Fixture(session.Done, done)
 
 	cases := []struct {
 		name, got, want string
@@ -144,9 +145,9 @@ func TestMarkers(t *testing.T) {
 
 func TestCheckRun(t *testing.T) {
 	sess := baseSession()
-	conclusions := map[store.Outcome]string{
-		store.Changed: "success", store.NoChange: "neutral", store.ChangeRefused: "action_required", store.TimedOut: "timed_out",
-		store.Cancelled: "cancelled", store.Refused: "neutral", store.VerificationFailed: "failure", store.Errored: "failure",
+	conclusions := map[session.Outcome]string{
+		session.Changed: "success", session.NoChange: "neutral", session.ChangeRefused: "action_required", session.TimedOut: "timed_out",
+		session.Cancelled: "cancelled", session.Refused: "neutral", session.VerificationFailed: "failure", session.Errored: "failure",
 	}
 	for o, want := range conclusions {
 		if got := CheckConclusion(o); got != want {
@@ -155,7 +156,8 @@ func TestCheckRun(t *testing.T) {
 	}
 	pair := func(a, b string) string { return a + " / " + b }
 	done := sess
-	done.State, done.Outcome, done.Detail = store.Done, store.Changed, "✅ done"
+	done.Outcome, done.Detail = session.Changed, "✅ done"
+	done = store.Fixture(session.Done, done)
 	cases := []struct {
 		name, got, want string
 	}{

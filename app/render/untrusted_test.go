@@ -10,6 +10,7 @@ import (
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // attack is the answer of issue 18's review: it closes, mentions, loads
@@ -56,10 +57,11 @@ func TestUntrustedTextCannotAct(t *testing.T) {
 				{Kind: contract.EgressRegistry, Phase: contract.PhaseSetup, Upstream: evil, Method: evil, Path: evil, Status: 403}}},
 		}
 		done := sess
-		done.State, done.Outcome, done.Detail = store.Done, store.NoChange, NoChangeReply(sess, ev)
+		done.Outcome, done.Detail = session.NoChange, NoChangeReply(sess, ev)
+		done = store.Fixture(session.Done, done)
 		_, checkSummary := DoneCheckRun(done, ev.Egress)
 		running := sess
-		running.State = store.Running
+		running = store.Fixture(session.Running, running)
 		bodies := map[string]string{
 			"PR body":           PRBody(sess, spec, false, sum, ev),
 			"no change reply":   NoChangeReply(sess, ev),

@@ -10,6 +10,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/storetest"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Admissions racing for one slot (as several replicas would) admit one.
@@ -37,7 +38,10 @@ func TestAdmitNeverOversubscribesACap(t *testing.T) {
 						x.WaitingSince, x.WaitingScope = t0.Add(time.Second), string(a.Scope)
 						return nil, nil
 					}
-					x.State, x.AdmittedAt = store.Preparing, t0.Add(time.Second)
+					x.AdmittedAt = t0.Add(time.Second)
+					if err := x.Move(session.Admit); err != nil {
+						return nil, err
+					}
 					admitted <- id
 					return nil, nil
 				})
@@ -116,8 +120,8 @@ func TestCreateSessionOnceAndRepairHistory(t *testing.T) {
 			t.Fatalf("history while active = %+v %v", h, err)
 		}
 		if _, err := s.MutateSession(ctx, "r1", t0.Add(time.Minute), func(x *store.Session) error {
-			x.State, x.Outcome, x.CommitSHA = store.Done, store.Changed, "fff"
-			return nil
+			x.CommitSHA = "fff"
+			return x.End(session.Changed, "", "")
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -222,8 +226,8 @@ func TestAdmissionIsStampedAfterTheEndingItSaw(t *testing.T) {
 		}
 	}
 	if _, err := s.MutateSession(ctx, "y", t0, func(x *store.Session) error {
-		x.State, x.AdmittedAt = store.Running, t0
-		return nil
+		x.AdmittedAt = t0
+		return x.Move(session.Admit)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -234,8 +238,7 @@ func TestAdmissionIsStampedAfterTheEndingItSaw(t *testing.T) {
 		if reads == 1 {
 			// Between the lock and the load, y ends on another connection.
 			if _, err := s.MutateSession(ctx, "y", endedAt, func(x *store.Session) error {
-				x.State, x.Outcome = store.Done, store.NoChange
-				return nil
+				return x.End(session.NoChange, "", "")
 			}); err != nil {
 				t.Error(err)
 			}
@@ -248,8 +251,8 @@ func TestAdmissionIsStampedAfterTheEndingItSaw(t *testing.T) {
 		if a := policy.Admit(limits, load); !a.Admit {
 			return nil, fmt.Errorf("x was held (load %+v), though y had ended", load)
 		}
-		x.State, x.AdmittedAt = store.Preparing, now
-		return nil, nil
+		x.AdmittedAt = now
+		return nil, x.Move(session.Admit)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/inspecthq/inspect/session"
 )
 
 // AttemptState is where an attempt is.
@@ -109,15 +110,10 @@ func (s *Store) SetAttemptExternalID(ctx context.Context, id, externalID string,
 
 // ClaimAttempt exchanges a claim code for a session token, once: the code
 // must match and the attempt must not have been claimed or ended. In the same
-// transaction the session, if this is still its attempt, becomes running and
-// a sync is queued to tell GitHub.
-//
-// The caller names the transition (the engine's claimAttempt: to Running,
-// from Preparing or Dispatched), so that the state machine reads in Go.
-func (s *Store) ClaimAttempt(ctx context.Context, id, claimCode, sessionToken string, now time.Time, to State, from ...State) (Attempt, error) {
-	if len(from) == 0 {
-		return Attempt{}, errors.New("ClaimAttempt: no state to claim from")
-	}
+// transaction the session, if this is still its attempt, takes the claim
+// transition (to running, from the states session's table says) and a sync
+// is queued to tell GitHub.
+func (s *Store) ClaimAttempt(ctx context.Context, id, claimCode, sessionToken string, now time.Time) (Attempt, error) {
 	var out Attempt
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		a, claimHash, _, err := s.attemptRow(ctx, tx, id)
@@ -137,14 +133,9 @@ func (s *Store) ClaimAttempt(ctx context.Context, id, claimCode, sessionToken st
 			id, HashSecret(sessionToken), string(AttemptRunning), ms(now)); err != nil {
 			return err
 		}
-		args := []any{a.SessionID, id, ms(now), string(to)}
-		marks := make([]string, len(from))
-		for i, st := range from {
-			args = append(args, string(st))
-			marks[i] = fmt.Sprintf("$%d", 5+i)
-		}
+		sources, args := transitionSQL(session.Claim, a.SessionID, id, ms(now))
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET state = $4, updated_at = $3
-			WHERE id = $1 AND attempt_id = $2 AND state IN (`+strings.Join(marks, ", ")+`)`, args...)
+			WHERE id = $1 AND attempt_id = $2 AND state IN `+sources, args...)
 		if err != nil {
 			return err
 		}
@@ -261,7 +252,8 @@ func (s *Store) RecordProgress(ctx context.Context, id string, seq int64, messag
 }
 
 // RecordResult stores an attempt's result, and its diff when it has one
-// (nil: none), ends the attempt, moves its session to reporting and queues
+// (nil: none), ends the attempt, moves its session to reporting (the
+// report transition, from the states session's table says) and queues
 // the report, in one transaction. A second upload changes nothing (the
 // supervisor may retry); so does an upload for an attempt that is no
 // longer the session's current one, but for keeping its result and diff.
@@ -282,8 +274,9 @@ func (s *Store) RecordResult(ctx context.Context, id, resultJSON string, diff *D
 				return err
 			}
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET state = $2, updated_at = $3
-			WHERE attempt_id = $1 AND state IN ('dispatched', 'running')`, id, string(Reporting), ms(now))
+		sources, args := transitionSQL(session.Report, id, ms(now))
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET state = $3, updated_at = $2
+			WHERE attempt_id = $1 AND state IN `+sources, args...)
 		if err != nil {
 			return err
 		}

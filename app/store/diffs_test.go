@@ -24,7 +24,7 @@ func TestAttemptDiffIsStoredWithTheFirstResult(t *testing.T) {
 			if err := s.CreateAttempt(ctx, store.Attempt{ID: id, SessionID: "s", Deadline: t0.Add(time.Hour)}, "claim-code-"+id+"-0123456789", t0); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.ClaimAttempt(ctx, id, "claim-code-"+id+"-0123456789", "token-"+id+"-abcdefghijklmnop", t0, store.Running, store.Queued); err != nil {
+			if _, err := s.ClaimAttempt(ctx, id, "claim-code-"+id+"-0123456789", "token-"+id+"-abcdefghijklmnop", t0); err != nil {
 				t.Fatalf("claim %s: %v", id, err)
 			}
 		}

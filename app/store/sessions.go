@@ -10,34 +10,6 @@ import (
 	"github.com/inspecthq/inspect/session"
 )
 
-// State is a session's place in its life; see ARCHITECTURE.md.
-type State string
-
-// The session states, in order.
-const (
-	Queued     State = "queued"
-	Preparing  State = "preparing"
-	Dispatched State = "dispatched"
-	Running    State = "running"
-	Reporting  State = "reporting"
-	Done       State = "done"
-)
-
-// Outcome is how a done session ended. Exactly one per done session.
-type Outcome string
-
-// The outcomes.
-const (
-	Changed            Outcome = "changed"
-	NoChange           Outcome = "no_change"
-	VerificationFailed Outcome = "verification_failed"
-	ChangeRefused      Outcome = "change_refused"
-	Refused            Outcome = "refused"
-	TimedOut           Outcome = "timed_out"
-	Cancelled          Outcome = "cancelled"
-	Errored            Outcome = "error"
-)
-
 // Session is one request for an agent session.
 type Session struct {
 	ID             string
@@ -60,8 +32,12 @@ type Session struct {
 	IgnoredCommands int
 	RetryOf         string
 
-	State   State
-	Outcome Outcome
+	// state changes only through a named transition (Move, End, and the
+	// claim's and the result's SQL), and every write checks it against
+	// session's table (decision 0045); State reads it.
+	state session.State
+	// Outcome is set with End, and never changes once the session is done.
+	Outcome session.Outcome
 	// Reason is a stable code (policy.Reason or an app code); Detail is the
 	// human text that was posted.
 	Reason string
@@ -103,13 +79,26 @@ type Session struct {
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
+
+	// fixture marks a session Fixture built: the store inserts it in any
+	// state, where any other is born queued or done.
+	fixture bool
 }
 
 // FullName is "owner/name".
 func (s Session) FullName() string { return s.RepoOwner + "/" + s.RepoName }
 
+// State is the session's place in its life. A session that was never
+// stored (the zero value) is queued: every session is born queued.
+func (s Session) State() session.State {
+	if s.state == "" {
+		return session.Queued
+	}
+	return s.state
+}
+
 // Active reports whether the session has not ended.
-func (s Session) Active() bool { return s.State != Done }
+func (s Session) Active() bool { return s.State() != session.Done }
 
 const sessionColumns = `id, repo_id, repo_owner, repo_name, installation_id, number, is_pr, trigger_kind,
 	comment_id, delivery_id, requester_login, requester_id, requester_type, instructions, ignored_commands,
@@ -124,7 +113,19 @@ func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now 
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = now
 	}
-	if s.State == Done && s.EndedAt.IsZero() {
+	if !s.fixture {
+		// A session is born queued, or ended at once (refused on the way
+		// in: End from queued); every other state is reached through the
+		// store's checked writes.
+		switch err := session.CheckChange(session.Queued, s.State(), "", s.Outcome); {
+		case err != nil:
+			return fmt.Errorf("inserting session %s: %w", s.ID, err)
+		case s.State() != session.Queued && s.State() != session.Done:
+			return fmt.Errorf("inserting session %s: %w", s.ID, errBornMidway)
+		}
+	}
+	s.state = s.State()
+	if s.state == session.Done && s.EndedAt.IsZero() {
 		s.EndedAt = now // refused on the way in
 	}
 	s.UpdatedAt = now
@@ -135,7 +136,7 @@ func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now 
 	_, err := tx.StmtContext(ctx, st.accept.session).ExecContext(ctx,
 		s.ID, s.RepoID, s.RepoOwner, s.RepoName, s.InstallationID, s.Number, b2i(s.IsPR), s.TriggerKind.StoredName(),
 		commentID, s.DeliveryID, s.RequesterLogin, s.RequesterID, s.RequesterType, s.Instructions, s.IgnoredCommands,
-		s.RetryOf, string(s.State), string(s.Outcome), s.Reason, s.Detail, s.HeadSHA, s.CheckRunID, s.ProgressCommentID, b2i(s.Reacted),
+		s.RetryOf, string(s.state), string(s.Outcome), s.Reason, s.Detail, s.HeadSHA, s.CheckRunID, s.ProgressCommentID, b2i(s.Reacted),
 		ms(s.CreatedAt), ms(s.UpdatedAt), s.AttemptID, ms(s.Deadline), s.CommitSHA, s.Branch, s.PRNumber, s.DefaultBranch, b2i(s.Truncated), s.Redispatches,
 		s.TriggerInfo, ms(s.AdmittedAt), ms(s.WaitingSince), s.WaitingScope, ms(s.EndedAt), s.Handbacks)
 	if err != nil {
@@ -174,8 +175,8 @@ func scanSession(row rowScanner) (Session, error) {
 	s.IsPR = isPR == 1
 	s.TriggerKind = session.KindFromStoredName(triggerKind)
 	s.Reacted = reacted == 1
-	s.State = State(state)
-	s.Outcome = Outcome(outcome)
+	s.state = session.State(state)
+	s.Outcome = session.Outcome(outcome)
 	s.CreatedAt = fromMS(created)
 	s.UpdatedAt = fromMS(updated)
 	return s, nil
@@ -190,12 +191,12 @@ func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
 	return sess, err
 }
 
-// ErrLeftDone is returned when a mutation tries to move a done session.
-var ErrLeftDone = errors.New("a done session never leaves done")
-
 // MutateSession reads a session, lets fn change it, and writes it back, all
 // in one transaction (row-locked on PostgreSQL), queueing then in the same
-// transaction. It enforces the one rule every caller relies on: done is final.
+// transaction. fn changes the state only through a named transition (Move,
+// End); the write is refused with a *session.TransitionError when the change
+// is outside session's table (done is final among them), and when a done
+// session would have no outcome.
 func (s *Store) MutateSession(ctx context.Context, id string, now time.Time, fn func(*Session) error, then ...NewWork) (Session, error) {
 	return s.MutateSessionThen(ctx, id, now, func(x *Session) ([]NewWork, error) {
 		return then, fn(x)
@@ -236,7 +237,7 @@ func (s *Store) mutateLocked(ctx context.Context, tx *sql.Tx, before Session, no
 	if err != nil {
 		return Session{}, false, err
 	}
-	ended = after.State == Done && before.State != Done
+	ended = after.state == session.Done && before.state != session.Done
 	if ended {
 		after.EndedAt = now
 	}
@@ -261,21 +262,19 @@ func (s *Store) lockSession(ctx context.Context, tx *sql.Tx, id string) (Session
 	return sess, err
 }
 
-// writeSession writes a mutated session back and queues then, enforcing
-// that done is final.
+// writeSession writes a mutated session back and queues then, refusing a
+// change of state outside session's table (done is final; done has an
+// outcome).
 func (s *Store) writeSession(ctx context.Context, tx *sql.Tx, before, after Session, now time.Time, then []NewWork) error {
-	if before.State == Done && (after.State != Done || after.Outcome != before.Outcome) {
-		return ErrLeftDone
-	}
-	if after.State == Done && after.Outcome == "" {
-		return fmt.Errorf("session %s: done without an outcome", before.ID)
+	if err := session.CheckChange(before.state, after.state, before.Outcome, after.Outcome); err != nil {
+		return fmt.Errorf("session %s: %w", before.ID, err)
 	}
 
 	_, err := tx.ExecContext(ctx, `UPDATE sessions SET state=$2, outcome=$3, reason=$4, detail=$5, head_sha=$6,
 		check_run_id=$7, progress_comment_id=$8, reacted=$9, updated_at=$10, attempt_id=$11, deadline=$12,
 		commit_sha=$13, branch=$14, pr_number=$15, default_branch=$16, redispatches=$17,
 		trigger_info=$18, admitted_at=$19, waiting_since=$20, waiting_scope=$21, ended_at=$22, handbacks=$23 WHERE id=$1`,
-		before.ID, string(after.State), string(after.Outcome), after.Reason, after.Detail, after.HeadSHA,
+		before.ID, string(after.state), string(after.Outcome), after.Reason, after.Detail, after.HeadSHA,
 		after.CheckRunID, after.ProgressCommentID, b2i(after.Reacted), ms(now),
 		after.AttemptID, ms(after.Deadline), after.CommitSHA, after.Branch, after.PRNumber, after.DefaultBranch, after.Redispatches,
 		after.TriggerInfo, ms(after.AdmittedAt), ms(after.WaitingSince), after.WaitingScope, ms(after.EndedAt), after.Handbacks)

@@ -30,7 +30,7 @@ func newSession(id string, commentID int64) *store.Session {
 	return &store.Session{
 		ID: id, RepoID: 1, RepoOwner: "o", RepoName: "r", InstallationID: 9, Number: 7, IsPR: true,
 		TriggerKind: session.KindComment, CommentID: commentID, DeliveryID: "d-" + id, RequesterLogin: "alice",
-		RequesterID: 5, RequesterType: "User", Instructions: "fix it", State: store.Queued,
+		RequesterID: 5, RequesterType: "User", Instructions: "fix it",
 	}
 }
 
@@ -259,23 +259,22 @@ func TestDoneIsFinal(t *testing.T) {
 		if _, err := s.Accept(ctx, acceptance("d", 1, "s")); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.MutateSession(ctx, "s", t0, func(x *store.Session) error { x.State = store.Done; return nil })
+		_, err := s.MutateSession(ctx, "s", t0, func(x *store.Session) error { return x.End("", "", "") })
 		if err == nil {
 			t.Fatal("done without an outcome must fail")
 		}
 		sess, err := s.MutateSession(ctx, "s", t0, func(x *store.Session) error {
-			x.State, x.Outcome, x.Reason = store.Done, store.Refused, "insufficient_permission"
-			return nil
+			return x.End(session.Refused, "insufficient_permission", "")
 		})
-		if err != nil || sess.Outcome != store.Refused {
+		if err != nil || sess.Outcome != session.Refused {
 			t.Fatalf("%+v %v", sess, err)
 		}
-		_, err = s.MutateSession(ctx, "s", t0, func(x *store.Session) error { x.State = store.Preparing; return nil })
-		if !errors.Is(err, store.ErrLeftDone) {
+		_, err = s.MutateSession(ctx, "s", t0, func(x *store.Session) error { *x = store.Fixture(session.Preparing, *x); return nil })
+		if !errors.Is(err, session.ErrLeftDone) {
 			t.Errorf("leaving done = %v", err)
 		}
-		_, err = s.MutateSession(ctx, "s", t0, func(x *store.Session) error { x.Outcome = store.Changed; return nil })
-		if !errors.Is(err, store.ErrLeftDone) {
+		_, err = s.MutateSession(ctx, "s", t0, func(x *store.Session) error { x.Outcome = session.Changed; return nil })
+		if !errors.Is(err, session.ErrLeftDone) {
 			t.Errorf("changing the outcome = %v", err)
 		}
 		if _, err := s.GetSession(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
@@ -417,20 +416,22 @@ func TestAttemptClaimIsSingleUseAndTokensAreChecked(t *testing.T) {
 		if _, err := s.Accept(ctx, acc); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.MutateSession(ctx, "s", t0, func(x *store.Session) error { x.State = store.Dispatched; return nil }); err != nil {
-			t.Fatal(err)
+		for _, step := range []session.Transition{session.Admit, session.Dispatch} {
+			if _, err := s.MutateSession(ctx, "s", t0, func(x *store.Session) error { return x.Move(step) }); err != nil {
+				t.Fatal(err)
+			}
 		}
 		a := store.Attempt{ID: "a1", SessionID: "s", Deadline: t0.Add(time.Hour)}
 		if err := s.CreateAttempt(ctx, a, "claim-code-0123456789", t0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.ClaimAttempt(ctx, "a1", "wrong-code-0123456789", "tok", t0, store.Running, store.Preparing, store.Dispatched); !errors.Is(err, store.ErrClaimRefused) {
+		if _, err := s.ClaimAttempt(ctx, "a1", "wrong-code-0123456789", "tok", t0); !errors.Is(err, store.ErrClaimRefused) {
 			t.Errorf("wrong code: %v", err)
 		}
-		if _, err := s.ClaimAttempt(ctx, "a1", "claim-code-0123456789", "token-abcdefghijklmnop", t0, store.Running, store.Preparing, store.Dispatched); err != nil {
+		if _, err := s.ClaimAttempt(ctx, "a1", "claim-code-0123456789", "token-abcdefghijklmnop", t0); err != nil {
 			t.Fatalf("claim: %v", err)
 		}
-		if _, err := s.ClaimAttempt(ctx, "a1", "claim-code-0123456789", "token-2", t0, store.Running, store.Preparing, store.Dispatched); !errors.Is(err, store.ErrClaimRefused) {
+		if _, err := s.ClaimAttempt(ctx, "a1", "claim-code-0123456789", "token-2", t0); !errors.Is(err, store.ErrClaimRefused) {
 			t.Errorf("second claim: %v", err)
 		}
 		if _, err := s.AuthenticateAttempt(ctx, "a1", "token-abcdefghijklmnop"); err != nil {
@@ -447,8 +448,8 @@ func TestAttemptClaimIsSingleUseAndTokensAreChecked(t *testing.T) {
 			t.Errorf("a second upload must change nothing: %v %v", again, err)
 		}
 		sess, _ := s.GetSession(ctx, "s")
-		if sess.State != store.Reporting || sess.AttemptID != "a1" {
-			t.Errorf("session = %s attempt %q", sess.State, sess.AttemptID)
+		if sess.State() != session.Reporting || sess.AttemptID != "a1" {
+			t.Errorf("session = %s attempt %q", sess.State(), sess.AttemptID)
 		}
 		got, _ := s.GetAttempt(ctx, "a1")
 		if got.Result != `{"x":1}` || got.State != store.AttemptEnded {
@@ -616,7 +617,7 @@ func TestSnapshotBuildRecordsFootprintAndLog(t *testing.T) {
 			if err := s.CreateAttempt(ctx, a, "claim-"+id+"-0123456789", t0); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.ClaimAttempt(ctx, id, "claim-"+id+"-0123456789", "token-"+id+"-0123456789", t0, store.Running, store.Preparing); err != nil {
+			if _, err := s.ClaimAttempt(ctx, id, "claim-"+id+"-0123456789", "token-"+id+"-0123456789", t0); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.SetSnapshotAttempt(ctx, 7, id, t0); err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/inspecthq/inspect/session"
 )
 
 // The dashboard's rows (app/web, decision 0037): signed-in users' tokens,
@@ -107,8 +109,8 @@ func (s *Store) DeleteWebLogin(ctx context.Context, idHash string) error {
 type SessionFilter struct {
 	RepoIDs   []int64
 	RepoID    int64
-	State     State
-	Outcome   Outcome
+	State     session.State
+	Outcome   session.Outcome
 	Trigger   string
 	Requester string
 	Before    *Session

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/session"
 )
 
 // A user's sealed tokens are kept and replaced; a sign-in is found until
@@ -91,10 +92,10 @@ func TestListSessionsFiltersAndPages(t *testing.T) {
 		if got, _ := s.ListSessions(ctx, store.SessionFilter{RepoIDs: []int64{1}, RepoID: 2}, 10); len(got) != 0 {
 			t.Errorf("a repo filter outside the readable ones = %v", ids(got))
 		}
-		if got, _ := s.ListSessions(ctx, store.SessionFilter{RepoIDs: []int64{1, 2}, State: store.Queued, Trigger: "comment"}, 10); len(got) != 7 {
+		if got, _ := s.ListSessions(ctx, store.SessionFilter{RepoIDs: []int64{1, 2}, State: session.Queued, Trigger: "comment"}, 10); len(got) != 7 {
 			t.Errorf("queued comments = %v", ids(got))
 		}
-		if got, _ := s.ListSessions(ctx, store.SessionFilter{RepoIDs: []int64{1, 2}, Outcome: store.Changed}, 10); len(got) != 0 {
+		if got, _ := s.ListSessions(ctx, store.SessionFilter{RepoIDs: []int64{1, 2}, Outcome: session.Changed}, 10); len(got) != 0 {
 			t.Errorf("changed = %v", ids(got))
 		}
 		if got, _ := s.ListSessions(ctx, store.SessionFilter{}, 10); len(got) != 0 {

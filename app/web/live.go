@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/session"
 )
 
 // The live view of a session's page (decision 0038): GET
@@ -130,13 +131,13 @@ func streamLive(ctx context.Context, w http.ResponseWriter, st liveStore, sessio
 			}
 			drained = len(chunks) < liveBatch
 		}
-		if now := (liveStateEvent{State: string(sess.State), Outcome: string(sess.Outcome), Reason: sess.Reason}); now != last {
+		if now := (liveStateEvent{State: string(sess.State()), Outcome: string(sess.Outcome), Reason: sess.Reason}); now != last {
 			if err := writeEvent(bw, "state", "", now); err != nil {
 				return err
 			}
 			last = now
 		}
-		done := sess.State == store.Done
+		done := sess.State() == session.Done
 		if done {
 			if _, err := bw.WriteString("event: done\ndata: {}\n\n"); err != nil {
 				return err

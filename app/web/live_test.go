@@ -16,6 +16,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/storetest"
+	"github.com/inspecthq/inspect/session"
 )
 
 // fakeLive is a session and its output, changed by the test while a
@@ -53,10 +54,11 @@ func (f *fakeLive) add(text string) {
 	f.chunks = append(f.chunks, store.OutputChunk{ID: int64(len(f.chunks) + 1), Phase: "agent", Command: "agent", Text: text})
 }
 
-func (f *fakeLive) set(state store.State, outcome store.Outcome) {
+func (f *fakeLive) set(state session.State, outcome session.Outcome) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sess.State, f.sess.Outcome = state, outcome
+	f.sess.Outcome = outcome
+	f.sess = store.Fixture(state, f.sess)
 }
 
 type sseEvent struct{ id, name, data string }
@@ -121,7 +123,7 @@ func lastEventID(r *http.Request) int64 {
 }
 
 func TestLiveStreamResumesSendsNewOutputAndStateAndEndsWhenDone(t *testing.T) {
-	f := &fakeLive{sess: store.Session{ID: "s1", State: store.Running}}
+	f := &fakeLive{sess: store.Fixture(session.Running, store.Session{ID: "s1"})}
 	f.add("seen before\n")
 	f.add("first line\n")
 	resp, r := openLive(t, f, "1")
@@ -157,7 +159,7 @@ func TestLiveStreamResumesSendsNewOutputAndStateAndEndsWhenDone(t *testing.T) {
 		t.Fatalf("hostile output: %+v", ev)
 	}
 	f.add("last words\n")
-	f.set(store.Done, store.Changed)
+	f.set(session.Done, session.Changed)
 	if ev := next("output"); ev.id != "4" || text(ev) != "last words\n" {
 		t.Fatalf("output before done: %+v", ev)
 	}
@@ -171,7 +173,7 @@ func TestLiveStreamResumesSendsNewOutputAndStateAndEndsWhenDone(t *testing.T) {
 }
 
 func TestLiveStreamOfADoneSessionSendsItsWholeTailInBatches(t *testing.T) {
-	f := &fakeLive{sess: store.Session{ID: "s1", State: store.Done, Outcome: store.NoChange}}
+	f := &fakeLive{sess: store.Fixture(session.Done, store.Session{ID: "s1", Outcome: session.NoChange})}
 	for i := range liveBatch*2 + 3 {
 		f.add(fmt.Sprintf("line %d\n", i))
 	}
@@ -232,7 +234,7 @@ func BenchmarkLiveStreamPerLine(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	src := realOutput{Store: st, sess: store.Session{ID: "s1", State: store.Done}}
+	src := realOutput{Store: st, sess: store.Fixture(session.Done, store.Session{ID: "s1"})}
 	b.ResetTimer()
 	for b.Loop() {
 		w := &discardFlusher{h: http.Header{}}

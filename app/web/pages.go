@@ -102,7 +102,7 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	lf := listFilter{Repo: q.Get("repo"), State: q.Get("state"), Outcome: q.Get("outcome"), Trigger: q.Get("trigger"),
 		Requester: q.Get("requester"), Before: q.Get("before")}
-	f := store.SessionFilter{State: store.State(lf.State), Outcome: store.Outcome(lf.Outcome), Trigger: lf.Trigger, Requester: lf.Requester}
+	f := store.SessionFilter{State: session.State(lf.State), Outcome: session.Outcome(lf.Outcome), Trigger: lf.Trigger, Requester: lf.Requester}
 	var names []string
 	for id, rr := range repos {
 		f.RepoIDs = append(f.RepoIDs, id)
@@ -135,8 +135,8 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, http.StatusOK, "sessions.html", map[string]any{
 		"Viewer": v, "Sessions": list, "Filter": lf, "Repos": names, "Next": next,
-		"States":   []store.State{store.Queued, store.Preparing, store.Dispatched, store.Running, store.Done},
-		"Outcomes": []store.Outcome{store.Changed, store.NoChange, store.VerificationFailed, store.ChangeRefused, store.Refused, store.TimedOut, store.Cancelled, store.Errored},
+		"States":   []session.State{session.Queued, session.Preparing, session.Dispatched, session.Running, session.Done},
+		"Outcomes": []session.Outcome{session.Changed, session.NoChange, session.VerificationFailed, session.ChangeRefused, session.Refused, session.TimedOut, session.Cancelled, session.Errored},
 		"Triggers": []string{session.KindComment.StoredName(), session.KindReviewComment.StoredName(), session.KindLabel.StoredName(), session.KindRepair.StoredName(), session.KindRetry.StoredName()},
 	})
 }

@@ -91,10 +91,10 @@ func TestStartFormTakesABranch(t *testing.T) {
 func TestBranchSessionIsShownByItsBranch(t *testing.T) {
 	w := newWorld(t)
 	branch := "feature/<i>x</i>"
-	sess := &store.Session{ID: "branch-1", RepoID: 101, RepoOwner: "acme", RepoName: "widgets", InstallationID: 1,
+	sess := store.Fixture(session.Running, store.Session{ID: "branch-1", RepoID: 101, RepoOwner: "acme", RepoName: "widgets", InstallationID: 1,
 		TriggerKind: session.KindDashboard, DeliveryID: "web-b1", RequesterLogin: "alice", RequesterID: 5000, RequesterType: "User",
-		Instructions: "do it", State: store.Running, TriggerInfo: store.TriggerInfo{Branch: branch}.Encode()}
-	if _, err := w.st.Accept(context.Background(), store.Acceptance{DeliveryID: sess.DeliveryID, Event: "dashboard", At: time.Now(), ClaimKey: "dashboard:web-b1", Session: sess}); err != nil {
+		Instructions: "do it", TriggerInfo: store.TriggerInfo{Branch: branch}.Encode()})
+	if _, err := w.st.Accept(context.Background(), store.Acceptance{DeliveryID: sess.DeliveryID, Event: "dashboard", At: time.Now(), ClaimKey: "dashboard:web-b1", Session: &sess}); err != nil {
 		t.Fatal(err)
 	}
 	w.signIn(t)

@@ -94,10 +94,10 @@ func newWorldWith(t *testing.T, change func(*Options)) *world {
 	}
 	w.http = &http.Client{Jar: jar}
 	for i, repo := range []int64{101, 102} {
-		sess := &store.Session{ID: []string{"visible-1", "hidden-1"}[i], RepoID: repo, RepoOwner: "acme", RepoName: []string{"widgets", "secret"}[i],
+		sess := store.Fixture(session.Running, store.Session{ID: []string{"visible-1", "hidden-1"}[i], RepoID: repo, RepoOwner: "acme", RepoName: []string{"widgets", "secret"}[i],
 			InstallationID: 1, Number: 3, TriggerKind: session.KindComment, CommentID: int64(10 + i), DeliveryID: "d" + hex.EncodeToString([]byte{byte(i)}),
-			RequesterLogin: "alice", RequesterID: 5000, RequesterType: "User", Instructions: "do it", State: store.Running}
-		if _, err := st.Accept(context.Background(), store.Acceptance{DeliveryID: sess.DeliveryID, Event: "issue_comment", At: time.Now(), CommentID: sess.CommentID, Session: sess}); err != nil {
+			RequesterLogin: "alice", RequesterID: 5000, RequesterType: "User", Instructions: "do it"})
+		if _, err := st.Accept(context.Background(), store.Acceptance{DeliveryID: sess.DeliveryID, Event: "issue_comment", At: time.Now(), CommentID: sess.CommentID, Session: &sess}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -336,7 +336,7 @@ func TestSessionPageShowsBuildCostAndSnapshot(t *testing.T) {
 		StartedAt: started, Usage: &contract.TokenUsage{Input: 1_000_000, Output: 100_000, Total: 1_100_000, Requests: 3},
 		Workspace: &contract.Workspace{Source: contract.WorkspaceSnapshot, SnapshotDigest: "sha256:abc", SnapshotCreatedAt: started.Add(-90 * time.Minute), DriftCommits: 2},
 	}})
-	view := sessionView{Session: store.Session{ID: "s1", State: store.Done}}
+	view := sessionView{Session: store.Fixture(session.Done, store.Session{ID: "s1"})}
 	s.attemptView(&view, store.Attempt{ExternalID: "https://buildkite.com/acme/inspect/builds/7", Spec: string(spec), Result: string(result)})
 	if view.BuildURL != "https://buildkite.com/acme/inspect/builds/7" || view.Cost != "$2.2500" || view.SnapshotAge != "1h30m0s" {
 		t.Fatalf("view = build %q, cost %q, age %q", view.BuildURL, view.Cost, view.SnapshotAge)
@@ -369,7 +369,7 @@ func TestSessionPageShowsTheDiffEscaped(t *testing.T) {
 	if _, err := w.st.MutateSession(ctx, "visible-1", time.Now(), func(x *store.Session) error { x.AttemptID = "visible-1-a1"; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.st.ClaimAttempt(ctx, "visible-1-a1", "claim-code-0123456789", "token-abcdefghijklmnop", time.Now(), store.Running, store.Running); err != nil {
+	if _, err := w.st.ClaimAttempt(ctx, "visible-1-a1", "claim-code-0123456789", "token-abcdefghijklmnop", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	patch := "diff --git a/page.html b/page.html\nindex 1111111..2222222 100644\n--- a/page.html\n+++ b/page.html\n@@ -1,2 +1,2 @@\n <p>kept</p>\n-<b>old</b>\n+<script>alert(1)</script>\n" +

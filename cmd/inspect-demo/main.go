@@ -32,6 +32,7 @@ import (
 	"github.com/inspecthq/inspect/examples"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/runner/local"
+	"github.com/inspecthq/inspect/session"
 )
 
 func main() {
@@ -181,7 +182,7 @@ func waitForEnd(ctx context.Context, st *store.Store, commentID int64) (store.Se
 			return store.Session{}, err
 		}
 		for _, s := range sessions {
-			if s.CommentID != commentID || s.State != store.Done {
+			if s.CommentID != commentID || s.State() != session.Done {
 				continue
 			}
 			// Done in the store comes first; the sync that concludes the
@@ -204,7 +205,7 @@ func waitForEnd(ctx context.Context, st *store.Store, commentID int64) (store.Se
 
 func report(out io.Writer, gh *fakegithub.Server, sess store.Session, logName string) error {
 	fmt.Fprintf(out, "\nSession %s: %s (%s)\n", sess.ID, sess.Outcome, sess.Detail)
-	if sess.Outcome != store.Changed {
+	if sess.Outcome != session.Changed {
 		return fmt.Errorf("the session ended %s, not changed; see %s", sess.Outcome, logName)
 	}
 	msg, err := exec.Command("git", "--git-dir", gh.GitDir(owner, repo), "log", "-1", "--format=commit %H%nAuthor: %an <%ae>%n%n%B", sess.CommitSHA).Output()

@@ -13,29 +13,34 @@ import (
 	"github.com/inspecthq/inspect/session"
 )
 
-// Every change of a session's state, in one place. The states run
+// The engine's side of the state machine. The states and the table of
+// named transitions are session's (session/state.go); a session's state is
+// unexported in the store and changes only by naming a transition
+// (Session.Move, Session.End, or the claim's and the result's SQL), which
+// the store checks on every write (decision 0045). Each arrow is one store
+// transaction that also queues the work that brings GitHub in line (a
+// sync, a dispatch), so a crash between the two loses nothing. Who takes
+// which:
 //
-//	queued → preparing → dispatched → running → reporting → done
+//   - Admit, queued → preparing: admit, inside store.Admit under the
+//     admission lock (prepare.go).
+//   - Dispatch, preparing → dispatched: markDispatched, once the executor
+//     took the attempt (dispatch.go).
+//   - Claim, preparing or dispatched → running: claimAttempt
+//     (store.ClaimAttempt), when the supervisor claims its attempt over the
+//     session channel.
+//   - Report, dispatched or running → reporting: store.RecordResult, when
+//     the result arrives (the channel's upload, or collect.go's fetch).
+//   - Requeue, dispatched or running → preparing: requeue, for a lost
+//     attempt's one re-dispatch or a replica's handback.
+//   - End, any but done → done: end and endIf (one reply, a sync queued),
+//     endRun (only while attemptID is still the session's live attempt),
+//     giveUp (a step that kept failing), endForBudget (the model proxy's
+//     token budget); elsewhere cancel (commands.go), admit's daily budget
+//     (prepare.go), and a refusal at the door (intake.go, a new session).
 //
-// and each arrow is one store transaction that also queues the work that
-// brings GitHub in line (a sync, a dispatch), so a crash between the two
-// loses nothing:
-//
-//   - queued → preparing: store.Admit, under the admission lock (prepare.go).
-//   - preparing → dispatched: markDispatched, once the executor took the
-//     attempt (dispatch.go).
-//   - preparing or dispatched → running: claimAttempt, when the supervisor
-//     claims its attempt over the session channel.
-//   - running (or dispatched) → reporting: store.RecordResult, when the
-//     result arrives (the channel's upload, or collect.go's fetch).
-//   - dispatched or running → preparing: requeue, for a lost attempt's one
-//     re-dispatch or a replica's handback.
-//   - any → done: end and endIf (one reply, a sync queued), endRun (only
-//     while attemptID is still the session's live attempt), giveUp (a step
-//     that kept failing), endForBudget (the model proxy's token budget).
-//
-// A session that is done never leaves done: every function here refuses to
-// change one (errAlreadyDone).
+// A session that is done never leaves done: the store refuses it, and the
+// functions here return errAlreadyDone first, to do nothing quietly.
 
 func (s *Service) mutate(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error) {
 	return s.store.MutateSession(ctx, id, s.clock.Now(), func(x *store.Session) error { fn(x); return nil })

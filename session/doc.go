@@ -1,8 +1,10 @@
 // Package session is the product's central noun, below every room that
 // handles one: what a request to Inspect is (Trigger, CheckFailure,
 // ConfigPush, with the Repo and Sender they name), the ways a session comes
-// in (TriggerKind), and what it works on (Target: an issue, a pull request,
-// or a branch with no thread).
+// in (TriggerKind), what it works on (Target: an issue, a pull request,
+// or a branch with no thread), and its life: State, Outcome and the table
+// of named transitions the store checks every write against (state.go,
+// decision 0045).
 //
 // It imports only the standard library and policy (a Trigger carries the
 // parsed command). handlers converts webhook payloads into these types, the

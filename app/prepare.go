@@ -218,7 +218,7 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 			}
 			x.WaitingSince = now
 			ti := x.Info()
-			ti.QueuedFor = policy.QueueText(a)
+			ti.QueuedFor = render.QueueText(a)
 			x.TriggerInfo = ti.Encode()
 			return []store.NewWork{{Kind: store.SyncSession}}, nil
 		}

@@ -27,7 +27,7 @@ import (
 // repairs (gather.ListFailingChecks), never Inspect's own.
 func (s *Service) failingChecks(ctx context.Context, c *github.Client, owner, name, sha string, cfg config.Repo) ([]gather.FailingCheck, error) {
 	self := s.Identity()
-	return gather.ListFailingChecks(ctx, c, owner, name, sha, cfg, self.AppID, self.AppSlug)
+	return gather.ListFailingChecks(ctx, c, owner, name, sha, cfg, policy.AppIdentity{ID: self.AppID, Slug: self.AppSlug})
 }
 
 func checkNames(checks []gather.FailingCheck) []string {

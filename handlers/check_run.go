@@ -32,7 +32,8 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 	cr := ev.CheckRun
 	switch ev.Action {
 	case "completed":
-		if policy.OwnCheck(cr.App.ID, cr.App.Slug, self.AppID, self.AppSlug) || !policy.FailingConclusion(cr.Conclusion) {
+		if counts, _ := policy.CountsAsFailure(policy.CheckFacts{Source: policy.SourceCheckRun, Result: cr.Conclusion,
+			AppID: cr.App.ID, AppSlug: cr.App.Slug}, self.policy()); !counts {
 			return nil
 		}
 		return acceptFailure(ctx, h.Sink, session.CheckFailure{

@@ -30,7 +30,8 @@ func (h *CheckSuite) Handle(ctx context.Context, eventType, deliveryID string, p
 	if ev.Action != "completed" {
 		return nil
 	}
-	if self := h.Self(); policy.OwnCheck(cs.App.ID, cs.App.Slug, self.AppID, self.AppSlug) || !policy.FailingConclusion(cs.Conclusion) {
+	if counts, _ := policy.CountsAsFailure(policy.CheckFacts{Source: policy.SourceCheckSuite, Result: cs.Conclusion,
+		AppID: cs.App.ID, AppSlug: cs.App.Slug}, h.Self().policy()); !counts {
 		return nil
 	}
 	return acceptFailure(ctx, h.Sink, session.CheckFailure{

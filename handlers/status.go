@@ -26,11 +26,11 @@ func (h *Status) Handle(ctx context.Context, eventType, deliveryID string, paylo
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return &PayloadError{Err: err}
 	}
-	if !policy.FailingState(ev.State) {
-		return nil
-	}
+	// The sender of a status event is the status's creator: that is how a
+	// status of our own bot's is known (policy.CountsAsFailure).
 	sender := ev.Sender.sender()
-	if policy.IsOwnApp(sender.Login, sender.Type, h.Self().AppSlug) {
+	if counts, _ := policy.CountsAsFailure(policy.CheckFacts{Source: policy.SourceCommitStatus, Result: ev.State,
+		CreatorLogin: sender.Login, CreatorType: sender.Type}, h.Self().policy()); !counts {
 		return nil
 	}
 	return acceptFailure(ctx, h.Sink, session.CheckFailure{

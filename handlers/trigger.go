@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/session"
 )
 
@@ -32,6 +33,11 @@ type Sink interface {
 type Identity struct {
 	AppID   int64
 	AppSlug string
+}
+
+// policy is the identity as policy's rules take it.
+func (i Identity) policy() policy.AppIdentity {
+	return policy.AppIdentity{ID: i.AppID, Slug: i.AppSlug}
 }
 
 // PayloadError is a payload that cannot be understood; the server answers

@@ -133,28 +133,6 @@ func Admit(l Limits, load Load) Admission {
 	return out
 }
 
-// QueueText is the progress comment's line for a queued session, e.g.
-// "Queued: position 2 in this repository's queue (at most 1 session runs
-// at once here)." It is plain text built from numbers only, never from
-// user input. An admitted session has no queue line: the result is "".
-func QueueText(a Admission) string {
-	if a.Admit {
-		return ""
-	}
-	pos := max(a.Position, 1)
-	n := max(a.Cap, 0)
-	runs := plural(n, "session runs", "sessions run")
-	switch a.Scope {
-	case ScopeRepo:
-		return fmt.Sprintf("Queued: position %d in this repository's queue (at most %d %s at once here).", pos, n, runs)
-	case ScopeUser:
-		return fmt.Sprintf("Queued: position %d in the queue of the person who asked for it (at most %d %s at once for one person).", pos, n, runs)
-	case ScopeInstallation:
-		return fmt.Sprintf("Queued: position %d in this installation's queue (at most %d %s at once across all the repositories of this installation).", pos, n, runs)
-	}
-	return fmt.Sprintf("Queued: position %d, waiting for a free slot.", pos)
-}
-
 // DailyBudget refuses a new session when `started` sessions began in the
 // 24 h before now and the repository's daily cap (l.DailyPerRepo; 0 is no
 // cap) is reached. oldest is the earliest of those starts, so the reply

@@ -156,35 +156,6 @@ func TestAdmitNeverOvertakes(t *testing.T) {
 	}
 }
 
-func TestQueueText(t *testing.T) {
-	cases := []struct {
-		a    Admission
-		want string
-	}{
-		{Admission{Admit: true}, ""},
-		{Admission{Scope: ScopeRepo, Cap: 1, Position: 2},
-			"Queued: position 2 in this repository's queue (at most 1 session runs at once here)."},
-		{Admission{Scope: ScopeRepo, Cap: 5, Position: 1},
-			"Queued: position 1 in this repository's queue (at most 5 sessions run at once here)."},
-		{Admission{Scope: ScopeUser, Cap: 3, Position: 4},
-			"Queued: position 4 in the queue of the person who asked for it (at most 3 sessions run at once for one person)."},
-		{Admission{Scope: ScopeInstallation, Cap: 20, Position: 7},
-			"Queued: position 7 in this installation's queue (at most 20 sessions run at once across all the repositories of this installation)."},
-		{Admission{Scope: "other", Cap: 2, Position: 3}, "Queued: position 3, waiting for a free slot."},
-		{Admission{Scope: ScopeRepo, Cap: 1, Position: 0},
-			"Queued: position 1 in this repository's queue (at most 1 session runs at once here)."},
-	}
-	for _, c := range cases {
-		got := QueueText(c.a)
-		if got != c.want {
-			t.Errorf("QueueText(%+v)\n = %q\nwant %q", c.a, got, c.want)
-		}
-		if got != "" {
-			checkReplySafe(t, got)
-		}
-	}
-}
-
 func TestDailyBudget(t *testing.T) {
 	now := time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
 	l := Limits{DailyPerRepo: 3}

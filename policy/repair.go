@@ -149,30 +149,3 @@ func DecideRepair(f RepairFacts) RepairDecision {
 	n := max(f.Repairs, 0) + 1
 	return RepairDecision{Verdict: RepairStart, Number: n, Last: n >= f.Budget}
 }
-
-// RepairNote is the sentence a repair session's progress comment carries,
-// e.g. "Automatic repair 1 of 2 for this pull request." When the repair is
-// the last one, it adds "This is the last automatic repair of this pull
-// request: the repair budget (2) is now spent. Comment `<commandWord>
-// <instructions>` to ask for more." commandWord is expected to be valid
-// (ValidCommandWord); an invalid one is left out of the text. The note is
-// built from numbers and the command word only; it is "" unless d starts
-// a repair.
-func RepairNote(d RepairDecision, budget int, commandWord string) string {
-	if d.Verdict != RepairStart {
-		return ""
-	}
-	n := max(d.Number, 1)
-	budget = max(budget, n)
-	s := fmt.Sprintf("Automatic repair %d of %d for this pull request.", n, budget)
-	if !d.Last {
-		return s
-	}
-	s += fmt.Sprintf(" This is the last automatic repair of this pull request: the repair budget (%d) is now spent.", budget)
-	if ValidCommandWord(commandWord) == nil {
-		s += fmt.Sprintf(" Comment `%s <instructions>` to ask for more.", commandWord)
-	} else {
-		s += " Comment an Inspect command with instructions to ask for more."
-	}
-	return s
-}

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -180,42 +179,5 @@ func TestRepairVerdictString(t *testing.T) {
 	var zero RepairDecision
 	if zero.Verdict != RepairSkip {
 		t.Error("the zero decision is not a skip")
-	}
-}
-
-func TestRepairNote(t *testing.T) {
-	cases := []struct {
-		name   string
-		d      RepairDecision
-		budget int
-		word   string
-		want   string
-	}{
-		{"first of two", RepairDecision{Verdict: RepairStart, Number: 1}, 2, "/inspect",
-			"Automatic repair 1 of 2 for this pull request."},
-		{"last of two", RepairDecision{Verdict: RepairStart, Number: 2, Last: true}, 2, "/inspect",
-			"Automatic repair 2 of 2 for this pull request. This is the last automatic repair of this pull request: the repair budget (2) is now spent. Comment `/inspect <instructions>` to ask for more."},
-		{"the server's command word", RepairDecision{Verdict: RepairStart, Number: 1, Last: true}, 1, "/fixit",
-			"Automatic repair 1 of 1 for this pull request. This is the last automatic repair of this pull request: the repair budget (1) is now spent. Comment `/fixit <instructions>` to ask for more."},
-		{"an invalid command word is left out", RepairDecision{Verdict: RepairStart, Number: 1, Last: true}, 1, "/x` @all",
-			"Automatic repair 1 of 1 for this pull request. This is the last automatic repair of this pull request: the repair budget (1) is now spent. Comment an Inspect command with instructions to ask for more."},
-		{"a budget below the number", RepairDecision{Verdict: RepairStart, Number: 3}, 2, "/inspect",
-			"Automatic repair 3 of 3 for this pull request."},
-		{"skip", RepairDecision{Verdict: RepairSkip, Reason: ReasonBudgetSpent}, 2, "/inspect", ""},
-		{"wait", RepairDecision{Verdict: RepairWait, Reason: ReasonCooldown}, 2, "/inspect", ""},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := RepairNote(c.d, c.budget, c.word)
-			if got != c.want {
-				t.Errorf("RepairNote\n = %q\nwant %q", got, c.want)
-			}
-			if got != "" {
-				checkReplySafe(t, got)
-				if strings.Contains(got, "@") {
-					t.Errorf("note mentions someone: %q", got)
-				}
-			}
-		})
 	}
 }

@@ -149,10 +149,9 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 const maxListedChecks = 300
 
 // ListFailingChecks lists the latest check runs and commit statuses on sha
-// that failed and that the repo's config repairs. Our own check run (the
-// app selfID/selfSlug) never counts: repairing Inspect's verdict would be a
-// loop.
-func ListFailingChecks(ctx context.Context, c *github.Client, owner, name, sha string, cfg config.Repo, selfID int64, selfSlug string) ([]FailingCheck, error) {
+// that count as failures (policy.CountsAsFailure: never our own, self)
+// and that the repo's config repairs.
+func ListFailingChecks(ctx context.Context, c *github.Client, owner, name, sha string, cfg config.Repo, self policy.AppIdentity) ([]FailingCheck, error) {
 	var out []FailingCheck
 	opts := &github.ListCheckRunsOptions{Status: github.String("completed"), Filter: github.String("latest"), ListOptions: github.ListOptions{PerPage: 100}}
 	for seen := 0; seen < maxListedChecks; {
@@ -163,10 +162,8 @@ func ListFailingChecks(ctx context.Context, c *github.Client, owner, name, sha s
 		for _, cr := range res.CheckRuns {
 			seen++
 			app := cr.GetApp()
-			if policy.OwnCheck(app.GetID(), app.GetSlug(), selfID, selfSlug) {
-				continue
-			}
-			if !policy.FailingConclusion(cr.GetConclusion()) || !cfg.RepairsCheck(cr.GetName()) {
+			if counts, _ := policy.CountsAsFailure(policy.CheckFacts{Source: policy.SourceCheckRun, Result: cr.GetConclusion(),
+				AppID: app.GetID(), AppSlug: app.GetSlug()}, self); !counts || !cfg.RepairsCheck(cr.GetName()) {
 				continue
 			}
 			out = append(out, FailingCheck{Name: cr.GetName(), RunID: cr.GetID(), AppSlug: app.GetSlug(),
@@ -188,7 +185,11 @@ func ListFailingChecks(ctx context.Context, c *github.Client, owner, name, sha s
 		return nil, fmt.Errorf("reading commit statuses: %w", err)
 	}
 	for _, st := range combined.Statuses {
-		if policy.FailingState(st.GetState()) && cfg.RepairsCheck(st.GetContext()) {
+		// The combined status names no creator, so a status is ours here
+		// only if GitHub one day names one; Inspect posts none.
+		counts, _ := policy.CountsAsFailure(policy.CheckFacts{Source: policy.SourceCommitStatus, Result: st.GetState(),
+			CreatorLogin: st.GetCreator().GetLogin(), CreatorType: st.GetCreator().GetType()}, self)
+		if counts && cfg.RepairsCheck(st.GetContext()) {
 			out = append(out, FailingCheck{Name: st.GetContext(), Description: st.GetDescription(), TargetURL: st.GetTargetURL()})
 		}
 	}

@@ -137,7 +137,7 @@ func triggerNote(origin Origin, commandWord string) string {
 			fmt.Fprintf(&b, "Failing: %s. ", strings.Join(names, ", "))
 		}
 		d := policy.RepairDecision{Verdict: policy.RepairStart, Number: origin.RepairNumber, Last: origin.RepairLast}
-		b.WriteString(policy.RepairNote(d, origin.RepairBudget, commandWord))
+		b.WriteString(RepairNote(d, origin.RepairBudget, commandWord))
 		b.WriteString("\n\n")
 		return b.String()
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/policy"
 )
 
 // The change is found by the supervisor's own git, outside the sandbox,
@@ -117,7 +118,7 @@ func collectChange(ctx context.Context, g *git, w *workspace, sha string, limits
 			Additions:    st.add,
 			Deletions:    st.del,
 			Binary:       st.binary,
-			Test:         isTestPath(ch.path),
+			Test:         policy.IsTestFile(ch.path), // the one rule, as the PR body flags it (decision 0047)
 			VerifyScript: isVerifyScript(ch.path, verify),
 		}
 		switch ch.status {
@@ -332,38 +333,6 @@ func readBlobs(ctx context.Context, g *git, w *workspace, blobs []string, maxByt
 		out[f[0]] = content
 	}
 	return out, nil
-}
-
-// testDirs and testSuffixes recognise test files of the common ecosystems,
-// for the diffstat's flag: an agent that edits tests deserves a look.
-var (
-	testDirs     = map[string]bool{"test": true, "tests": true, "__tests__": true, "testdata": true, "spec": true, "specs": true}
-	testSuffixes = []string{"_test.go", "_test.py", "_test.rb", "_spec.rb", "_test.rs", "_test.exs", "test.java", "tests.java", "test.kt", "tests.cs", "test.cs", "test.php"}
-	testInfixes  = []string{".test.", ".spec."}
-)
-
-func isTestPath(p string) bool {
-	dir, base := path.Split(p)
-	for c := range strings.SplitSeq(strings.Trim(dir, "/"), "/") {
-		if testDirs[strings.ToLower(c)] {
-			return true
-		}
-	}
-	lb := strings.ToLower(base)
-	if strings.HasPrefix(lb, "test_") && strings.HasSuffix(lb, ".py") {
-		return true
-	}
-	for _, s := range testSuffixes {
-		if strings.HasSuffix(lb, s) {
-			return true
-		}
-	}
-	for _, s := range testInfixes {
-		if strings.Contains(lb, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // isVerifyScript reports whether a verify command names p as its program or

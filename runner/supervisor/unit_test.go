@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/policy"
 )
 
 func TestPromptFencesUntrustedText(t *testing.T) {
@@ -82,8 +83,8 @@ func TestTestAndVerifyScriptFlags(t *testing.T) {
 		"tests/fixture.json": true, "a/testdata/x.txt": true, "CalcTest.java": true,
 		"calc.go": false, "contest.go": false, "latest/notes.md": false,
 	} {
-		if isTestPath(p) != want {
-			t.Errorf("isTestPath(%q) = %v", p, !want)
+		if policy.IsTestFile(p) != want {
+			t.Errorf("policy.IsTestFile(%q) = %v", p, !want)
 		}
 	}
 	verify := []contract.Command{{Argv: []string{"sh", "./scripts/check.sh"}}, {Argv: []string{"/workspace/ci/run"}}}

@@ -72,7 +72,7 @@ var (
 	// A route a backend does not serve is missing, as an unknown path is;
 	// an egress it does not serve is a destination it does not allow.
 	refuseUnserved = ChannelRefusal{CheckServed, http.StatusNotFound, ErrorInvalid, "this server does not serve this route"}
-	refuseNoEgress = ChannelRefusal{CheckServed, http.StatusForbidden, ErrorInvalid, "this server serves no such egress"}
+	refuseNoEgress = ChannelRefusal{CheckServed, http.StatusForbidden, ErrorNotAllowed, "this server serves no such egress"}
 )
 
 // ChannelRoute is one route of the session channel: its pattern (as

@@ -103,7 +103,7 @@ func (s *server) start(spec contract.Spec) {
 	s.spec = spec
 	mux := http.NewServeMux()
 	mux.HandleFunc(gitRepoPath+"/", s.serveGit)
-	mux.Handle("/", contract.NewChannelServer[localAttempt](s, contract.ChannelServerOptions{Now: s.now, OnRefusal: s.refused}))
+	mux.Handle("/", contract.NewChannelServer[localAttempt](s, contract.ChannelServerOptions{Now: func() time.Time { return s.now() }, OnRefusal: s.refused}))
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,

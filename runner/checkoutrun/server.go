@@ -23,10 +23,12 @@ import (
 // server is the app's side of one local session, on loopback only, for as
 // long as the run lasts:
 //
-//   - the session channel (contract's routes), for exactly one attempt: the
-//     single-use claim code is exchanged for the session token, which every
-//     later request must carry; progress events are printed, one line
-//     each; the result is decoded strictly and kept;
+//   - the session channel, for exactly one attempt: contract.ChannelServer
+//     over this backend, so every check and refusal is the app's (decision
+//     0046). The single-use claim code is exchanged for the session token,
+//     which every later request must carry; progress events are printed,
+//     one line each; the result is decoded strictly and kept, and ends the
+//     attempt;
 //   - the egress routes (model, registry), behind the same session token,
 //     served by the Egress handlers: the server's own proxies, for this
 //     one session;

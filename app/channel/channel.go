@@ -1,7 +1,8 @@
-// Package channel is the session channel: the HTTP routes `inspect runner`
-// (the supervisor) calls, with the paths, messages and rules
-// contract owns. It claims an attempt, serves its spec or snapshot
-// job, mints the supervisor's read token, and takes progress and results.
+// Package channel is the app's side of the session channel: the backend of
+// contract.ChannelServer, which serves the routes `inspect runner` (the
+// supervisor) calls and makes every check (contract.ChannelRefusals,
+// decision 0046). It claims an attempt, serves its spec or snapshot job,
+// mints the supervisor's read token, and takes progress and results.
 // Claim codes and session tokens are stored only as hashes.
 //
 // It also owns the egress proxy, the far end of the sandbox's only way

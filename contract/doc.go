@@ -31,9 +31,17 @@
 // "files[3].path") and the fault. No fault message ever echoes a value that
 // looks like a secret.
 //
+// # The channel's one server
+//
+// ChannelServer serves the session channel for every far end (the app,
+// `inspect run`, the supervisor's tests) over a ChannelBackend that
+// answers only domain questions; ChannelRefusals is the table of its
+// checks, their order and their statuses (decision 0046).
+//
 // # What this package must not do
 //
-// It does no I/O beyond reading the io.Reader it is handed, holds no policy
+// It does no I/O beyond reading the io.Reader or serving the HTTP request
+// it is handed, holds no policy
 // (which paths are protected, which models are allowed: that is policy/ and
 // config/), and imports only the standard library, so the app, the
 // supervisor and the small forwarder inside the sandbox can all link it

@@ -1,7 +1,8 @@
-// Package channel is the session channel: the HTTP routes `inspect runner`
-// (the supervisor) calls, with the paths, messages and rules
-// contract owns. It claims an attempt, serves its spec or snapshot
-// job, mints the supervisor's read token, and takes progress and results.
+// Package channel is the app's side of the session channel: the backend of
+// contract.ChannelServer, which serves the routes `inspect runner` (the
+// supervisor) calls and makes every check (contract.ChannelRefusals,
+// decision 0046). It claims an attempt, serves its spec or snapshot job,
+// mints the supervisor's read token, and takes progress and results.
 // Claim codes and session tokens are stored only as hashes.
 //
 // It also owns the egress proxy, the far end of the sandbox's only way
@@ -146,210 +147,144 @@ func New(o Options) *Channel {
 	return c
 }
 
-// Routes registers the channel's routes on mux.
+// Routes registers the channel's routes on mux: contract's one session
+// channel (contract.ChannelServer, its checks in contract.ChannelRefusals'
+// order) over this backend.
 func (c *Channel) Routes(mux *http.ServeMux) {
-	mux.HandleFunc(contract.RouteClaim, c.handleClaim)
-	mux.HandleFunc(contract.RouteSpec, c.authed(c.handleSpec))
-	mux.HandleFunc(contract.RouteRepoToken, c.authed(c.handleRepoToken))
-	mux.HandleFunc(contract.RouteProgress, c.authed(c.handleProgress))
-	mux.HandleFunc(contract.RouteOutput, c.authed(c.handleOutput))
-	mux.HandleFunc(contract.RouteResult, c.authed(c.handleResult))
-	mux.HandleFunc(contract.RouteArtifact, c.authed(c.handleArtifact))
-	mux.HandleFunc(contract.RouteSnapshotJob, c.authed(c.handleSnapshotJob))
-	mux.HandleFunc(contract.RouteSnapshotResult, c.authed(c.handleSnapshotResult))
-	mux.HandleFunc(contract.PathEgressModel, c.authed(c.metrics.Egress(metrics.EgressModel, c.handleEgressModel)))
-	mux.HandleFunc(contract.PathEgressRegistry, c.authed(c.metrics.Egress(metrics.EgressRegistry, c.handleEgressRegistry)))
+	contract.NewChannelServer[store.Attempt](c, contract.ChannelServerOptions{Now: c.clock.Now, OnRefusal: c.refused}).Register(mux)
 }
 
-// channelLog is a request's logger: its attempt, and once authed, the
-// attempt's session and the delivery that started it.
-func (c *Channel) channelLog(r *http.Request) *zerolog.Logger {
-	lc := c.log.With().Str("attempt_id", r.PathValue(contract.PathValueAttempt)).Str("channel", r.URL.Path)
-	if a, ok := r.Context().Value(attemptKey{}).(store.Attempt); ok && a.SessionID != "" {
+// refused logs a refused request: a supervisor that does not speak the
+// channel as the app does, or a caller without the attempt's token.
+func (c *Channel) refused(r *http.Request, status int, err error) {
+	l := c.log.Warn().Str("attempt_id", r.PathValue(contract.PathValueAttempt)).Str("channel", r.URL.Path).Int("status", status)
+	if status >= http.StatusInternalServerError {
+		l = c.log.Error().Str("attempt_id", r.PathValue(contract.PathValueAttempt)).Str("channel", r.URL.Path).Int("status", status)
+	}
+	l.Err(err).Msg("channel request refused")
+}
+
+// attemptLog is the logger of a request for attempt a: its attempt, its
+// session and the delivery that started it, and the route.
+func (c *Channel) attemptLog(ctx context.Context, a store.Attempt) *zerolog.Logger {
+	lc := c.log.With().Str("attempt_id", a.ID).Str("channel", contract.ChannelRouteOf(ctx))
+	if a.SessionID != "" {
 		lc = lc.Str("session_id", a.SessionID).Str("delivery_id", a.DeliveryID)
 	}
 	l := lc.Logger()
 	return &l
 }
 
-func (c *Channel) handleClaim(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue(contract.PathValueAttempt)
-	req, err := contract.DecodeClaimRequest(r.Body)
-	if err != nil {
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid claim request")
-		return
-	}
-	if req.SpecVersion != contract.SpecVersion {
-		contract.WriteError(w, http.StatusConflict, contract.ErrorVersionMismatch, "this server sends "+contract.SpecVersion)
-		return
-	}
-	if req.AttemptID != id {
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "attempt id mismatch")
-		return
-	}
+// Serves serves every route: the app is the channel's whole far end.
+func (c *Channel) Serves(string) error { return nil }
+
+// Claim exchanges the claim code for a new session token, and wakes the
+// workers for the session that now runs.
+func (c *Channel) Claim(ctx context.Context, id, claimCode string) (contract.ClaimResponse, error) {
 	token := contract.NewSecret()
-	a, err := c.engine.ClaimAttempt(r.Context(), id, req.ClaimCode, token)
+	a, err := c.engine.ClaimAttempt(ctx, id, claimCode, token)
 	switch {
 	case errors.Is(err, store.ErrClaimRefused):
-		c.channelLog(r).Warn().Msg("claim refused")
-		contract.WriteError(w, http.StatusUnauthorized, contract.ErrorClaimUsed, "claim refused")
-		return
+		return contract.ClaimResponse{}, contract.ErrClaimRefused
 	case err != nil:
-		// Nothing was spent: the transaction rolled back. Try again.
-		c.channelLog(r).Error().Err(err).Msg("claim failed")
-		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
-		return
+		// Nothing was spent: the transaction rolled back.
+		return contract.ClaimResponse{}, err
 	}
-	c.engine.WakeWorkers(r.Context())
-	contract.WriteJSON(w, 0, contract.ClaimResponse{SessionToken: token, ExpiresAt: a.Deadline.Add(sessionTokenTTLGrace), Kind: contract.AttemptKind(a.Kind)})
+	c.engine.WakeWorkers(ctx)
+	return contract.ClaimResponse{SessionToken: token, ExpiresAt: a.Deadline.Add(sessionTokenTTLGrace), Kind: contract.AttemptKind(a.Kind)}, nil
 }
 
-type attemptKey struct{}
-
-// authed checks the session token of a claimed attempt and refuses it once
-// the attempt has ended (cancelled, timed out, reported).
-func (c *Channel) authed(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		a, err := c.store.AuthenticateAttempt(r.Context(), r.PathValue(contract.PathValueAttempt), r.Header.Get(contract.HeaderSessionToken))
-		if err != nil {
-			contract.WriteError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "bad session token")
-			return
-		}
-		// A session's routes serve sessions, a snapshot build's serve
-		// snapshot builds: a token of one kind is no key to the other.
-		// The repo token and the registry route serve both: a snapshot
-		// build clones, and its setup downloads what its job allows.
-		snapshotRoute := r.Pattern == contract.RouteSnapshotJob || r.Pattern == contract.RouteSnapshotResult
-		shared := r.Pattern == contract.RouteRepoToken || r.Pattern == contract.PathEgressRegistry
-		if snapshotRoute != (a.Kind == string(contract.KindSnapshot)) && !shared {
-			contract.WriteError(w, http.StatusConflict, contract.ErrorInvalid, "not a route for this kind of attempt")
-			return
-		}
-		if a.State == store.AttemptEnded && r.Pattern != contract.RouteResult && r.Pattern != contract.RouteSnapshotResult {
-			contract.WriteError(w, http.StatusGone, contract.ErrorAttemptEnded, "the attempt has ended")
-			return
-		}
-		if c.clock.Now().After(a.Deadline.Add(sessionTokenTTLGrace)) {
-			contract.WriteError(w, http.StatusGone, contract.ErrorAttemptEnded, "the attempt's token has expired")
-			return
-		}
-		next(w, r.WithContext(context.WithValue(r.Context(), attemptKey{}, a)))
+// Authenticate checks the session token of a claimed attempt, and says
+// whether it has ended (cancelled, timed out, reported).
+func (c *Channel) Authenticate(ctx context.Context, id, sessionToken string) (store.Attempt, contract.ChannelAttempt, error) {
+	a, err := c.store.AuthenticateAttempt(ctx, id, sessionToken)
+	if err != nil {
+		return store.Attempt{}, contract.ChannelAttempt{}, err
 	}
+	return a, contract.ChannelAttempt{Kind: contract.AttemptKind(a.Kind), Ended: a.State == store.AttemptEnded,
+		Expires: a.Deadline.Add(sessionTokenTTLGrace)}, nil
 }
 
-func attemptOf(r *http.Request) store.Attempt { return r.Context().Value(attemptKey{}).(store.Attempt) }
-
-func (c *Channel) handleSpec(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", contract.ContentTypeJSON)
-	_, _ = w.Write([]byte(attemptOf(r).Spec)) // stored already encoded and validated at dispatch
+// Spec is the attempt's spec, stored already encoded and validated at
+// dispatch.
+func (c *Channel) Spec(_ context.Context, a store.Attempt) ([]byte, error) {
+	return []byte(a.Spec), nil
 }
 
-// handleRepoToken mints a read-only token for the one repository, for the
+// SnapshotJob is the build's job, stored encoded and validated at
+// dispatch.
+func (c *Channel) SnapshotJob(_ context.Context, a store.Attempt) ([]byte, error) {
+	return []byte(a.Spec), nil
+}
+
+// Egress hands an egress route's request to the model or the registry
+// proxy.
+func (c *Channel) Egress(_ context.Context, a store.Attempt, route string) http.Handler {
+	if route == contract.PathEgressModel {
+		return c.metrics.Egress(metrics.EgressModel, func(w http.ResponseWriter, r *http.Request) { c.handleEgressModel(w, r, a) })
+	}
+	return c.metrics.Egress(metrics.EgressRegistry, func(w http.ResponseWriter, r *http.Request) { c.handleEgressRegistry(w, r, a) })
+}
+
+// RepoToken mints a read-only token for the one repository, for the
 // supervisor's own fetch. It is never given to the sandbox.
-func (c *Channel) handleRepoToken(w http.ResponseWriter, r *http.Request) {
-	a := attemptOf(r)
+func (c *Channel) RepoToken(ctx context.Context, a store.Attempt) (contract.RepoTokenResponse, error) {
 	var installationID, repoID int64
 	if a.Kind == string(contract.KindSnapshot) {
-		sr, err := c.store.GetSnapshotRepo(r.Context(), a.RepoID)
+		sr, err := c.store.GetSnapshotRepo(ctx, a.RepoID)
 		if err != nil {
-			contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
-			return
+			return contract.RepoTokenResponse{}, err
 		}
 		installationID, repoID = sr.InstallationID, sr.RepoID
 	} else {
-		sess, err := c.store.GetSession(r.Context(), a.SessionID)
+		sess, err := c.store.GetSession(ctx, a.SessionID)
 		if err != nil {
-			contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
-			return
+			return contract.RepoTokenResponse{}, err
 		}
 		installationID, repoID = sess.InstallationID, sess.RepoID
 	}
-	tok, expires, err := c.engine.MintReadToken(r.Context(), a.ID, installationID, repoID)
+	tok, expires, err := c.engine.MintReadToken(ctx, a.ID, installationID, repoID)
 	if err != nil {
-		c.channelLog(r).Error().Err(err).Msg("minting the repo token failed")
-		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "could not mint a repository token")
-		return
+		c.attemptLog(ctx, a).Error().Err(err).Msg("minting the repo token failed")
+		return contract.RepoTokenResponse{}, contract.Refusal(http.StatusServiceUnavailable, contract.ErrorInvalid, "could not mint a repository token")
 	}
-	contract.WriteJSON(w, 0, contract.RepoTokenResponse{Token: tok, ExpiresAt: expires})
+	return contract.RepoTokenResponse{Token: tok, ExpiresAt: expires}, nil
 }
 
-func (c *Channel) handleProgress(w http.ResponseWriter, r *http.Request) {
-	ev, err := contract.DecodeProgressEvent(r.Body)
-	if err != nil {
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid progress event")
-		return
-	}
-	if err := c.engine.RecordProgress(r.Context(), attemptOf(r).ID, ev.Seq, contract.CleanProgressMessage(ev.Message)); err != nil {
-		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+// Progress records a progress event, its message cleaned for GitHub.
+func (c *Channel) Progress(ctx context.Context, a store.Attempt, ev contract.ProgressEvent) error {
+	return c.engine.RecordProgress(ctx, a.ID, ev.Seq, contract.CleanProgressMessage(ev.Message))
 }
 
-// handleOutput keeps a chunk of a session attempt's live output for the
+// Output keeps a chunk of a session attempt's live output for the
 // dashboard. The supervisor redacted it; the store keeps only the
 // attempt's tail (contract.MaxLiveOutputBytes).
-func (c *Channel) handleOutput(w http.ResponseWriter, r *http.Request) {
-	a := attemptOf(r) // a session's: authed refuses a snapshot build's
-	o, err := contract.DecodeOutputChunk(r.Body)
-	if err != nil {
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid output chunk")
-		return
-	}
+func (c *Channel) Output(ctx context.Context, a store.Attempt, o contract.OutputChunk) error {
 	chunk := store.OutputChunk{SessionID: a.SessionID, AttemptID: a.ID, Seq: o.Seq, Phase: string(o.Phase),
 		Command: o.Command, Text: o.Text, CreatedAt: c.clock.Now()}
-	if _, err := c.store.AppendOutput(r.Context(), chunk, contract.MaxLiveOutputBytes); err != nil {
-		c.channelLog(r).Warn().Err(err).Msg("storing live output failed")
-		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
-		return
+	if _, err := c.store.AppendOutput(ctx, chunk, contract.MaxLiveOutputBytes); err != nil {
+		c.attemptLog(ctx, a).Warn().Err(err).Msg("storing live output failed")
+		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (c *Channel) handleResult(w http.ResponseWriter, r *http.Request) {
-	a := attemptOf(r)
-	var spec contract.Spec
-	if err := json.Unmarshal([]byte(a.Spec), &spec); err != nil {
-		contract.WriteError(w, http.StatusInternalServerError, contract.ErrorInvalid, "stored spec unreadable")
-		return
+// Result records a session attempt's result and wakes the workers to
+// report it.
+func (c *Channel) Result(ctx context.Context, a store.Attempt, up contract.ResultUpload, _ []byte) error {
+	if err := c.engine.RecordResult(ctx, a.ID, up); err != nil {
+		return err
 	}
-	up, err := contract.DecodeResultUpload(r.Body, spec.Limits.Manifest())
-	var tooLarge *contract.TooLargeError
-	switch {
-	case errors.As(err, &tooLarge):
-		contract.WriteError(w, http.StatusRequestEntityTooLarge, contract.ErrorTooLarge, "result too large")
-		return
-	case err != nil:
-		c.channelLog(r).Warn().Err(err).Msg("invalid result")
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid result: "+err.Error())
-		return
-	}
-	if err := c.engine.RecordResult(r.Context(), a.ID, up); err != nil {
-		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
-		return
-	}
-	c.engine.WakeWorkers(r.Context())
-	w.WriteHeader(http.StatusNoContent)
+	c.engine.WakeWorkers(ctx)
+	return nil
 }
 
-func (c *Channel) handleSnapshotJob(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", contract.ContentTypeJSON)
-	_, _ = w.Write([]byte(attemptOf(r).Spec)) // the job, stored encoded and validated at dispatch
-}
-
-// handleSnapshotResult records a snapshot build's outcome on the repo's
+// SnapshotResult records a snapshot build's outcome on the repo's
 // schedule, once, and collects old snapshots after a new one.
-func (c *Channel) handleSnapshotResult(w http.ResponseWriter, r *http.Request) {
-	a := attemptOf(r)
-	res, err := contract.DecodeSnapshotResult(r.Body)
-	if err != nil {
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "invalid snapshot result: "+err.Error())
-		return
-	}
+func (c *Channel) SnapshotResult(ctx context.Context, a store.Attempt, res contract.SnapshotResult) error {
 	var job contract.SnapshotJob
 	if err := json.Unmarshal([]byte(a.Spec), &job); err != nil || (res.Digest != "" && res.SHA != job.SHA) {
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "the result is not for this job's commit")
-		return
+		return contract.Refusal(http.StatusBadRequest, contract.ErrorInvalid, "the result is not for this job's commit")
 	}
 	// The supervisor redacted the log and the error with the build's
 	// token; the patterns go over the whole result again before any of it
@@ -357,28 +292,26 @@ func (c *Channel) handleSnapshotResult(w http.ResponseWriter, r *http.Request) {
 	contract.NewRedactor().RedactStrings(&res)
 	body, err := json.Marshal(res)
 	if err != nil {
-		contract.WriteError(w, http.StatusInternalServerError, contract.ErrorInvalid, "could not store the result")
-		return
+		return contract.Refusal(http.StatusInternalServerError, contract.ErrorInvalid, "could not store the result")
 	}
 	// The store keeps the commit, branch and footprint only with a digest.
 	o := store.SnapshotOutcome{Digest: res.Digest, Error: res.Error, Log: res.Log,
 		SHA: res.SHA, Branch: job.Repo.DefaultBranch, Size: res.Size, Layers: res.Layers}
-	first, err := c.engine.RecordSnapshotResult(r.Context(), a.ID, string(body), o)
+	first, err := c.engine.RecordSnapshotResult(ctx, a.ID, string(body), o)
 	if err != nil {
-		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "try again")
-		return
+		return err
 	}
 	if first {
 		// From the build attempt's creation: its dispatch and its run.
 		c.metrics.SnapshotBuilt(res.Digest != "", c.clock.Now().Sub(a.CreatedAt))
-		log := c.channelLog(r).With().Int64("repo_id", a.RepoID).Logger()
-		c.engine.RevokeReadTokens(log.WithContext(r.Context()), a.ID)
+		log := c.attemptLog(ctx, a).With().Int64("repo_id", a.RepoID).Logger()
+		c.engine.RevokeReadTokens(log.WithContext(ctx), a.ID)
 		if res.Digest == "" {
 			log.Error().Str("error", res.Error).Msg("snapshot build failed; the previous snapshot stays")
 		} else {
 			log.Info().Str("digest", res.Digest).Str("sha", res.SHA).Msg("snapshot built")
-			c.engine.WakeWorkers(r.Context()) // to collect the old ones
+			c.engine.WakeWorkers(ctx) // to collect the old ones
 		}
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

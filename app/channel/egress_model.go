@@ -19,10 +19,9 @@ import (
 // in the store, for the whole session, and the session ends when they pass
 // its budget (storeMeter).
 
-func (c *Channel) handleEgressModel(rw http.ResponseWriter, r *http.Request) {
+func (c *Channel) handleEgressModel(rw http.ResponseWriter, r *http.Request, a store.Attempt) {
 	w := liftTimeouts(rw, c.egressIdle)
-	a := attemptOf(r)
-	log := c.channelLog(r)
+	log := c.attemptLog(r.Context(), a)
 	refuse := func(status int, why string) {
 		log.Warn().Str("provider", r.PathValue(contract.PathValueProvider)).Str("why", why).Msg("model request refused")
 		contract.WriteError(w, status, contract.ErrorInvalid, why)

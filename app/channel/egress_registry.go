@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 )
 
@@ -11,15 +12,14 @@ import (
 // its registries read from what it was given (a session's spec, a snapshot
 // build's job), and app/registryproxy does the rest (decision 0018).
 
-func (c *Channel) handleEgressRegistry(rw http.ResponseWriter, r *http.Request) {
+func (c *Channel) handleEgressRegistry(rw http.ResponseWriter, r *http.Request, a store.Attempt) {
 	w := liftTimeouts(rw, c.egressIdle)
-	a := attemptOf(r)
 	allowed, err := attemptRegistries(a.Kind, a.Spec)
 	if err != nil {
 		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "the attempt's spec is unreadable")
 		return
 	}
-	c.registryProxy.Serve(w, r, allowed, *c.channelLog(r))
+	c.registryProxy.Serve(w, r, allowed, *c.attemptLog(r.Context(), a))
 }
 
 // attemptRegistries are the registries an attempt of kind was given, from

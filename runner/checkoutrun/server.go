@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,10 +23,12 @@ import (
 // server is the app's side of one local session, on loopback only, for as
 // long as the run lasts:
 //
-//   - the session channel (contract's routes), for exactly one attempt: the
-//     single-use claim code is exchanged for the session token, which every
-//     later request must carry; progress events are printed, one line
-//     each; the result is decoded strictly and kept;
+//   - the session channel, for exactly one attempt: contract.ChannelServer
+//     over this backend, so every check and refusal is the app's (decision
+//     0046). The single-use claim code is exchanged for the session token,
+//     which every later request must carry; progress events are printed,
+//     one line each; the result is decoded strictly and kept, and ends the
+//     attempt;
 //   - the egress routes (model, registry), behind the same session token,
 //     served by the Egress handlers: the server's own proxies, for this
 //     one session;
@@ -47,6 +50,8 @@ type server struct {
 	projectRoot, repoPath string
 	progress              io.Writer
 	egress                Egress
+	// now is the clock the token's expiry is checked against.
+	now func() time.Time
 
 	ln   net.Listener
 	http *http.Server
@@ -83,6 +88,7 @@ func newServer(gitBin, commonDir string, progress io.Writer, egress Egress) (*se
 		repoPath:    "/" + filepath.Base(commonDir),
 		progress:    progress,
 		egress:      egress,
+		now:         time.Now,
 		ln:          ln,
 	}
 	if s.progress == nil {
@@ -98,18 +104,8 @@ func (s *server) URL() string { return "http://" + s.ln.Addr().String() }
 func (s *server) start(spec contract.Spec) {
 	s.spec = spec
 	mux := http.NewServeMux()
-	mux.HandleFunc(contract.RouteClaim, s.claim)
-	mux.HandleFunc(contract.RouteSpec, s.authed(s.serveSpec))
-	mux.HandleFunc(contract.RouteRepoToken, s.authed(s.serveRepoToken))
-	mux.HandleFunc(contract.RouteProgress, s.authed(s.serveProgress))
-	mux.HandleFunc(contract.RouteOutput, s.authed(s.serveOutput))
-	mux.HandleFunc(contract.RouteResult, s.authed(s.serveResult))
-	mux.HandleFunc(contract.PathEgressModel, s.authed(s.serveEgress("model", s.egress.Model)))
-	mux.HandleFunc(contract.PathEgressRegistry, s.authed(s.serveEgress("registry", s.egress.Registry)))
 	mux.HandleFunc(gitRepoPath+"/", s.serveGit)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "no such route")
-	})
+	mux.Handle("/", contract.NewChannelServer[localAttempt](s, contract.ChannelServerOptions{Now: func() time.Time { return s.now() }, OnRefusal: s.refused}))
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -157,38 +153,50 @@ func (s *server) fault(format string, args ...any) {
 	}
 }
 
-func (s *server) claim(w http.ResponseWriter, r *http.Request) {
-	if r.PathValue(contract.PathValueAttempt) != s.spec.AttemptID {
-		s.fault("claim for an unknown attempt")
-		contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "unknown attempt")
-		return
+// refused records a refused channel request, for the report; a result
+// refused for its body is remembered as the upload's error.
+func (s *server) refused(r *http.Request, status int, err error) {
+	s.fault("%s %s: %d %v", r.Method, r.URL.Path, status, err)
+	if contract.ChannelRouteOf(r.Context()) == contract.RouteResult && (status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge) {
+		s.mu.Lock()
+		s.resultErr = err
+		s.mu.Unlock()
 	}
-	req, err := contract.DecodeClaimRequest(r.Body)
-	if err != nil {
-		s.fault("claim: %v", err)
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
-		return
+}
+
+// localAttempt is the server's record of its one attempt: there is
+// nothing to it but the checks contract.ChannelServer makes.
+type localAttempt struct{}
+
+// Serves serves the session's routes, and an egress route only with its
+// handler. A snapshot build's routes never reach here: the one attempt is
+// a session.
+func (s *server) Serves(route string) error {
+	switch {
+	case route == contract.PathEgressModel && s.egress.Model == nil:
+		return errors.New("this inspect run serves no model egress: give it a server config (--server-config) that names one")
+	case route == contract.PathEgressRegistry && s.egress.Registry == nil:
+		return errors.New("this inspect run serves no registry egress: give it a server config (--server-config) that names one")
+	case route == contract.RouteArtifact, route == contract.RouteSnapshotJob, route == contract.RouteSnapshotResult:
+		// `inspect run` keeps no artifacts: the workspace holds them.
+		return errors.New("inspect run does not serve " + route)
 	}
-	if req.AttemptID != s.spec.AttemptID || !equal(req.ClaimCode, s.claimCode) {
-		s.fault("claim with a wrong attempt or claim code")
-		contract.WriteError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "wrong claim code")
-		return
-	}
-	if req.SpecVersion != contract.SpecVersion {
-		contract.WriteError(w, http.StatusConflict, contract.ErrorVersionMismatch,
-			fmt.Sprintf("this inspect serves %s, the supervisor reads %s", contract.SpecVersion, req.SpecVersion))
-		return
+	return nil
+}
+
+// Claim exchanges the claim code for the session token, once.
+func (s *server) Claim(_ context.Context, attemptID, claimCode string) (contract.ClaimResponse, error) {
+	if attemptID != s.spec.AttemptID || !equal(claimCode, s.claimCode) {
+		return contract.ClaimResponse{}, contract.ErrClaimRefused
 	}
 	s.mu.Lock()
 	used := s.claimed
 	s.claimed = true
 	s.mu.Unlock()
 	if used {
-		s.fault("the claim code was used twice")
-		contract.WriteError(w, http.StatusConflict, contract.ErrorClaimUsed, "the claim code was already used")
-		return
+		return contract.ClaimResponse{}, contract.ErrClaimRefused
 	}
-	contract.WriteJSON(w, 0, contract.ClaimResponse{SessionToken: s.session, ExpiresAt: s.expiry()})
+	return contract.ClaimResponse{SessionToken: s.session, ExpiresAt: s.expiry(), Kind: contract.KindSession}, nil
 }
 
 // expiry is when the tokens stop being useful: the deadline, and a margin
@@ -197,57 +205,34 @@ func (s *server) expiry() time.Time {
 	return s.spec.Limits.Deadline.Add(10 * time.Minute).UTC()
 }
 
-// authed admits a request for this attempt that carries the session token,
-// after the claim.
-func (s *server) authed(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.PathValue(contract.PathValueAttempt) != s.spec.AttemptID {
-			s.fault("%s %s: unknown attempt", r.Method, r.URL.Path)
-			contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "unknown attempt")
-			return
-		}
-		s.mu.Lock()
-		claimed := s.claimed
-		s.mu.Unlock()
-		if !claimed || !equal(r.Header.Get(contract.HeaderSessionToken), s.session) {
-			s.fault("%s %s: missing or wrong session token", r.Method, r.URL.Path)
-			contract.WriteError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "missing or wrong session token")
-			return
-		}
-		h(w, r)
+// Authenticate admits the session token of this attempt, after the claim.
+// The attempt ends, as the app's does, when its result is kept.
+func (s *server) Authenticate(_ context.Context, attemptID, sessionToken string) (localAttempt, contract.ChannelAttempt, error) {
+	s.mu.Lock()
+	claimed, ended := s.claimed, s.result != nil
+	s.mu.Unlock()
+	if attemptID != s.spec.AttemptID || !claimed || !equal(sessionToken, s.session) {
+		return localAttempt{}, contract.ChannelAttempt{}, errors.New("missing or wrong session token")
 	}
+	return localAttempt{}, contract.ChannelAttempt{Kind: contract.KindSession, Ended: ended, Expires: s.expiry()}, nil
 }
 
-func (s *server) serveSpec(w http.ResponseWriter, _ *http.Request) {
-	contract.WriteJSON(w, 0, s.spec)
-}
+func (s *server) Spec(context.Context, localAttempt) ([]byte, error) { return json.Marshal(s.spec) }
 
-func (s *server) serveRepoToken(w http.ResponseWriter, _ *http.Request) {
+func (s *server) RepoToken(context.Context, localAttempt) (contract.RepoTokenResponse, error) {
 	s.mu.Lock()
 	s.tokenIssued = true
 	s.mu.Unlock()
-	contract.WriteJSON(w, 0, contract.RepoTokenResponse{Token: s.repoToken, ExpiresAt: s.expiry()})
+	return contract.RepoTokenResponse{Token: s.repoToken, ExpiresAt: s.expiry()}, nil
 }
 
-// serveOutput accepts live output and drops it: `inspect run` has no
-// dashboard, and the evidence's output tails say what ran. Accepting it
-// keeps the supervisor from warning that the app refused it.
-func (s *server) serveOutput(w http.ResponseWriter, r *http.Request) {
-	if _, err := contract.DecodeOutputChunk(r.Body); err != nil {
-		s.fault("output: %v", err)
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
+// Output drops live output: `inspect run` has no dashboard, and the
+// evidence's output tails say what ran. Accepting it keeps the supervisor
+// from warning that the app refused it.
+func (s *server) Output(context.Context, localAttempt, contract.OutputChunk) error { return nil }
 
-func (s *server) serveProgress(w http.ResponseWriter, r *http.Request) {
-	ev, err := contract.DecodeProgressEvent(r.Body)
-	if err != nil {
-		s.fault("progress: %v", err)
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
-		return
-	}
+// Progress prints the event, one line.
+func (s *server) Progress(_ context.Context, _ localAttempt, ev contract.ProgressEvent) error {
 	// The message is single-line by the contract; clean it again anyway,
 	// since it reaches a terminal.
 	s.mu.Lock()
@@ -255,46 +240,46 @@ func (s *server) serveProgress(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(s.progress, "inspect run: [%s] %s\n", ev.Phase, contract.CleanProgressMessage(ev.Message))
 	}
 	s.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *server) serveResult(w http.ResponseWriter, r *http.Request) {
-	u, err := contract.DecodeResultUpload(r.Body, s.spec.Limits.Manifest())
-	if err == nil && (u.Evidence.AttemptID != s.spec.AttemptID || u.Evidence.SessionID != s.spec.SessionID || u.Evidence.PinnedSHA != s.spec.PinnedSHA) {
-		err = errors.New("the result is for another attempt or commit")
-	}
-	if err != nil {
-		s.fault("result: %v", err)
-		s.mu.Lock()
-		s.resultErr = err
-		s.mu.Unlock()
-		status, code := http.StatusBadRequest, contract.ErrorInvalid
-		if errors.Is(err, contract.ErrTooLarge) {
-			status, code = http.StatusRequestEntityTooLarge, contract.ErrorTooLarge
-		}
-		contract.WriteError(w, status, code, err.Error())
-		return
+// Result keeps the first upload that is this attempt's; a repeat is
+// acknowledged and changes nothing.
+func (s *server) Result(_ context.Context, _ localAttempt, u contract.ResultUpload, _ []byte) error {
+	if u.Evidence.AttemptID != s.spec.AttemptID || u.Evidence.SessionID != s.spec.SessionID || u.Evidence.PinnedSHA != s.spec.PinnedSHA {
+		return contract.Refusal(http.StatusBadRequest, contract.ErrorInvalid, "the result is for another attempt or commit")
 	}
 	s.mu.Lock()
-	if s.result == nil { // a repeated upload is acknowledged and changes nothing
+	if s.result == nil {
 		s.result = &u
 		s.resultErr = nil
 	}
 	s.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-// serveEgress hands an egress request to its handler, with the spec; a
-// route without one is refused, as the server refuses a registry it does
-// not configure.
-func (s *server) serveEgress(what string, h func(http.ResponseWriter, *http.Request, contract.Spec)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if h == nil {
-			contract.WriteError(w, http.StatusForbidden, contract.ErrorInvalid, "this inspect run serves no "+what+" egress: give it a server config (--server-config) that names one")
-			return
-		}
-		h(w, r, s.spec)
+// Artifact is never called: Serves refuses the route.
+func (s *server) Artifact(context.Context, localAttempt, string, []byte) error {
+	return errors.New("inspect run keeps no artifacts")
+}
+
+// SnapshotJob is never called: the attempt is a session.
+func (s *server) SnapshotJob(context.Context, localAttempt) ([]byte, error) {
+	return nil, errors.New("inspect run builds no snapshots")
+}
+
+// SnapshotResult is never called: the attempt is a session.
+func (s *server) SnapshotResult(context.Context, localAttempt, contract.SnapshotResult) error {
+	return errors.New("inspect run builds no snapshots")
+}
+
+// Egress hands an egress request to its handler, with the spec.
+func (s *server) Egress(_ context.Context, _ localAttempt, route string) http.Handler {
+	h := s.egress.Registry
+	if route == contract.PathEgressModel {
+		h = s.egress.Model
 	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, s.spec) })
 }
 
 // serveGit serves git's smart HTTP protocol for fetching only.

@@ -96,7 +96,9 @@ func TestChannelAndGitServerAuthenticateEverything(t *testing.T) {
 	if code, _ := (call{"POST", path(contract.PathClaim), "", bad}).do(t, base); code != http.StatusUnauthorized {
 		t.Errorf("wrong claim code: %d", code)
 	}
-	if code, _ := (call{"POST", contract.AttemptPath(contract.PathClaim, "other"), "", claim}).do(t, base); code != http.StatusNotFound {
+	// The app's order and statuses (decision 0046): the body names
+	// another attempt than the path.
+	if code, _ := (call{"POST", contract.AttemptPath(contract.PathClaim, "other"), "", claim}).do(t, base); code != http.StatusBadRequest {
 		t.Errorf("claim for another attempt: %d", code)
 	}
 	if code, _ := (call{"POST", path(contract.PathClaim), "", `{"attempt_id":"local-a","claim_code":"` + srv.claimCode + `","spec_version":"` + contract.SpecVersion + `","extra":1}`}).do(t, base); code != http.StatusBadRequest {
@@ -110,7 +112,8 @@ func TestChannelAndGitServerAuthenticateEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := (call{"POST", path(contract.PathClaim), "", claim}).do(t, base); code != http.StatusConflict || !strings.Contains(string(body), string(contract.ErrorClaimUsed)) {
+	// A reused claim code is refused as the app refuses it (decision 0046).
+	if code, body := (call{"POST", path(contract.PathClaim), "", claim}).do(t, base); code != http.StatusUnauthorized || !strings.Contains(string(body), string(contract.ErrorClaimUsed)) {
 		t.Errorf("second claim: %d %s", code, body)
 	}
 
@@ -275,7 +278,9 @@ func TestEgressRoutesServeOnlyTheSession(t *testing.T) {
 	if code, _ := (call{"POST", modelPath, "wrong-token-0123456789", "{}"}).do(t, base); code != http.StatusUnauthorized {
 		t.Errorf("model route with a wrong token: %d", code)
 	}
-	if code, _ := (call{"POST", contract.EgressModelPath("other", "p", "responses"), srv.session, "{}"}).do(t, base); code != http.StatusNotFound {
+	// Another attempt's route is refused as the app refuses it: this
+	// token is not that attempt's (decision 0046).
+	if code, _ := (call{"POST", contract.EgressModelPath("other", "p", "responses"), srv.session, "{}"}).do(t, base); code != http.StatusUnauthorized {
 		t.Errorf("model route of another attempt: %d", code)
 	}
 	if len(served) != 0 {

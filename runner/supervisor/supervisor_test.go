@@ -516,7 +516,7 @@ func TestBadClaimSpendsNothing(t *testing.T) {
 	h := newHarness(t, ch, spec)
 	h.cfg.ClaimCode = "not-the-claim-code"
 	_, err := Run(context.Background(), h.cfg)
-	if err == nil || !strings.Contains(err.Error(), "HTTP 401 unauthorized") {
+	if err == nil || !strings.Contains(err.Error(), "HTTP 401 "+string(contract.ErrorClaimUsed)) {
 		t.Fatalf("Run: %v", err)
 	}
 	if strings.Contains(err.Error(), "not-the-claim-code") {

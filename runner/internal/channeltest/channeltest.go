@@ -1,7 +1,7 @@
 // Package channeltest is a stand-in for the app's side of the session
-// channel, for the supervisor's and the local executor's tests: it serves
-// the contract's routes over loopback HTTP with strict decoding, checks the
-// session token on every request after the claim, mints real read-only
+// channel, for the supervisor's and the local executor's tests: a backend
+// of contract.ChannelServer, the app's own protocol (its decoding, its
+// checks and their order, decision 0046), over loopback HTTP. It mints real read-only
 // installation tokens from a fakegithub server whose git-over-HTTP endpoint
 // serves the session's repository, and records everything it was sent.
 //
@@ -10,8 +10,11 @@ package channeltest
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -181,21 +184,19 @@ func New(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	s := &Server{GitHub: gh, gh: client, attempts: map[string]*Attempt{}}
-	mux := http.NewServeMux()
-	mux.HandleFunc(contract.RouteClaim, s.claim)
-	mux.HandleFunc(contract.RouteSpec, s.authed(s.spec))
-	mux.HandleFunc(contract.RouteRepoToken, s.authed(s.repoToken))
-	mux.HandleFunc(contract.RouteProgress, s.authed(s.progress))
-	mux.HandleFunc(contract.RouteOutput, s.authed(s.output))
-	mux.HandleFunc(contract.RouteResult, s.authed(s.result))
-	mux.HandleFunc(contract.RouteArtifact, s.authed(s.artifact))
-	mux.HandleFunc(contract.PathEgressModel, s.authed(s.egressModel))
-	// Any method, so that one the supervisor should have refused is
-	// recorded rather than turned away by the mux.
-	mux.HandleFunc(contract.PathEgressRegistry, s.authed(s.egressRegistry))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.violate("unexpected request %s %s", r.Method, r.URL.Path)
-		contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "no such route")
+	channel := contract.NewChannelServer[*Attempt](backend{s}, contract.ChannelServerOptions{OnRefusal: func(r *http.Request, status int, err error) {
+		s.violate("%s %s: %d %v", r.Method, r.URL.Path, status, err)
+	}})
+	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/claim"):
+			if r.Header.Get(contract.HeaderSessionToken) != "" {
+				s.violate("claim sent a session token")
+			}
+		case r.Header.Get(contract.HeaderRunnerVersion) == "":
+			s.violate("%s %s: no runner version header", r.Method, r.URL.Path)
+		}
+		channel.ServeHTTP(w, r)
 	})
 	s.http = httptest.NewServer(mux)
 	t.Cleanup(s.http.Close)
@@ -304,150 +305,107 @@ func (s *Server) record(a *Attempt, f func()) {
 	f()
 }
 
-func (s *Server) lookup(r *http.Request) *Attempt {
+// tokenGrace is how long after its deadline an attempt's token works, as
+// the app's (app/channel).
+const tokenGrace = 10 * time.Minute
+
+// backend is the Server's answers to the channel (contract.ChannelBackend).
+type backend struct{ *Server }
+
+// Serves serves every route the app serves.
+func (s backend) Serves(string) error { return nil }
+
+// Claim exchanges the attempt's claim code for its session token, once.
+func (s backend) Claim(_ context.Context, attemptID, claimCode string) (contract.ClaimResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.attempts[r.PathValue(contract.PathValueAttempt)]
+	a := s.attempts[attemptID]
+	if a == nil || claimCode != a.ClaimCode || a.claimed {
+		return contract.ClaimResponse{}, contract.ErrClaimRefused
+	}
+	a.claimed = true
+	return contract.ClaimResponse{SessionToken: a.SessionToken, ExpiresAt: a.Spec.Limits.Deadline.Add(tokenGrace).UTC(), Kind: contract.KindSession}, nil
 }
 
-func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(contract.HeaderSessionToken) != "" {
-		s.violate("claim sent a session token")
+// Authenticate admits the session token of a claimed attempt; the attempt
+// ends, as the app's does, when its result arrives.
+func (s backend) Authenticate(_ context.Context, attemptID, sessionToken string) (*Attempt, contract.ChannelAttempt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.attempts[attemptID]
+	if a == nil || !a.claimed || sessionToken != a.SessionToken {
+		return nil, contract.ChannelAttempt{}, errors.New("missing or wrong session token")
 	}
-	req, err := contract.DecodeClaimRequest(r.Body)
-	if err != nil {
-		s.violate("claim: %v", err)
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
-		return
-	}
-	a := s.lookup(r)
-	if a == nil || req.AttemptID != a.Spec.AttemptID || req.ClaimCode != a.ClaimCode {
-		s.violate("claim with a wrong attempt or code")
-		contract.WriteError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "bad claim")
-		return
-	}
-	if req.SpecVersion != contract.SpecVersion {
-		contract.WriteError(w, http.StatusConflict, contract.ErrorVersionMismatch, "spec version")
-		return
-	}
-	used := false
-	s.record(a, func() { used, a.claimed = a.claimed, true })
-	if used {
-		s.violate("claim code used twice")
-		contract.WriteError(w, http.StatusConflict, contract.ErrorClaimUsed, "claim code already used")
-		return
-	}
-	contract.WriteJSON(w, 0, contract.ClaimResponse{SessionToken: a.SessionToken, ExpiresAt: time.Now().Add(2 * time.Hour).UTC()})
+	return a, contract.ChannelAttempt{Kind: contract.KindSession, Ended: len(a.Results) > 0, Expires: a.Spec.Limits.Deadline.Add(tokenGrace)}, nil
 }
 
-// authed checks the session token before h runs.
-func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *Attempt)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		a := s.lookup(r)
-		if a == nil {
-			s.violate("%s %s: unknown attempt", r.Method, r.URL.Path)
-			contract.WriteError(w, http.StatusNotFound, contract.ErrorInvalid, "unknown attempt")
-			return
-		}
-		if got := r.Header.Get(contract.HeaderSessionToken); got != a.SessionToken {
-			s.violate("%s %s: missing or wrong session token", r.Method, r.URL.Path)
-			contract.WriteError(w, http.StatusUnauthorized, contract.ErrorUnauthorized, "session token")
-			return
-		}
-		if r.Header.Get(contract.HeaderRunnerVersion) == "" {
-			s.violate("%s %s: no runner version header", r.Method, r.URL.Path)
-		}
-		h(w, r, a)
-	}
-}
+func (s backend) Spec(_ context.Context, a *Attempt) ([]byte, error) { return json.Marshal(a.Spec) }
 
-func (s *Server) spec(w http.ResponseWriter, _ *http.Request, a *Attempt) {
-	contract.WriteJSON(w, 0, a.Spec)
-}
-
-func (s *Server) repoToken(w http.ResponseWriter, r *http.Request, a *Attempt) {
+func (s backend) RepoToken(ctx context.Context, a *Attempt) (contract.RepoTokenResponse, error) {
 	repoID := a.Spec.Repo.ID
 	s.mu.Lock()
 	if s.tokenRepoID != 0 {
 		repoID = s.tokenRepoID
 	}
 	s.mu.Unlock()
-	tok, _, err := s.gh.Apps.CreateInstallationToken(r.Context(), InstallationID, &github.InstallationTokenOptions{
+	tok, _, err := s.gh.Apps.CreateInstallationToken(ctx, InstallationID, &github.InstallationTokenOptions{
 		RepositoryIDs: []int64{repoID},
 		Permissions:   &github.InstallationPermissions{Contents: github.String("read")},
 	})
 	if err != nil {
-		contract.WriteError(w, http.StatusBadGateway, contract.ErrorInvalid, "minting: "+err.Error())
-		return
+		return contract.RepoTokenResponse{}, contract.Refusal(http.StatusBadGateway, contract.ErrorInvalid, "minting: "+err.Error())
 	}
 	s.record(a, func() { a.RepoTokens = append(a.RepoTokens, tok.GetToken()) })
-	contract.WriteJSON(w, 0, contract.RepoTokenResponse{Token: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().UTC()})
+	return contract.RepoTokenResponse{Token: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().UTC()}, nil
 }
 
-func (s *Server) progress(w http.ResponseWriter, r *http.Request, a *Attempt) {
-	ev, err := contract.DecodeProgressEvent(r.Body)
-	if err != nil {
-		s.violate("progress: %v", err)
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
-		return
-	}
+func (s backend) Progress(_ context.Context, a *Attempt, ev contract.ProgressEvent) error {
 	s.record(a, func() { a.Progress = append(a.Progress, ev) })
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Server) output(w http.ResponseWriter, r *http.Request, a *Attempt) {
-	c, err := contract.DecodeOutputChunk(r.Body)
-	if err != nil {
-		s.violate("output: %v", err)
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
-		return
-	}
+func (s backend) Output(_ context.Context, a *Attempt, c contract.OutputChunk) error {
 	s.record(a, func() { a.Output = append(a.Output, c) })
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Server) result(w http.ResponseWriter, r *http.Request, a *Attempt) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, contract.MaxResultUploadBytes+1))
-	if err != nil {
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
-		return
-	}
-	u, err := contract.DecodeResultUpload(bytes.NewReader(body), a.Spec.Limits.Manifest())
-	if err != nil {
-		s.violate("result: %v", err)
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, err.Error())
-		return
-	}
+func (s backend) Result(_ context.Context, a *Attempt, u contract.ResultUpload, raw []byte) error {
 	s.record(a, func() {
 		a.Results = append(a.Results, u)
-		a.RawResults = append(a.RawResults, body)
+		a.RawResults = append(a.RawResults, raw)
 	})
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-// artifact keeps an uploaded artifact, checked as the app checks one: a
-// name the spec's globs match, within its per-file cap.
-func (s *Server) artifact(w http.ResponseWriter, r *http.Request, a *Attempt) {
-	name := r.URL.Query().Get("name")
-	spec := a.Spec.Artifacts
-	if spec == nil || contract.ValidatePath(name) != nil || !contract.MatchArtifact(spec.Patterns, name) {
-		s.violate("artifact %q: not one the spec names", name)
-		contract.WriteError(w, http.StatusBadRequest, contract.ErrorInvalid, "not an artifact of this session")
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, spec.MaxFileBytes+1))
-	if err != nil || int64(len(body)) > spec.MaxFileBytes {
-		s.violate("artifact %q: over the cap or unreadable (%v)", name, err)
-		contract.WriteError(w, http.StatusRequestEntityTooLarge, contract.ErrorTooLarge, "artifact too large")
-		return
-	}
+// Artifact keeps an uploaded artifact, which the channel checked as the
+// app's does: a name the spec's globs match, within its per-file cap.
+func (s backend) Artifact(_ context.Context, a *Attempt, name string, content []byte) error {
 	s.record(a, func() {
 		if a.Artifacts == nil {
 			a.Artifacts = map[string][]byte{}
 		}
-		a.Artifacts[name] = body
+		a.Artifacts[name] = content
 	})
-	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// SnapshotJob is never called: every attempt here is a session's.
+func (s backend) SnapshotJob(context.Context, *Attempt) ([]byte, error) {
+	return nil, errors.New("channeltest builds no snapshots")
+}
+
+// SnapshotResult is never called: every attempt here is a session's.
+func (s backend) SnapshotResult(context.Context, *Attempt, contract.SnapshotResult) error {
+	return errors.New("channeltest builds no snapshots")
+}
+
+// Egress records an egress request and hands it to ServeModel's or
+// ServeRegistry's handler.
+func (s backend) Egress(_ context.Context, a *Attempt, route string) http.Handler {
+	if route == contract.PathEgressModel {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.egressModel(w, r, a) })
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.egressRegistry(w, r, a) })
 }
 
 func randomHex() string {

@@ -1,0 +1,94 @@
+package channel
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/contract/channelrefusaltest"
+)
+
+// The app's channel answers every route's refusals as
+// contract.ChannelRefusals says, as `inspect run`'s does (decision 0046).
+func TestChannelRefusesAsTheTableSays(t *testing.T) {
+	const id = "att-refusals"
+	channelrefusaltest.Run(t, channelrefusaltest.Backend{
+		New: func(t *testing.T, kind contract.AttemptKind) (channelrefusaltest.Attempt, bool) {
+			r := newRig(t, Options{Providers: providers{}})
+			a := r.st.attempts[sessionAttempt]
+			if kind == contract.KindSnapshot {
+				a = r.st.attempts[snapshotAttempt]
+			}
+			a.ID, a.State = id, store.AttemptStarted
+			r.st.attempts[id] = a
+			r.st.claims[id] = "claim-code-refusals-0123"
+			return channelrefusaltest.Attempt{
+				Channel: r.mux, ID: id, ClaimCode: r.st.claims[id],
+				End: func() {
+					a := r.st.attempts[id]
+					a.State = store.AttemptEnded
+					r.st.attempts[id] = a
+				},
+				Expire: func() { r.clock.now = a.Deadline.Add(sessionTokenTTLGrace + time.Second) },
+			}, true
+		},
+	})
+}
+
+// storeEngine is the engine's claim over the store itself, for the
+// refusal table over the store's own AuthenticateAttempt and
+// ClaimAttempt; the rest is fakeEngine's.
+type storeEngine struct {
+	*fakeEngine
+	st    *store.Store
+	clock *fixedClock
+}
+
+func (e storeEngine) ClaimAttempt(ctx context.Context, id, code, token string) (store.Attempt, error) {
+	return e.st.ClaimAttempt(ctx, id, code, token, e.clock.Now())
+}
+
+// The same over the app's store (SQLite): its claims, tokens and ends.
+func TestChannelOverTheStoreRefusesAsTheTableSays(t *testing.T) {
+	spec := mustJSON(t, contract.Spec{Agent: contract.Agent{Model: "m-1", Provider: "p"}})
+	n := 0
+	channelrefusaltest.Run(t, channelrefusaltest.Backend{
+		New: func(t *testing.T, kind contract.AttemptKind) (channelrefusaltest.Attempt, bool) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, "sqlite", filepath.Join(t.TempDir(), "inspect.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() }) // a test's store; its errors say nothing of the channel
+			n++
+			a := store.Attempt{ID: fmt.Sprintf("att-store-%d", n), SessionID: "s1", Kind: string(kind), Deadline: epoch.Add(time.Hour), Spec: spec}
+			if kind == contract.KindSnapshot {
+				a.SessionID, a.RepoID, a.Spec = "", 7, `{"sha":"`+jobSHA+`"}`
+			}
+			const code = "claim-code-store-0123456789"
+			if err := st.CreateAttempt(ctx, a, code, epoch); err != nil {
+				t.Fatal(err)
+			}
+			clock := &fixedClock{now: epoch}
+			mux := http.NewServeMux()
+			New(Options{Store: st, Engine: storeEngine{fakeEngine: &fakeEngine{}, st: st, clock: clock}, Clock: clock,
+				Logger: zerolog.Nop(), Providers: providers{}}).Routes(mux)
+			return channelrefusaltest.Attempt{
+				Channel: mux, ID: a.ID, ClaimCode: code,
+				End: func() {
+					if err := st.EndAttempt(ctx, a.ID, clock.Now()); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Expire: func() { clock.now = a.Deadline.Add(sessionTokenTTLGrace + time.Second) },
+			}, true
+		},
+	})
+}

@@ -76,7 +76,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
-		return reply(d.Reply)
+		return reply(render.Refusal(d))
 	}
 	switch t.Command.Sub {
 	case policy.Status:

@@ -67,7 +67,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 		// refusal instead, so no bot can make us talk without being trusted.
 		if d := policy.Authorize(policy.Facts{SenderLogin: t.Sender.Login, SenderType: t.Sender.Type,
 			AllowedBots: s.cfg.Policy.AllowedBots, Subcommand: policy.Help}); !d.Allowed {
-			body = d.Reply
+			body = render.Refusal(d)
 		}
 		a.Work = []store.NewWork{replyWork(t, render.ReplyMarker(t), body)}
 	case t.Command.Sub == policy.Run:
@@ -107,7 +107,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 		} else {
 			// Refused from local state: no network, no 👀; the sync posts
 			// the one reply.
-			sess.State, sess.Outcome, sess.Reason, sess.Detail = store.Done, store.Refused, string(paused.Reason), paused.Reply
+			sess.State, sess.Outcome, sess.Reason, sess.Detail = store.Done, store.Refused, string(paused.Reason), render.Refusal(paused)
 			a.Work = []store.NewWork{{Kind: store.SyncSession}}
 		}
 		a.Session = sess

@@ -86,7 +86,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 	case policy.Retry:
 		return s.retry(ctx, t, reply)
 	}
-	return reply(policy.HelpText(s.cfg.CommandWord))
+	return reply(render.HelpText(s.cfg.CommandWord))
 }
 
 // cancellable lists the sessions a cancel trigger may stop: a button's

@@ -62,7 +62,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 	}
 	switch {
 	case t.Command.Kind == policy.Reply:
-		body := render.WithIgnoredNote(t.Command.Reply, t.Command.Ignored, s.cfg.CommandWord)
+		body := render.WithIgnoredNote(render.HelpReply(t.Command.Problem, s.cfg.CommandWord), t.Command.Ignored, s.cfg.CommandWord)
 		// Help is for everyone but bots off the allowlist: they get the
 		// refusal instead, so no bot can make us talk without being trusted.
 		if d := policy.Authorize(policy.Facts{SenderLogin: t.Sender.Login, SenderType: t.Sender.Type,

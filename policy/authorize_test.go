@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -52,18 +51,6 @@ func checkAuthorize(t *testing.T, cases []authCase) {
 				t.Errorf("refusal of %q's %q carries sender %q and subcommand %q", f.SenderLogin, f.Subcommand, d.Sender, d.Subcommand)
 			}
 		})
-	}
-}
-
-// checkReplySafe: replies are Markdown for people; they never start a line
-// with a command word, nor carry control characters.
-func checkReplySafe(t *testing.T, reply string) {
-	t.Helper()
-	if Parse(reply, "/inspect").Kind != Ignore {
-		t.Errorf("reply parses as a command: %q", reply)
-	}
-	if strings.IndexFunc(reply, IsHidden) >= 0 || strings.Contains(reply, "\n") {
-		t.Errorf("reply has hidden or control characters or several lines: %q", reply)
 	}
 }
 

@@ -95,8 +95,9 @@ type Decision struct {
 	Subcommand Subcommand
 	// Role is the sender's role (insufficient_permission).
 	Role Role
-	// IsPR: the target is a pull request, not an issue (closed, locked).
-	IsPR bool
+	// PullRequest: the target is a pull request, not an issue (closed,
+	// locked).
+	PullRequest bool
 	// ForkRepo is the fork's full name, "" when the fork was deleted
 	// (fork_pr).
 	ForkRepo string
@@ -202,7 +203,7 @@ func Authorize(f Facts) Decision {
 	default:
 		return Decision{Allowed: true}
 	}
-	d.IsPR = t.IsPR
+	d.PullRequest = t.IsPR
 	return d
 }
 

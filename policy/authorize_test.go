@@ -277,13 +277,13 @@ func TestAuthorizeRefusalFacts(t *testing.T) {
 		{"login, raw", func(f *Facts) { f.SenderLogin, f.ServerPaused = "al ice\n@everyone", true },
 			Decision{Reason: ReasonServerPaused, Sender: "al ice\n@everyone", Subcommand: Run}},
 		{"closed PR", func(f *Facts) { f.Target.State = "closed" },
-			Decision{Reason: ReasonClosed, Sender: "alice", Subcommand: Run, IsPR: true}},
+			Decision{Reason: ReasonClosed, Sender: "alice", Subcommand: Run, PullRequest: true}},
 		{"locked issue", func(f *Facts) { f.Target = Target{State: "open", Locked: true} },
 			Decision{Reason: ReasonLocked, Sender: "alice", Subcommand: Run}},
 		{"fork, raw name", func(f *Facts) { f.Target.HeadRepoFullName = "mal`lory/<b>wid gets" },
-			Decision{Reason: ReasonForkPR, Sender: "alice", Subcommand: Run, IsPR: true, ForkRepo: "mal`lory/<b>wid gets"}},
+			Decision{Reason: ReasonForkPR, Sender: "alice", Subcommand: Run, PullRequest: true, ForkRepo: "mal`lory/<b>wid gets"}},
 		{"deleted fork", func(f *Facts) { f.Target.HeadRepoFullName = "" },
-			Decision{Reason: ReasonForkPR, Sender: "alice", Subcommand: Run, IsPR: true}},
+			Decision{Reason: ReasonForkPR, Sender: "alice", Subcommand: Run, PullRequest: true}},
 	}
 	for _, c := range cases {
 		f := base()

@@ -1,6 +1,8 @@
 // Package policy holds Inspect's pure decisions: the comment command
 // grammar, who may trigger a session, and the other rules the app applies.
-// Nothing here does I/O, reads a clock or keeps state between calls.
+// Nothing here does I/O, reads a clock or keeps state between calls. A
+// decision is a typed reason with the facts behind it; the words said to
+// people are app/render's (decision 0047).
 package policy
 
 import (

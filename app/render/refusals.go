@@ -27,7 +27,7 @@ func Refusal(d policy.Decision) string {
 
 func refusalText(d policy.Decision) string {
 	thing := "issue"
-	if d.IsPR {
+	if d.PullRequest {
 		thing = "pull request"
 	}
 	switch d.Reason {

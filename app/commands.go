@@ -76,7 +76,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
-		return reply(d.Reply)
+		return reply(render.Refusal(d))
 	}
 	switch t.Command.Sub {
 	case policy.Status:
@@ -86,7 +86,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 	case policy.Retry:
 		return s.retry(ctx, t, reply)
 	}
-	return reply(policy.HelpText(s.cfg.CommandWord))
+	return reply(render.HelpText(s.cfg.CommandWord))
 }
 
 // cancellable lists the sessions a cancel trigger may stop: a button's

@@ -62,12 +62,12 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 	}
 	switch {
 	case t.Command.Kind == policy.Reply:
-		body := render.WithIgnoredNote(t.Command.Reply, t.Command.Ignored, s.cfg.CommandWord)
+		body := render.WithIgnoredNote(render.HelpReply(t.Command.Problem, s.cfg.CommandWord), t.Command.Ignored, s.cfg.CommandWord)
 		// Help is for everyone but bots off the allowlist: they get the
 		// refusal instead, so no bot can make us talk without being trusted.
 		if d := policy.Authorize(policy.Facts{SenderLogin: t.Sender.Login, SenderType: t.Sender.Type,
 			AllowedBots: s.cfg.Policy.AllowedBots, Subcommand: policy.Help}); !d.Allowed {
-			body = d.Reply
+			body = render.Refusal(d)
 		}
 		a.Work = []store.NewWork{replyWork(t, render.ReplyMarker(t), body)}
 	case t.Command.Sub == policy.Run:
@@ -107,7 +107,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 		} else {
 			// Refused from local state: no network, no 👀; the sync posts
 			// the one reply.
-			if err := sess.End(session.Refused, string(paused.Reason), paused.Reply); err != nil {
+			if err := sess.End(session.Refused, string(paused.Reason), render.Refusal(paused)); err != nil {
 				return err // a new session is queued, which End is taken from
 			}
 			a.Work = []store.NewWork{{Kind: store.SyncSession}}

@@ -120,7 +120,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
-		return s.end(ctx, sess.ID, session.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == session.KindRepair, d.Reply))
+		return s.end(ctx, sess.ID, session.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == session.KindRepair, render.Refusal(d)))
 	}
 	if target.IsBranch() && headSHA == "" {
 		// Checked when the form was posted, deleted since: said on the
@@ -207,7 +207,7 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 			// counted when it took it.
 			if d := policy.DailyBudget(limits, load.StartedRepo, load.OldestStart, now, x.RequesterLogin); !d.Allowed {
 				refused = d
-				return []store.NewWork{{Kind: store.SyncSession}}, x.End(session.Refused, string(d.Reason), render.RefusalDetail(x.TriggerKind == session.KindRepair, d.Reply))
+				return []store.NewWork{{Kind: store.SyncSession}}, x.End(session.Refused, string(d.Reason), render.RefusalDetail(x.TriggerKind == session.KindRepair, render.Refusal(d)))
 			}
 		}
 		if a := policy.Admit(limits, load); !a.Admit {

@@ -159,7 +159,7 @@ func reportResult(ctx context.Context, do reportSteps, sess store.Session, spec 
 	decision, summary := repoCfg.CheckChange(up.Manifest, spec.Limits, sess.RepoName)
 	if !decision.Allowed {
 		zerolog.Ctx(ctx).Info().Str("reason", string(decision.Reason)).Msg("change refused")
-		return do.End(ctx, sess.ID, session.ChangeRefused, string(decision.Reason), render.ChangeRefusedReply(decision.Reply))
+		return do.End(ctx, sess.ID, session.ChangeRefused, string(decision.Reason), render.ChangeRefusedReply(decision))
 	}
 	verified := verificationPassed(ev)
 	if sess.CommitSHA == "" {

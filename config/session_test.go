@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,8 +143,8 @@ func TestCheckChangeRefusesProtectedPathsAndWideChanges(t *testing.T) {
 		}
 	}
 	d, _ := repo.CheckChange(&contract.Manifest{Files: []contract.FileChange{file(".github/workflows/x.yml")}}, limits, "r")
-	if !strings.Contains(d.Reply, "`.github/workflows/x.yml`") {
-		t.Errorf("the reply does not name the path: %s", d.Reply)
+	if !slices.Equal(d.Offending, []string{".github/workflows/x.yml"}) {
+		t.Errorf("the refusal does not name the path: %+v", d)
 	}
 	// The org-wide config is protected in the owner's .github repository
 	// only (where it lives), whichever way the session runs.

@@ -106,7 +106,6 @@ func TestIssueCommentHandles(t *testing.T) {
 func TestIssueComment(t *testing.T) {
 	self := handlers.Identity{AppID: testAppID, AppSlug: testAppSlug}
 	same := func(*session.Trigger) {}
-	helpText := policy.HelpText("/inspect")
 
 	tests := []struct {
 		name    string
@@ -154,14 +153,14 @@ func TestIssueComment(t *testing.T) {
 			name:  "help is a reply",
 			edits: []edit{body("/inspect help")},
 			want: func(tr *session.Trigger) {
-				tr.Command = policy.Parsed{Kind: policy.Reply, Sub: policy.Help, Reply: helpText}
+				tr.Command = policy.Parsed{Kind: policy.Reply, Sub: policy.Help}
 			},
 		},
 		{
 			name:  "bare command word is a reply",
 			edits: []edit{body("/inspect")},
 			want: func(tr *session.Trigger) {
-				tr.Command = policy.Parsed{Kind: policy.Reply, Sub: policy.Help, Reply: helpText}
+				tr.Command = policy.Parsed{Kind: policy.Reply, Sub: policy.Help}
 			},
 		},
 		{
@@ -196,11 +195,13 @@ func TestIssueComment(t *testing.T) {
 			want:  same,
 		},
 		{
-			name:  "custom command word help names that word",
+			// "/bot help" is help only when parsed with the configured word
+			// (with "/inspect" it is no command); render names the word.
+			name:  "custom command word help is parsed with that word",
 			word:  "/bot",
 			edits: []edit{body("/bot help")},
 			want: func(tr *session.Trigger) {
-				tr.Command = policy.Parsed{Kind: policy.Reply, Sub: policy.Help, Reply: policy.HelpText("/bot")}
+				tr.Command = policy.Parsed{Kind: policy.Reply, Sub: policy.Help}
 			},
 		},
 

@@ -81,7 +81,6 @@ func TestPullRequestReviewCommentFixture(t *testing.T) {
 
 func TestPullRequestReviewComment(t *testing.T) {
 	same := func(*session.Trigger) {}
-	helpText := policy.HelpText("/inspect")
 
 	tests := []struct {
 		name    string
@@ -156,7 +155,7 @@ func TestPullRequestReviewComment(t *testing.T) {
 			name:  "help is a reply",
 			edits: []edit{body("/inspect help")},
 			want: func(tr *session.Trigger) {
-				tr.Command = policy.Parsed{Kind: policy.Reply, Sub: policy.Help, Reply: helpText}
+				tr.Command = policy.Parsed{Kind: policy.Reply, Sub: policy.Help}
 			},
 		},
 		{

@@ -1,9 +1,6 @@
 package policy
 
-import (
-	"fmt"
-	"strings"
-)
+import "time"
 
 // Role is the role_name from GitHub's collaborator-permission API
 // (GET /repos/{owner}/{repo}/collaborators/{username}/permission).
@@ -84,13 +81,32 @@ const (
 	ReasonLocked                 Reason = "locked"
 )
 
-// Decision is Authorize's answer. When Allowed is false, Reply is one
-// polite Markdown message for the sender saying why and what to do; it is
-// built from the facts only and never holds errors or secrets.
+// Decision is Authorize's (and DailyBudget's) answer. When Allowed is
+// false, Reason says why, and the other fields are the facts the refusal's
+// words are made of (app/render.Refusal writes them, decision 0047); an
+// allowed decision carries none. The facts are as they came: Sender and
+// ForkRepo are untrusted text, for the renderer to reduce.
 type Decision struct {
 	Allowed bool
 	Reason  Reason
-	Reply   string
+	// Sender is the login of the person or bot refused.
+	Sender string
+	// Subcommand is what was refused (Run for an unknown one).
+	Subcommand Subcommand
+	// Role is the sender's role (insufficient_permission).
+	Role Role
+	// PullRequest: the target is a pull request, not an issue (closed,
+	// locked).
+	PullRequest bool
+	// ForkRepo is the fork's full name, "" when the fork was deleted
+	// (fork_pr).
+	ForkRepo string
+	// Started is how many sessions the repository started in the last 24
+	// hours, DailyCap its daily cap, and NextSlot when the oldest of them
+	// turns 24 hours old, zero when that is unknown or already past
+	// (daily_budget).
+	Started, DailyCap int
+	NextSlot          time.Time
 }
 
 // Authorize decides whether the sender may have Inspect act on the command.
@@ -110,7 +126,7 @@ type Decision struct {
 // sender cannot already read in the repository. Any other subcommand value,
 // including "", gets the strictest rules, those of run.
 //
-// The checks run in this order, and the first that fails gives the reply:
+// The checks run in this order, and the first that fails gives the reason:
 //  1. paused, server then repo: a global switch that says nothing about the
 //     sender, so a paused server answers everyone the same way and reveals
 //     nothing about permissions;
@@ -133,28 +149,26 @@ func Authorize(f Facts) Decision {
 	default:
 		sub = Run
 	}
-	who := mention(f.SenderLogin)
+	deny := func(r Reason) Decision {
+		return Decision{Reason: r, Sender: f.SenderLogin, Subcommand: sub}
+	}
 	newWork := sub == Run || sub == Retry
 
 	if newWork {
 		switch {
 		case f.ServerPaused:
-			return deny(ReasonServerPaused, who,
-				"Inspect is paused on this server, so it isn't starting sessions right now. Please try again later.")
+			return deny(ReasonServerPaused)
 		case f.RepoPaused:
-			return deny(ReasonRepoPaused, who,
-				"Inspect is turned off for this repository (`enabled: false` in its Inspect configuration), so it isn't starting sessions here. A maintainer can turn it back on.")
+			return deny(ReasonRepoPaused)
 		case f.RepoArchived:
-			return deny(ReasonRepoArchived, who,
-				"this repository is archived, so Inspect can't push changes to it. A repository admin can unarchive it first.")
+			return deny(ReasonRepoArchived)
 		}
 	}
 
 	trustedBot := false
 	if IsBotSender(f.SenderLogin, f.SenderType) {
 		if !botAllowed(f.SenderLogin, f.AllowedBots) {
-			return deny(ReasonBotNotAllowed, who,
-				"Inspect doesn't take commands from bots unless the Inspect server's administrators allowlist the bot's exact login. A person with write access can run the command instead.")
+			return deny(ReasonBotNotAllowed)
 		}
 		trustedBot = true
 	}
@@ -163,7 +177,9 @@ func Authorize(f Facts) Decision {
 	}
 
 	if !trustedBot && !CanWrite(f.SenderRole) {
-		return deny(ReasonInsufficientPermission, who, permissionText(sub, f.SenderRole))
+		d := deny(ReasonInsufficientPermission)
+		d.Role = f.SenderRole
+		return d
 	}
 	if sub == Cancel {
 		return Decision{Allowed: true}
@@ -173,32 +189,22 @@ func Authorize(f Facts) Decision {
 	if t.IsBranch {
 		return Decision{Allowed: true}
 	}
-	thing := "issue"
-	if t.IsPR {
-		thing = "pull request"
-	}
+	var d Decision
 	switch {
 	case t.Merged:
-		return deny(ReasonMerged, who,
-			"this pull request is already merged, so Inspect won't start a session on it. Open a new issue or pull request and run the command there.")
+		d = deny(ReasonMerged)
 	case !asciiEqualFold(t.State, "open"):
-		return deny(ReasonClosed, who, fmt.Sprintf(
-			"this %s is closed, so Inspect won't start a session on it. Reopen it first, or run the command on an open one.", thing))
+		d = deny(ReasonClosed)
 	case t.Locked:
-		return deny(ReasonLocked, who, fmt.Sprintf(
-			"this %s's conversation is locked, so Inspect won't start a session on it. A maintainer can unlock it first.", thing))
+		d = deny(ReasonLocked)
+	case t.IsPR && IsFork(t.HeadRepoFullName, t.BaseRepoFullName) && !f.ForkOptIn:
+		d = deny(ReasonForkPR)
+		d.ForkRepo = t.HeadRepoFullName
+	default:
+		return Decision{Allowed: true}
 	}
-	if t.IsPR && IsFork(t.HeadRepoFullName, t.BaseRepoFullName) && !f.ForkOptIn {
-		from := "a fork that has since been deleted"
-		if name := sanitizeRepoName(t.HeadRepoFullName); name != "" {
-			from = fmt.Sprintf("a fork (`%s`)", name)
-		}
-		return deny(ReasonForkPR, who, fmt.Sprintf(
-			"this pull request comes from %s, and Inspect doesn't run on fork pull requests in this repository. "+
-				"A maintainer can push the branch to this repository and run the command on a pull request from there, "+
-				"or the Inspect server's administrators can allow fork pull requests for this repository.", from))
-	}
-	return Decision{Allowed: true}
+	d.PullRequest = t.IsPR
+	return d
 }
 
 // IsOwnApp reports whether the sender is this GitHub App's own bot user:
@@ -229,109 +235,6 @@ func botAllowed(login string, allowed []string) bool {
 	return false
 }
 
-func permissionText(sub Subcommand, role Role) string {
-	action := "Starting an Inspect session"
-	switch sub {
-	case Retry:
-		action = "Retrying an Inspect session"
-	case Cancel:
-		action = "Cancelling an Inspect session"
-	}
-	var has string
-	switch role {
-	case "":
-		has = "Inspect couldn't find a role for you on this repository"
-	case RoleNone:
-		has = "you have no role on this repository"
-	case RoleRead, RoleTriage:
-		has = fmt.Sprintf("your role here is **%s**", role)
-	default:
-		name := sanitizeRole(role)
-		if name == "" {
-			has = "your role here is a custom role"
-		} else {
-			has = fmt.Sprintf("your role here is the custom role `%s`", name)
-		}
-		has += ", and Inspect only accepts the built-in roles"
-	}
-	return fmt.Sprintf("%s needs the write, maintain or admin role on this repository, and %s. "+
-		"A maintainer can run the command for you, or give you write access.",
-		action, has)
-}
-
-func deny(r Reason, who, text string) Decision {
-	return Decision{Allowed: false, Reason: r, Reply: greet(who, text)}
-}
-
-// greet puts "@login, " before text, or capitalises text when there is no
-// usable login.
-func greet(who, text string) string {
-	if who == "" {
-		return upperFirst(text)
-	}
-	return who + ", " + lowerFirst(text)
-}
-
-// mention returns "@login" with the login reduced to what GitHub allows
-// ([A-Za-z0-9-], at most 39 characters, plus a "[bot]" suffix), or "" if
-// nothing is left.
-func mention(login string) string {
-	base, bot := login, false
-	if hasSuffixFold(login, "[bot]") {
-		base, bot = login[:len(login)-len("[bot]")], true
-	}
-	var b strings.Builder
-	for i := 0; i < len(base) && b.Len() < 39; i++ {
-		if c := base[i]; isASCIILetter(c) || isASCIIDigit(c) || c == '-' {
-			b.WriteByte(c)
-		}
-	}
-	if b.Len() == 0 {
-		return ""
-	}
-	if bot {
-		b.WriteString("[bot]")
-	}
-	return "@" + b.String()
-}
-
-// sanitizeRepoName keeps owner/name characters only, for a code span.
-func sanitizeRepoName(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s) && b.Len() < 140; i++ {
-		if c := s[i]; isASCIILetter(c) || isASCIIDigit(c) || c == '-' || c == '_' || c == '.' || c == '/' {
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
-}
-
-// sanitizeRole keeps a custom role name readable and inert in a code span.
-func sanitizeRole(r Role) string {
-	var b strings.Builder
-	for i := 0; i < len(r) && b.Len() < 40; i++ {
-		if c := r[i]; isASCIILetter(c) || isASCIIDigit(c) || c == '-' || c == '_' || c == ' ' {
-			b.WriteByte(c)
-		}
-	}
-	return strings.TrimSpace(b.String())
-}
-
 func hasSuffixFold(s, suffix string) bool {
 	return len(s) >= len(suffix) && asciiEqualFold(s[len(s)-len(suffix):], suffix)
-}
-
-func upperFirst(s string) string {
-	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
-		return string(s[0]-'a'+'A') + s[1:]
-	}
-	return s
-}
-
-func lowerFirst(s string) string {
-	// Only the first word of a sentence is lowered, and never "Inspect".
-	if strings.HasPrefix(s, "Inspect") || s == "" || s[0] < 'A' || s[0] > 'Z' {
-		return s
-	}
-	return string(s[0]-'A'+'a') + s[1:]
 }

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -24,9 +23,12 @@ type authCase struct {
 	name   string
 	edit   func(*Facts)
 	reason Reason // "" = allowed
-	reply  []string
 }
 
+// checkAuthorize checks each case's reason, and that a refusal carries the
+// sender and the subcommand it refuses (the words are app/render's, and
+// its tests check them through Authorize) while an allowance carries
+// nothing.
 func checkAuthorize(t *testing.T, cases []authCase) {
 	t.Helper()
 	for _, c := range cases {
@@ -37,36 +39,18 @@ func checkAuthorize(t *testing.T, cases []authCase) {
 			}
 			d := Authorize(f)
 			if d.Allowed != (c.reason == "") || d.Reason != c.reason {
-				t.Fatalf("Authorize = {Allowed:%v Reason:%q}, want reason %q\nreply: %s", d.Allowed, d.Reason, c.reason, d.Reply)
+				t.Fatalf("Authorize = %+v, want reason %q", d, c.reason)
 			}
 			if d.Allowed {
-				if d.Reply != "" {
-					t.Errorf("allowed with a reply: %q", d.Reply)
+				if d != (Decision{Allowed: true}) {
+					t.Errorf("allowed with facts: %+v", d)
 				}
 				return
 			}
-			if d.Reply == "" {
-				t.Fatalf("refused without a reply")
+			if d.Sender != f.SenderLogin || d.Subcommand != f.Subcommand {
+				t.Errorf("refusal of %q's %q carries sender %q and subcommand %q", f.SenderLogin, f.Subcommand, d.Sender, d.Subcommand)
 			}
-			for _, want := range c.reply {
-				if !strings.Contains(d.Reply, want) {
-					t.Errorf("reply %q lacks %q", d.Reply, want)
-				}
-			}
-			checkReplySafe(t, d.Reply)
 		})
-	}
-}
-
-// checkReplySafe: replies are Markdown for people; they never start a line
-// with a command word, nor carry control characters.
-func checkReplySafe(t *testing.T, reply string) {
-	t.Helper()
-	if Parse(reply, "/inspect").Kind != Ignore {
-		t.Errorf("reply parses as a command: %q", reply)
-	}
-	if strings.IndexFunc(reply, IsHidden) >= 0 || strings.Contains(reply, "\n") {
-		t.Errorf("reply has hidden or control characters or several lines: %q", reply)
 	}
 }
 
@@ -76,22 +60,14 @@ func TestAuthorizeRoles(t *testing.T) {
 		{name: "write", edit: role(RoleWrite)},
 		{name: "maintain", edit: role(RoleMaintain)},
 		{name: "admin", edit: role(RoleAdmin)},
-		{name: "triage", edit: role(RoleTriage), reason: ReasonInsufficientPermission,
-			reply: []string{"@alice", "**triage**", "write, maintain or admin", "maintainer can run the command", "write access"}},
-		{name: "read", edit: role(RoleRead), reason: ReasonInsufficientPermission,
-			reply: []string{"@alice", "**read**"}},
-		{name: "none", edit: role(RoleNone), reason: ReasonInsufficientPermission,
-			reply: []string{"@alice", "no role"}},
-		{name: "unknown", edit: role(""), reason: ReasonInsufficientPermission,
-			reply: []string{"@alice", "couldn't find a role"}},
-		{name: "custom role", edit: role("security-reviewer"), reason: ReasonInsufficientPermission,
-			reply: []string{"custom role `security-reviewer`", "built-in roles"}},
-		{name: "custom role named like a built-in", edit: role("Write"), reason: ReasonInsufficientPermission,
-			reply: []string{"custom role `Write`"}},
-		{name: "custom role sanitised", edit: role("x`y\n@all <b>"), reason: ReasonInsufficientPermission,
-			reply: []string{"custom role `xyall b`"}},
-		{name: "custom role with nothing printable", edit: role("```"), reason: ReasonInsufficientPermission,
-			reply: []string{"a custom role"}},
+		{name: "triage", edit: role(RoleTriage), reason: ReasonInsufficientPermission},
+		{name: "read", edit: role(RoleRead), reason: ReasonInsufficientPermission},
+		{name: "none", edit: role(RoleNone), reason: ReasonInsufficientPermission},
+		{name: "unknown", edit: role(""), reason: ReasonInsufficientPermission},
+		{name: "custom role", edit: role("security-reviewer"), reason: ReasonInsufficientPermission},
+		{name: "custom role named like a built-in", edit: role("Write"), reason: ReasonInsufficientPermission},
+		{name: "custom role sanitised", edit: role("x`y\n@all <b>"), reason: ReasonInsufficientPermission},
+		{name: "custom role with nothing printable", edit: role("```"), reason: ReasonInsufficientPermission},
 		{name: "padded built-in is custom", edit: role(" write"), reason: ReasonInsufficientPermission},
 		{name: "author association is not a role", edit: role("OWNER"), reason: ReasonInsufficientPermission},
 	})
@@ -105,8 +81,7 @@ func TestAuthorizeBots(t *testing.T) {
 		{name: "allowlisted bot without role", edit: bot("renovate[bot]", "Bot")},
 		{name: "allowlisted bot, other case", edit: bot("Renovate[BOT]", "Bot")},
 		{name: "allowlisted entry in mixed case", edit: bot("good-app[bot]", "Bot")},
-		{name: "other bot", edit: bot("evil[bot]", "Bot"), reason: ReasonBotNotAllowed,
-			reply: []string{"@evil[bot]", "exact login", "person with write access"}},
+		{name: "other bot", edit: bot("evil[bot]", "Bot"), reason: ReasonBotNotAllowed},
 		{name: "bot with write role still needs the allowlist", edit: func(f *Facts) {
 			bot("evil[bot]", "Bot")(f)
 			f.SenderRole = RoleAdmin
@@ -126,7 +101,7 @@ func TestAuthorizeBots(t *testing.T) {
 		}, reason: ReasonBotNotAllowed},
 		{name: "user named like a bot", edit: func(f *Facts) {
 			f.SenderLogin, f.SenderType = "something[bot]", "User"
-		}, reason: ReasonBotNotAllowed, reply: []string{"@something[bot]"}},
+		}, reason: ReasonBotNotAllowed},
 		{name: "user named like an allowlisted bot", edit: func(f *Facts) {
 			f.SenderLogin, f.SenderType, f.SenderRole = "renovate[bot]", "User", ""
 		}},
@@ -152,23 +127,15 @@ func TestAuthorizeTarget(t *testing.T) {
 		{name: "open issue", edit: tgt(func(t *Target) { *t = Target{State: "open"} })},
 		{name: "open PR, case-insensitive repo names", edit: tgt(func(t *Target) { t.HeadRepoFullName = "ACME/Widgets" })},
 		{name: "state in upper case", edit: tgt(func(t *Target) { t.State = "OPEN" })},
-		{name: "merged", edit: tgt(func(t *Target) { t.State, t.Merged = "closed", true }), reason: ReasonMerged,
-			reply: []string{"already merged", "new issue or pull request"}},
-		{name: "closed PR", edit: tgt(func(t *Target) { t.State = "closed" }), reason: ReasonClosed,
-			reply: []string{"this pull request is closed", "Reopen"}},
-		{name: "closed issue", edit: tgt(func(t *Target) { *t = Target{State: "closed"} }), reason: ReasonClosed,
-			reply: []string{"this issue is closed"}},
+		{name: "merged", edit: tgt(func(t *Target) { t.State, t.Merged = "closed", true }), reason: ReasonMerged},
+		{name: "closed PR", edit: tgt(func(t *Target) { t.State = "closed" }), reason: ReasonClosed},
+		{name: "closed issue", edit: tgt(func(t *Target) { *t = Target{State: "closed"} }), reason: ReasonClosed},
 		{name: "unknown state counts as closed", edit: tgt(func(t *Target) { t.State = "" }), reason: ReasonClosed},
-		{name: "locked PR", edit: tgt(func(t *Target) { t.Locked = true }), reason: ReasonLocked,
-			reply: []string{"pull request's conversation is locked", "unlock"}},
-		{name: "locked issue", edit: tgt(func(t *Target) { *t = Target{State: "open", Locked: true} }), reason: ReasonLocked,
-			reply: []string{"issue's conversation is locked"}},
-		{name: "fork PR", edit: tgt(func(t *Target) { t.HeadRepoFullName = "mallory/widgets" }), reason: ReasonForkPR,
-			reply: []string{"a fork (`mallory/widgets`)", "push the branch", "allow fork pull requests"}},
-		{name: "fork PR name sanitised", edit: tgt(func(t *Target) { t.HeadRepoFullName = "mal`lory/<b>wid gets" }), reason: ReasonForkPR,
-			reply: []string{"a fork (`mallory/bwidgets`)"}},
-		{name: "deleted fork", edit: tgt(func(t *Target) { t.HeadRepoFullName = "" }), reason: ReasonForkPR,
-			reply: []string{"a fork that has since been deleted"}},
+		{name: "locked PR", edit: tgt(func(t *Target) { t.Locked = true }), reason: ReasonLocked},
+		{name: "locked issue", edit: tgt(func(t *Target) { *t = Target{State: "open", Locked: true} }), reason: ReasonLocked},
+		{name: "fork PR", edit: tgt(func(t *Target) { t.HeadRepoFullName = "mallory/widgets" }), reason: ReasonForkPR},
+		{name: "fork PR name sanitised", edit: tgt(func(t *Target) { t.HeadRepoFullName = "mal`lory/<b>wid gets" }), reason: ReasonForkPR},
+		{name: "deleted fork", edit: tgt(func(t *Target) { t.HeadRepoFullName = "" }), reason: ReasonForkPR},
 		{name: "fork PR with opt-in", edit: func(f *Facts) {
 			f.Target.HeadRepoFullName = "mallory/widgets"
 			f.ForkOptIn = true
@@ -191,12 +158,9 @@ func TestAuthorizeTarget(t *testing.T) {
 
 func TestAuthorizeSwitches(t *testing.T) {
 	checkAuthorize(t, []authCase{
-		{name: "server paused", edit: func(f *Facts) { f.ServerPaused = true }, reason: ReasonServerPaused,
-			reply: []string{"@alice", "paused on this server", "try again later"}},
-		{name: "repo paused", edit: func(f *Facts) { f.RepoPaused = true }, reason: ReasonRepoPaused,
-			reply: []string{"turned off for this repository", "`enabled: false`"}},
-		{name: "archived", edit: func(f *Facts) { f.RepoArchived = true }, reason: ReasonRepoArchived,
-			reply: []string{"@alice, this repository is archived"}},
+		{name: "server paused", edit: func(f *Facts) { f.ServerPaused = true }, reason: ReasonServerPaused},
+		{name: "repo paused", edit: func(f *Facts) { f.RepoPaused = true }, reason: ReasonRepoPaused},
+		{name: "archived", edit: func(f *Facts) { f.RepoArchived = true }, reason: ReasonRepoArchived},
 	})
 }
 
@@ -292,56 +256,41 @@ func TestAuthorizeSubcommands(t *testing.T) {
 			if d.Reason != c.want[sub] || d.Allowed != (c.want[sub] == "") {
 				t.Errorf("%s, %s: got {%v %q}, want reason %q", c.name, sub, d.Allowed, d.Reason, c.want[sub])
 			}
-			if !d.Allowed {
-				checkReplySafe(t, d.Reply)
-			}
 		}
 	}
 }
 
-func TestAuthorizeReplyWording(t *testing.T) {
+// A refusal carries the facts its words need, as they came: the renderer
+// reduces the untrusted ones.
+func TestAuthorizeRefusalFacts(t *testing.T) {
 	cases := []struct {
-		sub  Subcommand
-		want string
+		name string
+		edit func(*Facts)
+		want Decision
 	}{
-		{Run, "starting an Inspect session needs"},
-		{Retry, "retrying an Inspect session needs"},
-		{Cancel, "cancelling an Inspect session needs"},
+		{"reader retrying", func(f *Facts) { f.SenderRole, f.Subcommand = RoleRead, Retry },
+			Decision{Reason: ReasonInsufficientPermission, Sender: "alice", Subcommand: Retry, Role: RoleRead}},
+		{"custom role, raw", func(f *Facts) { f.SenderRole = "x`y\n@all <b>" },
+			Decision{Reason: ReasonInsufficientPermission, Sender: "alice", Subcommand: Run, Role: "x`y\n@all <b>"}},
+		{"unknown subcommand refused as run", func(f *Facts) { f.SenderRole, f.Subcommand = RoleNone, "bogus" },
+			Decision{Reason: ReasonInsufficientPermission, Sender: "alice", Subcommand: Run, Role: RoleNone}},
+		{"login, raw", func(f *Facts) { f.SenderLogin, f.ServerPaused = "al ice\n@everyone", true },
+			Decision{Reason: ReasonServerPaused, Sender: "al ice\n@everyone", Subcommand: Run}},
+		{"closed PR", func(f *Facts) { f.Target.State = "closed" },
+			Decision{Reason: ReasonClosed, Sender: "alice", Subcommand: Run, PullRequest: true}},
+		{"locked issue", func(f *Facts) { f.Target = Target{State: "open", Locked: true} },
+			Decision{Reason: ReasonLocked, Sender: "alice", Subcommand: Run}},
+		{"fork, raw name", func(f *Facts) { f.Target.HeadRepoFullName = "mal`lory/<b>wid gets" },
+			Decision{Reason: ReasonForkPR, Sender: "alice", Subcommand: Run, PullRequest: true, ForkRepo: "mal`lory/<b>wid gets"}},
+		{"deleted fork", func(f *Facts) { f.Target.HeadRepoFullName = "" },
+			Decision{Reason: ReasonForkPR, Sender: "alice", Subcommand: Run, PullRequest: true}},
 	}
 	for _, c := range cases {
 		f := base()
-		f.SenderRole, f.Subcommand = RoleRead, c.sub
-		if d := Authorize(f); !strings.Contains(d.Reply, c.want) {
-			t.Errorf("%s: reply %q lacks %q", c.sub, d.Reply, c.want)
+		c.edit(&f)
+		if got := Authorize(f); got != c.want {
+			t.Errorf("%s: Authorize = %+v, want %+v", c.name, got, c.want)
 		}
-	}
-}
-
-func TestAuthorizeLoginSanitised(t *testing.T) {
-	cases := []struct {
-		login, prefix string
-	}{
-		{"alice", "@alice, "},
-		{"Alice-42", "@Alice-42, "},
-		{"al`ice", "@alice, "},
-		{"al ice\n@everyone", "@aliceeveryone, "},
-		{"<script>x", "@scriptx, "},
-		{"ali\u200bce", "@alice, "},
-		{"ALICE[Bot]", "@ALICE[bot], "},
-		{"a[b]ot[bot]", "@abot[bot], "},
-		{strings.Repeat("a", 60), "@" + strings.Repeat("a", 39) + ", "},
-		{"", "Starting"},
-		{"```", "Starting"},
-		{"[bot]", "Inspect doesn't take commands from bots"},
-	}
-	for _, c := range cases {
-		f := base()
-		f.SenderLogin, f.SenderRole = c.login, RoleRead
-		d := Authorize(f)
-		if !strings.HasPrefix(d.Reply, c.prefix) {
-			t.Errorf("login %q: reply %q does not start with %q", c.login, d.Reply, c.prefix)
-		}
-		checkReplySafe(t, d.Reply)
 	}
 }
 

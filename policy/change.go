@@ -3,7 +3,6 @@ package policy
 import (
 	"bytes"
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -58,20 +57,76 @@ const (
 	ReasonTooManyLines  Reason = "too_many_lines"
 )
 
-// ChangeDecision is ValidateChange's answer. When Allowed is false, Reply
-// is one line of Markdown for the requester saying why nothing was pushed
-// and what to do; it names at most ten paths, sanitised for display.
+// ChangeDecision is ValidateChange's answer. When Allowed is false, Reason
+// says why and the other fields are the facts the refusal's words are
+// made of (app/render.ChangeRefusal writes them, decision 0047).
 //
 // Offending holds the manifest paths behind the refusal, raw and without
 // duplicates, in manifest order; for too_large and too_many_lines, the
 // files that contribute, largest first; for too_many_files, nothing. The
-// paths come from the agent: escape them before showing them anywhere
-// (PathCodeSpan does that for Markdown).
+// paths come from the agent: escape them before showing them anywhere.
 type ChangeDecision struct {
 	Allowed   bool
 	Reason    Reason
-	Reply     string
 	Offending []string
+	// Faults is, for invalid_path, what is wrong with each Offending path
+	// (the same length and order); for protected_path, the same length,
+	// with a FaultLinkToProtected for each symbolic link that is refused
+	// for where it points, and zero PathFaults for the others.
+	Faults []PathFault
+	// Protected is, for protected_path, the protected patterns the change
+	// touches, as a reader knows them ("deploy/" for "deploy/**").
+	Protected []string
+	// Measured is the change's files (too_many_files), bytes (too_large)
+	// or changed lines (too_many_lines), and Limit the limit it is over.
+	Measured, Limit int64
+	// LinesAdded and LinesRemoved make up Measured for too_many_lines.
+	LinesAdded, LinesRemoved int
+}
+
+// FaultKind is what is wrong with one path of a change, or with where a
+// symbolic link points.
+type FaultKind string
+
+// The faults of an invalid_path refusal, and the one of a protected_path
+// refusal (FaultLinkToProtected).
+const (
+	FaultDuplicate        FaultKind = "duplicate"            // listed more than once
+	FaultFileAndDirectory FaultKind = "file_and_directory"   // written both as a file and as a directory
+	FaultInsideFile       FaultKind = "inside_file"          // written inside a path also written as a file
+	FaultEmpty            FaultKind = "empty"                // the path is ""
+	FaultTooLong          FaultKind = "too_long"             // longer than Limit bytes
+	FaultNotUTF8          FaultKind = "not_utf8"             // not valid UTF-8
+	FaultHiddenCharacters FaultKind = "hidden_characters"    // control or invisible characters
+	FaultBackslash        FaultKind = "backslash"            // has a backslash
+	FaultAbsolute         FaultKind = "absolute"             // starts with "/"
+	FaultTrailingSlash    FaultKind = "trailing_slash"       // ends with "/"
+	FaultEmptyComponent   FaultKind = "empty_component"      // "a//b"
+	FaultDotComponent     FaultKind = "dot_component"        // a Name ("." or "..") component
+	FaultLongComponent    FaultKind = "long_component"       // a component longer than Limit bytes
+	FaultDotGit           FaultKind = "dot_git"              // a .git component, in any of its spellings
+	FaultUnsupportedMode  FaultKind = "unsupported_mode"     // a file mode other than file, executable, link
+	FaultLinkEmpty        FaultKind = "link_empty"           // a symbolic link with an empty target
+	FaultLinkTooLong      FaultKind = "link_too_long"        // a link target longer than Limit bytes
+	FaultLinkUnreadable   FaultKind = "link_unreadable"      // a link target not UTF-8 or with hidden characters
+	FaultLinkBackslash    FaultKind = "link_backslash"       // a link target with a backslash
+	FaultLinkAbsolute     FaultKind = "link_absolute"        // a link to an absolute path
+	FaultLinkInPlaceOfGit FaultKind = "link_in_place_of_git" // a link named as git's Name (".gitmodules", …)
+	FaultLinkIntoDotGit   FaultKind = "link_into_dot_git"    // a link into .git
+	FaultLinkOutside      FaultKind = "link_outside"         // a link out of the repository
+	FaultLinkToProtected  FaultKind = "link_to_protected"    // a link to Name, a protected path ("" is the root)
+)
+
+// PathFault is one fault, with its facts.
+type PathFault struct {
+	Kind FaultKind
+	// Name is the component (FaultDotComponent), git's file
+	// (FaultLinkInPlaceOfGit) or the link's resolved target
+	// (FaultLinkToProtected, untrusted).
+	Name string
+	// Limit is the length limit in bytes (FaultTooLong,
+	// FaultLongComponent, FaultLinkTooLong).
+	Limit int
 }
 
 // FileStatus is what a manifest entry does to its path.
@@ -191,15 +246,13 @@ func ProtectedPathsFor(repo string) []string {
 const (
 	maxPathBytes      = 4096
 	maxComponentBytes = 255
-	maxListed         = 10  // paths named in a reply before "and N more"
-	maxShownRunes     = 120 // runes of one path shown in a reply
 )
 
 // ValidateChange checks a change manifest against the limits, and
 // describes it. It never changes its arguments. An empty manifest is
 // allowed (it is the caller's no_change).
 //
-// These rules apply, and the first that fails gives the reply:
+// These rules apply, and the first that fails gives the reason:
 //
 //  1. invalid_path: every path must be one git would put in a tree and
 //     check out safely: not empty, valid UTF-8, no control or invisible
@@ -246,40 +299,21 @@ func ValidateChange(files []ChangedFile, limits ChangeLimits) (ChangeDecision, C
 		return d, sum
 	}
 	if !limits.AllowBinary && len(sum.Binary) > 0 {
-		paths := dedupe(sum.Binary)
-		return refuse(ReasonBinaryFile, paths, fmt.Sprintf(
-			"Inspect didn't push this change, because it adds or changes %s, which this repository doesn't accept from Inspect: %s. "+
-				"Ask for a change without %s, or add %s yourself.",
-			plural(len(paths), "a binary file", "binary files"), pathList(paths, nil),
-			plural(len(paths), "it", "them"), plural(len(paths), "that file", "those files"))), sum
+		return ChangeDecision{Reason: ReasonBinaryFile, Offending: dedupe(sum.Binary)}, sum
 	}
 	if limits.MaxFiles > 0 && len(files) > limits.MaxFiles {
-		return refuse(ReasonTooManyFiles, nil, fmt.Sprintf(
-			"Inspect didn't push this change, because it touches %d files, and the limit is %d. "+
-				"Ask for a smaller change (one part at a time, for example), or make this one yourself.",
-			len(files), limits.MaxFiles)), sum
+		return ChangeDecision{Reason: ReasonTooManyFiles, Measured: int64(len(files)), Limit: int64(limits.MaxFiles)}, sum
 	}
 	if limits.MaxBytes > 0 && sum.Bytes > limits.MaxBytes {
 		paths := biggest(sum.Files, func(f FileStat) int64 { return f.Bytes })
-		return refuse(ReasonTooLarge, paths, fmt.Sprintf(
-			"Inspect didn't push this change, because it writes %s, and the limit is %s. The largest %s %s. "+
-				"Ask for a smaller change, or add large files yourself.",
-			humanBytes(sum.Bytes), humanBytes(limits.MaxBytes),
-			plural(len(paths), "file is", "files are"), pathList(paths, nil))), sum
+		return ChangeDecision{Reason: ReasonTooLarge, Offending: paths, Measured: sum.Bytes, Limit: limits.MaxBytes}, sum
 	}
 	if lines := sum.LinesAdded + sum.LinesRemoved; limits.MaxLines > 0 && lines > limits.MaxLines {
 		paths := biggest(sum.Files, func(f FileStat) int64 { return int64(f.LinesAdded) + int64(f.LinesRemoved) })
-		return refuse(ReasonTooManyLines, paths, fmt.Sprintf(
-			"Inspect didn't push this change, because it changes %d lines (%d added, %d removed), and the limit is %d. "+
-				"The most changed %s %s. Ask for a smaller change (one part at a time, for example), or make this one yourself.",
-			lines, sum.LinesAdded, sum.LinesRemoved, limits.MaxLines,
-			plural(len(paths), "file is", "files are"), pathList(paths, nil))), sum
+		return ChangeDecision{Reason: ReasonTooManyLines, Offending: paths, Measured: int64(lines), Limit: int64(limits.MaxLines),
+			LinesAdded: sum.LinesAdded, LinesRemoved: sum.LinesRemoved}, sum
 	}
 	return ChangeDecision{Allowed: true}, sum
-}
-
-func refuse(r Reason, offending []string, reply string) ChangeDecision {
-	return ChangeDecision{Reason: r, Reply: reply, Offending: offending}
 }
 
 func summarize(files []ChangedFile) ChangeSummary {
@@ -326,23 +360,25 @@ func summarize(files []ChangedFile) ChangeSummary {
 // checkPaths applies rule 1.
 func checkPaths(files []ChangedFile) (ChangeDecision, bool) {
 	var bad []string
-	notes := map[string]string{}
-	flag := func(p, note string) {
-		if _, seen := notes[p]; !seen {
-			notes[p] = note
+	var faults []PathFault
+	flagged := map[string]bool{}
+	flag := func(p string, f PathFault) {
+		if !flagged[p] {
+			flagged[p] = true
 			bad = append(bad, p)
+			faults = append(faults, f)
 		}
 	}
 	seen := make(map[string]bool, len(files))
 	written := make(map[string]bool, len(files))
 	for _, f := range files {
 		if seen[f.Path] {
-			flag(f.Path, "is listed more than once")
+			flag(f.Path, PathFault{Kind: FaultDuplicate})
 			continue
 		}
 		seen[f.Path] = true
-		if note := entryFault(f); note != "" {
-			flag(f.Path, note)
+		if fault := entryFault(f); fault.Kind != "" {
+			flag(f.Path, fault)
 			continue
 		}
 		if !f.Deleted {
@@ -357,76 +393,73 @@ func checkPaths(files []ChangedFile) (ChangeDecision, bool) {
 		}
 		for i := 0; i < len(f.Path); i++ {
 			if f.Path[i] == '/' && written[f.Path[:i]] {
-				flag(f.Path[:i], "is written both as a file and as a directory")
-				flag(f.Path, "is written inside a path that is also written as a file")
+				flag(f.Path[:i], PathFault{Kind: FaultFileAndDirectory})
+				flag(f.Path, PathFault{Kind: FaultInsideFile})
 			}
 		}
 	}
 	if len(bad) == 0 {
 		return ChangeDecision{}, true
 	}
-	return refuse(ReasonInvalidPath, bad, fmt.Sprintf(
-		"Inspect didn't push this change, because it has %s that can't be committed safely: %s. "+
-			"This usually means the agent or its tools went wrong: try the request again, and if it keeps happening, tell the Inspect server's administrators.",
-		plural(len(bad), "a path", "paths"), pathList(bad, notes))), false
+	return ChangeDecision{Reason: ReasonInvalidPath, Offending: bad, Faults: faults}, false
 }
 
-// entryFault says what is wrong with one entry, or "".
-func entryFault(f ChangedFile) string {
-	if note := pathFault(f.Path); note != "" {
-		return note
+// entryFault says what is wrong with one entry: a zero Kind for nothing.
+func entryFault(f ChangedFile) PathFault {
+	if fault := pathFault(f.Path); fault.Kind != "" {
+		return fault
 	}
 	if f.Deleted {
-		return ""
+		return PathFault{}
 	}
 	switch f.Mode {
 	case ModeFile, ModeExecutable:
-		return ""
+		return PathFault{}
 	case ModeSymlink:
 		return symlinkFault(f.Path, string(f.Content))
 	}
-	return "has an unsupported file mode"
+	return PathFault{Kind: FaultUnsupportedMode}
 }
 
 // pathFault checks a path as git's verify_path does with protectHFS and
-// protectNTFS on (plus the length limits), and says what is wrong, or "".
-func pathFault(p string) string {
+// protectNTFS on (plus the length limits), and says what is wrong.
+func pathFault(p string) PathFault {
 	switch {
 	case p == "":
-		return "is empty"
+		return PathFault{Kind: FaultEmpty}
 	case len(p) > maxPathBytes:
-		return fmt.Sprintf("is longer than %d bytes", maxPathBytes)
+		return PathFault{Kind: FaultTooLong, Limit: maxPathBytes}
 	case !utf8.ValidString(p):
-		return "is not valid UTF-8"
+		return PathFault{Kind: FaultNotUTF8}
 	case strings.IndexFunc(p, IsHiddenInLine) >= 0:
-		return "has control or invisible characters"
+		return PathFault{Kind: FaultHiddenCharacters}
 	case strings.Contains(p, `\`):
-		return "has a backslash"
+		return PathFault{Kind: FaultBackslash}
 	case p[0] == '/':
-		return "is absolute"
+		return PathFault{Kind: FaultAbsolute}
 	case p[len(p)-1] == '/':
-		return "ends with a slash"
+		return PathFault{Kind: FaultTrailingSlash}
 	}
 	for c := range strings.SplitSeq(p, "/") {
-		if note := componentFault(c); note != "" {
-			return note
+		if fault := componentFault(c); fault.Kind != "" {
+			return fault
 		}
 	}
-	return ""
+	return PathFault{}
 }
 
-func componentFault(c string) string {
+func componentFault(c string) PathFault {
 	switch {
 	case c == "":
-		return "has an empty component"
+		return PathFault{Kind: FaultEmptyComponent}
 	case c == "." || c == "..":
-		return "has a `" + c + "` component"
+		return PathFault{Kind: FaultDotComponent, Name: c}
 	case len(c) > maxComponentBytes:
-		return fmt.Sprintf("has a component longer than %d bytes", maxComponentBytes)
+		return PathFault{Kind: FaultLongComponent, Limit: maxComponentBytes}
 	case isDotGit(c):
-		return "has a `.git` component"
+		return PathFault{Kind: FaultDotGit}
 	}
-	return ""
+	return PathFault{}
 }
 
 // isDotGit reports whether a path component names the `.git` directory on
@@ -449,34 +482,34 @@ func isDotGit(c string) bool {
 var gitLinkRefused = [...]string{".gitmodules", ".gitattributes", ".gitignore", ".mailmap"}
 
 // symlinkFault checks a symbolic link's target.
-func symlinkFault(link, target string) string {
+func symlinkFault(link, target string) PathFault {
 	switch {
 	case target == "":
-		return "is a symbolic link with an empty target"
+		return PathFault{Kind: FaultLinkEmpty}
 	case len(target) > maxPathBytes:
-		return fmt.Sprintf("is a symbolic link with a target longer than %d bytes", maxPathBytes)
+		return PathFault{Kind: FaultLinkTooLong, Limit: maxPathBytes}
 	case !utf8.ValidString(target) || strings.IndexFunc(target, IsHiddenInLine) >= 0:
-		return "is a symbolic link with an unreadable target"
+		return PathFault{Kind: FaultLinkUnreadable}
 	case strings.Contains(target, `\`):
-		return "is a symbolic link whose target has a backslash"
+		return PathFault{Kind: FaultLinkBackslash}
 	case target[0] == '/':
-		return "is a symbolic link to an absolute path"
+		return PathFault{Kind: FaultLinkAbsolute}
 	}
 	name := link[strings.LastIndexByte(link, '/')+1:]
 	for _, n := range gitLinkRefused {
 		if asciiEqualFold(strings.TrimRight(name, ". "), n) {
-			return "is a symbolic link in place of git's `" + n + "`"
+			return PathFault{Kind: FaultLinkInPlaceOfGit, Name: n}
 		}
 	}
 	for c := range strings.SplitSeq(target, "/") {
 		if c != "." && c != ".." && isDotGit(c) {
-			return "is a symbolic link into `.git`"
+			return PathFault{Kind: FaultLinkIntoDotGit}
 		}
 	}
 	if _, ok := resolveLink(link, target); !ok {
-		return "is a symbolic link that points outside the repository"
+		return PathFault{Kind: FaultLinkOutside}
 	}
-	return ""
+	return PathFault{}
 }
 
 // resolveLink resolves a relative link target lexically, from the link's
@@ -505,7 +538,7 @@ func resolveLink(link, target string) (string, bool) {
 // protectedGlob is a protected pattern ready to match, folded to lower
 // ASCII case.
 type protectedGlob struct {
-	shown string // for the reply
+	shown string // as a reader knows it (ChangeDecision.Protected)
 	segs  []string
 }
 
@@ -536,19 +569,21 @@ func (g protectedGlob) touches(segs []string) bool {
 func checkProtected(files []ChangedFile, protected []string) (ChangeDecision, bool) {
 	globs := compileProtected(protected)
 	var bad, patterns []string
-	notes := map[string]string{}
+	var faults []PathFault
 	for _, f := range files {
+		var fault PathFault
 		g := firstTouched(globs, f.Path)
 		if g == nil && !f.Deleted && f.Mode == ModeSymlink {
 			to, _ := resolveLink(f.Path, string(f.Content))
 			if g = firstTouched(globs, to); g != nil {
-				notes[f.Path] = "a symbolic link to " + PathCodeSpan(cmp.Or(to, "."))
+				fault = PathFault{Kind: FaultLinkToProtected, Name: to}
 			}
 		}
 		if g == nil {
 			continue
 		}
 		bad = append(bad, f.Path)
+		faults = append(faults, fault)
 		if !slices.Contains(patterns, g.shown) {
 			patterns = append(patterns, g.shown)
 		}
@@ -556,10 +591,7 @@ func checkProtected(files []ChangedFile, protected []string) (ChangeDecision, bo
 	if len(bad) == 0 {
 		return ChangeDecision{}, true
 	}
-	return refuse(ReasonProtectedPath, bad, fmt.Sprintf(
-		"Inspect didn't push this change, because it touches %s: %s. "+
-			"Ask for a change that leaves %s alone, or make that edit yourself.",
-		plural(len(bad), "a protected path", "protected paths"), pathList(bad, notes), pathList(patterns, nil))), false
+	return ChangeDecision{Reason: ReasonProtectedPath, Offending: bad, Faults: faults, Protected: patterns}, false
 }
 
 // firstTouched returns the first glob that a valid path (or "" for the
@@ -669,78 +701,4 @@ func dedupe(paths []string) []string {
 		}
 	}
 	return out
-}
-
-// pathList names up to maxListed paths as code spans, each followed by its
-// note if it has one: "`a`, `b` and `c`", or "`a`, …, `j` and 3 more".
-func pathList(paths []string, notes map[string]string) string {
-	n := min(len(paths), maxListed)
-	if n == 0 {
-		return ""
-	}
-	items := make([]string, n)
-	for i, p := range paths[:n] {
-		items[i] = PathCodeSpan(p)
-		if note := notes[p]; note != "" {
-			items[i] += " (" + note + ")"
-		}
-	}
-	if more := len(paths) - n; more > 0 {
-		return strings.Join(items, ", ") + fmt.Sprintf(" and %d more", more)
-	}
-	if n == 1 {
-		return items[0]
-	}
-	return strings.Join(items[:n-1], ", ") + " and " + items[n-1]
-}
-
-// PathCodeSpan shows a path from a change manifest in Markdown, as one
-// inline code span on one line. Backticks are dropped, control and
-// invisible characters and invalid bytes become U+FFFD (so a reader sees
-// that something is there), and a path longer than 120 runes is cut with
-// "…". A path with nothing printable left is described in words instead.
-func PathCodeSpan(p string) string {
-	var b strings.Builder
-	n := 0
-	for i := 0; i < len(p); {
-		r, size := utf8.DecodeRuneInString(p[i:])
-		i += size
-		switch {
-		case r == '`':
-			continue
-		case (r == utf8.RuneError && size == 1) || IsHiddenInLine(r):
-			r = utf8.RuneError
-		}
-		if n == maxShownRunes {
-			b.WriteString("…")
-			break
-		}
-		b.WriteRune(r)
-		n++
-	}
-	s := b.String()
-	if strings.TrimSpace(s) == "" {
-		return "(a path with no printable characters)"
-	}
-	return "`" + s + "`"
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-func humanBytes(n int64) string {
-	const k = 1024
-	switch {
-	case n < k:
-		return plural(int(n), "1 byte", fmt.Sprintf("%d bytes", n))
-	case n < k*k:
-		return fmt.Sprintf("%.1f KiB", float64(n)/k)
-	case n < k*k*k:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(k*k))
-	}
-	return fmt.Sprintf("%.1f GiB", float64(n)/(k*k*k))
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 // Manifest entries for tests.
@@ -33,7 +32,12 @@ type changeCase struct {
 	limits ChangeLimits
 	reason Reason   // "" = allowed
 	bad    []string // want Offending exactly (nil = don't check)
-	reply  []string // want in Reply
+	// The refusal's facts (the words are app/render's, and its tests
+	// check them through ValidateChange): nil or 0 = don't check.
+	faults          []PathFault
+	protected       []string
+	measured, limit int64
+	lines           [2]int // added, removed
 }
 
 func checkChange(t *testing.T, cases []changeCase) {
@@ -42,41 +46,59 @@ func checkChange(t *testing.T, cases []changeCase) {
 		t.Run(c.name, func(t *testing.T) {
 			d, _ := ValidateChange(c.files, c.limits)
 			if d.Allowed != (c.reason == "") || d.Reason != c.reason {
-				t.Fatalf("ValidateChange = {Allowed:%v Reason:%q Offending:%q}, want reason %q\nreply: %s",
-					d.Allowed, d.Reason, d.Offending, c.reason, d.Reply)
+				t.Fatalf("ValidateChange = %+v, want reason %q", d, c.reason)
 			}
 			if d.Allowed {
-				if d.Reply != "" || d.Offending != nil {
-					t.Errorf("allowed with a reply or offenders: %+v", d)
+				if !reflect.DeepEqual(d, ChangeDecision{Allowed: true}) {
+					t.Errorf("allowed with facts: %+v", d)
 				}
 				return
 			}
 			if c.bad != nil && !slices.Equal(d.Offending, c.bad) {
 				t.Errorf("Offending = %q, want %q", d.Offending, c.bad)
 			}
-			for _, want := range c.reply {
-				if !strings.Contains(d.Reply, want) {
-					t.Errorf("reply %q lacks %q", d.Reply, want)
-				}
+			if c.faults != nil && !slices.Equal(d.Faults, c.faults) {
+				t.Errorf("Faults = %+v, want %+v", d.Faults, c.faults)
 			}
-			checkChangeReply(t, d.Reply)
+			if c.protected != nil && !slices.Equal(d.Protected, c.protected) {
+				t.Errorf("Protected = %q, want %q", d.Protected, c.protected)
+			}
+			if c.measured != 0 && (d.Measured != c.measured || d.Limit != c.limit || [2]int{d.LinesAdded, d.LinesRemoved} != c.lines) {
+				t.Errorf("measured %d (+%d -%d) against %d, want %d (%v) against %d",
+					d.Measured, d.LinesAdded, d.LinesRemoved, d.Limit, c.measured, c.lines, c.limit)
+			}
+			checkRefusalFacts(t, d)
 		})
 	}
 }
 
-// checkChangeReply: one safe line (checkReplySafe), and every code span
-// closed.
-func checkChangeReply(t *testing.T, reply string) {
+// checkRefusalFacts: a refusal's faults go with its paths, one each, for
+// the two reasons that have them, and only those.
+func checkRefusalFacts(t *testing.T, d ChangeDecision) {
 	t.Helper()
-	checkReplySafe(t, reply)
-	if strings.Count(reply, "`")%2 != 0 {
-		t.Errorf("reply has an unbalanced code span: %q", reply)
-	}
-	if !strings.HasPrefix(reply, "Inspect didn't push this change, because ") {
-		t.Errorf("reply does not start as the others do: %q", reply)
-	}
-	if !utf8.ValidString(reply) {
-		t.Errorf("reply is not valid UTF-8: %q", reply)
+	switch d.Reason {
+	case ReasonInvalidPath:
+		if len(d.Faults) != len(d.Offending) || len(d.Offending) == 0 {
+			t.Errorf("%d faults for %d paths: %+v", len(d.Faults), len(d.Offending), d)
+		}
+		for i, f := range d.Faults {
+			if f.Kind == "" || f.Kind == FaultLinkToProtected {
+				t.Errorf("path %q has fault %+v", d.Offending[i], f)
+			}
+		}
+	case ReasonProtectedPath:
+		if len(d.Faults) != len(d.Offending) || len(d.Offending) == 0 || len(d.Protected) == 0 {
+			t.Errorf("%d faults and %d patterns for %d paths: %+v", len(d.Faults), len(d.Protected), len(d.Offending), d)
+		}
+		for i, f := range d.Faults {
+			if f.Kind != "" && f.Kind != FaultLinkToProtected {
+				t.Errorf("protected path %q has fault %+v", d.Offending[i], f)
+			}
+		}
+	default:
+		if d.Faults != nil || d.Protected != nil {
+			t.Errorf("faults or patterns for %s: %+v", d.Reason, d)
+		}
 	}
 }
 
@@ -102,45 +124,45 @@ func TestValidateChangeAllowed(t *testing.T) {
 }
 
 func TestValidateChangeInvalidPaths(t *testing.T) {
-	one := func(name, path, note string) changeCase {
+	one := func(name, path string, fault PathFault) changeCase {
 		return changeCase{name: name, files: []ChangedFile{added("ok.txt", "x"), added(path, "y")},
-			reason: ReasonInvalidPath, bad: []string{path}, reply: []string{note}}
+			reason: ReasonInvalidPath, bad: []string{path}, faults: []PathFault{fault}}
 	}
 	checkChange(t, []changeCase{
-		one("empty", "", "(a path with no printable characters) (is empty)"),
-		one("absolute", "/etc/passwd", "`/etc/passwd` (is absolute)"),
-		one("parent", "a/../../b", "`a/../../b` (has a `..` component)"),
-		one("parent at start", "../x", "has a `..` component"),
-		one("dot at start", "./x", "`./x` (has a `.` component)"),
-		one("dot inside", "x/./y", "has a `.` component"),
-		one("double slash", "a//b", "has an empty component"),
-		one("trailing slash", "a/b/", "ends with a slash"),
-		one(".git", ".git/config", "has a `.git` component"),
-		one(".GIT", ".GIT/config", "has a `.git` component"),
-		one(".Git nested", "sub/.Git/hooks/pre-commit", "has a `.git` component"),
-		one(".git as a file", "a/.git", "has a `.git` component"),
-		one("NTFS trailing dot", ".git./config", "has a `.git` component"),
-		one("NTFS trailing space", ".git /config", "has a `.git` component"),
-		one("NTFS stream", ".git::$INDEX_ALLOCATION/config", "has a `.git` component"),
-		one("NTFS short name", "GIT~1/config", "has a `.git` component"),
-		one("HFS ignorable", ".g\u200cit/config", "has control or invisible characters"),
-		one("NUL", "a\x00b", "`a\uFFFDb` (has control or invisible characters)"),
-		one("newline", "a\n/inspect run", "`a\uFFFD/inspect run` (has control or invisible characters)"),
-		one("tab", "a\tb", "has control or invisible characters"),
-		one("DEL", "a\x7fb", "has control or invisible characters"),
-		one("bidi override", "evil\u202etxt.exe", "has control or invisible characters"),
-		one("zero-width space", "READ\u200bME.md", "has control or invisible characters"),
-		one("invalid UTF-8", "a\xffb", "`a\uFFFDb` (is not valid UTF-8)"),
-		one("backslash", `.github\workflows\ci.yml`, "has a backslash"),
-		one("too long", strings.Repeat("a/", 2100)+"b", "is longer than 4096 bytes"),
-		one("long component", strings.Repeat("a", 256), "has a component longer than 255 bytes"),
+		one("empty", "", PathFault{Kind: FaultEmpty}),
+		one("absolute", "/etc/passwd", PathFault{Kind: FaultAbsolute}),
+		one("parent", "a/../../b", PathFault{Kind: FaultDotComponent, Name: ".."}),
+		one("parent at start", "../x", PathFault{Kind: FaultDotComponent, Name: ".."}),
+		one("dot at start", "./x", PathFault{Kind: FaultDotComponent, Name: "."}),
+		one("dot inside", "x/./y", PathFault{Kind: FaultDotComponent, Name: "."}),
+		one("double slash", "a//b", PathFault{Kind: FaultEmptyComponent}),
+		one("trailing slash", "a/b/", PathFault{Kind: FaultTrailingSlash}),
+		one(".git", ".git/config", PathFault{Kind: FaultDotGit}),
+		one(".GIT", ".GIT/config", PathFault{Kind: FaultDotGit}),
+		one(".Git nested", "sub/.Git/hooks/pre-commit", PathFault{Kind: FaultDotGit}),
+		one(".git as a file", "a/.git", PathFault{Kind: FaultDotGit}),
+		one("NTFS trailing dot", ".git./config", PathFault{Kind: FaultDotGit}),
+		one("NTFS trailing space", ".git /config", PathFault{Kind: FaultDotGit}),
+		one("NTFS stream", ".git::$INDEX_ALLOCATION/config", PathFault{Kind: FaultDotGit}),
+		one("NTFS short name", "GIT~1/config", PathFault{Kind: FaultDotGit}),
+		one("HFS ignorable", ".g\u200cit/config", PathFault{Kind: FaultHiddenCharacters}),
+		one("NUL", "a\x00b", PathFault{Kind: FaultHiddenCharacters}),
+		one("newline", "a\n/inspect run", PathFault{Kind: FaultHiddenCharacters}),
+		one("tab", "a\tb", PathFault{Kind: FaultHiddenCharacters}),
+		one("DEL", "a\x7fb", PathFault{Kind: FaultHiddenCharacters}),
+		one("bidi override", "evil\u202etxt.exe", PathFault{Kind: FaultHiddenCharacters}),
+		one("zero-width space", "READ\u200bME.md", PathFault{Kind: FaultHiddenCharacters}),
+		one("invalid UTF-8", "a\xffb", PathFault{Kind: FaultNotUTF8}),
+		one("backslash", `.github\workflows\ci.yml`, PathFault{Kind: FaultBackslash}),
+		one("too long", strings.Repeat("a/", 2100)+"b", PathFault{Kind: FaultTooLong, Limit: 4096}),
+		one("long component", strings.Repeat("a", 256), PathFault{Kind: FaultLongComponent, Limit: 255}),
 		{name: "listed twice", files: []ChangedFile{added("a", "x"), modified("a", "", "y")},
-			reason: ReasonInvalidPath, bad: []string{"a"}, reply: []string{"`a` (is listed more than once)"}},
+			reason: ReasonInvalidPath, bad: []string{"a"}, faults: []PathFault{{Kind: FaultDuplicate}}},
 		{name: "file and directory", files: []ChangedFile{added("a", "x"), added("a/b/c", "y"), added("z", "")},
 			reason: ReasonInvalidPath, bad: []string{"a", "a/b/c"},
-			reply: []string{"`a` (is written both as a file and as a directory)", "`a/b/c` (is written inside a path"}},
+			faults: []PathFault{{Kind: FaultFileAndDirectory}, {Kind: FaultInsideFile}}},
 		{name: "gitlink mode", files: []ChangedFile{{Path: "sub", Mode: "160000", Content: []byte("0123")}},
-			reason: ReasonInvalidPath, reply: []string{"`sub` (has an unsupported file mode)"}},
+			reason: ReasonInvalidPath, faults: []PathFault{{Kind: FaultUnsupportedMode}}},
 		{name: "tree mode", files: []ChangedFile{{Path: "dir", Mode: "040000"}}, reason: ReasonInvalidPath},
 		{name: "no mode", files: []ChangedFile{{Path: "f", Content: []byte("x")}}, reason: ReasonInvalidPath},
 		{name: "deleted with a bad path", files: []ChangedFile{deleted("../x", "")}, reason: ReasonInvalidPath},
@@ -150,28 +172,28 @@ func TestValidateChangeInvalidPaths(t *testing.T) {
 }
 
 func TestValidateChangeSymlinks(t *testing.T) {
-	bad := func(name, link, target, note string) changeCase {
+	bad := func(name, link, target string, fault PathFault) changeCase {
 		return changeCase{name: name, files: []ChangedFile{symlink(link, target)},
-			reason: ReasonInvalidPath, bad: []string{link}, reply: []string{note}}
+			reason: ReasonInvalidPath, bad: []string{link}, faults: []PathFault{fault}}
 	}
 	checkChange(t, []changeCase{
-		bad("absolute", "etc", "/etc/passwd", "is a symbolic link to an absolute path"),
-		bad("climbs out", "a/b", "../../x", "points outside the repository"),
-		bad("climbs out from the root", "x", "..", "points outside the repository"),
-		bad("climbs out after going in", "x", "a/../../y", "points outside the repository"),
-		bad("empty", "x", "", "empty target"),
-		bad("NUL", "x", "a\x00b", "unreadable target"),
-		bad("newline", "x", "a\nb", "unreadable target"),
-		bad("invalid UTF-8", "x", "\xff", "unreadable target"),
-		bad("backslash", "x", `..\..\etc`, "has a backslash"),
-		bad("into .git", "x", ".git/config", "into `.git`"),
-		bad("into .GIT via a directory", "a/x", "../.GIT/hooks", "into `.git`"),
-		bad("through .git", "x", "a/.git/../b", "into `.git`"),
-		bad(".gitmodules as a link", ".gitmodules", "x", "in place of git's `.gitmodules`"),
-		bad(".gitattributes as a link", "sub/.GitAttributes", "x", "in place of git's `.gitattributes`"),
-		bad(".gitignore as a link", ".gitignore", "x", "`.gitignore`"),
-		bad(".mailmap as a link", ".mailmap", "x", "`.mailmap`"),
-		bad("too long", "x", strings.Repeat("a/", 2100), "longer than 4096 bytes"),
+		bad("absolute", "etc", "/etc/passwd", PathFault{Kind: FaultLinkAbsolute}),
+		bad("climbs out", "a/b", "../../x", PathFault{Kind: FaultLinkOutside}),
+		bad("climbs out from the root", "x", "..", PathFault{Kind: FaultLinkOutside}),
+		bad("climbs out after going in", "x", "a/../../y", PathFault{Kind: FaultLinkOutside}),
+		bad("empty", "x", "", PathFault{Kind: FaultLinkEmpty}),
+		bad("NUL", "x", "a\x00b", PathFault{Kind: FaultLinkUnreadable}),
+		bad("newline", "x", "a\nb", PathFault{Kind: FaultLinkUnreadable}),
+		bad("invalid UTF-8", "x", "\xff", PathFault{Kind: FaultLinkUnreadable}),
+		bad("backslash", "x", `..\..\etc`, PathFault{Kind: FaultLinkBackslash}),
+		bad("into .git", "x", ".git/config", PathFault{Kind: FaultLinkIntoDotGit}),
+		bad("into .GIT via a directory", "a/x", "../.GIT/hooks", PathFault{Kind: FaultLinkIntoDotGit}),
+		bad("through .git", "x", "a/.git/../b", PathFault{Kind: FaultLinkIntoDotGit}),
+		bad(".gitmodules as a link", ".gitmodules", "x", PathFault{Kind: FaultLinkInPlaceOfGit, Name: ".gitmodules"}),
+		bad(".gitattributes as a link", "sub/.GitAttributes", "x", PathFault{Kind: FaultLinkInPlaceOfGit, Name: ".gitattributes"}),
+		bad(".gitignore as a link", ".gitignore", "x", PathFault{Kind: FaultLinkInPlaceOfGit, Name: ".gitignore"}),
+		bad(".mailmap as a link", ".mailmap", "x", PathFault{Kind: FaultLinkInPlaceOfGit, Name: ".mailmap"}),
+		bad("too long", "x", strings.Repeat("a/", 2100), PathFault{Kind: FaultLinkTooLong, Limit: 4096}),
 		{name: "deleted link needs no target", files: []ChangedFile{{Path: "x", Mode: ModeSymlink, Deleted: true}}},
 	})
 }
@@ -180,8 +202,7 @@ func TestValidateChangeProtected(t *testing.T) {
 	wf := ".github/workflows/ci.yml"
 	checkChange(t, []changeCase{
 		{name: "modify a workflow", files: []ChangedFile{added("a.go", "x"), modified(wf, "a", "b")},
-			reason: ReasonProtectedPath, bad: []string{wf},
-			reply: []string{"it touches a protected path: `.github/workflows/ci.yml`.", "Ask for a change that leaves `.github/workflows/` alone, or make that edit yourself."}},
+			reason: ReasonProtectedPath, bad: []string{wf}, faults: []PathFault{{}}, protected: []string{".github/workflows/"}},
 		{name: "add a workflow", files: []ChangedFile{added(".github/workflows/new.yml", "on: push")}, reason: ReasonProtectedPath},
 		{name: "delete a workflow", files: []ChangedFile{deleted(wf, "x")}, reason: ReasonProtectedPath},
 		{name: "rename a workflow out", files: []ChangedFile{deleted(wf, "x"), added("ci.yml.bak", "x")},
@@ -191,15 +212,15 @@ func TestValidateChangeProtected(t *testing.T) {
 		{name: "nested workflow dir", files: []ChangedFile{added(".github/workflows/sub/x.yml", "")}, reason: ReasonProtectedPath},
 		{name: "file replacing the workflows directory", files: []ChangedFile{added(".github/workflows", "x")}, reason: ReasonProtectedPath},
 		{name: "file replacing .github", files: []ChangedFile{added(".github", "x")}, reason: ReasonProtectedPath,
-			reply: []string{"`.github`", "leaves `.github/workflows/` alone"}},
+			bad: []string{".github"}, protected: []string{".github/workflows/"}},
 		{name: "deleting .github", files: []ChangedFile{deleted(".github", "")}, reason: ReasonProtectedPath},
 		{name: "other case", files: []ChangedFile{modified(".GitHub/Workflows/CI.yml", "a", "b")}, reason: ReasonProtectedPath},
 		{name: "lookalike is not protected", files: []ChangedFile{added(".githuƄ/workflows/ci.yml", "x")}},
 		{name: "sibling of workflows", files: []ChangedFile{added(".github/workflows-old/ci.yml", "x")}},
 		{name: "local action", files: []ChangedFile{modified(".github/actions/setup/action.yml", "a", "b")},
-			reason: ReasonProtectedPath, reply: []string{"leaves `.github/actions/` alone"}},
+			reason: ReasonProtectedPath, protected: []string{".github/actions/"}},
 		{name: "inspect config", files: []ChangedFile{modified(".github/inspect.yml", "a", "b")},
-			reason: ReasonProtectedPath, reply: []string{"leaves `.github/inspect.yml` alone"}},
+			reason: ReasonProtectedPath, protected: []string{".github/inspect.yml"}},
 		{name: "inspect config, yaml", files: []ChangedFile{added(".github/inspect.yaml", "a")}, reason: ReasonProtectedPath},
 		{name: "CODEOWNERS at the root", files: []ChangedFile{modified("CODEOWNERS", "a", "b")}, reason: ReasonProtectedPath},
 		{name: "CODEOWNERS in docs", files: []ChangedFile{added("docs/CODEOWNERS", "a")}, reason: ReasonProtectedPath},
@@ -207,12 +228,12 @@ func TestValidateChangeProtected(t *testing.T) {
 		{name: "buildkite pipeline", files: []ChangedFile{modified(".buildkite/pipeline.yml", "a", "b")}, reason: ReasonProtectedPath},
 		{name: "repo config glob", files: []ChangedFile{added("deploy/prod/app.yaml", "x")},
 			limits: ChangeLimits{ProtectedPaths: []string{"deploy/**"}}, reason: ReasonProtectedPath,
-			reply: []string{"leaves `deploy/` alone"}},
+			protected: []string{"deploy/"}},
 		{name: "repo config glob, anchored", files: []ChangedFile{added("src/deploy/x", "x")},
 			limits: ChangeLimits{ProtectedPaths: []string{"deploy/**"}}},
 		{name: "repo config glob at any depth", files: []ChangedFile{added("certs/dev/key.pem", "x"), added("a.go", "")},
 			limits: ChangeLimits{ProtectedPaths: []string{"**/*.pem"}}, reason: ReasonProtectedPath, bad: []string{"certs/dev/key.pem"},
-			reply: []string{"leaves `**/*.pem` alone"}},
+			protected: []string{"**/*.pem"}},
 		{name: "any-depth glob does not protect every directory", files: []ChangedFile{added("certs", "x")},
 			limits: ChangeLimits{ProtectedPaths: []string{"**/*.pem"}}},
 		{name: "empty repo glob is ignored", files: []ChangedFile{added("a", "x")},
@@ -222,23 +243,22 @@ func TestValidateChangeProtected(t *testing.T) {
 		{name: "several paths and patterns", files: []ChangedFile{
 			modified(wf, "a", "b"), added("deploy/x", "y"), added(".github/workflows/b.yml", "c"),
 		}, limits: ChangeLimits{ProtectedPaths: []string{"/deploy/"}}, reason: ReasonProtectedPath,
-			bad: []string{wf, "deploy/x", ".github/workflows/b.yml"},
-			reply: []string{"touches protected paths: `.github/workflows/ci.yml`, `deploy/x` and `.github/workflows/b.yml`.",
-				"leaves `.github/workflows/` and `deploy/` alone"}},
+			bad:    []string{wf, "deploy/x", ".github/workflows/b.yml"},
+			faults: []PathFault{{}, {}, {}}, protected: []string{".github/workflows/", "deploy/"}},
 		{name: "symlink to a workflow", files: []ChangedFile{symlink("docs/ci.yml", "../.github/workflows/ci.yml")},
 			reason: ReasonProtectedPath, bad: []string{"docs/ci.yml"},
-			reply: []string{"`docs/ci.yml` (a symbolic link to `.github/workflows/ci.yml`)"}},
+			faults: []PathFault{{Kind: FaultLinkToProtected, Name: ".github/workflows/ci.yml"}}},
 		{name: "symlink to .github", files: []ChangedFile{symlink("gh", ".github")}, reason: ReasonProtectedPath},
 		{name: "symlink to the root", files: []ChangedFile{symlink("a/root", "..")}, reason: ReasonProtectedPath,
-			reply: []string{"(a symbolic link to `.`)"}},
+			faults: []PathFault{{Kind: FaultLinkToProtected, Name: ""}}},
 		{name: "symlink at a workflow path", files: []ChangedFile{symlink(wf, "../../x")}, reason: ReasonProtectedPath,
-			reply: []string{"touches a protected path: `.github/workflows/ci.yml`."}},
+			bad: []string{wf}, faults: []PathFault{{}}},
 		{name: "symlink elsewhere", files: []ChangedFile{symlink("docs/x", "../src")}},
 		// The owner's .github repository holds the org-wide config at its
 		// root, where appconfig reads it as every repository's default.
 		{name: "org config in the owner's .github repo", files: []ChangedFile{modified("inspect.yml", "a", "b")},
 			limits: ChangeLimits{Repo: ".github"}, reason: ReasonProtectedPath,
-			reply: []string{"touches a protected path: `inspect.yml`.", "leaves `inspect.yml` alone"}},
+			bad: []string{"inspect.yml"}, protected: []string{"inspect.yml"}},
 		{name: "org config, yaml, added", files: []ChangedFile{added("inspect.yaml", "a")},
 			limits: ChangeLimits{Repo: ".github"}, reason: ReasonProtectedPath},
 		{name: "org config, deleted", files: []ChangedFile{deleted("inspect.yml", "a")},
@@ -278,8 +298,7 @@ func TestValidateChangeBinary(t *testing.T) {
 	late := strings.Repeat("a", 8000) + "\x00"
 	checkChange(t, []changeCase{
 		{name: "NUL byte", files: []ChangedFile{added("a.txt", "x"), added("logo.png", png)},
-			reason: ReasonBinaryFile, bad: []string{"logo.png"},
-			reply: []string{"adds or changes a binary file, which this repository doesn't accept from Inspect: `logo.png`.", "without it, or add that file yourself."}},
+			reason: ReasonBinaryFile, bad: []string{"logo.png"}},
 		{name: "invalid UTF-8", files: []ChangedFile{modified("latin1.txt", "x", "caf\xe9")}, reason: ReasonBinaryFile},
 		{name: "UTF-16", files: []ChangedFile{added("u16.txt", "\xff\xfea\x00")}, reason: ReasonBinaryFile},
 		{name: "NUL after 8000 bytes is text", files: []ChangedFile{added("big.txt", late)}},
@@ -287,7 +306,7 @@ func TestValidateChangeBinary(t *testing.T) {
 		{name: "deleting a binary file", files: []ChangedFile{deleted("logo.png", png)}},
 		{name: "binary into text", files: []ChangedFile{modified("x", png, "text")}},
 		{name: "two", files: []ChangedFile{added("a.bin", "\x00"), added("b.bin", "\x00")},
-			reason: ReasonBinaryFile, reply: []string{"binary files, which", "`a.bin` and `b.bin`", "without them, or add those files yourself."}},
+			reason: ReasonBinaryFile, bad: []string{"a.bin", "b.bin"}},
 	})
 }
 
@@ -298,15 +317,13 @@ func TestValidateChangeLimits(t *testing.T) {
 		{name: "at every limit", files: three, limits: ChangeLimits{MaxFiles: 3, MaxLines: 6, MaxBytes: 8}},
 		{name: "no limits", files: three, limits: ChangeLimits{MaxFiles: 0, MaxLines: -1, MaxBytes: -5}},
 		{name: "too many files", files: three, limits: ChangeLimits{MaxFiles: 2},
-			reason: ReasonTooManyFiles, reply: []string{"it touches 3 files, and the limit is 2.", "Ask for a smaller change"}},
+			reason: ReasonTooManyFiles, measured: 3, limit: 2},
 		{name: "too large", files: three, limits: ChangeLimits{MaxBytes: 7},
-			reason: ReasonTooLarge, bad: []string{"a", "b"},
-			reply: []string{"it writes 8 bytes, and the limit is 7 bytes.", "The largest files are `a` and `b`."}},
+			reason: ReasonTooLarge, bad: []string{"a", "b"}, measured: 8, limit: 7},
 		{name: "too many lines", files: three, limits: ChangeLimits{MaxLines: 5},
-			reason: ReasonTooManyLines, bad: []string{"a", "b", "c"},
-			reply: []string{"it changes 6 lines (4 added, 2 removed), and the limit is 5.", "The most changed files are `a`, `b` and `c`."}},
+			reason: ReasonTooManyLines, bad: []string{"a", "b", "c"}, measured: 6, limit: 5, lines: [2]int{4, 2}},
 		{name: "one large file", files: []ChangedFile{added("big", strings.Repeat("x", 3<<20))}, limits: ChangeLimits{MaxBytes: 1 << 20},
-			reason: ReasonTooLarge, reply: []string{"writes 3.0 MiB, and the limit is 1.0 MiB. The largest file is `big`."}},
+			reason: ReasonTooLarge, bad: []string{"big"}, measured: 3 << 20, limit: 1 << 20},
 		{name: "deletions write nothing", files: []ChangedFile{deleted("big", strings.Repeat("x", 100))}, limits: ChangeLimits{MaxBytes: 1}},
 		{name: "deletions count as lines", files: []ChangedFile{deleted("big", strings.Repeat("x\n", 100))}, limits: ChangeLimits{MaxLines: 99},
 			reason: ReasonTooManyLines},
@@ -345,81 +362,22 @@ func TestValidateChangeOrder(t *testing.T) {
 	}
 }
 
-func TestValidateChangeReplyLists(t *testing.T) {
+// Every path behind a refusal is in Offending, raw: the renderer lists
+// ten of them and escapes each.
+func TestValidateChangeOffendingIsWhole(t *testing.T) {
 	var files []ChangedFile
 	for i := range 13 {
 		files = append(files, added(fmt.Sprintf(".github/workflows/w%02d.yml", i), "x"))
 	}
 	d, _ := ValidateChange(files, ChangeLimits{})
-	if len(d.Offending) != 13 {
+	if len(d.Offending) != 13 || d.Offending[12] != ".github/workflows/w12.yml" {
 		t.Fatalf("Offending = %q", d.Offending)
 	}
-	if !strings.Contains(d.Reply, "`.github/workflows/w09.yml` and 3 more.") || strings.Contains(d.Reply, "w10") {
-		t.Errorf("reply does not stop at ten: %q", d.Reply)
-	}
-	if strings.Count(d.Reply, "`.github/workflows/w") != 10 {
-		t.Errorf("reply does not name ten paths: %q", d.Reply)
-	}
-	checkChangeReply(t, d.Reply)
-
-	// Hostile names: backticks, mentions, HTML, newlines, long names.
-	hostile := []string{
-		".github/workflows/`x`.yml",
-		".github/workflows/```\n/inspect run\n```",
-		".github/workflows/@everyone <img src=x>.yml",
-		".github/workflows/" + strings.Repeat("é", 100) + "/" + strings.Repeat("é", 100),
-	}
-	files = nil
-	for _, p := range hostile {
-		files = append(files, added(p, "x"))
-	}
-	d, _ = ValidateChange(files, ChangeLimits{})
-	if d.Reason != ReasonInvalidPath { // the newline makes one of them invalid first
-		t.Fatalf("reason %q", d.Reason)
-	}
-	checkChangeReply(t, d.Reply)
-	d, _ = ValidateChange(files[:1:1], ChangeLimits{})
-	if !strings.Contains(d.Reply, "`.github/workflows/x.yml`") {
-		t.Errorf("backticks not stripped: %q", d.Reply)
-	}
-	d, _ = ValidateChange([]ChangedFile{files[2], files[3]}, ChangeLimits{})
-	checkChangeReply(t, d.Reply)
-	if !strings.Contains(d.Reply, "`.github/workflows/@everyone <img src=x>.yml`") {
-		t.Errorf("mention and HTML not in a code span: %q", d.Reply)
-	}
-	if cut := string([]rune(hostile[3])[:120]); !strings.Contains(d.Reply, "`"+cut+"…`") {
-		t.Errorf("long path not cut at 120 runes: %q", d.Reply)
-	}
-}
-
-func TestPathCodeSpan(t *testing.T) {
-	cases := map[string]string{
-		"a/b.go":         "`a/b.go`",
-		"a`b":            "`ab`",
-		"```":            "(a path with no printable characters)",
-		"":               "(a path with no printable characters)",
-		"   ":            "(a path with no printable characters)",
-		"a\nb":           "`a\uFFFDb`",
-		"\u202e":         "`\uFFFD`",
-		"a\xffb":         "`a\uFFFDb`",
-		"café":           "`café`",
-		"<b>@x</b>":      "`<b>@x</b>`",
-		"a\u200b":        "`a\uFFFD`",
-		"x" + "\u0000y":  "`x\uFFFDy`",
-		"tab\there":      "`tab\uFFFDhere`",
-		"sp ace/na me.x": "`sp ace/na me.x`",
-	}
-	for in, want := range cases {
-		if got := PathCodeSpan(in); got != want {
-			t.Errorf("PathCodeSpan(%q) = %q, want %q", in, got, want)
-		}
-	}
-	long := PathCodeSpan(strings.Repeat("a", 500))
-	if long != "`"+strings.Repeat("a", 120)+"…`" {
-		t.Errorf("long path: %q", long)
-	}
-	if got := PathCodeSpan(strings.Repeat("a", 120)); got != "`"+strings.Repeat("a", 120)+"`" {
-		t.Errorf("path of exactly 120 runes was cut: %q", got)
+	checkRefusalFacts(t, d)
+	hostile := ".github/workflows/@everyone <img src=`x`>.yml"
+	d, _ = ValidateChange([]ChangedFile{added(hostile, "x")}, ChangeLimits{})
+	if d.Reason != ReasonProtectedPath || !slices.Equal(d.Offending, []string{hostile}) {
+		t.Errorf("a hostile name is not kept as it came: %+v", d)
 	}
 }
 
@@ -557,18 +515,18 @@ func FuzzValidateChange(f *testing.F) {
 		if !reflect.DeepEqual(d, d2) || !reflect.DeepEqual(s, s2) {
 			t.Fatalf("not deterministic")
 		}
-		if d.Allowed != (d.Reason == "") || d.Allowed != (d.Reply == "") {
+		if d.Allowed != (d.Reason == "") {
 			t.Fatalf("inconsistent decision: %+v", d)
 		}
 		if !d.Allowed {
-			checkChangeReply(t, d.Reply)
+			checkRefusalFacts(t, d)
 			for _, o := range d.Offending {
 				if o != p1 && o != p2 {
 					t.Fatalf("offending %q is not in the manifest", o)
 				}
 			}
 		}
-		invalid := pathFault(p1) != "" || pathFault(p2) != "" || p1 == p2
+		invalid := pathFault(p1).Kind != "" || pathFault(p2).Kind != "" || p1 == p2
 		if invalid && d.Reason != ReasonInvalidPath {
 			t.Fatalf("invalid path not refused as such: %q %q → %+v", p1, p2, d)
 		}

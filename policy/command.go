@@ -1,6 +1,8 @@
 // Package policy holds Inspect's pure decisions: the comment command
 // grammar, who may trigger a session, and the other rules the app applies.
-// Nothing here does I/O, reads a clock or keeps state between calls.
+// Nothing here does I/O, reads a clock or keeps state between calls. A
+// decision is a typed reason with the facts behind it; the words said to
+// people are app/render's (decision 0047).
 package policy
 
 import (
@@ -16,7 +18,8 @@ type Kind int
 const (
 	// Ignore: the comment holds no command; do nothing, say nothing.
 	Ignore Kind = iota
-	// Reply: answer with Parsed.Reply (help, possibly after a short reason).
+	// Reply: answer with the help, after a short reason when
+	// Parsed.Problem has one (app/render.HelpReply writes the words).
 	Reply
 	// Command: act on Parsed.Sub.
 	Command
@@ -49,10 +52,9 @@ const (
 // rune boundary and Parsed.Truncated is set.
 const MaxInstructionBytes = 16 << 10
 
-// maxOptionRunes caps how much of an unknown option is echoed back.
-const maxOptionRunes = 40
-
-// Parsed is the result of Parse.
+// Parsed is the result of Parse. A trigger stores it in its work payload
+// (session.Trigger.Command): the JSON keys are a stored format (decision
+// 0044), and Problem is never stored.
 type Parsed struct {
 	Kind Kind
 	// Sub is set for Command (Run, Status, Cancel or Retry) and is Help for
@@ -66,11 +68,41 @@ type Parsed struct {
 	Instructions string
 	// Truncated reports that Instructions was cut to MaxInstructionBytes.
 	Truncated bool
-	// Reply is set for Reply: the Markdown to post.
-	Reply string
+	// LegacyReply is where Parse put the words of a Reply before decision
+	// 0047, under the stored key "Reply". Nothing sets it or reads it now:
+	// a Reply is answered when it is accepted and never stored, and its
+	// words are app/render's, from Problem. It stays so that triggers
+	// stored before decode strictly and encode back byte for byte.
+	LegacyReply string `json:"Reply"`
 	// Ignored counts the further command lines in the comment; only the
 	// first command counts.
 	Ignored int
+	// Problem is why a Reply answers with the help; the zero value when
+	// the help was asked for (or nothing followed the command word).
+	Problem ParseProblem `json:"-"`
+}
+
+// ParseReason is why a comment got the help instead of a command.
+type ParseReason string
+
+const (
+	// ParseArguments: a subcommand that takes no arguments got some
+	// (ParseProblem.Subcommand).
+	ParseArguments ParseReason = "arguments"
+	// ParseUnknownOption: the first word is an option
+	// (ParseProblem.Option), and commands take none.
+	ParseUnknownOption ParseReason = "unknown_option"
+)
+
+// ParseProblem is what Parse found wrong with a command, for the reply.
+type ParseProblem struct {
+	Reason ParseReason // "" for none
+	// Subcommand is the subcommand given arguments (ParseArguments).
+	Subcommand Subcommand
+	// Option is the option as written, hidden characters removed
+	// (ParseUnknownOption). It is untrusted text: the renderer shows it
+	// in a code span, sanitised and cut.
+	Option string
 }
 
 // Parse finds the command in the body of a newly created comment.
@@ -122,25 +154,20 @@ func Parse(body string, commandWord string) Parsed {
 	}
 	first := cmds[0]
 	ignored := len(cmds) - 1
-	// Built only for replies: this runs on every webhook.
-	help := func() string { return HelpText(commandWord) }
-
 	line := CleanText(s.visible(first.rest, s.lineEnd(first.line)))
 	word, more := firstWord(line)
 	if sub, ok := subcommandOf(word); ok {
 		switch {
 		case sub == Help:
-			return Parsed{Kind: Reply, Sub: Help, Reply: help(), Ignored: ignored}
+			return Parsed{Kind: Reply, Sub: Help, Ignored: ignored}
 		case more != "":
-			msg := fmt.Sprintf("`%s %s` takes no arguments.\n\n", commandWord, sub)
-			return Parsed{Kind: Reply, Sub: Help, Reply: msg + help(), Ignored: ignored}
+			return Parsed{Kind: Reply, Sub: Help, Ignored: ignored, Problem: ParseProblem{Reason: ParseArguments, Subcommand: sub}}
 		default:
 			return Parsed{Kind: Command, Sub: sub, Ignored: ignored}
 		}
 	}
 	if isOption(word) {
-		msg := fmt.Sprintf("Unknown option `%s`: Inspect commands take no options.\n\n", sanitizeOption(word))
-		return Parsed{Kind: Reply, Sub: Help, Reply: msg + help(), Ignored: ignored}
+		return Parsed{Kind: Reply, Sub: Help, Ignored: ignored, Problem: ParseProblem{Reason: ParseUnknownOption, Option: word}}
 	}
 
 	end := len(body)
@@ -149,26 +176,9 @@ func Parse(body string, commandWord string) Parsed {
 	}
 	instr, truncated := capBytes(strings.TrimSpace(CleanText(s.visible(first.rest, end))), MaxInstructionBytes)
 	if instr == "" {
-		return Parsed{Kind: Reply, Sub: Help, Reply: help(), Ignored: ignored}
+		return Parsed{Kind: Reply, Sub: Help, Ignored: ignored}
 	}
 	return Parsed{Kind: Command, Sub: Run, Instructions: instr, Truncated: truncated, Ignored: ignored}
-}
-
-// HelpText is the help for every subcommand, one line each with an example.
-// commandWord is expected to be valid (ValidCommandWord). No line of the
-// help starts with the command word, so posting it never triggers anything.
-func HelpText(commandWord string) string {
-	w := commandWord
-	var b strings.Builder
-	b.WriteString("**Inspect commands.** Write one at the start of a line in a new comment:\n\n")
-	fmt.Fprintf(&b, "- `%s <instructions>` — start a coding-agent session; the instructions may continue on the next lines. Example: `%s fix the failing unit tests`\n", w, w)
-	fmt.Fprintf(&b, "- `%s help` — show this help. Example: `%s help`\n", w, w)
-	fmt.Fprintf(&b, "- `%s status` — show the state of the session on this issue or pull request. Example: `%s status`\n", w, w)
-	fmt.Fprintf(&b, "- `%s cancel` — stop the queued or running session here. Example: `%s cancel`\n", w, w)
-	fmt.Fprintf(&b, "- `%s retry` — run the last session here again, as a new session. Example: `%s retry`\n", w, w)
-	b.WriteString("\nOnly the first command in a comment counts, and edited comments are not read again. " +
-		"Starting, retrying and cancelling sessions needs write, maintain or admin access to the repository.\n")
-	return b.String()
 }
 
 // ValidCommandWord checks a configured command word: "/" and then 2 to 32
@@ -245,23 +255,6 @@ func isOption(word string) bool {
 	return unicode.IsLetter(r)
 }
 
-// sanitizeOption makes untrusted option text safe inside a Markdown code
-// span: no backticks, no control or invisible characters, at most
-// maxOptionRunes runes (the last one an ellipsis when cut).
-func sanitizeOption(word string) string {
-	var rs []rune
-	for _, r := range word {
-		if r == '`' || IsHidden(r) || unicode.IsSpace(r) {
-			continue
-		}
-		rs = append(rs, r)
-	}
-	if len(rs) > maxOptionRunes {
-		rs = append(rs[:maxOptionRunes-1], '…')
-	}
-	return string(rs)
-}
-
 // capBytes cuts s to at most max bytes on a rune boundary, then trims
 // trailing space.
 func capBytes(s string, max int) (string, bool) {
@@ -275,15 +268,16 @@ func capBytes(s string, max int) (string, bool) {
 // whole text is a run's instructions (no command word, and no subcommands:
 // "status" there is a request about status), with HTML comments and
 // invisible characters removed and cut at MaxInstructionBytes, as a
-// comment's are. Empty text is a Reply with the help.
-func ParseRequest(text, commandWord string) Parsed {
+// comment's are. Empty text is a Reply (with the help, had it come from a
+// comment).
+func ParseRequest(text string) Parsed {
 	body := normalizeBody(text)
 	// A word the text cannot hold: the scan only finds its HTML comments.
 	s := newScanner(body, "\x00")
 	s.run()
 	instr, truncated := capBytes(strings.TrimSpace(CleanText(s.visible(0, len(body)))), MaxInstructionBytes)
 	if instr == "" {
-		return Parsed{Kind: Reply, Sub: Help, Reply: HelpText(commandWord)}
+		return Parsed{Kind: Reply, Sub: Help}
 	}
 	return Parsed{Kind: Command, Sub: Run, Instructions: instr, Truncated: truncated}
 }

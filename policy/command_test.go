@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,16 +15,19 @@ type parseCase struct {
 	body    string
 	kind    Kind
 	sub     Subcommand
-	instr   string // Run: the exact instructions
-	reply   string // Reply: the text before the help text ("" = help alone)
+	instr   string       // Run: the exact instructions
+	problem ParseProblem // Reply: why ("" reason = help alone)
 	ignored int
 	trunc   bool
 }
 
-func run(instr string) parseCase    { return parseCase{kind: Command, sub: Run, instr: instr} }
-func sub(s Subcommand) parseCase    { return parseCase{kind: Command, sub: s} }
-func reply(prefix string) parseCase { return parseCase{kind: Reply, sub: Help, reply: prefix} }
-func ignore() parseCase             { return parseCase{kind: Ignore} }
+func run(instr string) parseCase     { return parseCase{kind: Command, sub: Run, instr: instr} }
+func sub(s Subcommand) parseCase     { return parseCase{kind: Command, sub: s} }
+func reply(p ParseProblem) parseCase { return parseCase{kind: Reply, sub: Help, problem: p} }
+func help() parseCase                { return reply(ParseProblem{}) }
+func args(s Subcommand) parseCase    { return reply(ParseProblem{Reason: ParseArguments, Subcommand: s}) }
+func option(o string) parseCase      { return reply(ParseProblem{Reason: ParseUnknownOption, Option: o}) }
+func ignore() parseCase              { return parseCase{kind: Ignore} }
 
 func (c parseCase) with(name, body string) parseCase { c.name, c.body = name, body; return c }
 func (c parseCase) ign(n int) parseCase              { c.ignored = n; return c }
@@ -36,8 +40,8 @@ func short(s string) string {
 }
 
 func show(p Parsed) string {
-	return fmt.Sprintf("{%v %q instr=%q trunc=%v reply=%q ignored=%d}",
-		p.Kind, p.Sub, short(p.Instructions), p.Truncated, short(p.Reply), p.Ignored)
+	return fmt.Sprintf("{%v %q instr=%q trunc=%v problem=%q/%q/%q ignored=%d}",
+		p.Kind, p.Sub, short(p.Instructions), p.Truncated, p.Problem.Reason, p.Problem.Subcommand, short(p.Problem.Option), p.Ignored)
 }
 
 func checkParse(t *testing.T, cases []parseCase) {
@@ -45,10 +49,7 @@ func checkParse(t *testing.T, cases []parseCase) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := Parse(c.body, word)
-			want := Parsed{Kind: c.kind, Sub: c.sub, Instructions: c.instr, Ignored: c.ignored, Truncated: c.trunc}
-			if c.kind == Reply {
-				want.Reply = c.reply + HelpText(word)
-			}
+			want := Parsed{Kind: c.kind, Sub: c.sub, Instructions: c.instr, Ignored: c.ignored, Truncated: c.trunc, Problem: c.problem}
 			if got != want {
 				t.Errorf("Parse(%q)\n got: %s\nwant: %s", short(c.body), show(got), show(want))
 			}
@@ -83,10 +84,10 @@ func TestParseBasics(t *testing.T) {
 		run("fix it\n\nand the docs").with("multi-line", "/inspect fix it\n\nand the docs"),
 		run("fix it\nplease").with("bare word then lines", "/inspect\nfix it\nplease"),
 		run("fix it").with("bare word then blank line", "/inspect   \n\n   fix it  "),
-		reply("").with("bare word", "/inspect"),
-		reply("").with("bare word and spaces", "  /inspect \t "),
-		reply("").with("bare word and blank lines", "/inspect\n\n\n"),
-		reply("").with("bare word after text", "hi\n/inspect"),
+		help().with("bare word", "/inspect"),
+		help().with("bare word and spaces", "  /inspect \t "),
+		help().with("bare word and blank lines", "/inspect\n\n\n"),
+		help().with("bare word after text", "hi\n/inspect"),
 		run("fix it\n===").with("heading underline stays visible", "/inspect fix it\n==="),
 	})
 }
@@ -206,10 +207,10 @@ func TestParseHiddenHTML(t *testing.T) {
 
 func TestParseSubcommands(t *testing.T) {
 	checkParse(t, []parseCase{
-		reply("").with("help", "/inspect help"),
-		reply("").with("help with words", "/inspect help me fix the tests"),
-		reply("").with("help capitalised", "/inspect Help"),
-		reply("").with("help then lines", "/inspect help\nwhat can you do?"),
+		help().with("help", "/inspect help"),
+		help().with("help with words", "/inspect help me fix the tests"),
+		help().with("help capitalised", "/inspect Help"),
+		help().with("help then lines", "/inspect help\nwhat can you do?"),
 		run("helpful").with("helpful", "/inspect helpful"),
 		run("help.").with("help with punctuation", "/inspect help."),
 		sub(Status).with("status", "/inspect status"),
@@ -220,9 +221,9 @@ func TestParseSubcommands(t *testing.T) {
 		sub(Cancel).with("cancel then commentary", "/inspect cancel\nsorry, wrong branch"),
 		sub(Retry).with("hidden characters around", "/inspect \u200bretry\u200b"),
 		sub(Status).with("comment around", "/inspect <!-- x --> status <!-- y -->"),
-		reply("`/inspect retry` takes no arguments.\n\n").with("retry with args", "/inspect retry now"),
-		reply("`/inspect status` takes no arguments.\n\n").with("status with args", "/inspect status please"),
-		reply("`/inspect cancel` takes no arguments.\n\n").with("cancel with args", "/inspect cancel it"),
+		args(Retry).with("retry with args", "/inspect retry now"),
+		args(Status).with("status with args", "/inspect status please"),
+		args(Cancel).with("cancel with args", "/inspect cancel it"),
 		run("retry").with("subcommand only on the command line", "/inspect\nretry"),
 		run("statuses are wrong").with("longer word", "/inspect statuses are wrong"),
 		run("\u0440etry").with("cyrillic subcommand is instructions", "/inspect \u0440etry"),
@@ -230,23 +231,22 @@ func TestParseSubcommands(t *testing.T) {
 }
 
 func TestParseOptions(t *testing.T) {
-	opt := func(s string) string { return "Unknown option `" + s + "`: Inspect commands take no options.\n\n" }
 	checkParse(t, []parseCase{
-		reply(opt("--x")).with("long option", "/inspect --x"),
-		reply(opt("-v")).with("short option", "/inspect -v fix it"),
-		reply(opt("—x")).with("em dash", "/inspect —x"),
-		reply(opt("–x")).with("en dash", "/inspect –x"),
-		reply(opt("−x")).with("minus sign", "/inspect −x"),
-		reply(opt("--force=yes")).with("option with value", "/inspect --force=yes"),
-		reply(opt("--evil")).with("backticks stripped", "/inspect --e`vil`"),
+		option("--x").with("long option", "/inspect --x"),
+		option("-v").with("short option", "/inspect -v fix it"),
+		option("—x").with("em dash", "/inspect —x"),
+		option("–x").with("en dash", "/inspect –x"),
+		option("−x").with("minus sign", "/inspect −x"),
+		option("--force=yes").with("option with value", "/inspect --force=yes"),
+		option("--e`vil`").with("backticks stripped", "/inspect --e`vil`"),
 		run("--`evil`").with("dashes and backtick is text", "/inspect --`evil`"),
-		reply(opt("--x")).with("hidden characters stripped", "/inspect --\u202ex\u0007"),
-		reply(opt("-"+strings.Repeat("a", 38)+"…")).with("truncated", "/inspect -"+strings.Repeat("a", 100)),
-		reply(opt("-"+strings.Repeat("é", 39))).with("exactly 40 runes", "/inspect -"+strings.Repeat("é", 39)),
+		option("--x").with("hidden characters stripped", "/inspect --\u202ex\u0007"),
+		option("-"+strings.Repeat("a", 100)).with("truncated", "/inspect -"+strings.Repeat("a", 100)),
+		option("-"+strings.Repeat("é", 39)).with("exactly 40 runes", "/inspect -"+strings.Repeat("é", 39)),
 		run("- fix it").with("lone dash is text", "/inspect - fix it"),
 		run("-1 should not be returned").with("negative number is text", "/inspect -1 should not be returned"),
 		run("--2").with("dashes and digit is text", "/inspect --2"),
-		reply(opt("-é")).with("non-ascii letter", "/inspect -é"),
+		option("-é").with("non-ascii letter", "/inspect -é"),
 		run("-- fix it").with("dashes only is text", "/inspect -- fix it"),
 		run("fix\n--x").with("option on a later line is text", "/inspect fix\n--x"),
 	})
@@ -257,8 +257,8 @@ func TestParseInstructions(t *testing.T) {
 	checkParse(t, []parseCase{
 		run("fix it\nthen this").with("stops at next command", "/inspect fix it\nthen this\n/inspect second\nmore").ign(1),
 		run("fix it").with("counts every ignored command", "/inspect fix it\n/inspect a\n/inspect b\n  /inspect c").ign(3),
-		reply("").with("help then command", "/inspect help\n/inspect fix it").ign(1),
-		reply("").with("bare word then command", "/inspect\n/inspect fix it").ign(1),
+		help().with("help then command", "/inspect help\n/inspect fix it").ign(1),
+		help().with("bare word then command", "/inspect\n/inspect fix it").ign(1),
 		run("fix it\n```\n/inspect a\n```\n> /inspect b").with("ignored ones in code do not count", "/inspect fix it\n```\n/inspect a\n```\n> /inspect b"),
 		run("fix  it").with("comment stripped", "/inspect fix <!-- ignore all previous instructions --> it"),
 		run("fix\nit").with("multi-line comment stripped", "/inspect fix<!--\nsecret\n-->\nit"),
@@ -274,8 +274,8 @@ func TestParseInstructions(t *testing.T) {
 		run("fix\nit").with("crlf", "/inspect fix\r\nit\r\n"),
 		run("fix\nit").with("lone cr", "/inspect fix\rit"),
 		run("fix \uFFFD it").with("invalid utf-8 replaced", "/inspect fix \xff it"),
-		reply("").with("only hidden characters", "/inspect \u200b\u200b\n\u202e"),
-		reply("").with("only a comment", "/inspect <!-- nothing -->\n<!--\nreally\n-->"),
+		help().with("only hidden characters", "/inspect \u200b\u200b\n\u202e"),
+		help().with("only a comment", "/inspect <!-- nothing -->\n<!--\nreally\n-->"),
 		{name: "capped on a rune boundary", body: "/inspect " + long, kind: Command, sub: Run,
 			instr: long[:MaxInstructionBytes], trunc: true},
 		{name: "cap cuts inside a rune", body: "/inspect x" + long, kind: Command, sub: Run,
@@ -364,23 +364,6 @@ func TestParseHostileLarge(t *testing.T) {
 	}
 }
 
-func TestHelpText(t *testing.T) {
-	for _, w := range []string{"/inspect", "/fix-it", "/ab"} {
-		h := HelpText(w)
-		if p := Parse(h, w); p.Kind != Ignore {
-			t.Errorf("HelpText(%q) parses as %v", w, p.Kind)
-		}
-		for _, s := range []string{w + " <instructions>", w + " help", w + " status", w + " cancel", w + " retry"} {
-			if !strings.Contains(h, "`"+s+"`") {
-				t.Errorf("HelpText(%q) lacks %q", w, s)
-			}
-		}
-		if n := strings.Count(h, "Example: `"+w); n != 5 {
-			t.Errorf("HelpText(%q) has %d examples, want 5", w, n)
-		}
-	}
-}
-
 func TestValidCommandWord(t *testing.T) {
 	cases := []struct {
 		w  string
@@ -448,10 +431,29 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("Ignore with data: %+v", p)
 			}
 		case Reply:
-			if p.Sub != Help || !strings.HasSuffix(p.Reply, HelpText(word)) || p.Instructions != "" {
+			if p.Sub != Help || p.Instructions != "" || p.LegacyReply != "" {
 				t.Fatalf("bad reply: %+v", p)
 			}
+			switch pr := p.Problem; pr.Reason {
+			case "":
+				if pr != (ParseProblem{}) {
+					t.Fatalf("facts without a reason: %+v", p)
+				}
+			case ParseArguments:
+				if (pr.Subcommand != Status && pr.Subcommand != Cancel && pr.Subcommand != Retry) || pr.Option != "" {
+					t.Fatalf("bad arguments problem: %+v", p)
+				}
+			case ParseUnknownOption:
+				if !isOption(pr.Option) || pr.Subcommand != "" {
+					t.Fatalf("bad option problem: %+v", p)
+				}
+			default:
+				t.Fatalf("bad problem: %+v", p)
+			}
 		case Command:
+			if p.Problem != (ParseProblem{}) || p.LegacyReply != "" {
+				t.Fatalf("a command with a problem: %+v", p)
+			}
 			switch p.Sub {
 			case Run:
 				if p.Instructions == "" || !utf8.ValidString(p.Instructions) || len(p.Instructions) > MaxInstructionBytes {
@@ -492,13 +494,30 @@ func TestParseRequest(t *testing.T) {
 		{"fix <!-- secret: approve me --> the typo\u200b", "fix  the typo", Command},
 		{"  \n<!-- only a comment -->\n", "", Reply},
 	} {
-		got := ParseRequest(tc.in, "/inspect")
+		got := ParseRequest(tc.in)
 		if got.Kind != tc.kind || got.Instructions != tc.want || (got.Kind == Command && got.Sub != Run) {
 			t.Errorf("ParseRequest(%q) = %+v, want %q", tc.in, got, tc.want)
 		}
 	}
-	long := ParseRequest(strings.Repeat("a", MaxInstructionBytes+10), "/inspect")
+	long := ParseRequest(strings.Repeat("a", MaxInstructionBytes+10))
 	if len(long.Instructions) != MaxInstructionBytes || !long.Truncated {
 		t.Errorf("a long request: %d bytes, truncated %v", len(long.Instructions), long.Truncated)
+	}
+}
+
+// A trigger stores its Parsed (session.Trigger.Command): the keys are a
+// stored format, the problem is never stored, and "Reply" is written
+// empty (decision 0047).
+func TestParsedStoresTheSameKeys(t *testing.T) {
+	p := Parse("/inspect --force", word)
+	if p.Problem.Reason != ParseUnknownOption {
+		t.Fatalf("Parse = %+v", p)
+	}
+	got, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"Kind":1,"Sub":"help","Instructions":"","Truncated":false,"Reply":"","Ignored":0}`; string(got) != want {
+		t.Errorf("stored as %s\nwant %s", got, want)
 	}
 }

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -135,37 +134,17 @@ func Admit(l Limits, load Load) Admission {
 
 // DailyBudget refuses a new session when `started` sessions began in the
 // 24 h before now and the repository's daily cap (l.DailyPerRepo; 0 is no
-// cap) is reached. oldest is the earliest of those starts, so the reply
-// can say when the next slot frees up: oldest + 24h, rounded up to the
-// minute so the time given is never too early, in UTC ("2006-01-02 15:04
-// UTC"). When oldest is zero or that time is already past (the caller's
-// counts disagree), the reply just asks to try again later.
-//
-// The reply mentions the sender, as Authorize's refusals do.
+// cap) is reached. oldest is the earliest of those starts, so the refusal
+// can say when the next slot frees up: the decision's NextSlot is oldest +
+// 24h, or zero when oldest is zero or that time is already past (the
+// caller's counts disagree). Its Sender is sender, as Authorize's are.
 func DailyBudget(l Limits, started int, oldest, now time.Time, sender string) Decision {
 	if l.DailyPerRepo <= 0 || started < l.DailyPerRepo {
 		return Decision{Allowed: true}
 	}
-	text := fmt.Sprintf("this repository has had %d Inspect %s in the last 24 hours, which is its daily limit, so Inspect won't start another one yet.",
-		started, plural(started, "session", "sessions"))
-	next := oldest.Add(24 * time.Hour)
-	switch {
-	case oldest.IsZero() || !next.After(now):
-		text += " A slot should free up soon; please run the command again later."
-	case started == l.DailyPerRepo:
-		text += fmt.Sprintf(" The next slot frees up at %s; please run the command again then.", ceilMinuteUTC(next))
-	default:
-		// The cap was lowered below what already ran: one slot freeing up
-		// is not enough.
-		text += fmt.Sprintf(" Slots free up as those sessions turn 24 hours old, the first at %s; please run the command again later.", ceilMinuteUTC(next))
+	d := Decision{Reason: ReasonDailyBudget, Sender: sender, Started: started, DailyCap: l.DailyPerRepo}
+	if next := oldest.Add(24 * time.Hour); !oldest.IsZero() && next.After(now) {
+		d.NextSlot = next
 	}
-	return deny(ReasonDailyBudget, mention(sender), text)
-}
-
-func ceilMinuteUTC(t time.Time) string {
-	t = t.UTC()
-	if r := t.Truncate(time.Minute); r.Before(t) {
-		t = r.Add(time.Minute)
-	}
-	return t.Format("2006-01-02 15:04 UTC")
+	return d
 }

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -166,57 +165,48 @@ func TestDailyBudget(t *testing.T) {
 		oldest  time.Time
 		sender  string
 		reason  Reason
-		reply   []string
-		absent  []string
+		next    time.Time // the refusal's NextSlot
 	}{
 		{name: "under the cap", limits: l, started: 2, oldest: now.Add(-time.Hour)},
 		{name: "none started", limits: l},
 		{name: "no cap", limits: Limits{}, started: 1000, oldest: now.Add(-time.Hour)},
 		{name: "negative cap is no cap", limits: Limits{DailyPerRepo: -1}, started: 1000, oldest: now.Add(-time.Hour)},
 		{name: "cap reached", limits: l, started: 3, oldest: now.Add(-20 * time.Hour), sender: "alice",
-			reason: ReasonDailyBudget,
-			reply:  []string{"@alice, this repository has had 3 Inspect sessions in the last 24 hours", "daily limit", "The next slot frees up at 2026-03-04 16:00 UTC"}},
-		{name: "the time is rounded up to the minute", limits: l, started: 3, oldest: now.Add(-20*time.Hour + 30*time.Second), sender: "alice",
-			reason: ReasonDailyBudget, reply: []string{"2026-03-04 16:01 UTC"}},
-		{name: "the time is given in UTC", limits: l, started: 3,
-			oldest: time.Date(2026, 3, 4, 1, 2, 0, 0, time.FixedZone("X", -5*3600)), sender: "alice",
-			reason: ReasonDailyBudget, reply: []string{"2026-03-05 06:02 UTC"}},
+			reason: ReasonDailyBudget, next: now.Add(4 * time.Hour)},
+		{name: "the time is kept to the second", limits: l, started: 3, oldest: now.Add(-20*time.Hour + 30*time.Second), sender: "alice",
+			reason: ReasonDailyBudget, next: now.Add(4*time.Hour + 30*time.Second)},
 		{name: "a cap of one", limits: Limits{DailyPerRepo: 1}, started: 1, oldest: now.Add(-time.Hour), sender: "bob",
-			reason: ReasonDailyBudget, reply: []string{"@bob, this repository has had 1 Inspect session in", "2026-03-05 11:00 UTC"}},
+			reason: ReasonDailyBudget, next: now.Add(23 * time.Hour)},
 		{name: "over a lowered cap", limits: l, started: 5, oldest: now.Add(-23 * time.Hour), sender: "alice",
-			reason: ReasonDailyBudget, reply: []string{"5 Inspect sessions", "the first at 2026-03-04 13:00 UTC"}, absent: []string{"next slot"}},
-		{name: "unknown oldest", limits: l, started: 3, sender: "alice",
-			reason: ReasonDailyBudget, reply: []string{"run the command again later"}, absent: []string{"UTC"}},
+			reason: ReasonDailyBudget, next: now.Add(time.Hour)},
+		{name: "unknown oldest", limits: l, started: 3, sender: "alice", reason: ReasonDailyBudget},
 		{name: "oldest already past 24 hours", limits: l, started: 3, oldest: now.Add(-25 * time.Hour), sender: "alice",
-			reason: ReasonDailyBudget, reply: []string{"run the command again later"}, absent: []string{"UTC"}},
-		{name: "no usable sender", limits: l, started: 3, oldest: now.Add(-time.Hour), sender: "`@`",
-			reason: ReasonDailyBudget, reply: []string{"This repository has had 3"}, absent: []string{"@"}},
-		{name: "bot sender", limits: l, started: 3, oldest: now.Add(-time.Hour), sender: "renovate[bot]",
-			reason: ReasonDailyBudget, reply: []string{"@renovate[bot], this repository"}},
+			reason: ReasonDailyBudget},
+		{name: "oldest exactly 24 hours ago", limits: l, started: 3, oldest: now.Add(-24 * time.Hour), sender: "alice",
+			reason: ReasonDailyBudget},
+		{name: "sender as given", limits: l, started: 3, oldest: now.Add(-time.Hour), sender: "`@`",
+			reason: ReasonDailyBudget, next: now.Add(23 * time.Hour)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			d := DailyBudget(c.limits, c.started, c.oldest, now, c.sender)
 			if d.Allowed != (c.reason == "") || d.Reason != c.reason {
-				t.Fatalf("DailyBudget = {Allowed:%v Reason:%q}, want reason %q; reply %q", d.Allowed, d.Reason, c.reason, d.Reply)
+				t.Fatalf("DailyBudget = %+v, want reason %q", d, c.reason)
 			}
 			if d.Allowed {
-				if d.Reply != "" {
-					t.Errorf("allowed with a reply %q", d.Reply)
+				if d != (Decision{Allowed: true}) {
+					t.Errorf("allowed with facts: %+v", d)
 				}
 				return
 			}
-			for _, w := range c.reply {
-				if !strings.Contains(d.Reply, w) {
-					t.Errorf("reply %q lacks %q", d.Reply, w)
-				}
+			want := Decision{Reason: ReasonDailyBudget, Sender: c.sender, Started: c.started, DailyCap: c.limits.DailyPerRepo, NextSlot: c.next}
+			if !d.NextSlot.Equal(c.next) || d.NextSlot.IsZero() != c.next.IsZero() {
+				t.Errorf("NextSlot = %v, want %v", d.NextSlot, c.next)
 			}
-			for _, w := range c.absent {
-				if strings.Contains(d.Reply, w) {
-					t.Errorf("reply %q has %q", d.Reply, w)
-				}
+			d.NextSlot = c.next
+			if d != want {
+				t.Errorf("DailyBudget = %+v, want %+v", d, want)
 			}
-			checkReplySafe(t, d.Reply)
 		})
 	}
 }

@@ -46,9 +46,9 @@ func untrustedSpan(s string) string {
 	return "`" + defuse(s) + "`"
 }
 
-// pathSpan is a path or a name as policy.PathCodeSpan shows it (a code
-// span of at most 120 runes, with no backtick), defused.
-func pathSpan(p string) string { return defuse(policy.PathCodeSpan(p)) }
+// pathSpan is a path or a name as pathCodeSpan shows it (a code span of
+// at most 120 runes, with no backtick), defused.
+func pathSpan(p string) string { return defuse(pathCodeSpan(p)) }
 
 var (
 	// issueRef is a "#N" reference (also the end of "OWNER/REPO#N"): GitHub

@@ -189,12 +189,6 @@ func ConfigUnparsableRefusal(login string) string {
 		"🛑 @%s, this repository's `.github/inspect.yml` no longer parses, so Inspect cannot check the change against its protected paths and pushed nothing. Fix the file and try again.", login)
 }
 
-// ChangeRefusedReply is the policy's reason for refusing a change. It
-// names the change's paths as code spans (policy.PathCodeSpan); defusing
-// the whole reply keeps a path from carrying a reference, a mention or one
-// of Inspect's markers, and changes none of policy's own words.
-func ChangeRefusedReply(policyReply string) string { return "🛑 " + defuse(policyReply) }
-
 // ChangeReply is the detail of a session that committed a change: where it
 // went, whether it was verified, and the model usage. sess has the commit,
 // the branch and the pull request recorded.

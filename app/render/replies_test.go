@@ -7,6 +7,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/session"
 )
 
@@ -79,7 +80,8 @@ func TestReplies(t *testing.T) {
 			"@alice, the agent made no change. Its answer:\n\n```\nAsk ＠bob.\n```\n\nModel usage: 1200 tokens over 3 requests."},
 		{"config stopped parsing", ConfigUnparsableRefusal("alice"),
 			"🛑 @alice, this repository's `.github/inspect.yml` no longer parses, so Inspect cannot check the change against its protected paths and pushed nothing. Fix the file and try again."},
-		{"change refused", ChangeRefusedReply("The change touches a protected path."), "🛑 The change touches a protected path."},
+		{"change refused", ChangeRefusedReply(policy.ChangeDecision{Reason: policy.ReasonTooManyFiles, Measured: 3, Limit: 2}),
+			"🛑 Inspect didn't push this change, because it touches 3 files, and the limit is 2. Ask for a smaller change (one part at a time, for example), or make this one yourself."},
 		{"verified on a branch", ChangeReply(committed, true, contract.Evidence{}), "✅ Verified change committed as `3f9a7b2` on `inspect/12-u1hz`."},
 		{"verified in a pull request, with usage", ChangeReply(issuePR, true, usage),
 			"✅ Verified change in pull request #13 (commit `3f9a7b2`). Model usage: 1200 tokens over 3 requests."},

@@ -130,14 +130,14 @@ func TestUntrustedTextCannotAct(t *testing.T) {
 	}
 }
 
-// refusal is policy's reply refusing a change to a protected path, beside
-// a file named evil.
-func refusal(evil string) string {
+// refusal is policy's decision refusing a change to a protected path,
+// beside a file named evil.
+func refusal(evil string) policy.ChangeDecision {
 	d, _ := policy.ValidateChange([]policy.ChangedFile{
 		{Path: ".github/workflows/ci.yml", Mode: policy.ModeFile},
 		{Path: ".github/workflows/" + strings.NewReplacer("\r", "", "\n", "").Replace(evil), Mode: policy.ModeFile},
 	}, policy.ChangeLimits{})
-	return d.Reply
+	return d
 }
 
 // The issue's own closing keyword is Inspect's word and still acts, once.

@@ -88,7 +88,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		}
 		number = n
 	}
-	parsed := policy.ParseRequest(form.Get("instructions"), "")
+	parsed := policy.ParseRequest(form.Get("instructions"))
 	if parsed.Kind != policy.Command {
 		s.renderStart(w, r, http.StatusUnprocessableEntity, "Say what Inspect should do.", form)
 		return

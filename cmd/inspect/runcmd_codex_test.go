@@ -151,7 +151,7 @@ func TestRunCodexChangeToAWorkflowIsRefusedAsTheServerRefusesIt(t *testing.T) {
 	// What the server's report step would decide and say for this change.
 	change := &contract.Manifest{Files: []contract.FileChange{{Path: ".github/workflows/x.yml", Mode: contract.ModeFile, Content: []byte("on: push\n"), Added: true}}}
 	d, _ := config.Repo{}.CheckChange(change, contract.Limits{}, "r")
-	want := render.ChangeRefusedReply(d.Reply)
+	want := render.ChangeRefusedReply(d)
 	if d.Allowed || !strings.Contains(stdout.String(), "\nRefused:  "+want+"\n") || !strings.HasPrefix(stdout.String(), "Outcome:  change_refused: ") {
 		t.Errorf("stdout lacks the server's reply %q:\n%s", want, stdout.String())
 	}

@@ -43,6 +43,7 @@ import (
 
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/sandbox"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
@@ -77,9 +78,10 @@ type Options struct {
 	// app's). A zero Egress refuses every egress request.
 	Egress Egress
 	// ChangeRefusedReply is the server's reply when the change breaks the
-	// policy (protected paths, limits), from the policy's one line
-	// (cmd/inspect wires app/render's); nil shows the policy's line.
-	ChangeRefusedReply func(policyReply string) string
+	// policy (protected paths, limits): the words for the policy's
+	// decision (cmd/inspect wires app/render's, which this layer cannot
+	// import); nil shows the decision's reason code.
+	ChangeRefusedReply func(policy.ChangeDecision) string
 	// RepoName is the repository as the server knows it, OWNER/NAME
 	// (default local/<the checkout's directory>): the registries that
 	// serve it (egress.registries.*.repos) and its snapshots in
@@ -307,9 +309,9 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	// The server's check before it pushes anything, with its reply.
 	if res.Manifest != nil && len(res.Manifest.Files) > 0 {
 		if d, _ := repoCfg.CheckChange(res.Manifest, spec.Limits, spec.Repo.Name); !d.Allowed {
-			res.Refusal = d.Reply
+			res.Refusal = "the change breaks the server's policy: " + string(d.Reason)
 			if opt.ChangeRefusedReply != nil {
-				res.Refusal = opt.ChangeRefusedReply(d.Reply)
+				res.Refusal = opt.ChangeRefusedReply(d)
 			}
 		}
 	}

@@ -24,13 +24,18 @@ import (
 // replay (a crash, an expired lease) repeats nothing visible. A session that
 // ends meanwhile (a cancel) stops the steps; anything already created on
 // GitHub is then concluded by a sync queued with the record.
+//
+// Only what the decision and the spec need comes before admission, read
+// side by side with the 👀 (decisionreads.go); the check run and the
+// progress comment follow it (announce), while another worker dispatches
+// the session (decision 0048).
 func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	sess, err := s.store.GetSession(ctx, w.SessionID)
 	if err != nil {
 		return err
 	}
-	if sess.State != store.Queued {
-		return nil // already prepared (or ended) by an earlier run
+	if sess.State == store.Done {
+		return nil // ended meanwhile (a cancel); its sync tells GitHub
 	}
 	target := sess.Target() // a branch session has no thread (app/branch.go)
 	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("repo", sess.FullName()).Int("number", sess.Number).Logger()
@@ -40,21 +45,20 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	owner, name := sess.RepoOwner, sess.RepoName
-
-	if !sess.Reacted {
-		if err := react(ctx, c, sess); err != nil {
-			return err
-		}
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.Reacted = true }); err != nil || sess.State == store.Done {
-			return err
-		}
+	if sess.State != store.Queued {
+		// Admitted by an earlier run of this step that did not live to
+		// finish announcing it.
+		return s.announce(ctx, c, sess.ID, replay, "")
 	}
 
 	if !sess.WaitingSince.IsZero() {
 		// Queued for capacity: everything up to admission was decided when
 		// it first waited, so a retry costs the queue no API calls but the
-		// config, which the cache usually has.
+		// config, which the cache usually has (and what the first wait
+		// did not live to announce).
+		if err := s.announce(ctx, c, sess.ID, replay, ""); err != nil {
+			return err
+		}
 		cfg, err := s.sessionRepoConfig(ctx, c, sess)
 		var cfgErr *config.RepoConfigError
 		if errors.As(err, &cfgErr) {
@@ -66,18 +70,26 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		return s.admit(ctx, sess, policy.Narrow(s.cfg.PolicyLimits(), cfg.PolicyLimits()), sess.DefaultBranch, false)
 	}
 
-	fetchStart := s.clock.Now()
-	repo, _, err := c.Repositories.Get(ctx, owner, name)
-	if err != nil {
-		return fmt.Errorf("reading the repository: %w", err)
+	var reactNow func(context.Context) error
+	if !sess.Reacted {
+		reactNow = func(ctx context.Context) error { return react(ctx, c, sess) }
 	}
-	repoCfg, err := s.loadRepoConfig(ctx, c, sess.RepoID, repo, fetchStart)
-	var cfgErr *config.RepoConfigError
-	if errors.As(err, &cfgErr) {
-		return s.end(ctx, sess.ID, store.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
-	}
+	reads, err := s.readForDecision(ctx, c, sess, reactNow)
 	if err != nil {
 		return err
+	}
+	if reactNow != nil {
+		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.Reacted = true }); err != nil || sess.State == store.Done {
+			return err
+		}
+	}
+	repo, repoCfg := reads.repo, reads.cfg
+	var cfgErr *config.RepoConfigError
+	if errors.As(reads.cfgErr, &cfgErr) {
+		return s.end(ctx, sess.ID, store.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
+	}
+	if reads.cfgErr != nil {
+		return reads.cfgErr
 	}
 	if err := s.snapshots.Schedule(ctx, sess.InstallationID, sess.RepoID, repo.GetFullName(), repoCfg); err != nil {
 		return err
@@ -99,16 +111,10 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		RepoArchived: repo.GetArchived(),
 		ForkOptIn:    s.cfg.ForkPRAllowed(sess.FullName()),
 		Subcommand:   policy.Run,
+		Target:       reads.target,
+		SenderRole:   reads.role,
 	}
-	var read targetRead
-	if target.IsBranch() {
-		facts.Target, facts.SenderRole, read.headSHA, err = branchFacts(ctx, c, owner, name, target.BranchName(), sess.RequesterLogin, sess.RequesterType)
-	} else {
-		facts.Target, facts.SenderRole, read, err = targetFacts(ctx, c, owner, name, target, sess.RequesterLogin, sess.RequesterType)
-	}
-	if err != nil {
-		return err
-	}
+	read := reads.read
 	headSHA := read.headSHA
 	if sess.TriggerKind == session.KindLabel && !read.hasLabel(repoCfg.TriggerLabel()) {
 		// The label is no longer on the issue: a late delivery, or a signed
@@ -131,10 +137,11 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	limits := policy.Narrow(s.cfg.PolicyLimits(), repoCfg.PolicyLimits())
 
 	// A branch session's check run is on the branch's head, pinned here as
-	// a pull request's is.
-	if target.HasHeadAtOnce() && sess.CheckRunID == 0 {
-		// Pin the head first: a replay must look for the check run on the
-		// commit it was created on, even if the PR has moved since.
+	// a pull request's is. The head is pinned before anything is created
+	// or dispatched: the spec runs on it, and a replay must look for the
+	// check run on the commit it was created on, even if the PR has moved
+	// since.
+	if target.HasHeadAtOnce() && sess.HeadSHA == "" {
 		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) {
 			if x.HeadSHA == "" {
 				x.HeadSHA = headSHA
@@ -142,19 +149,12 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		}); err != nil || sess.State == store.Done {
 			return err
 		}
-		id, err := s.ensureCheckRun(ctx, c, sess, replay)
-		if err != nil {
-			return err
-		}
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.CheckRunID = id }); err != nil || sess.State == store.Done {
-			return err
-		}
 	}
 	if !target.HasThread() {
 		// No thread: nothing to wait behind (each branch run opens its own
 		// pull request) and no comment to post; the page and the check run
 		// tell its progress.
-		return s.admit(ctx, sess, limits, repo.GetDefaultBranch(), false)
+		return s.admitThenAnnounce(ctx, c, sess, limits, repo.GetDefaultBranch(), replay)
 	}
 	// One active session per PR or issue: a later request waits for the
 	// earlier ones, and its progress comment says so.
@@ -162,29 +162,92 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	postedNow := false
-	if sess.ProgressCommentID == 0 {
-		next := sess
-		next.State = store.Preparing
-		origin := render.OriginOf(next)
-		origin.SignIn = s.signInHint(ctx, next)
-		body := render.ProgressBody(next, origin, s.cfg.CommandWord, render.RunLink{})
-		if blocker != "" {
-			body = render.WaitingBody(sess, blocker, s.cfg.CommandWord)
+	if blocker != "" {
+		if err := s.announce(ctx, c, sess.ID, replay, blocker); err != nil {
+			return err
 		}
-		id, err := s.thread(c, sess).PostOnce(ctx, render.SessionMarker(sess.ID), body, replay)
+		return &postponed{after: s.cfg.Workers.PollInterval * 5, why: "waiting for session " + blocker}
+	}
+	return s.admitThenAnnounce(ctx, c, sess, limits, repo.GetDefaultBranch(), replay)
+}
+
+// admitThenAnnounce admits the session, which queues its dispatch for
+// another worker, and then creates its check run and posts its progress
+// comment while it is dispatched. A session held for capacity is
+// announced too, and then waits.
+func (s *Service) admitThenAnnounce(ctx context.Context, c *github.Client, sess store.Session, limits policy.Limits, defaultBranch string, replay bool) error {
+	// The progress comment about to be posted says "preparing" itself;
+	// one posted earlier is brought up to date by admit's sync.
+	postingNow := sess.Target().HasThread() && sess.ProgressCommentID == 0
+	admitted := s.admit(ctx, sess, limits, defaultBranch, postingNow)
+	var held *postponed
+	if admitted != nil && !errors.As(admitted, &held) {
+		return admitted
+	}
+	if err := s.announce(ctx, c, sess.ID, replay, ""); err != nil {
+		return err
+	}
+	return admitted
+}
+
+// announce shows a session on GitHub, in this order: its check run (on the
+// pinned head, for a target that has one at once) and its progress comment
+// (for a thread), each recorded before the next. blocker, when set, is the
+// session it waits behind, which the comment names. A session that ended
+// gets neither: its sync says what became of it. One that moved on while
+// this ran (dispatched, running, queued for capacity) gets a sync queued
+// with the record, so what was just created catches up with it.
+func (s *Service) announce(ctx context.Context, c *github.Client, id string, replay bool, blocker string) error {
+	sess, err := s.store.GetSession(ctx, id)
+	if err != nil || sess.State == store.Done {
+		return err
+	}
+	target := sess.Target()
+	if target.HasHeadAtOnce() && sess.CheckRunID == 0 {
+		runID, err := s.ensureCheckRun(ctx, c, sess, replay)
 		if err != nil {
 			return err
 		}
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.ProgressCommentID = id }); err != nil || sess.State == store.Done {
+		if sess, err = s.recordAnnounced(ctx, sess.ID, func(x *store.Session) { x.CheckRunID = runID }, blocker != ""); err != nil || sess.State == store.Done {
 			return err
 		}
-		postedNow = true
 	}
+	if !target.HasThread() || sess.ProgressCommentID != 0 {
+		return nil
+	}
+	next := sess
+	next.State = store.Preparing
+	origin := render.OriginOf(next)
+	origin.SignIn = s.signInHint(ctx, next)
+	body := render.ProgressBody(next, origin, s.cfg.CommandWord, render.RunLink{})
 	if blocker != "" {
-		return &postponed{after: s.cfg.Workers.PollInterval * 5, why: "waiting for session " + blocker}
+		body = render.WaitingBody(sess, blocker, s.cfg.CommandWord)
 	}
-	return s.admit(ctx, sess, limits, repo.GetDefaultBranch(), postedNow)
+	commentID, err := s.thread(c, sess).PostOnce(ctx, render.SessionMarker(sess.ID), body, replay)
+	if err != nil {
+		return err
+	}
+	_, err = s.recordAnnounced(ctx, sess.ID, func(x *store.Session) { x.ProgressCommentID = commentID }, blocker != "")
+	return err
+}
+
+// recordAnnounced is record for what announce created, which also queues a
+// sync when the session has moved past what was just written: a check run
+// is created queued and a progress comment posted as "preparing", while
+// the session may meanwhile have been dispatched, claimed, ended or held
+// for capacity (its own sync then ran before there was anything to bring
+// in line). waiting says the comment names the session it waits behind,
+// which a sync would not keep.
+func (s *Service) recordAnnounced(ctx context.Context, id string, fn func(*store.Session), waiting bool) (store.Session, error) {
+	return s.store.MutateSessionThen(ctx, id, s.clock.Now(), func(x *store.Session) ([]store.NewWork, error) {
+		fn(x)
+		movedOn := x.State != store.Queued && x.State != store.Preparing
+		held := !waiting && !x.WaitingSince.IsZero()
+		if movedOn || held {
+			return []store.NewWork{{Kind: store.SyncSession}}, nil
+		}
+		return nil, nil
+	})
 }
 
 // admit moves a prepared session past the caps (policy.Admit), or queues

@@ -45,13 +45,12 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	if sess.State != store.Queued {
-		// Admitted by an earlier run of this step that did not live to
-		// finish announcing it.
-		return s.announce(ctx, c, sess.ID, replay, "")
-	}
+	// Admitted by an earlier run of this step that did not live to finish
+	// announcing it: the decision is made again (the pull request may have
+	// closed since), and then only the announcing is left.
+	admitted := sess.State != store.Queued
 
-	if !sess.WaitingSince.IsZero() {
+	if !admitted && !sess.WaitingSince.IsZero() {
 		// Queued for capacity: everything up to admission was decided when
 		// it first waited, so a retry costs the queue no API calls but the
 		// config, which the cache usually has (and what the first wait
@@ -86,7 +85,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	repo, repoCfg := reads.repo, reads.cfg
 	var cfgErr *config.RepoConfigError
 	if errors.As(reads.cfgErr, &cfgErr) {
-		return s.end(ctx, sess.ID, store.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
+		return s.endDecided(ctx, sess.ID, admitted, store.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
 	}
 	if reads.cfgErr != nil {
 		return reads.cfgErr
@@ -99,7 +98,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		// Accepted on a cache miss; the fresh config names another label.
 		// Nobody asked Inspect anything, so nothing is said.
 		log.Info().Msg("label is not this repo's trigger; session dropped")
-		return s.end(ctx, sess.ID, store.Refused, reasonNotATrigger, "")
+		return s.endDecided(ctx, sess.ID, admitted, store.Refused, reasonNotATrigger, "")
 	}
 
 	facts := policy.Facts{
@@ -122,17 +121,17 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		// nothing starts and nothing is said, before any refusal could
 		// speak: a replay must not make Inspect post either.
 		log.Info().Msg("label is no longer on the issue; session dropped")
-		return s.end(ctx, sess.ID, store.Refused, reasonLabelRemoved, "")
+		return s.endDecided(ctx, sess.ID, admitted, store.Refused, reasonLabelRemoved, "")
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
-		return s.end(ctx, sess.ID, store.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == session.KindRepair, d.Reply))
+		return s.endDecided(ctx, sess.ID, admitted, store.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == session.KindRepair, d.Reply))
 	}
 	if target.IsBranch() && headSHA == "" {
 		// Checked when the form was posted, deleted since: said on the
 		// session's page, the branch session's one reply.
 		log.Info().Msg("the session's branch is gone; session ended")
-		return s.end(ctx, sess.ID, store.Errored, reasonBranchMissing, render.BranchMissingReply(sess.RequesterLogin))
+		return s.endDecided(ctx, sess.ID, admitted, store.Errored, reasonBranchMissing, render.BranchMissingReply(sess.RequesterLogin))
 	}
 	limits := policy.Narrow(s.cfg.PolicyLimits(), repoCfg.PolicyLimits())
 
@@ -154,7 +153,13 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		// No thread: nothing to wait behind (each branch run opens its own
 		// pull request) and no comment to post; the page and the check run
 		// tell its progress.
+		if admitted {
+			return s.announce(ctx, c, sess.ID, replay, "")
+		}
 		return s.admitThenAnnounce(ctx, c, sess, limits, repo.GetDefaultBranch(), replay)
+	}
+	if admitted {
+		return s.announce(ctx, c, sess.ID, replay, "") // past any session it waited behind
 	}
 	// One active session per PR or issue: a later request waits for the
 	// earlier ones, and its progress comment says so.
@@ -169,6 +174,20 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		return &postponed{after: s.cfg.Workers.PollInterval * 5, why: "waiting for session " + blocker}
 	}
 	return s.admitThenAnnounce(ctx, c, sess, limits, repo.GetDefaultBranch(), replay)
+}
+
+// endDecided ends a session as the decision says (end), and when an earlier
+// run had admitted it, stops the attempt it may have been dispatched to.
+func (s *Service) endDecided(ctx context.Context, id string, admitted bool, outcome store.Outcome, reason, reply string) error {
+	if err := s.end(ctx, id, outcome, reason, reply); err != nil || !admitted {
+		return err
+	}
+	ended, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	s.stopAttempt(ctx, ended.AttemptID)
+	return nil
 }
 
 // admitThenAnnounce admits the session, which queues its dispatch for

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-github/v62/github"
 
-	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/policy"
 )
@@ -32,20 +31,20 @@ const reasonBranchMissing = "branch_missing"
 // the session pins. headSHA is "" when the branch no longer exists.
 func branchFacts(ctx context.Context, c *github.Client, owner, name, branch, login, senderType string) (target policy.Target, role policy.Role, headSHA string, err error) {
 	target = policy.Target{IsBranch: true}
-	// go-github escapes each part of the ref for the path.
-	ref, _, err := c.Git.GetRef(ctx, owner, name, "heads/"+branch)
-	switch {
-	case ghwrite.IsStatus(err, http.StatusNotFound):
-		err = nil
-	case err != nil:
-		return target, "", "", fmt.Errorf("reading the branch: %w", err)
-	default:
-		headSHA = ref.GetObject().GetSHA()
-	}
-	if policy.IsBotSender(login, senderType) {
-		return target, "", headSHA, nil
-	}
-	r, err := ghclient.RoleName(ctx, c, owner, name, login)
+	var r string
+	// The branch and the role side by side: neither needs the other.
+	err = sideBySide(ctx, func(ctx context.Context) error {
+		// go-github escapes each part of the ref for the path.
+		ref, _, err := c.Git.GetRef(ctx, owner, name, "heads/"+branch)
+		switch {
+		case ghwrite.IsStatus(err, http.StatusNotFound):
+		case err != nil:
+			return fmt.Errorf("reading the branch: %w", err)
+		default:
+			headSHA = ref.GetObject().GetSHA()
+		}
+		return nil
+	}, senderRole(c, owner, name, login, senderType, &r))
 	if err != nil {
 		return target, "", "", err
 	}

@@ -167,18 +167,22 @@ func (r targetRead) hasLabel(label string) bool {
 func targetFacts(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, targetRead, error) {
 	var target policy.Target
 	var read targetRead
-	if tg.IsPullRequest() {
-		pr, _, err := c.PullRequests.Get(ctx, owner, name, tg.Number())
-		if err != nil {
-			return target, "", read, fmt.Errorf("reading the pull request: %w", err)
+	var role string
+	// The target and the role side by side: neither needs the other.
+	err := sideBySide(ctx, func(ctx context.Context) error {
+		if tg.IsPullRequest() {
+			pr, _, err := c.PullRequests.Get(ctx, owner, name, tg.Number())
+			if err != nil {
+				return fmt.Errorf("reading the pull request: %w", err)
+			}
+			read.headSHA = pr.GetHead().GetSHA()
+			target = policy.Target{IsPR: true, State: pr.GetState(), Merged: pr.GetMerged(), Locked: pr.GetLocked(),
+				HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRepoFullName: pr.GetBase().GetRepo().GetFullName()}
+			return nil
 		}
-		read.headSHA = pr.GetHead().GetSHA()
-		target = policy.Target{IsPR: true, State: pr.GetState(), Merged: pr.GetMerged(), Locked: pr.GetLocked(),
-			HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRepoFullName: pr.GetBase().GetRepo().GetFullName()}
-	} else {
 		issue, _, err := c.Issues.Get(ctx, owner, name, tg.Number())
 		if err != nil {
-			return target, "", read, fmt.Errorf("reading the issue: %w", err)
+			return fmt.Errorf("reading the issue: %w", err)
 		}
 		target = policy.Target{State: issue.GetState(), Locked: issue.GetLocked()}
 		// The issue carries all its labels (GitHub allows 100); no page
@@ -186,15 +190,25 @@ func targetFacts(ctx context.Context, c *github.Client, owner, name string, tg s
 		for _, l := range issue.Labels {
 			read.labels = append(read.labels, l.GetName())
 		}
-	}
-	if policy.IsBotSender(login, senderType) {
-		return target, "", read, nil
-	}
-	role, err := ghclient.RoleName(ctx, c, owner, name, login)
+		return nil
+	}, senderRole(c, owner, name, login, senderType, &role))
 	if err != nil {
-		return target, "", targetRead{}, err
+		return policy.Target{}, "", targetRead{}, err
 	}
 	return target, policy.Role(role), read, nil
+}
+
+// senderRole reads login's role into role, beside another read; nil (no
+// read) for a bot, whose role is never asked (policy.IsBotSender).
+func senderRole(c *github.Client, owner, name, login, senderType string, role *string) func(context.Context) error {
+	if policy.IsBotSender(login, senderType) {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		var err error
+		*role, err = ghclient.RoleName(ctx, c, owner, name, login)
+		return err
+	}
 }
 
 func (s *Service) status(ctx context.Context, t session.Trigger, reply func(string) error) error {

@@ -239,10 +239,11 @@ func TestGitHubFailuresRetryThenEndInError(t *testing.T) {
 	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix it", onPR: true})); code != 200 {
 		t.Fatal(code)
 	}
-	// The first attempt fails creating the check run, after the reaction.
+	// The first attempt fails creating the check run, after the reaction
+	// and the admission (decision 0048: the check run follows it).
 	h.gh.FailNext("POST", "/repos/*/*/check-runs", 502)
 	h.runWorkers()
-	if s := h.onlySession(); s.State() != session.Queued {
+	if s := h.onlySession(); s.State() != session.Preparing || s.CheckRunID != 0 || s.ProgressCommentID != 0 {
 		t.Fatalf("state = %s after a failed attempt", s.State())
 	}
 	h.clock.Advance(h.cfg.Workers.RetryBackoff)

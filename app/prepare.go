@@ -24,13 +24,18 @@ import (
 // replay (a crash, an expired lease) repeats nothing visible. A session that
 // ends meanwhile (a cancel) stops the steps; anything already created on
 // GitHub is then concluded by a sync queued with the record.
+//
+// Only what the decision and the spec need comes before admission, read
+// side by side with the 👀 (decisionreads.go); the check run and the
+// progress comment follow it (announce), while another worker dispatches
+// the session (decision 0048).
 func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	sess, err := s.store.GetSession(ctx, w.SessionID)
 	if err != nil {
 		return err
 	}
-	if sess.State() != session.Queued {
-		return nil // already prepared (or ended) by an earlier run
+	if sess.State() == session.Done {
+		return nil // ended meanwhile (a cancel); its sync tells GitHub
 	}
 	target := sess.Target() // a branch session has no thread (app/branch.go)
 	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("repo", sess.FullName()).Int("number", sess.Number).Logger()
@@ -40,21 +45,19 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	owner, name := sess.RepoOwner, sess.RepoName
+	// Admitted by an earlier run of this step that did not live to finish
+	// announcing it: the decision is made again (the pull request may have
+	// closed since), and then only the announcing is left.
+	admitted := sess.State() != session.Queued
 
-	if !sess.Reacted {
-		if err := react(ctx, c, sess); err != nil {
-			return err
-		}
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.Reacted = true }); err != nil || sess.State() == session.Done {
-			return err
-		}
-	}
-
-	if !sess.WaitingSince.IsZero() {
+	if !admitted && !sess.WaitingSince.IsZero() {
 		// Queued for capacity: everything up to admission was decided when
 		// it first waited, so a retry costs the queue no API calls but the
-		// config, which the cache usually has.
+		// config, which the cache usually has (and what the first wait
+		// did not live to announce).
+		if err := s.announce(ctx, c, sess.ID, replay, ""); err != nil {
+			return err
+		}
 		cfg, err := s.sessionRepoConfig(ctx, c, sess)
 		var cfgErr *config.RepoConfigError
 		if errors.As(err, &cfgErr) {
@@ -66,18 +69,26 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		return s.admit(ctx, sess, policy.Narrow(s.cfg.PolicyLimits(), cfg.PolicyLimits()), sess.DefaultBranch, false)
 	}
 
-	fetchStart := s.clock.Now()
-	repo, _, err := c.Repositories.Get(ctx, owner, name)
-	if err != nil {
-		return fmt.Errorf("reading the repository: %w", err)
+	var reactNow func(context.Context) error
+	if !sess.Reacted {
+		reactNow = func(ctx context.Context) error { return react(ctx, c, sess) }
 	}
-	repoCfg, err := s.loadRepoConfig(ctx, c, sess.RepoID, repo, fetchStart)
-	var cfgErr *config.RepoConfigError
-	if errors.As(err, &cfgErr) {
-		return s.end(ctx, sess.ID, session.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
-	}
+	reads, err := s.readForDecision(ctx, c, sess, reactNow)
 	if err != nil {
 		return err
+	}
+	if reactNow != nil {
+		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.Reacted = true }); err != nil || sess.State() == session.Done {
+			return err
+		}
+	}
+	repo, repoCfg := reads.repo, reads.cfg
+	var cfgErr *config.RepoConfigError
+	if errors.As(reads.cfgErr, &cfgErr) {
+		return s.endDecided(ctx, sess.ID, admitted, session.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
+	}
+	if reads.cfgErr != nil {
+		return reads.cfgErr
 	}
 	if err := s.snapshots.Schedule(ctx, sess.InstallationID, sess.RepoID, repo.GetFullName(), repoCfg); err != nil {
 		return err
@@ -87,7 +98,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		// Accepted on a cache miss; the fresh config names another label.
 		// Nobody asked Inspect anything, so nothing is said.
 		log.Info().Msg("label is not this repo's trigger; session dropped")
-		return s.end(ctx, sess.ID, session.Refused, reasonNotATrigger, "")
+		return s.endDecided(ctx, sess.ID, admitted, session.Refused, reasonNotATrigger, "")
 	}
 
 	facts := policy.Facts{
@@ -99,16 +110,10 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		RepoArchived: repo.GetArchived(),
 		ForkOptIn:    s.cfg.ForkPRAllowed(sess.FullName()),
 		Subcommand:   policy.Run,
+		Target:       reads.target,
+		SenderRole:   reads.role,
 	}
-	var read targetRead
-	if target.IsBranch() {
-		facts.Target, facts.SenderRole, read.headSHA, err = branchFacts(ctx, c, owner, name, target.BranchName(), sess.RequesterLogin, sess.RequesterType)
-	} else {
-		facts.Target, facts.SenderRole, read, err = targetFacts(ctx, c, owner, name, target, sess.RequesterLogin, sess.RequesterType)
-	}
-	if err != nil {
-		return err
-	}
+	read := reads.read
 	headSHA := read.headSHA
 	if sess.TriggerKind == session.KindLabel && !read.hasLabel(repoCfg.TriggerLabel()) {
 		// The label is no longer on the issue: a late delivery, or a signed
@@ -116,25 +121,26 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		// nothing starts and nothing is said, before any refusal could
 		// speak: a replay must not make Inspect post either.
 		log.Info().Msg("label is no longer on the issue; session dropped")
-		return s.end(ctx, sess.ID, session.Refused, reasonLabelRemoved, "")
+		return s.endDecided(ctx, sess.ID, admitted, session.Refused, reasonLabelRemoved, "")
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
 		log.Info().Str("reason", string(d.Reason)).Msg("session refused")
-		return s.end(ctx, sess.ID, session.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == session.KindRepair, render.Refusal(d)))
+		return s.endDecided(ctx, sess.ID, admitted, session.Refused, string(d.Reason), render.RefusalDetail(sess.TriggerKind == session.KindRepair, render.Refusal(d)))
 	}
 	if target.IsBranch() && headSHA == "" {
 		// Checked when the form was posted, deleted since: said on the
 		// session's page, the branch session's one reply.
 		log.Info().Msg("the session's branch is gone; session ended")
-		return s.end(ctx, sess.ID, session.Errored, reasonBranchMissing, render.BranchMissingReply(sess.RequesterLogin))
+		return s.endDecided(ctx, sess.ID, admitted, session.Errored, reasonBranchMissing, render.BranchMissingReply(sess.RequesterLogin))
 	}
 	limits := policy.Narrow(s.cfg.PolicyLimits(), repoCfg.PolicyLimits())
 
 	// A branch session's check run is on the branch's head, pinned here as
-	// a pull request's is.
-	if target.HasHeadAtOnce() && sess.CheckRunID == 0 {
-		// Pin the head first: a replay must look for the check run on the
-		// commit it was created on, even if the PR has moved since.
+	// a pull request's is. The head is pinned before anything is created
+	// or dispatched: the spec runs on it, and a replay must look for the
+	// check run on the commit it was created on, even if the PR has moved
+	// since.
+	if target.HasHeadAtOnce() && sess.HeadSHA == "" {
 		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) {
 			if x.HeadSHA == "" {
 				x.HeadSHA = headSHA
@@ -142,19 +148,18 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		}); err != nil || sess.State() == session.Done {
 			return err
 		}
-		id, err := s.ensureCheckRun(ctx, c, sess, replay)
-		if err != nil {
-			return err
-		}
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.CheckRunID = id }); err != nil || sess.State() == session.Done {
-			return err
-		}
 	}
 	if !target.HasThread() {
 		// No thread: nothing to wait behind (each branch run opens its own
 		// pull request) and no comment to post; the page and the check run
 		// tell its progress.
-		return s.admit(ctx, sess, limits, repo.GetDefaultBranch(), false)
+		if admitted {
+			return s.announce(ctx, c, sess.ID, replay, "")
+		}
+		return s.admitThenAnnounce(ctx, c, sess, limits, repo.GetDefaultBranch(), replay)
+	}
+	if admitted {
+		return s.announce(ctx, c, sess.ID, replay, "") // past any session it waited behind
 	}
 	// One active session per PR or issue: a later request waits for the
 	// earlier ones, and its progress comment says so.
@@ -162,31 +167,113 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return err
 	}
-	postedNow := false
-	if sess.ProgressCommentID == 0 {
-		next := sess // as it will be once admitted: sess is queued (checked above)
-		if err := next.Move(session.Admit); err != nil {
+	if blocker != "" {
+		if err := s.announce(ctx, c, sess.ID, replay, blocker); err != nil {
 			return err
 		}
-		origin := render.OriginOf(next)
-		origin.SignIn = s.signInHint(ctx, next)
-		body := render.ProgressBody(next, origin, s.cfg.CommandWord, render.RunLink{})
-		if blocker != "" {
-			body = render.WaitingBody(sess, blocker, s.cfg.CommandWord)
-		}
-		id, err := s.thread(c, sess).PostOnce(ctx, render.SessionMarker(sess.ID), body, replay)
+		return &postponed{after: s.cfg.Workers.PollInterval * 5, why: "waiting for session " + blocker}
+	}
+	return s.admitThenAnnounce(ctx, c, sess, limits, repo.GetDefaultBranch(), replay)
+}
+
+// endDecided ends a session as the decision says (end), and when an earlier
+// run had admitted it, stops the attempt it may have been dispatched to.
+func (s *Service) endDecided(ctx context.Context, id string, admitted bool, outcome session.Outcome, reason, reply string) error {
+	if err := s.end(ctx, id, outcome, reason, reply); err != nil || !admitted {
+		return err
+	}
+	ended, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	s.stopAttempt(ctx, ended.AttemptID)
+	return nil
+}
+
+// admitThenAnnounce admits the session, which queues its dispatch for
+// another worker, and then creates its check run and posts its progress
+// comment while it is dispatched. A session held for capacity is
+// announced too, and then waits.
+func (s *Service) admitThenAnnounce(ctx context.Context, c *github.Client, sess store.Session, limits policy.Limits, defaultBranch string, replay bool) error {
+	// The progress comment about to be posted says "preparing" itself;
+	// one posted earlier is brought up to date by admit's sync.
+	postingNow := sess.Target().HasThread() && sess.ProgressCommentID == 0
+	admitted := s.admit(ctx, sess, limits, defaultBranch, postingNow)
+	var held *postponed
+	if admitted != nil && !errors.As(admitted, &held) {
+		return admitted
+	}
+	if err := s.announce(ctx, c, sess.ID, replay, ""); err != nil {
+		return err
+	}
+	return admitted
+}
+
+// announce shows a session on GitHub, in this order: its check run (on the
+// pinned head, for a target that has one at once) and its progress comment
+// (for a thread), each recorded before the next. blocker, when set, is the
+// session it waits behind, which the comment names. A session that ended
+// gets neither: its sync says what became of it. One that moved on while
+// this ran (dispatched, running, queued for capacity) gets a sync queued
+// with the record, so what was just created catches up with it.
+func (s *Service) announce(ctx context.Context, c *github.Client, id string, replay bool, blocker string) error {
+	sess, err := s.store.GetSession(ctx, id)
+	if err != nil || sess.State() == session.Done {
+		return err
+	}
+	target := sess.Target()
+	if target.HasHeadAtOnce() && sess.CheckRunID == 0 {
+		runID, err := s.ensureCheckRun(ctx, c, sess, replay)
 		if err != nil {
 			return err
 		}
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.ProgressCommentID = id }); err != nil || sess.State() == session.Done {
+		if sess, err = s.recordAnnounced(ctx, sess.ID, func(x *store.Session) { x.CheckRunID = runID }, blocker != ""); err != nil || sess.State() == session.Done {
 			return err
 		}
-		postedNow = true
 	}
+	if !target.HasThread() || sess.ProgressCommentID != 0 {
+		return nil
+	}
+	// The comment says what the session is once admitted: one held for
+	// capacity is still queued here, and its sync (queued with the record
+	// below) says so.
+	next := sess
+	if next.State() == session.Queued {
+		if err := next.Move(session.Admit); err != nil {
+			return err
+		}
+	}
+	origin := render.OriginOf(next)
+	origin.SignIn = s.signInHint(ctx, next)
+	body := render.ProgressBody(next, origin, s.cfg.CommandWord, render.RunLink{})
 	if blocker != "" {
-		return &postponed{after: s.cfg.Workers.PollInterval * 5, why: "waiting for session " + blocker}
+		body = render.WaitingBody(sess, blocker, s.cfg.CommandWord)
 	}
-	return s.admit(ctx, sess, limits, repo.GetDefaultBranch(), postedNow)
+	commentID, err := s.thread(c, sess).PostOnce(ctx, render.SessionMarker(sess.ID), body, replay)
+	if err != nil {
+		return err
+	}
+	_, err = s.recordAnnounced(ctx, sess.ID, func(x *store.Session) { x.ProgressCommentID = commentID }, blocker != "")
+	return err
+}
+
+// recordAnnounced is record for what announce created, which also queues a
+// sync when the session has moved past what was just written: a check run
+// is created queued and a progress comment posted as "preparing", while
+// the session may meanwhile have been dispatched, claimed, ended or held
+// for capacity (its own sync then ran before there was anything to bring
+// in line). waiting says the comment names the session it waits behind,
+// which a sync would not keep.
+func (s *Service) recordAnnounced(ctx context.Context, id string, fn func(*store.Session), waiting bool) (store.Session, error) {
+	return s.store.MutateSessionThen(ctx, id, s.clock.Now(), func(x *store.Session) ([]store.NewWork, error) {
+		fn(x)
+		movedOn := x.State() != session.Queued && x.State() != session.Preparing
+		held := !waiting && !x.WaitingSince.IsZero()
+		if movedOn || held {
+			return []store.NewWork{{Kind: store.SyncSession}}, nil
+		}
+		return nil, nil
+	})
 }
 
 // admit moves a prepared session past the caps (policy.Admit), or queues

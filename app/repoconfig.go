@@ -88,6 +88,13 @@ func (p *parsedConfigs) get(e store.RepoConfigEntry) (config.Repo, bool) {
 // fetchStart orders concurrent refreshes (see store.PutRepoConfig).
 func (s *Service) loadRepoConfig(ctx context.Context, c *github.Client, repoID int64, repo *github.Repository, fetchStart time.Time) (config.Repo, error) {
 	loaded, err := s.loader.Load(ctx, c, repo.GetOwner().GetLogin(), repo.GetName(), repo.GetDefaultBranch())
+	return s.cacheRepoConfig(ctx, repoID, repo, fetchStart, loaded, err)
+}
+
+// cacheRepoConfig refreshes the cache with what the loader read from repo's
+// default branch (loaded, or its error err) and returns it as
+// loadRepoConfig does.
+func (s *Service) cacheRepoConfig(ctx context.Context, repoID int64, repo *github.Repository, fetchStart time.Time, loaded config.LoadedRepo, err error) (config.Repo, error) {
 	entry := store.RepoConfigEntry{RepoID: repoID, FullName: repo.GetFullName(), FetchedAt: fetchStart}
 	var cfgErr *config.RepoConfigError
 	switch {

@@ -61,6 +61,9 @@ type Service struct {
 	inflightWebhooks atomic.Int64
 	// parsed memoises the cached repo configs' parses for the webhook path.
 	parsed parsedConfigs
+	// defaultBranches guesses each repository's default branch, so its
+	// config is read beside the repository (decisionreads.go).
+	defaultBranches defaultBranchMemo
 	// metrics is the registry /metrics serves (app/metrics), on
 	// metricsLn when set.
 	metrics   *metrics.Metrics

@@ -67,8 +67,45 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		return contract.Spec{}, "", err
 	}
 	var pr *github.PullRequest
+	var issue *github.Issue
+	var ref *github.Reference
+	var agentsMD []contract.ContextItem
 	comments := -1 // the thread's comment count, when GitHub said
-	switch target := sess.Target(); {
+	target := sess.Target()
+	// The thread, the default branch's head for an issue and AGENTS.md
+	// side by side (decision 0048): none needs another.
+	err = sideBySide(ctx, func(ctx context.Context) error {
+		var err error
+		agentsMD, err = gather.DefaultBranchAgentsMD(ctx, c, sess.RepoOwner, sess.RepoName, defaultBranch)
+		return err
+	}, func(ctx context.Context) error {
+		var err error
+		switch {
+		case target.IsBranch():
+		case target.IsPullRequest():
+			if pr, _, err = c.PullRequests.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number); err != nil {
+				return fmt.Errorf("reading the pull request: %w", err)
+			}
+		default:
+			if issue, _, err = c.Issues.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number); err != nil {
+				return fmt.Errorf("reading the issue: %w", err)
+			}
+		}
+		return nil
+	}, func(ctx context.Context) error {
+		if target.IsBranch() || target.IsPullRequest() {
+			return nil
+		}
+		var err error
+		if ref, _, err = c.Git.GetRef(ctx, sess.RepoOwner, sess.RepoName, "heads/"+defaultBranch); err != nil {
+			return fmt.Errorf("reading the default branch: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return contract.Spec{}, "", err
+	}
+	switch {
 	case target.IsBranch():
 		// The branch's head as preparation pinned it; no thread to read
 		// (a comment count of 0: nothing to gather).
@@ -76,27 +113,14 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		spec.Target = contract.Target{Kind: contract.TargetBranch, BaseBranch: target.BranchName()}
 		comments = 0
 	case target.IsPullRequest():
-		var err error
-		pr, _, err = c.PullRequests.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
-		if err != nil {
-			return contract.Spec{}, "", fmt.Errorf("reading the pull request: %w", err)
-		}
 		spec.PinnedSHA = sess.HeadSHA
 		spec.Target = contract.Target{Kind: contract.TargetPullRequest, Number: sess.Number, BaseBranch: pr.GetBase().GetRef(), HeadBranch: pr.GetHead().GetRef()}
 		spec.Context = append(spec.Context,
 			contract.ContextItem{Kind: contract.ContextTitle, Author: pr.GetUser().GetLogin(), Text: pr.GetTitle(), Untrusted: true},
 			contract.ContextItem{Kind: contract.ContextBody, Author: pr.GetUser().GetLogin(), Text: pr.GetBody(), Untrusted: true})
 	default:
-		issue, _, err := c.Issues.Get(ctx, sess.RepoOwner, sess.RepoName, sess.Number)
-		if err != nil {
-			return contract.Spec{}, "", fmt.Errorf("reading the issue: %w", err)
-		}
 		if issue.Comments != nil {
 			comments = issue.GetComments()
-		}
-		ref, _, err := c.Git.GetRef(ctx, sess.RepoOwner, sess.RepoName, "heads/"+defaultBranch)
-		if err != nil {
-			return contract.Spec{}, "", fmt.Errorf("reading the default branch: %w", err)
 		}
 		spec.PinnedSHA = ref.GetObject().GetSHA()
 		spec.Target = contract.Target{Kind: contract.TargetIssue, Number: sess.Number, BaseBranch: defaultBranch}
@@ -108,10 +132,6 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		comments = pr.GetComments()
 	}
 	extra, err := s.gatherer().Context(ctx, c, sess, cfg, spec.PinnedSHA, pr, comments)
-	if err != nil {
-		return contract.Spec{}, "", err
-	}
-	agentsMD, err := gather.DefaultBranchAgentsMD(ctx, c, sess.RepoOwner, sess.RepoName, defaultBranch)
 	if err != nil {
 		return contract.Spec{}, "", err
 	}

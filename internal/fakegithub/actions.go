@@ -72,7 +72,7 @@ func (s *Server) jobLogRedirect(c *call) response {
 // Authorization header is ignored), and records the request. An unknown
 // URL is a 404, an expired one a 403, as a blob store answers. FailNext
 // rules apply to it as to any request.
-func (s *Server) serveJobLog(w http.ResponseWriter, r *http.Request, tok string) {
+func (s *Server) serveJobLog(w http.ResponseWriter, r *http.Request, at time.Time, tok string) {
 	s.mu.Lock()
 	status, text := http.StatusOK, ""
 	link, ok := s.logLinks[tok]
@@ -99,7 +99,7 @@ func (s *Server) serveJobLog(w http.ResponseWriter, r *http.Request, tok string)
 		}
 	}
 	s.requests = append(s.requests, Request{
-		Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Auth: authNone, Status: status, At: s.now(),
+		Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Auth: authNone, Status: status, At: at,
 	})
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -7,6 +7,7 @@ import (
 	"net/http/cgi"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/inspecthq/inspect/internal/standin"
 )
@@ -55,7 +56,7 @@ func gitText(w http.ResponseWriter, status int, msg string, header http.Header) 
 
 // serveGit answers one git request and records it, with the path as
 // requested (e.g. "/acme/widgets.git/git-upload-pack") and no body.
-func (s *Server) serveGit(w http.ResponseWriter, r *http.Request, owner, name, endpoint string) {
+func (s *Server) serveGit(w http.ResponseWriter, r *http.Request, at time.Time, owner, name, endpoint string) {
 	var body []byte
 	tooBig := false
 	if r.Body != nil {
@@ -65,7 +66,6 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request, owner, name, e
 	recorded := "/" + owner + "/" + name + ".git/" + endpoint
 
 	s.mu.Lock()
-	at := s.now()
 	kind, tok := s.identifyGit(r)
 	injected, failed := s.takeFailure(r.Method, recorded)
 	held, _ := s.holds.TakeIf(r.Method, recorded, func(h *hold) bool { return h.wants(body) })

@@ -48,6 +48,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/inspecthq/inspect/internal/standin"
@@ -79,10 +80,16 @@ type Server struct {
 	key     *rsa.PrivateKey
 	keyPEM  []byte
 
+	// clock is the server's clock (see SetClock), read without mu so a
+	// request is stamped the moment it arrives (Request.At).
+	clock atomic.Pointer[func() time.Time]
+	// latency is how long every request waits on arrival before it is
+	// answered (see SetLatency), in nanoseconds.
+	latency atomic.Int64
+
 	// mu guards everything below. Handlers run with it held (see
 	// ServeHTTP), so each request sees and leaves a consistent state.
 	mu            sync.Mutex
-	now           func() time.Time
 	appPerms      map[string]string // what the App was granted
 	gitRoot       string            // the temporary directory of the bare repositories; "" until needed
 	lastID        int64
@@ -109,7 +116,6 @@ func New() *Server {
 		appID:         4242,
 		appSlug:       "inspect-app",
 		appName:       "Inspect",
-		now:           time.Now,
 		lastID:        1000,
 		installations: map[int64]*installation{},
 		repos:         map[string]*repoState{},
@@ -118,6 +124,7 @@ func New() *Server {
 		logLinks:      map[string]*logLink{},
 		appPerms:      maps.Clone(defaultAppPermissions),
 	}
+	s.SetClock(time.Now)
 	// The App's bot user has a fixed id, so that its noreply email, which
 	// commits it authors carry, is the same in every test.
 	s.users[strings.ToLower(s.botLogin())] = &user{login: s.botLogin(), id: botUserID, typ: "Bot"}
@@ -187,9 +194,40 @@ func (s *Server) AppPrivateKeyPEM() []byte { return bytes.Clone(s.keyPEM) }
 // their own clock: ghinstallation, for one, goes on using a token it
 // believes fresh, and gets 401 "Bad credentials".
 func (s *Server) SetClock(now func() time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.now = now
+	s.clock.Store(&now)
+}
+
+// now reads the server's clock.
+func (s *Server) now() time.Time { return (*s.clock.Load())() }
+
+// SetLatency makes every request wait d on arrival before it is looked at
+// (0, the default, answers at once): GitHub takes about 100 ms to answer
+// a request, and a client that sends its requests one after another pays
+// that for each. The wait holds no lock, so concurrent requests wait side
+// by side, as they do on GitHub. It is real time, not the server's clock
+// (SetClock): it stands for the network and GitHub's own work.
+func (s *Server) SetLatency(d time.Duration) {
+	s.latency.Store(int64(d))
+}
+
+// arrive stamps a request's arrival on the server's clock and waits out
+// the latency. It reports false when the client gave up meanwhile: such a
+// request is neither answered nor recorded, as it never reached GitHub's
+// handlers.
+func (s *Server) arrive(r *http.Request) (time.Time, bool) {
+	at := s.now()
+	d := time.Duration(s.latency.Load())
+	if d <= 0 {
+		return at, true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return at, true
+	case <-r.Context().Done():
+		return at, false
+	}
 }
 
 // nextID hands out ids. GitHub's ids for comments, reactions and check runs
@@ -199,15 +237,20 @@ func (s *Server) nextID() int64 {
 	return s.lastID
 }
 
-// ServeHTTP strips the /api/v3 prefix, identifies the credential, applies
-// any injected failure, routes, and records the exchange.
+// ServeHTTP stamps the request's arrival and waits out the latency, strips
+// the /api/v3 prefix, identifies the credential, applies any injected
+// failure, routes, and records the exchange.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	at, reached := s.arrive(r)
+	if !reached {
+		return
+	}
 	if owner, name, service, ok := gitRequestPath(r.URL.Path); ok {
-		s.serveGit(w, r, owner, name, service)
+		s.serveGit(w, r, at, owner, name, service)
 		return
 	}
 	if tok, ok := strings.CutPrefix(r.URL.Path, logDownloadPrefix); ok {
-		s.serveJobLog(w, r, tok)
+		s.serveJobLog(w, r, at, tok)
 		return
 	}
 	orig := r.URL.Path
@@ -216,7 +259,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, tooBig := standin.ReadBody(r, maxBodyBytes)
 
 	s.mu.Lock()
-	at := s.now()
 	cred := s.identify(r.Header.Get("Authorization"))
 	injected, failed := s.takeFailure(r.Method, stripped)
 	var rate http.Header

@@ -28,19 +28,31 @@ func ReachableDir(t testing.TB) string {
 	return dir
 }
 
-// BuildInspect builds cmd/inspect into dir and returns its path: the local
-// executor runs that binary as `inspect runner`, exactly as in production,
-// but for one thing: its sessions share SharedGoCache's build cache
-// (supervisor.UseSharedGoCache), set at link time.
-func BuildInspect(dir string) (string, error) {
+// BuildInspect builds cmd/inspect into dir as production does and returns
+// its path: the local executor runs that binary as `inspect runner`.
+func BuildInspect(dir string) (string, error) { return buildInspect(dir, "") }
+
+// BuildInspectSharingGoCache is BuildInspect but for one thing: the
+// sessions its supervisors run share SharedGoCache's Go build cache
+// (supervisor.UseSharedGoCache, set at link time), so a sandboxed `go test`
+// does not compile the standard library again. A test of what a sandbox
+// can see or reach uses BuildInspect: the shared cache is a way between
+// sessions that production never opens.
+func BuildInspectSharingGoCache(dir string) (string, error) {
 	cache, err := SharedGoCache()
 	if err != nil {
 		return "", err
 	}
+	return buildInspect(dir, cache)
+}
+
+func buildInspect(dir, sharedGoCache string) (string, error) {
 	bin := filepath.Join(dir, "inspect")
-	out, err := exec.Command("go", "build", "-o", bin,
-		"-ldflags", "-X github.com/inspecthq/inspect/runner/supervisor.sharedGoCache="+cache,
-		"github.com/inspecthq/inspect/cmd/inspect").CombinedOutput()
+	args := []string{"build", "-o", bin}
+	if sharedGoCache != "" {
+		args = append(args, "-ldflags", "-X github.com/inspecthq/inspect/runner/supervisor.sharedGoCache="+sharedGoCache)
+	}
+	out, err := exec.Command("go", append(args, "github.com/inspecthq/inspect/cmd/inspect")...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("building cmd/inspect: %v\n%s", err, out)
 	}

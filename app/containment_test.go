@@ -22,9 +22,11 @@ import (
 // credential in its environment; and push. Each probe's result goes into a
 // report file, which the session commits like any change, so the test reads
 // it back from git. A control case shows that a push with a write token
-// does work against the stand-in, so a denied push means something.
+// does work against the stand-in, so a denied push means something. It
+// runs cmd/inspect as production builds it: the Go build cache other tests'
+// sessions share would be a way between sessions.
 func TestContainment(t *testing.T) {
-	h, lx := newSandboxHarness(t)
+	h, lx := newProductionSandboxHarness(t)
 	secrets := t.TempDir() // 0700, root's
 	keyFile := filepath.Join(secrets, "app.pem")
 	if err := os.WriteFile(keyFile, []byte(h.cfg.GitHub.PrivateKey), 0o600); err != nil {

@@ -55,7 +55,27 @@ func newLocalExecutor(t testing.TB, args ...string) *local.Executor {
 // for a test that reaches into an attempt's workspace.
 func newLocalExecutorIn(t testing.TB, work string, args ...string) *local.Executor {
 	t.Helper()
-	lx, err := local.New(local.Config{Binary: inspectBinary(t), Args: append([]string{"--work-dir", work}, args...), MaxConcurrent: 2})
+	return newLocalExecutorOf(t, inspectBinary(t), work, args...)
+}
+
+// newProductionSandboxHarness is newSandboxHarness on cmd/inspect exactly
+// as production builds it (servetest.BuildProduction), without the Go
+// build cache the other tests' sessions share: for a test of what a
+// sandbox can see or reach.
+func newProductionSandboxHarness(t testing.TB, opts ...harnessOption) (*harness, *local.Executor) {
+	t.Helper()
+	lx := newLocalExecutorOf(t, servetest.BuildProduction(t), sandboxtest.ReachableDir(t))
+	h := newHarness(t, opts...)
+	h.runOn(lx)
+	h.gh.CommitFiles(owner, repoName, "main", examples.SampleRepo(), "the sample repository")
+	return h, lx
+}
+
+// newLocalExecutorOf is a real local executor running the inspect binary
+// bin under the work directory work.
+func newLocalExecutorOf(t testing.TB, bin, work string, args ...string) *local.Executor {
+	t.Helper()
+	lx, err := local.New(local.Config{Binary: bin, Args: append([]string{"--work-dir", work}, args...), MaxConcurrent: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

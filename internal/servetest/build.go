@@ -13,28 +13,45 @@ import (
 	"github.com/inspecthq/inspect/internal/sandboxtest"
 )
 
-var build struct {
+type builtBinary struct {
 	once sync.Once
 	dir  string // removed by Main
 	bin  string
 	err  error
 }
 
+// build is Build's binary, production is BuildProduction's.
+var build, production builtBinary
+
 // Build builds cmd/inspect, once per test binary, and returns the path of
-// the binary. A failed build fails every test that asks for it.
+// the binary. Its sessions share one warm Go build cache
+// (sandboxtest.BuildInspectSharingGoCache). A failed build fails every
+// test that asks for it.
 func Build(t testing.TB) string {
 	t.Helper()
-	build.once.Do(func() {
+	return build.get(t, sandboxtest.BuildInspectSharingGoCache)
+}
+
+// BuildProduction is Build without the shared cache: cmd/inspect exactly
+// as production builds it, for a test of what a sandbox can see or reach.
+func BuildProduction(t testing.TB) string {
+	t.Helper()
+	return production.get(t, sandboxtest.BuildInspect)
+}
+
+func (b *builtBinary) get(t testing.TB, buildInto func(dir string) (string, error)) string {
+	t.Helper()
+	b.once.Do(func() {
 		// Not t.TempDir: the binary outlives the test that built it.
-		build.dir, build.err = os.MkdirTemp("", "servetest-bin-")
-		if build.err == nil {
-			build.bin, build.err = sandboxtest.BuildInspect(build.dir)
+		b.dir, b.err = os.MkdirTemp("", "servetest-bin-")
+		if b.err == nil {
+			b.bin, b.err = buildInto(b.dir)
 		}
 	})
-	if build.err != nil {
-		t.Fatalf("servetest: %v", build.err)
+	if b.err != nil {
+		t.Fatalf("servetest: %v", b.err)
 	}
-	return build.bin
+	return b.bin
 }
 
 // Main runs the tests and then removes the binary Build built. Call it from
@@ -44,8 +61,10 @@ func Main(m *testing.M) {
 	// Since Go 1.15 the test binary exits with m.Run's code when TestMain
 	// returns, so there is no os.Exit here and the deferred removal runs.
 	defer func() {
-		if build.dir != "" {
-			_ = os.RemoveAll(build.dir) // best effort: a temp dir
+		for _, b := range []*builtBinary{&build, &production} {
+			if b.dir != "" {
+				_ = os.RemoveAll(b.dir) // best effort: a temp dir
+			}
 		}
 	}()
 	m.Run()

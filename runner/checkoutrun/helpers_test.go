@@ -14,6 +14,7 @@ import (
 
 	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/runner/sandbox"
+	"github.com/inspecthq/inspect/runner/supervisor"
 )
 
 func TestMain(m *testing.M) {
@@ -28,7 +29,10 @@ func TestMain(m *testing.M) {
 	}
 	// The agent runs under `inspect runner forward`: this test binary is
 	// not inspect.
-	sandboxtest.MainWithForwarder(m, func(path string) { forwarder = path })
+	sandboxtest.MainWithForwarder(m, func(path, goCache string) {
+		forwarder = path
+		supervisor.UseSharedGoCache(goCache)
+	})
 }
 
 // forwarder is the inspect binary the sandbox's egress forwarder runs.

@@ -609,6 +609,9 @@ func (s *session) prepare(ctx context.Context) bool {
 		}
 		s.mounts = append(s.mounts, ids...)
 	}
+	// After the hand-over: the shared cache is every session's, never
+	// chowned to one.
+	s.mounts = append(s.mounts, sharedGoCacheMounts(withImageEnv(s.imageEnv, s.spec.Env))...)
 	return true
 }
 
@@ -747,7 +750,7 @@ func (s *session) sandboxEnv() []string {
 
 // registryEnv is phaseEnv for the current phase and the spec's registries.
 func (s *session) registryEnv() (repoEnv map[string]string, own []string) {
-	return phaseEnv(s.spec.Registries, s.phase, withImageEnv(s.imageEnv, s.spec.Env))
+	return phaseEnv(s.spec.Registries, s.phase, withSharedGoCache(withImageEnv(s.imageEnv, s.spec.Env)))
 }
 
 // egressFor reports whether phase's commands run under the forwarder with

@@ -40,7 +40,10 @@ func TestMain(m *testing.M) {
 	goBinDir = filepath.Dir(goBin)
 	// The agent runs under `inspect runner forward`: this test binary is
 	// not inspect.
-	sandboxtest.MainWithForwarder(m, func(path string) { forwarder = path })
+	sandboxtest.MainWithForwarder(m, func(path, goCache string) {
+		forwarder = path
+		UseSharedGoCache(goCache)
+	})
 }
 
 // forwarder is the inspect binary the sandbox's egress forwarder runs.

@@ -72,6 +72,8 @@ type Service struct {
 	WorkerName string
 	// web is the dashboard, built once (app/dashboard.go).
 	web dashboardOnce
+	// work runs each kind of work item (worker.go's workTable).
+	work map[store.WorkKind]workHandler
 }
 
 // Options are a Service's parts.
@@ -128,6 +130,7 @@ func NewService(o Options) *Service {
 	}
 	s.metrics, s.metricsLn = newMetrics(o, s), o.MetricsListener
 	s.snapshots = s.newSnapshots(o)
+	s.work = workTable(s)
 	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})
 	return s
 }

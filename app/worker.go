@@ -167,33 +167,35 @@ func (s *Service) runSafely(ctx context.Context, w *store.Work) (err error) {
 }
 
 func (s *Service) runWork(ctx context.Context, w *store.Work) error {
-	switch w.Kind {
-	case store.PrepareSession:
-		return s.prepare(ctx, w)
-	case store.PostReply:
-		return s.postReply(ctx, w)
-	case store.RefreshRepoConfig:
-		return s.refreshFromPush(ctx, w)
-	case store.RunCommand:
-		return s.runCommand(ctx, w)
-	case store.SyncSession:
-		return s.syncSession(ctx, w)
-	case store.DispatchSession:
-		return s.dispatch(ctx, w)
-	case store.ReportSession:
-		return s.report(ctx, w)
-	case store.CollectResult:
-		return s.collectResult(ctx, w)
-	case store.BuildSnapshot:
-		return s.snapshots.BuildWork(ctx, w)
-	case store.ConsiderRepair:
-		return s.considerRepair(ctx, w)
-	case store.CollectSnapshots:
-		return s.snapshots.CollectWork(ctx, w)
+	if handle, ok := s.work[w.Kind]; ok {
+		return handle(ctx, w)
 	}
 	// Unknown kinds come only from a newer replica's schema; failing them
 	// leaves them visible rather than silently done.
 	return fmt.Errorf("unknown work kind %q", w.Kind)
+}
+
+// workHandler runs one work item of its kind.
+type workHandler func(ctx context.Context, w *store.Work) error
+
+// workTable is the one place a work kind meets what runs it, built once
+// when the Service is wired: an explicit table, never a registry filled
+// by init(), in the manner of Atlantis's command runners. worker_test.go
+// holds it to every kind the store declares.
+func workTable(s *Service) map[store.WorkKind]workHandler {
+	return map[store.WorkKind]workHandler{
+		store.PrepareSession:    s.prepare,
+		store.PostReply:         s.postReply,
+		store.RefreshRepoConfig: s.refreshFromPush,
+		store.RunCommand:        s.runCommand,
+		store.SyncSession:       s.syncSession,
+		store.DispatchSession:   s.dispatch,
+		store.ReportSession:     s.report,
+		store.CollectResult:     s.collectResult,
+		store.BuildSnapshot:     s.snapshots.BuildWork,
+		store.ConsiderRepair:    s.considerRepair,
+		store.CollectSnapshots:  s.snapshots.CollectWork,
+	}
 }
 
 // postponed is returned by work that must wait its turn; it is retried

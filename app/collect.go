@@ -67,7 +67,7 @@ func (s *Service) collect(ctx context.Context, sessionID, attemptID string, st r
 		logURL = a.ExternalID
 	}
 	reply := render.RunnerLostReply(sess.RequesterLogin, logURL, a.State == store.AttemptStarted, s.cfg.CommandWord)
-	return s.endRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", reply)
+	return s.transitions.EndRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", reply)
 }
 
 // refuseFetchedResult ends a session whose run left a result that fails
@@ -75,7 +75,7 @@ func (s *Service) collect(ctx context.Context, sessionID, attemptID string, st r
 // refused, it cannot be trusted.
 func (s *Service) refuseFetchedResult(ctx context.Context, sess store.Session, a store.Attempt, why error) error {
 	zerolog.Ctx(ctx).Warn().Err(why).Msg("the executor's result is invalid")
-	return s.endRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", render.ResultRefusedReply(sess.RequesterLogin, s.cfg.CommandWord))
+	return s.transitions.EndRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", render.ResultRefusedReply(sess.RequesterLogin, s.cfg.CommandWord))
 }
 
 // recordFetchedResult checks a result read from the executor exactly as an

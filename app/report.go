@@ -266,11 +266,11 @@ func (r *serviceReport) AnnotateFailures(ctx context.Context, sess store.Session
 }
 
 func (r *serviceReport) Record(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error) {
-	return r.s.record(ctx, id, fn)
+	return r.s.transitions.Record(ctx, id, fn)
 }
 
 func (r *serviceReport) End(ctx context.Context, id string, outcome session.Outcome, reason, reply string) error {
-	return r.s.end(ctx, id, outcome, reason, reply)
+	return r.s.transitions.End(ctx, id, outcome, reason, reply)
 }
 
 func verificationPassed(ev contract.Evidence) bool {

@@ -134,11 +134,11 @@ func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 		err = s.store.Postpone(book, w, now, now.Add(rateWait))
 	case refusal != nil && (refusal.Final || w.Attempts >= s.cfg.Workers.MaxAttempts):
 		log.Error().Err(runErr).Msg("work refused for good")
-		s.giveUp(log.WithContext(book), w, refusal)
+		s.transitions.GiveUp(log.WithContext(book), w, refusal)
 		err = s.store.Fail(book, w, now, runErr.Error())
 	case w.Attempts >= s.cfg.Workers.MaxAttempts:
 		log.Error().Err(runErr).Msg("work failed for good")
-		s.giveUp(log.WithContext(book), w, nil)
+		s.transitions.GiveUp(log.WithContext(book), w, nil)
 		err = s.store.Fail(book, w, now, runErr.Error())
 	default:
 		backoff := backoffFor(s.cfg.Workers.RetryBackoff, w.Attempts)

@@ -10,7 +10,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/google/go-github/v62/github"
+
 	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/report"
 	"github.com/inspecthq/inspect/app/snapshots"
 	"github.com/inspecthq/inspect/app/store"
 )
@@ -190,11 +193,22 @@ func workTable(s *Service) map[store.WorkKind]workHandler {
 		store.RunCommand:        s.runCommand,
 		store.SyncSession:       s.syncSession,
 		store.DispatchSession:   s.dispatch,
-		store.ReportSession:     s.report,
+		store.ReportSession:     reportHandler(s).Handle,
 		store.CollectResult:     s.collectResult,
 		store.BuildSnapshot:     s.snapshots.BuildWork,
 		store.ConsiderRepair:    s.considerRepair,
 		store.CollectSnapshots:  s.snapshots.CollectWork,
+	}
+}
+
+// reportHandler is the report step's handler, handed what it needs of the
+// engine (app/report).
+func reportHandler(s *Service) *report.Handler {
+	return &report.Handler{
+		Store: s.store, Transitions: s.transitions,
+		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
+		RevokeTokens: s.revokeTokens, RepoConfig: s.sessionRepoConfig, EnsureCheckRun: s.ensureCheckRun,
+		RequesterPRs: s.requesterPRs, SessionURL: s.sessionURL, BotLogin: s.botLogin, CheckRunName: CheckRunName,
 	}
 }
 

@@ -121,29 +121,3 @@ func (s *Service) runOf(ctx context.Context, sess store.Session) render.RunLink 
 	}
 	return render.RunLink{URL: a.ExternalID, State: a.ExternalState, Attempt: a.Number}
 }
-
-// annotateRun writes the session's outcome onto its run (a Buildkite
-// build's annotation), so people who look at the build see what came of
-// it. Best effort: the session has ended whatever this does.
-func (s *Service) annotateRun(ctx context.Context, sess store.Session) {
-	ann, ok := s.executor.(runner.RunAnnotator)
-	if !ok || sess.State() != session.Done || sess.AttemptID == "" {
-		return
-	}
-	a, err := s.store.GetAttempt(ctx, sess.AttemptID)
-	if err != nil || a.ExternalID == "" {
-		return
-	}
-	style := "info"
-	switch render.CheckConclusion(sess.Outcome) {
-	case "success":
-		style = "success"
-	case "failure", "timed_out":
-		style = "error"
-	case "action_required":
-		style = "warning"
-	}
-	if err := ann.Annotate(ctx, a.ExternalID, style, render.RunAnnotation(sess)); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Str("session_id", sess.ID).Msg("annotating the run failed")
-	}
-}

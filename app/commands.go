@@ -335,7 +335,3 @@ func (s *Service) retry(ctx context.Context, t session.Trigger, reply func(strin
 	s.wakeWorkers()
 	return nil
 }
-
-// The check run's one button (a requested action): its identifier is what
-// handlers.CheckRun maps back to the retry command.
-const actionRetry = "retry"

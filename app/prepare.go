@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/ghsync"
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
@@ -380,7 +381,7 @@ func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess sto
 		Status:     github.String("queued"),
 		ExternalID: github.String(sess.ID),
 		DetailsURL: s.sessionURL(sess.ID),
-		Actions:    checkActions(sess),
+		Actions:    ghsync.CheckActions(sess),
 		Output: &github.CheckRunOutput{
 			Title:   github.String(title),
 			Summary: github.String(summary),

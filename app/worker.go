@@ -13,9 +13,11 @@ import (
 	"github.com/google/go-github/v62/github"
 
 	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/ghsync"
 	"github.com/inspecthq/inspect/app/report"
 	"github.com/inspecthq/inspect/app/snapshots"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/runner"
 )
 
 // RunWorkers runs the configured number of workers until stop is closed,
@@ -191,7 +193,7 @@ func workTable(s *Service) map[store.WorkKind]workHandler {
 		store.PostReply:         s.postReply,
 		store.RefreshRepoConfig: s.refreshFromPush,
 		store.RunCommand:        s.runCommand,
-		store.SyncSession:       s.syncSession,
+		store.SyncSession:       syncHandler(s).Handle,
 		store.DispatchSession:   s.dispatch,
 		store.ReportSession:     reportHandler(s).Handle,
 		store.CollectResult:     s.collectResult,
@@ -210,6 +212,21 @@ func reportHandler(s *Service) *report.Handler {
 		RevokeTokens: s.revokeTokens, RepoConfig: s.sessionRepoConfig, EnsureCheckRun: s.ensureCheckRun,
 		RequesterPRs: s.requesterPRs, SessionURL: s.sessionURL, BotLogin: s.botLogin, CheckRunName: CheckRunName,
 	}
+}
+
+// syncHandler is the sync's handler, handed what it needs of the engine
+// (app/ghsync).
+func syncHandler(s *Service) *ghsync.Handler {
+	h := &ghsync.Handler{
+		Store:        s.store,
+		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
+		Now:          s.clock.Now, Thread: s.thread, RunLink: s.runOf, SignInHint: s.signInHint,
+		CommandWord: s.cfg.CommandWord, CheckRunName: CheckRunName,
+	}
+	if runs, ok := s.executor.(runner.RunAnnotator); ok {
+		h.Runs = runs
+	}
+	return h
 }
 
 // postponed is returned by work that must wait its turn; it is retried

@@ -14,7 +14,7 @@ import (
 // build) asks the session channel for a read-only token for its one
 // repository (channel.Engine.MintReadToken → mintReadToken); the app mints
 // it with the App's key, remembers it under the attempt, and revokes it
-// when the attempt ends: on its result (report.go, snapshots), on a stop
+// when the attempt ends: on its result (app/report, snapshots), on a stop
 // (stopAttempt), and on a snapshot result. The sandbox never sees it.
 
 // repoTokens remembers the read-only tokens minted per attempt, so they can

@@ -59,5 +59,5 @@ func (e channelEngine) RevokeReadTokens(ctx context.Context, attemptID string) {
 }
 
 func (e channelEngine) EndForBudget(ctx context.Context, a store.Attempt, used store.Usage, budget int64) {
-	e.s.endForBudget(ctx, a, used, budget)
+	e.s.transitions.EndForBudget(ctx, a, used, budget)
 }

@@ -67,7 +67,7 @@ func (s *Service) collect(ctx context.Context, sessionID, attemptID string, st r
 		logURL = a.ExternalID
 	}
 	reply := render.RunnerLostReply(sess.RequesterLogin, logURL, a.State == store.AttemptStarted, s.cfg.CommandWord)
-	return s.endRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", reply)
+	return s.transitions.EndRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", reply)
 }
 
 // refuseFetchedResult ends a session whose run left a result that fails
@@ -75,7 +75,7 @@ func (s *Service) collect(ctx context.Context, sessionID, attemptID string, st r
 // refused, it cannot be trusted.
 func (s *Service) refuseFetchedResult(ctx context.Context, sess store.Session, a store.Attempt, why error) error {
 	zerolog.Ctx(ctx).Warn().Err(why).Msg("the executor's result is invalid")
-	return s.endRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", render.ResultRefusedReply(sess.RequesterLogin, s.cfg.CommandWord))
+	return s.transitions.EndRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", render.ResultRefusedReply(sess.RequesterLogin, s.cfg.CommandWord))
 }
 
 // recordFetchedResult checks a result read from the executor exactly as an
@@ -120,30 +120,4 @@ func (s *Service) runOf(ctx context.Context, sess store.Session) render.RunLink 
 		return render.RunLink{}
 	}
 	return render.RunLink{URL: a.ExternalID, State: a.ExternalState, Attempt: a.Number}
-}
-
-// annotateRun writes the session's outcome onto its run (a Buildkite
-// build's annotation), so people who look at the build see what came of
-// it. Best effort: the session has ended whatever this does.
-func (s *Service) annotateRun(ctx context.Context, sess store.Session) {
-	ann, ok := s.executor.(runner.RunAnnotator)
-	if !ok || sess.State() != session.Done || sess.AttemptID == "" {
-		return
-	}
-	a, err := s.store.GetAttempt(ctx, sess.AttemptID)
-	if err != nil || a.ExternalID == "" {
-		return
-	}
-	style := "info"
-	switch render.CheckConclusion(sess.Outcome) {
-	case "success":
-		style = "success"
-	case "failure", "timed_out":
-		style = "error"
-	case "action_required":
-		style = "warning"
-	}
-	if err := ann.Annotate(ctx, a.ExternalID, style, render.RunAnnotation(sess)); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Str("session_id", sess.ID).Msg("annotating the run failed")
-	}
 }

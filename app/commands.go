@@ -15,6 +15,7 @@ import (
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/app/transition"
 	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/session"
 )
@@ -249,11 +250,11 @@ func (s *Service) cancel(ctx context.Context, t session.Trigger, reply func(stri
 		}
 		ended, err := s.store.MutateSession(ctx, sess.ID, s.clock.Now(), func(x *store.Session) error {
 			if x.State() == session.Done {
-				return errAlreadyDone
+				return transition.ErrAlreadyDone
 			}
 			return x.End(session.Cancelled, "cancelled", render.CancelDetail(t))
 		}, store.NewWork{Kind: store.SyncSession})
-		if errors.Is(err, errAlreadyDone) {
+		if errors.Is(err, transition.ErrAlreadyDone) {
 			continue // ended meanwhile (or by an earlier run of this command)
 		}
 		if err != nil {
@@ -334,7 +335,3 @@ func (s *Service) retry(ctx context.Context, t session.Trigger, reply func(strin
 	s.wakeWorkers()
 	return nil
 }
-
-// The check run's one button (a requested action): its identifier is what
-// handlers.CheckRun maps back to the retry command.
-const actionRetry = "retry"

@@ -49,7 +49,7 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 				return err
 			}
 		case a.ExternalID != "":
-			return s.markDispatched(ctx, sess.ID, a.Deadline)
+			return s.transitions.MarkDispatched(ctx, sess.ID, a.Deadline)
 		default:
 			// An earlier run created the attempt and may have started it
 			// without recording that: adopt the run if the executor can
@@ -72,7 +72,7 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	if reply != "" {
-		return s.end(ctx, sess.ID, session.Errored, "config_invalid", reply)
+		return s.transitions.End(ctx, sess.ID, session.Errored, "config_invalid", reply)
 	}
 	if (sess.Redispatches > 0 || sess.Handbacks > 0) && !sess.Deadline.IsZero() {
 		// A re-dispatch or a handback never buys time, however many tries
@@ -112,7 +112,7 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	log.Info().Str("attempt_id", a.ID).Str("external_id", ext).Msg("session dispatched")
-	if err := s.markDispatched(ctx, sess.ID, a.Deadline); err != nil {
+	if err := s.transitions.MarkDispatched(ctx, sess.ID, a.Deadline); err != nil {
 		return err
 	}
 	// A cancel may have ended the session while the attempt was starting;
@@ -138,5 +138,5 @@ func (s *Service) adoptRun(ctx context.Context, a store.Attempt) (bool, error) {
 		return false, err
 	}
 	zerolog.Ctx(ctx).Info().Str("attempt_id", a.ID).Str("external_id", ext).Msg("adopted a run started earlier")
-	return true, s.markDispatched(ctx, a.SessionID, a.Deadline)
+	return true, s.transitions.MarkDispatched(ctx, a.SessionID, a.Deadline)
 }

@@ -60,7 +60,7 @@ func (s *Service) replaceDeadHostAttempt(ctx context.Context, sess store.Session
 		return s.redispatch(ctx, sess, a)
 	}
 	zerolog.Ctx(ctx).Warn().Str("host", a.Host).Int("redispatches", sess.Redispatches).Msg("the attempt's replica is dead; ending the session")
-	return s.endRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", render.HostDiedReply(sess.RequesterLogin, s.cfg.CommandWord))
+	return s.transitions.EndRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", render.HostDiedReply(sess.RequesterLogin, s.cfg.CommandWord))
 }
 
 // handBack gives this replica's running local attempts to the fleet before
@@ -82,7 +82,7 @@ func (s *Service) handBack(ctx context.Context) {
 	}
 	for _, sess := range running {
 		log := s.log.With().Str("session_id", sess.ID).Str("delivery_id", sess.DeliveryID).Str("attempt_id", sess.AttemptID).Logger()
-		requeued, err := s.requeue(ctx, sess.ID, sess.AttemptID, func(x *store.Session) { x.Handbacks++ })
+		requeued, err := s.transitions.Requeue(ctx, sess.ID, sess.AttemptID, func(x *store.Session) { x.Handbacks++ })
 		if err != nil {
 			log.Warn().Err(err).Msg("could not hand the session back")
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/ghsync"
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
@@ -61,7 +62,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		cfg, err := s.sessionRepoConfig(ctx, c, sess)
 		var cfgErr *config.RepoConfigError
 		if errors.As(err, &cfgErr) {
-			return s.end(ctx, sess.ID, session.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
+			return s.transitions.End(ctx, sess.ID, session.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
 		}
 		if err != nil {
 			return err
@@ -78,7 +79,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	if reactNow != nil {
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) { x.Reacted = true }); err != nil || sess.State() == session.Done {
+		if sess, err = s.transitions.Record(ctx, sess.ID, func(x *store.Session) { x.Reacted = true }); err != nil || sess.State() == session.Done {
 			return err
 		}
 	}
@@ -141,7 +142,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 	// check run on the commit it was created on, even if the PR has moved
 	// since.
 	if target.HasHeadAtOnce() && sess.HeadSHA == "" {
-		if sess, err = s.record(ctx, sess.ID, func(x *store.Session) {
+		if sess, err = s.transitions.Record(ctx, sess.ID, func(x *store.Session) {
 			if x.HeadSHA == "" {
 				x.HeadSHA = headSHA
 			}
@@ -179,7 +180,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 // endDecided ends a session as the decision says (end), and when an earlier
 // run had admitted it, stops the attempt it may have been dispatched to.
 func (s *Service) endDecided(ctx context.Context, id string, admitted bool, outcome session.Outcome, reason, reply string) error {
-	if err := s.end(ctx, id, outcome, reason, reply); err != nil || !admitted {
+	if err := s.transitions.End(ctx, id, outcome, reason, reply); err != nil || !admitted {
 		return err
 	}
 	ended, err := s.store.GetSession(ctx, id)
@@ -380,7 +381,7 @@ func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess sto
 		Status:     github.String("queued"),
 		ExternalID: github.String(sess.ID),
 		DetailsURL: s.sessionURL(sess.ID),
-		Actions:    checkActions(sess),
+		Actions:    ghsync.CheckActions(sess),
 		Output: &github.CheckRunOutput{
 			Title:   github.String(title),
 			Summary: github.String(summary),

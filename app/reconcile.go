@@ -77,7 +77,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 		return err
 	}
 	for _, sess := range overdue {
-		if err := s.endRun(ctx, sess.ID, sess.AttemptID, session.TimedOut, "timed_out", render.TimedOutReply(sess.RequesterLogin)); err != nil {
+		if err := s.transitions.EndRun(ctx, sess.ID, sess.AttemptID, session.TimedOut, "timed_out", render.TimedOutReply(sess.RequesterLogin)); err != nil {
 			return err
 		}
 	}
@@ -182,7 +182,7 @@ func (s *Service) redispatch(ctx context.Context, sess store.Session, a store.At
 		log.Warn().Int("redispatches", sess.Redispatches).Msg("attempt lost; not re-dispatched, the deadline will end the session")
 		return nil
 	}
-	requeued, err := s.requeue(ctx, sess.ID, a.ID, func(x *store.Session) { x.Redispatches++ })
+	requeued, err := s.transitions.Requeue(ctx, sess.ID, a.ID, func(x *store.Session) { x.Redispatches++ })
 	if err != nil || !requeued {
 		return err
 	}
@@ -214,7 +214,7 @@ func (s *Service) reconcileTargets(ctx context.Context) error {
 			continue
 		}
 		log.Info().Str("reason", why).Msg("target gone; cancelling the session")
-		if err := s.endRun(ctx, sess.ID, sess.AttemptID, session.Cancelled, why, render.TargetGoneReply(why == "repo_removed")); err != nil {
+		if err := s.transitions.EndRun(ctx, sess.ID, sess.AttemptID, session.Cancelled, why, render.TargetGoneReply(why == "repo_removed")); err != nil {
 			return err
 		}
 	}

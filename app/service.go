@@ -26,6 +26,7 @@ import (
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/snapshots"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/app/transition"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
 )
@@ -72,6 +73,10 @@ type Service struct {
 	WorkerName string
 	// web is the dashboard, built once (app/dashboard.go).
 	web dashboardOnce
+	// transitions makes every change of a session's state (app/transition).
+	transitions *transition.Writer
+	// work runs each kind of work item (worker.go's workTable).
+	work map[store.WorkKind]workHandler
 }
 
 // Options are a Service's parts.
@@ -126,8 +131,10 @@ func NewService(o Options) *Service {
 	if s.channelURL == "" {
 		s.channelURL = o.Config.ChannelURL
 	}
+	s.transitions = &transition.Writer{Store: o.Store, Now: o.Clock.Now, StopAttempt: s.stopAttempt, Wake: s.wakeWorkers, Log: o.Logger}
 	s.metrics, s.metricsLn = newMetrics(o, s), o.MetricsListener
 	s.snapshots = s.newSnapshots(o)
+	s.work = workTable(s)
 	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})
 	return s
 }

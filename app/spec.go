@@ -162,8 +162,3 @@ func (s *Service) sessionRegistries(fullName string, cfg config.Repo) ([]contrac
 func (s *Service) gatherer() gather.Gatherer {
 	return gather.Gatherer{Store: s.store, Bot: s.botLogin(), RoleName: ghclient.RoleName, FailingChecks: s.failingChecks}
 }
-
-// openedByInspect says whether Inspect opened the pull request.
-func (s *Service) openedByInspect(pr *github.PullRequest) bool {
-	return gather.OpenedByInspect(pr, s.botLogin())
-}

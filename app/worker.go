@@ -10,9 +10,14 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/google/go-github/v62/github"
+
 	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/ghsync"
+	"github.com/inspecthq/inspect/app/report"
 	"github.com/inspecthq/inspect/app/snapshots"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/runner"
 )
 
 // RunWorkers runs the configured number of workers until stop is closed,
@@ -134,11 +139,11 @@ func (s *Service) ProcessOne(ctx context.Context, owner string) (bool, error) {
 		err = s.store.Postpone(book, w, now, now.Add(rateWait))
 	case refusal != nil && (refusal.Final || w.Attempts >= s.cfg.Workers.MaxAttempts):
 		log.Error().Err(runErr).Msg("work refused for good")
-		s.giveUp(log.WithContext(book), w, refusal)
+		s.transitions.GiveUp(log.WithContext(book), w, refusal)
 		err = s.store.Fail(book, w, now, runErr.Error())
 	case w.Attempts >= s.cfg.Workers.MaxAttempts:
 		log.Error().Err(runErr).Msg("work failed for good")
-		s.giveUp(log.WithContext(book), w, nil)
+		s.transitions.GiveUp(log.WithContext(book), w, nil)
 		err = s.store.Fail(book, w, now, runErr.Error())
 	default:
 		backoff := backoffFor(s.cfg.Workers.RetryBackoff, w.Attempts)
@@ -167,33 +172,61 @@ func (s *Service) runSafely(ctx context.Context, w *store.Work) (err error) {
 }
 
 func (s *Service) runWork(ctx context.Context, w *store.Work) error {
-	switch w.Kind {
-	case store.PrepareSession:
-		return s.prepare(ctx, w)
-	case store.PostReply:
-		return s.postReply(ctx, w)
-	case store.RefreshRepoConfig:
-		return s.refreshFromPush(ctx, w)
-	case store.RunCommand:
-		return s.runCommand(ctx, w)
-	case store.SyncSession:
-		return s.syncSession(ctx, w)
-	case store.DispatchSession:
-		return s.dispatch(ctx, w)
-	case store.ReportSession:
-		return s.report(ctx, w)
-	case store.CollectResult:
-		return s.collectResult(ctx, w)
-	case store.BuildSnapshot:
-		return s.snapshots.BuildWork(ctx, w)
-	case store.ConsiderRepair:
-		return s.considerRepair(ctx, w)
-	case store.CollectSnapshots:
-		return s.snapshots.CollectWork(ctx, w)
+	if handle, ok := s.work[w.Kind]; ok {
+		return handle(ctx, w)
 	}
 	// Unknown kinds come only from a newer replica's schema; failing them
 	// leaves them visible rather than silently done.
 	return fmt.Errorf("unknown work kind %q", w.Kind)
+}
+
+// workHandler runs one work item of its kind.
+type workHandler func(ctx context.Context, w *store.Work) error
+
+// workTable is the one place a work kind meets what runs it, built once
+// when the Service is wired: an explicit table, never a registry filled
+// by init(), in the manner of Atlantis's command runners. worker_test.go
+// holds it to every kind the store declares.
+func workTable(s *Service) map[store.WorkKind]workHandler {
+	return map[store.WorkKind]workHandler{
+		store.PrepareSession:    s.prepare,
+		store.PostReply:         s.postReply,
+		store.RefreshRepoConfig: s.refreshFromPush,
+		store.RunCommand:        s.runCommand,
+		store.SyncSession:       syncHandler(s).Handle,
+		store.DispatchSession:   s.dispatch,
+		store.ReportSession:     reportHandler(s).Handle,
+		store.CollectResult:     s.collectResult,
+		store.BuildSnapshot:     s.snapshots.BuildWork,
+		store.ConsiderRepair:    s.considerRepair,
+		store.CollectSnapshots:  s.snapshots.CollectWork,
+	}
+}
+
+// reportHandler is the report step's handler, handed what it needs of the
+// engine (app/report).
+func reportHandler(s *Service) *report.Handler {
+	return &report.Handler{
+		Store: s.store, Transitions: s.transitions,
+		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
+		RevokeTokens: s.revokeTokens, RepoConfig: s.sessionRepoConfig, EnsureCheckRun: s.ensureCheckRun,
+		RequesterPRs: s.requesterPRs, SessionURL: s.sessionURL, BotLogin: s.botLogin, CheckRunName: CheckRunName,
+	}
+}
+
+// syncHandler is the sync's handler, handed what it needs of the engine
+// (app/ghsync).
+func syncHandler(s *Service) *ghsync.Handler {
+	h := &ghsync.Handler{
+		Store:        s.store,
+		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
+		Now:          s.clock.Now, Thread: s.thread, RunLink: s.runOf, SignInHint: s.signInHint,
+		CommandWord: s.cfg.CommandWord, CheckRunName: CheckRunName,
+	}
+	if runs, ok := s.executor.(runner.RunAnnotator); ok {
+		h.Runs = runs
+	}
+	return h
 }
 
 // postponed is returned by work that must wait its turn; it is retried

@@ -1,9 +1,18 @@
-package app
+// Package ghsync is the sync_session work's handler: it brings GitHub in
+// line with a session as stored, the one place that does (Prow's crier
+// plays this part for jobs). Every transition queues a sync_session item
+// in its own transaction; the Handler then updates the check run (status,
+// conclusion, buttons), edits the progress comment, posts the one final
+// reply, moves the labels of a label session and annotates the executor's
+// run. The engine (package app) wires it with what it needs and nothing
+// more (decision 0049).
+package ghsync
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
@@ -16,20 +25,56 @@ import (
 	"github.com/inspecthq/inspect/session"
 )
 
-// The sync: bringing GitHub in line with a session as stored, the one place
-// that does (Prow's crier plays this part for jobs). Every transition queues
-// a sync_session item in its own transaction; syncSession then updates the
-// check run (status, conclusion, buttons), edits the progress comment, posts
-// the one final reply, and moves the labels of a label session.
+// ActionRetry is the identifier of the check run's one button (a
+// requested action), which handlers.CheckRun maps back to the retry
+// command.
+const ActionRetry = "retry"
 
-// syncSession brings GitHub in line with a session's stored state: the check
+// Handler runs sync_session work. Its fields are all it reaches of the
+// engine.
+type Handler struct {
+	// Store reads the session and its attempt.
+	Store Store
+	// Installation is the installation's GitHub client.
+	Installation func(ctx context.Context, installationID int64) (*github.Client, error)
+	// Now is the engine's clock (a concluded check run's completion).
+	Now func() time.Time
+	// Thread is the session's conversation on GitHub (its review thread,
+	// when it came from one).
+	Thread func(c *github.Client, sess store.Session) ghwrite.Thread
+	// RunLink is where the session's current attempt runs, when the
+	// executor gives it a link.
+	RunLink func(ctx context.Context, sess store.Session) render.RunLink
+	// SignInHint is the dashboard's sign-in link for the requester, or "".
+	SignInHint func(ctx context.Context, sess store.Session) string
+	// Runs annotates the executor's runs; nil when the executor cannot.
+	Runs RunAnnotator
+	// CommandWord is the server's command word (/inspect).
+	CommandWord string
+	// CheckRunName is the name of Inspect's check run.
+	CheckRunName string
+}
+
+// Store is what the handler reads of the store.
+type Store interface {
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
+}
+
+// RunAnnotator writes the session's outcome onto the executor's run (a
+// Buildkite build's annotation); runner.RunAnnotator is one.
+type RunAnnotator interface {
+	Annotate(ctx context.Context, externalID, style, body string) error
+}
+
+// Handle brings GitHub in line with a session's stored state: the check
 // run, and the progress comment, or one final reply when there is none.
-func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
-	sess, err := s.store.GetSession(ctx, w.SessionID)
+func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
+	sess, err := h.Store.GetSession(ctx, w.SessionID)
 	if err != nil {
 		return err
 	}
-	c, err := s.gh.Installation(ctx, sess.InstallationID)
+	c, err := h.Installation(ctx, sess.InstallationID)
 	if err != nil {
 		return err
 	}
@@ -41,46 +86,46 @@ func (s *Service) syncSession(ctx context.Context, w *store.Work) error {
 	if sess.CheckRunID != 0 && sess.State() == session.Running {
 		title, summary := render.RunningCheckRun(sess)
 		errs = append(errs, ghwrite.StartCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
-			Name:    CheckRunName,
+			Name:    h.CheckRunName,
 			Output:  &github.CheckRunOutput{Title: github.String(title), Summary: github.String(summary)},
-			Actions: checkActions(sess),
+			Actions: CheckActions(sess),
 		}))
 	}
 	if sess.CheckRunID != 0 && sess.State() == session.Done {
-		title, summary := render.DoneCheckRun(sess, s.egressAudit(ctx, sess))
+		title, summary := render.DoneCheckRun(sess, h.egressAudit(ctx, sess))
 		errs = append(errs, ghwrite.ConcludeCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
-			Name:        CheckRunName,
+			Name:        h.CheckRunName,
 			Conclusion:  github.String(render.CheckConclusion(sess.Outcome)),
-			CompletedAt: &github.Timestamp{Time: s.clock.Now()},
+			CompletedAt: &github.Timestamp{Time: h.Now()},
 			Output: &github.CheckRunOutput{
 				Title:   github.String(title),
 				Summary: github.String(summary),
 			},
-			Actions: checkActions(sess),
+			Actions: CheckActions(sess),
 		}))
 	}
 	if sess.State() == session.Done {
-		s.annotateRun(ctx, sess)
+		h.annotateRun(ctx, sess)
 	}
-	errs = append(errs, s.syncComment(ctx, c, sess))
+	errs = append(errs, h.syncComment(ctx, c, sess))
 	if sess.State() == session.Done {
 		// After the comment: a label GitHub refuses must not keep the
 		// requester from reading the outcome.
-		errs = append(errs, s.syncLabels(ctx, c, sess))
+		errs = append(errs, h.syncLabels(ctx, c, sess))
 	}
 	return errors.Join(errs...)
 }
 
 // syncComment edits the progress comment to the session's state, or posts
 // the one final reply of a session that has none.
-func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.Session) error {
+func (h *Handler) syncComment(ctx context.Context, c *github.Client, sess store.Session) error {
 	if !sess.Target().HasThread() {
 		// A branch has no thread: its session's page and check run are
 		// where it answers, even to say it failed (decision 0009).
 		return nil
 	}
-	run := s.runOf(ctx, sess)
-	th := s.thread(c, sess)
+	run := h.RunLink(ctx, sess)
+	th := h.Thread(c, sess)
 	progressID := sess.ProgressCommentID
 	if progressID == 0 {
 		// An attempt may have posted it and died before recording it.
@@ -91,8 +136,8 @@ func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.
 	}
 	if progressID != 0 {
 		origin := render.OriginOf(sess)
-		origin.SignIn = s.signInHint(ctx, sess)
-		return th.Edit(ctx, progressID, render.SessionMarker(sess.ID), render.ProgressBody(sess, origin, s.cfg.CommandWord, run))
+		origin.SignIn = h.SignInHint(ctx, sess)
+		return th.Edit(ctx, progressID, render.SessionMarker(sess.ID), render.ProgressBody(sess, origin, h.CommandWord, run))
 	}
 	if sess.State() == session.Done && sess.Detail != "" && sess.Outcome != session.Cancelled {
 		// A cancelled session's news is the cancel command's own reply.
@@ -102,18 +147,18 @@ func (s *Service) syncComment(ctx context.Context, c *github.Client, sess store.
 	return nil
 }
 
-// checkActions are the buttons the session's check run offers. GitHub
+// CheckActions are the buttons the session's check run offers. GitHub
 // displays a run's actions only once it has completed (and sends
 // requested_action only for a displayed one), so an active session offers
 // none: it is cancelled with the cancel command, which the progress
 // comment names (decision 0033). A done one offers Retry, unless it was
 // refused: its request came from someone who may not run Inspect.
-func checkActions(sess store.Session) []*github.CheckRunAction {
+func CheckActions(sess store.Session) []*github.CheckRunAction {
 	if sess.Active() || sess.Outcome == session.Refused {
 		return nil
 	}
 	b := render.RetryButton()
-	return []*github.CheckRunAction{{Label: b.Label, Description: b.Description, Identifier: actionRetry}}
+	return []*github.CheckRunAction{{Label: b.Label, Description: b.Description, Identifier: ActionRetry}}
 }
 
 // syncLabels shows a label session's end on its issue: the trigger label
@@ -122,7 +167,7 @@ func checkActions(sess store.Session) []*github.CheckRunAction {
 // reply and nothing else), and neither does a cancel: someone stopped it on
 // purpose, by taking the label off or otherwise. Each call is idempotent,
 // so a replayed sync repeats nothing visible.
-func (s *Service) syncLabels(ctx context.Context, c *github.Client, sess store.Session) error {
+func (h *Handler) syncLabels(ctx context.Context, c *github.Client, sess store.Session) error {
 	ti := sess.Info()
 	if ti.Label == "" || sess.Outcome == session.Refused || sess.Outcome == session.Cancelled {
 		return nil
@@ -138,11 +183,11 @@ func (s *Service) syncLabels(ctx context.Context, c *github.Client, sess store.S
 // run's summary, as the upload carried it; nil when there is none or it
 // cannot be read, and the summary then goes without it. Only the audit is
 // decoded, not the change.
-func (s *Service) egressAudit(ctx context.Context, sess store.Session) *contract.EgressAudit {
+func (h *Handler) egressAudit(ctx context.Context, sess store.Session) *contract.EgressAudit {
 	if sess.AttemptID == "" {
 		return nil
 	}
-	a, err := s.store.GetAttempt(ctx, sess.AttemptID)
+	a, err := h.Store.GetAttempt(ctx, sess.AttemptID)
 	if err != nil || a.Result == "" {
 		return nil
 	}
@@ -156,4 +201,29 @@ func (s *Service) egressAudit(ctx context.Context, sess store.Session) *contract
 		return nil
 	}
 	return up.Evidence.Egress
+}
+
+// annotateRun writes the session's outcome onto its run (a Buildkite
+// build's annotation), so people who look at the build see what came of
+// it. Best effort: the session has ended whatever this does.
+func (h *Handler) annotateRun(ctx context.Context, sess store.Session) {
+	if h.Runs == nil || sess.State() != session.Done || sess.AttemptID == "" {
+		return
+	}
+	a, err := h.Store.GetAttempt(ctx, sess.AttemptID)
+	if err != nil || a.ExternalID == "" {
+		return
+	}
+	style := "info"
+	switch render.CheckConclusion(sess.Outcome) {
+	case "success":
+		style = "success"
+	case "failure", "timed_out":
+		style = "error"
+	case "action_required":
+		style = "warning"
+	}
+	if err := h.Runs.Annotate(ctx, a.ExternalID, style, render.RunAnnotation(sess)); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("session_id", sess.ID).Msg("annotating the run failed")
+	}
 }

@@ -1,4 +1,4 @@
-package app
+package report
 
 import (
 	"context"
@@ -21,8 +21,8 @@ func TestReportResultEndsALimitExceededRunNamingTheLimit(t *testing.T) {
 		Manifest: &contract.Manifest{Files: []contract.FileChange{{Path: "calc.go", Mode: "100644", Content: []byte("package calc\n")}}},
 	}
 	f := &fakeReport{sess: sess}
-	if err := reportResult(context.Background(), f, sess, contract.Spec{}, up); err != nil {
-		t.Fatalf("reportResult: %v", err)
+	if err := decide(context.Background(), f, sess, contract.Spec{}, up); err != nil {
+		t.Fatalf("decide: %v", err)
 	}
 	if !slices.Equal(f.calls, []string{"end error"}) {
 		t.Fatalf("calls %q, want only the end", f.calls)

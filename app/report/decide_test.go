@@ -1,4 +1,4 @@
-package app
+package report
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/inspecthq/inspect/session"
 )
 
-// fakeReport is reportSteps as a plain struct, in the manner of
+// fakeReport is steps as a plain struct, in the manner of
 // policy-bot's pulltest: it answers from its fields and records each call,
-// so reportResult's decisions are tested without GitHub or its stand-in.
+// so decide's decisions are tested without GitHub or its stand-in.
 type fakeReport struct {
 	cfg    config.Repo
 	cfgErr error
@@ -176,8 +176,8 @@ func TestReportResultDecides(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeReport{cfgErr: tc.cfgErr, doneAfter: tc.doneAfter, sess: tc.sess}
-			if err := reportResult(context.Background(), f, tc.sess, spec, tc.up); err != nil {
-				t.Fatalf("reportResult: %v", err)
+			if err := decide(context.Background(), f, tc.sess, spec, tc.up); err != nil {
+				t.Fatalf("decide: %v", err)
 			}
 			if !slices.Equal(f.calls, tc.calls) {
 				t.Fatalf("calls\n got %q\nwant %q", f.calls, tc.calls)
@@ -203,7 +203,7 @@ func TestReportResultDecides(t *testing.T) {
 func TestReportResultReturnsFailuresForRetry(t *testing.T) {
 	f := &fakeReport{cfgErr: errors.New("connection reset")}
 	up := contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK}, Manifest: &contract.Manifest{Files: []contract.FileChange{{Path: "a.go", Mode: "100644"}}}}
-	err := reportResult(context.Background(), f, store.Session{ID: "s1", IsPR: true}, contract.Spec{}, up)
+	err := decide(context.Background(), f, store.Session{ID: "s1", IsPR: true}, contract.Spec{}, up)
 	if err == nil || !strings.Contains(err.Error(), "connection reset") {
 		t.Fatalf("err = %v, want the config read's failure", err)
 	}

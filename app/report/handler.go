@@ -1,0 +1,144 @@
+// Package report is the report_session work's handler: an attempt's
+// result becomes the session's end, through a validated commit, a push,
+// a pull request and the final sync (docs/ARCHITECTURE.md, step 5). Its
+// decisions are decide's (decide.go), over the narrow steps interface;
+// githubSteps (github.go) does them against GitHub and the store. The
+// engine (package app) wires a Handler with what it needs and nothing
+// more (decision 0049).
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/app/ghwrite"
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/session"
+)
+
+// Handler runs report_session work. Its fields are all it reaches of the
+// engine.
+type Handler struct {
+	// Store reads what the attempt left.
+	Store Store
+	// Transitions records what a write made and ends the session
+	// (app/transition's Writer).
+	Transitions Transitions
+	// Installation is the installation's GitHub client.
+	Installation func(ctx context.Context, installationID int64) (*github.Client, error)
+	// RevokeTokens revokes the attempt's read tokens (its run is over).
+	RevokeTokens func(ctx context.Context, attemptID string)
+	// RepoConfig is the config the session runs under; a
+	// *config.RepoConfigError when the file does not parse.
+	RepoConfig func(ctx context.Context, c *github.Client, sess store.Session) (config.Repo, error)
+	// EnsureCheckRun finds or creates the session's check run on
+	// sess.HeadSHA (searching first when replay is set).
+	EnsureCheckRun func(ctx context.Context, c *github.Client, sess store.Session, replay bool) (int64, error)
+	// RequesterPRs opens pull requests as the requester when they signed
+	// in to the dashboard (decision 0039); false: as the App.
+	RequesterPRs func(ctx context.Context, sess store.Session) (ghwrite.PullRequestOpener, bool)
+	// SessionURL is the session's page, nil without web.public_url.
+	SessionURL func(id string) *string
+	// BotLogin is the App's bot's login, which tells a follow-up on
+	// Inspect's own pull request.
+	BotLogin func() string
+	// CheckRunName is the name of Inspect's check run.
+	CheckRunName string
+}
+
+// Store is what the handler reads of the store.
+type Store interface {
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
+	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
+	Artifacts(ctx context.Context, attemptID string) ([]store.Artifact, error)
+}
+
+// Transitions is what the handler changes of a session as stored.
+type Transitions interface {
+	// Record stores what a write made, queueing a sync when the session
+	// ended meanwhile.
+	Record(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error)
+	// End ends the session with one reply, a sync queued.
+	End(ctx context.Context, id string, outcome session.Outcome, reason, reply string) error
+}
+
+// Handle turns an attempt's result into the session's end: a validated
+// commit through the Git Data API, pushed where ARCHITECTURE.md step 5
+// says, a pull request, a review request and, through the final sync, the
+// concluded check run and the edited progress comment. Each GitHub write is
+// recorded before the next, so a replay continues where it stopped.
+//
+// Handle only loads: the session, its attempt's spec and result, and the
+// proxy's token counts; it revokes the attempt's read tokens. What happens
+// next is decided by decide over the steps interface, which githubSteps
+// implements against GitHub and the store.
+func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
+	sess, err := h.Store.GetSession(ctx, w.SessionID)
+	if err != nil {
+		return err
+	}
+	if sess.State() != session.Reporting {
+		return nil
+	}
+	log := zerolog.Ctx(ctx).With().Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Logger()
+	ctx = log.WithContext(ctx)
+	a, err := h.Store.GetAttempt(ctx, sess.AttemptID)
+	if err != nil {
+		return err
+	}
+	var up contract.ResultUpload
+	var spec contract.Spec
+	if err := json.Unmarshal([]byte(a.Result), &up); err != nil {
+		return fmt.Errorf("stored result: %w", err)
+	}
+	if err := json.Unmarshal([]byte(a.Spec), &spec); err != nil {
+		return fmt.Errorf("stored spec: %w", err)
+	}
+	h.RevokeTokens(ctx, a.ID)
+	// The model proxy's counts are the app's own, never the supervisor's
+	// word: they replace whatever the upload says.
+	if used, err := h.Store.SessionUsage(ctx, a.ID); err == nil && used.Requests > 0 {
+		up.Evidence.Usage = &contract.TokenUsage{Input: used.InputTokens, Output: used.OutputTokens, Total: used.TotalTokens, Requests: int(used.Requests)}
+	} else {
+		up.Evidence.Usage = nil
+	}
+	// Likewise the artifacts: what the store received, never the
+	// supervisor's word.
+	stored, err := h.Store.Artifacts(ctx, a.ID)
+	if err != nil {
+		return err
+	}
+	up.Evidence.Artifacts = receivedArtifacts(up.Evidence.Artifacts, stored)
+	return decide(ctx, &githubSteps{h: h}, sess, spec, up)
+}
+
+// receivedArtifacts is the evidence's artifact list as the app received
+// the files: a collected entry takes the stored size, type and digest, or
+// is refused when nothing arrived under its name; the supervisor's
+// refusals stay as they are.
+func receivedArtifacts(listed []contract.Artifact, stored []store.Artifact) []contract.Artifact {
+	byName := make(map[string]store.Artifact, len(stored))
+	for _, a := range stored {
+		byName[a.Name] = a
+	}
+	out := make([]contract.Artifact, 0, len(listed))
+	for _, l := range listed {
+		if l.Refused == "" {
+			got, ok := byName[l.Name]
+			if !ok {
+				l = contract.Artifact{Name: l.Name, Size: l.Size, Refused: "listed by the supervisor, never received"}
+			} else {
+				l = contract.Artifact{Name: l.Name, Size: got.Size, ContentType: got.ContentType, SHA256: got.SHA256}
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}

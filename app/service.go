@@ -23,6 +23,7 @@ import (
 	"github.com/inspecthq/inspect/app/fleet"
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/metrics"
+	"github.com/inspecthq/inspect/app/reconcile"
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/snapshots"
 	"github.com/inspecthq/inspect/app/store"
@@ -75,6 +76,8 @@ type Service struct {
 	web dashboardOnce
 	// transitions makes every change of a session's state (app/transition).
 	transitions *transition.Writer
+	// reconciler is the periodic reconcile pass (app/reconcile).
+	reconciler *reconcile.Reconciler
 	// work runs each kind of work item (worker.go's workTable).
 	work map[store.WorkKind]workHandler
 }
@@ -134,6 +137,7 @@ func NewService(o Options) *Service {
 	s.transitions = &transition.Writer{Store: o.Store, Now: o.Clock.Now, StopAttempt: s.stopAttempt, Wake: s.wakeWorkers, Log: o.Logger}
 	s.metrics, s.metricsLn = newMetrics(o, s), o.MetricsListener
 	s.snapshots = s.newSnapshots(o)
+	s.reconciler = newReconciler(s)
 	s.work = workTable(s)
 	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})
 	return s

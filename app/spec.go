@@ -160,5 +160,5 @@ func (s *Service) sessionRegistries(fullName string, cfg config.Repo) ([]contrac
 // gatherer gathers a session's context with the store, our bot's login and
 // the app's GitHub reads it needs.
 func (s *Service) gatherer() gather.Gatherer {
-	return gather.Gatherer{Store: s.store, Bot: s.botLogin(), RoleName: ghclient.RoleName, FailingChecks: s.failingChecks}
+	return gather.Gatherer{Store: s.store, Bot: s.botLogin(), RoleName: ghclient.RoleName, FailingChecks: failingChecksAs(s.Identity)}
 }

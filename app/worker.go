@@ -12,12 +12,21 @@ import (
 
 	"github.com/google/go-github/v62/github"
 
+	"github.com/inspecthq/inspect/app/collect"
+	"github.com/inspecthq/inspect/app/commands"
+	"github.com/inspecthq/inspect/app/gather"
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/ghsync"
+	"github.com/inspecthq/inspect/app/reconcile"
+	"github.com/inspecthq/inspect/app/repair"
 	"github.com/inspecthq/inspect/app/report"
 	"github.com/inspecthq/inspect/app/snapshots"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/handlers"
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner"
+	"github.com/inspecthq/inspect/session"
 )
 
 // RunWorkers runs the configured number of workers until stop is closed,
@@ -75,7 +84,7 @@ func (s *Service) workerLoop(stop <-chan struct{}, ctx context.Context, owner st
 // RunPending processes work until none is ready now. Tests use it to run the
 // workers' steps deterministically.
 func (s *Service) RunPending(ctx context.Context) (int, error) {
-	if err := s.reconcile(ctx); err != nil {
+	if err := s.reconciler.Run(ctx); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -192,13 +201,13 @@ func workTable(s *Service) map[store.WorkKind]workHandler {
 		store.PrepareSession:    s.prepare,
 		store.PostReply:         s.postReply,
 		store.RefreshRepoConfig: s.refreshFromPush,
-		store.RunCommand:        s.runCommand,
+		store.RunCommand:        commandHandler(s).Handle,
 		store.SyncSession:       syncHandler(s).Handle,
 		store.DispatchSession:   s.dispatch,
 		store.ReportSession:     reportHandler(s).Handle,
-		store.CollectResult:     s.collectResult,
+		store.CollectResult:     collectHandler(s).Handle,
 		store.BuildSnapshot:     s.snapshots.BuildWork,
-		store.ConsiderRepair:    s.considerRepair,
+		store.ConsiderRepair:    repairHandler(s).Handle,
 		store.CollectSnapshots:  s.snapshots.CollectWork,
 	}
 }
@@ -220,7 +229,7 @@ func syncHandler(s *Service) *ghsync.Handler {
 	h := &ghsync.Handler{
 		Store:        s.store,
 		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
-		Now:          s.clock.Now, Thread: s.thread, RunLink: s.runOf, SignInHint: s.signInHint,
+		Now:          s.clock.Now, Thread: s.thread, RunLink: collectHandler(s).RunLink, SignInHint: s.signInHint,
 		CommandWord: s.cfg.CommandWord, CheckRunName: CheckRunName,
 	}
 	if runs, ok := s.executor.(runner.RunAnnotator); ok {
@@ -228,6 +237,85 @@ func syncHandler(s *Service) *ghsync.Handler {
 	}
 	return h
 }
+
+// commandHandler is the run_command handler, handed what it needs of the
+// engine (app/commands).
+func commandHandler(s *Service) *commands.Handler {
+	return &commands.Handler{
+		Store:        s.store,
+		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
+		TargetFacts: func(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, error) {
+			target, role, _, err := targetFacts(ctx, c, owner, name, tg, login, senderType)
+			return target, role, err
+		},
+		BranchFacts: func(ctx context.Context, c *github.Client, owner, name, branch, login, senderType string) (policy.Target, policy.Role, error) {
+			target, role, _, err := branchFacts(ctx, c, owner, name, branch, login, senderType)
+			return target, role, err
+		},
+		StopAttempt: s.stopAttempt, BotLogin: s.botLogin, NewID: newID, Wake: s.wakeWorkers, Now: s.clock.Now,
+		ForkPRAllowed: s.cfg.ForkPRAllowed, CommandWord: s.cfg.CommandWord, AllowedBots: s.cfg.Policy.AllowedBots, Paused: s.cfg.Paused,
+		UnaskedReasons: []string{reasonNotATrigger, reasonLabelRemoved},
+	}
+}
+
+// repairHandler is the consider_repair handler, handed what it needs of
+// the engine (app/repair).
+func repairHandler(s *Service) *repair.Handler {
+	return &repair.Handler{
+		Store:        s.store,
+		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
+		RepoConfig:   s.loadRepoConfig, ScheduleSnapshots: s.snapshots.Schedule, FailingChecks: failingChecksAs(s.Identity),
+		Postpone: func(after time.Duration, why string) error { return &postponed{after: after, why: why} },
+		NewID:    newID, Wake: s.wakeWorkers, Now: s.clock.Now,
+		Paused: s.cfg.Paused, Settings: s.cfg.Repair, Limits: s.cfg.PolicyLimits(), PollInterval: s.cfg.Workers.PollInterval,
+	}
+}
+
+// failingChecksAs lists the failing checks on sha that the repo's config
+// repairs (gather.ListFailingChecks), never those of the App self names
+// (asked at each call: the slug may be resolved after the wiring).
+func failingChecksAs(self func() handlers.Identity) func(ctx context.Context, c *github.Client, owner, name, sha string, cfg config.Repo) ([]gather.FailingCheck, error) {
+	return func(ctx context.Context, c *github.Client, owner, name, sha string, cfg config.Repo) ([]gather.FailingCheck, error) {
+		id := self()
+		return gather.ListFailingChecks(ctx, c, owner, name, sha, cfg, policy.AppIdentity{ID: id.AppID, Slug: id.AppSlug})
+	}
+}
+
+// collectHandler is the collect_result handler, handed what it needs of
+// the engine (app/collect); reconcile and the sync use it too.
+func collectHandler(s *Service) *collect.Handler {
+	return &collect.Handler{
+		Store: s.store, Transitions: s.transitions, Executor: s.executor,
+		RecordResult: s.recordResult, Wake: s.wakeWorkers, CommandWord: s.cfg.CommandWord,
+	}
+}
+
+// newReconciler is the periodic reconcile, handed what it needs of the
+// engine (app/reconcile).
+func newReconciler(s *Service) *reconcile.Reconciler {
+	return &reconcile.Reconciler{
+		Store: s.store, Fleet: s.fleet, Transitions: s.transitions, Executor: s.executor,
+		Installation:        func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
+		QueueSnapshotBuilds: s.snapshots.QueueBuilds, Collect: collectHandler(s).Collect,
+		ForeignLocalAttempt: s.foreignLocalAttempt, ReplaceDeadHostAttempt: s.replaceDeadHostAttempt, AdoptRun: s.adoptRun,
+		StopAttempt: s.stopAttempt, Wake: s.wakeWorkers, Now: s.clock.Now,
+		AttemptsOncePerFleet: s.cfg.Executor.Kind == "buildkite", Interval: s.cfg.Workers.ReconcileInterval,
+		Retention: s.cfg.Artifacts.Retention, ReplicaTimeout: s.cfg.Workers.ReplicaTimeout,
+	}
+}
+
+// reconcile is fleet.go's way to the reconcile pass (fleetEngine), until
+// the fleet is handed the Reconciler itself.
+func (s *Service) reconcile(ctx context.Context) error { return s.reconciler.Run(ctx) }
+
+// redispatch is fleet.go's way to re-dispatch a dead replica's attempt,
+// until it is handed the Reconciler itself.
+func (s *Service) redispatch(ctx context.Context, sess store.Session, a store.Attempt) error {
+	return s.reconciler.Redispatch(ctx, sess, a)
+}
+
+// minRedispatchTime is reconcile's, for fleet.go.
+const minRedispatchTime = reconcile.MinRedispatchTime
 
 // postponed is returned by work that must wait its turn; it is retried
 // after `after` without counting as a failed attempt.

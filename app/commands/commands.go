@@ -1,4 +1,9 @@
-package app
+// Package commands is the run_command work's handler: `status`, `cancel`
+// and `retry`, from a comment, a label taken off, or a button on
+// Inspect's check run (the dashboard's buttons are such buttons). The
+// engine (package app) wires a Handler with what it needs and nothing
+// more (decision 0049).
+package commands
 
 import (
 	"context"
@@ -7,11 +12,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
-	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
@@ -20,9 +25,57 @@ import (
 	"github.com/inspecthq/inspect/session"
 )
 
-// runCommand handles `status`, `cancel` and `retry`, from a comment, a
+// Handler runs run_command work. Its fields are all it reaches of the
+// engine.
+type Handler struct {
+	// Store reads the thread's sessions, ends the cancelled ones and
+	// creates a retry's.
+	Store Store
+	// Installation is the installation's GitHub client.
+	Installation func(ctx context.Context, installationID int64) (*github.Client, error)
+	// TargetFacts reads what policy needs about a pull request or issue,
+	// and the sender's role on the repo.
+	TargetFacts func(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, error)
+	// BranchFacts reads what policy needs about a branch session, and the
+	// sender's role on the repo.
+	BranchFacts func(ctx context.Context, c *github.Client, owner, name, branch, login, senderType string) (policy.Target, policy.Role, error)
+	// StopAttempt stops a cancelled session's run and revokes its tokens.
+	StopAttempt func(ctx context.Context, attemptID string)
+	// BotLogin is the App's bot's login, whose replies the thread finds.
+	BotLogin func() string
+	// NewID is a new session's id.
+	NewID func() string
+	// Wake wakes the workers for a retry's preparation.
+	Wake func()
+	// Now is the clock.
+	Now func() time.Time
+	// ForkPRAllowed says whether the repository opted in to forks' pull
+	// requests (server config).
+	ForkPRAllowed func(repoFullName string) bool
+	// CommandWord is what a comment starts with to talk to Inspect.
+	CommandWord string
+	// AllowedBots are the bot logins that may trigger (policy.allowed_bots).
+	AllowedBots []string
+	// Paused is server.paused.
+	Paused bool
+	// UnaskedReasons are the reasons of sessions nobody asked for (a label
+	// the fresh config does not name, or one no longer on the issue),
+	// which status leaves out.
+	UnaskedReasons []string
+}
+
+// Store is what the handler reads and writes of the store.
+type Store interface {
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
+	SessionsForTarget(ctx context.Context, repoID int64, number int, limit int) ([]store.Session, error)
+	MutateSession(ctx context.Context, id string, now time.Time, fn func(*store.Session) error, then ...store.NewWork) (store.Session, error)
+	CreateSessionOnce(ctx context.Context, claimKeys []string, sess *store.Session, work []store.NewWork, now time.Time) (bool, error)
+}
+
+// Handle handles `status`, `cancel` and `retry`, from a comment, a
 // label taken off, or a button on Inspect's check run.
-func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
+func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 	var t session.Trigger
 	if err := json.Unmarshal([]byte(w.Payload), &t); err != nil {
 		return fmt.Errorf("decoding command payload: %w", err)
@@ -31,7 +84,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 	ctx = log.WithContext(ctx)
 	if t.Kind == session.KindCheckAction {
 		// The button's session says which thread this is about.
-		sess, err := s.store.GetSession(ctx, t.SessionID)
+		sess, err := h.Store.GetSession(ctx, t.SessionID)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && sess.RepoID != t.Repo.ID) {
 			log.Warn().Str("session_id", t.SessionID).Msg("check-run button for a session this server does not know; ignored")
 			return nil
@@ -41,12 +94,12 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 		}
 		t.SetTarget(sess.Target())
 	}
-	c, err := s.gh.Installation(ctx, t.InstallationID)
+	c, err := h.Installation(ctx, t.InstallationID)
 	if err != nil {
 		return err
 	}
 	replay := w.Attempts > 1
-	th := ghwrite.NewThread(c, t.Repo.Owner, t.Repo.Name, t.Number, s.botLogin())
+	th := ghwrite.NewThread(c, t.Repo.Owner, t.Repo.Name, t.Number, h.BotLogin())
 	if t.Kind == session.KindReviewComment && t.Review != nil {
 		th.Review = t.Review.ThreadRoot(t.CommentID)
 	}
@@ -57,14 +110,14 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 			log.Info().Str("session_id", t.SessionID).Msg("branch session's command answered on its page only")
 			return nil
 		}
-		_, err := th.PostOnce(ctx, render.ReplyMarker(t), render.WithIgnoredNote(body, t.Command.Ignored, s.cfg.CommandWord), replay)
+		_, err := th.PostOnce(ctx, render.ReplyMarker(t), render.WithIgnoredNote(body, t.Command.Ignored, h.CommandWord), replay)
 		return err
 	}
 	if t.Kind == session.KindUnlabel {
 		// Taking the label off says "stop" only while its session runs
 		// (Inspect takes it off itself when a session ends; that event is
 		// our own and never gets here).
-		sessions, err := s.cancellable(ctx, t)
+		sessions, err := h.cancellable(ctx, t)
 		if err != nil {
 			return err
 		}
@@ -72,7 +125,7 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 			return nil // nothing of its runs (a refusal, or it ended): nothing to say
 		}
 	}
-	facts, err := s.commandFacts(ctx, c, t)
+	facts, err := h.commandFacts(ctx, c, t)
 	if err != nil {
 		return err
 	}
@@ -81,19 +134,19 @@ func (s *Service) runCommand(ctx context.Context, w *store.Work) error {
 	}
 	switch t.Command.Sub {
 	case policy.Status:
-		return s.status(ctx, t, reply)
+		return h.status(ctx, t, reply)
 	case policy.Cancel:
-		return s.cancel(ctx, t, reply)
+		return h.cancel(ctx, t, reply)
 	case policy.Retry:
-		return s.retry(ctx, t, reply)
+		return h.retry(ctx, t, reply)
 	}
-	return reply(render.HelpText(s.cfg.CommandWord))
+	return reply(render.HelpText(h.CommandWord))
 }
 
 // cancellable lists the sessions a cancel trigger may stop: a button's
 // own session, a removed label's sessions, or every session on the thread.
-func (s *Service) cancellable(ctx context.Context, t session.Trigger) ([]store.Session, error) {
-	sessions, err := s.sessionsForTarget(ctx, t, 50)
+func (h *Handler) cancellable(ctx context.Context, t session.Trigger) ([]store.Session, error) {
+	sessions, err := h.sessionsForTarget(ctx, t, 50)
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +172,8 @@ func (s *Service) cancellable(ctx context.Context, t session.Trigger) ([]store.S
 // sessionsForTarget lists the newest sessions on the trigger's issue or
 // pull request, or on its branch: branch sessions all have Number 0, so
 // only those on the same branch count.
-func (s *Service) sessionsForTarget(ctx context.Context, t session.Trigger, limit int) ([]store.Session, error) {
-	sessions, err := s.store.SessionsForTarget(ctx, t.Repo.ID, t.Number, limit)
+func (h *Handler) sessionsForTarget(ctx context.Context, t session.Trigger, limit int) ([]store.Session, error) {
+	sessions, err := h.Store.SessionsForTarget(ctx, t.Repo.ID, t.Number, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -130,10 +183,10 @@ func (s *Service) sessionsForTarget(ctx context.Context, t session.Trigger, limi
 
 // commandFacts gathers what policy needs. Status needs no role (anyone who
 // can read the thread may ask), so it costs no permission lookup.
-func (s *Service) commandFacts(ctx context.Context, c *github.Client, t session.Trigger) (policy.Facts, error) {
+func (h *Handler) commandFacts(ctx context.Context, c *github.Client, t session.Trigger) (policy.Facts, error) {
 	f := policy.Facts{
-		SenderLogin: t.Sender.Login, SenderType: t.Sender.Type, AllowedBots: s.cfg.Policy.AllowedBots,
-		ServerPaused: s.cfg.Paused, ForkOptIn: s.cfg.ForkPRAllowed(t.Repo.FullName()), Subcommand: t.Command.Sub,
+		SenderLogin: t.Sender.Login, SenderType: t.Sender.Type, AllowedBots: h.AllowedBots,
+		ServerPaused: h.Paused, ForkOptIn: h.ForkPRAllowed(t.Repo.FullName()), Subcommand: t.Command.Sub,
 	}
 	if t.Command.Sub == policy.Status {
 		return f, nil
@@ -142,94 +195,31 @@ func (s *Service) commandFacts(ctx context.Context, c *github.Client, t session.
 	if tg := t.Target(); tg.IsBranch() {
 		// Whether the branch still exists does not matter to a cancel or
 		// a retry: the retry's preparation reads it again.
-		f.Target, f.SenderRole, _, err = branchFacts(ctx, c, t.Repo.Owner, t.Repo.Name, tg.BranchName(), t.Sender.Login, t.Sender.Type)
+		f.Target, f.SenderRole, err = h.BranchFacts(ctx, c, t.Repo.Owner, t.Repo.Name, tg.BranchName(), t.Sender.Login, t.Sender.Type)
 		return f, err
 	}
-	f.Target, f.SenderRole, _, err = targetFacts(ctx, c, t.Repo.Owner, t.Repo.Name, t.Target(), t.Sender.Login, t.Sender.Type)
+	f.Target, f.SenderRole, err = h.TargetFacts(ctx, c, t.Repo.Owner, t.Repo.Name, t.Target(), t.Sender.Login, t.Sender.Type)
 	return f, err
 }
 
-// targetRead is what targetFacts read of a PR or issue besides policy's
-// facts.
-type targetRead struct {
-	headSHA string   // a pull request's head commit
-	labels  []string // an issue's labels, by name, as GitHub has them now
-}
-
-// hasLabel reports whether the issue carries the label; GitHub's label
-// names ignore case.
-func (r targetRead) hasLabel(label string) bool {
-	return slices.ContainsFunc(r.labels, func(l string) bool { return strings.EqualFold(l, label) })
-}
-
-// targetFacts reads what policy needs about a PR or issue, and the
-// sender's role on the repo (none for a bot, whose permission is the
-// allowlist's to decide), plus a PR's head commit and an issue's labels.
-func targetFacts(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, targetRead, error) {
-	var target policy.Target
-	var read targetRead
-	var role string
-	// The target and the role side by side: neither needs the other.
-	err := sideBySide(ctx, func(ctx context.Context) error {
-		if tg.IsPullRequest() {
-			pr, _, err := c.PullRequests.Get(ctx, owner, name, tg.Number())
-			if err != nil {
-				return fmt.Errorf("reading the pull request: %w", err)
-			}
-			read.headSHA = pr.GetHead().GetSHA()
-			target = policy.Target{IsPR: true, State: pr.GetState(), Merged: pr.GetMerged(), Locked: pr.GetLocked(),
-				HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRepoFullName: pr.GetBase().GetRepo().GetFullName()}
-			return nil
-		}
-		issue, _, err := c.Issues.Get(ctx, owner, name, tg.Number())
-		if err != nil {
-			return fmt.Errorf("reading the issue: %w", err)
-		}
-		target = policy.Target{State: issue.GetState(), Locked: issue.GetLocked()}
-		// The issue carries all its labels (GitHub allows 100); no page
-		// of its labels endpoint is needed.
-		for _, l := range issue.Labels {
-			read.labels = append(read.labels, l.GetName())
-		}
-		return nil
-	}, senderRole(c, owner, name, login, senderType, &role))
-	if err != nil {
-		return policy.Target{}, "", targetRead{}, err
-	}
-	return target, policy.Role(role), read, nil
-}
-
-// senderRole reads login's role into role, beside another read; nil (no
-// read) for a bot, whose role is never asked (policy.IsBotSender).
-func senderRole(c *github.Client, owner, name, login, senderType string, role *string) func(context.Context) error {
-	if policy.IsBotSender(login, senderType) {
-		return nil
-	}
-	return func(ctx context.Context) error {
-		var err error
-		*role, err = ghclient.RoleName(ctx, c, owner, name, login)
-		return err
-	}
-}
-
-func (s *Service) status(ctx context.Context, t session.Trigger, reply func(string) error) error {
-	sessions, err := s.sessionsForTarget(ctx, t, 10)
+func (h *Handler) status(ctx context.Context, t session.Trigger, reply func(string) error) error {
+	sessions, err := h.sessionsForTarget(ctx, t, 10)
 	if err != nil {
 		return err
 	}
 	if len(sessions) == 0 {
-		return reply(render.NoSessionsReply(s.cfg.CommandWord))
+		return reply(render.NoSessionsReply(h.CommandWord))
 	}
 	var rows []render.StatusRow
 	for _, sess := range sessions {
-		if sess.Reason == reasonNotATrigger || sess.Reason == reasonLabelRemoved {
+		if slices.Contains(h.UnaskedReasons, sess.Reason) {
 			continue // nobody asked: a label the fresh config does not name, or one no longer on the issue
 		}
 		row := render.StatusRow{Session: sess}
 		if sess.Active() && sess.AttemptID != "" {
 			// The supervisor's latest progress report, so a long run shows
 			// where it is.
-			if a, err := s.store.GetAttempt(ctx, sess.AttemptID); err == nil {
+			if a, err := h.Store.GetAttempt(ctx, sess.AttemptID); err == nil {
 				row.Progress = a.Progress
 			}
 		}
@@ -238,8 +228,8 @@ func (s *Service) status(ctx context.Context, t session.Trigger, reply func(stri
 	return reply(render.StatusListing(rows))
 }
 
-func (s *Service) cancel(ctx context.Context, t session.Trigger, reply func(string) error) error {
-	sessions, err := s.cancellable(ctx, t)
+func (h *Handler) cancel(ctx context.Context, t session.Trigger, reply func(string) error) error {
+	sessions, err := h.cancellable(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -248,7 +238,7 @@ func (s *Service) cancel(ctx context.Context, t session.Trigger, reply func(stri
 		if !sess.Active() {
 			continue
 		}
-		ended, err := s.store.MutateSession(ctx, sess.ID, s.clock.Now(), func(x *store.Session) error {
+		ended, err := h.Store.MutateSession(ctx, sess.ID, h.Now(), func(x *store.Session) error {
 			if x.State() == session.Done {
 				return transition.ErrAlreadyDone
 			}
@@ -260,7 +250,7 @@ func (s *Service) cancel(ctx context.Context, t session.Trigger, reply func(stri
 		if err != nil {
 			return err
 		}
-		s.stopAttempt(ctx, ended.AttemptID) // as of the ending, not of the earlier read
+		h.StopAttempt(ctx, ended.AttemptID) // as of the ending, not of the earlier read
 		cancelled = append(cancelled, sess.ID)
 	}
 	if len(cancelled) == 0 {
@@ -284,8 +274,8 @@ func (s *Service) cancel(ctx context.Context, t session.Trigger, reply func(stri
 	return reply(render.CancelledReply(cancelled, t.Sender.Login))
 }
 
-func (s *Service) retry(ctx context.Context, t session.Trigger, reply func(string) error) error {
-	sessions, err := s.sessionsForTarget(ctx, t, 50)
+func (h *Handler) retry(ctx context.Context, t session.Trigger, reply func(string) error) error {
+	sessions, err := h.sessionsForTarget(ctx, t, 50)
 	if err != nil {
 		return err
 	}
@@ -298,7 +288,7 @@ func (s *Service) retry(ctx context.Context, t session.Trigger, reply func(strin
 		if sess.Active() {
 			// Whatever the trigger: a double-pressed Retry must not queue
 			// a second run of the same request.
-			return reply(render.StillActiveReply(sess, s.cfg.CommandWord))
+			return reply(render.StillActiveReply(sess, h.CommandWord))
 		}
 		if t.Kind == session.KindCheckAction && sess.ID != t.SessionID {
 			continue // a button retries its own session
@@ -310,11 +300,11 @@ func (s *Service) retry(ctx context.Context, t session.Trigger, reply func(strin
 		}
 	}
 	if last == nil {
-		return reply(render.NothingToRetryReply(s.cfg.CommandWord))
+		return reply(render.NothingToRetryReply(h.CommandWord))
 	}
 	info, target := last.Info(), last.Target()
 	next := &store.Session{
-		ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name, InstallationID: t.InstallationID,
+		ID: h.NewID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name, InstallationID: t.InstallationID,
 		Number: target.Number(), IsPR: target.IsPullRequest(), TriggerKind: session.KindRetry, DeliveryID: t.DeliveryID,
 		RequesterLogin: t.Sender.Login, RequesterID: t.Sender.ID, RequesterType: t.Sender.Type,
 		Instructions: last.Instructions, RetryOf: last.ID,
@@ -327,11 +317,11 @@ func (s *Service) retry(ctx context.Context, t session.Trigger, reply func(strin
 	if t.Kind == session.KindComment {
 		next.CommentID = t.CommentID
 	}
-	created, err := s.store.CreateSessionOnce(ctx, []string{"retry:" + t.DeliveryID}, next, []store.NewWork{{Kind: store.PrepareSession}}, s.clock.Now())
+	created, err := h.Store.CreateSessionOnce(ctx, []string{"retry:" + t.DeliveryID}, next, []store.NewWork{{Kind: store.PrepareSession}}, h.Now())
 	if err != nil || !created {
 		return err
 	}
 	zerolog.Ctx(ctx).Info().Str("session_id", next.ID).Str("retry_of", last.ID).Msg("retry queued")
-	s.wakeWorkers()
+	h.Wake()
 	return nil
 }

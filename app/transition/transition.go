@@ -15,13 +15,13 @@
 //     the supervisor claims its attempt over the session channel
 //     (app/transitions.go, claimAttempt).
 //   - Report, dispatched or running → reporting: store.RecordResult, when
-//     the result arrives (the channel's upload, or app/collect.go's fetch).
+//     the result arrives (the channel's upload, or app/collect's fetch).
 //   - Requeue, dispatched or running → preparing: Requeue, for a lost
 //     attempt's one re-dispatch or a replica's handback.
 //   - End, any but done → done: End and EndIf (one reply, a sync queued),
 //     EndRun (only while the attempt is still the session's live one),
 //     GiveUp (a step that kept failing), EndForBudget (the model proxy's
-//     token budget); elsewhere cancel (app/commands.go), admit's daily
+//     token budget); elsewhere cancel (app/commands), admit's daily
 //     budget (app/prepare.go), and a refusal at the door (app/intake.go, a
 //     new session).
 //

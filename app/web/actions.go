@@ -13,7 +13,7 @@ import (
 // The buttons on a session's page. Each becomes the trigger a check run's
 // button would (session.KindCheckAction, the session's own), with the
 // signed-in user as its sender: the worker reads their permission on the
-// repository and applies the comment commands' policy (app/commands.go),
+// repository and applies the comment commands' policy (app/commands),
 // and the reply goes to the session's thread, as for a comment.
 const (
 	actionCancel = "cancel"

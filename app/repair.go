@@ -81,7 +81,7 @@ func (s *Service) considerRepair(ctx context.Context, w *store.Work) error {
 	if err != nil {
 		return fmt.Errorf("reading the repository: %w", err)
 	}
-	cfg, err := s.loadRepoConfig(ctx, c, f.Repo.ID, repo, s.clock.Now())
+	cfg, err := s.repoConfigs.Load(ctx, c, f.Repo.ID, repo, s.clock.Now())
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
 		log.Info().Err(err).Msg("repair dropped: the repo's config does not parse")

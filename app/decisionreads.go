@@ -22,7 +22,7 @@ import (
 // decisionReads is what prepare decides a session on.
 type decisionReads struct {
 	repo *github.Repository
-	// cfg and cfgErr are the default branch's config as loadRepoConfig
+	// cfg and cfgErr are the default branch's config as repoconfig.Configs.Load
 	// gives them (cfgErr a *config.RepoConfigError for a bad file).
 	cfg    config.Repo
 	cfgErr error
@@ -59,7 +59,7 @@ func (s *Service) readForDecision(ctx context.Context, c *github.Client, sess st
 	})
 	if guess != "" {
 		g.Go(func() error {
-			guessed, guessErr = s.loader.Load(gctx, c, owner, name, guess)
+			guessed, guessErr = s.repoConfigs.Loader.Load(gctx, c, owner, name, guess)
 			return nil // judged once the repository says which branch is its default
 		})
 	}
@@ -77,9 +77,9 @@ func (s *Service) readForDecision(ctx context.Context, c *github.Client, sess st
 	}
 	s.defaultBranches.put(sess.RepoID, out.repo.GetDefaultBranch())
 	if guess == out.repo.GetDefaultBranch() {
-		out.cfg, out.cfgErr = s.cacheRepoConfig(ctx, sess.RepoID, out.repo, fetchStart, guessed, guessErr)
+		out.cfg, out.cfgErr = s.repoConfigs.Cache(ctx, sess.RepoID, out.repo, fetchStart, guessed, guessErr)
 	} else {
-		out.cfg, out.cfgErr = s.loadRepoConfig(ctx, c, sess.RepoID, out.repo, fetchStart)
+		out.cfg, out.cfgErr = s.repoConfigs.Load(ctx, c, sess.RepoID, out.repo, fetchStart)
 	}
 	return out, nil
 }

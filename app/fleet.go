@@ -32,12 +32,6 @@ func newFleet(o Options) *fleet.Fleet {
 	})
 }
 
-// fleetEngine is the engine as the fleet's periodic loop sees it.
-type fleetEngine struct{ s *Service }
-
-// Reconcile implements fleet.Engine.
-func (e fleetEngine) Reconcile(ctx context.Context) error { return e.s.reconcile(ctx) }
-
 // SweepDeliveries runs the redelivery sweep once, now, whatever the fleet's
 // schedule: for tests, and for an operator recovering after an outage.
 func (s *Service) SweepDeliveries(ctx context.Context) (int, error) {

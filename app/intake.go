@@ -133,11 +133,11 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 // pausedLocally checks the two pause switches from local state. A cache miss
 // errs on the side of accepting; the worker re-checks with the fresh config.
 func (s *Service) pausedLocally(ctx context.Context, t session.Trigger) (policy.Decision, error) {
-	// A cached pause is trusted only while fresh (cachedRepoConfig): were
+	// A cached pause is trusted only while fresh (repoconfig.Configs.Cached): were
 	// the push that lifted it lost, an old entry would otherwise refuse
 	// forever without looking. Past repo_config_max_age the trigger is
 	// accepted and the worker reads the config again.
-	cfg, known, err := s.cachedRepoConfig(ctx, t.Repo.ID)
+	cfg, known, err := s.repoConfigs.Cached(ctx, t.Repo.ID)
 	if err != nil {
 		return policy.Decision{}, err
 	}
@@ -186,7 +186,7 @@ func (s *Service) DefaultBranchMoved(ctx context.Context, repo session.Repo) {
 // session silently if the label is not the trigger (reasonNotATrigger),
 // and the cache then filters the repo's next label events here.
 func (s *Service) isTriggerLabel(ctx context.Context, repoID int64, label string) (bool, error) {
-	cfg, known, err := s.cachedRepoConfig(ctx, repoID)
+	cfg, known, err := s.repoConfigs.Cached(ctx, repoID)
 	if err != nil || !known {
 		return !known, err
 	}
@@ -199,7 +199,7 @@ func (s *Service) isTriggerLabel(ctx context.Context, repoID int64, label string
 // session. Everything else stores nothing.
 func (s *Service) AcceptCheckFailure(ctx context.Context, f session.CheckFailure) error {
 	log := zerolog.Ctx(ctx)
-	cfg, known, err := s.cachedRepoConfig(ctx, f.Repo.ID)
+	cfg, known, err := s.repoConfigs.Cached(ctx, f.Repo.ID)
 	if err != nil {
 		return &handlers.StoreError{Err: err}
 	}

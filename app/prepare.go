@@ -59,7 +59,7 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 		if err := s.announce(ctx, c, sess.ID, replay, ""); err != nil {
 			return err
 		}
-		cfg, err := s.sessionRepoConfig(ctx, c, sess)
+		cfg, err := s.repoConfigs.ForSession(ctx, c, sess)
 		var cfgErr *config.RepoConfigError
 		if errors.As(err, &cfgErr) {
 			return s.transitions.End(ctx, sess.ID, session.Errored, "config_invalid", render.ConfigErrorReply(sess, cfgErr))
@@ -245,7 +245,7 @@ func (s *Service) announce(ctx context.Context, c *github.Client, id string, rep
 		}
 	}
 	origin := render.OriginOf(next)
-	origin.SignIn = s.signInHint(ctx, next)
+	origin.SignIn = s.dash.SignInHint(ctx, next)
 	body := render.ProgressBody(next, origin, s.cfg.CommandWord, render.RunLink{})
 	if blocker != "" {
 		body = render.WaitingBody(sess, blocker, s.cfg.CommandWord)
@@ -380,7 +380,7 @@ func (s *Service) ensureCheckRun(ctx context.Context, c *github.Client, sess sto
 		HeadSHA:    sess.HeadSHA,
 		Status:     github.String("queued"),
 		ExternalID: github.String(sess.ID),
-		DetailsURL: s.sessionURL(sess.ID),
+		DetailsURL: s.dash.SessionURL(sess.ID),
 		Actions:    ghsync.CheckActions(sess),
 		Output: &github.CheckRunOutput{
 			Title:   github.String(title),

@@ -30,15 +30,15 @@ func (s *Service) Handler() http.Handler {
 		&handlers.Status{Sink: s, Self: s.Identity},
 		&handlers.Push{Sink: s},
 		handlers.Ping{},
-		&handlers.AppAuthorization{Forget: s},
+		&handlers.AppAuthorization{Forget: s.dash},
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST "+WebhookPath, s.countWebhooks(&handlers.GitHubWebhook{
 		Secrets: s.cfg.WebhookSecrets(), Handlers: eventHandlers, MaxBodyBytes: s.cfg.HTTP.MaxBodyBytes,
 		MaxInflight: int64(s.cfg.HTTP.MaxInflightWebhooks), Inflight: &s.inflightWebhooks, Log: s.log,
 	}))
-	s.sessionChannel().Routes(mux)
-	s.dashboardRoutes(mux)
+	sessionChannel(s).Routes(mux)
+	s.dash.Routes(mux)
 	if s.cfg.Buildkite.WebhookToken != "" {
 		mux.Handle("POST "+BuildkiteHookPath, &handlers.BuildkiteHook{Secret: s.cfg.Buildkite.WebhookToken, Sink: buildSink{s}, Now: s.clock.Now, Log: s.log})
 	}

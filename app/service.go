@@ -17,14 +17,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/clock"
+	"github.com/inspecthq/inspect/app/dashboard"
 	"github.com/inspecthq/inspect/app/fleet"
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/metrics"
+	"github.com/inspecthq/inspect/app/readtoken"
 	"github.com/inspecthq/inspect/app/reconcile"
 	"github.com/inspecthq/inspect/app/registryproxy"
+	"github.com/inspecthq/inspect/app/repoconfig"
 	"github.com/inspecthq/inspect/app/snapshots"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/app/transition"
@@ -37,19 +41,22 @@ const CheckRunName = "Inspect"
 
 // Service accepts triggers and runs the work they create.
 type Service struct {
-	cfg    config.Server
-	store  *store.Store
-	gh     ghclient.GitHubClients
-	clock  clock.Clock
-	log    zerolog.Logger
-	loader *config.RepoLoader
-	self   atomic.Pointer[handlers.Identity]
-	wake   chan struct{}
+	cfg   config.Server
+	store *store.Store
+	gh    ghclient.GitHubClients
+	clock clock.Clock
+	log   zerolog.Logger
+	self  atomic.Pointer[handlers.Identity]
+	wake  chan struct{}
 	// executor runs attempts; nil accepts and prepares sessions but never
 	// dispatches them (the control plane alone).
 	executor   Executor
 	channelURL string
-	tokens     repoTokens
+	// readTokens mints and revokes the supervisors' and builds' read
+	// tokens (app/readtoken).
+	readTokens *readtoken.Tokens
+	// repoConfigs reads repos' configs, cached and fresh (app/repoconfig).
+	repoConfigs *repoconfig.Configs
 	// snapshots is the snapshot scheduler (app/snapshots).
 	snapshots *snapshots.Scheduler
 	version   string
@@ -61,8 +68,6 @@ type Service struct {
 	registryProxy *registryproxy.Proxy
 	// inflightWebhooks counts webhooks being accepted, for load shedding.
 	inflightWebhooks atomic.Int64
-	// parsed memoises the cached repo configs' parses for the webhook path.
-	parsed parsedConfigs
 	// defaultBranches guesses each repository's default branch, so its
 	// config is read beside the repository (decisionreads.go).
 	defaultBranches defaultBranchMemo
@@ -72,8 +77,8 @@ type Service struct {
 	metricsLn net.Listener
 	// WorkerName identifies this replica's workers in leases.
 	WorkerName string
-	// web is the dashboard, built once (app/dashboard.go).
-	web dashboardOnce
+	// dash is the dashboard, built once on first use (app/dashboard).
+	dash *dashboard.Dashboard
 	// transitions makes every change of a session's state (app/transition).
 	transitions *transition.Writer
 	// reconciler is the periodic reconcile pass (app/reconcile).
@@ -123,7 +128,7 @@ func NewService(o Options) *Service {
 	}
 	s := &Service{
 		cfg: o.Config, store: o.Store, gh: o.GitHub, clock: o.Clock, log: o.Logger,
-		loader: config.NewRepoLoader(), wake: make(chan struct{}, 1), WorkerName: o.WorkerName,
+		wake: make(chan struct{}, 1), WorkerName: o.WorkerName,
 		executor: o.Executor, channelURL: o.ChannelURL,
 		version: o.Version, fleet: newFleet(o),
 		registryProxy: registryproxy.New(registryproxy.Options{Upstreams: o.Config, Cache: o.RegistryCache, Now: o.Clock.Now}),
@@ -136,7 +141,19 @@ func NewService(o Options) *Service {
 	}
 	s.transitions = &transition.Writer{Store: o.Store, Now: o.Clock.Now, StopAttempt: s.stopAttempt, Wake: s.wakeWorkers, Log: o.Logger}
 	s.metrics, s.metricsLn = newMetrics(o, s), o.MetricsListener
-	s.snapshots = s.newSnapshots(o)
+	s.readTokens = readtoken.New(o.GitHub)
+	s.repoConfigs = &repoconfig.Configs{
+		Store: o.Store, Loader: config.NewRepoLoader(), Now: o.Clock.Now, MaxAge: o.Config.RepoConfigMaxAge,
+		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
+	}
+	s.snapshots = newSnapshots(s, o)
+	s.repoConfigs.Schedule = s.snapshots.Schedule
+	s.dash = dashboard.New(dashboard.Options{
+		Config: o.Config, Store: o.Store, Commands: s, Now: o.Clock.Now, Log: o.Logger,
+		AsUser: func(ctx context.Context, userID int64, token string) (*github.Client, error) {
+			return s.gh.AsUser(ctx, userID, token)
+		},
+	})
 	s.reconciler = newReconciler(s)
 	s.work = workTable(s)
 	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})

@@ -31,7 +31,7 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		}
 		defaultBranch = repo.GetDefaultBranch()
 	}
-	cfg, err := s.sessionRepoConfig(ctx, c, sess)
+	cfg, err := s.repoConfigs.ForSession(ctx, c, sess)
 	var cfgErr *config.RepoConfigError
 	if errors.As(err, &cfgErr) {
 		return contract.Spec{}, render.ConfigErrorReply(sess, cfgErr), nil

@@ -44,7 +44,7 @@ func (s *Service) RunWorkers(stop <-chan struct{}, workCtx context.Context) {
 	}()
 	go func() {
 		defer wg.Done()
-		s.fleet.RunPeriodic(stop, workCtx, fleetEngine{s})
+		s.fleet.RunPeriodic(stop, workCtx, s.reconcile)
 	}()
 	for i := range s.cfg.Workers.Count {
 		wg.Add(1)
@@ -200,7 +200,7 @@ func workTable(s *Service) map[store.WorkKind]workHandler {
 	return map[store.WorkKind]workHandler{
 		store.PrepareSession:    s.prepare,
 		store.PostReply:         s.postReply,
-		store.RefreshRepoConfig: s.refreshFromPush,
+		store.RefreshRepoConfig: s.repoConfigs.RefreshFromPush,
 		store.RunCommand:        commandHandler(s).Handle,
 		store.SyncSession:       syncHandler(s).Handle,
 		store.DispatchSession:   s.dispatch,
@@ -218,8 +218,8 @@ func reportHandler(s *Service) *report.Handler {
 	return &report.Handler{
 		Store: s.store, Transitions: s.transitions,
 		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
-		RevokeTokens: s.revokeTokens, RepoConfig: s.sessionRepoConfig, EnsureCheckRun: s.ensureCheckRun,
-		RequesterPRs: s.requesterPRs, SessionURL: s.sessionURL, BotLogin: s.botLogin, CheckRunName: CheckRunName,
+		RevokeTokens: s.readTokens.RevokeAttempt, RepoConfig: s.repoConfigs.ForSession, EnsureCheckRun: s.ensureCheckRun,
+		RequesterPRs: s.dash.RequesterPRs, SessionURL: s.dash.SessionURL, BotLogin: s.botLogin, CheckRunName: CheckRunName,
 	}
 }
 
@@ -229,7 +229,7 @@ func syncHandler(s *Service) *ghsync.Handler {
 	h := &ghsync.Handler{
 		Store:        s.store,
 		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
-		Now:          s.clock.Now, Thread: s.thread, RunLink: collectHandler(s).RunLink, SignInHint: s.signInHint,
+		Now:          s.clock.Now, Thread: s.thread, RunLink: collectHandler(s).RunLink, SignInHint: s.dash.SignInHint,
 		CommandWord: s.cfg.CommandWord, CheckRunName: CheckRunName,
 	}
 	if runs, ok := s.executor.(runner.RunAnnotator); ok {
@@ -264,7 +264,7 @@ func repairHandler(s *Service) *repair.Handler {
 	return &repair.Handler{
 		Store:        s.store,
 		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
-		RepoConfig:   s.loadRepoConfig, ScheduleSnapshots: s.snapshots.Schedule, FailingChecks: failingChecksAs(s.Identity),
+		RepoConfig:   s.repoConfigs.Load, ScheduleSnapshots: s.snapshots.Schedule, FailingChecks: failingChecksAs(s.Identity),
 		Postpone: func(after time.Duration, why string) error { return &postponed{after: after, why: why} },
 		NewID:    newID, Wake: s.wakeWorkers, Now: s.clock.Now,
 		Paused: s.cfg.Paused, Settings: s.cfg.Repair, Limits: s.cfg.PolicyLimits(), PollInterval: s.cfg.Workers.PollInterval,

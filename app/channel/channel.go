@@ -11,11 +11,11 @@
 // beside it, in egress_registry.go, behind that same check.
 //
 // The channel decides nothing about a session's life. It reads attempts
-// through the narrow Store it declares, and asks the session engine
-// (Engine, which package app implements) for every change of state:
-// recording progress and results, minting and remembering a read token,
-// ending a session over its budget, waking the workers. It must not import
-// package app, and it writes nothing to GitHub itself.
+// and records progress and snapshot results through the narrow Store it
+// declares, and is handed the rest at construction: the engine's claim
+// and result recording (funcs), the read tokens (ReadTokens), the end of
+// a session over its budget (Budget), the workers' wake-up. It must not
+// import package app, and it writes nothing to GitHub itself.
 package channel
 
 import (
@@ -54,31 +54,27 @@ type Store interface {
 	AppendOutput(ctx context.Context, c store.OutputChunk, keep int64) (bool, error)
 	ReserveModelTokens(ctx context.Context, attemptID, id string, tokens int64, lim store.ReserveLimits, now time.Time) (store.Reserved, error)
 	SettleModelTokens(ctx context.Context, id string, u store.Usage, now time.Time) (store.Usage, error)
-}
-
-// Engine is what the channel asks of the session engine. The channel
-// wakes the workers itself, after each write that gives them work.
-type Engine interface {
-	// ClaimAttempt exchanges the attempt's claim code for its session
-	// token, once (store.ErrClaimRefused otherwise), and moves the session
-	// to running.
-	ClaimAttempt(ctx context.Context, attemptID, claimCode, sessionToken string) (store.Attempt, error)
-	// WakeWorkers tells the engine's workers there is work.
-	WakeWorkers(ctx context.Context)
 	// RecordProgress stores an attempt's progress event (already cleaned).
-	RecordProgress(ctx context.Context, attemptID string, seq int64, message string) error
-	// RecordResult stores a session attempt's result upload, validated.
-	RecordResult(ctx context.Context, attemptID string, up contract.ResultUpload) error
+	RecordProgress(ctx context.Context, attemptID string, seq int64, message string, now time.Time) (bool, error)
 	// RecordSnapshotResult stores a snapshot build's outcome; first is
 	// whether this upload was the one that counted.
-	RecordSnapshotResult(ctx context.Context, attemptID, resultJSON string, o store.SnapshotOutcome) (first bool, err error)
-	// MintReadToken mints a read-only token for one repository and
-	// remembers it under the attempt, to be revoked when it ends.
-	MintReadToken(ctx context.Context, attemptID string, installationID, repoID int64) (token string, expiresAt time.Time, err error)
-	// RevokeReadTokens revokes the tokens minted for the attempt.
-	RevokeReadTokens(ctx context.Context, attemptID string)
-	// EndForBudget ends the attempt's session, whose model tokens passed
-	// its budget, and stops the attempt.
+	RecordSnapshotResult(ctx context.Context, attemptID, resultJSON string, o store.SnapshotOutcome, now time.Time) (first bool, err error)
+}
+
+// ReadTokens mints a supervisor's read token and revokes an attempt's
+// (*readtoken.Tokens).
+type ReadTokens interface {
+	// MintFor mints a read-only token for one repository and remembers it
+	// under the attempt, to be revoked when it ends.
+	MintFor(ctx context.Context, attemptID string, installationID, repoID int64) (token string, expiresAt time.Time, err error)
+	// RevokeAttempt revokes the tokens minted for the attempt.
+	RevokeAttempt(ctx context.Context, attemptID string)
+}
+
+// Budget ends a session whose model tokens passed its budget
+// (*transition.Writer).
+type Budget interface {
+	// EndForBudget ends the attempt's session and stops the attempt.
 	EndForBudget(ctx context.Context, a store.Attempt, used store.Usage, budget int64)
 }
 
@@ -88,8 +84,18 @@ type Providers = modelproxy.Providers
 
 // Options are a Channel's parts.
 type Options struct {
-	Store  Store
-	Engine Engine
+	Store Store
+	// Claim exchanges the attempt's claim code for its session token,
+	// once (store.ErrClaimRefused otherwise), and moves the session to
+	// running: the engine's claim.
+	Claim func(ctx context.Context, attemptID, claimCode, sessionToken string) (store.Attempt, error)
+	// RecordResult stores a session attempt's result upload, validated:
+	// the engine's.
+	RecordResult func(ctx context.Context, attemptID string, up contract.ResultUpload) error
+	ReadTokens   ReadTokens
+	Budget       Budget
+	// Wake tells the engine's workers there is work.
+	Wake   func()
 	Clock  clock.Clock
 	Logger zerolog.Logger
 	// RegistryProxy answers the registry route's requests once the
@@ -118,7 +124,11 @@ type Options struct {
 // Channel serves the session channel's routes.
 type Channel struct {
 	store         Store
-	engine        Engine
+	claim         func(ctx context.Context, attemptID, claimCode, sessionToken string) (store.Attempt, error)
+	recordResult  func(ctx context.Context, attemptID string, up contract.ResultUpload) error
+	readTokens    ReadTokens
+	budget        Budget
+	wake          func()
 	clock         clock.Clock
 	log           zerolog.Logger
 	registryProxy *registryproxy.Proxy
@@ -132,7 +142,8 @@ type Channel struct {
 // New wires a Channel.
 func New(o Options) *Channel {
 	c := &Channel{
-		store: o.Store, engine: o.Engine, clock: o.Clock, log: o.Logger,
+		store: o.Store, claim: o.Claim, recordResult: o.RecordResult, readTokens: o.ReadTokens, budget: o.Budget, wake: o.Wake,
+		clock: o.Clock, log: o.Logger,
 		registryProxy: o.RegistryProxy, egressIdle: o.EgressIdleTimeout, tokenBudget: o.TokenBudget,
 		maxInFlight: o.MaxModelRequestsInFlight, metrics: o.Metrics,
 		models: modelproxy.New(modelproxy.Options{Providers: o.Providers, Client: o.ModelClient,
@@ -182,7 +193,7 @@ func (c *Channel) Serves(string) error { return nil }
 // workers for the session that now runs.
 func (c *Channel) Claim(ctx context.Context, id, claimCode string) (contract.ClaimResponse, error) {
 	token := contract.NewSecret()
-	a, err := c.engine.ClaimAttempt(ctx, id, claimCode, token)
+	a, err := c.claim(ctx, id, claimCode, token)
 	switch {
 	case errors.Is(err, store.ErrClaimRefused):
 		return contract.ClaimResponse{}, contract.ErrClaimRefused
@@ -190,7 +201,7 @@ func (c *Channel) Claim(ctx context.Context, id, claimCode string) (contract.Cla
 		// Nothing was spent: the transaction rolled back.
 		return contract.ClaimResponse{}, err
 	}
-	c.engine.WakeWorkers(ctx)
+	c.wake()
 	return contract.ClaimResponse{SessionToken: token, ExpiresAt: a.Deadline.Add(sessionTokenTTLGrace), Kind: contract.AttemptKind(a.Kind)}, nil
 }
 
@@ -243,7 +254,7 @@ func (c *Channel) RepoToken(ctx context.Context, a store.Attempt) (contract.Repo
 		}
 		installationID, repoID = sess.InstallationID, sess.RepoID
 	}
-	tok, expires, err := c.engine.MintReadToken(ctx, a.ID, installationID, repoID)
+	tok, expires, err := c.readTokens.MintFor(ctx, a.ID, installationID, repoID)
 	if err != nil {
 		c.attemptLog(ctx, a).Error().Err(err).Msg("minting the repo token failed")
 		return contract.RepoTokenResponse{}, contract.Refusal(http.StatusServiceUnavailable, contract.ErrorInvalid, "could not mint a repository token")
@@ -253,7 +264,8 @@ func (c *Channel) RepoToken(ctx context.Context, a store.Attempt) (contract.Repo
 
 // Progress records a progress event, its message cleaned for GitHub.
 func (c *Channel) Progress(ctx context.Context, a store.Attempt, ev contract.ProgressEvent) error {
-	return c.engine.RecordProgress(ctx, a.ID, ev.Seq, contract.CleanProgressMessage(ev.Message))
+	_, err := c.store.RecordProgress(ctx, a.ID, ev.Seq, contract.CleanProgressMessage(ev.Message), c.clock.Now())
+	return err
 }
 
 // Output keeps a chunk of a session attempt's live output for the
@@ -272,10 +284,10 @@ func (c *Channel) Output(ctx context.Context, a store.Attempt, o contract.Output
 // Result records a session attempt's result and wakes the workers to
 // report it.
 func (c *Channel) Result(ctx context.Context, a store.Attempt, up contract.ResultUpload, _ []byte) error {
-	if err := c.engine.RecordResult(ctx, a.ID, up); err != nil {
+	if err := c.recordResult(ctx, a.ID, up); err != nil {
 		return err
 	}
-	c.engine.WakeWorkers(ctx)
+	c.wake()
 	return nil
 }
 
@@ -297,7 +309,7 @@ func (c *Channel) SnapshotResult(ctx context.Context, a store.Attempt, res contr
 	// The store keeps the commit, branch and footprint only with a digest.
 	o := store.SnapshotOutcome{Digest: res.Digest, Error: res.Error, Log: res.Log,
 		SHA: res.SHA, Branch: job.Repo.DefaultBranch, Size: res.Size, Layers: res.Layers}
-	first, err := c.engine.RecordSnapshotResult(ctx, a.ID, string(body), o)
+	first, err := c.store.RecordSnapshotResult(ctx, a.ID, string(body), o, c.clock.Now())
 	if err != nil {
 		return err
 	}
@@ -305,12 +317,12 @@ func (c *Channel) SnapshotResult(ctx context.Context, a store.Attempt, res contr
 		// From the build attempt's creation: its dispatch and its run.
 		c.metrics.SnapshotBuilt(res.Digest != "", c.clock.Now().Sub(a.CreatedAt))
 		log := c.attemptLog(ctx, a).With().Int64("repo_id", a.RepoID).Logger()
-		c.engine.RevokeReadTokens(log.WithContext(ctx), a.ID)
+		c.readTokens.RevokeAttempt(log.WithContext(ctx), a.ID)
 		if res.Digest == "" {
 			log.Error().Str("error", res.Error).Msg("snapshot build failed; the previous snapshot stays")
 		} else {
 			log.Info().Str("digest", res.Digest).Str("sha", res.SHA).Msg("snapshot built")
-			c.engine.WakeWorkers(ctx) // to collect the old ones
+			c.wake() // to collect the old ones
 		}
 	}
 	return nil

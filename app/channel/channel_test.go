@@ -140,7 +140,9 @@ func (f *fakeStore) SettleModelTokens(_ context.Context, id string, u store.Usag
 	return t, nil
 }
 
-// fakeEngine records what the channel asked of it.
+// fakeEngine records what the channel asked of the engine's parts it is
+// handed (its claim, results, read tokens, budget and workers), and of
+// the store's progress and snapshot results (recordingStore).
 type fakeEngine struct {
 	st            *fakeStore // claims are the store's
 	wakes         int
@@ -154,7 +156,7 @@ type fakeEngine struct {
 	endedOverBudg []int64 // the usage each EndForBudget was given
 }
 
-func (e *fakeEngine) WakeWorkers(context.Context) { e.wakes++ }
+func (e *fakeEngine) wake() { e.wakes++ }
 func (e *fakeEngine) ClaimAttempt(_ context.Context, id, code, token string) (store.Attempt, error) {
 	a, err := e.st.claim(id, code)
 	if err == nil {
@@ -165,28 +167,48 @@ func (e *fakeEngine) ClaimAttempt(_ context.Context, id, code, token string) (st
 	}
 	return a, err
 }
-func (e *fakeEngine) RecordProgress(_ context.Context, id string, _ int64, msg string) error {
+func (e *fakeEngine) RecordProgress(_ context.Context, id string, _ int64, msg string, _ time.Time) (bool, error) {
 	e.progress = append(e.progress, id+": "+msg)
-	return nil
+	return true, nil
 }
 func (e *fakeEngine) RecordResult(_ context.Context, id string, _ contract.ResultUpload) error {
 	e.results = append(e.results, id)
 	return nil
 }
-func (e *fakeEngine) RecordSnapshotResult(_ context.Context, id, _ string, o store.SnapshotOutcome) (bool, error) {
+func (e *fakeEngine) RecordSnapshotResult(_ context.Context, id, _ string, o store.SnapshotOutcome, _ time.Time) (bool, error) {
 	e.snapResults = append(e.snapResults, id)
 	e.snapOutcomes = append(e.snapOutcomes, o)
 	return e.snapFirst, nil
 }
-func (e *fakeEngine) MintReadToken(_ context.Context, _ string, installationID, _ int64) (string, time.Time, error) {
+func (e *fakeEngine) MintFor(_ context.Context, _ string, installationID, _ int64) (string, time.Time, error) {
 	e.minted = append(e.minted, installationID)
 	return "ghs_read", epoch.Add(time.Hour), nil
 }
-func (e *fakeEngine) RevokeReadTokens(_ context.Context, id string) {
+func (e *fakeEngine) RevokeAttempt(_ context.Context, id string) {
 	e.revoked = append(e.revoked, id)
 }
 func (e *fakeEngine) EndForBudget(_ context.Context, _ store.Attempt, used store.Usage, _ int64) {
 	e.endedOverBudg = append(e.endedOverBudg, used.TotalTokens)
+}
+
+// recordingStore is the fake store, whose progress and snapshot results
+// the fakeEngine records.
+type recordingStore struct {
+	*fakeStore
+	e *fakeEngine
+}
+
+func (r recordingStore) RecordProgress(ctx context.Context, id string, seq int64, msg string, now time.Time) (bool, error) {
+	return r.e.RecordProgress(ctx, id, seq, msg, now)
+}
+
+func (r recordingStore) RecordSnapshotResult(ctx context.Context, id, result string, o store.SnapshotOutcome, now time.Time) (bool, error) {
+	return r.e.RecordSnapshotResult(ctx, id, result, o, now)
+}
+
+// engineParts hands e's parts to o, as the engine hands its own.
+func engineParts(o *Options, e *fakeEngine) {
+	o.Claim, o.RecordResult, o.ReadTokens, o.Budget, o.Wake = e.ClaimAttempt, e.RecordResult, e, e, e.wake
 }
 
 type providers map[string]config.Provider
@@ -232,7 +254,8 @@ func newRig(t *testing.T, o Options) *rig {
 		mux:    http.NewServeMux(),
 	}
 	r.engine.st = r.st
-	o.Store, o.Engine, o.Clock, o.Logger = r.st, r.engine, r.clock, zerolog.Nop()
+	o.Store, o.Clock, o.Logger = recordingStore{fakeStore: r.st, e: r.engine}, r.clock, zerolog.Nop()
+	engineParts(&o, r.engine)
 	New(o).Routes(r.mux)
 	return r
 }

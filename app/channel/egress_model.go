@@ -64,7 +64,7 @@ func (m *storeMeter) Reserve(ctx context.Context, tokens int64) (modelproxy.Rese
 	}
 	switch got.Refused {
 	case store.ReserveBudgetSpent:
-		m.c.engine.EndForBudget(ctx, m.a, got.Used, m.c.tokenBudget)
+		m.c.budget.EndForBudget(ctx, m.a, got.Used, m.c.tokenBudget)
 		return modelproxy.Reservation{}, modelproxy.BudgetSpent(m.c.tokenBudget)
 	case store.ReserveBudgetHeld:
 		return modelproxy.Reservation{}, modelproxy.BudgetHeld(m.c.tokenBudget)
@@ -84,6 +84,6 @@ func (m *storeMeter) Settle(ctx context.Context, r modelproxy.Reservation, u mod
 		return
 	}
 	if budget := m.c.tokenBudget; budget > 0 && total.TotalTokens > budget {
-		m.c.engine.EndForBudget(ctx, m.a, total, budget)
+		m.c.budget.EndForBudget(ctx, m.a, total, budget)
 	}
 }

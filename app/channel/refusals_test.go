@@ -42,19 +42,6 @@ func TestChannelRefusesAsTheTableSays(t *testing.T) {
 	})
 }
 
-// storeEngine is the engine's claim over the store itself, for the
-// refusal table over the store's own AuthenticateAttempt and
-// ClaimAttempt; the rest is fakeEngine's.
-type storeEngine struct {
-	*fakeEngine
-	st    *store.Store
-	clock *fixedClock
-}
-
-func (e storeEngine) ClaimAttempt(ctx context.Context, id, code, token string) (store.Attempt, error) {
-	return e.st.ClaimAttempt(ctx, id, code, token, e.clock.Now())
-}
-
 // The same over the app's store (SQLite): its claims, tokens and ends.
 func TestChannelOverTheStoreRefusesAsTheTableSays(t *testing.T) {
 	spec := mustJSON(t, contract.Spec{Agent: contract.Agent{Model: "m-1", Provider: "p"}})
@@ -78,8 +65,14 @@ func TestChannelOverTheStoreRefusesAsTheTableSays(t *testing.T) {
 			}
 			clock := &fixedClock{now: epoch}
 			mux := http.NewServeMux()
-			New(Options{Store: st, Engine: storeEngine{fakeEngine: &fakeEngine{}, st: st, clock: clock}, Clock: clock,
-				Logger: zerolog.Nop(), Providers: providers{}}).Routes(mux)
+			// The claim is the store's own; the rest of the engine's
+			// parts are fakeEngine's.
+			o := Options{Store: st, Clock: clock, Logger: zerolog.Nop(), Providers: providers{}}
+			engineParts(&o, &fakeEngine{})
+			o.Claim = func(ctx context.Context, id, code, token string) (store.Attempt, error) {
+				return st.ClaimAttempt(ctx, id, code, token, clock.Now())
+			}
+			New(o).Routes(mux)
 			return channelrefusaltest.Attempt{
 				Channel: mux, ID: a.ID, ClaimCode: code,
 				End: func() {

@@ -6,9 +6,9 @@
 // webhooks no replica accepted.
 //
 // It schedules and keeps the replica table; it must not act on sessions.
-// The periodic loop's work is the engine's (Engine), and what becomes of a
-// dead replica's attempts the engine decides, asking MayJudgeReplicas
-// first.
+// The periodic loop's work is the engine's (the reconcile func RunPeriodic
+// is handed), and what becomes of a dead replica's attempts the engine
+// decides, asking MayJudgeReplicas first.
 package fleet
 
 import (
@@ -44,13 +44,6 @@ type Store interface {
 // redelivers the App's webhook deliveries (ghclient.GitHubClients).
 type AppClient interface {
 	App(ctx context.Context) (*github.Client, error)
-}
-
-// Engine is what the periodic loop asks of the session engine each poll.
-type Engine interface {
-	// Reconcile makes sure every session reaches an end. It runs every
-	// poll on every replica; its fleet-wide parts ask Due themselves.
-	Reconcile(ctx context.Context) error
 }
 
 // Options are a Fleet's parts.
@@ -133,8 +126,8 @@ func (f *Fleet) Due(ctx context.Context, name string, every time.Duration) bool 
 // Failures are logged; the next poll tries again. The heartbeat is not
 // among them: a long pass (a thousand target checks, a sweep after an
 // outage) must not make this replica look dead.
-func (f *Fleet) periodic(ctx context.Context, engine Engine) {
-	if err := engine.Reconcile(ctx); err != nil {
+func (f *Fleet) periodic(ctx context.Context, reconcile func(context.Context) error) {
+	if err := reconcile(ctx); err != nil {
 		f.log.Error().Err(err).Msg("reconcile failed")
 	}
 	if r := f.redelivery; r.Interval > 0 && f.Due(ctx, "redelivery_sweep", r.Interval) {
@@ -150,13 +143,16 @@ func (f *Fleet) periodic(ctx context.Context, engine Engine) {
 
 // RunPeriodic runs the periodic duties at once and then every poll
 // interval, until stop is closed; it returns when the pass under way has.
-func (f *Fleet) RunPeriodic(stop <-chan struct{}, ctx context.Context, engine Engine) {
+// reconcile is the engine's: it makes sure every session reaches an end.
+// It runs every poll on every replica; its fleet-wide parts ask Due
+// themselves.
+func (f *Fleet) RunPeriodic(stop <-chan struct{}, ctx context.Context, reconcile func(context.Context) error) {
 	// The jobs log through the context (zerolog.Ctx), as work items do.
 	ctx = f.log.With().Str("replica", f.name).Logger().WithContext(ctx)
 	t := time.NewTicker(f.pollInterval)
 	defer t.Stop()
 	for {
-		f.periodic(ctx, engine)
+		f.periodic(ctx, reconcile)
 		select {
 		case <-stop:
 			return

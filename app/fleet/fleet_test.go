@@ -213,7 +213,7 @@ func TestRunPeriodicReconcilesAndSweepsOnlyWhenDue(t *testing.T) {
 			engine := &countingEngine{err: errors.New("store away")}
 			stop := make(chan struct{})
 			close(stop)
-			f.RunPeriodic(stop, context.Background(), engine)
+			f.RunPeriodic(stop, context.Background(), engine.Reconcile)
 			if engine.reconciles != 1 {
 				t.Errorf("reconciles = %d, want 1", engine.reconciles)
 			}

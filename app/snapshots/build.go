@@ -126,7 +126,7 @@ type target struct {
 
 func (s *Scheduler) targetOf(ctx context.Context, r store.SnapshotRepo) (target, error) {
 	owner, name, _ := strings.Cut(r.FullName, "/")
-	c, err := s.engine.Installation(ctx, r.InstallationID)
+	c, err := s.gh.Installation(ctx, r.InstallationID)
 	if err != nil {
 		return target{}, err
 	}
@@ -138,7 +138,7 @@ func (s *Scheduler) targetOf(ctx context.Context, r store.SnapshotRepo) (target,
 	if err != nil {
 		return target{}, fmt.Errorf("reading the default branch: %w", err)
 	}
-	cfg, err := s.engine.LoadRepoConfig(ctx, c, r.RepoID, repo, s.clock.Now())
+	cfg, err := s.repoConfigs.Load(ctx, c, r.RepoID, repo, s.clock.Now())
 	if err == nil {
 		err = s.Schedule(ctx, r.InstallationID, r.RepoID, repo.GetFullName(), cfg)
 	}
@@ -168,11 +168,11 @@ func (s *Scheduler) buildHere(ctx context.Context, r store.SnapshotRepo) (built,
 	if err != nil {
 		return built{}, err
 	}
-	tok, expires, err := s.engine.MintReadToken(ctx, r.InstallationID, r.RepoID)
+	tok, expires, err := s.readTokens.Mint(ctx, r.InstallationID, r.RepoID)
 	if err != nil {
 		return built{}, err
 	}
-	defer s.engine.RevokeReadToken(ctx, r.InstallationID, tok, expires)
+	defer s.readTokens.Revoke(ctx, r.InstallationID, tok, expires)
 	base, err := s.baseImage(ctx)
 	if err != nil {
 		return built{}, err
@@ -205,7 +205,7 @@ func (s *Scheduler) stopAttempt(ctx context.Context, attemptID string) {
 	if err := s.store.EndAttempt(ctx, attemptID, s.clock.Now()); err != nil {
 		log.Warn().Err(err).Msg("ending a stale snapshot build failed")
 	}
-	s.engine.RevokeAttemptTokens(ctx, attemptID)
+	s.readTokens.RevokeAttempt(ctx, attemptID)
 	a, err := s.store.GetAttempt(ctx, attemptID)
 	if err != nil || a.ExternalID == "" || s.exec == nil {
 		return

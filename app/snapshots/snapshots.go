@@ -8,8 +8,8 @@
 // It decides when and what to build; it must not act on sessions. What is
 // the engine's (reading a repo's config and refreshing its cache, minting
 // and revoking read tokens, GitHub's installation clients, waking the
-// workers) it asks of the Engine it declares, which package app
-// implements. It must not import package app, nor a concrete executor
+// workers) it is handed at construction, each behind the narrow interface
+// or func it declares here. It must not import package app, nor a concrete executor
 // (runner/local, runner/buildkite, runner/supervisor): cmd/ hands it a
 // runner.SnapshotBuilder and a runner.Executor.
 package snapshots
@@ -53,32 +53,43 @@ type Store interface {
 	EndAttempt(ctx context.Context, id string, now time.Time) error
 }
 
-// Engine is what the scheduler asks of the session engine.
-type Engine interface {
-	// Installation is a client for the installation (ghclient).
+// Installations hands out installation clients (ghclient.GitHubClients).
+type Installations interface {
 	Installation(ctx context.Context, installationID int64) (*github.Client, error)
-	// LoadRepoConfig reads the repo's config at its default branch and
-	// refreshes the cache with it, as a session does; fetchStart orders
-	// concurrent refreshes. It schedules nothing: the scheduler keeps the
-	// schedule in step itself (Schedule).
-	LoadRepoConfig(ctx context.Context, c *github.Client, repoID int64, repo *github.Repository, fetchStart time.Time) (config.Repo, error)
-	// MintReadToken mints a read-only token for one repository, for a
-	// build's clone; the caller revokes it (RevokeReadToken).
-	MintReadToken(ctx context.Context, installationID, repoID int64) (token string, expiresAt time.Time, err error)
-	// RevokeReadToken revokes a token MintReadToken minted. Best effort.
-	RevokeReadToken(ctx context.Context, installationID int64, token string, expiresAt time.Time)
-	// RevokeAttemptTokens revokes the tokens minted for an attempt over the
+}
+
+// RepoConfigs reads a repo's config (*repoconfig.Configs).
+type RepoConfigs interface {
+	// Load reads the repo's config at its default branch and refreshes
+	// the cache with it, as a session does; fetchStart orders concurrent
+	// refreshes. It schedules nothing: the scheduler keeps the schedule in
+	// step itself (Schedule).
+	Load(ctx context.Context, c *github.Client, repoID int64, repo *github.Repository, fetchStart time.Time) (config.Repo, error)
+}
+
+// ReadTokens mints and revokes read-only repository tokens
+// (*readtoken.Tokens).
+type ReadTokens interface {
+	// Mint mints a read-only token for one repository, for a build's
+	// clone; the caller revokes it (Revoke).
+	Mint(ctx context.Context, installationID, repoID int64) (token string, expiresAt time.Time, err error)
+	// Revoke revokes a token Mint minted. Best effort.
+	Revoke(ctx context.Context, installationID int64, token string, expiresAt time.Time)
+	// RevokeAttempt revokes the tokens minted for an attempt over the
 	// session channel. Best effort.
-	RevokeAttemptTokens(ctx context.Context, attemptID string)
-	// WakeWorkers tells the engine's workers there is work.
-	WakeWorkers(ctx context.Context)
+	RevokeAttempt(ctx context.Context, attemptID string)
 }
 
 // Options are a Scheduler's parts.
 type Options struct {
-	Store  Store
-	Engine Engine
-	Clock  clock.Clock
+	Store Store
+	// GitHub, RepoConfigs and ReadTokens are the engine's clients, repo
+	// configs and read tokens; Wake tells its workers there is work.
+	GitHub      Installations
+	RepoConfigs RepoConfigs
+	ReadTokens  ReadTokens
+	Wake        func()
+	Clock       clock.Clock
 	// Snapshots is the server's snapshots section; Store "" turns
 	// snapshots off.
 	Snapshots config.Snapshots
@@ -114,7 +125,10 @@ type Options struct {
 // Scheduler is the snapshot scheduler.
 type Scheduler struct {
 	store          Store
-	engine         Engine
+	gh             Installations
+	repoConfigs    RepoConfigs
+	readTokens     ReadTokens
+	wake           func()
 	clock          clock.Clock
 	cfg            config.Snapshots
 	commandTimeout time.Duration
@@ -135,7 +149,7 @@ type Scheduler struct {
 // New wires a Scheduler.
 func New(o Options) *Scheduler {
 	return &Scheduler{
-		store: o.Store, engine: o.Engine, clock: o.Clock, cfg: o.Snapshots,
+		store: o.Store, gh: o.GitHub, repoConfigs: o.RepoConfigs, readTokens: o.ReadTokens, wake: o.Wake, clock: o.Clock, cfg: o.Snapshots,
 		commandTimeout: o.CommandTimeout, sessionTimeout: o.SessionTimeout,
 		executorKind: o.ExecutorKind, workDir: o.WorkDir, webURL: o.WebURL,
 		metrics: o.Metrics,
@@ -225,7 +239,7 @@ func (s *Scheduler) QueueBuilds(ctx context.Context) error {
 	}
 	if n > 0 {
 		zerolog.Ctx(ctx).Info().Int("builds", n).Msg("snapshot builds queued")
-		s.engine.WakeWorkers(ctx)
+		s.wake()
 	}
 	return nil
 }

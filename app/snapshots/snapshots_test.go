@@ -127,7 +127,8 @@ func (f *fakeStore) EndAttempt(_ context.Context, id string, _ time.Time) error 
 	return nil
 }
 
-// fakeEngine stands in for the session engine.
+// fakeEngine stands in for the session engine's parts: its clients, repo
+// configs, read tokens and workers.
 type fakeEngine struct {
 	calls    []string
 	client   *github.Client
@@ -144,27 +145,27 @@ func (e *fakeEngine) Installation(_ context.Context, installationID int64) (*git
 	return e.client, e.ghErr
 }
 
-func (e *fakeEngine) LoadRepoConfig(_ context.Context, _ *github.Client, repoID int64, repo *github.Repository, fetchStart time.Time) (config.Repo, error) {
+func (e *fakeEngine) Load(_ context.Context, _ *github.Client, repoID int64, repo *github.Repository, fetchStart time.Time) (config.Repo, error) {
 	e.calls = append(e.calls, fmt.Sprintf("load config %d %s", repoID, repo.GetFullName()))
 	e.loadedAt = append(e.loadedAt, fetchStart)
 	return e.cfg, nil
 }
 
-func (e *fakeEngine) MintReadToken(_ context.Context, installationID, repoID int64) (string, time.Time, error) {
+func (e *fakeEngine) Mint(_ context.Context, installationID, repoID int64) (string, time.Time, error) {
 	e.calls = append(e.calls, fmt.Sprintf("mint %d %d", installationID, repoID))
 	e.minted = "ghs_read"
 	return e.minted, start.Add(time.Hour), nil
 }
 
-func (e *fakeEngine) RevokeReadToken(_ context.Context, installationID int64, token string, _ time.Time) {
+func (e *fakeEngine) Revoke(_ context.Context, installationID int64, token string, _ time.Time) {
 	e.revoked = append(e.revoked, fmt.Sprintf("%d %s", installationID, token))
 }
 
-func (e *fakeEngine) RevokeAttemptTokens(_ context.Context, attemptID string) {
+func (e *fakeEngine) RevokeAttempt(_ context.Context, attemptID string) {
 	e.revoked = append(e.revoked, "attempt "+attemptID)
 }
 
-func (e *fakeEngine) WakeWorkers(context.Context) { e.wakes++ }
+func (e *fakeEngine) wake() { e.wakes++ }
 
 // fakeExecutor records starts and cancels.
 type fakeExecutor struct {
@@ -197,7 +198,7 @@ func wantsSnapshots() config.Repo {
 }
 
 func newScheduler(st *fakeStore, e *fakeEngine, o Options) *Scheduler {
-	o.Store, o.Engine, o.Clock = st, e, fakeclock.New(start)
+	o.Store, o.GitHub, o.RepoConfigs, o.ReadTokens, o.Wake, o.Clock = st, e, e, e, e.wake, fakeclock.New(start)
 	if o.NewID == nil {
 		o.NewID = func() string { return "att1" }
 	}

@@ -40,9 +40,9 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 		number = a.Number + 1
 		switch {
 		case a.State == store.AttemptEnded:
-			// Ended: lost and re-dispatched (see redispatch), or replaced
+			// Ended: lost and re-dispatched (see reconcile.Reconciler.Redispatch), or replaced
 			// below by an earlier run. A fresh attempt follows.
-		case s.foreignLocalAttempt(a):
+		case foreignLocalAttempt(s.WorkerName, a):
 			// Another replica's sandbox, handed back or dead with it: never
 			// adopted, since this replica could neither watch nor stop it.
 			if err := s.store.EndAttempt(ctx, a.ID, s.clock.Now()); err != nil {
@@ -85,7 +85,7 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 	}
 	claim := contract.NewSecret()
 	a := store.Attempt{ID: spec.AttemptID, SessionID: sess.ID, Number: number, Deadline: spec.Limits.Deadline, Spec: string(specJSON)}
-	if s.hostsAttempts() {
+	if hostsAttempts(s.executor, s.cfg.Executor.Kind) {
 		// Its sandbox lives and dies with this replica (see
 		// replaceDeadHostAttempt).
 		a.Host = s.WorkerName

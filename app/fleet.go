@@ -8,6 +8,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/fleet"
 	"github.com/inspecthq/inspect/app/ghclient"
+	"github.com/inspecthq/inspect/app/reconcile"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/session"
@@ -40,8 +41,8 @@ func (s *Service) SweepDeliveries(ctx context.Context) (int, error) {
 
 // hostsAttempts reports whether attempts run on this replica's own host,
 // and so die with it: the local executor's.
-func (s *Service) hostsAttempts() bool {
-	return s.executor != nil && s.cfg.Executor.Kind == "local"
+func hostsAttempts(ex Executor, kind string) bool {
+	return ex != nil && kind == "local"
 }
 
 // replaceDeadHostAttempt deals with an attempt whose replica died: its
@@ -49,9 +50,9 @@ func (s *Service) hostsAttempts() bool {
 // certainly gone. It is re-dispatched once, here, while the deadline
 // allows; otherwise the session ends error now instead of at its deadline.
 func (s *Service) replaceDeadHostAttempt(ctx context.Context, sess store.Session, a store.Attempt) error {
-	if sess.Redispatches < 1 && sess.Deadline.Sub(s.clock.Now()) >= minRedispatchTime {
+	if sess.Redispatches < 1 && sess.Deadline.Sub(s.clock.Now()) >= reconcile.MinRedispatchTime {
 		zerolog.Ctx(ctx).Warn().Str("host", a.Host).Msg("the attempt's replica is dead; re-dispatching")
-		return s.redispatch(ctx, sess, a)
+		return s.reconciler.Redispatch(ctx, sess, a)
 	}
 	zerolog.Ctx(ctx).Warn().Str("host", a.Host).Int("redispatches", sess.Redispatches).Msg("the attempt's replica is dead; ending the session")
 	return s.transitions.EndRun(ctx, sess.ID, a.ID, session.Errored, "runner_lost", render.HostDiedReply(sess.RequesterLogin, s.cfg.CommandWord))
@@ -66,7 +67,7 @@ func (s *Service) replaceDeadHostAttempt(ctx context.Context, sess store.Session
 // session time. What cannot be handed back (the store is down) is found by
 // the others when this replica's heartbeat ages out.
 func (s *Service) handBack(ctx context.Context) {
-	if !s.hostsAttempts() {
+	if !hostsAttempts(s.executor, s.cfg.Executor.Kind) {
 		return
 	}
 	running, err := s.store.SessionsRunningOn(ctx, s.WorkerName)
@@ -88,8 +89,9 @@ func (s *Service) handBack(ctx context.Context) {
 	}
 }
 
-// foreignLocalAttempt reports whether a is another replica's local attempt:
-// one this replica can neither see nor stop, which it must not adopt.
-func (s *Service) foreignLocalAttempt(a store.Attempt) bool {
-	return a.Host != "" && a.Host != s.WorkerName
+// foreignLocalAttempt reports whether a is a local attempt of a replica
+// other than self: one this replica can neither see nor stop, which it
+// must not adopt.
+func foreignLocalAttempt(self string, a store.Attempt) bool {
+	return a.Host != "" && a.Host != self
 }

@@ -3,11 +3,15 @@ package app
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
 )
 
 // The wiring of app/metrics: the store's counts read at scrape time, the
@@ -47,19 +51,19 @@ func (s *Service) MetricsHandler() http.Handler {
 	return mux
 }
 
-// observeAgentStart records, once an attempt is claimed, the time since
-// its session was created.
-func (s *Service) observeAgentStart(ctx context.Context, a store.Attempt) {
+// observeAgentStart records in m, once an attempt is claimed at now, the
+// time since its session was created.
+func observeAgentStart(ctx context.Context, st *store.Store, m *metrics.Metrics, now time.Time, a store.Attempt) {
 	if a.Kind == "snapshot" || a.SessionID == "" {
 		return
 	}
-	sess, err := s.store.GetSession(ctx, a.SessionID)
+	sess, err := st.GetSession(ctx, a.SessionID)
 	if err != nil {
 		// Only the metric misses this one; the claim stands.
-		s.log.Debug().Err(err).Str("session_id", a.SessionID).Msg("no session for the agent-start metric")
+		zerolog.Ctx(ctx).Debug().Err(err).Str("session_id", a.SessionID).Msg("no session for the agent-start metric")
 		return
 	}
-	s.metrics.AgentStarted(s.clock.Now().Sub(sess.CreatedAt))
+	m.AgentStarted(now.Sub(sess.CreatedAt))
 }
 
 // webhookEvents are the events whose name is a label value; any other
@@ -70,8 +74,8 @@ var webhookEvents = map[string]bool{
 	"installation": true, "installation_repositories": true, "github_app_authorization": true,
 }
 
-// countWebhooks records each delivery's event, answer and latency.
-func (s *Service) countWebhooks(next http.Handler) http.Handler {
+// countWebhooks records in m each delivery's event, answer and latency.
+func countWebhooks(m *metrics.Metrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Wall time, not the service's clock: latency is the host's.
 		start := time.Now()
@@ -81,7 +85,7 @@ func (s *Service) countWebhooks(next http.Handler) http.Handler {
 		if !webhookEvents[event] {
 			event = "other"
 		}
-		s.metrics.Webhook(event, sw.status, time.Since(start))
+		m.Webhook(event, sw.status, time.Since(start))
 	})
 }
 
@@ -105,27 +109,27 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// serveMetrics serves /metrics on the metrics listener, when there is one,
-// until stop is called; its server has the same timeouts as the main one.
-func (s *Service) serveMetrics() (stop func(ctx context.Context)) {
-	if s.metricsLn == nil {
+// serveMetrics serves h (/metrics) on the metrics listener ln, when there
+// is one, until stop is called; its server has the main one's timeouts.
+func serveMetrics(ln net.Listener, h http.Handler, timeouts config.HTTP, log zerolog.Logger) (stop func(ctx context.Context)) {
+	if ln == nil {
 		return func(context.Context) {}
 	}
 	srv := &http.Server{
-		Handler: s.MetricsHandler(), ReadHeaderTimeout: s.cfg.HTTP.ReadHeaderTimeout,
-		ReadTimeout: s.cfg.HTTP.ReadTimeout, WriteTimeout: s.cfg.HTTP.WriteTimeout, IdleTimeout: s.cfg.HTTP.IdleTimeout,
+		Handler: h, ReadHeaderTimeout: timeouts.ReadHeaderTimeout,
+		ReadTimeout: timeouts.ReadTimeout, WriteTimeout: timeouts.WriteTimeout, IdleTimeout: timeouts.IdleTimeout,
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(s.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error().Err(err).Msg("the metrics listener stopped")
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("the metrics listener stopped")
 		}
 	}()
-	s.log.Info().Str("listen", s.metricsLn.Addr().String()).Msg("serving metrics")
+	log.Info().Str("listen", ln.Addr().String()).Msg("serving metrics")
 	return func(ctx context.Context) {
 		if err := srv.Shutdown(ctx); err != nil {
-			s.log.Warn().Err(err).Msg("metrics requests still running at the drain deadline")
+			log.Warn().Err(err).Msg("metrics requests still running at the drain deadline")
 		}
 		<-done
 	}

@@ -250,7 +250,7 @@ func (s *Service) announce(ctx context.Context, c *github.Client, id string, rep
 	if blocker != "" {
 		body = render.WaitingBody(sess, blocker, s.cfg.CommandWord)
 	}
-	commentID, err := s.thread(c, sess).PostOnce(ctx, render.SessionMarker(sess.ID), body, replay)
+	commentID, err := threadOf(c, sess, s.botLogin()).PostOnce(ctx, render.SessionMarker(sess.ID), body, replay)
 	if err != nil {
 		return err
 	}
@@ -360,9 +360,10 @@ func react(ctx context.Context, c *github.Client, sess store.Session) error {
 	return nil
 }
 
-// thread is the session's conversation, or the review thread it answers.
-func (s *Service) thread(c *github.Client, sess store.Session) ghwrite.Thread {
-	t := ghwrite.NewThread(c, sess.RepoOwner, sess.RepoName, sess.Number, s.botLogin())
+// threadOf is the session's conversation, or the review thread it answers,
+// where bot is our bot's login.
+func threadOf(c *github.Client, sess store.Session, bot string) ghwrite.Thread {
+	t := ghwrite.NewThread(c, sess.RepoOwner, sess.RepoName, sess.Number, bot)
 	if r := sess.Info().Review; r != nil {
 		t.Review = r.ThreadID()
 	}

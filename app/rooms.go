@@ -27,7 +27,7 @@ func newSnapshots(s *Service, o Options) *snapshots.Scheduler {
 		CommandTimeout: s.cfg.Sessions.CommandTimeout, SessionTimeout: s.cfg.Sessions.Timeout,
 		ExecutorKind: s.cfg.Executor.Kind, WorkDir: s.cfg.Executor.WorkDir, WebURL: s.cfg.GitHub.WebURL,
 		Builder: o.SnapshotBuilder, Executor: o.SnapshotExecutor, ChannelURL: s.channelURL,
-		Version: s.version, NewID: newID, Registries: s.sessionRegistries, Metrics: s.metrics,
+		Version: s.version, NewID: newID, Registries: s.cfg.SessionRegistries, Metrics: s.metrics,
 	})
 }
 

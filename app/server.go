@@ -33,7 +33,7 @@ func (s *Service) Handler() http.Handler {
 		&handlers.AppAuthorization{Forget: s.dash},
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST "+WebhookPath, s.countWebhooks(&handlers.GitHubWebhook{
+	mux.Handle("POST "+WebhookPath, countWebhooks(s.metrics, &handlers.GitHubWebhook{
 		Secrets: s.cfg.WebhookSecrets(), Handlers: eventHandlers, MaxBodyBytes: s.cfg.HTTP.MaxBodyBytes,
 		MaxInflight: int64(s.cfg.HTTP.MaxInflightWebhooks), Inflight: &s.inflightWebhooks, Log: s.log,
 	}))
@@ -71,7 +71,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
 		IdleTimeout:       s.cfg.HTTP.IdleTimeout,
 	}
-	stopMetrics := s.serveMetrics()
+	stopMetrics := serveMetrics(s.metricsLn, s.MetricsHandler(), s.cfg.HTTP, s.log)
 	stopWorkers := make(chan struct{})
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()

@@ -160,8 +160,6 @@ func NewService(o Options) *Service {
 	return s
 }
 
-func (s *Service) userAgent() string { return "inspect/" + s.version }
-
 // Identity is our own app, used to ignore our own events.
 func (s *Service) Identity() handlers.Identity { return *s.self.Load() }
 

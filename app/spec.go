@@ -131,7 +131,10 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	if pr != nil && pr.Comments != nil {
 		comments = pr.GetComments()
 	}
-	extra, err := s.gatherer().Context(ctx, c, sess, cfg, spec.PinnedSHA, pr, comments)
+	// The session's context: the store, our bot's login and the app's
+	// GitHub reads it needs.
+	gatherer := gather.Gatherer{Store: s.store, Bot: s.botLogin(), RoleName: ghclient.RoleName, FailingChecks: failingChecksAs(s.Identity)}
+	extra, err := gatherer.Context(ctx, c, sess, cfg, spec.PinnedSHA, pr, comments)
 	if err != nil {
 		return contract.Spec{}, "", err
 	}
@@ -146,19 +149,4 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		return contract.Spec{}, "", fmt.Errorf("building the spec: %w", err)
 	}
 	return spec, "", nil
-}
-
-// sessionRegistries are the registries the server opens to the
-// repository's sessions and snapshot builds, by name and phase, as the
-// repository narrows them (decision 0021); their URLs and tokens stay here
-// (decision 0018). The error names a registry the repository asks for
-// that the server does not open to it.
-func (s *Service) sessionRegistries(fullName string, cfg config.Repo) ([]contract.Registry, error) {
-	return s.cfg.SessionRegistries(fullName, cfg)
-}
-
-// gatherer gathers a session's context with the store, our bot's login and
-// the app's GitHub reads it needs.
-func (s *Service) gatherer() gather.Gatherer {
-	return gather.Gatherer{Store: s.store, Bot: s.botLogin(), RoleName: ghclient.RoleName, FailingChecks: failingChecksAs(s.Identity)}
 }

@@ -18,7 +18,7 @@ import (
 func (s *Service) claimAttempt(ctx context.Context, attemptID, claimCode, sessionToken string) (store.Attempt, error) {
 	a, err := s.store.ClaimAttempt(ctx, attemptID, claimCode, sessionToken, s.clock.Now())
 	if err == nil {
-		s.observeAgentStart(ctx, a)
+		observeAgentStart(s.log.WithContext(ctx), s.store, s.metrics, s.clock.Now(), a)
 	}
 	return a, err
 }

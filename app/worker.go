@@ -17,6 +17,7 @@ import (
 	"github.com/inspecthq/inspect/app/gather"
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/ghsync"
+	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/reconcile"
 	"github.com/inspecthq/inspect/app/repair"
 	"github.com/inspecthq/inspect/app/report"
@@ -44,7 +45,7 @@ func (s *Service) RunWorkers(stop <-chan struct{}, workCtx context.Context) {
 	}()
 	go func() {
 		defer wg.Done()
-		s.fleet.RunPeriodic(stop, workCtx, s.reconcile)
+		s.fleet.RunPeriodic(stop, workCtx, s.reconciler.Run)
 	}()
 	for i := range s.cfg.Workers.Count {
 		wg.Add(1)
@@ -229,7 +230,7 @@ func syncHandler(s *Service) *ghsync.Handler {
 	h := &ghsync.Handler{
 		Store:        s.store,
 		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
-		Now:          s.clock.Now, Thread: s.thread, RunLink: collectHandler(s).RunLink, SignInHint: s.dash.SignInHint,
+		Now:          s.clock.Now, Thread: func(c *github.Client, sess store.Session) ghwrite.Thread { return threadOf(c, sess, s.botLogin()) }, RunLink: collectHandler(s).RunLink, SignInHint: s.dash.SignInHint,
 		CommandWord: s.cfg.CommandWord, CheckRunName: CheckRunName,
 	}
 	if runs, ok := s.executor.(runner.RunAnnotator); ok {
@@ -297,25 +298,12 @@ func newReconciler(s *Service) *reconcile.Reconciler {
 		Store: s.store, Fleet: s.fleet, Transitions: s.transitions, Executor: s.executor,
 		Installation:        func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
 		QueueSnapshotBuilds: s.snapshots.QueueBuilds, Collect: collectHandler(s).Collect,
-		ForeignLocalAttempt: s.foreignLocalAttempt, ReplaceDeadHostAttempt: s.replaceDeadHostAttempt, AdoptRun: s.adoptRun,
+		ForeignLocalAttempt: func(a store.Attempt) bool { return foreignLocalAttempt(s.WorkerName, a) }, ReplaceDeadHostAttempt: s.replaceDeadHostAttempt, AdoptRun: s.adoptRun,
 		StopAttempt: s.stopAttempt, Wake: s.wakeWorkers, Now: s.clock.Now,
 		AttemptsOncePerFleet: s.cfg.Executor.Kind == "buildkite", Interval: s.cfg.Workers.ReconcileInterval,
 		Retention: s.cfg.Artifacts.Retention, ReplicaTimeout: s.cfg.Workers.ReplicaTimeout,
 	}
 }
-
-// reconcile is fleet.go's way to the reconcile pass (fleetEngine), until
-// the fleet is handed the Reconciler itself.
-func (s *Service) reconcile(ctx context.Context) error { return s.reconciler.Run(ctx) }
-
-// redispatch is fleet.go's way to re-dispatch a dead replica's attempt,
-// until it is handed the Reconciler itself.
-func (s *Service) redispatch(ctx context.Context, sess store.Session, a store.Attempt) error {
-	return s.reconciler.Redispatch(ctx, sess, a)
-}
-
-// minRedispatchTime is reconcile's, for fleet.go.
-const minRedispatchTime = reconcile.MinRedispatchTime
 
 // postponed is returned by work that must wait its turn; it is retried
 // after `after` without counting as a failed attempt.

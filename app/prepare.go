@@ -180,14 +180,23 @@ func (s *Service) prepare(ctx context.Context, w *store.Work) error {
 // endDecided ends a session as the decision says (end), and when an earlier
 // run had admitted it, stops the attempt it may have been dispatched to.
 func (s *Service) endDecided(ctx context.Context, id string, admitted bool, outcome session.Outcome, reason, reply string) error {
-	if err := s.transitions.End(ctx, id, outcome, reason, reply); err != nil || !admitted {
+	if !admitted {
+		return s.transitions.End(ctx, id, outcome, reason, reply)
+	}
+	// Admitted by an earlier run: end it only while its run has not
+	// reported; a session reporting is past what this decision guards.
+	ended, err := s.transitions.EndIf(ctx, id, func(x *store.Session) bool {
+		st := x.State()
+		return st == session.Preparing || st == session.Dispatched || st == session.Running
+	}, outcome, reason, reply)
+	if err != nil || !ended {
 		return err
 	}
-	ended, err := s.store.GetSession(ctx, id)
+	sess, err := s.store.GetSession(ctx, id)
 	if err != nil {
 		return err
 	}
-	s.stopAttempt(ctx, ended.AttemptID)
+	s.stopAttempt(ctx, sess.AttemptID)
 	return nil
 }
 

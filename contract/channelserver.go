@@ -157,6 +157,7 @@ func routeOf(pattern string) ChannelRoute {
 
 func (s *ChannelServer[A]) claim(w http.ResponseWriter, r *http.Request) {
 	ctx := context.WithValue(r.Context(), channelRouteKey{}, RouteClaim)
+	r = r.WithContext(ctx) // so a refusal's hook sees the route too
 	id := r.PathValue(PathValueAttempt)
 	route := routeOf(RouteClaim)
 	req, err := DecodeClaimRequest(r.Body)

@@ -102,8 +102,11 @@ func decide(ctx context.Context, do steps, sess store.Session, spec contract.Spe
 			return err
 		}
 	}
-	if !sess.Target().IsPullRequest() && sess.CheckRunID == 0 {
-		// An issue session's check run lives on the commit Inspect made.
+	if !sess.Target().HasHeadAtOnce() && sess.CheckRunID == 0 {
+		// An issue session's check run lives on the commit Inspect made. A
+		// pull request's or a branch's is on the pinned head, created when
+		// the session is announced (decision 0048): one still in flight is
+		// concluded by the sync its record queues.
 		if sess, err = do.Record(ctx, sess.ID, func(x *store.Session) { x.HeadSHA = x.CommitSHA }); err != nil {
 			return err
 		}

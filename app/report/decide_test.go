@@ -150,6 +150,18 @@ func TestReportResultDecides(t *testing.T) {
 			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=true", "check run on c0ffee", "end changed"},
 			outcome: session.Changed, reason: "changed",
 		},
+		"branch session whose announcing is still in flight: no check run of its own": {
+			// Its check run is the pinned head's, created by the announcing
+			// (decision 0048); the sync its record queues concludes it.
+			sess: func() store.Session {
+				s := prSession
+				s.IsPR, s.Number, s.CheckRunID, s.TriggerInfo = false, 0, 0, `{"branch":"feature"}`
+				return s
+			}(),
+			up:      contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeVerifyFailed, Commands: failed}, Manifest: change},
+			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=false", "end verification_failed"},
+			outcome: session.VerificationFailed, reason: "verification_failed",
+		},
 		"replay after the commit: not committed again": {
 			sess:  func() store.Session { s := prSession; s.CommitSHA = "c0ffee"; return s }(),
 			up:    contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},

@@ -108,13 +108,20 @@ func (t *Writer) EndIf(ctx context.Context, id string, cond func(*store.Session)
 // GiveUp ends the session of work that failed for good, so nothing stays
 // stuck: the session is done with outcome error, and a sync (with its own
 // retries, since GitHub may be why we failed) tells the requester and
-// concludes the check run.
+// concludes the check run. A prepare item that failed after its session
+// was admitted leaves the session alone: what failed is announcing it (the
+// check run, the progress comment; decision 0048), and the session, its
+// dispatch already queued, runs on; its sync says how it ends.
 func (t *Writer) GiveUp(ctx context.Context, w *store.Work, refusal *ghclient.Refusal) {
 	if w.SessionID == "" || w.Kind == store.SyncSession {
 		return
 	}
 	ended, err := t.Store.MutateSession(ctx, w.SessionID, t.Now(), func(x *store.Session) error {
 		if x.State() == session.Done {
+			return ErrAlreadyDone
+		}
+		if w.Kind == store.PrepareSession && !x.AdmittedAt.IsZero() {
+			zerolog.Ctx(ctx).Warn().Msg("announcing the admitted session failed for good; it runs on without it")
 			return ErrAlreadyDone
 		}
 		if err := x.End(session.Errored, "internal_error", ""); err != nil {

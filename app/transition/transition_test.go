@@ -125,6 +125,7 @@ func TestGiveUpEndsInErrorSavingASyncsOwnSession(t *testing.T) {
 		{"a failing sync retries on its own", store.SyncSession, nil, session.Running, ""},
 		{"a step that kept failing", store.ReportSession, nil, session.Done, "internal_error"},
 		{"a step GitHub refused", store.ReportSession, &ghclient.Refusal{Service: "GitHub", Status: 403, Message: "no"}, session.Done, "api_refused"},
+		{"preparing a session never admitted", store.PrepareSession, nil, session.Done, "internal_error"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -138,6 +139,27 @@ func TestGiveUpEndsInErrorSavingASyncsOwnSession(t *testing.T) {
 				t.Fatalf("stopped %v, detail %q: want a1 stopped and a reply", f.stopped, got.Detail)
 			}
 		})
+	}
+}
+
+// A prepare item that fails for good after admission failed to announce the
+// session (decision 0048): the session, dispatched or running, runs on.
+func TestGiveUpLeavesAnAdmittedSessionToRun(t *testing.T) {
+	f := newFixture(t, session.Running)
+	if _, err := f.store.MutateSession(context.Background(), "s1", t0, func(x *store.Session) error {
+		x.AdmittedAt = t0
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.w.GiveUp(context.Background(), &store.Work{Kind: store.PrepareSession, SessionID: "s1"}, &ghclient.Refusal{Service: "GitHub", Status: 410, Message: "gone"})
+	if got := f.session(t); got.State() != session.Running || got.Reason != "" || len(f.stopped) != 0 {
+		t.Fatalf("state %s reason %q stopped %v: the admitted session must run on", got.State(), got.Reason, f.stopped)
+	}
+	// The same failure of another step still ends it.
+	f.w.GiveUp(context.Background(), &store.Work{Kind: store.ReportSession, SessionID: "s1"}, nil)
+	if got := f.session(t); got.State() != session.Done {
+		t.Fatalf("state %s after a report that failed for good", got.State())
 	}
 }
 

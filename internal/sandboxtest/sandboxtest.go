@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -33,9 +34,9 @@ func ReachableDir(t testing.TB) string {
 func BuildInspect(dir string) (string, error) { return buildInspect(dir, "") }
 
 // BuildInspectSharingGoCache is BuildInspect but for one thing: the
-// sessions its supervisors run share SharedGoCache's Go build cache
-// (supervisor.UseSharedGoCache, set at link time), so a sandboxed `go test`
-// does not compile the standard library again. A test of what a sandbox
+// sessions its supervisors run share SharedGoCache's Go build cache (built
+// with the inspecttest tag, the directory set at link time; decision 0050),
+// so a sandboxed `go test` does not compile the standard library again. A test of what a sandbox
 // can see or reach uses BuildInspect: the shared cache is a way between
 // sessions that production never opens.
 func BuildInspectSharingGoCache(dir string) (string, error) {
@@ -50,7 +51,8 @@ func buildInspect(dir, sharedGoCache string) (string, error) {
 	bin := filepath.Join(dir, "inspect")
 	args := []string{"build", "-o", bin}
 	if sharedGoCache != "" {
-		args = append(args, "-ldflags", "-X github.com/inspecthq/inspect/runner/supervisor.sharedGoCache="+sharedGoCache)
+		args = append(args, "-tags", "inspecttest",
+			"-ldflags", "-X github.com/inspecthq/inspect/runner/supervisor.sharedGoCache="+sharedGoCache)
 	}
 	out, err := exec.Command("go", append(args, "github.com/inspecthq/inspect/cmd/inspect")...).CombinedOutput()
 	if err != nil {
@@ -87,8 +89,10 @@ func MainWithForwarder(m *testing.M, set func(forwarder, sharedGoCache string)) 
 // SharedGoCache is the Go build cache the sandboxed sessions of tests
 // share (supervisor.UseSharedGoCache), made on first use: one directory
 // per machine and user, kept between runs like the go command's own, and
-// writable by the sandbox's uid. A test about caches names its own GOCACHE
-// in the repo's env, which wins.
+// writable by the sandbox's uid (sticky, like /tmp). One that another user
+// made first is refused: whoever owns it could plant compiled code in
+// the tests' sessions. A test about caches names its own GOCACHE in the
+// repo's env, which wins.
 func SharedGoCache() (string, error) {
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("inspect-test-gocache-%d", os.Geteuid()))
 	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, os.ErrExist) {
@@ -101,8 +105,11 @@ func SharedGoCache() (string, error) {
 	if !fi.IsDir() {
 		return "", fmt.Errorf("the shared Go build cache: %s is not a directory", dir)
 	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
+		return "", fmt.Errorf("the shared Go build cache: %s is not this user's; remove it", dir)
+	}
 	// The sandbox runs as another uid (65600 under root) and writes here.
-	if err := os.Chmod(dir, 0o777); err != nil {
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
 		return "", fmt.Errorf("the shared Go build cache: %w", err)
 	}
 	return dir, nil

@@ -609,8 +609,8 @@ func (s *session) prepare(ctx context.Context) bool {
 		}
 		s.mounts = append(s.mounts, ids...)
 	}
-	// After the hand-over: the shared cache is every session's, never
-	// chowned to one.
+	// After the hand-over: the shared cache (test builds only) is every
+	// session's, never chowned to one.
 	s.mounts = append(s.mounts, sharedGoCacheMounts(withImageEnv(s.imageEnv, s.spec.Env))...)
 	return true
 }

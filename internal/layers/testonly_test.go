@@ -4,9 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -24,50 +21,13 @@ var testOnly = []struct{ pkg, name, instead string }{
 // TestTestOnlyFunctionsStayInTests: no production file calls a testOnly
 // function, from outside its package or inside it.
 func TestTestOnlyFunctionsStayInTests(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := 0
-	fset := token.NewFileSet()
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		if isTestSupport(filepath.ToSlash(filepath.Dir(rel))) {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
-		files++
+	productionFiles(t, func(_ string, fset *token.FileSet, f *ast.File) {
 		for _, fn := range testOnly {
 			for _, at := range callsOf(f, fn.pkg, fn.name) {
 				t.Errorf("%s: %s.%s outside a test: %s", fset.Position(at), fn.pkg, fn.name, fn.instead)
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 100 {
-		t.Fatalf("read %d files; want the whole module's", files)
-	}
 }
 
 // callsOf finds the uses of pkg.name in f: a selector on the package from

@@ -98,7 +98,7 @@ type Registry struct {
 
 // DefaultSumDB is the public Go checksum database's verifier key, as go
 // itself knows it.
-const DefaultSumDB = "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ky2ZRtpKj8Pw+U4="
+const DefaultSumDB = "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ux18htTTAD8OuAn8"
 
 // DefaultRegistryPhases are the phases a registry serves unless its
 // phases say otherwise.

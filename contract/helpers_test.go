@@ -91,7 +91,7 @@ func validSpec() Spec {
 			{Name: "vet", Argv: []string{"go", "vet", "./..."}, Timeout: Duration(2 * time.Minute)},
 		},
 		Registries: []Registry{
-			{Name: "goproxy", Kind: "goproxy", Phases: []Phase{PhaseSetup, PhaseVerify}, SumDB: "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ky2ZRtpKj8Pw+U4=", NoSumDB: []string{"example.com/private/*"}},
+			{Name: "goproxy", Kind: "goproxy", Phases: []Phase{PhaseSetup, PhaseVerify}, SumDB: "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ux18htTTAD8OuAn8", NoSumDB: []string{"example.com/private/*"}},
 			{Name: "npmjs", Kind: "npm", Phases: []Phase{PhaseSetup}},
 		},
 		Artifacts: &ArtifactSpec{Patterns: []string{"screenshots/*.png", "reports/**"}, MaxFileBytes: 10 << 20, MaxSessionBytes: 50 << 20},

@@ -6,7 +6,7 @@ import (
 )
 
 func TestSpecRegistriesAreValidated(t *testing.T) {
-	const key = "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ky2ZRtpKj8Pw+U4="
+	const key = "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ux18htTTAD8OuAn8"
 	cases := map[string]struct {
 		regs []Registry
 		want string // "" means valid

@@ -15,14 +15,16 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakegoproxy"
 	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
 )
 
-// sumGolangOrg is the published verifier key of sum.golang.org.
-const sumGolangOrg = "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ze6rYfYMm2Lpv7kiy"
+// sumGolangOrg is sum.golang.org's verifier key as the server's default
+// carries it (config's test holds it to the go toolchain's own).
+const sumGolangOrg = config.DefaultSumDB
 
 var (
 	goRegistry  = contract.Registry{Name: "gomods", Kind: policy.RegistryGoProxy, Phases: []contract.Phase{contract.PhaseSetup, contract.PhaseVerify}, SumDB: sumGolangOrg}

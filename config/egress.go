@@ -69,8 +69,9 @@ type Registry struct {
 	// host (https://files.pythonhosted.org for pypi.org): the proxy serves
 	// them under files/ and follows redirects there only.
 	FilesURL string `yaml:"files_url"`
-	// RedirectHosts are further hosts (host, or host:port) an artifact
-	// download may be redirected to, fetched without the token: the
+	// RedirectHosts are further hosts (host, or host:port) a package
+	// file's download (a module zip, a tarball, a PyPI file) may be
+	// redirected to, fetched without the token: the
 	// public Go proxy answers a zip with a 302 to a signed URL on
 	// storage.googleapis.com (decision 0052). Unset, a kind's default
 	// (DefaultRedirectHosts); an empty list, none. Metadata is never
@@ -116,7 +117,7 @@ func DefaultRedirectHosts(kind string) []string {
 	return nil
 }
 
-// RedirectHostsOrDefault are the hosts an artifact download may be
+// RedirectHostsOrDefault are the hosts a package file's download may be
 // redirected to besides the upstream's own.
 func (r Registry) RedirectHostsOrDefault() []string {
 	if r.RedirectHosts == nil {

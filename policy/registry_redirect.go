@@ -18,6 +18,9 @@ type RegistryRedirect struct {
 	// for (DecideRegistryRequest's Class).
 	Kind  string
 	Class RegistryClass
+	// Path is the request's path below the registry's base, as
+	// DecideRegistryRequest saw it.
+	Path string
 	// Hop counts the redirects followed with this one: 1 for the first.
 	Hop int
 	// FromScheme is the scheme of the request the egress first sent.
@@ -46,10 +49,9 @@ type RegistryRedirectDecision struct {
 // DecideRegistryRedirect decides one redirect. The upstream's own hosts
 // are followed, credential and all, for any request, as before. A host
 // the registry's redirect_hosts list is followed without the credential,
-// and only for an artifact: its bytes are checked by hash (go.sum, the
-// checksum database, npm's integrity, PyPI's sha256), while metadata,
-// which says what those hashes are, comes from the configured hosts
-// alone. Never more than MaxRegistryRedirects hops, never to a URL with a
+// and only for a package file (offsiteArtifact): its bytes are checked by
+// hash, while metadata, which says what those hashes are, comes from the
+// configured hosts alone. Never more than MaxRegistryRedirects hops, never to a URL with a
 // user or password, never from https down to http. The address the name
 // resolves to is checked when it is dialed (PublicRegistryAddress).
 func DecideRegistryRedirect(r RegistryRedirect) RegistryRedirectDecision {
@@ -79,16 +81,33 @@ func DecideRegistryRedirect(r RegistryRedirect) RegistryRedirectDecision {
 		if !sameHost(h, r.To) {
 			continue
 		}
-		if r.Class != RegistryArtifact {
-			return refuse("a redirect of " + string(r.Class) + " to " + host + ": only artifacts, checked by their hash, may come from redirect_hosts")
+		if !offsiteArtifact(r.Kind, r.Class, r.Path) {
+			return refuse("a redirect of " + r.Path + " to " + host + ": only package files, checked by their hash, may come from redirect_hosts")
 		}
-		switch r.Kind {
-		case RegistryGoProxy, RegistryNPM, RegistryPyPI:
-			return RegistryRedirectDecision{Allowed: true}
-		}
-		return refuse("a redirect from a registry of kind " + r.Kind)
+		return RegistryRedirectDecision{Allowed: true}
 	}
 	return refuse("a redirect to " + host + ", which neither this registry's url nor its redirect_hosts name")
+}
+
+// offsiteArtifact is what a kind may fetch from a redirect_hosts host:
+// the package files themselves, whose hashes the client checks against
+// what the configured hosts said (a module zip against go.sum and the
+// checksum database, a tarball against the packument's integrity, a
+// PyPI file against the index's sha256). A module's .info and .mod, the
+// checksum database and every index stay on the configured hosts.
+func offsiteArtifact(kind string, class RegistryClass, path string) bool {
+	if class != RegistryArtifact {
+		return false
+	}
+	switch kind {
+	case RegistryGoProxy:
+		return strings.Contains(path, "/@v/") && strings.HasSuffix(path, ".zip") && !strings.HasPrefix(path, "sumdb/")
+	case RegistryNPM:
+		return strings.HasSuffix(path, ".tgz")
+	case RegistryPyPI:
+		return strings.HasPrefix(path, "files/") && !strings.HasSuffix(path, ".metadata")
+	}
+	return false
 }
 
 // sameHost reports whether the configured host (host, or host:port)

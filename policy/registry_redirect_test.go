@@ -17,34 +17,44 @@ func TestDecideRegistryRedirect(t *testing.T) {
 		name     string
 		kind     string
 		class    RegistryClass
+		path     string
 		hop      int
 		from, to string
 		redirect []string
 		want     want
 	}{
-		{"zip to the storage host", RegistryGoProxy, RegistryArtifact, 1, "https", storage, goStorage, followBare},
-		{"zip to the storage host, its name in capitals", RegistryGoProxy, RegistryArtifact, 1, "https", strings.Replace(storage, "storage.googleapis.com", "Storage.GoogleAPIs.com", 1), goStorage, followBare},
-		{"zip to the storage host on its https port", RegistryGoProxy, RegistryArtifact, 1, "https", strings.Replace(storage, "storage.googleapis.com", "storage.googleapis.com:443", 1), goStorage, followBare},
-		{"zip to the storage host on another port", RegistryGoProxy, RegistryArtifact, 1, "https", strings.Replace(storage, "storage.googleapis.com", "storage.googleapis.com:8443", 1), goStorage, refused},
-		{"a listed host:port", RegistryGoProxy, RegistryArtifact, 1, "http", "http://127.0.0.1:4711/b/x.zip?s=1", []string{"127.0.0.1:4711"}, followBare},
-		{"a listed host:port, another port", RegistryGoProxy, RegistryArtifact, 1, "http", "http://127.0.0.1:4712/b/x.zip", []string{"127.0.0.1:4711"}, refused},
-		{"the fifth hop", RegistryGoProxy, RegistryArtifact, 5, "https", storage, goStorage, followBare},
-		{"the sixth hop", RegistryGoProxy, RegistryArtifact, 6, "https", storage, goStorage, refused},
-		{"metadata to the storage host", RegistryGoProxy, RegistryMetadata, 1, "https", "https://storage.googleapis.com/b/list", goStorage, refused},
-		{"metadata to the upstream's own host", RegistryGoProxy, RegistryMetadata, 1, "https", "https://proxy.golang.org/m/@v/list", nil, follow},
-		{"an artifact to the upstream's own host keeps the credential", RegistryGoProxy, RegistryArtifact, 1, "https", "https://proxy.golang.org/m/@v/v1.0.0.zip", goStorage, follow},
-		{"a host nobody listed", RegistryGoProxy, RegistryArtifact, 1, "https", "https://evil.example/x.zip", goStorage, refused},
-		{"a listed host's subdomain", RegistryGoProxy, RegistryArtifact, 1, "https", "https://x.storage.googleapis.com/x.zip", goStorage, refused},
-		{"a listed host as a suffix", RegistryGoProxy, RegistryArtifact, 1, "https", "https://evilstorage.googleapis.com/x.zip", goStorage, refused},
-		{"https down to http", RegistryGoProxy, RegistryArtifact, 1, "https", "http://storage.googleapis.com/x.zip", goStorage, refused},
-		{"http up to https", RegistryGoProxy, RegistryArtifact, 1, "http", storage, goStorage, followBare},
-		{"another scheme", RegistryGoProxy, RegistryArtifact, 1, "https", "ftp://storage.googleapis.com/x.zip", goStorage, refused},
-		{"a user in the URL", RegistryGoProxy, RegistryArtifact, 1, "https", "https://u:p@storage.googleapis.com/x.zip", goStorage, refused},
-		{"no host", RegistryGoProxy, RegistryArtifact, 1, "https", "/relative/x.zip", goStorage, refused},
-		{"npm tarball to a listed CDN", RegistryNPM, RegistryArtifact, 1, "https", "https://cdn.example/t.tgz", []string{"cdn.example"}, followBare},
-		{"npm packument to a listed CDN", RegistryNPM, RegistryMetadata, 1, "https", "https://cdn.example/left-pad", []string{"cdn.example"}, refused},
-		{"pypi file to a listed host", RegistryPyPI, RegistryArtifact, 1, "https", "https://mirror.example/f.whl", []string{"mirror.example"}, followBare},
-		{"no such kind", "maven", RegistryArtifact, 1, "https", storage, goStorage, refused},
+		{"zip to the storage host", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", storage, goStorage, followBare},
+		{"zip to the storage host, its name in capitals", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", strings.Replace(storage, "storage.googleapis.com", "Storage.GoogleAPIs.com", 1), goStorage, followBare},
+		{"zip to the storage host on its https port", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", strings.Replace(storage, "storage.googleapis.com", "storage.googleapis.com:443", 1), goStorage, followBare},
+		{"zip to the storage host on another port", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", strings.Replace(storage, "storage.googleapis.com", "storage.googleapis.com:8443", 1), goStorage, refused},
+		{"a listed host:port", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "http", "http://127.0.0.1:4711/b/x.zip?s=1", []string{"127.0.0.1:4711"}, followBare},
+		{"a listed host:port, another port", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "http", "http://127.0.0.1:4712/b/x.zip", []string{"127.0.0.1:4711"}, refused},
+		{"the fifth hop", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 5, "https", storage, goStorage, followBare},
+		{"the sixth hop", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 6, "https", storage, goStorage, refused},
+		{"metadata to the storage host", RegistryGoProxy, RegistryMetadata, "m/@v/list", 1, "https", "https://storage.googleapis.com/b/list", goStorage, refused},
+		{"metadata to the upstream's own host", RegistryGoProxy, RegistryMetadata, "m/@v/list", 1, "https", "https://proxy.golang.org/m/@v/list", nil, follow},
+		{"an artifact to the upstream's own host keeps the credential", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "https://proxy.golang.org/m/@v/v1.0.0.zip", goStorage, follow},
+		{"a host nobody listed", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "https://evil.example/x.zip", goStorage, refused},
+		{"a listed host's subdomain", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "https://x.storage.googleapis.com/x.zip", goStorage, refused},
+		{"a listed host as a suffix", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "https://evilstorage.googleapis.com/x.zip", goStorage, refused},
+		{"https down to http", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "http://storage.googleapis.com/x.zip", goStorage, refused},
+		{"http up to https", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "http", storage, goStorage, followBare},
+		{"another scheme", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "ftp://storage.googleapis.com/x.zip", goStorage, refused},
+		{"a user in the URL", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "https://u:p@storage.googleapis.com/x.zip", goStorage, refused},
+		{"no host", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "/relative/x.zip", goStorage, refused},
+		// A module's .mod and .info and the checksum database are not
+		// package files, artifacts though some are: they stay home.
+		{".mod to the storage host", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.mod", 1, "https", storage, goStorage, refused},
+		{"a canonical .info to the storage host", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.info", 1, "https", storage, goStorage, refused},
+		{"a full tile to the storage host", RegistryGoProxy, RegistryArtifact, "sumdb/sum.golang.org/tile/8/0/001", 1, "https", storage, goStorage, refused},
+		{"@latest to the storage host", RegistryGoProxy, RegistryMetadata, "m/@latest", 1, "https", storage, goStorage, refused},
+		{"a query's .info to the storage host", RegistryGoProxy, RegistryMetadata, "m/@v/main.info", 1, "https", storage, goStorage, refused},
+		{"a .mod to the upstream's own host", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.mod", 1, "https", "https://proxy.golang.org/m/@v/v1.0.0.mod", goStorage, follow},
+		{"PEP 658 metadata to a listed host", RegistryPyPI, RegistryArtifact, "files/f.whl.metadata", 1, "https", "https://mirror.example/f.whl.metadata", []string{"mirror.example"}, refused},
+		{"npm tarball to a listed CDN", RegistryNPM, RegistryArtifact, "t/-/t-1.0.0.tgz", 1, "https", "https://cdn.example/t.tgz", []string{"cdn.example"}, followBare},
+		{"npm packument to a listed CDN", RegistryNPM, RegistryMetadata, "left-pad", 1, "https", "https://cdn.example/left-pad", []string{"cdn.example"}, refused},
+		{"pypi file to a listed host", RegistryPyPI, RegistryArtifact, "files/f.whl", 1, "https", "https://mirror.example/f.whl", []string{"mirror.example"}, followBare},
+		{"no such kind", "maven", RegistryArtifact, "x.jar", 1, "https", storage, goStorage, refused},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -52,7 +62,7 @@ func TestDecideRegistryRedirect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := DecideRegistryRedirect(RegistryRedirect{Kind: c.kind, Class: c.class, Hop: c.hop, FromScheme: c.from, To: to, UpstreamHosts: upstream, RedirectHosts: c.redirect})
+			d := DecideRegistryRedirect(RegistryRedirect{Kind: c.kind, Class: c.class, Path: c.path, Hop: c.hop, FromScheme: c.from, To: to, UpstreamHosts: upstream, RedirectHosts: c.redirect})
 			if got := (want{d.Allowed, d.Credential}); got != c.want {
 				t.Fatalf("%+v, want %+v", d, c.want)
 			}

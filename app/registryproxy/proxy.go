@@ -184,7 +184,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, allowed []contract
 		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "the registry is not available")
 		return
 	}
-	resp, err := client.fetch(r.Context(), req, up, d.Class)
+	resp, err := client.fetch(r.Context(), req, up, d.Class, rest)
 	var refused errRedirectRefused
 	if errors.As(err, &refused) {
 		log.Warn().Str("path", rest).Str("why", refused.why).Msg("registry redirect not followed")

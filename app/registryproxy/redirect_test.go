@@ -203,7 +203,8 @@ func TestRegistryRedirectsTheEgressRefuses(t *testing.T) {
 	}{
 		{"a listed host, loopback allowed for the test", toStorage, func(s *url.URL) []string { return []string{s.Host} }, true, zip, http.StatusOK, "zip bytes", 1, 1},
 		{"a host no list names", toStorage, func(*url.URL) []string { return nil }, true, zip, http.StatusBadGateway, "neither this registry's url nor its redirect_hosts name", 0, 1},
-		{"metadata to a listed host", toStorage, func(s *url.URL) []string { return []string{s.Host} }, true, "fake.test/alpha/@v/list", http.StatusBadGateway, "only artifacts", 0, 1},
+		{"metadata to a listed host", toStorage, func(s *url.URL) []string { return []string{s.Host} }, true, "fake.test/alpha/@v/list", http.StatusBadGateway, "only package files", 0, 1},
+		{"a .mod to a listed host", toStorage, func(s *url.URL) []string { return []string{s.Host} }, true, "fake.test/alpha/@v/v1.0.0.mod", http.StatusBadGateway, "only package files", 0, 1},
 		{"a listed host on loopback", toStorage, func(s *url.URL) []string { return []string{s.Host} }, false, zip, http.StatusBadGateway, "never reaches (loopback", 0, 1},
 		{"a listed name that resolves to loopback", toLocalhost, func(s *url.URL) []string { return []string{"localhost:" + s.Port()} }, false, zip, http.StatusBadGateway, "never reaches (loopback", 0, 1},
 		{"a chain past the bound", func(_ *url.URL, path string) string { return path }, func(*url.URL) []string { return nil }, true, zip, http.StatusBadGateway, "more than 5 redirects", 0, 6},

@@ -126,10 +126,11 @@ type errRedirectRefused struct{ why string }
 func (e errRedirectRefused) Error() string { return e.why }
 
 // fetch sends req, for path below the registry's base, to the upstream
-// and follows its redirects as policy allows: to the registry's own hosts with the credential, to its
-// redirect_hosts without, never more than policy.MaxRegistryRedirects.
-// Each hop is a fresh request carrying only the headers req was given
-// from the sandbox's allowlist, plus the credential where it may go.
+// and follows its redirects as policy allows: to the registry's own hosts
+// with the credential, to its redirect_hosts without, never more than
+// policy.MaxRegistryRedirects. Each hop is a fresh request carrying only
+// the headers req was given from the sandbox's allowlist, plus the
+// credential where it may go.
 func (cl *registryClient) fetch(ctx context.Context, req *http.Request, up config.Registry, class policy.RegistryClass, path string) (*http.Response, error) {
 	resp, err := cl.upstream.Do(req)
 	for hop := 1; err == nil && isRedirect(resp.StatusCode); hop++ {

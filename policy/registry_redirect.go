@@ -151,6 +151,10 @@ var nonPublicPrefixes = []netip.Prefix{
 // rebinding) reaches the app's own network. Why says which, when not.
 func PublicRegistryAddress(ip netip.Addr) (ok bool, why string) {
 	ip = ip.Unmap()
+	if v4, embedded := embeddedIPv4(ip); embedded {
+		// NAT64 and 6to4 reach the IPv4 address inside: judge that.
+		return PublicRegistryAddress(v4)
+	}
 	switch {
 	case !ip.IsValid():
 		return false, "no address"
@@ -171,4 +175,24 @@ func PublicRegistryAddress(ip netip.Addr) (ok bool, why string) {
 		}
 	}
 	return true, ""
+}
+
+var (
+	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour   = netip.MustParsePrefix("2002::/16")
+)
+
+// embeddedIPv4 is the IPv4 address a NAT64 (RFC 6052's well-known
+// prefix) or 6to4 (RFC 3056) address leads to.
+func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
+	b := ip.As16()
+	switch {
+	case !ip.Is6():
+		return netip.Addr{}, false
+	case nat64Prefix.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	}
+	return netip.Addr{}, false
 }

@@ -110,6 +110,11 @@ func TestPublicRegistryAddress(t *testing.T) {
 		"fc00::1":              false,
 		"febf:ffff::1":         false,
 		"2606:4700:4700::1111": true,
+		"64:ff9b::a9fe:a9fe":   false, // NAT64 to 169.254.169.254
+		"64:ff9b::808:808":     true,  // NAT64 to 8.8.8.8
+		"2002:7f00:1::1":       false, // 6to4 from 127.0.0.1
+		"2002:c0a8:101::1":     false, // 6to4 from 192.168.1.1
+		"2002:808:808::1":      true,
 	}
 	for s, want := range cases {
 		ok, why := PublicRegistryAddress(netip.MustParseAddr(s))

@@ -69,6 +69,14 @@ type Registry struct {
 	// host (https://files.pythonhosted.org for pypi.org): the proxy serves
 	// them under files/ and follows redirects there only.
 	FilesURL string `yaml:"files_url"`
+	// RedirectHosts are further hosts (host, or host:port) a package
+	// file's download (a module zip, a tarball, a PyPI file) may be
+	// redirected to, fetched without the token: the
+	// public Go proxy answers a zip with a 302 to a signed URL on
+	// storage.googleapis.com (decision 0052). Unset, a kind's default
+	// (DefaultRedirectHosts); an empty list, none. Metadata is never
+	// fetched from them.
+	RedirectHosts []string `yaml:"redirect_hosts"`
 	// Token (token) or a file holding it (TokenPath, token_path) is the
 	// upstream's credential, if it needs one; at most one. Read it with
 	// Credential.
@@ -99,6 +107,24 @@ type Registry struct {
 // DefaultSumDB is the public Go checksum database's verifier key, as go
 // itself knows it.
 const DefaultSumDB = "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ux18htTTAD8OuAn8"
+
+// DefaultRedirectHosts are the redirect_hosts of a registry that sets
+// none, by kind: the storage host proxy.golang.org redirects zips to.
+func DefaultRedirectHosts(kind string) []string {
+	if kind == policy.RegistryGoProxy {
+		return []string{"storage.googleapis.com"}
+	}
+	return nil
+}
+
+// RedirectHostsOrDefault are the hosts a package file's download may be
+// redirected to besides the upstream's own.
+func (r Registry) RedirectHostsOrDefault() []string {
+	if r.RedirectHosts == nil {
+		return DefaultRedirectHosts(r.Kind)
+	}
+	return r.RedirectHosts
+}
 
 // DefaultRegistryPhases are the phases a registry serves unless its
 // phases say otherwise.
@@ -215,6 +241,11 @@ func (e Egress) validate(add func(key, format string, args ...any)) {
 				add(key+".files_url", "%v", err)
 			}
 		}
+		for _, h := range r.RedirectHosts {
+			if !validRedirectHost(h) {
+				add(key+".redirect_hosts", "%q must be a host name or host:port, without a scheme, path or wildcard", h)
+			}
+		}
 		if r.Token != "" && r.TokenPath != "" {
 			add(key, "set token or token_path, not both")
 		}
@@ -249,4 +280,14 @@ func (e Egress) validate(add func(key, format string, args ...any)) {
 	if err := contract.ValidateRegistries(all); err != nil {
 		add("egress.registries", "%v", err)
 	}
+}
+
+// validRedirectHost is a host name (or IP literal) with an optional port,
+// as a URL's host: what the egress compares a redirect's host to.
+func validRedirectHost(h string) bool {
+	if h == "" || strings.ContainsAny(h, "/*?#@ \t") {
+		return false
+	}
+	u, err := url.Parse("https://" + h)
+	return err == nil && u.Host == h && u.Hostname() != "" && u.Path == ""
 }

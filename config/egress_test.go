@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +19,10 @@ egress:
       kind: goproxy
       url: https://proxy.golang.org
       no_sumdb: [example.com/private/*]
+    athens:
+      kind: goproxy
+      url: https://athens.example
+      redirect_hosts: []
     npmjs:
       kind: npm
       url: https://registry.npmjs.org
@@ -28,6 +33,7 @@ egress:
       kind: pypi
       url: https://pypi.org
       files_url: https://files.pythonhosted.org
+      redirect_hosts: [mirror.example, "cdn.example:8443"]
       auth: basic
 `
 
@@ -47,6 +53,14 @@ func TestEgressRegistriesFromYAML(t *testing.T) {
 	if s := fmt.Sprintf("%v %+v", npm, cfg.Egress); strings.Contains(s, "npm_abc") {
 		t.Fatalf("a registry prints its token: %s", s)
 	}
+	// redirect_hosts: goproxy's default, an empty list that keeps none,
+	// and a list as set.
+	for name, want := range map[string][]string{"goproxy": {"storage.googleapis.com"}, "athens": {}, "npmjs": nil, "pypi": {"mirror.example", "cdn.example:8443"}} {
+		if got := cfg.Egress.Registries[name].RedirectHostsOrDefault(); !slices.Equal(got, want) {
+			t.Errorf("%s: redirect hosts %q, want %q", name, got, want)
+		}
+	}
+	delete(cfg.Egress.Registries, "athens")
 	// acme's repositories get all three, in name order, with the default
 	// phases and sumdb where none is set; others lose npmjs.
 	got := cfg.Egress.SessionRegistries("acme/widgets")
@@ -72,18 +86,22 @@ func TestEgressRegistriesRefused(t *testing.T) {
 		name string
 		want string
 	}{
-		"no kind":          {Registry{URL: "https://x.example"}, "x", "egress.registries.x.kind: must be one of goproxy, npm, pypi"},
-		"no url":           {Registry{Kind: "npm"}, "x", "egress.registries.x.url: is required"},
-		"url with a user":  {Registry{Kind: "npm", URL: "https://u:p@x.example"}, "x", "egress.registries.x.url: must not carry a user name or password"},
-		"url with a query": {Registry{Kind: "npm", URL: "https://x.example/?a=b"}, "x", "egress.registries.x.url: must have no query"},
-		"both tokens":      {Registry{Kind: "npm", URL: "https://x.example", Token: "t", TokenPath: "/p"}, "x", "set token or token_path, not both"},
-		"bad auth":         {Registry{Kind: "npm", URL: "https://x.example", Auth: "digest"}, "x", "egress.registries.x.auth: must be bearer or basic"},
-		"files_url on npm": {Registry{Kind: "npm", URL: "https://x.example", FilesURL: "https://f.example"}, "x", "files_url: is for pypi registries only"},
-		"sumdb on npm":     {Registry{Kind: "npm", URL: "https://x.example", SumDB: DefaultSumDB}, "x", "sumdb: is for goproxy registries only"},
-		"bad sumdb":        {Registry{Kind: "goproxy", URL: "https://x.example", SumDB: "sum.golang.org"}, "x", "sumdb: must be a checksum database's verifier key"},
-		"upload phase":     {Registry{Kind: "npm", URL: "https://x.example", Phases: []string{"upload"}}, "x", `phases: must list setup, agent or verify, not "upload"`},
-		"bad repo pattern": {Registry{Kind: "npm", URL: "https://x.example", Repos: []string{"acme"}}, "x", `repos: "acme" must be owner/name or owner/*`},
-		"bad name":         {Registry{Kind: "npm", URL: "https://x.example"}, "no/slash", "egress.registries.no/slash: the name"},
+		"no kind":           {Registry{URL: "https://x.example"}, "x", "egress.registries.x.kind: must be one of goproxy, npm, pypi"},
+		"no url":            {Registry{Kind: "npm"}, "x", "egress.registries.x.url: is required"},
+		"url with a user":   {Registry{Kind: "npm", URL: "https://u:p@x.example"}, "x", "egress.registries.x.url: must not carry a user name or password"},
+		"url with a query":  {Registry{Kind: "npm", URL: "https://x.example/?a=b"}, "x", "egress.registries.x.url: must have no query"},
+		"both tokens":       {Registry{Kind: "npm", URL: "https://x.example", Token: "t", TokenPath: "/p"}, "x", "set token or token_path, not both"},
+		"bad auth":          {Registry{Kind: "npm", URL: "https://x.example", Auth: "digest"}, "x", "egress.registries.x.auth: must be bearer or basic"},
+		"files_url on npm":  {Registry{Kind: "npm", URL: "https://x.example", FilesURL: "https://f.example"}, "x", "files_url: is for pypi registries only"},
+		"sumdb on npm":      {Registry{Kind: "npm", URL: "https://x.example", SumDB: DefaultSumDB}, "x", "sumdb: is for goproxy registries only"},
+		"bad sumdb":         {Registry{Kind: "goproxy", URL: "https://x.example", SumDB: "sum.golang.org"}, "x", "sumdb: must be a checksum database's verifier key"},
+		"upload phase":      {Registry{Kind: "npm", URL: "https://x.example", Phases: []string{"upload"}}, "x", `phases: must list setup, agent or verify, not "upload"`},
+		"bad repo pattern":  {Registry{Kind: "npm", URL: "https://x.example", Repos: []string{"acme"}}, "x", `repos: "acme" must be owner/name or owner/*`},
+		"redirect url":      {Registry{Kind: "goproxy", URL: "https://x.example", RedirectHosts: []string{"https://storage.googleapis.com"}}, "x", `redirect_hosts: "https://storage.googleapis.com" must be a host name`},
+		"redirect wildcard": {Registry{Kind: "goproxy", URL: "https://x.example", RedirectHosts: []string{"*.googleapis.com"}}, "x", `redirect_hosts: "*.googleapis.com" must be a host name`},
+		"redirect path":     {Registry{Kind: "npm", URL: "https://x.example", RedirectHosts: []string{"cdn.example/x"}}, "x", `redirect_hosts: "cdn.example/x" must be a host name`},
+		"redirect empty":    {Registry{Kind: "npm", URL: "https://x.example", RedirectHosts: []string{""}}, "x", `redirect_hosts: "" must be a host name`},
+		"bad name":          {Registry{Kind: "npm", URL: "https://x.example"}, "no/slash", "egress.registries.no/slash: the name"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -280,6 +280,9 @@ type testRegistry struct {
 	mu             sync.Mutex
 	uploadRequests int      // POST/PUT/PATCH under /blobs/uploads/
 	committed      []string // digests of completed blob uploads
+	// refuseDelete, when set, answers the DELETEs it matches in place of
+	// the registry (a registry that disabled deletion).
+	refuseDelete func(w http.ResponseWriter, r *http.Request) bool
 }
 
 func newTestRegistry(t *testing.T) *testRegistry {
@@ -288,6 +291,12 @@ func newTestRegistry(t *testing.T) *testRegistry {
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	reg.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reg.observe(r)
+		reg.mu.Lock()
+		refuse := reg.refuseDelete
+		reg.mu.Unlock()
+		if r.Method == http.MethodDelete && refuse != nil && refuse(w, r) {
+			return
+		}
 		inner.ServeHTTP(w, r)
 	}))
 	t.Cleanup(reg.server.Close)

@@ -235,6 +235,9 @@ func (s *RegistryStore) GC(ctx context.Context, repo string, keep int) ([]v1.Has
 			}
 		}
 		err := remote.Delete(r.Digest(snap.Digest.String()), opts...)
+		if isUnsupported(err) {
+			return removed, fmt.Errorf("%w (delete %s@%s: %v)", ErrDeletionUnsupported, repo, snap.Digest, err)
+		}
 		if err != nil && !isNotFound(err) {
 			return removed, fmt.Errorf("images: delete %s@%s: %w", repo, snap.Digest, err)
 		}
@@ -261,14 +264,18 @@ func isNotFound(err error) bool {
 	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
 }
 
-// isUnsupported recognises a registry refusing an operation it does not
-// offer (deleting by tag, on Docker's distribution).
+// isUnsupported recognises a registry refusing a deletion it does not
+// offer. The OCI distribution spec ("Content Management") has a registry
+// with tag, manifest or blob deletion disabled answer 400 or 405, the 400
+// with any body: UNSUPPORTED, or DIGEST_INVALID as docker/distribution's
+// registry:2 says to a tag delete. GC deletes only references the
+// registry itself listed, so a 400 cannot be a malformed one.
 func isUnsupported(err error) bool {
 	var terr *transport.Error
 	if !errors.As(err, &terr) {
 		return false
 	}
-	if terr.StatusCode == http.StatusMethodNotAllowed {
+	if terr.StatusCode == http.StatusMethodNotAllowed || terr.StatusCode == http.StatusBadRequest {
 		return true
 	}
 	for _, e := range terr.Errors {

@@ -52,6 +52,12 @@ const (
 // with the asked-for digest).
 var ErrNoSnapshot = errors.New("images: no snapshot")
 
+// ErrDeletionUnsupported says the registry refuses to delete manifests
+// (deletion disabled: a 400 or 405, as the OCI distribution spec lets
+// it), so GC cannot remove old snapshots; the registry's own retention
+// policy has to.
+var ErrDeletionUnsupported = errors.New("images: the registry does not allow deleting manifests; collect old snapshots with its own retention policy")
+
 // ErrNotSnapshot says an image lacks the labels of a snapshot (or carries
 // malformed ones): it was not built by Assemble.
 var ErrNotSnapshot = errors.New("images: not a snapshot image")

@@ -118,6 +118,20 @@ func goModuleChars(s string) bool {
 	return s != ""
 }
 
+// goRevisionChars is the alphabet of a revision the go command asks the
+// proxy to resolve (a branch, a tag, a commit hash), as
+// module.EscapeVersion leaves it: lower case with '!' before an escaped
+// capital, and no '/' (a name with one cannot travel through a proxy).
+func goRevisionChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("-._~!+", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
+}
+
 func decideGoProxy(p string) RegistryDecision {
 	if rest, ok := strings.CutPrefix(p, "sumdb/"); ok {
 		name, op, ok := strings.Cut(rest, "/")
@@ -152,15 +166,22 @@ func decideGoProxy(p string) RegistryDecision {
 	if file == "list" {
 		return allowRegistry(RegistryMetadata)
 	}
-	for _, ext := range []string{".info", ".mod", ".zip"} {
+	if v, ok := strings.CutSuffix(file, ".info"); ok && goRevisionChars(v) {
+		if !canonicalGoVersion(v) {
+			// A query: v1.2, a branch, a commit hash (`go get m@main`
+			// asks the proxy to resolve any revision). The version it
+			// names may move.
+			return allowRegistry(RegistryMetadata)
+		}
+		// A canonical version's .info (its Version and Time) is as fixed
+		// as its .mod: the go command keeps it in its module cache and
+		// never asks again.
+		return allowRegistry(RegistryArtifact)
+	}
+	for _, ext := range []string{".mod", ".zip"} {
+		// The go command asks for files only by the canonical version a
+		// query resolved to.
 		if v, ok := strings.CutSuffix(file, ext); ok && goModuleChars(v) && strings.HasPrefix(v, "v") {
-			if ext == ".info" && !canonicalGoVersion(v) {
-				// A query (v1.2, a branch): the version it names may move.
-				return allowRegistry(RegistryMetadata)
-			}
-			// A canonical version's .info (its Version and Time) is as
-			// fixed as its .mod: the go command keeps it in its module
-			// cache and never asks again.
 			return allowRegistry(RegistryArtifact)
 		}
 	}
@@ -257,7 +278,9 @@ func decidePyPI(p string) RegistryDecision {
 		if strings.HasSuffix(f, ".metadata") {
 			return allowRegistry(RegistryArtifact) // PEP 658 metadata, by the file's hash
 		}
-		for _, ext := range []string{".whl", ".tar.gz", ".zip"} {
+		// Wheels and today's sdists, and the legacy files older releases
+		// still link: PEP 527 stopped their uploads, not their downloads.
+		for _, ext := range []string{".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz", ".egg"} {
 			if strings.HasSuffix(f, ext) {
 				return allowRegistry(RegistryArtifact)
 			}

@@ -28,6 +28,17 @@ func TestDecideRegistryRequest(t *testing.T) {
 		{RegistryGoProxy, "GET", "github.com/x/y/@v/v1.2.3-a..b.info", meta},
 		{RegistryGoProxy, "GET", "github.com/x/y/@v/v1.2.3+build.info", meta},
 		{RegistryGoProxy, "GET", "github.com/x/y/@v/v1.2.3-!.info", meta},
+		// `go get m@branch` and `m@commit` ask the proxy to resolve any
+		// revision (go.dev/ref/mod, "GOPROXY protocol": $base/$module/@v/$version.info
+		// takes a query): metadata, as the answer may move.
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/master.info", meta},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/0123456789ab.info", meta},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/0123456789abcdef0123456789abcdef01234567.info", meta},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/my_feature-!branch.info", meta},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/master.zip", refused}, // only canonical versions have files
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/master.mod", refused},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/.info", refused},
+		{RegistryGoProxy, "GET", "github.com/x/y/@v/Master.info", refused}, // capitals travel escaped
 		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/v0.7.0.mod", artifact},
 		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/v0.7.0.zip", artifact},
 		{RegistryGoProxy, "HEAD", "github.com/google/go-cmp/@v/v0.7.0.zip", artifact},
@@ -79,7 +90,13 @@ func TestDecideRegistryRequest(t *testing.T) {
 		{RegistryPyPI, "GET", "files/packages/ab/cd/requests-2.32.0-py3-none-any.whl", artifact},
 		{RegistryPyPI, "GET", "files/packages/ab/cd/requests-2.32.0.tar.gz", artifact},
 		{RegistryPyPI, "GET", "files/packages/ab/cd/requests-2.32.0-py3-none-any.whl.metadata", artifact},
+		// Legacy files older projects still link (PEP 527 stopped new
+		// uploads of them, not downloads).
+		{RegistryPyPI, "GET", "files/packages/ab/cd/old-0.1.tar.bz2", artifact},
+		{RegistryPyPI, "GET", "files/packages/ab/cd/old-0.1.tgz", artifact},
+		{RegistryPyPI, "GET", "files/packages/ab/cd/old-0.1-py2.7.egg", artifact},
 		{RegistryPyPI, "GET", "files/packages/ab/cd/evil.sh", refused},
+		{RegistryPyPI, "GET", "files/packages/ab/cd/old-0.1.bz2", refused},
 		{RegistryPyPI, "POST", "legacy/", refused},
 		{RegistryPyPI, "GET", "legacy/", refused},
 		{RegistryPyPI, "GET", "pypi/requests/json", refused},

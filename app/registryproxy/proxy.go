@@ -71,11 +71,16 @@ type Options struct {
 	Cache *Cache
 	// Now is the clock for the log's timings (time.Now when nil).
 	Now func() time.Time
+	// RedirectsReachLoopback lets a redirect to a redirect_hosts host
+	// dial a loopback address, which is otherwise refused with every
+	// private and link-local one (decision 0052). Tests only: a
+	// stand-in's storage listener is on 127.0.0.1. No config key sets it.
+	RedirectsReachLoopback bool
 }
 
 // New wires a Proxy.
 func New(o Options) *Proxy {
-	p := &Proxy{upstreams: o.Upstreams, cache: o.Cache, clock: o.Now}
+	p := &Proxy{upstreams: o.Upstreams, cache: o.Cache, clock: o.Now, clients: registryClients{redirectsReachLoopback: o.RedirectsReachLoopback}}
 	if p.clock == nil {
 		p.clock = time.Now
 	}
@@ -179,7 +184,18 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, allowed []contract
 		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "the registry is not available")
 		return
 	}
-	resp, err := client.Do(req)
+	resp, err := client.fetch(r.Context(), req, up, d.Class, rest)
+	var refused errRedirectRefused
+	if errors.As(err, &refused) {
+		log.Warn().Str("path", rest).Str("why", refused.why).Msg("registry redirect not followed")
+		http.Error(w, "the registry upstream redirected where Inspect's registry egress does not follow: "+refused.why, http.StatusBadGateway)
+		return
+	}
+	if errors.Is(err, errNotPublic) {
+		log.Warn().Str("path", rest).Str("error", redactURLError(err)).Msg("registry redirect not followed")
+		http.Error(w, "the registry upstream redirected to an address Inspect's registry egress never reaches (loopback, private or link-local)", http.StatusBadGateway)
+		return
+	}
 	if err != nil {
 		log.Warn().Str("path", rest).Str("error", redactURLError(err)).Msg("registry upstream unreachable")
 		http.Error(w, "the registry upstream is unreachable", http.StatusBadGateway)

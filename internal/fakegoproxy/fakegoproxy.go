@@ -34,6 +34,10 @@
 // user:password in an http GOPROXY), so Options.TLS serves HTTPS with a
 // certificate that CertFile writes for SSL_CERT_FILE.
 //
+// Options.RedirectZips serves zips as proxy.golang.org does: a 302 to a
+// signed, expiring URL on a second listener, the storage (storage.go),
+// which refuses a bad or expired signature with a 403.
+//
 // Only GET and HEAD are served (405 otherwise), only on the protocol's
 // paths (404 otherwise). Every request is recorded (Requests), with its
 // kind, module and version, status, bytes, duration and the auth it
@@ -103,6 +107,15 @@ type Options struct {
 	// http.StatusNotFound (the default) or http.StatusGone, the two the
 	// go command takes as "not here".
 	MissingStatus int
+	// RedirectZips answers every zip with a 302 to a signed URL on a
+	// second listener (StorageURL), which serves it only while the
+	// signature holds and has not expired, as the public proxy's zips
+	// live on storage.googleapis.com. The token, if any, is not needed
+	// there: the signature is the credential.
+	RedirectZips bool
+	// SignedURLTTL is how long a signed URL lives (DefaultSignedURLTTL
+	// when 0; a negative TTL hands out URLs already expired).
+	SignedURLTTL time.Duration
 }
 
 // Kind is what a request asked for, by the protocol's paths.
@@ -120,6 +133,10 @@ const (
 	KindSumDBLookup    Kind = "sumdb-lookup" // sumdb/$name/lookup/$module@$version
 	KindSumDBLatest    Kind = "sumdb-latest" // sumdb/$name/latest
 	KindSumDBTile      Kind = "sumdb-tile"   // sumdb/$name/tile/…
+	// KindStorageZip is a zip fetched from the storage by its signed URL
+	// (Options.RedirectZips); the zip request itself, answered 302, is
+	// still KindZip.
+	KindStorageZip Kind = "storage-zip"
 )
 
 // Request is one request the proxy received, refused ones included.
@@ -159,6 +176,7 @@ type Proxy struct {
 	sumdbAt  string // "/sumdb/" + name
 	sumdb    http.Handler
 	certFile string
+	storage  *storage // with Options.RedirectZips
 
 	mu  sync.Mutex
 	log []Request
@@ -209,6 +227,14 @@ func New(t testing.TB, opts Options) *Proxy {
 	p.verifier = verifierKey
 	p.sumdb = http.StripPrefix(p.sumdbAt, sumdb.NewServer(db))
 	p.handler = http.HandlerFunc(p.serve)
+
+	if opts.RedirectZips {
+		p.storage, err = newStorage(opts.SignedURLTTL, opts.TLS, p.record)
+		if err != nil {
+			t.Fatalf("fakegoproxy: %v", err)
+		}
+		t.Cleanup(p.storage.server.Close)
+	}
 
 	p.server = httptest.NewUnstartedServer(p.handler)
 	// The server's own log has only connection-level noise, such as the
@@ -310,9 +336,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	entry.AuthScheme, entry.Authenticated = p.authenticate(r)
 	defer func() {
 		entry.Status, entry.Bytes, entry.Duration = rec.Status(), rec.Bytes(), time.Since(start)
-		p.mu.Lock()
-		p.log = append(p.log, entry)
-		p.mu.Unlock()
+		p.record(entry)
 	}()
 
 	if !standin.Pause(r.Context(), p.opts.Latency) {
@@ -337,6 +361,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	plain(rec, http.StatusNotFound, "not found: "+route.why)
+}
+
+func (p *Proxy) record(entry Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.log = append(p.log, entry)
 }
 
 // authenticate reports the Authorization scheme and whether it carried
@@ -447,6 +477,9 @@ func (p *Proxy) moduleRoute(kind Kind, escPath, escVersion string) route {
 		rt.answer = func(w http.ResponseWriter, _ *http.Request) { text(w, "text/plain; charset=utf-8", m.mod) }
 	case KindZip:
 		rt.answer = func(w http.ResponseWriter, _ *http.Request) { text(w, "application/zip", m.zip) }
+		if p.storage != nil {
+			rt.answer = p.redirectZip(m)
+		}
 	}
 	return rt
 }

@@ -4,9 +4,11 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -304,5 +306,102 @@ func TestPrepareRefusesWhatGoWould(t *testing.T) {
 	}
 	if _, err := prepare(Module{Path: "fake.test/a/v2", Version: "v2.0.0", Files: files("module fake.test/a/v2\n")}); err != nil {
 		t.Errorf("a /v2 module: %v", err)
+	}
+}
+
+// With RedirectZips, a zip is a 302 to a signed storage URL on a second
+// listener, as proxy.golang.org's are to storage.googleapis.com; the
+// storage serves it while the signature holds and refuses anything else.
+func TestZipsRedirectToSignedStorage(t *testing.T) {
+	p := New(t, Options{Modules: fixture(), RedirectZips: true, Token: "tok"})
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(target string, auth bool) answer {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, target, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if auth {
+			req.Header.Set("Authorization", "Bearer tok")
+		}
+		res, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return answer{res.StatusCode, res.Header, string(body)}
+	}
+	a := get(p.URL()+"/fake.test/!beta/@v/v0.2.0.zip", true)
+	loc, err := url.Parse(a.header.Get("Location"))
+	if a.status != http.StatusFound || err != nil {
+		t.Fatalf("zip = %d, Location %q", a.status, a.header.Get("Location"))
+	}
+	storage, _ := url.Parse(p.StorageURL())
+	if loc.Host != storage.Host || loc.Host == strings.TrimPrefix(p.URL(), "http://") {
+		t.Fatalf("redirected to %s, want the storage listener %s", loc.Host, storage.Host)
+	}
+	q := loc.Query()
+	if q.Get("Expires") == "" || q.Get("Signature") == "" || q.Get("GoogleAccessId") == "" {
+		t.Fatalf("the URL is not signed: %s", loc)
+	}
+	// Other endpoints are served as before.
+	if a := get(p.URL()+"/fake.test/!beta/@v/v0.2.0.mod", true); a.status != http.StatusOK {
+		t.Errorf(".mod = %d", a.status)
+	}
+
+	// The signed URL serves the zip, with no credential.
+	z := get(loc.String(), false)
+	if z.status != http.StatusOK || z.header.Get("Content-Type") != "application/zip" {
+		t.Fatalf("storage = %d %s", z.status, z.body)
+	}
+	if zr, err := zip.NewReader(bytes.NewReader([]byte(z.body)), int64(len(z.body))); err != nil || len(zr.File) != 3 {
+		t.Fatalf("storage's zip: %v", err)
+	}
+
+	tampered := func(key, value string) string {
+		u := *loc
+		v := u.Query()
+		v.Set(key, value)
+		u.RawQuery = v.Encode()
+		return u.String()
+	}
+	later := fmt.Sprint(time.Now().Add(48 * time.Hour).Unix())
+	other := *loc
+	other.Path = strings.Replace(other.Path, "v0.2.0", "v0.3.0", 1)
+	for name, target := range map[string]string{
+		"a changed signature":      tampered("Signature", "AAAA"+q.Get("Signature")[4:]),
+		"no signature":             tampered("Signature", ""),
+		"a later expiry":           tampered("Expires", later),
+		"another signer":           tampered("GoogleAccessId", "someone@else.example"),
+		"another object, same sig": other.String(),
+		"no query":                 p.StorageURL() + loc.Path,
+	} {
+		if a := get(target, false); a.status != http.StatusForbidden || !strings.Contains(a.body, "<Code>SignatureDoesNotMatch</Code>") {
+			t.Errorf("%s: %d %s, want 403 SignatureDoesNotMatch", name, a.status, a.body)
+		}
+	}
+
+	var storageGets int
+	for _, r := range p.Requests() {
+		if r.Kind == KindStorageZip && r.Status == http.StatusOK {
+			storageGets++
+			if r.Module != "fake.test/Beta" || r.Version != "v0.2.0" || r.AuthScheme != "" {
+				t.Errorf("storage log entry %+v", r)
+			}
+		}
+	}
+	if storageGets != 1 {
+		t.Errorf("%d storage fetches logged, want 1", storageGets)
+	}
+
+	// An expired URL is refused.
+	expired := New(t, Options{Modules: fixture(), RedirectZips: true, SignedURLTTL: -time.Minute})
+	u := expired.SignedZipURL("fake.test/alpha", "v1.0.0")
+	if a := get(u, false); a.status != http.StatusForbidden || !strings.Contains(a.body, "<Code>ExpiredToken</Code>") {
+		t.Errorf("expired: %d %s, want 403 ExpiredToken", a.status, a.body)
 	}
 }

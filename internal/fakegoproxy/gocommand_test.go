@@ -3,6 +3,7 @@ package fakegoproxy
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -310,5 +311,24 @@ func TestGoBuildsAGraph(t *testing.T) {
 	}
 	if len(zips) != len(graph) {
 		t.Errorf("zips fetched %v, want the %d of the graph", zips, len(graph))
+	}
+}
+
+// The go command follows a zip's 302 to the storage on its own, as it
+// does proxy.golang.org's to storage.googleapis.com, and verifies what
+// it got there against the checksum database.
+func TestGoFollowsZipRedirectsToStorage(t *testing.T) {
+	requireGoCommand(t)
+	p := New(t, Options{Modules: fixture(), RedirectZips: true})
+	w := newGoWorld(t, p, consumer)
+	w.mustRun(t, "mod", "download")
+	want := map[string]int{"fake.test/alpha@v1.1.0": 1, "fake.test/Beta@v0.2.0": 1}
+	if got := p.Fetches(KindStorageZip); !equalCounts(got, want) {
+		t.Errorf("zips fetched from the storage %v, want %v:\n%s", got, want, logText(p))
+	}
+	for _, r := range p.Requests() {
+		if r.Kind == KindZip && r.Status != http.StatusFound {
+			t.Errorf("%s answered %d, want 302", r.Path, r.Status)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"maps"
+	"strings"
 
 	"github.com/inspecthq/inspect/runner/sandbox"
 )
@@ -23,7 +24,8 @@ const SharedGoCacheTarget = "/inspect-test-gocache"
 // GOCACHE in its repo env, which wins.
 
 // withSharedGoCache is env with GOCACHE pointed at the shared cache, when
-// there is one and env does not name its own.
+// there is one and env does not name its own, and the go command's module
+// index off (withoutModuleIndex).
 func withSharedGoCache(env map[string]string) map[string]string {
 	if sharedGoCacheDir() == "" {
 		return env
@@ -36,7 +38,27 @@ func withSharedGoCache(env map[string]string) map[string]string {
 		out = map[string]string{}
 	}
 	out["GOCACHE"] = SharedGoCacheTarget
+	out["GODEBUG"] = withoutModuleIndex(out["GODEBUG"])
 	return out
+}
+
+// withoutModuleIndex is a GODEBUG value with goindex=0 added to godebug's
+// own settings. The go command keeps an index of each module in the
+// module cache in GOCACHE, keyed by the module's directory alone, since a
+// module there is checksummed and never changes (cmd/go/internal/modindex,
+// moduleHash). Every sandbox's module cache is at the same path
+// (/tmp/go/pkg/mod), and two tests' stand-ins may serve one module
+// path@version with different files: with the build cache shared, the
+// second would build from the first's index (its imports, its files).
+// Compiled packages stay shared; they are keyed by their contents.
+func withoutModuleIndex(godebug string) string {
+	var kept []string
+	for _, s := range strings.Split(godebug, ",") {
+		if s = strings.TrimSpace(s); s != "" && !strings.HasPrefix(s, "goindex=") {
+			kept = append(kept, s)
+		}
+	}
+	return strings.Join(append(kept, "goindex=0"), ",")
 }
 
 // sharedGoCacheMounts binds the shared cache, when there is one and env

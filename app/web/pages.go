@@ -204,7 +204,7 @@ func (s *Server) attemptView(view *sessionView, a store.Attempt) {
 	ev := up.Evidence
 	view.Evidence = &ev
 	if u := ev.Usage; u != nil && s.cost != nil && view.Model != "" {
-		if usd, ok := s.cost(view.Model, u.Input, u.Output); ok {
+		if usd, ok := s.cost(view.Model, *u); ok {
 			view.Cost = fmt.Sprintf("$%.4f", usd)
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/session"
 )
 
@@ -80,7 +81,7 @@ type Options struct {
 	AsUser func(ctx context.Context, userID int64, token string) (*github.Client, error)
 	// Cost prices a session's tokens of a model (config.Server.ModelCost);
 	// nil shows no cost.
-	Cost  func(model string, input, output int64) (float64, bool)
+	Cost  func(model string, u contract.TokenUsage) (float64, bool)
 	Now   func() time.Time
 	Log   zerolog.Logger
 	Title string
@@ -97,7 +98,7 @@ type Server struct {
 	permTTL   time.Duration
 	lifetime  time.Duration
 	now       func() time.Time
-	cost      func(model string, input, output int64) (float64, bool)
+	cost      func(model string, u contract.TokenUsage) (float64, bool)
 	log       zerolog.Logger
 	pages     *template.Template
 

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/storetest"
@@ -324,8 +325,8 @@ func TestSessionPageShowsBuildCostAndSnapshot(t *testing.T) {
 	key := sha256.Sum256([]byte("k"))
 	s, err := New(Options{PublicURL: "https://inspect.example", WebURL: "https://github.com", APIURL: "https://api.github.com",
 		Key: key[:], PermissionCache: time.Minute, SessionLifetime: time.Hour, Log: zerolog.Nop(),
-		Cost: func(model string, in, out int64) (float64, bool) {
-			return float64(in)*1.25/1e6 + float64(out)*10/1e6, model == "gpt-test"
+		Cost: func(model string, u contract.TokenUsage) (float64, bool) {
+			return float64(u.Input)*1.25/1e6 + float64(u.Output)*10/1e6, model == "gpt-test"
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -354,6 +355,35 @@ func TestSessionPageShowsBuildCostAndSnapshot(t *testing.T) {
 	s.attemptView(&view, store.Attempt{ExternalID: "local-1-abc", Spec: string(other), Result: string(result)})
 	if view.Cost != "" || view.BuildURL != "" {
 		t.Errorf("unpriced/local: cost %q, build %q", view.Cost, view.BuildURL)
+	}
+}
+
+// The session page prices the server's way (config.Server.ModelCost):
+// cache reads at cached_input_price, cache writes at cache_write_price,
+// and says what part of the input each was.
+func TestSessionPageCostsCacheReadsAndWritesAtTheirPrices(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Agents.Models = []config.Model{{Name: "claude-x", InputPrice: 3, OutputPrice: 15, CachedInputPrice: 0.3, CacheWritePrice: 3.75}}
+	key := sha256.Sum256([]byte("k"))
+	s, err := New(Options{PublicURL: "https://inspect.example", WebURL: "https://github.com", APIURL: "https://api.github.com",
+		Key: key[:], PermissionCache: time.Minute, SessionLifetime: time.Hour, Log: zerolog.Nop(), Cost: cfg.ModelCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := json.Marshal(contract.Spec{Agent: contract.Agent{Model: "claude-x"}})
+	result, _ := json.Marshal(contract.ResultUpload{Evidence: contract.Evidence{
+		Usage: &contract.TokenUsage{Input: 1_049_203, CacheRead: 1_000_000, CacheWrite: 48_000, Output: 10_000, Total: 1_059_203, Requests: 9},
+	}})
+	view := sessionView{Session: store.Fixture(session.Done, store.Session{ID: "s1"})}
+	s.attemptView(&view, store.Attempt{Spec: string(spec), Result: string(result)})
+	// 1203×3 + 1,000,000×0.3 + 48,000×3.75 + 10,000×15, per million.
+	if view.Cost != "$0.6336" {
+		t.Fatalf("cost %q, want $0.6336", view.Cost)
+	}
+	rec := httptest.NewRecorder()
+	s.render(rec, http.StatusOK, "session.html", map[string]any{"Viewer": &viewer{Login: "alice", CSRF: "c"}, "S": view})
+	if want := "1059203 tokens (1049203 in, of which 1000000 cache reads and 48000 cache writes, 10000 out) over 9 requests"; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("the page lacks %q", want)
 	}
 }
 

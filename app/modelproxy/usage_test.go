@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/internal/fakemodel"
 	"github.com/inspecthq/inspect/policy"
 )
 
@@ -150,6 +151,65 @@ func TestAnswersAreChargedTheirUsageOrTheirReservation(t *testing.T) {
 			rec := httptest.NewRecorder()
 			mux.ServeHTTP(rec, req)
 			if rec.Code != tc.status {
+				t.Fatalf("answered %d %s", rec.Code, rec.Body)
+			}
+			want := tc.want
+			if tc.reserved {
+				_, want.TotalTokens = prepareBody(policy.ModelRoute{}, []byte(tc.body), defaultOutput)
+			}
+			if got := budget.Used(); got != want {
+				t.Errorf("charged %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// The proxy in front of the scripted stand-in (internal/fakemodel, which
+// answers in the providers' documented shapes) charges each answer as
+// the provider bills it: a cached Anthropic stream and whole message in
+// full, cache parts apart; an OpenAI background answer, queued without
+// usage, its reservation; n Chat Completions choices all of their output.
+func TestTheProxyChargesTheStandInsAnswersAsBilled(t *testing.T) {
+	const defaultOutput = 1000
+	cached := fakemodel.Usage{InputTokens: 3, CacheReadTokens: 48000, CacheWriteTokens: 1200, OutputTokens: 250}
+	for _, tc := range []struct {
+		name, kind, path, body string
+		want                   Usage
+		reserved               bool // want.TotalTokens is the reservation
+	}{
+		{"anthropic stream", contract.ProviderKindAnthropic, "v1/messages", `{"model":"m-1","max_tokens":500,"stream":true,"messages":[]}`,
+			Usage{InputTokens: 49203, CacheReadTokens: 48000, CacheWriteTokens: 1200, OutputTokens: 250, TotalTokens: 49453, Requests: 1}, false},
+		{"anthropic whole message", contract.ProviderKindAnthropic, "v1/messages", `{"model":"m-1","max_tokens":500,"messages":[]}`,
+			Usage{InputTokens: 49203, CacheReadTokens: 48000, CacheWriteTokens: 1200, OutputTokens: 250, TotalTokens: 49453, Requests: 1}, false},
+		{"openai background", contract.ProviderKindOpenAI, "responses", `{"model":"m-1","input":"hi","background":true}`,
+			Usage{Requests: 1}, true},
+		{"openai n choices", contract.ProviderKindOpenAI, "chat/completions", `{"model":"m-1","messages":[],"n":4}`,
+			Usage{InputTokens: 3, OutputTokens: 1000, TotalTokens: 1003, Requests: 1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := fakemodel.New()
+			t.Cleanup(model.Close)
+			if tc.kind == contract.ProviderKindAnthropic {
+				model.Script(fakemodel.Turn{Message: "hi", Usage: cached})
+			} else {
+				model.Script(fakemodel.Turn{Message: "hi", Usage: fakemodel.Usage{InputTokens: 3, OutputTokens: 250}})
+			}
+			base := model.URL()
+			if tc.kind == contract.ProviderKindOpenAI {
+				base += "/v1"
+			}
+			p := New(Options{Providers: providers{"p": {Kind: tc.kind, BaseURL: base, Key: "sk-test-0123456789"}}, OutputReservation: defaultOutput})
+			budget := NewBudget(0, 0)
+			mux := http.NewServeMux()
+			mux.HandleFunc(contract.PathEgressModel, func(w http.ResponseWriter, r *http.Request) {
+				spec := contract.Spec{SessionID: "s1", Agent: contract.Agent{Model: "m-1", Provider: "p"}}
+				p.Serve(w, r, spec, budget, zerolog.Nop())
+			})
+			req := httptest.NewRequest(http.MethodPost, contract.EgressModelPath("a1", "p", tc.path), strings.NewReader(tc.body))
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
 				t.Fatalf("answered %d %s", rec.Code, rec.Body)
 			}
 			want := tc.want

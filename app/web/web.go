@@ -50,6 +50,7 @@ type Store interface {
 	ArtifactContent(ctx context.Context, attemptID, name string) (store.Artifact, error)
 	OutputAfter(ctx context.Context, sessionID string, afterID int64, limit int) ([]store.OutputChunk, error)
 	AttemptDiff(ctx context.Context, attemptID string) (store.Diff, error)
+	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
 }
 
 // Commands takes a button's request as the webhook handlers hand over a

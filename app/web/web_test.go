@@ -358,32 +358,40 @@ func TestSessionPageShowsBuildCostAndSnapshot(t *testing.T) {
 	}
 }
 
-// The session page prices the server's way (config.Server.ModelCost):
-// cache reads at cached_input_price, cache writes at cache_write_price,
-// and says what part of the input each was.
-func TestSessionPageCostsCacheReadsAndWritesAtTheirPrices(t *testing.T) {
+// The session page shows the session's usage as the model proxy counted
+// it in the store (the supervisor's evidence carries none), the cache
+// reads and writes among its input, and prices it the server's way
+// (config.Server.ModelCost): cache reads at cached_input_price, writes at
+// cache_write_price.
+func TestSessionPageShowsTheStoresUsageAndCostsTheCacheAtItsPrices(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.Agents.Models = []config.Model{{Name: "claude-x", InputPrice: 3, OutputPrice: 15, CachedInputPrice: 0.3, CacheWritePrice: 3.75}}
-	key := sha256.Sum256([]byte("k"))
-	s, err := New(Options{PublicURL: "https://inspect.example", WebURL: "https://github.com", APIURL: "https://api.github.com",
-		Key: key[:], PermissionCache: time.Minute, SessionLifetime: time.Hour, Log: zerolog.Nop(), Cost: cfg.ModelCost})
-	if err != nil {
+	w := newWorldWith(t, func(o *Options) { o.Cost = cfg.ModelCost })
+	ctx := context.Background()
+	spec, _ := json.Marshal(contract.Spec{Agent: contract.Agent{Model: "claude-x"}})
+	if err := w.st.CreateAttempt(ctx, store.Attempt{ID: "visible-1-a1", SessionID: "visible-1", Number: 1, Deadline: time.Now().Add(time.Hour), Spec: string(spec)}, "claim-code-0123456789", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	spec, _ := json.Marshal(contract.Spec{Agent: contract.Agent{Model: "claude-x"}})
-	result, _ := json.Marshal(contract.ResultUpload{Evidence: contract.Evidence{
-		Usage: &contract.TokenUsage{Input: 1_049_203, CacheRead: 1_000_000, CacheWrite: 48_000, Output: 10_000, Total: 1_059_203, Requests: 9},
-	}})
-	view := sessionView{Session: store.Fixture(session.Done, store.Session{ID: "s1"})}
-	s.attemptView(&view, store.Attempt{Spec: string(spec), Result: string(result)})
-	// 1203×3 + 1,000,000×0.3 + 48,000×3.75 + 10,000×15, per million.
-	if view.Cost != "$0.6336" {
-		t.Fatalf("cost %q, want $0.6336", view.Cost)
+	if _, err := w.st.MutateSession(ctx, "visible-1", time.Now(), func(x *store.Session) error { x.AttemptID = "visible-1-a1"; return nil }); err != nil {
+		t.Fatal(err)
 	}
-	rec := httptest.NewRecorder()
-	s.render(rec, http.StatusOK, "session.html", map[string]any{"Viewer": &viewer{Login: "alice", CSRF: "c"}, "S": view})
-	if want := "1059203 tokens (1049203 in, of which 1000000 cache reads and 48000 cache writes, 10000 out) over 9 requests"; !strings.Contains(rec.Body.String(), want) {
-		t.Errorf("the page lacks %q", want)
+	used := store.Usage{InputTokens: 1_049_203, CacheReadTokens: 1_000_000, CacheWriteTokens: 48_000, OutputTokens: 10_000, TotalTokens: 1_059_203, Requests: 9}
+	if _, err := w.st.AddUsage(ctx, "visible-1-a1", used, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	w.signIn(t)
+	code, page := w.get(t, "/sessions/visible-1")
+	if code != 200 {
+		t.Fatalf("the page: %d", code)
+	}
+	// 1203×3 + 1,000,000×0.3 + 48,000×3.75 + 10,000×15, per million.
+	for _, want := range []string{
+		`<p id="usage">1059203 tokens (1049203 in, of which 1000000 cache reads and 48000 cache writes, 10000 out) over 9 requests</p>`,
+		`<span id="cost">$0.6336</span>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
 	}
 }
 

@@ -36,7 +36,7 @@ func newModelHarness(t *testing.T, budget int64) (*harness, *fakemodel.Server, *
 // own key and a made-up provider get nowhere.
 func TestModelProxyCarriesTheAgentsRequestsAndCountsTokens(t *testing.T) {
 	h, model, lx := newModelHarness(t, 0)
-	model.Script(fakemodel.Turn{Message: "hello from the model", Usage: fakemodel.Usage{InputTokens: 1200, OutputTokens: 34}})
+	model.Script(fakemodel.Turn{Message: "hello from the model", Usage: fakemodel.Usage{InputTokens: 1200, CacheReadTokens: 1024, OutputTokens: 34}})
 	agent := `set -u
 base=http://127.0.0.1:8931/v1/providers
 {
@@ -66,6 +66,10 @@ base=http://127.0.0.1:8931/v1/providers
 	used, err := h.st.SessionUsage(context.Background(), sess.AttemptID)
 	if err != nil || used.InputTokens != 1200 || used.OutputTokens != 34 || used.Requests != 1 {
 		t.Errorf("usage = %+v %v", used, err)
+	}
+	// The cached part of the input is kept apart (decision 0053).
+	if used.CacheReadTokens != 1024 || used.CacheWriteTokens != 0 {
+		t.Errorf("cache parts = %+v", used)
 	}
 	if strings.Contains(h.logs.String(), modelKey) {
 		t.Error("the provider's key is in the app's log")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/internal/fakemodel"
 	"github.com/inspecthq/inspect/session"
 )
@@ -65,9 +66,13 @@ code() { curl -sS --path-as-is -o /dev/null -w '%{http_code}' "$@"; }
 	if err := json.Unmarshal(reqs[1].Body, &chat); err != nil || !chat.StreamOptions.IncludeUsage {
 		t.Errorf("the chat request went without include_usage: %s", reqs[1].Body)
 	}
+	// The stream's 120 are counted; the echo, a successful answer that
+	// reports no usage, is charged its whole reservation (decision 0053):
+	// its body's input estimate plus the default output reservation.
+	echoReserved := int64(len(`{"model":"scripted-1","input":"hi"}`))/4 + 1 + config.DefaultOutputReservation
 	used, err := h.st.SessionUsage(context.Background(), sess.AttemptID)
-	if err != nil || used.TotalTokens != 120 || used.Requests != 2 {
-		t.Errorf("usage = %+v %v, want the stream's 120 counted", used, err)
+	if err != nil || used.InputTokens != 100 || used.OutputTokens != 20 || used.TotalTokens != 120+echoReserved || used.Requests != 2 {
+		t.Errorf("usage = %+v %v, want the stream's 120 counted and the echo charged its %d", used, err, echoReserved)
 	}
 	var posted strings.Builder
 	for _, c := range h.gh.Comments(owner, repoName, issueNumber) {

@@ -483,6 +483,13 @@ type Model struct {
 	// cost of a session; 0 (unset) shows no cost.
 	InputPrice  float64 `yaml:"input_price"`
 	OutputPrice float64 `yaml:"output_price"`
+	// CachedInputPrice is what the provider charges per million input
+	// tokens read from its prompt cache (OpenAI's cached input,
+	// Anthropic's cache reads), and CacheWritePrice per million written
+	// to it (Anthropic's cache writes); 0 (unset) prices them at
+	// InputPrice (decision 0053).
+	CachedInputPrice float64 `yaml:"cached_input_price"`
+	CacheWritePrice  float64 `yaml:"cache_write_price"`
 }
 
 // validateAgentPrices refuses negative prices.
@@ -491,16 +498,36 @@ func (c Server) validateAgentPrices(add func(key, format string, args ...any)) {
 		if m.InputPrice < 0 || m.OutputPrice < 0 {
 			add(fmt.Sprintf("agents.models[%d].input_price", i), "prices must not be negative (found %g and %g)", m.InputPrice, m.OutputPrice)
 		}
+		if m.CachedInputPrice < 0 {
+			add(fmt.Sprintf("agents.models[%d].cached_input_price", i), "prices must not be negative (found %g)", m.CachedInputPrice)
+		}
+		if m.CacheWritePrice < 0 {
+			add(fmt.Sprintf("agents.models[%d].cache_write_price", i), "prices must not be negative (found %g)", m.CacheWritePrice)
+		}
 	}
 }
 
-// ModelCost is what tokens of model cost at the server's prices
-// (agents.models[].input_price, output_price), and whether it has any.
-func (c Server) ModelCost(model string, input, output int64) (float64, bool) {
+// ModelCost is what a session's tokens of model cost at the server's
+// prices (agents.models[]'s input_price, output_price,
+// cached_input_price, cache_write_price), and whether it has any: the
+// one place a cost is computed, for the session page and `inspect run`'s
+// summary alike. The input's cache reads and writes, parts of u.Input,
+// are priced at their own rates, the rest of it at input_price.
+func (c Server) ModelCost(model string, u contract.TokenUsage) (float64, bool) {
 	for _, m := range c.Agents.Models {
-		if m.Name == model && (m.InputPrice > 0 || m.OutputPrice > 0) {
-			return (float64(input)*m.InputPrice + float64(output)*m.OutputPrice) / 1e6, true
+		if m.Name != model || m.InputPrice <= 0 && m.OutputPrice <= 0 && m.CachedInputPrice <= 0 && m.CacheWritePrice <= 0 {
+			continue
 		}
+		readPrice, writePrice := m.InputPrice, m.InputPrice
+		if m.CachedInputPrice > 0 {
+			readPrice = m.CachedInputPrice
+		}
+		if m.CacheWritePrice > 0 {
+			writePrice = m.CacheWritePrice
+		}
+		uncached := max(u.Input-u.CacheRead-u.CacheWrite, 0)
+		return (float64(uncached)*m.InputPrice + float64(u.CacheRead)*readPrice + float64(u.CacheWrite)*writePrice +
+			float64(u.Output)*m.OutputPrice) / 1e6, true
 	}
 	return 0, false
 }

@@ -14,8 +14,8 @@ import (
 //
 // v4 added Artifacts; v5 Workspace's image_root and restore_error; v6
 // added Services: each service's run, with its output tail; v7 Diff, the
-// change's unified patch.
-const EvidenceVersion = "inspect.evidence/v7"
+// change's unified patch; v8 Usage's cache_read and cache_write.
+const EvidenceVersion = "inspect.evidence/v8"
 
 // EvidenceFileName is the evidence's file name: in the attempt's directory,
 // and among a Buildkite build's artifacts, where the app looks for it when
@@ -261,6 +261,11 @@ type TokenUsage struct {
 	Total int64 `json:"total"`
 	// Requests is how many model requests the proxy forwarded.
 	Requests int `json:"requests"`
+	// CacheRead and CacheWrite are the parts of Input read from and
+	// written to the providers' prompt caches, which they price apart
+	// (v8; decision 0053).
+	CacheRead  int64 `json:"cache_read,omitempty"`
+	CacheWrite int64 `json:"cache_write,omitempty"`
 }
 
 // ChangeStatus says what a change did to one file.
@@ -433,10 +438,15 @@ func (u *TokenUsage) validate(f *faults, prefix string) {
 		{"output", u.Output},
 		{"total", u.Total},
 		{"requests", int64(u.Requests)},
+		{"cache_read", u.CacheRead},
+		{"cache_write", u.CacheWrite},
 	} {
 		if c.n < 0 {
 			f.add(at(prefix, c.field), "must not be negative")
 		}
+	}
+	if u.Input >= 0 && u.CacheRead >= 0 && u.CacheWrite >= 0 && u.CacheRead+u.CacheWrite > u.Input {
+		f.add(at(prefix, "cache_read"), "cache reads and writes are parts of the input: %d and %d are more than %d", u.CacheRead, u.CacheWrite, u.Input)
 	}
 }
 

@@ -99,8 +99,13 @@ func TestEvidenceValidate(t *testing.T) {
 		{"usage output negative", func(e *Evidence) { e.Usage.Output = -1 }, []string{"usage.output"}},
 		{"usage total negative", func(e *Evidence) { e.Usage.Total = -1 }, []string{"usage.total"}},
 		{"usage requests negative", func(e *Evidence) { e.Usage.Requests = -1 }, []string{"usage.requests"}},
-		{"usage all negative", func(e *Evidence) { *e.Usage = TokenUsage{-1, -1, -1, -1} },
+		{"usage all negative", func(e *Evidence) { *e.Usage = TokenUsage{Input: -1, Output: -1, Total: -1, Requests: -1} },
 			[]string{"usage.input", "usage.output", "usage.total", "usage.requests"}},
+		{"usage cache negative", func(e *Evidence) { e.Usage.CacheRead, e.Usage.CacheWrite = -1, -1 },
+			[]string{"usage.cache_read", "usage.cache_write"}},
+		{"usage cache parts of the input", func(e *Evidence) { e.Usage.CacheRead, e.Usage.CacheWrite = 1000, 200 }, nil},
+		{"usage cache more than the input", func(e *Evidence) { e.Usage.CacheRead, e.Usage.CacheWrite = 1000, 201 },
+			[]string{"usage.cache_read"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

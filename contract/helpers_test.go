@@ -132,7 +132,7 @@ func validEvidence() Evidence {
 		Diff:        &Diff{Patch: "diff --git a/calc/add.go b/calc/add.go\nindex 3b18e51..a042389 100644\n--- a/calc/add.go\n+++ b/calc/add.go\n@@ -1,3 +1,3 @@\n func Add(a, b int) int {\n-\treturn a + b + 1\n+\treturn a + b\n }\n"},
 		FinalAnswer: "Fixed the off-by-one in Add.",
 		Prompt:      "# Inspect session 01hx3k9q2m7e4w\n\nYou are working in /workspace, a checkout of octo-org/hello.world at commit " + sha1 + ".\n\n## Request\n\n```text\nmake the failing test pass\n```\n",
-		Usage:       &TokenUsage{Input: 1200, Output: 300, Total: 1500, Requests: 4},
+		Usage:       &TokenUsage{Input: 1200, Output: 300, Total: 1500, Requests: 4, CacheRead: 900, CacheWrite: 100},
 		Egress: &EgressAudit{
 			Model:        EgressCount{Requests: 1, Bytes: 5120},
 			Registry:     EgressCount{Requests: 2, Bytes: 40960},

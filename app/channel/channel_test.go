@@ -135,6 +135,8 @@ func (f *fakeStore) SettleModelTokens(_ context.Context, id string, u store.Usag
 	t.InputTokens += u.InputTokens
 	t.OutputTokens += u.OutputTokens
 	t.TotalTokens += u.TotalTokens
+	t.CacheReadTokens += u.CacheReadTokens
+	t.CacheWriteTokens += u.CacheWriteTokens
 	t.Requests += u.Requests
 	f.usage[r.attempt] = t
 	return t, nil
@@ -479,6 +481,53 @@ func TestModelProxyAddsTheKeyRedactsItAndEndsTheSessionPastItsBudget(t *testing.
 	}
 	if len(gotAuth) != 1 || len(r.engine.endedOverBudg) != 2 {
 		t.Errorf("past the budget: provider calls %d, EndForBudget calls %v", len(gotAuth), r.engine.endedOverBudg)
+	}
+}
+
+// The store's meter charges what the provider reported, cache reads and
+// writes apart, and a successful answer without usage (an OpenAI
+// background response, queued with "usage": null:
+// https://platform.openai.com/docs/guides/background) its whole
+// reservation, never 0.
+func TestModelAnswersAreChargedInTheStoreAsTheProviderBillsThem(t *testing.T) {
+	const outputReservation = 1000
+	for _, tc := range []struct {
+		name, kind, path, body, answer string
+		want                           store.Usage
+		reserved                       bool // want.TotalTokens is the reservation
+	}{
+		{"openai background, queued", "openai", "responses", `{"model":"m-1","input":"hi","background":true}`,
+			`{"id":"resp_1","object":"response","status":"queued","background":true,"output":[],"usage":null}`, store.Usage{Requests: 1}, true},
+		{"anthropic stream with caching", "anthropic", "v1/messages", `{"model":"m-1","max_tokens":50,"stream":true,"messages":[]}`,
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"cache_creation_input_tokens\":1200,\"cache_read_input_tokens\":48000,\"output_tokens\":1}}}\n\n" +
+				"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":40}}\n\n",
+			store.Usage{InputTokens: 49203, CacheReadTokens: 48000, CacheWriteTokens: 1200, OutputTokens: 40, TotalTokens: 49243, Requests: 1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body) // the test reads no body
+				_, _ = io.WriteString(w, tc.answer)
+			}))
+			t.Cleanup(upstream.Close)
+			r := newRig(t, Options{
+				Providers:         providers{"p": {Kind: tc.kind, BaseURL: upstream.URL, Key: "sk-test-0123456789abcdef"}},
+				OutputReservation: outputReservation,
+			})
+			req := httptest.NewRequest(http.MethodPost, contract.EgressModelPath(sessionAttempt, "p", tc.path), strings.NewReader(tc.body))
+			req.Header.Set(contract.HeaderSessionToken, tokenOf(sessionAttempt))
+			rec := httptest.NewRecorder()
+			r.mux.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("answered %d %s", rec.Code, rec.Body)
+			}
+			want := tc.want
+			if tc.reserved {
+				want.TotalTokens = int64(len(tc.body))/4 + 1 + outputReservation
+			}
+			if got := r.st.usage[sessionAttempt]; got != want {
+				t.Errorf("charged %+v, want %+v", got, want)
+			}
+		})
 	}
 }
 

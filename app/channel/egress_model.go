@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/app/modelproxy"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
@@ -75,7 +76,7 @@ func (m *storeMeter) Reserve(ctx context.Context, tokens int64) (modelproxy.Rese
 }
 
 func (m *storeMeter) Settle(ctx context.Context, r modelproxy.Reservation, u modelproxy.Usage) {
-	m.c.metrics.ModelTokens(m.model, u.InputTokens, u.OutputTokens)
+	m.c.metrics.ModelTokens(m.model, metrics.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens})
 	total, err := m.c.store.SettleModelTokens(ctx, r.ID, store.Usage(u), m.c.clock.Now())
 	if err != nil {
 		// The reservation stays in the store, charged: never less than

@@ -32,6 +32,7 @@ type Metrics struct {
 	egressRequests  *prometheus.CounterVec
 	egressBytes     *prometheus.CounterVec
 	modelTokens     *prometheus.CounterVec
+	modelCached     *prometheus.CounterVec
 	snapshotSeconds *prometheus.HistogramVec
 }
 
@@ -84,12 +85,15 @@ func New() *Metrics {
 	m.modelTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "inspect_model_tokens_total", Help: "Model tokens used through the model proxy, by model and direction (input, output).",
 	}, []string{"model", "direction"})
+	m.modelCached = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "inspect_model_cached_tokens_total", Help: "Of the model input tokens, those the provider's prompt cache read and wrote, by model and cache (read, write).",
+	}, []string{"model", "cache"})
 	m.snapshotSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "inspect_snapshot_build_duration_seconds", Help: "Snapshot builds' duration, by result (ok, failed).",
 		Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600},
 	}, []string{"result"})
 	for _, c := range []prometheus.Collector{m.webhooks, m.webhookSeconds, m.sessionSeconds, m.agentStart,
-		m.apiRequests, m.apiErrors, m.apiRemaining, m.egressRequests, m.egressBytes, m.modelTokens, m.snapshotSeconds,
+		m.apiRequests, m.apiErrors, m.apiRemaining, m.egressRequests, m.egressBytes, m.modelTokens, m.modelCached, m.snapshotSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -160,16 +164,33 @@ func (m *Metrics) AgentStarted(took time.Duration) {
 	m.agentStart.Observe(took.Seconds())
 }
 
-// ModelTokens counts a model request's tokens.
-func (m *Metrics) ModelTokens(model string, input, output int64) {
+// Tokens are one model request's tokens as the provider reported them:
+// CacheRead and CacheWrite are parts of Input.
+type Tokens struct {
+	Input, Output, CacheRead, CacheWrite int64
+}
+
+// ModelTokens counts a model request's tokens: its input and output, and
+// apart, the parts of its input its provider's prompt cache read and
+// wrote (a separate counter, so that summing directions counts each
+// token once).
+func (m *Metrics) ModelTokens(model string, t Tokens) {
 	if m == nil {
 		return
 	}
-	if input > 0 {
-		m.modelTokens.WithLabelValues(model, "input").Add(float64(input))
-	}
-	if output > 0 {
-		m.modelTokens.WithLabelValues(model, "output").Add(float64(output))
+	for _, c := range []struct {
+		vec   *prometheus.CounterVec
+		label string
+		n     int64
+	}{
+		{m.modelTokens, "input", t.Input},
+		{m.modelTokens, "output", t.Output},
+		{m.modelCached, "read", t.CacheRead},
+		{m.modelCached, "write", t.CacheWrite},
+	} {
+		if c.n > 0 {
+			c.vec.WithLabelValues(model, c.label).Add(float64(c.n))
+		}
 	}
 }
 

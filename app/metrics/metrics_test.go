@@ -117,6 +117,20 @@ func TestWebhookResults(t *testing.T) {
 
 // Egress is counted by kind and status, bytes each way, through a
 // handler that streams (the writer still flushes).
+// A request's prompt-cache reads and writes are counted apart from its
+// input, which already holds them (decision 0053).
+func TestModelTokensCountCacheReadsAndWritesApart(t *testing.T) {
+	m := metrics.New()
+	m.ModelTokens("claude-x", metrics.Tokens{Input: 49203, Output: 250, CacheRead: 48000, CacheWrite: 1200})
+	m.ModelTokens("claude-x", metrics.Tokens{Input: 10, Output: 5})
+	wantLines(t, scrape(t, m),
+		`inspect_model_tokens_total{direction="input",model="claude-x"} 49213`,
+		`inspect_model_tokens_total{direction="output",model="claude-x"} 255`,
+		`inspect_model_cached_tokens_total{cache="read",model="claude-x"} 48000`,
+		`inspect_model_cached_tokens_total{cache="write",model="claude-x"} 1200`,
+	)
+}
+
 func TestEgressCountsRequestsAndBytes(t *testing.T) {
 	m := metrics.New()
 	h := m.Egress(metrics.EgressModel, func(w http.ResponseWriter, r *http.Request) {
@@ -202,7 +216,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.Webhook("push", 200, time.Second)
 	m.SessionEnded("changed", "comment", time.Minute)
 	m.AgentStarted(time.Second)
-	m.ModelTokens("x", 1, 2)
+	m.ModelTokens("x", metrics.Tokens{Input: 1, Output: 2, CacheRead: 1})
 	m.SnapshotBuilt(true, time.Minute)
 	if rt := m.Transport(metrics.GitHub, http.DefaultTransport); rt != http.DefaultTransport {
 		t.Error("a nil registry wrapped the transport")

@@ -58,6 +58,8 @@ func (b *Budget) Settle(_ context.Context, r Reservation, u Usage) {
 	b.used.InputTokens += u.InputTokens
 	b.used.OutputTokens += u.OutputTokens
 	b.used.TotalTokens += u.TotalTokens
+	b.used.CacheReadTokens += u.CacheReadTokens
+	b.used.CacheWriteTokens += u.CacheWriteTokens
 	b.used.Requests += u.Requests
 }
 

@@ -37,8 +37,15 @@ type Providers interface {
 
 // Usage is what the providers reported a session's requests used.
 type Usage struct {
+	// InputTokens is all the input the provider charged for, cached or
+	// not; TotalTokens is as the provider reported it, or input plus
+	// output.
 	InputTokens, OutputTokens, TotalTokens int64
-	Requests                               int64
+	// CacheReadTokens and CacheWriteTokens are the parts of InputTokens
+	// read from and written to the provider's prompt cache, which it
+	// prices apart.
+	CacheReadTokens, CacheWriteTokens int64
+	Requests                          int64
 }
 
 // Refusal is a Meter's answer when a request may not go on: the status and
@@ -278,13 +285,14 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, spec contract.Spec
 	m := &usageMeter{}
 	relayed := relayAnswer(w, resp.Body, newKeyScrubber(up.Key), m)
 	used := m.usage()
-	u.InputTokens, u.OutputTokens, u.TotalTokens = used.InputTokens, used.OutputTokens, used.TotalTokens
+	used.Requests = u.Requests
+	u = used
 	// The answer's own usage report settles it, even when the agent hung
 	// up after it (Codex CLI may close the stream once it has
 	// response.completed, before the last bytes): the provider said what
 	// it charged. Without that report, only a whole non-streamed answer
-	// (an error, say) settles for what it shows.
-	complete = m.final || relayed && !m.sse
+	// that is not a success (an error, say) settles for what it shows.
+	complete = m.settles(resp.StatusCode, relayed, d.Route)
 }
 
 // admit takes one of the session's request slots in this process, or

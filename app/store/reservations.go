@@ -67,9 +67,8 @@ func (s *Store) ReserveModelTokens(ctx context.Context, attemptID, id string, to
 				return err
 			}
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
-				COALESCE(SUM(total_tokens), 0), COALESCE(SUM(model_requests), 0) FROM attempts WHERE session_id = $1`, sessionID).
-			Scan(&out.Used.InputTokens, &out.Used.OutputTokens, &out.Used.TotalTokens, &out.Used.Requests); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT `+sumUsageColumns+` FROM attempts WHERE session_id = $1`, sessionID).
+			Scan(out.Used.scan()...); err != nil {
 			return err
 		}
 		since := ms(now) - lim.InFlightFor.Milliseconds()
@@ -110,9 +109,7 @@ func (s *Store) SettleModelTokens(ctx context.Context, id string, u Usage, now t
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE attempts SET input_tokens = input_tokens + $2, output_tokens = output_tokens + $3,
-			total_tokens = total_tokens + $4, model_requests = model_requests + $5, updated_at = $6 WHERE id = $1`,
-			attemptID, u.InputTokens, u.OutputTokens, u.TotalTokens, u.Requests, ms(now))
+		_, err = tx.ExecContext(ctx, addUsage, append(append([]any{attemptID}, u.args()...), ms(now))...)
 		return err
 	})
 	if err != nil {

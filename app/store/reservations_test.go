@@ -110,3 +110,34 @@ func TestModelReservationsHoldAcrossReplicasAndRestarts(t *testing.T) {
 		})
 	}
 }
+
+// The prompt-cache parts of a request's input are kept apart through a
+// settled reservation (migration 15): a session's usage, and what the
+// next reservation sees as used, carry them.
+func TestSettledUsageKeepsItsCacheReadsAndWrites(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if err := s.CreateSession(ctx, newSession("c1", 0), nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateAttempt(ctx, store.Attempt{ID: "c1-a1", SessionID: "c1", Number: 1, Deadline: t0.Add(time.Hour), Spec: "{}"}, "code-c1", t0); err != nil {
+			t.Fatal(err)
+		}
+		lim := store.ReserveLimits{Budget: 1 << 20, InFlightFor: time.Hour}
+		if _, err := s.ReserveModelTokens(ctx, "c1-a1", "res-1", 60000, lim, t0); err != nil {
+			t.Fatal(err)
+		}
+		u := store.Usage{InputTokens: 49203, OutputTokens: 250, TotalTokens: 49453, CacheReadTokens: 48000, CacheWriteTokens: 1200, Requests: 1}
+		if got, err := s.SettleModelTokens(ctx, "res-1", u, t0); err != nil || got != u {
+			t.Fatalf("settled: %+v %v, want %+v", got, err, u)
+		}
+		got, err := s.ReserveModelTokens(ctx, "c1-a1", "res-2", 100, lim, t0)
+		if err != nil || got.Used != u {
+			t.Fatalf("the next reservation saw %+v %v, want %+v", got.Used, err, u)
+		}
+		if got, err := s.AddUsage(ctx, "c1-a1", store.Usage{InputTokens: 10, CacheReadTokens: 4, TotalTokens: 10}, t0); err != nil ||
+			got.CacheReadTokens != 48004 || got.CacheWriteTokens != 1200 || got.InputTokens != 49213 {
+			t.Fatalf("after AddUsage: %+v %v", got, err)
+		}
+	})
+}

@@ -320,5 +320,12 @@ func migrations(d dialect) [][]string {
 			`ALTER TABLE snapshot_repos ADD COLUMN last_finished_at BIGINT NOT NULL DEFAULT 0`,
 			`ALTER TABLE snapshot_repos ADD COLUMN last_log TEXT NOT NULL DEFAULT ''`,
 		},
+		// 15: the parts of an attempt's input tokens that were prompt-cache
+		// reads and writes, which providers price apart (issue 32,
+		// decision 0053). input_tokens holds them too.
+		{
+			`ALTER TABLE attempts ADD COLUMN cache_read_tokens BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE attempts ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0`,
+		},
 	}
 }

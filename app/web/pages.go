@@ -150,6 +150,10 @@ type sessionView struct {
 	// BuildURL is the Buildkite build the attempt ran as, when it has one.
 	BuildURL string
 	Evidence *contract.Evidence
+	// Usage is the session's model usage: the model proxy's counts in the
+	// store (the supervisor's evidence carries none), or the evidence's
+	// when the store has none; nil when there was none.
+	Usage *contract.TokenUsage
 	// Model is the attempt's model; Cost its tokens at the server's
 	// prices, "" when it has none.
 	Model, Cost string
@@ -187,8 +191,8 @@ func (s *Server) viewableSession(w http.ResponseWriter, r *http.Request, v *view
 }
 
 // attemptView adds what the session's current attempt says: its build
-// link, its model, its evidence, and from those the cost and the
-// snapshot's age. Each part is best effort.
+// link, its model, its evidence, and from those (and view.Usage) the cost
+// and the snapshot's age. Each part is best effort.
 func (s *Server) attemptView(view *sessionView, a store.Attempt) {
 	if strings.HasPrefix(a.ExternalID, "https://") || strings.HasPrefix(a.ExternalID, "http://") {
 		view.BuildURL = a.ExternalID // a Buildkite build's web URL
@@ -198,18 +202,20 @@ func (s *Server) attemptView(view *sessionView, a store.Attempt) {
 		view.Model = spec.Agent.Model
 	}
 	var up contract.ResultUpload
-	if a.Result == "" || json.Unmarshal([]byte(a.Result), &up) != nil {
-		return
-	}
-	ev := up.Evidence
-	view.Evidence = &ev
-	if u := ev.Usage; u != nil && s.cost != nil && view.Model != "" {
-		if usd, ok := s.cost(view.Model, u.Input, u.Output); ok {
-			view.Cost = fmt.Sprintf("$%.4f", usd)
+	if a.Result != "" && json.Unmarshal([]byte(a.Result), &up) == nil {
+		ev := up.Evidence
+		view.Evidence = &ev
+		if view.Usage == nil {
+			view.Usage = ev.Usage
+		}
+		if w := ev.Workspace; w != nil && !w.SnapshotCreatedAt.IsZero() && !ev.StartedAt.IsZero() {
+			view.SnapshotAge = ev.StartedAt.Sub(w.SnapshotCreatedAt).Round(time.Minute).String()
 		}
 	}
-	if w := ev.Workspace; w != nil && !w.SnapshotCreatedAt.IsZero() && !ev.StartedAt.IsZero() {
-		view.SnapshotAge = ev.StartedAt.Sub(w.SnapshotCreatedAt).Round(time.Minute).String()
+	if u := view.Usage; u != nil && s.cost != nil && view.Model != "" {
+		if usd, ok := s.cost(view.Model, *u); ok {
+			view.Cost = fmt.Sprintf("$%.4f", usd)
+		}
 	}
 }
 
@@ -242,6 +248,13 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		view.CheckURL = fmt.Sprintf("%s/runs/%d", base, sess.CheckRunID)
 	}
 	if sess.AttemptID != "" {
+		switch u, err := s.st.SessionUsage(r.Context(), sess.AttemptID); {
+		case err != nil:
+			s.log.Warn().Err(err).Str("session_id", sess.ID).Msg("dashboard: reading the model usage failed")
+		case u.Requests > 0:
+			view.Usage = &contract.TokenUsage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens, Requests: int(u.Requests),
+				CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens}
+		}
 		if a, err := s.st.GetAttempt(r.Context(), sess.AttemptID); err == nil {
 			s.attemptView(&view, a)
 		}

@@ -31,6 +31,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/session"
 )
 
@@ -49,6 +50,7 @@ type Store interface {
 	ArtifactContent(ctx context.Context, attemptID, name string) (store.Artifact, error)
 	OutputAfter(ctx context.Context, sessionID string, afterID int64, limit int) ([]store.OutputChunk, error)
 	AttemptDiff(ctx context.Context, attemptID string) (store.Diff, error)
+	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
 }
 
 // Commands takes a button's request as the webhook handlers hand over a
@@ -80,7 +82,7 @@ type Options struct {
 	AsUser func(ctx context.Context, userID int64, token string) (*github.Client, error)
 	// Cost prices a session's tokens of a model (config.Server.ModelCost);
 	// nil shows no cost.
-	Cost  func(model string, input, output int64) (float64, bool)
+	Cost  func(model string, u contract.TokenUsage) (float64, bool)
 	Now   func() time.Time
 	Log   zerolog.Logger
 	Title string
@@ -97,7 +99,7 @@ type Server struct {
 	permTTL   time.Duration
 	lifetime  time.Duration
 	now       func() time.Time
-	cost      func(model string, input, output int64) (float64, bool)
+	cost      func(model string, u contract.TokenUsage) (float64, bool)
 	log       zerolog.Logger
 	pages     *template.Template
 

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/storetest"
@@ -324,8 +325,8 @@ func TestSessionPageShowsBuildCostAndSnapshot(t *testing.T) {
 	key := sha256.Sum256([]byte("k"))
 	s, err := New(Options{PublicURL: "https://inspect.example", WebURL: "https://github.com", APIURL: "https://api.github.com",
 		Key: key[:], PermissionCache: time.Minute, SessionLifetime: time.Hour, Log: zerolog.Nop(),
-		Cost: func(model string, in, out int64) (float64, bool) {
-			return float64(in)*1.25/1e6 + float64(out)*10/1e6, model == "gpt-test"
+		Cost: func(model string, u contract.TokenUsage) (float64, bool) {
+			return float64(u.Input)*1.25/1e6 + float64(u.Output)*10/1e6, model == "gpt-test"
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -354,6 +355,43 @@ func TestSessionPageShowsBuildCostAndSnapshot(t *testing.T) {
 	s.attemptView(&view, store.Attempt{ExternalID: "local-1-abc", Spec: string(other), Result: string(result)})
 	if view.Cost != "" || view.BuildURL != "" {
 		t.Errorf("unpriced/local: cost %q, build %q", view.Cost, view.BuildURL)
+	}
+}
+
+// The session page shows the session's usage as the model proxy counted
+// it in the store (the supervisor's evidence carries none), the cache
+// reads and writes among its input, and prices it the server's way
+// (config.Server.ModelCost): cache reads at cached_input_price, writes at
+// cache_write_price.
+func TestSessionPageShowsTheStoresUsageAndCostsTheCacheAtItsPrices(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Agents.Models = []config.Model{{Name: "claude-x", InputPrice: 3, OutputPrice: 15, CachedInputPrice: 0.3, CacheWritePrice: 3.75}}
+	w := newWorldWith(t, func(o *Options) { o.Cost = cfg.ModelCost })
+	ctx := context.Background()
+	spec, _ := json.Marshal(contract.Spec{Agent: contract.Agent{Model: "claude-x"}})
+	if err := w.st.CreateAttempt(ctx, store.Attempt{ID: "visible-1-a1", SessionID: "visible-1", Number: 1, Deadline: time.Now().Add(time.Hour), Spec: string(spec)}, "claim-code-0123456789", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.MutateSession(ctx, "visible-1", time.Now(), func(x *store.Session) error { x.AttemptID = "visible-1-a1"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	used := store.Usage{InputTokens: 1_049_203, CacheReadTokens: 1_000_000, CacheWriteTokens: 48_000, OutputTokens: 10_000, TotalTokens: 1_059_203, Requests: 9}
+	if _, err := w.st.AddUsage(ctx, "visible-1-a1", used, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	w.signIn(t)
+	code, page := w.get(t, "/sessions/visible-1")
+	if code != 200 {
+		t.Fatalf("the page: %d", code)
+	}
+	// 1203×3 + 1,000,000×0.3 + 48,000×3.75 + 10,000×15, per million.
+	for _, want := range []string{
+		`<p id="usage">1059203 tokens (1049203 in, of which 1000000 cache reads and 48000 cache writes, 10000 out) over 9 requests</p>`,
+		`<span id="cost">$0.6336</span>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
 	}
 }
 

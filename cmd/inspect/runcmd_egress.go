@@ -34,7 +34,8 @@ func runEgress(cfg config.Server, log zerolog.Logger) checkoutrun.Egress {
 			if u.Requests == 0 {
 				return nil
 			}
-			return &contract.TokenUsage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens, Requests: int(u.Requests)}
+			return &contract.TokenUsage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens, Requests: int(u.Requests),
+				CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens}
 		},
 	}
 }

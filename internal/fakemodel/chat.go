@@ -15,6 +15,13 @@ import (
 // with no choices only when the request asks for it with
 // stream_options.include_usage. A request that does not stream gets one
 // chat.completion with its usage.
+//
+// A request's "n" asks for that many choices
+// (https://platform.openai.com/docs/api-reference/chat/create): each is
+// the turn's Message, at its own "index" (a streamed chunk carries one
+// choice's delta), and all are charged: the usage's completion_tokens is
+// n times the turn's OutputTokens. Cached input is
+// prompt_tokens_details.cached_tokens, a part of prompt_tokens.
 
 var chatDialect = dialect{
 	inputField: "messages",
@@ -24,19 +31,45 @@ var chatDialect = dialect{
 	answer:     answerChat,
 }
 
-func chatUsage(u Usage) map[string]any {
-	return map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens, "total_tokens": u.total()}
+// chatUsage is a Chat Completions usage object for n choices of u's
+// output each.
+func chatUsage(u Usage, n int64) map[string]any {
+	output := n * u.OutputTokens
+	total := u.TotalTokens
+	if total == 0 {
+		total = u.InputTokens + output
+	}
+	return map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": output, "total_tokens": total,
+		"prompt_tokens_details": map[string]any{"cached_tokens": u.CacheReadTokens}}
+}
+
+// maxChoices bounds the choices one answer holds, so that a request's n
+// cannot make the stand-in build a huge answer; tests ask for a few.
+const maxChoices = 128
+
+// choicesOf is the request's "n": 1 when absent or not a count, at most
+// maxChoices.
+func choicesOf(raw map[string]json.RawMessage) int64 {
+	var n int64
+	if json.Unmarshal(raw["n"], &n) != nil || n < 1 {
+		return 1
+	}
+	return min(n, maxChoices)
 }
 
 func answerChat(w http.ResponseWriter, req *parsedRequest, t Turn, n int64) {
 	id := fmt.Sprintf("chatcmpl-%d", n)
 	created := time.Now().Unix()
+	choiceCount := choicesOf(req.raw)
 	if !req.stream {
+		choices := make([]any, choiceCount)
+		for i := range choices {
+			choices[i] = map[string]any{"index": i, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": t.Message}}
+		}
 		writeJSON(w, http.StatusOK, map[string]any{
 			"id": id, "object": "chat.completion", "created": created, "model": req.model,
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": t.Message}}},
-			"usage": chatUsage(t.Usage),
+			"choices": choices, "usage": chatUsage(t.Usage, choiceCount),
 		}, nil)
 		return
 	}
@@ -66,7 +99,9 @@ func answerChat(w http.ResponseWriter, req *parsedRequest, t Turn, n int64) {
 				return
 			}
 		}
-		chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": p}, "finish_reason": nil}}, nil)
+		for i := range choiceCount {
+			chunk([]any{map[string]any{"index": i, "delta": map[string]any{"role": "assistant", "content": p}, "finish_reason": nil}}, nil)
+		}
 	}
 	if t.HoldUsage != nil {
 		select { // the client hangs up (or the test lets the stream end)
@@ -75,9 +110,11 @@ func answerChat(w http.ResponseWriter, req *parsedRequest, t Turn, n int64) {
 			return
 		}
 	}
-	chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}}, nil)
+	for i := range choiceCount {
+		chunk([]any{map[string]any{"index": i, "delta": map[string]any{}, "finish_reason": "stop"}}, nil)
+	}
 	if opts.IncludeUsage {
-		chunk([]any{}, chatUsage(t.Usage))
+		chunk([]any{}, chatUsage(t.Usage, choiceCount))
 	}
 	_, _ = fmt.Fprint(es.w, "data: [DONE]\n\n")
 	_ = es.rc.Flush()

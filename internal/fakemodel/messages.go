@@ -14,15 +14,22 @@ import (
 // "event: TYPE" and "data: JSON" with the same "type" (no sequence
 // numbers):
 //
-//	message_start        {"message": {"id": "msg_N", "type": "message", "role": "assistant", "content": [], "usage": {"input_tokens", "output_tokens": 0, ...}, ...}}
+//	message_start        {"message": {"id": "msg_N", "type": "message", "role": "assistant", "content": [], "usage": {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens": 0}, ...}}
 //	for each content block, at index i:
 //	  content_block_start  {"index": i, "content_block": {"type": "text", "text": ""} or {"type": "tool_use", "id": "toolu_N_i", "name": "Bash", "input": {}}}
 //	  content_block_delta  {"index": i, "delta": {"type": "text_delta", "text"} or {"type": "input_json_delta", "partial_json": "{\"command\":\"...\"}"}}
 //	  content_block_stop   {"index": i}
-//	message_delta        {"delta": {"stop_reason": "tool_use" or "end_turn", "stop_sequence": null}, "usage": {"output_tokens"}}
+//	message_delta        {"delta": {"stop_reason": "tool_use" or "end_turn", "stop_sequence": null}, "usage": {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}}
 //	message_stop         {}
 //
-// A request that does not stream gets the whole message as JSON.
+// message_delta's usage is cumulative: the whole message's counts so far,
+// which replace message_start's
+// (https://docs.anthropic.com/en/docs/build-with-claude/streaming; the
+// API's MessageDeltaUsage carries the input and cache counts too, as here).
+//
+// A request that does not stream gets the whole message as JSON
+// ("type": "message", https://docs.anthropic.com/en/api/messages), its
+// usage the same four counts.
 
 var messagesDialect = dialect{
 	inputField: "messages",
@@ -128,10 +135,12 @@ func messageBlocks(t Turn, n int64) ([]map[string]any, string) {
 	return blocks, "end_turn"
 }
 
-func messagesUsage(input, output int64) map[string]any {
+// messagesUsage is a Messages usage object: u's input and cache counts,
+// and output tokens.
+func messagesUsage(u Usage, output int64) map[string]any {
 	return map[string]any{
-		"input_tokens": input, "output_tokens": output,
-		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+		"input_tokens": u.InputTokens, "output_tokens": output,
+		"cache_creation_input_tokens": u.CacheWriteTokens, "cache_read_input_tokens": u.CacheReadTokens,
 	}
 }
 
@@ -148,12 +157,12 @@ func answerMessages(w http.ResponseWriter, req *parsedRequest, t Turn, n int64) 
 		}
 	}
 	if !req.stream {
-		writeJSON(w, http.StatusOK, message(blocks, stop, messagesUsage(t.Usage.InputTokens, t.Usage.OutputTokens)), nil)
+		writeJSON(w, http.StatusOK, message(blocks, stop, messagesUsage(t.Usage, t.Usage.OutputTokens)), nil)
 		return
 	}
 
 	es := newEventStream(w, false)
-	es.send("message_start", map[string]any{"message": message(nil, nil, messagesUsage(t.Usage.InputTokens, 0))})
+	es.send("message_start", map[string]any{"message": message(nil, nil, messagesUsage(t.Usage, 0))})
 	for i, b := range blocks {
 		switch b["type"] {
 		case "tool_use":
@@ -169,7 +178,7 @@ func answerMessages(w http.ResponseWriter, req *parsedRequest, t Turn, n int64) 
 	}
 	es.send("message_delta", map[string]any{
 		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": t.Usage.OutputTokens},
+		"usage": messagesUsage(t.Usage, t.Usage.OutputTokens),
 	})
 	es.send("message_stop", map[string]any{})
 }

@@ -105,3 +105,44 @@ func TestMessagesRefusals(t *testing.T) {
 		t.Fatal(s.Exhausted())
 	}
 }
+
+// Messages reports the prompt cache as Anthropic does: cache reads and
+// writes beside input_tokens, in message_start and again, cumulatively,
+// in message_delta (https://docs.anthropic.com/en/docs/build-with-claude/streaming),
+// and in a whole message when the request does not stream.
+func TestMessagesReportTheCacheInEveryUsage(t *testing.T) {
+	s := newServer(t)
+	u := Usage{InputTokens: 3, CacheReadTokens: 48000, CacheWriteTokens: 1200, OutputTokens: 250}
+	s.Script(Turn{Message: "one", Usage: u}, Turn{Message: "two", Usage: u})
+	user := []any{map[string]any{"role": "user", "content": "hi"}}
+	_, b := postMessages(t, s, testKey, messagesBody(true, user))
+	events := parseSSE(t, b)
+	start, delta := only(t, events, "message_start"), only(t, events, "message_delta")
+	if len(start) != 1 || len(delta) != 1 {
+		t.Fatalf("events %v", names(events))
+	}
+	for _, c := range []struct {
+		where string
+		usage any
+		want  map[string]float64
+	}{
+		{"message_start", obj(t, start[0].data, "message", "usage"), map[string]float64{"input_tokens": 3, "cache_read_input_tokens": 48000, "cache_creation_input_tokens": 1200, "output_tokens": 0}},
+		{"message_delta", obj(t, delta[0].data, "usage"), map[string]float64{"input_tokens": 3, "cache_read_input_tokens": 48000, "cache_creation_input_tokens": 1200, "output_tokens": 250}},
+	} {
+		for k, v := range c.want {
+			if got := obj(t, c.usage, k); got != v {
+				t.Errorf("%s usage %s = %v, want %v", c.where, k, got, v)
+			}
+		}
+	}
+	resp, b := postMessages(t, s, testKey, messagesBody(false, user))
+	var m map[string]any
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &m) != nil || m["type"] != "message" {
+		t.Fatalf("whole message: %d %s", resp.StatusCode, b)
+	}
+	for k, v := range map[string]float64{"input_tokens": 3, "cache_read_input_tokens": 48000, "cache_creation_input_tokens": 1200, "output_tokens": 250} {
+		if got := obj(t, m, "usage", k); got != v {
+			t.Errorf("whole message usage %s = %v, want %v", k, got, v)
+		}
+	}
+}

@@ -34,10 +34,17 @@ import (
 // OpenCode does)
 // and a message ITEM is
 // {"type":"message","id":"msg_N","role":"assistant","status":"completed","content":[{"type":"output_text","text":"...","annotations":[]}]}.
-// The usage is {"input_tokens", "input_tokens_details": {"cached_tokens": 0},
+// The usage is {"input_tokens", "input_tokens_details": {"cached_tokens"},
 // "output_tokens", "output_tokens_details": {"reasoning_tokens": 0},
 // "total_tokens"}. A request that does not stream gets the completed
 // response object as JSON.
+//
+// A request with "background": true that does not stream is answered at
+// once, as the API does (https://platform.openai.com/docs/guides/background):
+// the response object with "background": true, "status": "queued", no
+// output and "usage": null. Its turn is used up; this server serves no
+// GET /v1/responses/{id} to poll it (the model proxy relays no such
+// route). A streamed background request is answered as any stream.
 
 var responsesDialect = dialect{
 	inputField: "input",
@@ -198,7 +205,7 @@ func responseObject(id, model, status string, created int64, output []map[string
 func responsesUsage(u Usage) map[string]any {
 	return map[string]any{
 		"input_tokens":          u.InputTokens,
-		"input_tokens_details":  map[string]any{"cached_tokens": 0},
+		"input_tokens_details":  map[string]any{"cached_tokens": u.CacheReadTokens},
 		"output_tokens":         u.OutputTokens,
 		"output_tokens_details": map[string]any{"reasoning_tokens": 0},
 		"total_tokens":          u.total(),
@@ -210,6 +217,14 @@ func answerResponses(w http.ResponseWriter, req *parsedRequest, t Turn, n int64)
 	created := time.Now().Unix()
 	items := responseItems(t, n, offeredShellTool(req.raw))
 	done := responseObject(id, req.model, "completed", created, items, responsesUsage(t.Usage))
+	var background bool
+	_ = json.Unmarshal(req.raw["background"], &background) // absent or not a boolean: in the foreground
+	if background && !req.stream {
+		queued := responseObject(id, req.model, "queued", created, nil, nil)
+		queued["background"] = true
+		writeJSON(w, http.StatusOK, queued, nil)
+		return
+	}
 	if !req.stream {
 		writeJSON(w, http.StatusOK, done, nil)
 		return

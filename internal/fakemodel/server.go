@@ -35,10 +35,24 @@ import (
 // conversation, tool definitions and instructions, but never this much.
 const maxBodyBytes = 32 << 20
 
-// Usage is the token usage a turn reports. When TotalTokens is zero it is
-// reported as InputTokens+OutputTokens.
+// Usage is the token usage a turn reports, in each API's own fields.
+// When TotalTokens is zero it is reported as InputTokens+OutputTokens
+// (OpenAI's; Messages reports no total).
+//
+// The prompt cache is reported as each provider does. OpenAI's cached
+// input is a part of its input: CacheReadTokens is
+// input_tokens_details.cached_tokens (Responses) or
+// prompt_tokens_details.cached_tokens (Chat Completions), and should be at
+// most InputTokens (https://platform.openai.com/docs/guides/prompt-caching).
+// Anthropic's cache reads and writes are beside its input: InputTokens is
+// input_tokens, the input after the last cache breakpoint only,
+// CacheReadTokens cache_read_input_tokens and CacheWriteTokens
+// cache_creation_input_tokens
+// (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching).
+// OpenAI reports no cache writes: CacheWriteTokens is Messages' only.
 type Usage struct {
 	InputTokens, OutputTokens, TotalTokens int64
+	CacheReadTokens, CacheWriteTokens      int64
 }
 
 func (u Usage) total() int64 {

@@ -661,3 +661,82 @@ func TestExecCallsTheOfferedShellTool(t *testing.T) {
 		}
 	}
 }
+
+// A Responses request in the background that does not stream is answered
+// at once, queued, with no output and "usage": null
+// (https://platform.openai.com/docs/guides/background); in the
+// foreground, the cached input is reported in input_tokens_details.
+func TestResponsesInTheBackgroundAreQueuedWithoutUsage(t *testing.T) {
+	s := newServer(t)
+	u := Usage{InputTokens: 2000, CacheReadTokens: 1536, OutputTokens: 30}
+	s.Script(Turn{Message: "later", Usage: u}, Turn{Message: "now", Usage: u})
+	body := responsesBody(false, "hi")
+	body["background"] = true
+	resp, b := post(t, s, "/v1/responses", testKey, body)
+	var r map[string]any
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &r) != nil {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	if r["object"] != "response" || r["status"] != "queued" || r["background"] != true || len(r["output"].([]any)) != 0 {
+		t.Errorf("background answer %s", b)
+	}
+	if v, ok := r["usage"]; !ok || v != nil {
+		t.Errorf("usage %v (present %v), want null", v, ok)
+	}
+	if s.Remaining() != 1 {
+		t.Errorf("remaining %d: the queued answer used its turn", s.Remaining())
+	}
+	_, b = post(t, s, "/v1/responses", testKey, responsesBody(false, "hi"))
+	if err := json.Unmarshal(b, &r); err != nil || r["status"] != "completed" ||
+		obj(t, r, "usage", "input_tokens_details", "cached_tokens") != float64(1536) || obj(t, r, "usage", "input_tokens") != float64(2000) {
+		t.Errorf("foreground answer %s", b)
+	}
+}
+
+// Chat Completions answers every choice n asks for, each at its index,
+// and charges them all (https://platform.openai.com/docs/api-reference/chat/create):
+// completion_tokens is n times the turn's output.
+func TestChatCompletionsAnswersEveryChoice(t *testing.T) {
+	s := newServer(t)
+	u := Usage{InputTokens: 10, CacheReadTokens: 4, OutputTokens: 1000}
+	s.Script(Turn{Message: "hi", Usage: u}, Turn{Message: "hi", Usage: u})
+	resp, b := post(t, s, "/v1/chat/completions", testKey, `{"model":"m","messages":[],"n":3}`)
+	var c struct {
+		Choices []struct {
+			Index   int `json:"index"`
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+		Usage map[string]any `json:"usage"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &c) != nil || len(c.Choices) != 3 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	for i, ch := range c.Choices {
+		if ch.Index != i || ch.Message.Content != "hi" {
+			t.Errorf("choice %d: %+v", i, ch)
+		}
+	}
+	if c.Usage["completion_tokens"] != float64(3000) || c.Usage["total_tokens"] != float64(3010) || obj(t, c.Usage, "prompt_tokens_details", "cached_tokens") != float64(4) {
+		t.Errorf("usage %v", c.Usage)
+	}
+	_, b = post(t, s, "/v1/chat/completions", testKey, `{"model":"m","messages":[],"n":3,"stream":true,"stream_options":{"include_usage":true}}`)
+	seen := map[float64]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var chunk map[string]any
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			t.Fatalf("chunk %q: %v", data, err)
+		}
+		for _, ch := range chunk["choices"].([]any) {
+			seen[obj(t, ch, "index").(float64)] = true
+		}
+	}
+	if len(seen) != 3 || !strings.Contains(string(b), `"completion_tokens":3000`) {
+		t.Errorf("streamed choices %v:\n%s", seen, b)
+	}
+}

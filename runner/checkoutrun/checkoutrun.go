@@ -179,6 +179,9 @@ type Result struct {
 	Problems []string
 	// outputFailed: a file asked for (patch, evidence) was not written.
 	outputFailed bool
+	// server prices the usage for the summary (nil: no server config,
+	// no prices).
+	server *config.Server
 }
 
 // Passed reports whether the session ran to the end and every verify
@@ -257,7 +260,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 	srv.start(spec)
 
-	res := &Result{Spec: spec, Branch: co.branch, Uncommitted: co.dirty, ConfigSource: source}
+	res := &Result{Spec: spec, Branch: co.branch, Uncommitted: co.dirty, ConfigSource: source, server: opt.Server}
 	if co.dirty {
 		fmt.Fprintf(opt.Progress, "inspect run: note: the session runs on HEAD (%s); uncommitted and untracked changes in %s are not included\n", co.head[:12], co.dir)
 	}

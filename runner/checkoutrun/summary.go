@@ -64,7 +64,16 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "Duration: %s\n", duration(ev.EndedAt.Sub(ev.StartedAt)))
 	}
 	if u := ev.Usage; u != nil {
-		fmt.Fprintf(w, "Model:    %d tokens (%d in, %d out) over %d requests\n", u.Total, u.Input, u.Output, u.Requests)
+		cached, cost := "", ""
+		if u.CacheRead > 0 || u.CacheWrite > 0 {
+			cached = fmt.Sprintf(", of which %d cache reads and %d cache writes", u.CacheRead, u.CacheWrite)
+		}
+		if r.server != nil {
+			if usd, ok := r.server.ModelCost(r.Spec.Agent.Model, *u); ok {
+				cost = fmt.Sprintf("; $%.4f at the server's prices", usd)
+			}
+		}
+		fmt.Fprintf(w, "Model:    %d tokens (%d in%s, %d out) over %d requests%s\n", u.Total, u.Input, cached, u.Output, u.Requests, cost)
 	}
 	writeEgress(w, ev.Egress)
 

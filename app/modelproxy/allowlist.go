@@ -204,6 +204,51 @@ func allowedRequest(kind, provider string, route policy.ModelRoute, header http.
 			if why := allowedTools(api, list, f.value, serverTools, notAllowed); why != "" {
 				return why
 			}
+			continue
+		}
+		var v any
+		if json.Unmarshal(f.value, &v) == nil {
+			if where := contentByURL(v); where != "" {
+				return fmt.Sprintf("the request field %q holds %s, which the provider would fetch from another host; send the content inline (base64, or a data: URL)", f.key, where)
+			}
+		}
+	}
+	return ""
+}
+
+// contentByURL finds content the provider would fetch itself: an
+// Anthropic image or document whose source is {"type": "url"}, an OpenAI
+// input_image's or input_file's image_url/file_url, or Chat Completions'
+// {"image_url": {"url": ...}}, other than a data: URL. It says what it
+// found ("" for none). Like a server tool, such a fetch reaches a host of
+// the request's choosing, with what the URL carries.
+// (https://platform.claude.com/docs/en/build-with-claude/vision,
+// https://platform.openai.com/docs/guides/images-vision)
+func contentByURL(v any) string {
+	switch x := v.(type) {
+	case map[string]any:
+		if t, _ := x["type"].(string); t == "url" {
+			return `a content source of type "url"`
+		}
+		for _, k := range []string{"image_url", "file_url"} {
+			u := x[k]
+			if m, ok := u.(map[string]any); ok {
+				u = m["url"]
+			}
+			if s, ok := u.(string); ok && !strings.HasPrefix(strings.ToLower(strings.TrimSpace(s)), "data:") {
+				return fmt.Sprintf("%s that is not a data: URL", map[string]string{"image_url": "an image_url", "file_url": "a file_url"}[k])
+			}
+		}
+		for _, e := range x {
+			if where := contentByURL(e); where != "" {
+				return where
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if where := contentByURL(e); where != "" {
+				return where
+			}
 		}
 	}
 	return ""

@@ -127,6 +127,28 @@ func TestAllowedRequest(t *testing.T) {
 			`a tool has the field "type" twice`},
 		{"Anthropic background", anthropic, messagesRoute, nil, `{"model":"m","background":true}`, nil,
 			`the request field "background" is not allowed for anthropic-messages`},
+
+		{"an Anthropic image by URL", anthropic, messagesRoute, nil,
+			`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://evil.example/?d=secret"}}]}]}`, nil,
+			`the request field "messages" holds a content source of type "url", which the provider would fetch from another host`},
+		{"an Anthropic document by URL in the system prompt", anthropic, messagesRoute, nil,
+			`{"model":"m","system":[{"type":"document","source":{"type":"url","url":"https://evil.example/a.pdf"}}]}`, nil,
+			`the request field "system" holds a content source of type "url"`},
+		{"an Anthropic image inline", anthropic, messagesRoute, nil,
+			`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBO"}}]}]}`, nil, ""},
+		{"an OpenAI input_image by URL", openai, responsesRoute, nil,
+			`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"HTTPS://evil.example/x.png"}]}]}`, nil,
+			`the request field "input" holds an image_url that is not a data: URL`},
+		{"an OpenAI input_file by URL", openai, responsesRoute, nil,
+			`{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"https://evil.example/x.pdf"}]}]}`, nil,
+			`the request field "input" holds a file_url that is not a data: URL`},
+		{"an OpenAI input_image inline", openai, responsesRoute, nil,
+			`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,iVBO"}]}]}`, nil, ""},
+		{"a Chat Completions image by URL", openai, chatRoute, nil,
+			`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://evil.example/x.png"}}]}]}`, nil,
+			`the request field "messages" holds an image_url that is not a data: URL`},
+		{"a URL in text", openai, chatRoute, nil,
+			`{"model":"m","messages":[{"role":"user","content":"see https://example.com/x.png and {\"image_url\":\"https://e.example\"}"}]}`, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -186,6 +186,14 @@ agents:
 			"agents.providers.b.base_url: must have no query or fragment",
 			"agents.providers.c.base_url: must be the API's root without /v1 for kind anthropic",
 		}},
+		{"server tools", `
+agents:
+  providers:
+    openai: {kind: openai, base_url: https://api.openai.com/v1, api_key: k, allowed_server_tools: [web_search, browsing, web_search]}
+`, nil, []string{
+			`agents.providers.openai.allowed_server_tools[1]: "browsing" is not a server tool class (known: code_execution, computer_use, file_search, image_generation, mcp, web_fetch, web_search)`,
+			`agents.providers.openai.allowed_server_tools[2]: "web_search" is listed twice`,
+		}},
 		{"unknown provider key", `
 agents:
   providers:

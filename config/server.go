@@ -421,6 +421,11 @@ type Provider struct {
 	// the file.
 	Key     string `yaml:"api_key"`
 	KeyPath string `yaml:"api_key_path"`
+	// AllowedServerTools are the classes of the provider's own server-side
+	// tools (contract.ServerTools: web_search, mcp, ...) an agent's
+	// request may offer the model. None by default: each reaches hosts or
+	// data beyond the model (decision 0055).
+	AllowedServerTools []string `yaml:"allowed_server_tools"`
 
 	name string // set by Server.Provider, for messages
 }
@@ -654,6 +659,14 @@ func (a Agents) validate(add func(key, format string, args ...any)) {
 			add(key+".api_key", "set only one of it and %s.api_key_path", key)
 		case p.Key != "" && strings.TrimSpace(p.Key) != p.Key:
 			add(key+".api_key", "must not start or end with white space")
+		}
+		for i, tool := range p.AllowedServerTools {
+			tk := fmt.Sprintf("%s.allowed_server_tools[%d]", key, i)
+			if !slices.Contains(contract.ServerTools(), tool) {
+				add(tk, "%q is not a server tool class (known: %s)", tool, strings.Join(contract.ServerTools(), ", "))
+			} else if slices.Index(p.AllowedServerTools, tool) < i {
+				add(tk, "%q is listed twice", tool)
+			}
 		}
 	}
 	seen := map[string]int{}

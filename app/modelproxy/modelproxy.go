@@ -148,6 +148,8 @@ type upstream struct {
 	// "anthropic" (x-api-key).
 	Kind string
 	Key  string
+	// ServerTools are the server tool classes it allows (allowed_server_tools).
+	ServerTools []string
 }
 
 // upstreamFor is the provider the session's agent may reach under name:
@@ -165,7 +167,7 @@ func (p *Proxy) upstreamFor(spec contract.Spec, name string) (upstream, bool, er
 	if err != nil {
 		return upstream{}, false, err
 	}
-	return upstream{BaseURL: pr.BaseURL, Kind: pr.Kind, Key: key}, true, nil
+	return upstream{BaseURL: pr.BaseURL, Kind: pr.Kind, Key: key, ServerTools: pr.AllowedServerTools}, true, nil
 }
 
 // Serve relays one model request of the session whose spec this is: r is a
@@ -227,6 +229,10 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, spec contract.Spec
 	// The agent has a shell and can rewrite its CLI's settings: the model
 	// it asks for is checked here, where it cannot reach.
 	if why := modelRefusal(body, spec.Agent.Model); why != "" {
+		refuse(http.StatusForbidden, why)
+		return
+	}
+	if why := allowedRequest(up.Kind, provider, d.Route, r.Header, body, up.ServerTools); why != "" {
 		refuse(http.StatusForbidden, why)
 		return
 	}

@@ -1,0 +1,267 @@
+package modelproxy
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/policy"
+)
+
+var (
+	responsesRoute = policy.ModelRoute{Method: http.MethodPost, Path: "responses"}
+	chatRoute      = policy.ModelRoute{Method: http.MethodPost, Path: "chat/completions"}
+	messagesRoute  = policy.ModelRoute{Method: http.MethodPost, Path: "v1/messages"}
+	countRoute     = policy.ModelRoute{Method: http.MethodPost, Path: "v1/messages/count_tokens"}
+)
+
+// Each class of refusal, and its pass where the server allows it: a body
+// field, a tool type or a beta value off the list, a server tool whose
+// class the provider does not allow, "background": true; the message
+// names what was refused.
+func TestAllowedRequest(t *testing.T) {
+	const openai, anthropic = contract.ProviderKindOpenAI, contract.ProviderKindAnthropic
+	notNamed := "which agents.providers.p.allowed_server_tools does not name"
+	cases := []struct {
+		name        string
+		kind        string
+		route       policy.ModelRoute
+		beta        map[string]string
+		body        string
+		serverTools []string
+		want        string // "" passes
+	}{
+		{"a plain Responses request", openai, responsesRoute, nil,
+			`{"model":"m","input":"hi","stream":true,"tools":[{"type":"function","name":"f","parameters":{}}]}`, nil, ""},
+		{"an empty body", openai, responsesRoute, nil, ``, nil, ""},
+		{"an unknown field", openai, responsesRoute, nil, `{"model":"m","input":"hi","frobnicate":1}`, nil,
+			`the request field "frobnicate" is not allowed for openai-responses`},
+		{"a stored conversation", openai, responsesRoute, nil, `{"model":"m","input":"hi","previous_response_id":"resp_1"}`, nil,
+			`the request field "previous_response_id" is not allowed for openai-responses`},
+		{"a field in another case", openai, responsesRoute, nil, `{"model":"m","Input":"hi"}`, nil,
+			`the request field "Input" is not allowed`},
+		{"a field twice", openai, responsesRoute, nil, `{"model":"m","tools":[],"Tools":[{"type":"mcp"}]}`, nil,
+			`has the field "Tools" twice`},
+		{"background", openai, responsesRoute, nil, `{"model":"m","input":"hi","background":true}`, nil,
+			`the request field "background" is not allowed for openai-responses unless false: a background response answers at once, without usage`},
+		{"background off", openai, responsesRoute, nil, `{"model":"m","input":"hi","background":false}`, nil, ""},
+		{"background, asked another way", openai, responsesRoute, nil, `{"model":"m","input":"hi","background":1}`, nil,
+			`the request field "background" is not allowed for openai-responses unless false`},
+		{"an unknown tool type", openai, responsesRoute, nil, `{"model":"m","tools":[{"type":"teleport"}]}`, nil,
+			`the tool type "teleport" is not allowed for openai-responses`},
+		{"OpenAI mcp", openai, responsesRoute, nil,
+			`{"model":"m","tools":[{"type":"mcp","server_label":"x","server_url":"https://evil.example/mcp"}]}`, nil,
+			`the tool type "mcp" is not allowed for openai-responses: it is the server-side tool class mcp, ` + notNamed},
+		{"OpenAI mcp, allowed", openai, responsesRoute, nil,
+			`{"model":"m","tools":[{"type":"mcp","server_label":"x","server_url":"https://mcp.example/mcp"}]}`, []string{"mcp"}, ""},
+		{"OpenAI mcp in a namespace", openai, responsesRoute, nil,
+			`{"model":"m","tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"f"},{"type":"mcp","server_url":"https://evil.example"}]}]}`, nil,
+			`the tool type "mcp" is not allowed for openai-responses: it is the server-side tool class mcp`},
+		{"OpenAI web_search", openai, responsesRoute, nil, `{"model":"m","tools":[{"type":"web_search"}]}`, nil,
+			`the tool type "web_search" is not allowed for openai-responses: it is the server-side tool class web_search`},
+		{"OpenAI web_search_preview", openai, responsesRoute, nil, `{"model":"m","tools":[{"type":"web_search_preview_2025_03_11"}]}`, nil,
+			`server-side tool class web_search`},
+		{"OpenAI web_search, allowed", openai, responsesRoute, nil, `{"model":"m","tools":[{"type":"web_search_preview"}]}`, []string{"web_search"}, ""},
+		{"OpenAI web_search, another class allowed", openai, responsesRoute, nil, `{"model":"m","tools":[{"type":"web_search"}]}`, []string{"mcp"},
+			`server-side tool class web_search`},
+		{"OpenAI code_interpreter", openai, responsesRoute, nil, `{"model":"m","tools":[{"type":"code_interpreter","container":{"type":"auto"}}]}`, nil,
+			`the tool type "code_interpreter" is not allowed for openai-responses: it is the server-side tool class code_execution`},
+		{"OpenAI file_search", openai, responsesRoute, nil, `{"model":"m","tools":[{"type":"file_search","vector_store_ids":["vs_1"]}]}`, nil,
+			`server-side tool class file_search`},
+		{"OpenAI image_generation", openai, responsesRoute, nil, `{"model":"m","tools":[{"type":"image_generation"}]}`, nil,
+			`server-side tool class image_generation`},
+		{"OpenAI computer use", openai, responsesRoute, nil, `{"model":"m","tools":[{"type":"computer_use_preview","display_width":1,"display_height":1,"environment":"browser"}]}`, nil,
+			`server-side tool class computer_use`},
+		{"a tool with no type", openai, responsesRoute, nil, `{"model":"m","tools":[{"name":"f"}]}`, nil, "a tool has no type"},
+		{"tools not an array", openai, responsesRoute, nil, `{"model":"m","tools":{"type":"mcp"}}`, nil, `the request field "tools" is not an array`},
+		{"an OpenAI beta value", openai, responsesRoute, map[string]string{"OpenAI-Beta": "responses=v9"}, `{"model":"m"}`, nil,
+			`the openai-beta value "responses=v9" is not allowed for openai-responses`},
+		{"an Anthropic beta on OpenAI", openai, responsesRoute, map[string]string{"Anthropic-Beta": "mcp-client-2025-04-04"}, `{"model":"m"}`, []string{"mcp"},
+			`the anthropic-beta value "mcp-client-2025-04-04" is not allowed for openai-responses`},
+
+		{"a plain Chat Completions request", openai, chatRoute, nil,
+			`{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true},"max_tokens":5,"tools":[{"type":"function","function":{"name":"f"}}]}`, nil, ""},
+		{"Chat Completions n", openai, chatRoute, nil, `{"model":"m","messages":[],"n":8}`, nil,
+			`the request field "n" is not allowed for openai-chat-completions`},
+		{"Chat Completions web search", openai, chatRoute, nil, `{"model":"m","messages":[],"web_search_options":{}}`, nil,
+			`the request field "web_search_options" is not allowed for openai-chat-completions: it is the server-side tool class web_search`},
+		{"Chat Completions background", openai, chatRoute, nil, `{"model":"m","messages":[],"background":false}`, nil,
+			`the request field "background" is not allowed for openai-chat-completions`},
+
+		{"a plain Messages request", anthropic, messagesRoute, map[string]string{"Anthropic-Beta": "claude-code-20250219, effort-2025-11-24"},
+			`{"model":"m","max_tokens":5,"messages":[],"tools":[{"name":"Bash","input_schema":{}},{"type":"custom","name":"x","input_schema":{}}]}`, nil, ""},
+		{"count_tokens", anthropic, countRoute, nil, `{"model":"m","messages":[],"frobnicate":1}`, nil,
+			`the request field "frobnicate" is not allowed for anthropic-messages`},
+		{"Anthropic web search", anthropic, messagesRoute, nil, `{"model":"m","tools":[{"type":"web_search_20250305","name":"web_search"}]}`, nil,
+			`the tool type "web_search_20250305" is not allowed for anthropic-messages: it is the server-side tool class web_search, ` + notNamed},
+		{"Anthropic web fetch", anthropic, messagesRoute, nil, `{"model":"m","tools":[{"type":"web_fetch_20250910","name":"web_fetch"}]}`, nil,
+			`server-side tool class web_fetch`},
+		{"Anthropic web fetch, allowed", anthropic, messagesRoute, map[string]string{"Anthropic-Beta": "web-fetch-2025-09-10"},
+			`{"model":"m","tools":[{"type":"web_fetch_20250910","name":"web_fetch"}]}`, []string{"web_fetch"}, ""},
+		{"Anthropic code execution", anthropic, messagesRoute, nil, `{"model":"m","tools":[{"type":"code_execution_20250825","name":"code_execution"}]}`, nil,
+			`server-side tool class code_execution`},
+		{"Anthropic computer use", anthropic, messagesRoute, nil, `{"model":"m","tools":[{"type":"computer_20250124","name":"computer"}]}`, nil,
+			`server-side tool class computer_use`},
+		{"Anthropic mcp_servers", anthropic, messagesRoute, nil,
+			`{"model":"m","messages":[],"mcp_servers":[{"type":"url","url":"https://evil.example/sse","name":"x"}]}`, nil,
+			`the request field "mcp_servers" is not allowed for anthropic-messages: it is the server-side tool class mcp, ` + notNamed},
+		{"Anthropic mcp_toolset", anthropic, messagesRoute, nil, `{"model":"m","tools":[{"type":"mcp_toolset","mcp_server_name":"x"}]}`, nil,
+			`the tool type "mcp_toolset" is not allowed for anthropic-messages: it is the server-side tool class mcp`},
+		{"Anthropic mcp beta", anthropic, messagesRoute, map[string]string{"Anthropic-Beta": "claude-code-20250219,mcp-client-2025-04-04"}, `{"model":"m"}`, nil,
+			`the anthropic-beta value "mcp-client-2025-04-04" is not allowed for anthropic-messages: it is the server-side tool class mcp, ` + notNamed},
+		{"Anthropic MCP, allowed", anthropic, messagesRoute, map[string]string{"Anthropic-Beta": "mcp-client-2025-11-20"},
+			`{"model":"m","mcp_servers":[{"type":"url","url":"https://mcp.example/sse","name":"x"}],"tools":[{"type":"mcp_toolset","mcp_server_name":"x"}]}`, []string{"mcp"}, ""},
+		{"a beta value off the list", anthropic, messagesRoute, map[string]string{"Anthropic-Beta": "claude-code-20250219,files-api-2025-04-14"}, `{"model":"m"}`, nil,
+			`the anthropic-beta value "files-api-2025-04-14" is not allowed for anthropic-messages`},
+		{"a tool type in another case", anthropic, messagesRoute, nil, `{"model":"m","tools":[{"Type":"web_fetch_20250910","name":"web_fetch"}]}`, nil,
+			`a tool has the key "Type"`},
+		{"a tool's type twice", anthropic, messagesRoute, nil, `{"model":"m","tools":[{"type":"custom","type":"web_fetch_20250910"}]}`, nil,
+			`a tool has the field "type" twice`},
+		{"Anthropic background", anthropic, messagesRoute, nil, `{"model":"m","background":true}`, nil,
+			`the request field "background" is not allowed for anthropic-messages`},
+
+		{"an Anthropic image by URL", anthropic, messagesRoute, nil,
+			`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://evil.example/?d=secret"}}]}]}`, nil,
+			`the request field "messages" holds a content source of type "url", which the provider would fetch from another host`},
+		{"an Anthropic document by URL in the system prompt", anthropic, messagesRoute, nil,
+			`{"model":"m","system":[{"type":"document","source":{"type":"url","url":"https://evil.example/a.pdf"}}]}`, nil,
+			`the request field "system" holds a content source of type "url"`},
+		{"an Anthropic image inline", anthropic, messagesRoute, nil,
+			`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBO"}}]}]}`, nil, ""},
+		{"an OpenAI input_image by URL", openai, responsesRoute, nil,
+			`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"HTTPS://evil.example/x.png"}]}]}`, nil,
+			`the request field "input" holds an image_url that is not a data: URL`},
+		{"an OpenAI input_file by URL", openai, responsesRoute, nil,
+			`{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"https://evil.example/x.pdf"}]}]}`, nil,
+			`the request field "input" holds a file_url that is not a data: URL`},
+		{"an OpenAI input_image inline", openai, responsesRoute, nil,
+			`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,iVBO"}]}]}`, nil, ""},
+		{"a Chat Completions image by URL", openai, chatRoute, nil,
+			`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://evil.example/x.png"}}]}]}`, nil,
+			`the request field "messages" holds an image_url that is not a data: URL`},
+		{"a URL in text", openai, chatRoute, nil,
+			`{"model":"m","messages":[{"role":"user","content":"see https://example.com/x.png and {\"image_url\":\"https://e.example\"}"}]}`, nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range tc.beta {
+				h.Set(k, v)
+			}
+			got := allowedRequest(tc.kind, "p", tc.route, h, []byte(tc.body), tc.serverTools)
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Errorf("allowedRequest = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// recorded is one request recorded from a real agent CLI
+// (fakemodel.Recorded, read back).
+type recorded struct {
+	Method string              `json:"method"`
+	Path   string              `json:"path"`
+	Header map[string][]string `json:"header"`
+	Body   json.RawMessage     `json:"body"`
+}
+
+// Every request the pinned agent CLIs made (testdata/recorded) passes the
+// allowlist of its API, with no server tool allowed: the list is the real
+// clients', not our guess at them. Each CLI's recordings are there.
+func TestRecordedRequestsPassTheAllowlist(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("testdata", "recorded", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(dir, "request-*.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec recorded
+			if err := json.Unmarshal(b, &rec); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			// As the proxy sees it: relative to the base_url, whose /v1 an
+			// OpenAI base holds.
+			kind, path := contract.ProviderKindAnthropic, strings.TrimPrefix(rec.Path, "/")
+			if !strings.HasPrefix(path, "v1/messages") {
+				kind, path = contract.ProviderKindOpenAI, strings.TrimPrefix(path, "v1/")
+			}
+			d := policy.DecideModelRequest(kind, rec.Method, strings.Split(path, "/"))
+			if !d.Allowed {
+				t.Errorf("%s: %s", f, d.Why)
+				continue
+			}
+			if why := allowedRequest(kind, "p", d.Route, http.Header(rec.Header), rec.Body, nil); why != "" {
+				t.Errorf("%s (%s): %s", f, apiOf(kind, d.Route), why)
+			}
+			seen[filepath.Base(dir)]++
+		}
+	}
+	for _, cli := range []string{"codex-0.171.0", "opencode-1.18.33-openai", "opencode-1.18.33-anthropic", "claude-code-2.1.332"} {
+		if seen[cli] < 2 {
+			t.Errorf("%d recorded requests of %s; want its whole session's", seen[cli], cli)
+		}
+	}
+}
+
+// Through the proxy: fifty background requests asking for five million
+// output tokens are each refused before they reach the provider or touch
+// the budget, with the reason; a server tool goes on only to a provider
+// whose config allows its class.
+func TestProxyRefusesWhatTheAllowlistDoesNot(t *testing.T) {
+	var got []string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body) // a failed read shows as a short body below
+		got = append(got, r.URL.Path+" "+string(b))
+		_, _ = io.WriteString(w, `{"usage":{"input_tokens":7,"output_tokens":3}}`)
+	}))
+	t.Cleanup(upstream.Close)
+	p := New(Options{Providers: providers{
+		"plain": {Kind: contract.ProviderKindOpenAI, BaseURL: upstream.URL + "/v1", Key: "sk-allowlist-test-0123456789"},
+		"mcp":   {Kind: contract.ProviderKindOpenAI, BaseURL: upstream.URL + "/v1", Key: "sk-allowlist-test-0123456789", AllowedServerTools: []string{contract.ServerToolMCP}},
+	}})
+	budget := NewBudget(10000, 0)
+	ask := func(provider, body string) (int, string) {
+		spec := contract.Spec{Agent: contract.Agent{Preset: contract.PresetCodex, Model: "m-1", Provider: provider}}
+		mux := http.NewServeMux()
+		mux.HandleFunc(contract.PathEgressModel, func(w http.ResponseWriter, r *http.Request) {
+			p.Serve(w, r, spec, budget, zerolog.Nop())
+		})
+		req := httptest.NewRequest(http.MethodPost, contract.EgressModelPath("a1", provider, "responses"), strings.NewReader(body))
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	for range 50 {
+		code, body := ask("plain", `{"model":"m-1","input":"go on","background":true,"max_output_tokens":100000}`)
+		if code != http.StatusForbidden || !strings.Contains(body, `the request field \"background\" is not allowed for openai-responses unless false`) {
+			t.Fatalf("background: %d %s", code, body)
+		}
+	}
+	mcp := `{"model":"m-1","input":"hi","tools":[{"type":"mcp","server_label":"x","server_url":"https://mcp.example/sse"}]}`
+	if code, body := ask("plain", mcp); code != http.StatusForbidden || !strings.Contains(body, "agents.providers.plain.allowed_server_tools does not name") {
+		t.Errorf("mcp to plain: %d %s", code, body)
+	}
+	if len(got) != 0 || budget.Used() != (Usage{}) {
+		t.Fatalf("refused requests went on: %q, %+v", got, budget.Used())
+	}
+	if code, body := ask("mcp", mcp); code != http.StatusOK || len(got) != 1 || got[0] != "/v1/responses "+mcp {
+		t.Errorf("mcp to a provider that allows it: %d %s; provider got %q", code, body, got)
+	}
+}

@@ -485,10 +485,11 @@ func TestModelProxyAddsTheKeyRedactsItAndEndsTheSessionPastItsBudget(t *testing.
 }
 
 // The store's meter charges what the provider reported, cache reads and
-// writes apart, and a successful answer without usage (an OpenAI
-// background response, queued with "usage": null:
-// https://platform.openai.com/docs/guides/background) its whole
-// reservation, never 0.
+// writes apart, and a successful answer without usage (a response still
+// in progress, "usage": null, the shape of an OpenAI background answer:
+// https://platform.openai.com/docs/guides/background — `background`
+// itself is refused before it goes, decision 0055) its whole reservation,
+// never 0.
 func TestModelAnswersAreChargedInTheStoreAsTheProviderBillsThem(t *testing.T) {
 	const outputReservation = 1000
 	for _, tc := range []struct {
@@ -496,8 +497,8 @@ func TestModelAnswersAreChargedInTheStoreAsTheProviderBillsThem(t *testing.T) {
 		want                           store.Usage
 		reserved                       bool // want.TotalTokens is the reservation
 	}{
-		{"openai background, queued", "openai", "responses", `{"model":"m-1","input":"hi","background":true}`,
-			`{"id":"resp_1","object":"response","status":"queued","background":true,"output":[],"usage":null}`, store.Usage{Requests: 1}, true},
+		{"openai answer without usage", "openai", "responses", `{"model":"m-1","input":"hi"}`,
+			`{"id":"resp_1","object":"response","status":"in_progress","output":[],"usage":null}`, store.Usage{Requests: 1}, true},
 		{"anthropic stream with caching", "anthropic", "v1/messages", `{"model":"m-1","max_tokens":50,"stream":true,"messages":[]}`,
 			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"cache_creation_input_tokens\":1200,\"cache_read_input_tokens\":48000,\"output_tokens\":1}}}\n\n" +
 				"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":40}}\n\n",

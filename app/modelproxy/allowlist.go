@@ -37,9 +37,9 @@ type allowlist struct {
 // to its API's list), plus the output caps the reservation reads. Chat
 // Completions, which none of the CLIs speaks, gets the documented fields
 // a tool-calling agent needs
-// (https://platform.openai.com/docs/api-reference/chat/create) and no
-// more: not n, which multiplies the output past the reservation.
-// Decision 0055.
+// (https://platform.openai.com/docs/api-reference/chat/create), n among
+// them: the reservation takes n times the output cap (prepareBody,
+// decision 0053). Decision 0055.
 var allowlists = map[string]allowlist{
 	apiOpenAIResponses: {
 		fields: []string{
@@ -58,7 +58,7 @@ var allowlists = map[string]allowlist{
 	apiOpenAIChat: {
 		fields: []string{"model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens",
 			"tools", "tool_choice", "parallel_tool_calls", "temperature", "top_p", "stop", "response_format",
-			"reasoning_effort", "seed", "user", "store", "prompt_cache_key"},
+			"reasoning_effort", "seed", "user", "store", "prompt_cache_key", "n"},
 		toolTypes: []string{"function"},
 	},
 	apiAnthropicMessages: {

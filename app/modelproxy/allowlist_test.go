@@ -89,8 +89,7 @@ func TestAllowedRequest(t *testing.T) {
 
 		{"a plain Chat Completions request", openai, chatRoute, nil,
 			`{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true},"max_tokens":5,"tools":[{"type":"function","function":{"name":"f"}}]}`, nil, ""},
-		{"Chat Completions n", openai, chatRoute, nil, `{"model":"m","messages":[],"n":8}`, nil,
-			`the request field "n" is not allowed for openai-chat-completions`},
+		{"Chat Completions n (reserved n times)", openai, chatRoute, nil, `{"model":"m","messages":[],"n":8}`, nil, ""},
 		{"Chat Completions web search", openai, chatRoute, nil, `{"model":"m","messages":[],"web_search_options":{}}`, nil,
 			`the request field "web_search_options" is not allowed for openai-chat-completions: it is the server-side tool class web_search`},
 		{"Chat Completions background", openai, chatRoute, nil, `{"model":"m","messages":[],"background":false}`, nil,

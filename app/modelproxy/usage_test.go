@@ -100,8 +100,8 @@ func TestModelRefusalReadsTheBodyAsProvidersWould(t *testing.T) {
 
 // What a relayed answer is charged, through Serve with a Budget (as
 // `inspect run` wires it): its own usage report when it has one; its whole
-// reservation when it succeeded without one (an OpenAI background
-// response is answered "status":"queued" with "usage":null,
+// reservation when it succeeded without one (a response still in
+// progress, "usage":null, as an OpenAI background answer is:
 // https://platform.openai.com/docs/guides/background); nothing for an
 // error or a free token count.
 func TestAnswersAreChargedTheirUsageOrTheirReservation(t *testing.T) {
@@ -116,8 +116,8 @@ func TestAnswersAreChargedTheirUsageOrTheirReservation(t *testing.T) {
 		want     Usage
 		reserved bool // want.TotalTokens is the request's reservation
 	}{
-		{"openai background, queued", contract.ProviderKindOpenAI, "responses", `{"model":"m-1","input":"hi","background":true}`, http.StatusOK,
-			`{"id":"resp_1","object":"response","status":"queued","background":true,"output":[],"usage":null}`, Usage{Requests: 1}, true},
+		{"openai answer without usage", contract.ProviderKindOpenAI, "responses", `{"model":"m-1","input":"hi"}`, http.StatusOK,
+			`{"id":"resp_1","object":"response","status":"in_progress","output":[],"usage":null}`, Usage{Requests: 1}, true},
 		{"chat without usage", contract.ProviderKindOpenAI, "chat/completions", `{"model":"m-1","messages":[]}`, http.StatusOK,
 			`{"id":"c1","object":"chat.completion","choices":[]}`, Usage{Requests: 1}, true},
 		{"anthropic message, not streamed", contract.ProviderKindAnthropic, "v1/messages", `{"model":"m-1","max_tokens":50,"messages":[]}`, http.StatusOK,
@@ -167,8 +167,9 @@ func TestAnswersAreChargedTheirUsageOrTheirReservation(t *testing.T) {
 // The proxy in front of the scripted stand-in (internal/fakemodel, which
 // answers in the providers' documented shapes) charges each answer as
 // the provider bills it: a cached Anthropic stream and whole message in
-// full, cache parts apart; an OpenAI background answer, queued without
-// usage, its reservation; n Chat Completions choices all of their output.
+// full, cache parts apart; n Chat Completions choices all of their
+// output. (The stand-in's background answer, queued without usage, never
+// gets this far: `background` is refused before it goes, decision 0055.)
 func TestTheProxyChargesTheStandInsAnswersAsBilled(t *testing.T) {
 	const defaultOutput = 1000
 	cached := fakemodel.Usage{InputTokens: 3, CacheReadTokens: 48000, CacheWriteTokens: 1200, OutputTokens: 250}
@@ -181,8 +182,6 @@ func TestTheProxyChargesTheStandInsAnswersAsBilled(t *testing.T) {
 			Usage{InputTokens: 49203, CacheReadTokens: 48000, CacheWriteTokens: 1200, OutputTokens: 250, TotalTokens: 49453, Requests: 1}, false},
 		{"anthropic whole message", contract.ProviderKindAnthropic, "v1/messages", `{"model":"m-1","max_tokens":500,"messages":[]}`,
 			Usage{InputTokens: 49203, CacheReadTokens: 48000, CacheWriteTokens: 1200, OutputTokens: 250, TotalTokens: 49453, Requests: 1}, false},
-		{"openai background", contract.ProviderKindOpenAI, "responses", `{"model":"m-1","input":"hi","background":true}`,
-			Usage{Requests: 1}, true},
 		{"openai n choices", contract.ProviderKindOpenAI, "chat/completions", `{"model":"m-1","messages":[],"n":4}`,
 			Usage{InputTokens: 3, OutputTokens: 1000, TotalTokens: 1003, Requests: 1}, false},
 	} {

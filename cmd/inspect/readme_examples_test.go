@@ -85,17 +85,16 @@ func readmeGoModules() (alpha, beta fakegoproxy.Module) {
 	return alpha, beta
 }
 
-// readmeGoRepo is a Go module needing alpha (and through it beta), with
-// its go.sum committed, and cfg as its .github/inspect.yml.
-func readmeGoRepo(t *testing.T, up *fakegoproxy.Proxy, alpha, beta fakegoproxy.Module, cfg string) string {
-	t.Helper()
-	return gitRepo(t, map[string]string{
+// readmeGoFiles are a Go module's files needing alpha (and through it
+// beta), with its go.sum committed, and cfg as its .github/inspect.yml.
+func readmeGoFiles(up *fakegoproxy.Proxy, alpha, beta fakegoproxy.Module, cfg string) map[string]string {
+	return map[string]string{
 		"go.mod":              "module example.com/widgets\n\ngo 1.21\n\nrequire fake.test/alpha v1.0.0\n\nrequire fake.test/beta v1.2.0 // indirect\n",
 		"go.sum":              up.GoSum(alpha.Path, alpha.Version) + up.GoSum(beta.Path, beta.Version),
 		"greet.go":            "package widgets\n\nimport \"fake.test/alpha\"\n\n// Greeting comes from a dependency.\nfunc Greeting() string { return alpha.Hello }\n",
 		"greet_test.go":       "package widgets\n\nimport \"testing\"\n\nfunc TestGreeting(t *testing.T) {\n\tif Greeting() != \"hello beta\" {\n\t\tt.Fatal(Greeting())\n\t}\n}\n",
 		".github/inspect.yml": cfg,
-	})
+	}
 }
 
 // readmeRun runs `inspect run` on repo with an agent that changes
@@ -138,7 +137,7 @@ func TestReadmeGoExampleFetchesEachModuleFileOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			up := fakegoproxy.New(t, fakegoproxy.Options{Modules: []fakegoproxy.Module{alpha, beta}})
 			example := readmeExample(t, "A Go module") + tc.narrowing
-			code, stdout, stderr := readmeRun(t, readmeGoRepo(t, up, alpha, beta, example), readmeServerConfig(t, up, nil))
+			code, stdout, stderr := readmeRun(t, gitRepo(t, readmeGoFiles(up, alpha, beta, example)), readmeServerConfig(t, up, nil))
 			if code != 0 {
 				t.Fatalf("the README's Go example: exit %d\nconfig:\n%s\nstdout:\n%s\nstderr:\n%s", code, example, stdout, stderr)
 			}

@@ -76,22 +76,26 @@ func readmeServerConfig(t *testing.T, goproxy *fakegoproxy.Proxy, npm *fakenpm.R
 
 // readmeGoModules are the stand-in's modules: one the repository requires,
 // which requires another, so that the graph is more than one file deep.
-func readmeGoModules() (alpha, beta fakegoproxy.Module) {
-	beta = fakegoproxy.Module{Path: "fake.test/beta", Version: "v1.2.0", Files: map[string]string{
-		"go.mod": fakegoproxy.GoMod("fake.test/beta"), "beta.go": "package beta\n\n// Name is beta's.\nconst Name = \"beta\"\n"}}
-	alpha = fakegoproxy.Module{Path: "fake.test/alpha", Version: "v1.0.0", Files: map[string]string{
-		"go.mod":   fakegoproxy.GoMod("fake.test/alpha", beta),
-		"alpha.go": "package alpha\n\nimport \"fake.test/beta\"\n\n// Hello greets.\nconst Hello = \"hello \" + beta.Name\n"}}
-	return alpha, beta
+// Their paths are these tests' own: the go command indexes a module in its
+// cache by path and version alone, and the tests' shared Go build cache
+// (decision 0050) keeps that index, so another test's fake.test/alpha
+// v1.0.0 with other files would be read as this one's.
+func readmeGoModules() (greeting, names fakegoproxy.Module) {
+	names = fakegoproxy.Module{Path: "fake.test/readme-names", Version: "v1.2.0", Files: map[string]string{
+		"go.mod": fakegoproxy.GoMod("fake.test/readme-names"), "names.go": "package names\n\n// Beta is a name.\nconst Beta = \"beta\"\n"}}
+	greeting = fakegoproxy.Module{Path: "fake.test/readme-greeting", Version: "v1.0.0", Files: map[string]string{
+		"go.mod":      fakegoproxy.GoMod("fake.test/readme-greeting", names),
+		"greeting.go": "package greeting\n\nimport names \"fake.test/readme-names\"\n\n// Hello greets.\nconst Hello = \"hello \" + names.Beta\n"}}
+	return greeting, names
 }
 
-// readmeGoFiles are a Go module's files needing alpha (and through it
-// beta), with its go.sum committed, and cfg as its .github/inspect.yml.
-func readmeGoFiles(up *fakegoproxy.Proxy, alpha, beta fakegoproxy.Module, cfg string) map[string]string {
+// readmeGoFiles are a Go module's files needing greeting (and through it
+// names), with its go.sum committed, and cfg as its .github/inspect.yml.
+func readmeGoFiles(up *fakegoproxy.Proxy, greeting, names fakegoproxy.Module, cfg string) map[string]string {
 	return map[string]string{
-		"go.mod":              "module example.com/widgets\n\ngo 1.21\n\nrequire fake.test/alpha v1.0.0\n\nrequire fake.test/beta v1.2.0 // indirect\n",
-		"go.sum":              up.GoSum(alpha.Path, alpha.Version) + up.GoSum(beta.Path, beta.Version),
-		"greet.go":            "package widgets\n\nimport \"fake.test/alpha\"\n\n// Greeting comes from a dependency.\nfunc Greeting() string { return alpha.Hello }\n",
+		"go.mod":              "module example.com/widgets\n\ngo 1.21\n\nrequire " + greeting.Path + " " + greeting.Version + "\n\nrequire " + names.Path + " " + names.Version + " // indirect\n",
+		"go.sum":              up.GoSum(greeting.Path, greeting.Version) + up.GoSum(names.Path, names.Version),
+		"greet.go":            "package widgets\n\nimport greeting \"" + greeting.Path + "\"\n\n// Greeting comes from a dependency.\nfunc Greeting() string { return greeting.Hello }\n",
 		"greet_test.go":       "package widgets\n\nimport \"testing\"\n\nfunc TestGreeting(t *testing.T) {\n\tif Greeting() != \"hello beta\" {\n\t\tt.Fatal(Greeting())\n\t}\n}\n",
 		".github/inspect.yml": cfg,
 	}
@@ -127,7 +131,7 @@ func goFetchedTwice(up *fakegoproxy.Proxy) []string {
 // fetched every .mod and .zip again. Narrowed to setup, as the README says
 // it may be, the registry is not needed in verify at all.
 func TestReadmeGoExampleFetchesEachModuleFileOnce(t *testing.T) {
-	alpha, beta := readmeGoModules()
+	greeting, names := readmeGoModules()
 	for _, tc := range []struct {
 		name, narrowing string
 	}{
@@ -135,13 +139,13 @@ func TestReadmeGoExampleFetchesEachModuleFileOnce(t *testing.T) {
 		{"registry in setup only", "registries:\n  goproxy: {phases: [setup]}\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			up := fakegoproxy.New(t, fakegoproxy.Options{Modules: []fakegoproxy.Module{alpha, beta}})
+			up := fakegoproxy.New(t, fakegoproxy.Options{Modules: []fakegoproxy.Module{greeting, names}})
 			example := readmeExample(t, "A Go module") + tc.narrowing
-			code, stdout, stderr := readmeRun(t, gitRepo(t, readmeGoFiles(up, alpha, beta, example)), readmeServerConfig(t, up, nil))
+			code, stdout, stderr := readmeRun(t, gitRepo(t, readmeGoFiles(up, greeting, names, example)), readmeServerConfig(t, up, nil))
 			if code != 0 {
 				t.Fatalf("the README's Go example: exit %d\nconfig:\n%s\nstdout:\n%s\nstderr:\n%s", code, example, stdout, stderr)
 			}
-			for _, m := range []fakegoproxy.Module{alpha, beta} {
+			for _, m := range []fakegoproxy.Module{greeting, names} {
 				if n := up.Fetches(fakegoproxy.KindZip)[m.String()]; n != 1 {
 					t.Errorf("%s's zip was fetched %d times, want once", m, n)
 				}

@@ -42,15 +42,15 @@ verify:
 // restores that snapshot (`inspect run --snapshot-store`) then fetches
 // nothing from either registry, in setup or after.
 func TestSnapshotBuildWithServerConfigWarmsWhatARunThenNeverFetches(t *testing.T) {
-	alpha, beta := readmeGoModules()
-	goproxy := fakegoproxy.New(t, fakegoproxy.Options{Modules: []fakegoproxy.Module{alpha, beta}})
+	greeting, names := readmeGoModules()
+	goproxy := fakegoproxy.New(t, fakegoproxy.Options{Modules: []fakegoproxy.Module{greeting, names}})
 	npm := fakenpm.Serve(t, fakenpm.WithAnonymousReads())
 	if _, err := npm.Add(fakenpm.Version{Name: "greet", Version: "2.1.0", Manifest: map[string]any{"main": "index.js"},
 		Files: map[string]string{"index.js": "exports.greet = n => 'HELLO ' + n.toUpperCase()\n"}}); err != nil {
 		t.Fatal(err)
 	}
 	pkg := `{"name": "widgets", "version": "1.0.0", "private": true, "dependencies": {"greet": "^2.1.0"}}` + "\n"
-	files := readmeGoFiles(goproxy, alpha, beta, snapshotRegistryConfig)
+	files := readmeGoFiles(goproxy, greeting, names, snapshotRegistryConfig)
 	files["package.json"] = pkg
 	files["package-lock.json"] = readmeNPMLockfile(t, npm, pkg)
 	files[".gitignore"] = "node_modules/\n"
@@ -71,7 +71,7 @@ func TestSnapshotBuildWithServerConfigWarmsWhatARunThenNeverFetches(t *testing.T
 			t.Errorf("the build's output lacks %q:\n%s", want, out)
 		}
 	}
-	for _, m := range []fakegoproxy.Module{alpha, beta} {
+	for _, m := range []fakegoproxy.Module{greeting, names} {
 		if n := goproxy.Fetches(fakegoproxy.KindZip)[m.String()]; n != 1 {
 			t.Errorf("the build fetched %s's zip %d times, want once", m, n)
 		}

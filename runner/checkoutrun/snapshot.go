@@ -21,20 +21,32 @@ const snapshotChannelLifetime = 24 * time.Hour
 // egress behind the session token (see server). Nothing else is served:
 // b clones the checkout itself, and its result stays in this process.
 func BuildSnapshot(ctx context.Context, b supervisor.SnapshotBuild, egress Egress) (supervisor.SnapshotResult, error) {
-	srv, err := newServer("", "", nil, Egress{Registry: egress.Registry})
-	if err != nil {
-		return supervisor.SnapshotResult{}, err
-	}
-	defer srv.close()
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(snapshotChannelLifetime)
 	}
-	srv.kind = contract.KindSnapshot
-	srv.start(contract.Spec{AttemptID: randomID(), Registries: b.Registries, Limits: contract.Limits{Deadline: deadline}})
+	srv, err := startSnapshotServer(egress, b.Registries, deadline)
+	if err != nil {
+		return supervisor.SnapshotResult{}, err
+	}
+	defer srv.close()
 	res, err := supervisor.BuildSnapshotOverChannel(ctx, b, srv.URL(), srv.spec.AttemptID, srv.claimCode)
 	for _, f := range srv.protocolFaults() {
 		b.Log.Warn().Str("refused", f).Msg("the snapshot build's channel refused a request")
 	}
 	return res, err
+}
+
+// startSnapshotServer serves one snapshot build's attempt, whose setup may
+// reach registries through egress's registry handler until deadline (and
+// the margin expiry gives). Its spec carries only what the server reads:
+// the attempt's id, the registries and the deadline.
+func startSnapshotServer(egress Egress, registries []contract.Registry, deadline time.Time) (*server, error) {
+	srv, err := newServer("", "", nil, Egress{Registry: egress.Registry})
+	if err != nil {
+		return nil, err
+	}
+	srv.kind = contract.KindSnapshot
+	srv.start(contract.Spec{AttemptID: randomID(), Registries: registries, Limits: contract.Limits{Deadline: deadline}})
+	return srv, nil
 }

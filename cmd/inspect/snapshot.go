@@ -36,6 +36,15 @@ the store as OWNER/NAME. list prints the repository's snapshots, newest
 first: digest, commit, build time. gc removes all but the newest N (and the
 latest) and prints the removed digests.
 
+build's setup has no network unless --server-config FILE names a server
+config (the keys of inspect serve --config, as inspect run takes it): then
+setup reaches the package registries FILE's egress.registries opens to
+OWNER/NAME in the setup phase, through inspect run's registry egress,
+served on loopback for this one build, the upstreams' tokens added outside
+the sandbox. So go mod download and npm ci fill the caches, and a session
+restored from the snapshot (inspect run --snapshot-store STORE --repo-name
+OWNER/NAME) fetches nothing while the lockfiles are unchanged.
+
 The store is --store, else snapshots.store of --config, else
 INSPECT_SNAPSHOTS_STORE, else the default, oci:inspect-snapshots (an OCI
 image layout; a relative path of --store is taken from the current

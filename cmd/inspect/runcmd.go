@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/render"
-	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/runner/checkoutrun"
 	"github.com/inspecthq/inspect/runner/supervisor"
 )
@@ -82,9 +81,10 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	var opt checkoutrun.Options
 	var agent agentFlag
+	var serverCfg serverConfigFlag
 	fs.StringVar(&opt.RepoDir, "repo", ".", "the git checkout to run on (its HEAD commit)")
 	fs.StringVar(&opt.ConfigFile, "config", "", "a repository config file to use instead of .github/inspect.yml at HEAD")
-	fs.StringVar(&opt.ServerSource, "server-config", "", "a server config file (inspect serve's keys): the models the agent may use (agents.*), the registries (egress.*), the limits (sessions.*)")
+	serverCfg.register(fs, "a server config file (inspect serve's keys): the models the agent may use (agents.*), the registries (egress.*), the limits (sessions.*)")
 	fs.StringVar(&opt.RepoName, "repo-name", "", "the repository as the server knows it, OWNER/NAME (default local/<the checkout's directory>): for egress.registries.*.repos and --snapshot-store")
 	fs.StringVar(&opt.SnapshotStore, "snapshot-store", "", `restore the repository's newest snapshot from this store ("oci:DIR" or a registry prefix, as snapshots.store); without it the session clones cold and runs the snapshot setup`)
 	fs.Var(&agent, "agent", `the agent's argv as a JSON array, e.g. '["my-agent", "--yes"]', instead of the config's agent (the prompt file is appended)`)
@@ -129,19 +129,13 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		level = zerolog.InfoLevel
 	}
 	opt.Log = zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true}).Level(level).With().Timestamp().Logger()
-	if opt.ServerSource != "" {
-		cfg, err := config.LoadSessionKeys(opt.ServerSource, os.LookupEnv)
-		if err != nil {
-			fmt.Fprintf(stderr, "inspect run: --server-config: %v\n", err)
-			return 2
-		}
-		opt.Server = &cfg
+	server, err := serverCfg.load()
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect run: --server-config: %v\n", err)
+		return 2
 	}
-	server := config.Defaults()
-	if opt.Server != nil {
-		server = *opt.Server
-	}
-	opt.Egress = runEgress(server, opt.Log)
+	opt.Server, opt.ServerSource = server, serverCfg.path
+	opt.Egress = localEgress(server, opt.Log)
 	opt.ChangeRefusedReply = render.ChangeRefusedReply
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

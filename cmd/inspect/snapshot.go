@@ -36,6 +36,15 @@ the store as OWNER/NAME. list prints the repository's snapshots, newest
 first: digest, commit, build time. gc removes all but the newest N (and the
 latest) and prints the removed digests.
 
+build's setup has no network unless --server-config FILE names a server
+config (the keys of inspect serve --config, as inspect run takes it): then
+setup reaches the package registries FILE's egress.registries opens to
+OWNER/NAME in the setup phase, through inspect run's registry egress,
+served on loopback for this one build, the upstreams' tokens added outside
+the sandbox. So go mod download and npm ci fill the caches, and a session
+restored from the snapshot (inspect run --snapshot-store STORE --repo-name
+OWNER/NAME) fetches nothing while the lockfiles are unchanged.
+
 The store is --store, else snapshots.store of --config, else
 INSPECT_SNAPSHOTS_STORE, else the default, oci:inspect-snapshots (an OCI
 image layout; a relative path of --store is taken from the current
@@ -170,6 +179,8 @@ func snapshotBuildCmd(args []string, stdout, stderr io.Writer) int {
 	uid := f.fs.Int("sandbox-uid", -1, "host uid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
 	gid := f.fs.Int("sandbox-gid", -1, "host gid the sandbox runs as (default: 65600 when root, else your own; never 65534)")
 	sandboxPath := f.fs.String("sandbox-path", supervisor.DefaultSandboxPath, "PATH inside the sandbox")
+	var serverCfg serverConfigFlag
+	serverCfg.register(f.fs, "a server config file (inspect serve's keys), as inspect run takes it: the package registries setup reaches (egress.*) through the registry egress; without it setup runs offline")
 	var limits contract.SandboxLimits
 	limitFlags(f.fs, &limits, defaultLimits())
 	verbose := f.fs.Bool("verbose", false, "log the build's steps to stderr")
@@ -187,6 +198,11 @@ func snapshotBuildCmd(args []string, stdout, stderr io.Writer) int {
 	settings, err := f.settings()
 	if err != nil {
 		fmt.Fprintf(stderr, "inspect snapshot build: %v\n", err)
+		return 2
+	}
+	server, err := serverCfg.load()
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect snapshot build: --server-config: %v\n", err)
 		return 2
 	}
 	if *base != "" {
@@ -222,6 +238,15 @@ func snapshotBuildCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "inspect snapshot build: %s has no snapshot section (snapshot: {setup: [...], caches: [...]})\n", source)
 		return 2
 	}
+	// Setup reaches the registries a session's setup would, as the app's
+	// snapshot jobs do.
+	var registries []contract.Registry
+	if server != nil {
+		if registries, err = server.SessionRegistries(f.repo, repoCfg); err != nil {
+			fmt.Fprintf(stderr, "inspect snapshot build: %s: %v (the registries come from --server-config; --repo names the repository they serve)\n", source, err)
+			return 2
+		}
+	}
 	store, err := images.OpenStore(settings.store)
 	if err != nil {
 		fmt.Fprintf(stderr, "inspect snapshot build: %v\n", err)
@@ -239,26 +264,30 @@ func snapshotBuildCmd(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		level = zerolog.InfoLevel
 	}
+	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true}).Level(level).With().Timestamp().Logger()
 	owner, repoName, _ := strings.Cut(f.repo, "/")
 	b := supervisor.SnapshotBuild{
-		Repo:        contract.Repo{Owner: owner, Name: repoName, CloneURL: checkout},
-		SHA:         sha,
-		Setup:       repoCfg.SnapshotSetupCommands(settings.commandTO, *timeout),
-		Caches:      repoCfg.SnapshotCaches(),
-		Env:         repoCfg.Env,
-		Base:        baseImg,
-		Store:       store,
-		Version:     version,
-		WorkDir:     *workDir,
-		SandboxPath: *sandboxPath,
-		Limits:      limits,
-		Log:         zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true}).Level(level).With().Timestamp().Logger(),
-		Stdout:      stderr, // setup's output is progress; stdout gets the result
+		Repo:       contract.Repo{Owner: owner, Name: repoName, CloneURL: checkout},
+		SHA:        sha,
+		Setup:      repoCfg.SnapshotSetupCommands(settings.commandTO, *timeout),
+		Caches:     repoCfg.SnapshotCaches(),
+		Env:        repoCfg.Env,
+		Registries: registries,
+		// The sandbox's egress forwarder: this executable.
+		ForwarderBinary: forwarderBinary,
+		Base:            baseImg,
+		Store:           store,
+		Version:         version,
+		WorkDir:         *workDir,
+		SandboxPath:     *sandboxPath,
+		Limits:          limits,
+		Log:             log,
+		Stdout:          stderr, // setup's output is progress; stdout gets the result
 	}
 	if *uid >= 0 {
 		b.SandboxUID, b.SandboxGID = uint32(*uid), uint32(*gid)
 	}
-	res, err := supervisor.BuildSnapshot(ctx, b)
+	res, err := checkoutrun.BuildSnapshot(ctx, b, localEgress(server, log))
 	if err != nil {
 		fmt.Fprintf(stderr, "inspect snapshot build: %v\n", err)
 		return 1

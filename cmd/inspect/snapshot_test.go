@@ -177,6 +177,12 @@ func TestSnapshotBuildFailureAndUsage(t *testing.T) {
 	noConfig := gitRepo(t, map[string]string{"README.md": "hi\n"})
 	noSection := gitRepo(t, map[string]string{".github/inspect.yml": "verify:\n  - run: [\"true\"]\n"})
 	badConfig := gitRepo(t, map[string]string{".github/inspect.yml": "snapshot:\n  caches:\n    - path: relative\n      lockfiles: [go.sum]\n"})
+	// A repository narrowing a registry the server config does not open.
+	narrowsUnknown := gitRepo(t, map[string]string{".github/inspect.yml": snapshotTestConfig + "registries:\n  npmjs: {phases: [setup]}\n"})
+	noRegistries := filepath.Join(t.TempDir(), "server.yaml")
+	if err := os.WriteFile(noRegistries, []byte("sessions: {timeout: 20m}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args []string
 		want string
@@ -194,6 +200,8 @@ func TestSnapshotBuildFailureAndUsage(t *testing.T) {
 		{[]string{"build", "--dir", noSection, "--repo", "acme/widget", "--store", store, "--ref", "no-such-ref"}, `has no commit "no-such-ref"`},
 		{[]string{"build", "--dir", t.TempDir(), "--repo", "acme/widget", "--store", store}, "is not a git checkout"},
 		{[]string{"build", "--repo", "acme/widget", "--store", store, "--config", filepath.Join(t.TempDir(), "missing.yaml")}, "missing.yaml"},
+		{[]string{"build", "--dir", noSection, "--repo", "acme/widget", "--store", store, "--server-config", filepath.Join(t.TempDir(), "none.yaml")}, "--server-config: reading the server config"},
+		{[]string{"build", "--dir", narrowsUnknown, "--repo", "acme/widget", "--store", store, "--server-config", noRegistries}, `registries.npmjs`},
 		{[]string{"gc", "--repo", "acme/widget", "--store", store, "--keep", "0"}, "--keep must be at least 1"},
 		{[]string{"list"}, "--repo must be OWNER/NAME"},
 	}

@@ -3,6 +3,7 @@ package checkoutrun
 import (
 	"io"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -41,6 +42,48 @@ func TestChannelRefusesAsTheTableSays(t *testing.T) {
 							srv.mu.Unlock()
 						},
 						// Called between requests, which the test serves itself.
+						Expire: func() { srv.now = func() time.Time { return srv.expiry().Add(time.Second) } },
+					}, true
+				},
+				Unserved: tc.unserved,
+			})
+		})
+	}
+}
+
+// `inspect snapshot build`'s channel, one snapshot build's attempt, is
+// held to the same table: a session's routes are refused for the kind, and
+// of the rest it serves the claim and the registry egress alone (the build
+// clones the checkout itself, and keeps its result).
+func TestSnapshotBuildChannelRefusesAsTheTableSays(t *testing.T) {
+	snapshotOnly := []string{contract.RouteRepoToken, contract.RouteSnapshotJob, contract.RouteSnapshotResult}
+	for _, tc := range []struct {
+		name     string
+		egress   Egress
+		unserved []string
+	}{
+		// A model is never a snapshot build's: the kind refuses it first.
+		{"with egress", Egress{Model: teapot, Registry: teapot}, snapshotOnly},
+		{"without egress", Egress{}, append(slices.Clone(snapshotOnly), contract.PathEgressRegistry)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			channelrefusaltest.Run(t, channelrefusaltest.Backend{
+				New: func(t *testing.T, kind contract.AttemptKind) (channelrefusaltest.Attempt, bool) {
+					if kind != contract.KindSnapshot {
+						return channelrefusaltest.Attempt{}, false
+					}
+					srv, err := startSnapshotServer(tc.egress, nil, time.Now().Add(time.Hour))
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(srv.close)
+					return channelrefusaltest.Attempt{
+						Channel: srv.http.Handler, ID: srv.spec.AttemptID, ClaimCode: srv.claimCode,
+						End: func() {
+							srv.mu.Lock()
+							srv.result = &contract.ResultUpload{}
+							srv.mu.Unlock()
+						},
 						Expire: func() { srv.now = func() time.Time { return srv.expiry().Add(time.Second) } },
 					}, true
 				},

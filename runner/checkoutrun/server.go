@@ -40,7 +40,11 @@ import (
 // The credentials are random, live in this process's memory only, and die
 // with it; nothing is written to disk and nothing enters the sandbox.
 type server struct {
-	spec      contract.Spec
+	spec contract.Spec
+	// kind is the attempt's: a session (empty), or a snapshot build
+	// (BuildSnapshot), whose spec carries only its id, registries and
+	// deadline.
+	kind      contract.AttemptKind
 	claimCode string
 	session   string // the session token
 	repoToken string
@@ -169,17 +173,21 @@ func (s *server) refused(r *http.Request, status int, err error) {
 type localAttempt struct{}
 
 // Serves serves the session's routes, and an egress route only with its
-// handler. A snapshot build's routes never reach here: the one attempt is
-// a session.
+// handler. A snapshot build's attempt (BuildSnapshot) is served its claim
+// and the registry egress alone: the build clones the checkout itself, and
+// its result stays in this process. The snapshot job's routes are never
+// served: the one attempt's build is handed to the supervisor directly.
 func (s *server) Serves(route string) error {
 	switch {
+	case s.kind == contract.KindSnapshot && route == contract.RouteRepoToken:
+		return errors.New("inspect snapshot build clones the checkout itself: it hands out no repo token")
 	case route == contract.PathEgressModel && s.egress.Model == nil:
 		return errors.New("this inspect run serves no model egress: give it a server config (--server-config) that names one")
 	case route == contract.PathEgressRegistry && s.egress.Registry == nil:
 		return errors.New("this inspect run serves no registry egress: give it a server config (--server-config) that names one")
 	case route == contract.RouteArtifact, route == contract.RouteSnapshotJob, route == contract.RouteSnapshotResult:
 		// `inspect run` keeps no artifacts: the workspace holds them.
-		return errors.New("inspect run does not serve " + route)
+		return errors.New("this server does not serve " + route)
 	}
 	return nil
 }
@@ -196,7 +204,7 @@ func (s *server) Claim(_ context.Context, attemptID, claimCode string) (contract
 	if used {
 		return contract.ClaimResponse{}, contract.ErrClaimRefused
 	}
-	return contract.ClaimResponse{SessionToken: s.session, ExpiresAt: s.expiry(), Kind: contract.KindSession}, nil
+	return contract.ClaimResponse{SessionToken: s.session, ExpiresAt: s.expiry(), Kind: s.attemptKind()}, nil
 }
 
 // expiry is when the tokens stop being useful: the deadline, and a margin
@@ -214,7 +222,16 @@ func (s *server) Authenticate(_ context.Context, attemptID, sessionToken string)
 	if attemptID != s.spec.AttemptID || !claimed || !equal(sessionToken, s.session) {
 		return localAttempt{}, contract.ChannelAttempt{}, errors.New("missing or wrong session token")
 	}
-	return localAttempt{}, contract.ChannelAttempt{Kind: contract.KindSession, Ended: ended, Expires: s.expiry()}, nil
+	return localAttempt{}, contract.ChannelAttempt{Kind: s.attemptKind(), Ended: ended, Expires: s.expiry()}, nil
+}
+
+// attemptKind is the one attempt's kind, a session unless it is a
+// snapshot build.
+func (s *server) attemptKind() contract.AttemptKind {
+	if s.kind == "" {
+		return contract.KindSession
+	}
+	return s.kind
 }
 
 func (s *server) Spec(context.Context, localAttempt) ([]byte, error) { return json.Marshal(s.spec) }

@@ -70,8 +70,8 @@ const snapshotSetupOutputTail = 64 << 10
 //
 // Called directly, setup has no network at all, so b may name no
 // registries: a build that downloads dependencies runs as a snapshot job
-// (runSnapshotJob), whose setup reaches the job's registries over the
-// session channel.
+// (runSnapshotJob), or through BuildSnapshotOverChannel (`inspect snapshot
+// build`), whose setup reaches the registries over the session channel.
 func BuildSnapshot(ctx context.Context, b SnapshotBuild) (SnapshotResult, error) {
 	return buildSnapshot(ctx, b, nil)
 }

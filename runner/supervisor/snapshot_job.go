@@ -91,3 +91,31 @@ func buildFromJob(ctx context.Context, cfg Config, ch *channel, red *contract.Re
 	}
 	return res, nil
 }
+
+// BuildSnapshotOverChannel builds b as BuildSnapshot does, but its setup
+// reaches b.Registries as a snapshot job's does: it claims attemptID (a
+// snapshot build's attempt) on the session channel at channelURL with
+// claimCode, and relays setup's registry requests to the channel's
+// registry route, where the far end checks them and adds the upstream's
+// credential. The build itself is b, made by the caller: `inspect snapshot
+// build` makes it from a local checkout and serves the channel on
+// loopback (runner/checkoutrun), with the registry egress `inspect run`
+// serves.
+func BuildSnapshotOverChannel(ctx context.Context, b SnapshotBuild, channelURL, attemptID, claimCode string) (SnapshotResult, error) {
+	red := contract.NewRedactor(claimCode)
+	ch, err := newChannel(channelURL, "", attemptID, b.Version)
+	if err != nil {
+		return SnapshotResult{}, err
+	}
+	defer ch.close()
+	rctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
+	claim, err := ch.claim(rctx, claimCode)
+	cancel()
+	if err != nil {
+		return SnapshotResult{}, fmt.Errorf("claiming the snapshot build's attempt: %s", red.Redact(err.Error()))
+	}
+	if claim.Kind != contract.KindSnapshot {
+		return SnapshotResult{}, fmt.Errorf("attempt %s is a %s, not a snapshot build", attemptID, claim.Kind)
+	}
+	return buildSnapshot(ctx, b, ch)
+}

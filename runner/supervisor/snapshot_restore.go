@@ -82,6 +82,12 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 	var base []v1.Layer
 	var wsLayerDir string // the extracted workspace layer, once seen
 	drifts := 0
+	// The caches inside the workspace (node_modules), extracted, by their
+	// workspace-relative paths: copied in once the workspace is in place.
+	// Their layers come before the workspace's, and a root supervisor
+	// mounts the workspace layer as an overlay at the workspace, which
+	// would hide what was copied there before.
+	var wsCaches []struct{ path, src, rel string }
 	for i, desc := range manifest.Layers {
 		if desc.Annotations[images.AnnotationLayer] == images.LayerKindWorkspaceDrift {
 			// What changed since the layers below: applied onto the
@@ -125,15 +131,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			}
 			src := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(p, "/")))
 			if rel, ok := inWorkspace(p); ok {
-				// A cache inside the workspace (node_modules) is simply
-				// part of the session's workspace copy; never through a
-				// symlink the image's workspace holds there.
-				if err := snapshotRealDirs(s.ws.work, rel); err != nil {
-					return nil, fmt.Errorf("restoring cache %s: the snapshot's workspace has %w", p, err)
-				}
-				if err := copyTree(src, filepath.Join(s.ws.work, filepath.FromSlash(rel))); err != nil {
-					return nil, fmt.Errorf("restoring cache %s: %w", p, err)
-				}
+				wsCaches = append(wsCaches, struct{ path, src, rel string }{p, src, rel})
 				continue
 			}
 			// A writable view (an overlay, or a copy): the sandbox writes
@@ -149,6 +147,17 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			out.mounts = append(out.mounts, sandbox.Mount{Source: host, Target: p})
 		default:
 			return nil, fmt.Errorf("layer %s: unknown kind %q", desc.Digest, desc.Annotations[images.AnnotationLayer])
+		}
+	}
+	for _, c := range wsCaches {
+		// A cache inside the workspace is simply part of the session's
+		// workspace copy; never through a symlink the image's workspace
+		// holds there.
+		if err := snapshotRealDirs(s.ws.work, c.rel); err != nil {
+			return nil, fmt.Errorf("restoring cache %s: the snapshot's workspace has %w", c.path, err)
+		}
+		if err := copyTree(c.src, filepath.Join(s.ws.work, filepath.FromSlash(c.rel))); err != nil {
+			return nil, fmt.Errorf("restoring cache %s: %w", c.path, err)
 		}
 	}
 	if drifts > 0 {

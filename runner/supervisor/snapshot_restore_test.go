@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -63,6 +64,18 @@ func newSnapshotFixtureWith(t *testing.T, tamper func(work string)) *snapshotFix
 // empty one, so the sandbox binds the host's toolchain).
 func newSnapshotFixtureOn(t testing.TB, base v1.Image, tamper func(work string)) *snapshotFixture {
 	t.Helper()
+	return newSnapshotFixtureCaching(t, base, tamper, false)
+}
+
+// modulesCache is a cache inside the workspace, as node_modules is: with
+// newSnapshotFixtureCaching's withModules, the snapshot holds it with a
+// marker file.
+var modulesCache = contract.Cache{Path: "/workspace/modules", Lockfiles: []string{"deps.lock"}}
+
+// newSnapshotFixtureCaching is newSnapshotFixtureOn whose snapshot also
+// has modulesCache, when withModules is set.
+func newSnapshotFixtureCaching(t testing.TB, base v1.Image, tamper func(work string), withModules bool) *snapshotFixture {
+	t.Helper()
 	ctx := context.Background()
 	ch := channeltest.New(t)
 	first := ch.Seed(map[string]string{"deps.lock": "v1\n", "main.txt": "zero\n", "old.txt": "deleted later\n"})
@@ -87,12 +100,24 @@ func newSnapshotFixtureOn(t testing.TB, base v1.Image, tamper func(work string))
 	if err != nil {
 		t.Fatal(err)
 	}
+	caches := []images.Cache{{Path: "/cache/deps", HostDir: cacheHost, Key: key}}
+	if withModules {
+		modulesHost := t.TempDir()
+		if err := os.WriteFile(filepath.Join(modulesHost, "marker"), []byte("modules-from-snapshot\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		key, err := cacheKey(ws.work, modulesCache, depsSetup, depsEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		caches = append(caches, images.Cache{Path: modulesCache.Path, HostDir: modulesHost, Key: key})
+	}
 	if base == nil {
 		base = mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	}
 	built, err := images.Assemble(images.Input{
 		Base: base, Repo: channeltest.Owner + "/" + channeltest.Repo, SHA: first, Version: "test", Built: time.Now().UTC(),
-		WorkspaceDir: ws.work, Caches: []images.Cache{{Path: "/cache/deps", HostDir: cacheHost, Key: key}},
+		WorkspaceDir: ws.work, Caches: caches,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -217,6 +242,33 @@ func TestRestoredSnapshotCatchesUpToThePinnedCommit(t *testing.T) {
 		if c.Phase == contract.PhaseSetup {
 			t.Errorf("setup ran though no lockfile changed: %+v", c)
 		}
+	}
+}
+
+// A cache inside the workspace (node_modules) is restored with it, and is
+// there for the agent and for verify, whether the supervisor mounts the
+// workspace layer (as root) or copies it: its layer comes before the
+// workspace's in the image, and the workspace's overlay must not hide it.
+func TestRestoredWorkspaceCacheIsInTheWorkspace(t *testing.T) {
+	f := newSnapshotFixtureCaching(t, nil, nil, true)
+	pinned := f.drift("")
+	spec := f.spec(pinned)
+	spec.Snapshot.Caches = append(slices.Clone(depsCache), modulesCache)
+	spec.Agent.Command = []string{"sh", "-c", reportAgent[2] + " && cat modules/marker >> seen.txt"}
+	spec.Verify = []contract.Command{{Name: "modules", Argv: []string{"grep", "-q", "modules-from-snapshot", "modules/marker"}, Timeout: contract.Duration(time.Minute)}}
+	h := newHarness(t, f.ch, spec)
+	u := h.result(t, h.run(t, context.Background()))
+	if u.Evidence.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s\n%+v", u.Evidence.Outcome, u.Evidence.Reason, u.Evidence.Commands)
+	}
+	if u.Evidence.Workspace == nil || u.Evidence.Workspace.Source != contract.WorkspaceSnapshot {
+		t.Fatalf("workspace evidence = %+v", u.Evidence.Workspace)
+	}
+	if got := seenFile(t, u); got != "one\nnew\nfrom-snapshot\nmodules-from-snapshot\n" {
+		t.Errorf("the agent saw %q", got)
+	}
+	if setupRan(u.Evidence) {
+		t.Errorf("the snapshot setup ran though no lockfile changed: %+v", u.Evidence.Commands)
 	}
 }
 

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/internal/fakegoproxy"
+	"github.com/inspecthq/inspect/internal/fakenpm"
+)
+
+// snapshotRegistryConfig is a repository (a Go module and a Node project
+// in one) whose snapshot setup downloads its Go modules and installs its
+// npm packages into declared caches, and whose verify needs both.
+const snapshotRegistryConfig = `env:
+  GOTOOLCHAIN: local
+  GOMODCACHE: /cache/go/mod
+snapshot:
+  setup:
+    - name: modules
+      run: [go, mod, download]
+    - name: packages
+      run: [npm, ci, --ignore-scripts]
+  caches:
+    - path: /cache/go
+      lockfiles: [go.sum]
+    - path: /workspace/node_modules
+      lockfiles: [package-lock.json]
+verify:
+  - name: go tests
+    run: [go, test, ./...]
+  - name: node tests
+    run: [node, --test]
+`
+
+// `inspect snapshot build --server-config` runs the snapshot setup with the
+// server config's registries, through the same registry egress as `inspect
+// run`: it warms the Go module cache and node_modules. A session that
+// restores that snapshot (`inspect run --snapshot-store`) then fetches
+// nothing from either registry, in setup or after.
+func TestSnapshotBuildWithServerConfigWarmsWhatARunThenNeverFetches(t *testing.T) {
+	greeting, names := readmeGoModules()
+	goproxy := fakegoproxy.New(t, fakegoproxy.Options{Modules: []fakegoproxy.Module{greeting, names}})
+	npm := fakenpm.Serve(t, fakenpm.WithAnonymousReads())
+	if _, err := npm.Add(fakenpm.Version{Name: "greet", Version: "2.1.0", Manifest: map[string]any{"main": "index.js"},
+		Files: map[string]string{"index.js": "exports.greet = n => 'HELLO ' + n.toUpperCase()\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	pkg := `{"name": "widgets", "version": "1.0.0", "private": true, "dependencies": {"greet": "^2.1.0"}}` + "\n"
+	files := readmeGoFiles(goproxy, greeting, names, snapshotRegistryConfig)
+	files["package.json"] = pkg
+	files["package-lock.json"] = readmeNPMLockfile(t, npm, pkg)
+	files[".gitignore"] = "node_modules/\n"
+	files["test/greet.test.js"] = "const test = require('node:test')\nconst assert = require('node:assert')\nconst { greet } = require('greet')\n" +
+		"test('greets loudly', () => assert.strictEqual(greet('ana'), 'HELLO ANA'))\n"
+	repo := gitRepo(t, files)
+	serverCfg := readmeServerConfig(t, goproxy, npm)
+	store := "oci:" + t.TempDir() + "/store"
+
+	npmBefore := len(npm.Requests())
+	code, out, errOut := snapshotRun(t, "build", "--dir", repo, "--repo", "acme/widgets", "--store", store,
+		"--server-config", serverCfg, "--work-dir", sandboxWorkDir(t))
+	if code != 0 {
+		t.Fatalf("snapshot build --server-config: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"setup    ran (2 commands)", "rebuilt  /cache/go", "rebuilt  /workspace/node_modules"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the build's output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, m := range []fakegoproxy.Module{greeting, names} {
+		if n := goproxy.Fetches(fakegoproxy.KindZip)[m.String()]; n != 1 {
+			t.Errorf("the build fetched %s's zip %d times, want once", m, n)
+		}
+	}
+	if n := npm.TarballFetches()["greet@2.1.0"]; n != 1 || len(npm.Requests()) == npmBefore {
+		t.Errorf("the build fetched greet's tarball %d times, want once", n)
+	}
+
+	goproxy.Reset()
+	npmBefore = len(npm.Requests())
+	var stdout, stderr strings.Builder
+	evidence := filepath.Join(t.TempDir(), "evidence.json")
+	code = run([]string{"run", "--repo", repo, "--repo-name", "acme/widgets", "--snapshot-store", store, "--server-config", serverCfg,
+		"--agent", `["true"]`, "--patch", "", "--evidence", evidence, "--work-dir", sandboxWorkDir(t), "--", "change", "nothing"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("inspect run on the snapshot: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var ev contract.Evidence
+	if b, err := os.ReadFile(evidence); err != nil || json.Unmarshal(b, &ev) != nil || ev.Workspace == nil {
+		t.Fatalf("the session's evidence: %v\n%s", err, b)
+	}
+	if ev.Workspace.Source != contract.WorkspaceSnapshot || ev.Workspace.SnapshotDigest != snapshotTestField(out, "digest") {
+		t.Errorf("the session did not restore the snapshot it was given: %+v", ev.Workspace)
+	}
+	for _, c := range ev.Commands {
+		if c.Phase == contract.PhaseSetup {
+			t.Errorf("the session on a snapshot whose lockfiles are unchanged ran setup: %s", c.Name)
+		}
+	}
+	if reqs := goproxy.Requests(); len(reqs) > 0 {
+		t.Errorf("the session on a warm snapshot reached the Go module proxy %d times: %+v", len(reqs), reqs)
+	}
+	if reqs := npm.Requests()[npmBefore:]; len(reqs) > 0 {
+		t.Errorf("the session on a warm snapshot reached the npm registry %d times: %+v", len(reqs), reqs)
+	}
+}

@@ -2,9 +2,6 @@ package app_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,35 +9,6 @@ import (
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/internal/fakenpm"
 )
-
-// npmLockfile runs the real npm once on the host, against the stand-in, to
-// write the package-lock.json a repository would commit.
-func npmLockfile(t *testing.T, reg *fakenpm.Registry, token, packageJSON string) string {
-	t.Helper()
-	dir, home := t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(packageJSON), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	npmrc := "//" + strings.TrimPrefix(reg.URL(), "http://") + "/:_authToken=" + token + "\n"
-	if err := os.WriteFile(filepath.Join(home, ".npmrc"), []byte(npmrc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "install", "--package-lock-only", "--ignore-scripts")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "npm_config_registry=" + reg.URL() + "/",
-		"npm_config_cache=" + filepath.Join(home, "cache"), "npm_config_userconfig=" + filepath.Join(home, ".npmrc"),
-		"npm_config_audit=false", "npm_config_fund=false", "npm_config_update_notifier=false"}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install --package-lock-only: %v\n%s", err, out)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 // noTokenScript looks for the upstream's token, which only the app holds,
 // in every process's environment and command line in the sandbox and in
@@ -83,7 +51,7 @@ func testNPMInstall(t *testing.T, executor string) {
 	pkg := `{"name": "widgets", "version": "1.0.0", "private": true, "dependencies": {"greet": "^2.1.0"}}` + "\n"
 	files := map[string]string{
 		"package.json":      pkg,
-		"package-lock.json": npmLockfile(t, up, token, pkg),
+		"package-lock.json": fakenpm.Lockfile(t, up, token, pkg),
 		".gitignore":        "node_modules/\n",
 		"test/greet.test.js": "const test = require('node:test')\nconst assert = require('node:assert')\nconst { greet } = require('greet')\n" +
 			"test('greets loudly', () => assert.strictEqual(greet('ana'), 'HELLO ANA'))\n",

@@ -2,16 +2,13 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/inspecthq/inspect/internal/fakegoproxy"
 	"github.com/inspecthq/inspect/internal/fakenpm"
@@ -171,7 +168,7 @@ func TestReadmeNodeExampleFetchesEachTarballOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	pkg := `{"name": "widgets", "version": "1.0.0", "private": true, "dependencies": {"greet": "^2.1.0"}}` + "\n"
-	lockfile := readmeNPMLockfile(t, up, pkg)
+	lockfile := fakenpm.Lockfile(t, up, "", pkg)
 	for _, tc := range []struct {
 		name, narrowing string
 	}{
@@ -206,28 +203,4 @@ func TestReadmeNodeExampleFetchesEachTarballOnce(t *testing.T) {
 			}
 		})
 	}
-}
-
-// readmeNPMLockfile runs the real npm once on the host, against the
-// stand-in, to write the package-lock.json a repository would commit.
-func readmeNPMLockfile(t *testing.T, reg *fakenpm.Registry, packageJSON string) string {
-	t.Helper()
-	dir, home := t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(packageJSON), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "install", "--package-lock-only", "--ignore-scripts")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "npm_config_registry=" + reg.URL() + "/",
-		"npm_config_cache=" + filepath.Join(home, "cache"), "npm_config_audit=false", "npm_config_fund=false", "npm_config_update_notifier=false"}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install --package-lock-only: %v\n%s", err, out)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -52,7 +52,7 @@ func TestSnapshotBuildWithServerConfigWarmsWhatARunThenNeverFetches(t *testing.T
 	pkg := `{"name": "widgets", "version": "1.0.0", "private": true, "dependencies": {"greet": "^2.1.0"}}` + "\n"
 	files := readmeGoFiles(goproxy, greeting, names, snapshotRegistryConfig)
 	files["package.json"] = pkg
-	files["package-lock.json"] = readmeNPMLockfile(t, npm, pkg)
+	files["package-lock.json"] = fakenpm.Lockfile(t, npm, "", pkg)
 	files[".gitignore"] = "node_modules/\n"
 	files["test/greet.test.js"] = "const test = require('node:test')\nconst assert = require('node:assert')\nconst { greet } = require('greet')\n" +
 		"test('greets loudly', () => assert.strictEqual(greet('ana'), 'HELLO ANA'))\n"

@@ -320,5 +320,15 @@ func migrations(d dialect) [][]string {
 			`ALTER TABLE snapshot_repos ADD COLUMN last_finished_at BIGINT NOT NULL DEFAULT 0`,
 			`ALTER TABLE snapshot_repos ADD COLUMN last_log TEXT NOT NULL DEFAULT ''`,
 		},
+		// 15: a user's tokens refreshed once across the fleet (issue 32,
+		// decision 0054). version counts the writes of a user's tokens, so
+		// a replica writes its refresh only over the tokens it refreshed;
+		// refresh_claimed_until is the lease of the replica refreshing
+		// them now (0: none), which the others wait out instead of
+		// spending the single-use refresh token a second time.
+		{
+			`ALTER TABLE web_users ADD COLUMN version BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE web_users ADD COLUMN refresh_claimed_until BIGINT NOT NULL DEFAULT 0`,
+		},
 	}
 }

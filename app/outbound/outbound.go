@@ -11,7 +11,8 @@
 //     X-RateLimit-Reset), the installation's requests wait or fail fast on
 //     this replica instead of reaching GitHub again;
 //   - GETs are revalidated with the ETag GitHub sent, since a 304 does not
-//     count against the primary limit.
+//     count against the primary limit; ETags are the token's, so the
+//     cache is keyed by a hash of the token as well as the installation.
 //
 // A request that would wait longer than MaxWait fails at once with the
 // go-github rate-limit error GitHub itself would have caused, so callers
@@ -225,8 +226,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// the server's 304), but the entry is likely stale now.
 			l.cache.dropPath(t.id, req.URL.Path)
 		case req.Method == http.MethodGet && !conditional(req):
-			key = cacheKey{inst: t.id, method: req.Method, url: req.URL.String(), accept: req.Header.Get("Accept")}
-			cacheable = true
+			var token string
+			if token, cacheable = tokenIdentity(req, t.next); !cacheable {
+				break
+			}
+			key = cacheKey{inst: t.id, token: token, method: req.Method, url: req.URL.String(), accept: req.Header.Get("Accept")}
 			if cached = l.cache.get(key); cached != nil {
 				out = req.Clone(ctx) // a RoundTripper must not change its request
 				if cached.etag != "" {

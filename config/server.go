@@ -105,8 +105,10 @@ type GitHub struct {
 	// it into WebhookSecret.
 	WebhookSecretPath     string `yaml:"webhook_secret_path"`
 	WebhookSecretPrevious string `yaml:"webhook_secret_previous"`
-	// APIURL is the REST base: https://api.github.com/ or, for Enterprise
-	// Server, https://HOST/api/v3/.
+	// APIURL is the REST base: https://api.github.com/; for GHE.com
+	// (data residency), https://api.SUBDOMAIN.ghe.com/; for Enterprise
+	// Server, https://HOST/api/v3/. Left at github.com's, it follows
+	// WebURL (APIURLFor).
 	APIURL string `yaml:"api_url"`
 	// WebURL is the web root: https://github.com or https://HOST.
 	WebURL string `yaml:"web_url"`
@@ -683,7 +685,7 @@ func Defaults() Server {
 		// fetches, short enough that a lost un-pause push heals itself.
 		RepoConfigMaxAge: 10 * time.Minute,
 		GitHub: GitHub{
-			APIURL: "https://api.github.com/",
+			APIURL: githubAPIURL,
 			WebURL: "https://github.com",
 			Outbound: Outbound{
 				Creates:          []RateWindow{{Limit: 80, Window: time.Minute}, {Limit: 500, Window: time.Hour}},
@@ -766,6 +768,7 @@ func Load(path string, env func(string) (string, bool)) (Server, error) {
 	if err := cfg.ResolveStatePaths(); err != nil {
 		return Server{}, err
 	}
+	cfg.deriveGitHubAPIURL()
 	if err := cfg.Validate(); err != nil {
 		return Server{}, err
 	}
@@ -1000,6 +1003,7 @@ func (c Server) Validate() error {
 			add(key, "%v", err)
 		}
 	}
+	c.validateGitHubHost(add)
 	switch c.Database.Driver {
 	case "sqlite", "postgres":
 	default:

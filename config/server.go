@@ -126,8 +126,10 @@ type Outbound struct {
 	// per installation in each sliding window; GitHub documents 80 a
 	// minute and 500 an hour.
 	Creates []RateWindow `yaml:"creates"`
-	// MaxConcurrent caps requests in flight from one replica; GitHub
-	// documents 100 concurrent requests.
+	// MaxConcurrent caps requests in flight across the fleet: GitHub
+	// documents 100 concurrent requests, counted whichever replica sends
+	// them. Each replica takes an equal share by the live replicas it
+	// sees at each heartbeat (at least 1; decision 0054).
 	MaxConcurrent int `yaml:"max_concurrent"`
 	// ETagCacheEntries bounds the conditional-request cache (0 turns it
 	// off). A 304 does not count against the primary rate limit.

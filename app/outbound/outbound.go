@@ -2,7 +2,8 @@
 // GitHub's documented limits, as an http.RoundTripper around each
 // installation's authenticated transport:
 //
-//   - at most MaxConcurrent requests in flight per replica;
+//   - at most MaxConcurrent requests in flight per replica, a share
+//     that SetMaxConcurrent changes as replicas come and go;
 //   - content-creating requests (POST, PATCH, PUT, DELETE) take a slot
 //     from a budget of sliding windows per installation (shared across
 //     replicas when Slots is store-backed), served round-robin by
@@ -78,8 +79,8 @@ type Limiter struct {
 	cfg   Config
 	base  http.RoundTripper
 	slots Slots
-	sem   chan struct{} // nil: no concurrency cap
-	cache *etagCache    // nil: no conditional requests
+	sem   *places    // nil: no concurrency cap
+	cache *etagCache // nil: no conditional requests
 
 	mu    sync.Mutex
 	insts map[int64]*installation
@@ -107,7 +108,7 @@ func New(cfg Config, base http.RoundTripper) *Limiter {
 	}
 	l := &Limiter{cfg: cfg, base: base, slots: cfg.Slots, insts: map[int64]*installation{}}
 	if cfg.MaxConcurrent > 0 {
-		l.sem = make(chan struct{}, cfg.MaxConcurrent)
+		l.sem = newPlaces(cfg.MaxConcurrent)
 	}
 	if cfg.ETagCacheEntries > 0 {
 		l.cache = newETagCache(cfg.ETagCacheEntries, maxCacheBytes)
@@ -317,26 +318,24 @@ func (l *Limiter) acquireInFlight(ctx context.Context) error {
 	if l.sem == nil {
 		return nil
 	}
-	select {
-	case l.sem <- struct{}{}:
-		return nil
-	default:
-	}
-	if l.testHookFull != nil {
-		l.testHookFull()
-	}
-	select {
-	case l.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return l.sem.take(ctx, l.testHookFull)
 }
 
 func (l *Limiter) releaseInFlight() {
 	if l.sem != nil {
-		<-l.sem
+		l.sem.give()
 	}
+}
+
+// SetMaxConcurrent changes how many requests this replica may have in
+// flight (at least 1): its share of the fleet's github.outbound
+// .max_concurrent, which GitHub counts across every replica (decision
+// 0054). A limiter built without a cap stays without one.
+func (l *Limiter) SetMaxConcurrent(n int) {
+	if l == nil || l.sem == nil {
+		return
+	}
+	l.sem.setLimit(max(n, 1))
 }
 
 // inFlightBody holds the request's in-flight place until its body is read

@@ -30,6 +30,7 @@ func newFleet(o Options) *fleet.Fleet {
 		},
 		Heartbeat: o.Config.Workers.Heartbeat, ReplicaTimeout: o.Config.Workers.ReplicaTimeout,
 		PollInterval: o.Config.Workers.PollInterval, Redelivery: o.Config.GitHub.Redelivery,
+		OnFleetSize: o.OnFleetSize,
 	})
 }
 

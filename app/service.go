@@ -116,6 +116,10 @@ type Options struct {
 	// MetricsListener, when set, is where Serve serves /metrics
 	// (metrics.listen; cmd opens it); nil serves no metrics.
 	MetricsListener net.Listener
+	// OnFleetSize, when set, hears after each heartbeat how many replicas
+	// are alive (ghclient.ShareConcurrency: this replica's share of
+	// github.outbound.max_concurrent).
+	OnFleetSize func(live int)
 }
 
 // NewService wires a Service.

@@ -270,3 +270,38 @@ func TestVerifyCommandsNameAndBoundEveryStep(t *testing.T) {
 		}
 	}
 }
+
+// github.api_url left at its default follows github.web_url: GHE.com's
+// API is its api. host (GitHub Enterprise Cloud with data residency),
+// Enterprise Server's the web root's /api/v3/; a GHE.com web root with an
+// api_url elsewhere is refused, naming the key and the right URL.
+func TestGitHubAPIURLFollowsTheWebRoot(t *testing.T) {
+	for _, tc := range []struct {
+		web, api string
+		want     string // the api_url loaded, or the error's text
+		fails    bool
+	}{
+		{web: "https://github.com", want: "https://api.github.com/"},
+		{web: "https://acme.ghe.com", want: "https://api.acme.ghe.com/"},
+		{web: "https://acme.ghe.com/", want: "https://api.acme.ghe.com/"},
+		{web: "https://ghe.example.com", want: "https://ghe.example.com/api/v3/"},
+		{web: "https://ghe.example.com", api: "https://ghe.example.com/api/v3/", want: "https://ghe.example.com/api/v3/"},
+		{web: "https://acme.ghe.com", api: "https://api.acme.ghe.com/", want: "https://api.acme.ghe.com/"},
+		{web: "https://acme.ghe.com", api: "https://acme.ghe.com/api/v3/", fails: true,
+			want: "github.api_url: GitHub Enterprise Cloud with data residency (acme.ghe.com) serves its REST API at https://api.acme.ghe.com/"},
+	} {
+		env := map[string]string{"INSPECT_GITHUB_WEB_URL": tc.web}
+		if tc.api != "" {
+			env["INSPECT_GITHUB_API_URL"] = tc.api
+		}
+		cfg, err := Load(writeFile(t, minimalYAML), envOf(env))
+		switch {
+		case tc.fails && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("web %s, api %q: %v, want the error %q", tc.web, tc.api, err, tc.want)
+		case !tc.fails && err != nil:
+			t.Errorf("web %s, api %q: %v", tc.web, tc.api, err)
+		case !tc.fails && cfg.GitHub.APIURL != tc.want:
+			t.Errorf("web %s, api %q: api_url %q, want %q", tc.web, tc.api, cfg.GitHub.APIURL, tc.want)
+		}
+	}
+}

@@ -105,8 +105,10 @@ type GitHub struct {
 	// it into WebhookSecret.
 	WebhookSecretPath     string `yaml:"webhook_secret_path"`
 	WebhookSecretPrevious string `yaml:"webhook_secret_previous"`
-	// APIURL is the REST base: https://api.github.com/ or, for Enterprise
-	// Server, https://HOST/api/v3/.
+	// APIURL is the REST base: https://api.github.com/; for GHE.com
+	// (data residency), https://api.SUBDOMAIN.ghe.com/; for Enterprise
+	// Server, https://HOST/api/v3/. Left at github.com's, it follows
+	// WebURL (APIURLFor).
 	APIURL string `yaml:"api_url"`
 	// WebURL is the web root: https://github.com or https://HOST.
 	WebURL string `yaml:"web_url"`
@@ -124,8 +126,10 @@ type Outbound struct {
 	// per installation in each sliding window; GitHub documents 80 a
 	// minute and 500 an hour.
 	Creates []RateWindow `yaml:"creates"`
-	// MaxConcurrent caps requests in flight from one replica; GitHub
-	// documents 100 concurrent requests.
+	// MaxConcurrent caps requests in flight across the fleet: GitHub
+	// documents 100 concurrent requests, counted whichever replica sends
+	// them. Each replica takes an equal share by the live replicas it
+	// sees at each heartbeat (at least 1; decision 0054).
 	MaxConcurrent int `yaml:"max_concurrent"`
 	// ETagCacheEntries bounds the conditional-request cache (0 turns it
 	// off). A 304 does not count against the primary rate limit.
@@ -723,7 +727,7 @@ func Defaults() Server {
 		// fetches, short enough that a lost un-pause push heals itself.
 		RepoConfigMaxAge: 10 * time.Minute,
 		GitHub: GitHub{
-			APIURL: "https://api.github.com/",
+			APIURL: githubAPIURL,
 			WebURL: "https://github.com",
 			Outbound: Outbound{
 				Creates:          []RateWindow{{Limit: 80, Window: time.Minute}, {Limit: 500, Window: time.Hour}},
@@ -806,6 +810,7 @@ func Load(path string, env func(string) (string, bool)) (Server, error) {
 	if err := cfg.ResolveStatePaths(); err != nil {
 		return Server{}, err
 	}
+	cfg.deriveGitHubAPIURL()
 	if err := cfg.Validate(); err != nil {
 		return Server{}, err
 	}
@@ -1040,6 +1045,7 @@ func (c Server) Validate() error {
 			add(key, "%v", err)
 		}
 	}
+	c.validateGitHubHost(add)
 	switch c.Database.Driver {
 	case "sqlite", "postgres":
 	default:

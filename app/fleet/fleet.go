@@ -31,6 +31,7 @@ import (
 // replica table, the periodic jobs' ticks, and the redelivery counts.
 type Store interface {
 	Heartbeat(ctx context.Context, replica string, now time.Time) error
+	LiveReplicas(ctx context.Context, since time.Time) (int, error)
 	PruneReplicas(ctx context.Context, before time.Time) error
 	Leave(ctx context.Context, replica string) error
 	ClaimTick(ctx context.Context, name, owner string, now time.Time, every time.Duration) (bool, error)
@@ -68,6 +69,10 @@ type Options struct {
 	PollInterval time.Duration
 	// Redelivery is the sweep's schedule and caps (github.redelivery).
 	Redelivery config.Redelivery
+	// OnFleetSize, when set, hears after each heartbeat how many
+	// replicas are alive (this one among them): each takes its share of
+	// what GitHub counts across the fleet (decision 0054).
+	OnFleetSize func(live int)
 }
 
 // Fleet is this replica's membership of the fleet.
@@ -82,6 +87,7 @@ type Fleet struct {
 	replicaTimeout time.Duration
 	pollInterval   time.Duration
 	redelivery     config.Redelivery
+	onFleetSize    func(live int)
 	// beatingSince is when this replica's current run of successful
 	// heartbeats began, in Unix ms; 0 after a failure (see Beat).
 	beatingSince atomic.Int64
@@ -92,6 +98,7 @@ func New(o Options) *Fleet {
 	return &Fleet{
 		name: o.Name, store: o.Store, gh: o.GitHub, clock: o.Clock, log: o.Logger, classify: o.ClassifyError,
 		heartbeat: o.Heartbeat, replicaTimeout: o.ReplicaTimeout, pollInterval: o.PollInterval, redelivery: o.Redelivery,
+		onFleetSize: o.OnFleetSize,
 	}
 }
 
@@ -176,6 +183,15 @@ func (f *Fleet) Beat(ctx context.Context) {
 	f.beatingSince.CompareAndSwap(0, now.UnixMilli())
 	if err := f.store.PruneReplicas(ctx, now.Add(-10*f.replicaTimeout)); err != nil {
 		f.log.Warn().Err(err).Msg("pruning old replicas failed")
+	}
+	if f.onFleetSize != nil {
+		live, err := f.store.LiveReplicas(ctx, now.Add(-f.replicaTimeout))
+		if err != nil {
+			// The share stays as it was until the next beat.
+			f.log.Warn().Err(err).Msg("counting the live replicas failed")
+			return
+		}
+		f.onFleetSize(max(live, 1)) // this one has just beaten, whatever the count says
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,8 @@ type fakeStore struct {
 	known            map[string]bool
 	asked            map[string]int
 	redeliveryPruned time.Time
+	// others are the other replicas alive.
+	others int
 }
 
 type tick struct {
@@ -51,6 +54,20 @@ func (s *fakeStore) Heartbeat(_ context.Context, _ string, now time.Time) error 
 	}
 	s.beats = append(s.beats, now)
 	return nil
+}
+
+// LiveReplicas counts the distinct replicas that beat after since; live
+// adds that many others.
+func (s *fakeStore) LiveReplicas(_ context.Context, since time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.others
+	for _, b := range s.beats {
+		if b.After(since) {
+			return n + 1, nil
+		}
+	}
+	return n, nil
 }
 
 func (s *fakeStore) PruneReplicas(_ context.Context, before time.Time) error {
@@ -242,5 +259,23 @@ func TestReplicaNamesDiffer(t *testing.T) {
 	a, b := ReplicaName(), ReplicaName()
 	if a == b || strings.Contains(a, "/") {
 		t.Errorf("names %q and %q: want distinct, without slashes", a, b)
+	}
+}
+
+// After each beat the fleet's size is heard, this replica among it: a
+// replica takes its share of what GitHub counts across all of them. A beat
+// that failed says nothing, and the share stays.
+func TestBeatTellsTheFleetSize(t *testing.T) {
+	st, clock := newFakeStore(), fakeclock.New(start)
+	var heard []int
+	f := newTestFleet(st, clock, &bytes.Buffer{}, Options{OnFleetSize: func(live int) { heard = append(heard, live) }})
+	ctx := context.Background()
+	f.Beat(ctx)
+	st.others = 2
+	f.Beat(ctx)
+	st.heartbeatErr = errors.New("database away")
+	f.Beat(ctx)
+	if fmt.Sprint(heard) != "[1 3]" {
+		t.Errorf("heard fleet sizes %v, want [1 3]", heard)
 	}
 }

@@ -211,7 +211,9 @@ type RateSlots interface {
 
 // NewOutboundLimiter builds the replica's outbound limiter from config,
 // with the write budget kept in st so replicas sharing a database share
-// it. log reports the holds GitHub asks for.
+// it. log reports the holds GitHub asks for. Its in-flight cap starts at
+// the whole of max_concurrent, and becomes this replica's share at its
+// first heartbeat (ShareConcurrency), which comes before any work.
 func NewOutboundLimiter(o config.Outbound, st RateSlots, log zerolog.Logger) *outbound.Limiter {
 	return outbound.New(outbound.Config{
 		MaxConcurrent:    o.MaxConcurrent,
@@ -220,6 +222,21 @@ func NewOutboundLimiter(o config.Outbound, st RateSlots, log zerolog.Logger) *ou
 		Slots:            storeSlots(st, o.Creates),
 		Logger:           log,
 	}, nil)
+}
+
+// ConcurrencyShare is how many requests one replica of live may have in
+// flight to GitHub: an equal share of total, github.outbound
+// .max_concurrent, which is the fleet's, since GitHub counts concurrent
+// requests across every replica (decision 0054). At least 1, so a fleet
+// larger than total still works, a little over GitHub's count.
+func ConcurrencyShare(total, live int) int {
+	return max(total/max(live, 1), 1)
+}
+
+// ShareConcurrency is the fleet's OnFleetSize for lim: each heartbeat's
+// count of live replicas sets lim's share of total.
+func ShareConcurrency(lim *outbound.Limiter, total int) func(live int) {
+	return func(live int) { lim.SetMaxConcurrent(ConcurrencyShare(total, live)) }
 }
 
 // arrivalGuard widens every outbound window (see storeSlots).

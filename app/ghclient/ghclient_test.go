@@ -137,3 +137,15 @@ func TestStoreSlotsWidenEveryWindowByTheArrivalGuard(t *testing.T) {
 		t.Errorf("windows = %+v, want %+v", st.windows, want)
 	}
 }
+
+// Each replica takes an equal share of the fleet's concurrent requests,
+// never less than one.
+func TestConcurrencyShare(t *testing.T) {
+	for _, tc := range []struct{ total, live, want int }{
+		{100, 1, 100}, {100, 3, 33}, {100, 0, 100}, {2, 5, 1}, {100, 100, 1},
+	} {
+		if got := ConcurrencyShare(tc.total, tc.live); got != tc.want {
+			t.Errorf("ConcurrencyShare(%d, %d) = %d, want %d", tc.total, tc.live, got, tc.want)
+		}
+	}
+}

@@ -82,13 +82,12 @@ func RefusalSays(err error, code int, phrase string) bool {
 	return false
 }
 
-// IsAuthRefusal tells whether err is GitHub refusing the credential or
-// what it may do: 401 (a revoked or expired token) or 403 (the user may
-// not write to the repository).
-func IsAuthRefusal(err error) bool {
-	var er *github.ErrorResponse
-	return errors.As(err, &er) && er.Response != nil &&
-		(er.Response.StatusCode == http.StatusUnauthorized || er.Response.StatusCode == http.StatusForbidden)
+// IsUserTokenRefusal tells whether err is GitHub refusing what a user's
+// own token may do: 401 (a revoked or expired token), 403 (the user may not
+// write to the repository) or 404 (a private repository the user cannot
+// see, which GitHub answers as if it did not exist).
+func IsUserTokenRefusal(err error) bool {
+	return IsStatus(err, http.StatusUnauthorized) || IsStatus(err, http.StatusForbidden) || IsStatus(err, http.StatusNotFound)
 }
 
 // RequestReview asks login to review pull request number. GitHub refuses

@@ -3,6 +3,9 @@ package outbound
 import (
 	"bytes"
 	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"strconv"
@@ -23,14 +26,48 @@ const (
 	maxCacheBytes = 64 << 20
 )
 
-// cacheKey names a cached response. It holds the installation, not the
-// token: the token rotates hourly, and what an installation may read does
-// not change with it.
+// cacheKey names a cached response: the installation (or user) and the
+// identity of the token it was asked with. GitHub's responses vary by
+// Authorization, and its ETags are the token's: an ETag one token got
+// never earns another a 304. Keyed by installation alone, two tokens of
+// one installation (its hourly rotation overlapping, a minted token)
+// overwrite each other's entries and neither gets its 304s; keyed by
+// token, each keeps its own. The key holds a hash, never the token.
 type cacheKey struct {
 	inst   int64
+	token  string
 	method string
 	url    string
 	accept string
+}
+
+// tokenSource is a transport that knows the token it will send (the
+// installation transport, ghinstallation's, adds it below the limiter).
+type tokenSource interface {
+	Token(ctx context.Context) (string, error)
+}
+
+// tokenIdentity names the credential req goes out with, as a hash: the
+// Authorization header when the caller set one (a user's or a minted
+// token, added by go-github above the limiter), else the token next will
+// add; ok is false when that cannot be known, and the response is then
+// not cached.
+func tokenIdentity(req *http.Request, next http.RoundTripper) (string, bool) {
+	cred := req.Header.Get("Authorization")
+	if cred == "" {
+		if ts, isSource := next.(tokenSource); isSource {
+			tok, err := ts.Token(req.Context())
+			if err != nil {
+				return "", false // the request itself will fail to get one, and say why
+			}
+			cred = "token " + tok
+		}
+	}
+	if cred == "" {
+		return "", true // no credential: one identity, as GitHub sees it
+	}
+	sum := sha256.Sum256([]byte(cred))
+	return hex.EncodeToString(sum[:12]), true
 }
 
 // pathKey groups a URL's entries (all queries and Accepts) so a write to

@@ -2,7 +2,8 @@
 // GitHub's documented limits, as an http.RoundTripper around each
 // installation's authenticated transport:
 //
-//   - at most MaxConcurrent requests in flight per replica;
+//   - at most MaxConcurrent requests in flight per replica, a share
+//     that SetMaxConcurrent changes as replicas come and go;
 //   - content-creating requests (POST, PATCH, PUT, DELETE) take a slot
 //     from a budget of sliding windows per installation (shared across
 //     replicas when Slots is store-backed), served round-robin by
@@ -11,7 +12,8 @@
 //     X-RateLimit-Reset), the installation's requests wait or fail fast on
 //     this replica instead of reaching GitHub again;
 //   - GETs are revalidated with the ETag GitHub sent, since a 304 does not
-//     count against the primary limit.
+//     count against the primary limit; ETags are the token's, so the
+//     cache is keyed by a hash of the token as well as the installation.
 //
 // A request that would wait longer than MaxWait fails at once with the
 // go-github rate-limit error GitHub itself would have caused, so callers
@@ -77,8 +79,8 @@ type Limiter struct {
 	cfg   Config
 	base  http.RoundTripper
 	slots Slots
-	sem   chan struct{} // nil: no concurrency cap
-	cache *etagCache    // nil: no conditional requests
+	sem   *places    // nil: no concurrency cap
+	cache *etagCache // nil: no conditional requests
 
 	mu    sync.Mutex
 	insts map[int64]*installation
@@ -106,7 +108,7 @@ func New(cfg Config, base http.RoundTripper) *Limiter {
 	}
 	l := &Limiter{cfg: cfg, base: base, slots: cfg.Slots, insts: map[int64]*installation{}}
 	if cfg.MaxConcurrent > 0 {
-		l.sem = make(chan struct{}, cfg.MaxConcurrent)
+		l.sem = newPlaces(cfg.MaxConcurrent)
 	}
 	if cfg.ETagCacheEntries > 0 {
 		l.cache = newETagCache(cfg.ETagCacheEntries, maxCacheBytes)
@@ -225,8 +227,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// the server's 304), but the entry is likely stale now.
 			l.cache.dropPath(t.id, req.URL.Path)
 		case req.Method == http.MethodGet && !conditional(req):
-			key = cacheKey{inst: t.id, method: req.Method, url: req.URL.String(), accept: req.Header.Get("Accept")}
-			cacheable = true
+			var token string
+			if token, cacheable = tokenIdentity(req, t.next); !cacheable {
+				break
+			}
+			key = cacheKey{inst: t.id, token: token, method: req.Method, url: req.URL.String(), accept: req.Header.Get("Accept")}
 			if cached = l.cache.get(key); cached != nil {
 				out = req.Clone(ctx) // a RoundTripper must not change its request
 				if cached.etag != "" {
@@ -313,26 +318,24 @@ func (l *Limiter) acquireInFlight(ctx context.Context) error {
 	if l.sem == nil {
 		return nil
 	}
-	select {
-	case l.sem <- struct{}{}:
-		return nil
-	default:
-	}
-	if l.testHookFull != nil {
-		l.testHookFull()
-	}
-	select {
-	case l.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return l.sem.take(ctx, l.testHookFull)
 }
 
 func (l *Limiter) releaseInFlight() {
 	if l.sem != nil {
-		<-l.sem
+		l.sem.give()
 	}
+}
+
+// SetMaxConcurrent changes how many requests this replica may have in
+// flight (at least 1): its share of the fleet's github.outbound
+// .max_concurrent, which GitHub counts across every replica (decision
+// 0054). A limiter built without a cap stays without one.
+func (l *Limiter) SetMaxConcurrent(n int) {
+	if l == nil || l.sem == nil {
+		return
+	}
+	l.sem.setLimit(max(n, 1))
 }
 
 // inFlightBody holds the request's in-flight place until its body is read

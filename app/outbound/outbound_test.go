@@ -138,7 +138,7 @@ func TestConcurrencyCapHolds(t *testing.T) {
 		<-arrived
 	}
 	// Every place is taken, and the other callers wait for one.
-	if got := len(l.sem); got != limit {
+	if got := l.sem.inUse(); got != limit {
 		t.Fatalf("%d places taken with %d requests at the server", got, limit)
 	}
 	close(release)
@@ -149,7 +149,7 @@ func TestConcurrencyCapHolds(t *testing.T) {
 	if srv.count() != callers {
 		t.Fatalf("server saw %d requests, want %d", srv.count(), callers)
 	}
-	if got := len(l.sem); got != 0 {
+	if got := l.sem.inUse(); got != 0 {
 		t.Fatalf("%d places still taken after every body was read", got)
 	}
 }
@@ -696,8 +696,8 @@ func TestCancelledWhileWaiting(t *testing.T) {
 	// Nothing is left queued or held.
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.insts) != 0 || len(l.sem) != 0 {
-		t.Fatalf("left behind: %d installations, %d places", len(l.insts), len(l.sem))
+	if len(l.insts) != 0 || l.sem.inUse() != 0 {
+		t.Fatalf("left behind: %d installations, %d places", len(l.insts), l.sem.inUse())
 	}
 }
 

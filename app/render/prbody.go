@@ -115,6 +115,14 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 	return b.String()
 }
 
+// OpenedByTheAppNote ends the body of a pull request that the requester
+// signed in to have opened as them, but that Inspect's App opened because
+// GitHub refused their own token (revoked, not allowed to write, or unable
+// to see the repository): the PR says whose it is, and why.
+func OpenedByTheAppNote(login string) string {
+	return fmt.Sprintf("\n\n_Opened by Inspect's App, not as @%s: GitHub refused their own token for this repository._", login)
+}
+
 // CommitMessage is the message of the commit Inspect makes: the request's
 // first line as its subject (defused: it is untrusted), the requester credited in a trailer (the
 // commit itself has no author, so GitHub signs it as the App's bot).

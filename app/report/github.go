@@ -171,9 +171,13 @@ func (h *Handler) push(ctx context.Context, c *github.Client, sess store.Session
 		d = policy.DecideDestination(facts)
 		number, err = h.ensurePR(ctx, prs, sess, branch, base, d, body)
 	}
-	if err != nil && asRequester && ghwrite.IsAuthRefusal(err) {
+	if err != nil && asRequester && ghwrite.IsUserTokenRefusal(err) {
+		// Revoked, not allowed to write, or (404) unable to see the
+		// private repository: the App opens it in this same report, and
+		// its body says whose it is and why.
 		zerolog.Ctx(ctx).Info().Err(err).Msg("GitHub refused the requester's token; the App opens the PR")
 		asRequester = false
+		body += render.OpenedByTheAppNote(sess.RequesterLogin)
 		number, err = h.ensurePR(ctx, c.PullRequests, sess, branch, base, d, body)
 	}
 	if err != nil {

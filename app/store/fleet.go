@@ -44,6 +44,17 @@ func (s *Store) ReplicaAlive(ctx context.Context, replica string, since time.Tim
 	return seen > ms(since), nil
 }
 
+// LiveReplicas counts the replicas that beat after since: the fleet's
+// size, of which each replica takes its share of what GitHub counts across
+// all of them (github.outbound.max_concurrent).
+func (s *Store) LiveReplicas(ctx context.Context, since time.Time) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM replicas WHERE seen_at > $1`, ms(since)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("counting the live replicas: %w", err)
+	}
+	return n, nil
+}
+
 // PruneReplicas forgets replicas not seen since before: their attempts have
 // been dealt with by then, and the table stays the size of the fleet.
 func (s *Store) PruneReplicas(ctx context.Context, before time.Time) error {

@@ -57,6 +57,12 @@ func TestHeartbeatsTellLiveReplicasFromDeadOnes(t *testing.T) {
 			t.Fatal(err)
 		}
 		since := t0.Add(10 * time.Second)
+		if n, err := s.LiveReplicas(ctx, since); n != 1 || err != nil {
+			t.Errorf("LiveReplicas = %d, %v; want a alone", n, err)
+		}
+		if n, err := s.LiveReplicas(ctx, t0.Add(-time.Second)); n != 2 || err != nil {
+			t.Errorf("LiveReplicas since before both beat = %d, %v; want 2", n, err)
+		}
 		for name, want := range map[string]bool{"a": true, "b": false, "never": false} {
 			if got, err := s.ReplicaAlive(ctx, name, since); err != nil || got != want {
 				t.Errorf("ReplicaAlive(%s) = %v, %v; want %v", name, got, err, want)

@@ -327,5 +327,15 @@ func migrations(d dialect) [][]string {
 			`ALTER TABLE attempts ADD COLUMN cache_read_tokens BIGINT NOT NULL DEFAULT 0`,
 			`ALTER TABLE attempts ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0`,
 		},
+		// 16: a user's tokens refreshed once across the fleet (issue 32,
+		// decision 0054). version counts the writes of a user's tokens, so
+		// a replica writes its refresh only over the tokens it refreshed;
+		// refresh_claimed_until is the lease of the replica refreshing
+		// them now (0: none), which the others wait out instead of
+		// spending the single-use refresh token a second time.
+		{
+			`ALTER TABLE web_users ADD COLUMN version BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE web_users ADD COLUMN refresh_claimed_until BIGINT NOT NULL DEFAULT 0`,
+		},
 	}
 }

@@ -18,22 +18,32 @@ import (
 // user-to-server tokens sealed (app/web seals and opens them; the store
 // only keeps what it is given).
 type WebUser struct {
-	UserID           int64
-	Login            string
-	TokenSealed      string
-	RefreshSealed    string
+	UserID        int64
+	Login         string
+	TokenSealed   string
+	RefreshSealed string
+	// ExpiresAt is when the access token expires; zero when it never does
+	// (an App with expiring user tokens turned off).
 	ExpiresAt        time.Time
 	RefreshExpiresAt time.Time
 	UpdatedAt        time.Time
+	// Version counts the writes of the user's tokens: a refresh is
+	// written only over the version it refreshed (decision 0054).
+	Version int64
+	// RefreshClaimedUntil is the lease of the replica refreshing the
+	// tokens now; zero when none is.
+	RefreshClaimedUntil time.Time
 }
 
-// PutWebUser inserts or replaces a user's tokens.
+// PutWebUser inserts or replaces a user's tokens (a sign-in): a new
+// version, and any refresh under way is no longer the user's.
 func (s *Store) PutWebUser(ctx context.Context, u WebUser) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO web_users (user_id, login, token_sealed, refresh_sealed, expires_at, refresh_expires_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO web_users (user_id, login, token_sealed, refresh_sealed, expires_at, refresh_expires_at, updated_at, version, refresh_claimed_until)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 0)
 		ON CONFLICT (user_id) DO UPDATE SET login = excluded.login, token_sealed = excluded.token_sealed,
 			refresh_sealed = excluded.refresh_sealed, expires_at = excluded.expires_at,
-			refresh_expires_at = excluded.refresh_expires_at, updated_at = excluded.updated_at`,
+			refresh_expires_at = excluded.refresh_expires_at, updated_at = excluded.updated_at,
+			version = web_users.version + 1, refresh_claimed_until = 0`,
 		u.UserID, u.Login, u.TokenSealed, u.RefreshSealed, ms(u.ExpiresAt), ms(u.RefreshExpiresAt), ms(u.UpdatedAt))
 	return err
 }
@@ -42,14 +52,76 @@ func (s *Store) PutWebUser(ctx context.Context, u WebUser) error {
 // signed in, signed out, or revoked the App's authorization).
 func (s *Store) GetWebUser(ctx context.Context, userID int64) (WebUser, error) {
 	var u WebUser
-	var exp, rexp, upd int64
-	err := s.db.QueryRowContext(ctx, `SELECT user_id, login, token_sealed, refresh_sealed, expires_at, refresh_expires_at, updated_at
-		FROM web_users WHERE user_id = $1`, userID).Scan(&u.UserID, &u.Login, &u.TokenSealed, &u.RefreshSealed, &exp, &rexp, &upd)
+	var exp, rexp, upd, claimed int64
+	err := s.db.QueryRowContext(ctx, `SELECT user_id, login, token_sealed, refresh_sealed, expires_at, refresh_expires_at, updated_at, version, refresh_claimed_until
+		FROM web_users WHERE user_id = $1`, userID).Scan(&u.UserID, &u.Login, &u.TokenSealed, &u.RefreshSealed, &exp, &rexp, &upd, &u.Version, &claimed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return WebUser{}, fmt.Errorf("web user %d: %w", userID, ErrNotFound)
 	}
-	u.ExpiresAt, u.RefreshExpiresAt, u.UpdatedAt = fromMS(exp), fromMS(rexp), fromMS(upd)
+	u.ExpiresAt, u.RefreshExpiresAt, u.UpdatedAt, u.RefreshClaimedUntil = fromMS(exp), fromMS(rexp), fromMS(upd), fromMS(claimed)
 	return u, err
+}
+
+// ClaimWebUserRefresh makes this caller the one that refreshes the user's
+// tokens of version, until now+lease: true when it is; false when another
+// holds an unexpired claim, or the tokens are no longer that version (a
+// refresh or a sign-in wrote newer ones: read them again). A refresh token
+// is good once, so only the claim's holder may spend it; the claim is a
+// compare-and-swap, never a lock held while GitHub answers (decision 0054).
+func (s *Store) ClaimWebUserRefresh(ctx context.Context, userID, version int64, now time.Time, lease time.Duration) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE web_users SET refresh_claimed_until = $3
+		WHERE user_id = $1 AND version = $2 AND refresh_claimed_until <= $4`, userID, version, ms(now.Add(lease)), ms(now))
+	if err != nil {
+		return false, fmt.Errorf("claiming the refresh of web user %d: %w", userID, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// RefreshedWebUser writes the tokens a refresh of version fromVersion got,
+// as the next version, and ends the claim. False when the user's tokens
+// are no longer fromVersion (signed in again, or forgotten, meanwhile):
+// nothing is written.
+func (s *Store) RefreshedWebUser(ctx context.Context, u WebUser, fromVersion int64) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE web_users SET token_sealed = $3, refresh_sealed = $4, expires_at = $5,
+			refresh_expires_at = $6, updated_at = $7, version = version + 1, refresh_claimed_until = 0
+		WHERE user_id = $1 AND version = $2`,
+		u.UserID, fromVersion, u.TokenSealed, u.RefreshSealed, ms(u.ExpiresAt), ms(u.RefreshExpiresAt), ms(u.UpdatedAt))
+	if err != nil {
+		return false, fmt.Errorf("writing the refreshed tokens of web user %d: %w", u.UserID, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// ReleaseWebUserRefresh ends a claim on version whose refresh got nothing
+// (GitHub did not answer, or answered 5xx), so that the next request, on
+// any replica, tries again at once.
+func (s *Store) ReleaseWebUserRefresh(ctx context.Context, userID, version int64) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE web_users SET refresh_claimed_until = 0 WHERE user_id = $1 AND version = $2`, userID, version)
+	return err
+}
+
+// ForgetWebUserVersion forgets the user, as ForgetWebUser does, only if
+// their tokens are still version: GitHub refused that version's refresh
+// token, and no other replica or sign-in has written newer ones since.
+// False when they had (nothing is deleted).
+func (s *Store) ForgetWebUserVersion(ctx context.Context, userID, version int64) (bool, error) {
+	var forgot bool
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM web_users WHERE user_id = $1 AND version = $2`, userID, version)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n == 0 {
+			return err
+		}
+		forgot = true
+		_, err = tx.ExecContext(ctx, `DELETE FROM web_logins WHERE user_id = $1`, userID)
+		return err
+	})
+	return forgot, err
 }
 
 // ForgetWebUser deletes a user's tokens and every sign-in of theirs, in one

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/internal/storetest"
 	"github.com/inspecthq/inspect/session"
 )
 
@@ -102,4 +103,79 @@ func TestListSessionsFiltersAndPages(t *testing.T) {
 			t.Errorf("no readable repos = %v", ids(got))
 		}
 	})
+}
+
+// A refresh is claimed by one caller at a time, across store handles
+// (replicas) on one database: the claim's holder writes its refresh over
+// the version it read, a loser reads the new version, an expired claim
+// can be taken over, and a user is forgotten for a refused refresh only
+// while their tokens are still the refused version.
+func TestWebUserRefreshIsClaimedOnceAcrossReplicas(t *testing.T) {
+	for _, driver := range storetest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dsn := storetest.DSN(t, driver)
+			var replicas [2]*store.Store
+			for i := range replicas {
+				s, err := store.Open(ctx, driver, dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = s.Close() }) // a close error after the test has no reader
+				replicas[i] = s
+			}
+			a, b := replicas[0], replicas[1]
+			if err := a.PutWebUser(ctx, store.WebUser{UserID: 5, Login: "alice", TokenSealed: "t1", RefreshSealed: "r1",
+				ExpiresAt: t0, RefreshExpiresAt: t0.Add(time.Hour), UpdatedAt: t0}); err != nil {
+				t.Fatal(err)
+			}
+			u, err := b.GetWebUser(ctx, 5)
+			if err != nil || u.Version != 1 {
+				t.Fatalf("user = %+v, %v; want version 1", u, err)
+			}
+			if ok, err := a.ClaimWebUserRefresh(ctx, 5, 1, t0, time.Minute); !ok || err != nil {
+				t.Fatalf("first claim: %v %v", ok, err)
+			}
+			if ok, err := b.ClaimWebUserRefresh(ctx, 5, 1, t0.Add(time.Second), time.Minute); ok || err != nil {
+				t.Fatalf("a second claim while the first holds: %v %v", ok, err)
+			}
+			refreshed := store.WebUser{UserID: 5, TokenSealed: "t2", RefreshSealed: "r2", ExpiresAt: t0.Add(8 * time.Hour), UpdatedAt: t0}
+			if ok, err := a.RefreshedWebUser(ctx, refreshed, 1); !ok || err != nil {
+				t.Fatalf("writing the refresh: %v %v", ok, err)
+			}
+			if ok, err := b.RefreshedWebUser(ctx, refreshed, 1); ok || err != nil {
+				t.Fatalf("a second write over version 1: %v %v", ok, err)
+			}
+			u, err = b.GetWebUser(ctx, 5)
+			if err != nil || u.Version != 2 || u.TokenSealed != "t2" || !u.RefreshClaimedUntil.IsZero() || u.Login != "alice" {
+				t.Fatalf("after the refresh: %+v, %v", u, err)
+			}
+			if ok, err := b.ForgetWebUserVersion(ctx, 5, 1); ok || err != nil {
+				t.Fatalf("forgetting over a refused version 1 once version 2 is stored: %v %v", ok, err)
+			}
+			// A claim that outlived its lease (its replica died) is taken over.
+			if ok, err := a.ClaimWebUserRefresh(ctx, 5, 2, t0, time.Minute); !ok || err != nil {
+				t.Fatalf("claim of version 2: %v %v", ok, err)
+			}
+			if ok, err := b.ClaimWebUserRefresh(ctx, 5, 2, t0.Add(time.Minute), time.Minute); !ok || err != nil {
+				t.Fatalf("taking over an expired claim: %v %v", ok, err)
+			}
+			if err := b.ReleaseWebUserRefresh(ctx, 5, 2); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := a.ClaimWebUserRefresh(ctx, 5, 2, t0.Add(time.Minute), time.Minute); !ok || err != nil {
+				t.Fatalf("claim after a release: %v %v", ok, err)
+			}
+			if err := a.CreateWebLogin(ctx, store.WebLogin{IDHash: "h", UserID: 5, CSRF: "c", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := b.ForgetWebUserVersion(ctx, 5, 2); !ok || err != nil {
+				t.Fatalf("forgetting version 2: %v %v", ok, err)
+			}
+			if _, err := a.GetWebLogin(ctx, "h", t0); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("a forgotten user's sign-in: %v", err)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,6 +37,25 @@ type grant struct {
 	ErrorDescription      string `json:"error_description"`
 }
 
+// grantRefusal is the token endpoint refusing a grant: GitHub answers 200
+// with an "error" code. Only bad_refresh_token says the refresh token
+// itself is spent, expired or revoked; the others (a wrong client secret,
+// say) are the server's to fix, not the user's.
+type grantRefusal struct {
+	Code, Description string
+}
+
+// Error is GitHub's code and description, never a token: safe to log.
+func (e *grantRefusal) Error() string {
+	return fmt.Sprintf("GitHub refused the grant: %s (%s)", e.Code, e.Description)
+}
+
+// isBadRefreshToken tells GitHub's refusal of the refresh token itself.
+func isBadRefreshToken(err error) bool {
+	var r *grantRefusal
+	return errors.As(err, &r) && r.Code == "bad_refresh_token"
+}
+
 // authorizeURL is where the browser goes to sign in: the App's user
 // authorization, with state and a PKCE challenge (S256).
 func (a userAPI) authorizeURL(redirect, state, challenge string) string {
@@ -65,8 +85,7 @@ func (a userAPI) exchange(ctx context.Context, form url.Values) (grant, error) {
 		return grant{}, fmt.Errorf("GitHub's token endpoint answered %d", resp.StatusCode)
 	}
 	if g.Error != "" {
-		// Its description is GitHub's, never the token's: safe to show.
-		return grant{}, fmt.Errorf("GitHub refused the grant: %s (%s)", g.Error, g.ErrorDescription)
+		return grant{}, &grantRefusal{Code: g.Error, Description: g.ErrorDescription}
 	}
 	if g.AccessToken == "" {
 		return grant{}, fmt.Errorf("GitHub's token endpoint gave no access token")
@@ -178,10 +197,12 @@ type repoRef struct {
 }
 
 // expiry is when a grant's token expires, a minute early, so that a
-// token is refreshed before GitHub would refuse it.
+// token is refreshed before GitHub would refuse it; zero (never) when the
+// grant gives no lifetime: GitHub leaves expires_in out when the App's
+// user tokens do not expire ("Refreshing user access tokens").
 func expiry(now time.Time, seconds int64) time.Time {
 	if seconds <= 0 {
-		return now.Add(8 * time.Hour) // GitHub's user access token lifetime, when it says none
+		return time.Time{}
 	}
 	return now.Add(time.Duration(seconds)*time.Second - time.Minute)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/runner/retryafter"
 )
 
 // Sign-in is GitHub's web flow for the App's user authorization: the
@@ -137,75 +138,231 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, localPath(st.Next), http.StatusFound)
 }
 
-// keepTokens seals a grant's tokens into the store.
+// keepTokens seals a sign-in's grant into the store, as the user's tokens
+// from now on.
 func (s *Server) keepTokens(ctx context.Context, userID int64, login string, g grant) error {
-	access, err := s.seal.seal(fmt.Sprintf("token:%d", userID), []byte(g.AccessToken))
+	u, err := s.sealGrant(userID, login, g)
 	if err != nil {
 		return err
+	}
+	return s.st.PutWebUser(ctx, u)
+}
+
+// sealGrant is a grant's tokens as the store keeps them. A grant without
+// expires_in is of an App whose user tokens do not expire: its token is
+// kept with no expiry, and there is no refresh token.
+func (s *Server) sealGrant(userID int64, login string, g grant) (store.WebUser, error) {
+	access, err := s.seal.seal(fmt.Sprintf("token:%d", userID), []byte(g.AccessToken))
+	if err != nil {
+		return store.WebUser{}, err
 	}
 	refresh, err := s.seal.seal(fmt.Sprintf("refresh:%d", userID), []byte(g.RefreshToken))
 	if err != nil {
-		return err
+		return store.WebUser{}, err
 	}
 	now := s.now()
-	rexp := expiry(now, g.RefreshTokenExpiresIn)
-	if g.RefreshToken == "" {
-		rexp = now // an App with expiring tokens turned off: nothing to refresh with
-	}
-	return s.st.PutWebUser(ctx, store.WebUser{UserID: userID, Login: login, TokenSealed: access, RefreshSealed: refresh,
-		ExpiresAt: expiry(now, g.ExpiresIn), RefreshExpiresAt: rexp, UpdatedAt: now})
+	return store.WebUser{UserID: userID, Login: login, TokenSealed: access, RefreshSealed: refresh,
+		ExpiresAt: expiry(now, g.ExpiresIn), RefreshExpiresAt: expiry(now, g.RefreshTokenExpiresIn), UpdatedAt: now}, nil
 }
 
+// Refreshing a user's token across replicas (decision 0054).
+const (
+	// refreshLease is how long a claim on a user's refresh lasts: longer
+	// than the token endpoint may take (the client's 30 s timeout), so a
+	// claim never lapses while its refresh is in flight; a replica that
+	// died holding one delays the user's next refresh by at most this.
+	refreshLease = 2 * time.Minute
+	// defaultRefreshPoll is how often a request waiting on another's
+	// refresh reads the store again.
+	defaultRefreshPoll = 50 * time.Millisecond
+)
+
+// errSignedOut is a user whose tokens GitHub will no longer refresh: their
+// refresh token was refused (spent elsewhere long ago, expired, or the
+// authorization revoked) or has expired. They have been forgotten.
+var errSignedOut = errors.New("the user's GitHub authorization can no longer be refreshed")
+
 // userToken is u's access token, refreshed first when it has expired
-// (user access tokens last eight hours; each refresh token is good once).
+// (user access tokens last eight hours; each refresh token is good once,
+// and once it is used the old pair stops working).
+//
+// Every replica may serve the user at once (a page, its live stream, a
+// report opening a PR), so the refresh is claimed in the store: one
+// request refreshes, the others wait for its tokens. Only a definitive
+// refusal forgets the user (errSignedOut); GitHub not answering, or
+// answering 5xx, leaves their tokens for the next request to refresh.
 func (s *Server) userToken(ctx context.Context, u store.WebUser) (string, error) {
-	now := s.now()
-	if now.Before(u.ExpiresAt) {
-		plain, err := s.seal.open(fmt.Sprintf("token:%d", u.UserID), u.TokenSealed)
-		return string(plain), err
-	}
-	// A refresh token is good once: two requests of one user (a page and
-	// its live stream) must not both spend it, or the second signs the
-	// user out. One refresh at a time in this process, and the store read
-	// again under the lock, where another may have just refreshed.
-	s.refreshMu.Lock()
-	defer s.refreshMu.Unlock()
-	if fresh, err := s.st.GetWebUser(ctx, u.UserID); err == nil {
-		if now.Before(fresh.ExpiresAt) {
-			plain, err := s.seal.open(fmt.Sprintf("token:%d", u.UserID), fresh.TokenSealed)
-			return string(plain), err
+	waited := false
+	for {
+		now := s.now()
+		if u.ExpiresAt.IsZero() || now.Before(u.ExpiresAt) {
+			return s.openToken(u)
 		}
-		u = fresh
+		refresh, err := s.seal.open(fmt.Sprintf("refresh:%d", u.UserID), u.RefreshSealed)
+		if err != nil {
+			return "", err
+		}
+		if len(refresh) == 0 {
+			// A token of an App whose user tokens do not expire, kept
+			// before its missing expiry was read as "never": it works
+			// until it is revoked.
+			return s.openToken(u)
+		}
+		if !u.RefreshExpiresAt.IsZero() && !now.Before(u.RefreshExpiresAt) {
+			if again, err := s.forget(ctx, u, "its refresh token has expired"); again || err != nil {
+				if u, err = s.reread(ctx, u.UserID, err); err != nil {
+					return "", err
+				}
+				continue
+			}
+			return "", errSignedOut
+		}
+		claimed, err := s.st.ClaimWebUserRefresh(ctx, u.UserID, u.Version, now, refreshLease)
+		if err != nil {
+			return "", err
+		}
+		if !claimed {
+			fresh, err := s.reread(ctx, u.UserID, nil)
+			if err != nil {
+				return "", err
+			}
+			if fresh.Version == u.Version {
+				// Another request, here or on another replica, is
+				// refreshing them: wait for its tokens.
+				if !waited && s.testHookWaitingForRefresh != nil {
+					s.testHookWaitingForRefresh()
+				}
+				waited = true
+				if err := retryafter.Sleep(ctx, s.refreshPoll); err != nil {
+					return "", err
+				}
+				if fresh, err = s.reread(ctx, u.UserID, nil); err != nil {
+					return "", err
+				}
+			}
+			u = fresh
+			continue
+		}
+		token, again, err := s.refresh(ctx, u, string(refresh))
+		if !again {
+			return token, err
+		}
+		if u, err = s.reread(ctx, u.UserID, nil); err != nil {
+			return "", err
+		}
 	}
-	if !now.Before(u.RefreshExpiresAt) {
-		return "", fmt.Errorf("the refresh token has expired")
-	}
-	refresh, err := s.seal.open(fmt.Sprintf("refresh:%d", u.UserID), u.RefreshSealed)
+}
+
+// openToken is u's access token in the clear.
+func (s *Server) openToken(u store.WebUser) (string, error) {
+	plain, err := s.seal.open(fmt.Sprintf("token:%d", u.UserID), u.TokenSealed)
+	return string(plain), err
+}
+
+// reread reads the user's tokens again (after err, when that is nil): a
+// user who is gone meanwhile was signed out by someone else.
+func (s *Server) reread(ctx context.Context, userID int64, err error) (store.WebUser, error) {
 	if err != nil {
-		return "", err
+		return store.WebUser{}, err
 	}
-	g, err := s.gh.exchange(ctx, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {string(refresh)}})
+	u, err := s.st.GetWebUser(ctx, userID)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.WebUser{}, errSignedOut
+	}
+	return u, err
+}
+
+// refresh spends u's refresh token, which this request has claimed.
+// again is true when the user's tokens changed while it did (another
+// replica refreshed them, or they signed in again): read them again.
+func (s *Server) refresh(ctx context.Context, u store.WebUser, refreshToken string) (token string, again bool, err error) {
+	g, err := s.gh.exchange(ctx, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}})
+	switch {
+	case isBadRefreshToken(err):
+		// The store is read again before giving up: another replica may
+		// have spent the token (a claim that lapsed) and stored its pair.
+		if s.changed(ctx, u) {
+			return "", true, nil
+		}
+		if err := s.forgetOr(ctx, u, err); err != nil {
+			return "", false, err
+		}
+		return "", true, nil // changed between the read and the forgetting
+	case err != nil:
+		// GitHub did not answer, answered 5xx, or refused the App's own
+		// credentials: nothing says the user's tokens are bad. They are
+		// kept, and the claim let go, so the next request tries again.
+		if rerr := s.st.ReleaseWebUserRefresh(ctx, u.UserID, u.Version); rerr != nil {
+			s.log.Warn().Err(rerr).Int64("user_id", u.UserID).Msg("dashboard: letting go of a failed refresh's claim failed; it lapses on its own")
+		}
+		return "", false, fmt.Errorf("refreshing the user's token: %w", err)
+	}
+	fresh, err := s.sealGrant(u.UserID, u.Login, g)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	if err := s.keepTokens(ctx, u.UserID, u.Login, g); err != nil {
-		return "", err
+	written, err := s.st.RefreshedWebUser(ctx, fresh, u.Version)
+	switch {
+	case err != nil:
+		// The old pair is spent at GitHub and the new one is not kept:
+		// this request still has its token, and the next refresh will
+		// be refused and sign the user out.
+		s.log.Error().Err(err).Str("login", u.Login).Msg("dashboard: keeping the user's refreshed token failed")
+	case !written:
+		// Signed in again, or out, meanwhile: those tokens win; this
+		// request's token works all the same.
+		s.log.Info().Str("login", u.Login).Msg("dashboard: the user's tokens changed during a refresh; the refreshed pair is not kept")
 	}
-	return g.AccessToken, nil
+	return g.AccessToken, false, nil
+}
+
+// changed reports whether the user's tokens are no longer u's version.
+func (s *Server) changed(ctx context.Context, u store.WebUser) bool {
+	fresh, err := s.st.GetWebUser(ctx, u.UserID)
+	return err == nil && fresh.Version != u.Version
+}
+
+// forgetOr forgets u after GitHub refused its refresh token (refusal),
+// unless their tokens changed meanwhile; errSignedOut when forgotten.
+func (s *Server) forgetOr(ctx context.Context, u store.WebUser, refusal error) error {
+	again, err := s.forget(ctx, u, refusal.Error())
+	switch {
+	case err != nil:
+		return err
+	case again:
+		return nil
+	}
+	return errSignedOut
+}
+
+// forget forgets the user whose tokens of u's version GitHub will no
+// longer refresh (why), and every sign-in of theirs. again is true when
+// their tokens changed meanwhile and nothing was forgotten.
+func (s *Server) forget(ctx context.Context, u store.WebUser, why string) (again bool, err error) {
+	forgot, err := s.st.ForgetWebUserVersion(ctx, u.UserID, u.Version)
+	if err != nil {
+		return false, err
+	}
+	if forgot {
+		s.forgetPermissions(u.UserID)
+		s.log.Info().Str("login", u.Login).Str("why", why).Msg("dashboard: the user's token can no longer be refreshed; signed out")
+	}
+	return !forgot, nil
 }
 
 // UserToken is the signed-in user's access token, refreshed when it has
 // expired, for acting as them on GitHub (opening a session's PR); ok is
 // false when they have not signed in, or their token could no longer be
-// refreshed (they are then forgotten, and signed out).
+// refreshed (they are then forgotten, and signed out). An error (GitHub
+// or the store not answering) leaves them signed in.
 func (s *Server) UserToken(ctx context.Context, userID int64) (token string, ok bool, err error) {
 	_, token, ok, err = s.signedInUser(ctx, userID)
 	return token, ok, err
 }
 
 // signedInUser is the user's row and access token, refreshed when it has
-// expired; ok is false when they have none, or when it could not be
-// refreshed, in which case they are forgotten.
+// expired; ok is false when they have none, or when GitHub refused to
+// refresh it, in which case they have been forgotten.
 func (s *Server) signedInUser(ctx context.Context, userID int64) (u store.WebUser, token string, ok bool, err error) {
 	u, err = s.st.GetWebUser(ctx, userID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -215,9 +372,11 @@ func (s *Server) signedInUser(ctx context.Context, userID int64) (u store.WebUse
 		return store.WebUser{}, "", false, err
 	}
 	token, err = s.userToken(ctx, u)
-	if err != nil {
-		s.log.Info().Err(err).Str("login", u.Login).Msg("dashboard: the user's token could not be refreshed; signed out")
-		return store.WebUser{}, "", false, s.st.ForgetWebUser(ctx, u.UserID)
+	switch {
+	case errors.Is(err, errSignedOut):
+		return store.WebUser{}, "", false, nil
+	case err != nil:
+		return store.WebUser{}, "", false, err
 	}
 	return u, token, true, nil
 }

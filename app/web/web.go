@@ -14,6 +14,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -40,6 +41,11 @@ type Store interface {
 	PutWebUser(ctx context.Context, u store.WebUser) error
 	GetWebUser(ctx context.Context, userID int64) (store.WebUser, error)
 	ForgetWebUser(ctx context.Context, userID int64) error
+	// The refresh of a user's token, once across the fleet (decision 0054).
+	ClaimWebUserRefresh(ctx context.Context, userID, version int64, now time.Time, lease time.Duration) (bool, error)
+	RefreshedWebUser(ctx context.Context, u store.WebUser, fromVersion int64) (bool, error)
+	ReleaseWebUserRefresh(ctx context.Context, userID, version int64) error
+	ForgetWebUserVersion(ctx context.Context, userID, version int64) (bool, error)
 	CreateWebLogin(ctx context.Context, l store.WebLogin) error
 	GetWebLogin(ctx context.Context, idHash string, now time.Time) (store.WebLogin, error)
 	DeleteWebLogin(ctx context.Context, idHash string) error
@@ -86,6 +92,9 @@ type Options struct {
 	Now   func() time.Time
 	Log   zerolog.Logger
 	Title string
+	// RefreshPoll is how often a request waiting on another replica's
+	// refresh of a user's token reads the store again (0: 50 ms).
+	RefreshPoll time.Duration
 }
 
 // Server is the dashboard.
@@ -106,8 +115,13 @@ type Server struct {
 	mu    sync.Mutex
 	perms map[int64]cachedRepos // by user id
 
-	// refreshMu makes one refresh of a user's token at a time (oauth.go).
-	refreshMu sync.Mutex
+	// refreshPoll is how often a request waiting on another's refresh of
+	// a user's token reads the store again (oauth.go).
+	refreshPoll time.Duration
+	// testHookWaitingForRefresh, when set, is called when a request
+	// starts waiting on another's refresh, so tests can line replicas up
+	// without sleeping.
+	testHookWaitingForRefresh func()
 
 	// driftCache keeps the snapshots page's drift briefly (drift.go).
 	driftCache driftCache
@@ -147,7 +161,7 @@ func New(o Options) (*Server, error) {
 		st: o.Store, commands: o.Commands, seal: seal, publicURL: pub, secure: pub.Scheme == "https",
 		gh:      userAPI{webURL: o.WebURL, apiURL: o.APIURL, clientID: o.ClientID, clientSecret: o.ClientSecret, http: client, asUser: o.AsUser},
 		permTTL: o.PermissionCache, lifetime: o.SessionLifetime, now: now, cost: o.Cost, log: o.Log, pages: pages,
-		perms: map[int64]cachedRepos{},
+		perms: map[int64]cachedRepos{}, refreshPoll: cmp.Or(o.RefreshPoll, defaultRefreshPoll),
 	}, nil
 }
 

@@ -55,6 +55,11 @@ type world struct {
 	cmds  *recordedCommands
 	clock *clock
 	http  *http.Client
+	// web is the dashboard srv serves; opts built it, over the store at
+	// driver's dsn, which another replica opens again (replica).
+	web         *Server
+	opts        Options
+	driver, dsn string
 }
 
 func newWorld(t *testing.T) *world {
@@ -65,6 +70,13 @@ func newWorld(t *testing.T) *world {
 // newWorldWith is newWorld with its Options changed by change first.
 func newWorldWith(t *testing.T, change func(*Options)) *world {
 	t.Helper()
+	return newWorldOn(t, "sqlite", change)
+}
+
+// newWorldOn is newWorldWith over a fresh store of driver: a SQLite file,
+// or a schema of the test PostgreSQL.
+func newWorldOn(t *testing.T, driver string, change func(*Options)) *world {
+	t.Helper()
 	gh := fakegithub.New()
 	t.Cleanup(gh.Close)
 	gh.AddInstallation(1, "acme")
@@ -72,8 +84,9 @@ func newWorldWith(t *testing.T, change func(*Options)) *world {
 	gh.AddRepo(fakegithub.Repo{ID: 102, Owner: "acme", Name: "secret", InstallationID: 1, Private: true})
 	gh.AddUser("alice", 5000, "User")
 	gh.SetPermission("acme", "widgets", "alice", "write")
-	st := storetest.Open(t, "sqlite")
-	w := &world{gh: gh, st: st, cmds: &recordedCommands{}, clock: &clock{t: time.Now()}}
+	dsn := storetest.DSN(t, driver)
+	st := openStore(t, driver, dsn)
+	w := &world{gh: gh, st: st, cmds: &recordedCommands{}, clock: &clock{t: time.Now()}, driver: driver, dsn: dsn}
 	mux := http.NewServeMux()
 	w.srv = httptest.NewServer(mux)
 	t.Cleanup(w.srv.Close)
@@ -88,6 +101,7 @@ func newWorldWith(t *testing.T, change func(*Options)) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.web, w.opts = s, o
 	s.Routes(mux)
 	jar, err := cookiejar.New(nil)
 	if err != nil {
@@ -103,6 +117,29 @@ func newWorldWith(t *testing.T, change func(*Options)) *world {
 		}
 	}
 	return w
+}
+
+func openStore(t *testing.T, driver, dsn string) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() }) // a close error after the test has no reader
+	return st
+}
+
+// replica is another replica's dashboard: the same options over its own
+// connection to the world's database.
+func (w *world) replica(t *testing.T) *Server {
+	t.Helper()
+	o := w.opts
+	o.Store = openStore(t, w.driver, w.dsn)
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // signIn follows the flow as a browser would: the login redirect to the

@@ -325,7 +325,10 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 		}
 	}
 	svc := app.NewService(app.Options{Config: cfg, Store: st, GitHub: gh, Logger: log, Executor: exec, ChannelURL: channelURL,
-		Version: version, SnapshotExecutor: snapshotExec, RegistryCache: regCache, Metrics: m, MetricsListener: metricsLn})
+		Version: version, SnapshotExecutor: snapshotExec, RegistryCache: regCache, Metrics: m, MetricsListener: metricsLn,
+		// github.outbound.max_concurrent is the fleet's: this replica
+		// takes its share as replicas come and go.
+		OnFleetSize: ghclient.ShareConcurrency(lim, cfg.GitHub.Outbound.MaxConcurrent)})
 	if err := svc.CheckDashboard(); err != nil {
 		return err
 	}

@@ -187,6 +187,7 @@ func TestServeChecksEveryReferencedFileAtStart(t *testing.T) {
 func TestSetupDefaultsForGitHubAndEnterpriseServer(t *testing.T) {
 	for web, want := range map[string]string{
 		"https://github.com":             "https://api.github.com/",
+		"https://acme.ghe.com":           "https://api.acme.ghe.com/",
 		"https://ghe.example.com":        "https://ghe.example.com/api/v3/",
 		"https://ghe.example.com/":       "https://ghe.example.com/api/v3/",
 		"http://127.0.0.1:9999/ghe-root": "http://127.0.0.1:9999/ghe-root/api/v3/",

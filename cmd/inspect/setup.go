@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/inspecthq/inspect/app/appsetup"
+	"github.com/inspecthq/inspect/config"
 )
 
 // defaultSetupListen is loopback: the page hands out nothing secret, but
@@ -39,7 +39,7 @@ and open http://127.0.0.1:3000/ in your browser.
 	listen := fs.String("listen", defaultSetupListen, "address the setup page listens on")
 	pageURL := fs.String("page-url", "", "the page's URL as the browser reaches it (default http://<listen address>/)")
 	webURL := fs.String("github-url", "https://github.com", "GitHub's web root, or https://HOST for GitHub Enterprise Server")
-	apiURL := fs.String("api-url", "", "GitHub's REST base (default https://api.github.com/, or <github-url>/api/v3/ for Enterprise Server)")
+	apiURL := fs.String("api-url", "", "GitHub's REST base (default https://api.github.com/; https://api.SUBDOMAIN.ghe.com/ for GHE.com; <github-url>/api/v3/ for Enterprise Server)")
 	org := fs.String("org", "", "register the App for this organisation (default: your personal account)")
 	publicURL := fs.String("public-url", "", "where GitHub reaches `inspect serve`, e.g. https://inspect.example.com (required)")
 	name := fs.String("name", "", "the App's name on GitHub (default Inspect; names are unique on GitHub)")
@@ -103,13 +103,9 @@ and open http://127.0.0.1:3000/ in your browser.
 	return 0
 }
 
-// defaultAPIURL is github.com's API host, or Enterprise Server's /api/v3/.
-func defaultAPIURL(web string) string {
-	if u, err := url.Parse(web); err == nil && (u.Host == "github.com" || u.Host == "www.github.com") {
-		return "https://api.github.com/"
-	}
-	return strings.TrimSuffix(web, "/") + "/api/v3/"
-}
+// defaultAPIURL is the web root's API: github.com's API host, a GHE.com
+// tenant's api. host, or Enterprise Server's /api/v3/.
+func defaultAPIURL(web string) string { return config.APIURLFor(web) }
 
 // browserAddr is addr as a browser on this host reaches it: an unspecified
 // address (0.0.0.0, ::) becomes loopback.

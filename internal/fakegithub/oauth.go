@@ -37,6 +37,7 @@ const (
 	docsUserInst    = "https://docs.github.com/rest/apps/installations#list-app-installations-accessible-to-the-user-access-token"
 	docsUserRepos   = "https://docs.github.com/rest/apps/installations#list-repositories-accessible-to-the-user-access-token"
 	docsDeleteToken = "https://docs.github.com/rest/apps/oauth-applications#delete-an-app-token"
+	docsRefresh     = "https://docs.github.com/apps/creating-github-apps/authenticating-with-a-github-app/refreshing-user-access-tokens"
 	authUser        = "user"
 )
 
@@ -47,6 +48,12 @@ type oauthState struct {
 	callbacks              []string
 	codes                  map[string]*oauthCode
 	userTokens             map[string]*userToken // access and refresh tokens, by value
+	// neverExpire is an App with expiring user tokens turned off: a grant
+	// has no expires_in and no refresh token (docsRefresh).
+	neverExpire bool
+	// refreshGrants counts the refresh tokens spent: each refresh that
+	// reached the token endpoint and got new tokens.
+	refreshGrants int
 }
 
 type oauthCode struct {
@@ -100,6 +107,37 @@ func (s *Server) RevokeUserAuthorization(login string) {
 			t.revoked = true
 		}
 	}
+}
+
+// SetUserTokensExpire turns the App's expiring user tokens on (the
+// default) or off. Off, as GitHub documents it (docsRefresh), a grant
+// carries neither expires_in nor a refresh token, and its access token
+// works until it is revoked.
+func (s *Server) SetUserTokensExpire(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.oauth().neverExpire = !on
+}
+
+// RefreshGrants is how many refresh tokens were spent: refreshes that
+// reached the token endpoint and got new tokens. GitHub makes the old
+// pair stop working at each (docsRefresh).
+func (s *Server) RefreshGrants() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.oauth().refreshGrants
+}
+
+// UserAccessToken grants login a user access token as the web flow would
+// (a test that needs a signed-in user's token without a browser).
+func (s *Server) UserAccessToken(login string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.users[strings.ToLower(login)]
+	if u == nil {
+		panic(fmt.Sprintf("fakegithub: no user %q (AddUser first)", login))
+	}
+	return s.issueUserTokens(u.login)["access_token"].(string)
 }
 
 // UserTokens lists every user access and refresh token issued, for leak
@@ -295,15 +333,28 @@ func (s *Server) grant(f url.Values) map[string]any {
 		if !ok || !t.refresh || t.revoked || !s.now().Before(t.expiresAt) {
 			return fail("bad_refresh_token", "The refresh token passed is incorrect or expired.")
 		}
-		t.revoked = true // one use
+		t.revoked = true // one use: the refresh token and its access token stop working
 		if a, ok := o.userTokens[t.pair]; ok {
 			a.revoked = true
 		}
+		o.refreshGrants++
 		login = t.login
 	default:
 		return fail("unsupported_grant_type", "The grant type is not supported.")
 	}
+	return s.issueUserTokens(login)
+}
+
+// issueUserTokens is a grant's answer for login: an access token and,
+// while user tokens expire, a refresh token. Callers hold s.mu.
+func (s *Server) issueUserTokens(login string) map[string]any {
+	o := s.oauth()
 	now := s.now()
+	if o.neverExpire {
+		access := &userToken{value: "ghu_" + randomHex(18), login: login, expiresAt: farFuture}
+		o.userTokens[access.value] = access
+		return map[string]any{"access_token": access.value, "token_type": "bearer", "scope": ""}
+	}
 	access := &userToken{value: "ghu_" + randomHex(18), login: login, expiresAt: now.Add(userTokenLifetime)}
 	refresh := &userToken{value: "ghr_" + randomHex(18), login: login, refresh: true, expiresAt: now.Add(refreshTokenLifetime)}
 	access.pair, refresh.pair = refresh.value, access.value
@@ -314,6 +365,9 @@ func (s *Server) grant(f url.Values) map[string]any {
 		"token_type": "bearer", "scope": "",
 	}
 }
+
+// farFuture is the expiry of a token that does not expire.
+var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (s *Server) getUser(c *call) response {
 	u := s.users[strings.ToLower(c.cred.userLogin)]

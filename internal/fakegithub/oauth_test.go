@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 )
@@ -141,5 +142,38 @@ func TestUserAuthorizationFlow(t *testing.T) {
 	resp.Body.Close()
 	if _, _, err := userClient(t, s, fresh["access_token"].(string)).Users.Get(ctx, ""); err == nil {
 		t.Error("a deleted token still works")
+	}
+}
+
+// Refreshes are counted, once each: a refresh token spent a second time
+// is refused and not counted. With expiring user tokens off, a grant
+// has neither expires_in nor a refresh token, and its token keeps working.
+func TestRefreshGrantsCountedAndTokensThatNeverExpire(t *testing.T) {
+	s := newServer(t)
+	s.SetOAuthCallbacks("https://inspect.example/auth/callback")
+	s.AddUser("alice", 5000, "User")
+	const verifier = "v-0123456789abcdefghijklmnopqrstuvwxyz0123456"
+	code, _ := userFlow(t, s, "alice", verifier)
+	tok := exchange(t, s, url.Values{"code": {code}, "code_verifier": {verifier}})
+	if s.RefreshGrants() != 0 {
+		t.Fatalf("%d refreshes after a code exchange", s.RefreshGrants())
+	}
+	refresh := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok["refresh_token"].(string)}}
+	exchange(t, s, refresh)
+	if again := exchange(t, s, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok["refresh_token"].(string)}}); again["error"] != "bad_refresh_token" || s.RefreshGrants() != 1 {
+		t.Fatalf("a second spend: %v; %d refreshes counted, want 1", again, s.RefreshGrants())
+	}
+
+	s.SetUserTokensExpire(false)
+	code, _ = userFlow(t, s, "alice", verifier)
+	tok = exchange(t, s, url.Values{"code": {code}, "code_verifier": {verifier}})
+	_, hasExpiry := tok["expires_in"]
+	_, hasRefresh := tok["refresh_token"]
+	if hasExpiry || hasRefresh {
+		t.Fatalf("a grant of an App whose tokens never expire: %v", tok)
+	}
+	s.SetClock(func() time.Time { return time.Now().Add(24 * 365 * time.Hour) })
+	if me, _, err := userClient(t, s, tok["access_token"].(string)).Users.Get(context.Background(), ""); err != nil || me.GetLogin() != "alice" {
+		t.Fatalf("a year later: %v %v", me, err)
 	}
 }

@@ -521,7 +521,11 @@ func (c Server) validateAgentPrices(add func(key, format string, args ...any)) {
 // cached_input_price, cache_write_price), and whether it has any: the
 // one place a cost is computed, for the session page and `inspect run`'s
 // summary alike. The input's cache reads and writes, parts of u.Input,
-// are priced at their own rates, the rest of it at input_price.
+// are priced at their own rates, the rest of it at input_price. Tokens
+// charged to the budget without a usage report (u.Total past u.Input plus
+// u.Output: an answer that ended before its report is charged its
+// reservation) are priced at output_price, the higher rate, for want of
+// knowing their split (decision 0053).
 func (c Server) ModelCost(model string, u contract.TokenUsage) (float64, bool) {
 	for _, m := range c.Agents.Models {
 		if m.Name != model || m.InputPrice <= 0 && m.OutputPrice <= 0 && m.CachedInputPrice <= 0 && m.CacheWritePrice <= 0 {
@@ -535,8 +539,9 @@ func (c Server) ModelCost(model string, u contract.TokenUsage) (float64, bool) {
 			writePrice = m.CacheWritePrice
 		}
 		uncached := max(u.Input-u.CacheRead-u.CacheWrite, 0)
+		unreported := max(u.Total-u.Input-u.Output, 0)
 		return (float64(uncached)*m.InputPrice + float64(u.CacheRead)*readPrice + float64(u.CacheWrite)*writePrice +
-			float64(u.Output)*m.OutputPrice) / 1e6, true
+			float64(u.Output+unreported)*m.OutputPrice) / 1e6, true
 	}
 	return 0, false
 }

@@ -63,3 +63,33 @@ func TestModelCostPricesCacheReadsAndWritesApart(t *testing.T) {
 		t.Errorf("faults = %v", faults)
 	}
 }
+
+// Tokens charged to the budget without a usage report (Total past Input
+// plus Output: an answer cut off before its report is charged its
+// reservation) cost something: they are priced at output_price, the
+// higher rate, not at nothing (decision 0053).
+func TestModelCostPricesChargedButUnreportedTokensAtTheOutputPrice(t *testing.T) {
+	c := Defaults()
+	c.Agents.Models = []Model{{Name: "m", InputPrice: 3, OutputPrice: 15, CachedInputPrice: 0.3}}
+	for _, tc := range []struct {
+		name string
+		used contract.TokenUsage
+		want float64 // US dollars
+	}{
+		// 100,000 charged, none reported: 100,000×15 per million.
+		{"no report at all", contract.TokenUsage{Total: 100_000, Requests: 1}, 1.5},
+		// 1,000×3 + 500×15 + (10,000 − 1,500)×15 = 138,000, per million.
+		{"a part reported", contract.TokenUsage{Input: 1000, Output: 500, Total: 10_000, Requests: 2}, 0.138},
+		// 1,000×3 + 500×15, per million: a Total of exactly the sum adds nothing.
+		{"all reported", contract.TokenUsage{Input: 1000, Output: 500, Total: 1500, Requests: 1}, 0.0105},
+		// Total below the sum (as a provider may report it) takes nothing off.
+		{"a total below the sum", contract.TokenUsage{Input: 1000, Output: 500, Total: 1200, Requests: 1}, 0.0105},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			usd, ok := c.ModelCost("m", tc.used)
+			if !ok || math.Abs(usd-tc.want) > 1e-9 {
+				t.Errorf("cost = %v %v, want $%v", usd, ok, tc.want)
+			}
+		})
+	}
+}

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
@@ -180,6 +183,9 @@ func allowedRequest(kind, provider string, route policy.ModelRoute, header http.
 	if len(bytes.TrimSpace(body)) == 0 {
 		return ""
 	}
+	if why := bodyShapeRefusal(body); why != "" {
+		return why
+	}
 	fields, err := objectFields(body)
 	if err != nil {
 		return "the request body " + err.Error()
@@ -194,6 +200,12 @@ func allowedRequest(kind, provider string, route policy.ModelRoute, header http.
 		}
 		if !slices.Contains(list.fields, f.key) {
 			return why
+		}
+		if slices.Contains(reservationCounts, f.key) {
+			if why := countRefusal(f.key, f.value); why != "" {
+				return why
+			}
+			continue
 		}
 		switch f.key {
 		case "background":
@@ -216,6 +228,164 @@ func allowedRequest(kind, provider string, route policy.ModelRoute, header http.
 	return ""
 }
 
+// allowedQuery says why a request's query string is refused ("" when it
+// passes): it goes to the provider as sent, so it is allowlisted like the
+// body. Claude Code asks Anthropic's routes for ?beta=true (its
+// recordings in testdata/recorded); nothing else is sent, and OpenAI's
+// routes take no query at all. The comparison is of the query as written,
+// so no other spelling of beta=true passes.
+func allowedQuery(kind string, route policy.ModelRoute, rawQuery string) string {
+	if rawQuery == "" {
+		return ""
+	}
+	api := apiOf(kind, route)
+	query := rawQuery
+	if len(query) > maxQuoted {
+		query = query[:maxQuoted] + "..."
+	}
+	if kind == contract.ProviderKindAnthropic {
+		if rawQuery == "beta=true" {
+			return ""
+		}
+		return fmt.Sprintf("the query %q is not allowed for %s: only \"beta=true\" is", query, api)
+	}
+	return fmt.Sprintf("the query %q is not allowed for %s: it takes none", query, api)
+}
+
+// maxQuoted bounds what of a refused value a refusal quotes.
+const maxQuoted = 200
+
+// maxBodyDepth bounds how deeply a request body's objects and arrays nest:
+// the CLIs' deepest (a tool's JSON schema) is far shallower, and the
+// checks after bodyShapeRefusal decode the body recursively.
+const maxBodyDepth = 64
+
+// bodyShapeRefusal walks the whole body once, token by token, and says
+// why it is refused ("" when it is not): a key that appears twice in one
+// object, at any depth, or nesting deeper than maxBodyDepth. Keys are
+// compared after unescaping and folding case as Go's decoder folds it
+// (Unicode simple folding): decoders disagree on which of two keys counts
+// (Go's takes the last, matching case-insensitively), so the one checked
+// here (a content source's type, say) might not be the one the provider
+// reads. body has passed modelRefusal: one JSON object.
+func bodyShapeRefusal(body []byte) string {
+	// frame is one open object or array: an object's keys so far (folded,
+	// to the key as written) and its current key; an array's current
+	// index.
+	type frame struct {
+		object  bool
+		seen    map[string]string
+		key     string
+		wantKey bool
+		index   int
+	}
+	var stack []frame
+	where := func() string {
+		var b strings.Builder
+		for i, f := range stack {
+			switch {
+			case f.object && i == 0:
+				b.WriteString(f.key)
+			case f.object:
+				b.WriteString("." + f.key)
+			default:
+				fmt.Fprintf(&b, "[%d]", f.index)
+			}
+		}
+		return b.String()
+	}
+	valueDone := func() {
+		if n := len(stack); n > 0 {
+			if stack[n-1].object {
+				stack[n-1].wantKey = true
+			} else {
+				stack[n-1].index++
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return ""
+		}
+		if err != nil {
+			return "the request body is not one JSON object"
+		}
+		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
+			if tok == json.Delim('}') {
+				stack = stack[:n-1]
+				valueDone()
+				continue
+			}
+			key, _ := tok.(string) // the decoder yields only a string or '}' here
+			top := &stack[n-1]
+			folded := foldKey(key)
+			if first, dup := top.seen[folded]; dup {
+				in := ""
+				if n > 1 {
+					stack = stack[:n-1] // where names the object holding the key
+					in = " in " + where()
+				}
+				return fmt.Sprintf("the request body has the field %q twice%s (as %q and %q)", key, in, first, key)
+			}
+			top.seen[folded], top.key, top.wantKey = key, key, false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			if len(stack) >= maxBodyDepth {
+				return fmt.Sprintf("the request body nests deeper than %d at %s", maxBodyDepth, where())
+			}
+			stack = append(stack, frame{object: tok == json.Delim('{'), seen: map[string]string{}, wantKey: true})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
+}
+
+// foldKey is key with each rune replaced by the least of those it folds
+// to (unicode.SimpleFold's orbit): two keys fold alike exactly when
+// strings.EqualFold, Go's decoder's own matching, says they are equal.
+func foldKey(key string) string {
+	var b strings.Builder
+	for _, r := range key {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
+}
+
+// countRefusal says why the value of a count the reservation reads
+// (reservationCounts) is refused ("" when it passes): it must be a JSON
+// integer written in digits from 0 to maxOutputReservation, or null (no
+// cap). prepareBody decodes each into an int64, which 64.0, 1e5 or "64"
+// fail, so another form would be sent to a provider that reads it as a
+// number while the reservation took it for absent.
+func countRefusal(key string, value json.RawMessage) string {
+	v := bytes.TrimSpace(value)
+	if bytes.Equal(v, []byte("null")) {
+		return ""
+	}
+	digits := len(v) > 0 && len(v) <= 16 && !bytes.ContainsFunc(v, func(r rune) bool { return r < '0' || r > '9' })
+	if digits {
+		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n <= maxOutputReservation {
+			return ""
+		}
+	}
+	found := string(v)
+	if len(found) > maxQuoted {
+		found = found[:maxQuoted] + "..."
+	}
+	return fmt.Sprintf("the request field %q must be a whole number from 0 to %d, in digits (found %s)", key, maxOutputReservation, found)
+}
+
 // contentByURL finds content the provider would fetch itself: an
 // Anthropic image or document whose source is {"type": "url"}, an OpenAI
 // input_image's or input_file's image_url/file_url, or Chat Completions'
@@ -227,13 +397,13 @@ func allowedRequest(kind, provider string, route policy.ModelRoute, header http.
 func contentByURL(v any) string {
 	switch x := v.(type) {
 	case map[string]any:
-		if t, _ := x["type"].(string); t == "url" {
+		if t, _ := fieldFolded(x, "type").(string); strings.EqualFold(t, "url") {
 			return `a content source of type "url"`
 		}
 		for _, k := range []string{"image_url", "file_url"} {
-			u := x[k]
+			u := fieldFolded(x, k)
 			if m, ok := u.(map[string]any); ok {
-				u = m["url"]
+				u = fieldFolded(m, "url")
 			}
 			if s, ok := u.(string); ok && !strings.HasPrefix(strings.ToLower(strings.TrimSpace(s)), "data:") {
 				return fmt.Sprintf("%s that is not a data: URL", map[string]string{"image_url": "an image_url", "file_url": "a file_url"}[k])
@@ -252,6 +422,22 @@ func contentByURL(v any) string {
 		}
 	}
 	return ""
+}
+
+// fieldFolded is the value of x's key that folds to name, as Go's
+// decoder would match it: a provider that reads keys in any case reads
+// "Type" as "type". bodyShapeRefusal has refused two such keys in one
+// object, so there is at most one.
+func fieldFolded(x map[string]any, name string) any {
+	if v, ok := x[name]; ok {
+		return v
+	}
+	for k, v := range x {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return nil
 }
 
 // allowedTools says why a tools array is refused ("" when it passes): each

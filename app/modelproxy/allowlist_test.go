@@ -123,7 +123,7 @@ func TestAllowedRequest(t *testing.T) {
 		{"a tool type in another case", anthropic, messagesRoute, nil, `{"model":"m","tools":[{"Type":"web_fetch_20250910","name":"web_fetch"}]}`, nil,
 			`a tool has the key "Type"`},
 		{"a tool's type twice", anthropic, messagesRoute, nil, `{"model":"m","tools":[{"type":"custom","type":"web_fetch_20250910"}]}`, nil,
-			`a tool has the field "type" twice`},
+			`the request body has the field "type" twice in tools[0]`},
 		{"Anthropic background", anthropic, messagesRoute, nil, `{"model":"m","background":true}`, nil,
 			`the request field "background" is not allowed for anthropic-messages`},
 
@@ -146,6 +146,55 @@ func TestAllowedRequest(t *testing.T) {
 		{"a Chat Completions image by URL", openai, chatRoute, nil,
 			`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://evil.example/x.png"}}]}]}`, nil,
 			`the request field "messages" holds an image_url that is not a data: URL`},
+		// A duplicate key anywhere in the body (Go's decoder, and the
+		// check above, take the last; another decoder may take the first),
+		// compared as Go's decoder compares keys: after unescaping, folding
+		// case as Unicode does (the long s folds to s).
+		{"a source's type twice", anthropic, messagesRoute, nil,
+			`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://evil/x","type":"base64"}}]}]}`, nil,
+			`the request body has the field "type" twice in messages[0].content[0].source (as "type" and "type")`},
+		{"an image_url twice", openai, responsesRoute, nil,
+			`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"https://a","image_url":"data:x"}]}]}`, nil,
+			`the request body has the field "image_url" twice in input[0].content[0]`},
+		{"a nested key twice, escaped and in another case", anthropic, messagesRoute, nil,
+			`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","\u0054ype":"url","url":"https://evil/x"}}]}]}`, nil,
+			`the request body has the field "Type" twice in messages[0].content[0].source (as "type" and "Type")`},
+		{"a nested key twice, folded", anthropic, messagesRoute, nil,
+			`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"url"},"\u017Fource":{"type":"base64"}}]}]}`, nil,
+			`the request body has the field "ſource" twice in messages[0].content[0]`},
+		{"a key twice in a tool's schema", openai, responsesRoute, nil,
+			`{"model":"m","tools":[{"type":"function","name":"f","parameters":{"a":1,"A":2}}]}`, nil,
+			`the request body has the field "A" twice in tools[0].parameters`},
+		{"the same key in two objects", anthropic, messagesRoute, nil,
+			`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}`, nil, ""},
+		{"nested 64 deep", openai, responsesRoute, nil, `{"model":"m","input":` + strings.Repeat("[", 63) + strings.Repeat("]", 63) + `}`, nil, ""},
+		{"nested 65 deep", openai, responsesRoute, nil, `{"model":"m","input":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`, nil,
+			`the request body nests deeper than 64 at input` + strings.Repeat("[0]", 63)},
+		{"a content source's type in another case", anthropic, messagesRoute, nil,
+			`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"Type":"URL","url":"https://evil/x"}}]}]}`, nil,
+			`the request field "messages" holds a content source of type "url"`},
+		{"an escaped key", openai, responsesRoute, nil, `{"model":"m","input":"hi","\u0062ackground":true}`, nil,
+			`the request field "background" is not allowed for openai-responses unless false`},
+
+		// The counts the reservation reads (prepareBody) are JSON integers
+		// in range: another form would be sent on but not reserved.
+		{"n written as a float", openai, chatRoute, nil, `{"model":"m","messages":[],"max_tokens":1000,"n":64.0}`, nil,
+			`the request field "n" must be a whole number from 0 to 1125899906842624, in digits (found 64.0)`},
+		{"n with an exponent", openai, chatRoute, nil, `{"model":"m","messages":[],"n":1e2}`, nil, `the request field "n" must be a whole number`},
+		{"n as a string", openai, chatRoute, nil, `{"model":"m","messages":[],"n":"64"}`, nil, `the request field "n" must be a whole number`},
+		{"n negative", openai, chatRoute, nil, `{"model":"m","messages":[],"n":-1}`, nil, `the request field "n" must be a whole number`},
+		{"n past the bound", openai, chatRoute, nil, `{"model":"m","messages":[],"n":1125899906842625}`, nil, `the request field "n" must be a whole number`},
+		{"n at the bound", openai, chatRoute, nil, `{"model":"m","messages":[],"n":1125899906842624}`, nil, ""},
+		{"n null", openai, chatRoute, nil, `{"model":"m","messages":[],"n":null}`, nil, ""},
+		{"max_tokens with an exponent", openai, chatRoute, nil, `{"model":"m","messages":[],"max_tokens":1e5}`, nil,
+			`the request field "max_tokens" must be a whole number from 0 to 1125899906842624, in digits (found 1e5)`},
+		{"max_completion_tokens as a float", openai, chatRoute, nil, `{"model":"m","messages":[],"max_completion_tokens":100000.5}`, nil,
+			`the request field "max_completion_tokens" must be a whole number`},
+		{"max_output_tokens as a float", openai, responsesRoute, nil, `{"model":"m","input":"hi","max_output_tokens":5000.0}`, nil,
+			`the request field "max_output_tokens" must be a whole number`},
+		{"Messages max_tokens as a float", anthropic, messagesRoute, nil, `{"model":"m","max_tokens":32000.0}`, nil,
+			`the request field "max_tokens" must be a whole number`},
+		{"max_output_tokens in digits", openai, responsesRoute, nil, `{"model":"m","input":"hi","max_output_tokens":5000}`, nil, ""},
 		{"a URL in text", openai, chatRoute, nil,
 			`{"model":"m","messages":[{"role":"user","content":"see https://example.com/x.png and {\"image_url\":\"https://e.example\"}"}]}`, nil, ""},
 	}
@@ -163,11 +212,69 @@ func TestAllowedRequest(t *testing.T) {
 	}
 }
 
+// A beta header sent as several lines (Header.Add) is read line by line:
+// one value off the list refuses the request, wherever it is.
+func TestAllowedRequestReadsEveryBetaHeaderLine(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  string // "" passes
+	}{
+		{"two lines on the list", []string{"claude-code-20250219", "effort-2025-11-24"}, ""},
+		{"the second line off the list", []string{"claude-code-20250219", "mcp-client-2025-04-04"},
+			`the anthropic-beta value "mcp-client-2025-04-04" is not allowed for anthropic-messages`},
+		{"the first line off the list", []string{"files-api-2025-04-14, effort-2025-11-24", "claude-code-20250219"},
+			`the anthropic-beta value "files-api-2025-04-14" is not allowed for anthropic-messages`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			for _, v := range tc.lines {
+				h.Add("Anthropic-Beta", v)
+			}
+			got := allowedRequest(contract.ProviderKindAnthropic, "p", messagesRoute, h, []byte(`{"model":"m"}`), nil)
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Errorf("allowedRequest = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The query string goes to the provider as sent, so it is allowlisted
+// too: Anthropic's routes take Claude Code's beta=true alone (see
+// testdata/recorded/claude-code-*), OpenAI's take none. The refusal names
+// the query.
+func TestAllowedQuery(t *testing.T) {
+	const openai, anthropic = contract.ProviderKindOpenAI, contract.ProviderKindAnthropic
+	for _, tc := range []struct {
+		kind  string
+		route policy.ModelRoute
+		query string
+		want  string // "" passes
+	}{
+		{anthropic, messagesRoute, "", ""},
+		{anthropic, messagesRoute, "beta=true", ""},
+		{anthropic, countRoute, "beta=true", ""},
+		{anthropic, messagesRoute, "beta=true&beta=true", `the query "beta=true&beta=true" is not allowed for anthropic-messages: only "beta=true" is`},
+		{anthropic, messagesRoute, "beta=false", `the query "beta=false" is not allowed for anthropic-messages`},
+		{anthropic, messagesRoute, "Beta=true", `the query "Beta=true" is not allowed`},
+		{anthropic, messagesRoute, "url=https://evil.example", `the query "url=https://evil.example" is not allowed`},
+		{openai, responsesRoute, "", ""},
+		{openai, responsesRoute, "beta=true", `the query "beta=true" is not allowed for openai-responses: it takes none`},
+		{openai, chatRoute, "api-version=2024-10-21", `the query "api-version=2024-10-21" is not allowed for openai-chat-completions: it takes none`},
+	} {
+		got := allowedQuery(tc.kind, tc.route, tc.query)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s %s ?%s: allowedQuery = %q, want %q", tc.kind, tc.route.Path, tc.query, got, tc.want)
+		}
+	}
+}
+
 // recorded is one request recorded from a real agent CLI
 // (fakemodel.Recorded, read back).
 type recorded struct {
 	Method string              `json:"method"`
 	Path   string              `json:"path"`
+	Query  string              `json:"query"`
 	Header map[string][]string `json:"header"`
 	Body   json.RawMessage     `json:"body"`
 }
@@ -205,6 +312,9 @@ func TestRecordedRequestsPassTheAllowlist(t *testing.T) {
 			if !d.Allowed {
 				t.Errorf("%s: %s", f, d.Why)
 				continue
+			}
+			if why := allowedQuery(kind, d.Route, rec.Query); why != "" {
+				t.Errorf("%s: %s", f, why)
 			}
 			if why := allowedRequest(kind, "p", d.Route, http.Header(rec.Header), rec.Body, nil); why != "" {
 				t.Errorf("%s (%s): %s", f, apiOf(kind, d.Route), why)
@@ -262,5 +372,48 @@ func TestProxyRefusesWhatTheAllowlistDoesNot(t *testing.T) {
 	}
 	if code, body := ask("mcp", mcp); code != http.StatusOK || len(got) != 1 || got[0] != "/v1/responses "+mcp {
 		t.Errorf("mcp to a provider that allows it: %d %s; provider got %q", code, body, got)
+	}
+}
+
+// Through the proxy: a query off the list is refused, naming it, before it
+// reaches the provider or the budget; Claude Code's beta=true goes on as
+// sent.
+func TestProxySendsOnlyAnAllowedQuery(t *testing.T) {
+	var got []string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // the test reads no body
+		got = append(got, r.URL.Path+"?"+r.URL.RawQuery)
+		_, _ = io.WriteString(w, `{"usage":{"input_tokens":7,"output_tokens":3}}`)
+	}))
+	t.Cleanup(upstream.Close)
+	p := New(Options{Providers: providers{
+		"a": {Kind: contract.ProviderKindAnthropic, BaseURL: upstream.URL, Key: "sk-query-test-0123456789"},
+		"o": {Kind: contract.ProviderKindOpenAI, BaseURL: upstream.URL + "/v1", Key: "sk-query-test-0123456789"},
+	}})
+	budget := NewBudget(10000, 0)
+	ask := func(provider, rest, query string) (int, string) {
+		spec := contract.Spec{Agent: contract.Agent{Preset: contract.PresetOpenCode, Model: "m-1", Provider: provider}}
+		mux := http.NewServeMux()
+		mux.HandleFunc(contract.PathEgressModel, func(w http.ResponseWriter, r *http.Request) {
+			p.Serve(w, r, spec, budget, zerolog.Nop())
+		})
+		req := httptest.NewRequest(http.MethodPost, contract.EgressModelPath("a1", provider, rest)+"?"+query, strings.NewReader(`{"model":"m-1"}`))
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	for _, tc := range []struct{ provider, rest, query, want string }{
+		{"a", "v1/messages", "beta=true&url=https://evil.example", `the query \"beta=true\u0026url=https://evil.example\" is not allowed for anthropic-messages`},
+		{"o", "responses", "beta=true", `the query \"beta=true\" is not allowed for openai-responses`},
+	} {
+		if code, body := ask(tc.provider, tc.rest, tc.query); code != http.StatusForbidden || !strings.Contains(body, tc.want) {
+			t.Errorf("%s ?%s: %d %s", tc.rest, tc.query, code, body)
+		}
+	}
+	if len(got) != 0 || budget.Used() != (Usage{}) {
+		t.Fatalf("refused requests went on: %q, %+v", got, budget.Used())
+	}
+	if code, body := ask("a", "v1/messages", "beta=true"); code != http.StatusOK || len(got) != 1 || got[0] != "/v1/messages?beta=true" {
+		t.Errorf("beta=true: %d %s; provider got %q", code, body, got)
 	}
 }

@@ -17,6 +17,12 @@ const bytesPerToken = 4
 // max_completion_tokens, Messages' max_tokens.
 var outputCapFields = []string{"max_output_tokens", "max_tokens", "max_completion_tokens"}
 
+// reservationCounts are the body fields whose numbers the reservation
+// reads: the output caps and Chat Completions' n. The allowlist holds
+// each to a JSON integer in range (countRefusal), the one form
+// prepareBody reads.
+var reservationCounts = append([]string{"n"}, outputCapFields...)
+
 // maxOutputReservation bounds a request's reserved output, so that n
 // times a cap cannot overflow: it is far past any budget, and holds the
 // session's next request until it settles.

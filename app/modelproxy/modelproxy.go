@@ -203,6 +203,10 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, spec contract.Spec
 		refuse(http.StatusForbidden, d.Why)
 		return
 	}
+	if why := allowedQuery(up.Kind, d.Route, r.URL.RawQuery); why != "" {
+		refuse(http.StatusForbidden, why)
+		return
+	}
 	base, err := url.Parse(up.BaseURL)
 	if err != nil {
 		log.Error().Err(err).Str("provider", provider).Msg("the provider's base_url is unreadable")
@@ -240,7 +244,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, spec contract.Spec
 	// Built from the checked segments: JoinPath escapes each, and nothing
 	// in them can climb out of the base's path.
 	target := base.JoinPath(d.Segments...)
-	target.RawQuery = r.URL.RawQuery
+	target.RawQuery = r.URL.RawQuery // allowedQuery's: "" or Anthropic's beta=true
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, target.String(), bytes.NewReader(body))
 	if err != nil {
 		refuse(http.StatusBadRequest, "not a request the provider can take")

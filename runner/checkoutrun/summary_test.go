@@ -37,3 +37,20 @@ func TestSummaryPricesTheUsageAsTheServerDoes(t *testing.T) {
 		})
 	}
 }
+
+// A session whose answers came without usage reports was charged their
+// reservations (Total past Input plus Output): the summary prices that
+// part at output_price rather than showing $0 for it.
+func TestSummaryPricesTokensChargedWithoutAUsageReport(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Agents.Models = []config.Model{{Name: "m", InputPrice: 3, OutputPrice: 15}}
+	used := &contract.TokenUsage{Total: 64_020, Requests: 1}
+	r := &Result{Spec: contract.Spec{Agent: contract.Agent{Model: "m"}}, server: &cfg,
+		Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Usage: used}}
+	var b bytes.Buffer
+	r.WriteSummary(&b)
+	// 64,020×15 per million.
+	if want := "Model:    64020 tokens (0 in, 0 out) over 1 requests; $0.9603 at the server's prices\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+}

@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // A registry may disable deletion, and then answers a DELETE of a tag or
@@ -72,6 +75,16 @@ func TestRegistryGCWhenTheRegistryRefusesDeletion(t *testing.T) {
 				if !errors.Is(err, ErrDeletionUnsupported) || len(removed) != 0 {
 					t.Fatalf("GC = %v, %v; want nothing removed and ErrDeletionUnsupported", removed, err)
 				}
+				// The registry deletes tags but not manifests: had GC
+				// untagged the oldest first, its manifest would stay,
+				// unlisted and never collected again. Its tag survives.
+				left, err := s.List(t.Context(), testRepo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.ContainsFunc(left, func(l Snapshot) bool { return l.Digest == snaps[0].Digest }) || len(left) != 2 {
+					t.Fatalf("after the refused GC, List = %v; want both snapshots, the oldest still tagged", left)
+				}
 			})
 		}
 	}
@@ -93,5 +106,54 @@ func TestRegistryGCWhenTheRegistryRefusesDeletion(t *testing.T) {
 	reg.mu.Unlock()
 	if removed, err := s.GC(t.Context(), testRepo, 1); err == nil || errors.Is(err, ErrDeletionUnsupported) || !slices.Equal(removed, nil) {
 		t.Fatalf("GC on a failing registry = %v, %v; want a plain error", removed, err)
+	}
+}
+
+// Google's Container Registry deletes a manifest by digest only once no
+// tag points at it, and otherwise answers 400 GOOGLE_MANIFEST_DANGLING_TAG
+// (https://github.com/genuinetools/reg/issues/136 shows the exchange),
+// though the OCI distribution spec ("Deleting Manifests") has the
+// manifest's tags go with it. That 400 is not deletion disabled: GC
+// untags the snapshot and deletes the manifest again.
+func TestRegistryGCWhenTheRegistryDeletesOnlyUntaggedManifests(t *testing.T) {
+	reg := newTestRegistry(t)
+	s := reg.store(t)
+	base, fx := newBaseImage(t), newRepoFixture(t)
+	var snaps []Snapshot
+	for i := range 2 {
+		snaps = append(snaps, pushSnapshot(t, s, base, fx, i))
+	}
+	oldestTag := "/manifests/" + snaps[0].SHA
+	oldestManifest := "/manifests/" + snaps[0].Digest.String()
+	var (
+		mu      sync.Mutex // the handler's goroutine writes, the test reads
+		tagged  = true
+		deletes []string
+	)
+	reg.mu.Lock()
+	reg.refuseDelete = func(w http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		deletes = append(deletes, r.URL.Path[strings.LastIndex(r.URL.Path, "/manifests/"):])
+		switch {
+		case strings.HasSuffix(r.URL.Path, oldestTag):
+			tagged = false
+		case strings.HasSuffix(r.URL.Path, oldestManifest) && tagged:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"errors":[{"code":"GOOGLE_MANIFEST_DANGLING_TAG","message":"Manifest is still referenced by tag: `+snaps[0].SHA+`"}]}`) // the client reads what it gets
+			return true
+		}
+		return false
+	}
+	reg.mu.Unlock()
+	removed, err := s.GC(t.Context(), testRepo, 1)
+	if err != nil || !slices.Equal(removed, []v1.Hash{snaps[0].Digest}) {
+		t.Fatalf("GC = %v, %v; want the oldest removed", removed, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{oldestManifest, oldestTag, oldestManifest}; !slices.Equal(deletes, want) {
+		t.Fatalf("DELETEs %v, want %v: the manifest, refused while tagged, its tag, the manifest again", deletes, want)
 	}
 }

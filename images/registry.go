@@ -199,9 +199,9 @@ func (s *RegistryStore) list(ctx context.Context, repo string) ([]storedSnapshot
 	return out, nil
 }
 
-// GC deletes, for each snapshot it removes, the tags pointing at it and then
-// its manifest. Blobs are left to the registry's own garbage collection, the
-// only kind a registry API offers.
+// GC deletes, for each snapshot it removes, its manifest and the tags
+// pointing at it (deleteSnapshot). Blobs are left to the registry's own
+// garbage collection, the only kind a registry API offers.
 func (s *RegistryStore) GC(ctx context.Context, repo string, keep int) ([]v1.Hash, error) {
 	if err := validateKeep(keep); err != nil {
 		return nil, err
@@ -225,25 +225,63 @@ func (s *RegistryStore) GC(ctx context.Context, repo string, keep int) ([]v1.Has
 	opts := s.options(ctx)
 	var removed []v1.Hash
 	for _, snap := range chooseRemovals(stored, keep, latest) {
-		// Tags first: registries that delete a manifest's tags with it
-		// answer 404 or "unsupported" to a tag delete, and registries that
-		// do not would otherwise keep a tag pointing at nothing.
-		for _, tag := range snap.tags {
-			err := remote.Delete(r.Tag(tag), opts...)
-			if err != nil && !isNotFound(err) && !isUnsupported(err) {
-				return removed, fmt.Errorf("images: delete tag %s:%s: %w", repo, tag, err)
-			}
+		gone, err := deleteSnapshot(r, repo, snap, opts)
+		if gone {
+			removed = append(removed, snap.Digest)
 		}
-		err := remote.Delete(r.Digest(snap.Digest.String()), opts...)
-		if isUnsupported(err) {
-			return removed, fmt.Errorf("%w (delete %s@%s: %v)", ErrDeletionUnsupported, repo, snap.Digest, err)
+		if err != nil {
+			return removed, err
 		}
-		if err != nil && !isNotFound(err) {
-			return removed, fmt.Errorf("images: delete %s@%s: %w", repo, snap.Digest, err)
-		}
-		removed = append(removed, snap.Digest)
 	}
 	return removed, nil
+}
+
+// deleteSnapshot deletes a snapshot's manifest by digest, then its tags,
+// and says whether the manifest is gone. The manifest goes first: the OCI
+// distribution spec ("Content Management", "Deleting Manifests") has a
+// manifest's tags go with it, and a registry that refuses to delete
+// manifests (400 or 405) must keep the tags, or the snapshot would stay
+// behind, untagged, out of every later List and GC. The tags are deleted
+// after it for registries that keep a deleted manifest's tags; to those
+// that dropped them, 404 or "unsupported" is their being gone already.
+// Google's registry deletes a manifest only once no tag points at it and
+// answers 400 GOOGLE_MANIFEST_DANGLING_TAG before (isStillTagged): there
+// the tags go first and the manifest is deleted again.
+func deleteSnapshot(r name.Repository, repo string, snap storedSnapshot, opts []remote.Option) (gone bool, err error) {
+	manifest := r.Digest(snap.Digest.String())
+	err = remote.Delete(manifest, opts...)
+	untagFirst := isStillTagged(err)
+	if untagFirst {
+		if err := deleteTags(r, repo, snap.tags, opts); err != nil {
+			return false, err
+		}
+		err = remote.Delete(manifest, opts...)
+	}
+	switch {
+	case err == nil, isNotFound(err):
+	case isStillTagged(err):
+		return false, fmt.Errorf("images: delete %s@%s: the registry says a tag GC does not own still points at it: %w", repo, snap.Digest, err)
+	case isUnsupported(err):
+		return false, fmt.Errorf("%w (delete %s@%s: %v)", ErrDeletionUnsupported, repo, snap.Digest, err)
+	default:
+		return false, fmt.Errorf("images: delete %s@%s: %w", repo, snap.Digest, err)
+	}
+	if untagFirst {
+		return true, nil
+	}
+	return true, deleteTags(r, repo, snap.tags, opts)
+}
+
+// deleteTags deletes tags, passing over those already gone (404) and
+// those the registry will not delete (400 or 405, isUnsupported).
+func deleteTags(r name.Repository, repo string, tags []string, opts []remote.Option) error {
+	for _, tag := range tags {
+		err := remote.Delete(r.Tag(tag), opts...)
+		if err != nil && !isNotFound(err) && !isUnsupported(err) {
+			return fmt.Errorf("images: delete tag %s:%s: %w", repo, tag, err)
+		}
+	}
+	return nil
 }
 
 // checkSnapshotOf makes sure an image fetched for repo is a snapshot of it,
@@ -257,6 +295,23 @@ func checkSnapshotOf(img v1.Image, repo string) error {
 		return fmt.Errorf("%w: image %s is a snapshot of %s, not %s", ErrNoSnapshot, snap.Digest, snap.Repo, repo)
 	}
 	return nil
+}
+
+// isStillTagged recognises Google's registry refusing to delete a manifest
+// that a tag still points at: 400 with the code
+// GOOGLE_MANIFEST_DANGLING_TAG ("Manifest is still referenced by tag",
+// https://github.com/genuinetools/reg/issues/136).
+func isStillTagged(err error) bool {
+	var terr *transport.Error
+	if !errors.As(err, &terr) || terr.StatusCode != http.StatusBadRequest {
+		return false
+	}
+	for _, e := range terr.Errors {
+		if e.Code == "GOOGLE_MANIFEST_DANGLING_TAG" {
+			return true
+		}
+	}
+	return false
 }
 
 func isNotFound(err error) bool {

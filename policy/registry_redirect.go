@@ -126,52 +126,122 @@ func sameHost(configured string, u *url.URL) bool {
 	return ch != "" && ch == name && cp == port
 }
 
-// nonPublicPrefixes are the ranges PublicRegistryAddress refuses beyond
-// what netip classifies itself: "this network", carrier-grade NAT (a
-// cloud's internal addresses), and the IETF, documentation and benchmark
-// blocks (RFC 6890's special-purpose registry).
-var nonPublicPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("192.0.2.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("198.51.100.0/24"),
-	netip.MustParsePrefix("203.0.113.0/24"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("2001:db8::/32"),
-	netip.MustParsePrefix("64:ff9b:1::/48"),
+// specialRange is an address block a redirect hop never dials, and what
+// to call it in a refusal.
+type specialRange struct {
+	prefix netip.Prefix
+	what   string
 }
 
-// PublicRegistryAddress reports whether a redirect hop may connect to ip:
-// never loopback, private, link-local (the cloud metadata service at
-// 169.254.169.254), unspecified, multicast or another special-purpose
-// address, whatever name led there, so that neither an upstream's
-// redirect nor a name that resolves to an inside address (DNS
-// rebinding) reaches the app's own network. Why says which, when not.
+func special(prefix, what string) specialRange {
+	return specialRange{netip.MustParsePrefix(prefix), what}
+}
+
+// nonPublicIPv4 is every block of the IANA IPv4 Special-Purpose Address
+// Registry whose "Globally Reachable" is False (or, for the deprecated
+// 6to4 relay anycast, N/A)
+// (https://www.iana.org/assignments/iana-ipv4-special-registry), and
+// multicast, which is in no unicast registry. 192.0.0.0/24 goes whole:
+// its two globally reachable /32s are NAT traversal anycast (PCP, TURN),
+// never a registry. The globally reachable blocks (AS112's
+// 192.31.196.0/24 and 192.175.48.0/24, AMT's 192.52.193.0/24) pass.
+var nonPublicIPv4 = []specialRange{
+	special("0.0.0.0/8", `"this network"`),
+	special("10.0.0.0/8", "a private address"),
+	special("100.64.0.0/10", "a shared (carrier-grade NAT) address"),
+	special("127.0.0.0/8", "a loopback address"),
+	special("169.254.0.0/16", "a link-local address"),
+	special("172.16.0.0/12", "a private address"),
+	special("192.0.0.0/24", "an IETF protocol assignment"),
+	special("192.0.2.0/24", "a documentation address"),
+	special("192.88.99.0/24", "the deprecated 6to4 relay anycast"),
+	special("192.168.0.0/16", "a private address"),
+	special("198.18.0.0/15", "a benchmarking address"),
+	special("198.51.100.0/24", "a documentation address"),
+	special("203.0.113.0/24", "a documentation address"),
+	special("224.0.0.0/4", "a multicast address"),
+	special("255.255.255.255/32", "the limited broadcast address"),
+	special("240.0.0.0/4", "a reserved address"),
+}
+
+// globalUnicast is 2000::/3, the only IPv6 space IANA allocates for
+// global unicast (RFC 4291 section 2.4, RFC 3587); nothing outside it is
+// dialed, save the NAT64 well-known prefix, judged by its IPv4 address.
+var globalUnicast = netip.MustParsePrefix("2000::/3")
+
+// nonPublicIPv6 is every block of the IANA IPv6 Special-Purpose Address
+// Registry inside 2000::/3 (as updated 2024-10-22,
+// https://www.iana.org/assignments/iana-ipv6-special-registry), globally
+// reachable or not: none is a registry's storage host. 2001::/23 goes
+// whole (Teredo, benchmarking, ORCHID, AMT, AS112, DRIP and anycast for
+// NAT traversal). 6to4 (2002::/16) is not here: it is judged by the IPv4
+// address it embeds.
+var nonPublicIPv6 = []specialRange{
+	special("2001::/32", "a Teredo address"),
+	special("2001::/23", "an IETF protocol assignment"),
+	special("2001:db8::/32", "a documentation address"),
+	special("2620:4f:8000::/48", "AS112's direct delegation"),
+	special("3fff::/20", "a documentation address"),
+}
+
+// outsideGlobalUnicast names what an IPv6 address outside 2000::/3 is,
+// for a refusal that says more than "not global unicast".
+var outsideGlobalUnicast = []specialRange{
+	special("::1/128", "a loopback address"),
+	special("::/128", "the unspecified address"),
+	special("::ffff:0:0:0/96", "an IPv4-translated (SIIT) address"),
+	special("::/96", "an IPv4-compatible address (deprecated)"),
+	special("64:ff9b:1::/48", "a local-use IPv4/IPv6 translation address"),
+	special("100::/64", "a discard-only address"),
+	special("5f00::/16", "an SRv6 segment identifier"),
+	special("fc00::/7", "a private (unique local) address"),
+	special("fe80::/10", "a link-local address"),
+	special("fec0::/10", "a site-local address (deprecated)"),
+	special("ff00::/8", "a multicast address"),
+}
+
+// PublicRegistryAddress reports whether a redirect hop may connect to ip,
+// so that neither an upstream's redirect nor a name that resolves to an
+// inside address (DNS rebinding) reaches the app's own network: the cloud
+// metadata service at 169.254.169.254, loopback, private and shared
+// addresses, and every other block IANA's special-purpose registries say
+// is not globally reachable. IPv4 is refused by block; IPv6 is allowed
+// only in global unicast 2000::/3, less the special-purpose blocks there.
+// An address that reaches an IPv4 address (IPv4-mapped, NAT64's
+// well-known prefix, 6to4) is judged by that address; the other forms
+// that embed one (IPv4-compatible, SIIT, local-use NAT64, Teredo) are
+// refused whatever it is. Why says what the address is, when refused.
 func PublicRegistryAddress(ip netip.Addr) (ok bool, why string) {
-	ip = ip.Unmap()
-	if v4, embedded := embeddedIPv4(ip); embedded {
-		// NAT64 and 6to4 reach the IPv4 address inside: judge that.
-		return PublicRegistryAddress(v4)
-	}
-	switch {
-	case !ip.IsValid():
+	if !ip.IsValid() {
 		return false, "no address"
-	case ip.IsLoopback():
-		return false, "a loopback address"
-	case ip.IsPrivate():
-		return false, "a private address"
-	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
-		return false, "a link-local address"
-	case ip.IsUnspecified():
-		return false, "the unspecified address"
-	case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
-		return false, "a multicast address"
 	}
-	for _, p := range nonPublicPrefixes {
-		if p.Contains(ip) {
-			return false, "a special-purpose address"
+	// A zone only says which interface: the address is what is judged.
+	ip = ip.WithZone("").Unmap()
+	if ip.Is4() {
+		for _, r := range nonPublicIPv4 {
+			if r.prefix.Contains(ip) {
+				return false, r.what
+			}
+		}
+		return true, ""
+	}
+	if v4, embedded := embeddedIPv4(ip); embedded {
+		if ok, why := PublicRegistryAddress(v4); !ok {
+			return false, why + ", " + v4.String() + ", inside " + ip.String()
+		}
+		return true, ""
+	}
+	if !globalUnicast.Contains(ip) {
+		for _, r := range outsideGlobalUnicast {
+			if r.prefix.Contains(ip) {
+				return false, r.what
+			}
+		}
+		return false, "not a global unicast address"
+	}
+	for _, r := range nonPublicIPv6 {
+		if r.prefix.Contains(ip) {
+			return false, r.what
 		}
 	}
 	return true, ""
@@ -183,7 +253,9 @@ var (
 )
 
 // embeddedIPv4 is the IPv4 address a NAT64 (RFC 6052's well-known
-// prefix) or 6to4 (RFC 3056) address leads to.
+// prefix) or 6to4 (RFC 3056) address leads to: the two forms the IPv6
+// registry marks globally reachable (NAT64) or leaves to what they embed
+// (6to4).
 func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
 	b := ip.As16()
 	switch {

@@ -38,6 +38,12 @@ func TestDecideRegistryRedirect(t *testing.T) {
 		{"a listed host's subdomain", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "https://x.storage.googleapis.com/x.zip", goStorage, refused},
 		{"a listed host as a suffix", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "https://evilstorage.googleapis.com/x.zip", goStorage, refused},
 		{"https down to http", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "http://storage.googleapis.com/x.zip", goStorage, refused},
+		// The upstream's own host gets the credential, so a downgrade to
+		// it would send the credential in clear: refused before any host
+		// is looked at, whatever the port or the class.
+		{"https down to http on the upstream's own host", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "http://proxy.golang.org/m/@v/v1.0.0.zip", goStorage, refused},
+		{"https down to http on the upstream's own host, its https port", RegistryGoProxy, RegistryMetadata, "m/@v/list", 1, "https", "http://proxy.golang.org:443/m/@v/list", nil, refused},
+		{"https down to http on the upstream's own host, a later hop", RegistryGoProxy, RegistryMetadata, "m/@v/list", 3, "https", "http://PROXY.golang.org/m/@v/list", nil, refused},
 		{"http up to https", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "http", storage, goStorage, followBare},
 		{"another scheme", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "ftp://storage.googleapis.com/x.zip", goStorage, refused},
 		{"a user in the URL", RegistryGoProxy, RegistryArtifact, "m/@v/v1.0.0.zip", 1, "https", "https://u:p@storage.googleapis.com/x.zip", goStorage, refused},
@@ -65,6 +71,9 @@ func TestDecideRegistryRedirect(t *testing.T) {
 			d := DecideRegistryRedirect(RegistryRedirect{Kind: c.kind, Class: c.class, Path: c.path, Hop: c.hop, FromScheme: c.from, To: to, UpstreamHosts: upstream, RedirectHosts: c.redirect})
 			if got := (want{d.Allowed, d.Credential}); got != c.want {
 				t.Fatalf("%+v, want %+v", d, c.want)
+			}
+			if d.Credential && c.from == "https" && to.Scheme != "https" {
+				t.Fatalf("the credential goes over %s after an https request", to.Scheme)
 			}
 			if !d.Allowed && d.Why == "" {
 				t.Fatal("refused without saying why")
@@ -115,6 +124,52 @@ func TestPublicRegistryAddress(t *testing.T) {
 		"2002:7f00:1::1":       false, // 6to4 from 127.0.0.1
 		"2002:c0a8:101::1":     false, // 6to4 from 192.168.1.1
 		"2002:808:808::1":      true,
+		// The IANA IPv4 Special-Purpose Address Registry's blocks that are
+		// not globally reachable, and multicast
+		// (https://www.iana.org/assignments/iana-ipv4-special-registry).
+		"0.1.2.3":         false, // "this network", 0.0.0.0/8
+		"192.0.0.1":       false, // IETF protocol assignments (DS-Lite)
+		"192.0.0.170":     false, // NAT64/DNS64 discovery
+		"192.88.99.1":     false, // 6to4 relay anycast, deprecated
+		"198.19.255.255":  false, // benchmarking, 198.18.0.0/15
+		"198.51.100.7":    false, // TEST-NET-2
+		"240.0.0.1":       false, // reserved
+		"255.255.255.254": false,
+		"224.0.0.251":     false, // multicast (mDNS)
+		"239.255.255.250": false, // multicast (SSDP)
+		"223.255.255.255": true,
+		"192.88.98.1":     true,
+		"192.175.48.1":    true, // AS112: globally reachable
+		// IPv6: global unicast 2000::/3 only, less the IANA IPv6
+		// Special-Purpose Address Registry's blocks
+		// (https://www.iana.org/assignments/iana-ipv6-special-registry);
+		// an embedded IPv4 address is judged itself.
+		"::7f00:1":                             false, // IPv4-compatible ::/96, to 127.0.0.1
+		"::808:808":                            false, // IPv4-compatible, deprecated whatever it embeds
+		"::ffff:0:7f00:1":                      false, // SIIT ::ffff:0:0:0/96, to 127.0.0.1
+		"::ffff:0:808:808":                     false,
+		"fec0::1":                              false, // site-local, deprecated
+		"feff::1":                              false,
+		"100::1":                               false, // discard-only 100::/64
+		"2001::1":                              false, // Teredo 2001::/32
+		"2001:0:4136:e378:8000:63bf:3fff:fdd2": false, // Teredo, RFC 4380's example
+		"2001:2::1":                            false, // benchmarking
+		"2001:1ff::1":                          false, // IETF protocol assignments 2001::/23
+		"2001:200::1":                          true,  // the first allocation after it
+		"3fff::1":                              false, // documentation 3fff::/20
+		"3fff:1000::1":                         true,
+		"5f00::1":                              false, // SRv6 SIDs, outside 2000::/3
+		"ff0e::1":                              false, // global-scope multicast
+		"ff05::2":                              false,
+		"64:ff9b:1::808:808":                   false, // local-use NAT64, whatever it embeds
+		"64:ff9b::c058:6301":                   false, // NAT64 to 192.88.99.1
+		"64:ff9b::c612:1":                      false, // NAT64 to 198.18.0.1
+		"2002:c058:6301::1":                    false, // 6to4 from 192.88.99.1
+		"2002:e000:1::1":                       false, // 6to4 from 224.0.0.1
+		"4000::1":                              false, // not yet allocated, outside 2000::/3
+		"2620:4f:8000::1":                      false, // AS112 direct delegation: special-purpose
+		"fe80::1%eth0":                         false,
+		"2a00:1450:4001::1%eth0":               true,
 	}
 	for s, want := range cases {
 		ok, why := PublicRegistryAddress(netip.MustParseAddr(s))

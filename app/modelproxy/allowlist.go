@@ -518,6 +518,8 @@ type field struct {
 // twice, even differing only in case, is refused: decoders disagree on
 // which one counts (Go's takes the last, matching case-insensitively), so
 // the one checked here might not be the one the provider reads.
+// (bodyShapeRefusal has already refused a key twice at any depth in a
+// request; the check stays so that objectFields is safe on its own.)
 func objectFields(raw []byte) ([]field, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {

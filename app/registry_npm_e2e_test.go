@@ -39,16 +39,7 @@ func TestRealSessionInstallsNPMPackagesThroughTheRegistryEgress(t *testing.T) {
 func testNPMInstall(t *testing.T, executor string) {
 	const token = "npm-upstream-token-0123456789"
 	up := fakenpm.Serve(t, fakenpm.WithToken(token, "inspect"), fakenpm.WithLatency(30*time.Millisecond))
-	if _, err := up.Add(fakenpm.Version{Name: "@acme/util", Version: "1.0.0", Manifest: map[string]any{"main": "index.js"},
-		Files: map[string]string{"index.js": "exports.shout = s => s.toUpperCase()\n"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := up.Add(fakenpm.Version{Name: "greet", Version: "2.1.0", Dependencies: map[string]string{"@acme/util": "^1.0.0"},
-		Manifest: map[string]any{"main": "index.js"},
-		Files:    map[string]string{"index.js": "const { shout } = require('@acme/util')\nexports.greet = n => shout('hello ' + n)\n"}}); err != nil {
-		t.Fatal(err)
-	}
-	pkg := `{"name": "widgets", "version": "1.0.0", "private": true, "dependencies": {"greet": "^2.1.0"}}` + "\n"
+	pkg := up.AddGreet(t)
 	files := map[string]string{
 		"package.json":      pkg,
 		"package-lock.json": fakenpm.Lockfile(t, up, token, pkg),

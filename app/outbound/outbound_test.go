@@ -102,6 +102,27 @@ func comment(ctx context.Context, gh *github.Client, owner string) error {
 	return err
 }
 
+// getConcurrently sends callers GETs of issues at once through hc, each
+// reading its body whole; the WaitGroup is done when all have.
+func getConcurrently(t *testing.T, hc *http.Client, base string, callers int) *sync.WaitGroup {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := hc.Get(fmt.Sprintf("%s/repos/o/r/issues/%d", base, i))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}()
+	}
+	return &wg
+}
+
 // No more than MaxConcurrent requests are in flight at once, however many
 // callers there are; the place is held until the body is read.
 func TestConcurrencyCapHolds(t *testing.T) {
@@ -120,20 +141,7 @@ func TestConcurrencyCapHolds(t *testing.T) {
 	})
 	l := srv.limiter(Config{MaxConcurrent: limit})
 	hc := &http.Client{Transport: l.Transport(9, nil)}
-	var wg sync.WaitGroup
-	for i := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := hc.Get(fmt.Sprintf("%s/repos/o/r/issues/%d", srv.URL, i))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-		}()
-	}
+	wg := getConcurrently(t, hc, srv.URL, callers)
 	for range limit {
 		<-arrived
 	}

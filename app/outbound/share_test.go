@@ -1,8 +1,6 @@
 package outbound
 
 import (
-	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -28,20 +26,7 @@ func TestMaxConcurrentFollowsTheShare(t *testing.T) {
 	full := make(chan struct{}, callers)
 	l.testHookFull = func() { full <- struct{}{} }
 	hc := &http.Client{Transport: l.Transport(9, nil)}
-	var wg sync.WaitGroup
-	for i := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := hc.Get(fmt.Sprintf("%s/repos/o/r/issues/%d", srv.URL, i))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-		}()
-	}
+	wg := getConcurrently(t, hc, srv.URL, callers)
 	for range 2 {
 		<-arrived
 	}

@@ -158,16 +158,7 @@ func TestReadmeGoExampleFetchesEachModuleFileOnce(t *testing.T) {
 // runs on the node_modules setup left, with the registry or without it.
 func TestReadmeNodeExampleFetchesEachTarballOnce(t *testing.T) {
 	up := fakenpm.Serve(t, fakenpm.WithAnonymousReads())
-	if _, err := up.Add(fakenpm.Version{Name: "@acme/util", Version: "1.0.0", Manifest: map[string]any{"main": "index.js"},
-		Files: map[string]string{"index.js": "exports.shout = s => s.toUpperCase()\n"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := up.Add(fakenpm.Version{Name: "greet", Version: "2.1.0", Dependencies: map[string]string{"@acme/util": "^1.0.0"},
-		Manifest: map[string]any{"main": "index.js"},
-		Files:    map[string]string{"index.js": "const { shout } = require('@acme/util')\nexports.greet = n => shout('hello ' + n)\n"}}); err != nil {
-		t.Fatal(err)
-	}
-	pkg := `{"name": "widgets", "version": "1.0.0", "private": true, "dependencies": {"greet": "^2.1.0"}}` + "\n"
+	pkg := up.AddGreet(t)
 	lockfile := fakenpm.Lockfile(t, up, "", pkg)
 	for _, tc := range []struct {
 		name, narrowing string

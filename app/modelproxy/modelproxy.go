@@ -240,6 +240,12 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, spec contract.Spec
 		refuse(http.StatusForbidden, why)
 		return
 	}
+	// Content named by an id the provider stored is billed in full but
+	// reserved as the few bytes of its id (decision 0061).
+	if why := storedReference(apiOf(up.Kind, d.Route), body); why != "" {
+		refuse(http.StatusForbidden, why)
+		return
+	}
 	body, tokens := prepareBody(d.Route, body, p.defaultOutput)
 	// Built from the checked segments: JoinPath escapes each, and nothing
 	// in them can climb out of the base's path.

@@ -264,6 +264,9 @@ func (sb *snapshotBuilder) build(ctx context.Context) (SnapshotResult, error) {
 		return res, fmt.Errorf("cloning: %w", err)
 	}
 	sb.log.Info().Msg("snapshot build: cloned")
+	if err := refuseTrackedCaches(ctx, sb.git, ws, b.SHA, b.Caches); err != nil {
+		return res, err
+	}
 
 	caches := make([]images.Cache, len(b.Caches))
 	unchanged := make([]bool, len(b.Caches))

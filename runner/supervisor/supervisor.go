@@ -562,6 +562,16 @@ func (s *session) prepare(ctx context.Context) bool {
 	if err != nil {
 		return s.fail(ctx, "fetching the pinned commit", err)
 	}
+	if s.spec.Snapshot != nil {
+		var tracked *trackedCacheError
+		switch err := refuseTrackedCaches(ctx, s.git, ws, s.spec.PinnedSHA, s.spec.Snapshot.Caches); {
+		case errors.As(err, &tracked):
+			s.ev.Outcome, s.ev.Reason = contract.OutcomeError, tracked.Error()
+			return false
+		case err != nil:
+			return s.fail(ctx, "checking the caches", err)
+		}
+	}
 	s.prepared = true
 
 	// Written for the agent only after setup (agentInvocation): setup runs

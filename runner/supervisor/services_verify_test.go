@@ -3,11 +3,14 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
 )
 
@@ -187,5 +190,79 @@ echo done > "$INSPECT_ANSWER_FILE"
 	}
 	if left := sandboxProcesses(t, marker); len(left) > 0 {
 		t.Errorf("planted processes left on the host: %v", left)
+	}
+}
+
+// The class closed, on a restored session: verify's service starting on
+// data the agent's phase wrote. The service keeps its data in a snapshot
+// cache (as PostgreSQL keeps its cluster in /cache/pg); the cache was one
+// writable view for the whole session, so what the agent (or its service)
+// wrote there was what verify's service started on. Verify now gets the
+// cache layers restored again (as setup left them: the overlay setup's
+// state is frozen under), and the service's setup is not run again, since
+// the snapshot brought its data.
+func TestARestoredSessionsVerifyGetsTheCacheLayersAgain(t *testing.T) {
+	ch := channeltest.New(t)
+	sha := ch.Seed(map[string]string{
+		"README.md":    "api\n",
+		"svc/setup.sh": "#!/bin/sh\nset -e\nif [ -e /cache/api/db ]; then echo 'setup: /cache/api/db exists'; exit 1; fi\nmkdir -p /cache/api && echo layer > /cache/api/db\n",
+		// The agent writes the service's data over, then changes a line.
+		"agent/overwrite.sh": "#!/bin/sh\nset -e\necho planted > /cache/api/db\necho 'a line' >> README.md\necho done > \"$INSPECT_ANSWER_FILE\"\n",
+	})
+	svc := contract.Service{
+		Name:         "api",
+		Argv:         []string{"sleep", "600"},
+		Ready:        contract.ServiceReady{Argv: []string{"test", "-e", "/cache/api/db"}},
+		ReadyTimeout: contract.Duration(30 * time.Second),
+		Setup:        []string{"sh", "svc/setup.sh"},
+		SetupTimeout: contract.Duration(time.Minute),
+		ForAgent:     true,
+	}
+	caches := []contract.Cache{{Path: "/cache/api", Lockfiles: []string{"svc/setup.sh"}}}
+	setup := []contract.Command{{Name: contract.ServiceSetupName(svc.Name), Argv: svc.Setup, Timeout: svc.SetupTimeout}}
+
+	workDir := channeltest.WorkDir(t)
+	dir := filepath.Join(workDir, "snapshots")
+	store, err := images.NewLayoutStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildDir := filepath.Join(workDir, "build")
+	if err := os.Mkdir(buildDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	built, err := BuildSnapshot(context.Background(), SnapshotBuild{
+		Repo:        contract.Repo{Owner: channeltest.Owner, Name: channeltest.Repo, CloneURL: ch.GitHub.GitDir(channeltest.Owner, channeltest.Repo), DefaultBranch: "main"},
+		SHA:         sha,
+		Setup:       setup,
+		Caches:      caches,
+		Store:       store,
+		Version:     "test",
+		WorkDir:     buildDir,
+		SandboxPath: DefaultSandboxPath,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	spec := ch.Spec("sess-svcrest", "sess-svcrest-a1", sha, []string{"sh", "agent/overwrite.sh"},
+		command("layer data", time.Minute, "sh", "-c", `cat /cache/api/db; test "$(cat /cache/api/db)" = layer`))
+	spec.Snapshot = &contract.Snapshot{Caches: caches, Setup: setup, Store: images.LayoutPrefix + dir, Digest: built.Snapshot.Digest.String()}
+	spec.Services = []contract.Service{svc}
+	h := newHarness(t, ch, spec)
+	ev := h.result(t, h.run(t, context.Background())).Evidence
+	if ev.Workspace == nil || ev.Workspace.Source != contract.WorkspaceSnapshot {
+		t.Fatalf("workspace %+v (outcome %s: %s), want one restored from the snapshot", ev.Workspace, ev.Outcome, ev.Reason)
+	}
+	if ev.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s (%s), want ok: verify's cache is the snapshot's\ncommands %+v", ev.Outcome, ev.Reason, ev.Commands)
+	}
+	for _, c := range ev.Commands {
+		if c.Name == contract.ServiceSetupName(svc.Name) {
+			t.Errorf("a restored session ran the service's setup: %+v", c)
+		}
+	}
+	if len(ev.Services) != 2 || ev.Services[0].Phase != contract.PhaseAgent || ev.Services[1].Phase != contract.PhaseVerify || !ev.Services[1].Ready {
+		t.Errorf("services %+v, want api for the agent, then a fresh api for verify", ev.Services)
 	}
 }

@@ -24,8 +24,9 @@ type Service struct {
 	// was restored from a snapshot, which has it done.
 	Setup        []string `json:"setup,omitempty"`
 	SetupTimeout Duration `json:"setup_timeout,omitempty"`
-	// ForAgent starts the service before the agent; otherwise it starts
-	// before verify.
+	// ForAgent starts the service before the agent too (stopped when the
+	// agent ends; verify starts it afresh); otherwise it starts before
+	// verify only.
 	ForAgent bool `json:"for_agent,omitempty"`
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -258,7 +259,10 @@ func (s *session) serviceCause(ctx context.Context) *service {
 	if !errors.As(context.Cause(ctx), &ended) {
 		return nil
 	}
-	for _, svc := range s.services {
+	// The running ones first: a for_agent service's name is also its
+	// stopped agent-phase run's, which may have exited by itself just as
+	// the agent ended, before it was stopped.
+	for _, svc := range append(slices.Clone(s.services), s.stoppedServices...) {
 		if svc.spec.Name == ended.name {
 			return svc
 		}
@@ -327,6 +331,7 @@ func (s *session) stopServices() {
 			s.log.Warn().Str("error", s.red.Redact(svc.err.Error())).Str("service", svc.spec.Name).Msg("service sandbox reported an error")
 		}
 	}
+	s.stoppedServices = append(s.stoppedServices, s.services...)
 	s.services = nil
 }
 

@@ -395,6 +395,7 @@ type session struct {
 	// counts their goroutines; probeBin is the inspect binary copied in
 	// for probe-tcp.
 	services        []*service
+	stoppedServices []*service // the agent's, stopped when it ended (serviceCause)
 	servicesRunning sync.WaitGroup
 	probeBin        string
 }

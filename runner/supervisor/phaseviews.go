@@ -39,10 +39,11 @@ import (
 // their documented sharing across phases.
 
 // phaseWorkspace is the host directory the current phase's commands and
-// services get as /workspace: the verify workspace in verify, the agent's
-// otherwise.
+// services get as /workspace: the verify workspace in verify (never the
+// agent's instead: without one, "" makes the sandbox refuse to start),
+// the agent's otherwise.
 func (s *session) phaseWorkspace() string {
-	if s.phase == contract.PhaseVerify && s.verifyDir != "" {
+	if s.phase == contract.PhaseVerify {
 		return s.verifyDir
 	}
 	return s.ws.work

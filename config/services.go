@@ -12,7 +12,8 @@ const DefaultReadyTimeout = 60 * time.Second
 
 // RepoService is one of the repo's `services:`: a long-running process
 // (a database, say) started in the session's environment before verify,
-// or before the agent with for_agent, and stopped with the session. There
+// and before the agent with for_agent, and stopped with its phase
+// (decision 0057). There
 // are no presets: the repository says how to run its own service.
 type RepoService struct {
 	// Name labels it in the evidence and replies (contract.ServiceNameRE).

@@ -24,8 +24,9 @@ type Service struct {
 	// was restored from a snapshot, which has it done.
 	Setup        []string `json:"setup,omitempty"`
 	SetupTimeout Duration `json:"setup_timeout,omitempty"`
-	// ForAgent starts the service before the agent; otherwise it starts
-	// before verify.
+	// ForAgent starts the service before the agent too (stopped when the
+	// agent ends; verify starts it afresh); otherwise it starts before
+	// verify only.
 	ForAgent bool `json:"for_agent,omitempty"`
 }
 
@@ -91,7 +92,9 @@ func validateServices(f *faults, prefix string, svcs []Service) {
 // ServiceResult is one service's run in the evidence (v6).
 type ServiceResult struct {
 	Name string `json:"name"`
-	// Phase is the phase it was started before: agent or verify.
+	// Phase is the phase it was started before: agent or verify. A
+	// for_agent service has one of each: the agent's is stopped before the
+	// change is collected, and verify gets a fresh one (decision 0057).
 	Phase Phase    `json:"phase"`
 	Argv  []string `json:"argv"`
 	// Ready is set once its check passed; ReadyMS is how long from its
@@ -112,8 +115,10 @@ type ServiceResult struct {
 }
 
 func validateServiceResults(f *faults, prefix string, rs []ServiceResult) {
-	if len(rs) > MaxServices {
-		f.add(prefix, "has %d services, more than the %d allowed", len(rs), MaxServices)
+	// A for_agent service runs twice: for the agent, then fresh for
+	// verify (decision 0057).
+	if len(rs) > 2*MaxServices {
+		f.add(prefix, "has %d service runs, more than the %d allowed", len(rs), 2*MaxServices)
 	}
 	for i, r := range rs {
 		p := index(prefix, i)

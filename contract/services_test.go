@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -34,5 +35,31 @@ func TestSpecServicesValidate(t *testing.T) {
 	s.Services = []Service{pg, pg}
 	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "services[1].name") {
 		t.Errorf("a repeated name: %v", err)
+	}
+}
+
+// A for_agent service runs twice, for the agent and fresh for verify
+// (decision 0057), so the evidence holds up to twice MaxServices runs.
+func TestEvidenceHoldsEachServiceForTheAgentAndForVerify(t *testing.T) {
+	runs := func(n int) []ServiceResult {
+		var rs []ServiceResult
+		for i := range n {
+			phase := PhaseAgent
+			if i >= n/2 {
+				phase = PhaseVerify
+			}
+			rs = append(rs, ServiceResult{Name: fmt.Sprintf("svc%d", i%MaxServices), Phase: phase, Argv: []string{"sleep", "600"}, Ready: true, ExitCode: -1, Signal: "SIGKILL"})
+		}
+		return rs
+	}
+	for _, tc := range []struct {
+		runs int
+		ok   bool
+	}{{MaxServices, true}, {2 * MaxServices, true}, {2*MaxServices + 1, false}} {
+		e := validEvidence()
+		e.Services = runs(tc.runs)
+		if err := e.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%d service runs: %v, want valid %v", tc.runs, err, tc.ok)
+		}
 	}
 }

@@ -97,7 +97,8 @@ type Spec struct {
 	// Artifacts, when set, are the files to collect after verify (v5).
 	Artifacts *ArtifactSpec `json:"artifacts,omitempty"`
 	// Services are started in the session's environment before verify
-	// (or before the agent, ForAgent) and stopped with the session (v6).
+	// (and before the agent, ForAgent), and stopped with their phase
+	// (v6; decision 0057).
 	// A service's setup is also among Snapshot.Setup, named
 	// ServiceSetupName, so snapshot keys match the build's.
 	Services []Service `json:"services,omitempty"`

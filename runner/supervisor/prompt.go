@@ -227,7 +227,9 @@ func (p *promptDoc) render() string {
 	}
 	if len(s.Services) > 0 {
 		b.WriteString("\n## Services\n\n")
-		b.WriteString("The repository's services run in the session's environment, reachable on 127.0.0.1 from every command, while you work or only during verification as each says.\n\n")
+		// Verify gets fresh services on what setup left (decision 0057):
+		// the agent is told, so it does not rely on data it puts in one.
+		b.WriteString("The repository's services run in the session's environment, reachable on 127.0.0.1 from every command, while you work or only during verification as each says. Verification starts its own, fresh, as setup left their data: nothing you or they write outside your change reaches it.\n\n")
 		for _, sv := range s.Services {
 			when := "during verification"
 			if sv.ForAgent {

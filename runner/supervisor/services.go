@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,9 +18,14 @@ import (
 // before the agent (for_agent) or before verify, each after its setup in a
 // cold session, and waited for until its ready check passes. One that
 // exits while the session still runs, or is never ready, ends the session
-// error, naming it, with the end of its output in the evidence. Every
-// service is stopped (its sandbox killed whole) before the change is
-// collected.
+// error, naming it, with the end of its output in the evidence.
+//
+// The agent's services are stopped (each sandbox killed whole, so every
+// process they started, detached or not, with it) as soon as the agent
+// ends, before the change is collected; verify gets fresh ones, for_agent
+// ones included, in a fresh environment, on the verify workspace and on
+// the caches as setup left them (phaseviews.go), a cold session running
+// each service's setup again (decision 0057).
 
 // ProbeBinary is where the inspect binary is bound for `inspect runner
 // probe-tcp`, a service's TCP ready check.
@@ -49,15 +55,17 @@ type service struct {
 }
 
 // startServices starts the spec's services for phase (agent: the
-// for_agent ones; verify: the others), in order, each ready before the
-// next. false means the session ends (the outcome is set).
+// for_agent ones; verify: all of them, fresh), in order, each ready before
+// the next. false means the session ends (the outcome is set).
 func (s *session) startServices(ctx context.Context, phase contract.Phase) bool {
 	for _, sp := range s.spec.Services {
-		if sp.ForAgent != (phase == contract.PhaseAgent) {
+		if phase == contract.PhaseAgent && !sp.ForAgent {
 			continue
 		}
 		if len(sp.Setup) > 0 && s.restored == nil {
-			// Cold: the data a snapshot would bring is not there yet.
+			// Cold: the data a snapshot would bring is not there yet; for
+			// verify not either, since verify's caches are setup's, never
+			// what the agent's phase wrote (phaseviews.go).
 			r, ok := s.command(ctx, contract.ServiceSetupName(sp.Name), sp.Setup, sp.SetupTimeout.Std())
 			if !ok || s.cutShort(ctx) {
 				return false
@@ -198,7 +206,7 @@ func deadlineOf(ctx context.Context) time.Time {
 // egress: services reach nothing beyond the environment's loopback.
 func (s *session) serviceSpec(argv []string, out *tailBuffer) sandbox.Spec {
 	return sandbox.Spec{
-		Workspace:   s.ws.work,
+		Workspace:   s.phaseWorkspace(),
 		RootFS:      s.rootFS,
 		ExtraMounts: append([]sandbox.Mount(nil), s.mounts...),
 		Argv:        argv,
@@ -251,7 +259,10 @@ func (s *session) serviceCause(ctx context.Context) *service {
 	if !errors.As(context.Cause(ctx), &ended) {
 		return nil
 	}
-	for _, svc := range s.services {
+	// The running ones first: a for_agent service's name is also its
+	// stopped agent-phase run's, which may have exited by itself just as
+	// the agent ended, before it was stopped.
+	for _, svc := range append(slices.Clone(s.services), s.stoppedServices...) {
 		if svc.spec.Name == ended.name {
 			return svc
 		}
@@ -320,6 +331,7 @@ func (s *session) stopServices() {
 			s.log.Warn().Str("error", s.red.Redact(svc.err.Error())).Str("service", svc.spec.Name).Msg("service sandbox reported an error")
 		}
 	}
+	s.stoppedServices = append(s.stoppedServices, s.services...)
 	s.services = nil
 }
 

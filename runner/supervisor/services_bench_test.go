@@ -16,15 +16,23 @@ import (
 
 // BenchmarkServiceReady measures how long a postgres service takes to be
 // ready for verify (issue 16), from just before its setup would run to
-// its ready check passing, in two cases run side by side:
+// its ready check passing, in four cases run side by side:
 //
 //   - cold: no snapshot, so the service's setup (initdb into the cache)
 //     runs just before the server starts;
 //   - snapshot: restored from a snapshot whose build ran that setup, so
-//     the server starts on the cluster the image brings.
+//     the server starts on the cluster the image brings;
+//   - cold-for-agent and snapshot-for-agent: the same service with
+//     for_agent, which since issue 33 (decision 0057) starts for the agent,
+//     is stopped before the change is collected, and starts fresh for
+//     verify in a new environment, on the caches as setup left them: cold,
+//     its setup runs twice. Their agent-setup+ready-ms is the agent's
+//     start, their setup+ready-ms verify's: what the fix adds is the
+//     latter (and the session-ms beside the verify-only case's).
 //
 // Each iteration is a whole session (the stand-in agent, then verify's
-// PostgreSQL test); the metrics are from its evidence.
+// PostgreSQL test); the metrics are from its evidence, session-ms from
+// the wall clock around it.
 func BenchmarkServiceReady(b *testing.B) {
 	needPostgres(b)
 	ctx := context.Background()
@@ -62,11 +70,12 @@ func BenchmarkServiceReady(b *testing.B) {
 	b.Logf("snapshot %s built in %s (initdb %d ms)", res.Snapshot.Digest, time.Since(start).Round(time.Millisecond), res.Setup[0].DurationMS)
 
 	var seq int
-	session := func(b *testing.B, spec contract.Spec, want contract.WorkspaceSource) contract.Evidence {
+	session := func(b *testing.B, spec contract.Spec, want contract.WorkspaceSource, runs int) (contract.Evidence, time.Duration) {
 		b.Helper()
 		seq++
 		spec.SessionID, spec.AttemptID = fmt.Sprintf("s-svc-%d", seq), fmt.Sprintf("a-svc-%d", seq)
 		code := ch.AddAttempt(spec)
+		start := time.Now()
 		rep, err := Run(ctx, Config{
 			ChannelURL:      ch.URL(),
 			SessionID:       spec.SessionID,
@@ -80,51 +89,82 @@ func BenchmarkServiceReady(b *testing.B) {
 			FinishTimeout:   time.Minute,
 			RequestTimeout:  time.Minute,
 		})
+		took := time.Since(start)
 		if err != nil {
 			b.Fatal(err)
 		}
 		ev := rep.Evidence
-		if ev.Outcome != contract.OutcomeOK || len(ev.Services) != 1 || !ev.Services[0].Ready || ev.Workspace == nil || ev.Workspace.Source != want {
-			b.Fatalf("outcome %s (%s), workspace %+v, services %+v; want ok from %s", ev.Outcome, ev.Reason, ev.Workspace, ev.Services, want)
+		if ev.Outcome != contract.OutcomeOK || len(ev.Services) != runs || ev.Workspace == nil || ev.Workspace.Source != want {
+			b.Fatalf("outcome %s (%s), workspace %+v, services %+v; want ok from %s with %d service runs", ev.Outcome, ev.Reason, ev.Workspace, ev.Services, want, runs)
 		}
-		return ev
+		for _, r := range ev.Services {
+			if !r.Ready {
+				b.Fatalf("a service run was never ready: %+v", ev.Services)
+			}
+		}
+		return ev, took
 	}
-	// setupMS is the service's setup, when it ran.
-	setupMS := func(ev contract.Evidence) int64 {
+	// setupMS is the service's setup before phase, when it ran.
+	setupMS := func(ev contract.Evidence, phase contract.Phase) int64 {
 		for _, c := range ev.Commands {
-			if c.Name == contract.ServiceSetupName(svc.Name) {
+			if c.Name == contract.ServiceSetupName(svc.Name) && c.Phase == phase {
 				return c.DurationMS
 			}
 		}
 		return 0
 	}
 
-	b.Run("cold", func(b *testing.B) {
-		var ready, setupTotal int64
-		for range b.N {
-			ev := session(b, pgSpec(ch, "s", sha, svc), contract.WorkspaceClone)
-			if setupMS(ev) == 0 {
-				b.Fatalf("a cold session did not run the service's setup: %+v", ev.Commands)
+	for _, tc := range []struct {
+		name               string
+		forAgent, snapshot bool
+	}{
+		{"cold", false, false},
+		{"snapshot", false, true},
+		{"cold-for-agent", true, false},
+		{"snapshot-for-agent", true, true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			svc := svc
+			svc.ForAgent = tc.forAgent
+			want, runs := contract.WorkspaceClone, 1
+			if tc.snapshot {
+				want = contract.WorkspaceSnapshot
 			}
-			setupTotal += setupMS(ev)
-			ready += ev.Services[0].ReadyMS
-		}
-		b.ReportMetric(float64(setupTotal+ready)/float64(b.N), "setup+ready-ms")
-		b.ReportMetric(float64(setupTotal)/float64(b.N), "setup-ms")
-		b.ReportMetric(float64(ready)/float64(b.N), "ready-ms")
-	})
-	b.Run("snapshot", func(b *testing.B) {
-		var ready int64
-		for range b.N {
-			spec := pgSpec(ch, "s", sha, svc)
-			spec.Snapshot.Store, spec.Snapshot.Digest = images.LayoutPrefix+dir, res.Snapshot.Digest.String()
-			ev := session(b, spec, contract.WorkspaceSnapshot)
-			if n := setupMS(ev); n != 0 {
-				b.Fatalf("a restored session ran the service's setup again (%d ms)", n)
+			if tc.forAgent {
+				runs = 2
 			}
-			ready += ev.Services[0].ReadyMS
-		}
-		b.ReportMetric(float64(ready)/float64(b.N), "setup+ready-ms")
-		b.ReportMetric(float64(ready)/float64(b.N), "ready-ms")
-	})
+			var ready, setupTotal, agentTotal int64
+			var took time.Duration
+			for range b.N {
+				spec := pgSpec(ch, "s", sha, svc)
+				if tc.snapshot {
+					spec.Snapshot.Store, spec.Snapshot.Digest = images.LayoutPrefix+dir, res.Snapshot.Digest.String()
+				}
+				ev, d := session(b, spec, want, runs)
+				took += d
+				verifySetup := setupMS(ev, contract.PhaseVerify)
+				switch {
+				case tc.snapshot && verifySetup+setupMS(ev, contract.PhaseAgent) != 0:
+					b.Fatalf("a restored session ran the service's setup again: %+v", ev.Commands)
+				case !tc.snapshot && verifySetup == 0:
+					b.Fatalf("a cold session did not run the service's setup for verify: %+v", ev.Commands)
+				case !tc.snapshot && tc.forAgent && setupMS(ev, contract.PhaseAgent) == 0:
+					b.Fatalf("a cold session did not run the service's setup for the agent: %+v", ev.Commands)
+				}
+				setupTotal += verifySetup
+				ready += ev.Services[runs-1].ReadyMS
+				if tc.forAgent {
+					agentTotal += setupMS(ev, contract.PhaseAgent) + ev.Services[0].ReadyMS
+				}
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(setupTotal+ready)/n, "setup+ready-ms")
+			b.ReportMetric(float64(setupTotal)/n, "setup-ms")
+			b.ReportMetric(float64(ready)/n, "ready-ms")
+			if tc.forAgent {
+				b.ReportMetric(float64(agentTotal)/n, "agent-setup+ready-ms")
+			}
+			b.ReportMetric(float64(took.Milliseconds())/n, "session-ms")
+		})
+	}
 }

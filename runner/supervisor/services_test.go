@@ -320,6 +320,8 @@ func TestPromptListsServices(t *testing.T) {
 		"\n## Services\n",
 		"- postgres (for you and during verification, on port 5432): `postgres -D /cache/pg`\n",
 		"- worker (during verification): `./worker`\n",
+		// Decision 0057: verify's services are fresh ones.
+		"Verification starts its own, fresh, as setup left their data: nothing you or they write outside your change reaches it.",
 	} {
 		if !strings.Contains(p, want) {
 			t.Errorf("the prompt lacks %q:\n%s", want, p)

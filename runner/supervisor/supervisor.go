@@ -358,6 +358,9 @@ type session struct {
 	// verifyDir is the verify workspace (verifyws.go), once built: the
 	// pinned commit and the change, where verify runs.
 	verifyDir string
+	// verifyMounts are verify's views of the attempt's writable
+	// directories (phaseviews.go), or nil when verify shares the agent's.
+	verifyMounts []sandbox.Mount
 	// setupOut is what setup left outside the change, as it left it
 	// (setupoutputs.go): verify gets it, the agent's edits to it not.
 	setupOut *setupOutputs
@@ -392,6 +395,7 @@ type session struct {
 	// counts their goroutines; probeBin is the inspect binary copied in
 	// for probe-tcp.
 	services        []*service
+	stoppedServices []*service // the agent's, stopped when it ended (serviceCause)
 	servicesRunning sync.WaitGroup
 	probeBin        string
 }
@@ -414,6 +418,10 @@ func (s *session) run(ctx context.Context) {
 	}
 	if err := s.recordSetupOutputs(ctx); err != nil {
 		s.fail(ctx, "recording what setup left", err)
+		return
+	}
+	if err := s.splitPhaseViews(); err != nil {
+		s.fail(ctx, "giving the agent and verify each a view of what setup left", err)
 		return
 	}
 	s.ev.Workspace.PrepareMS = max(s.cfg.Now().Sub(s.ev.StartedAt).Milliseconds(), 0)
@@ -444,6 +452,11 @@ func (s *session) run(ctx context.Context) {
 		s.ev.Reason = "the agent " + agent.Ending()
 		return
 	}
+	// Nothing of the agent's phase may run on while the change is
+	// collected or into verify: its services go now, whole (decision
+	// 0057). The early returns above leave that to run's deferred stop,
+	// which also comes before finish collects.
+	s.stopServices()
 	// The change is fixed now, before verify: verify runs on exactly the
 	// pinned commit and it (verifyws.go), and nothing it writes joins it.
 	if !s.collect(ctx) {
@@ -463,6 +476,9 @@ func (s *session) run(ctx context.Context) {
 			return
 		}
 		s.verifyStart = fsNow(s.ws.dir)
+		if !s.enterVerifyViews(ctx) {
+			return
+		}
 		if s.egressFor(contract.PhaseVerify) {
 			if err := s.openEgress(); err != nil {
 				s.fail(ctx, "opening the sandbox's egress proxy", err)
@@ -842,12 +858,8 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 		}
 		mounts, run = append(slices.Clone(s.mounts), s.egress.mounts()...), s.egress.wrap(argv, stdin)
 	}
-	work := s.ws.work
-	if s.phase == contract.PhaseVerify {
-		work = s.verifyDir
-	}
 	res, err := sandbox.Run(ctx, sandbox.Spec{
-		Workspace:   work,
+		Workspace:   s.phaseWorkspace(),
 		RootFS:      s.rootFS,
 		ExtraMounts: mounts,
 		Argv:        run,

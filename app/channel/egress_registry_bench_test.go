@@ -63,7 +63,9 @@ func BenchmarkRegistryMetadataMemory(b *testing.B) {
 		var wg sync.WaitGroup
 		errs := make([]error, concurrent)
 		for i := range concurrent {
-			wg.Go(func() { errs[i] = fetchDigest(client, srv.URL+contract.EgressRegistryPath(sessionAttempt, "npm", name), want) })
+			wg.Go(func() {
+				errs[i] = fetchDigest(client, srv.URL+contract.EgressRegistryPath(sessionAttempt, "npm", name), want)
+			})
 		}
 		wg.Wait()
 		heap, rss := peak.stop()

@@ -6,9 +6,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
@@ -265,5 +268,36 @@ func TestTheStreamedLinkRewritePassesAnUpstreamErrorOn(t *testing.T) {
 	}
 	if want := wholeDocumentRewrite(doc, up, "reg"); !bytes.Equal(got, want) {
 		t.Fatalf("got %q before the error, want %q", got, want)
+	}
+}
+
+// A metadata document the upstream cuts halfway must not reach the client
+// as a whole one: the streamed answer has no length to fall short of, so
+// the proxy cuts its own answer. A short PEP 503 page would otherwise
+// parse, listing fewer files than the index has.
+func TestACutUpstreamDocumentNeverReachesTheClientWhole(t *testing.T) {
+	page := `<!DOCTYPE html><html><body><a href="%s/files/demo-app/demo_app-1.0-py3-none-any.whl#sha256=00">demo_app-1.0</a><br />`
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := fmt.Sprintf(page, "http://"+r.Host)
+		w.Header().Set("Content-Type", fakepypi.TypeHTML)
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)+4096)) // the rest never comes
+		_, _ = io.WriteString(w, body)                               // the test's client reads it or fails the test
+	}))
+	t.Cleanup(up.Close)
+	p := New(Options{Upstreams: upstreams{"pypi": {Kind: "pypi", URL: up.URL}}})
+	mux := http.NewServeMux()
+	mux.HandleFunc(contract.PathEgressRegistry, func(w http.ResponseWriter, req *http.Request) {
+		p.Serve(w, req, "a1", []contract.Registry{{Name: "pypi", Kind: "pypi", Phases: goSetup}}, zerolog.Nop())
+	})
+	front := httptest.NewServer(mux)
+	t.Cleanup(front.Close)
+	resp, err := http.Get(front.URL + contract.EgressRegistryPath("a1", "pypi", "simple/demo-app/"))
+	if err != nil {
+		return // cut before its headers: broken, as it should be
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusOK && err == nil {
+		t.Fatalf("the cut page reached the client as a whole answer: %q", body)
 	}
 }

@@ -249,7 +249,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, attempt string, al
 	}
 	log.Info().Str("path", rest).Str("class", string(d.Class)).Int("status", resp.StatusCode).Int64("bytes", n).
 		Dur("took", p.clock().Sub(start)).Msg("registry request")
-	if upstream.err != nil {
+	if upstream.err != nil && r.Context().Err() == nil {
 		// The upstream's body was cut. An answer without a length (a
 		// rewritten document, a chunked upstream's) would otherwise end
 		// as if whole: the connection is cut instead, so the client sees

@@ -166,6 +166,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, attempt string, al
 		return
 	}
 	defer p.turns.done(attempt)
+	waited := p.clock().Sub(start)
 	key := ""
 	if d.Class == policy.RegistryArtifact && p.cache != nil {
 		key = CacheKey(name, up, rest)
@@ -248,7 +249,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, attempt string, al
 		fill.Finish(copyErr == nil)
 	}
 	log.Info().Str("path", rest).Str("class", string(d.Class)).Int("status", resp.StatusCode).Int64("bytes", n).
-		Dur("took", p.clock().Sub(start)).Msg("registry request")
+		Dur("waited", waited).Dur("took", p.clock().Sub(start)).Msg("registry request")
 	if upstream.err != nil && r.Context().Err() == nil {
 		// The upstream's body was cut. An answer without a length (a
 		// rewritten document, a chunked upstream's) would otherwise end

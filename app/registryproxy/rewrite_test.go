@@ -211,6 +211,12 @@ func TestTheStreamedLinkRewriteIsTheWholeDocumentRewriteByteForByte(t *testing.T
 			want := wholeDocumentRewrite(doc, c.up, "reg")
 			links += bytes.Count(doc, old)
 			for how, chunk := range chunkings(len(old)) {
+				if tiny := how == "one byte" || strings.HasPrefix(how, "link length"); tiny && len(doc) > 16<<10 {
+					// The chunk-boundary documents are for the rewrite's
+					// own chunk meeting a link, which takes reads that
+					// fill it; the small documents have the tiny reads.
+					continue
+				}
 				if got := streamed(t, doc, c.up, "reg", chunk); !bytes.Equal(got, want) {
 					t.Errorf("%s, %s, read %s: the streamed rewrite differs from the whole document's\n got %.300q\nwant %.300q", cname, dname, how, got, want)
 				}

@@ -81,6 +81,7 @@ bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot
 	$(GO) test -run '^$$' -bench WebhookAck -benchtime 6000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench IgnoredCheckRun -benchtime 20000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench GoModDownload -benchtime 10x -timeout 30m ./app/
+	$(GO) test -run '^$$' -bench RegistryMetadataMemory -benchtime 1x -count 3 ./app/channel/
 	$(GO) test -run '^$$' -bench . -benchtime 8000x ./app/store/
 	$(GO) test -run '^$$' -bench . ./policy/
 	$(GO) test -run '^$$' -bench SessionsList -benchtime 300x ./app/web/

@@ -135,7 +135,8 @@ func NewService(o Options) *Service {
 		wake: make(chan struct{}, 1), WorkerName: o.WorkerName,
 		executor: o.Executor, channelURL: o.ChannelURL,
 		version: o.Version, fleet: newFleet(o),
-		registryProxy: registryproxy.New(registryproxy.Options{Upstreams: o.Config, Cache: o.RegistryCache, Now: o.Clock.Now}),
+		registryProxy: registryproxy.New(registryproxy.Options{Upstreams: o.Config, Cache: o.RegistryCache, Now: o.Clock.Now,
+			MaxInFlightPerAttempt: o.Config.Egress.MaxRegistryRequestsPerAttempt, MaxInFlight: o.Config.Egress.MaxRegistryRequests}),
 	}
 	if s.version == "" {
 		s.version = "dev"

@@ -29,7 +29,19 @@ type Egress struct {
 	// Cache keeps the registries' immutable artifacts for every session
 	// of this replica (decision 0019).
 	Cache RegistryCache `yaml:"cache"`
+	// MaxRegistryRequestsPerAttempt and MaxRegistryRequests cap the
+	// registry requests in flight in this process, for one attempt and in
+	// all; more wait their turn (decision 0059).
+	MaxRegistryRequestsPerAttempt int `yaml:"max_registry_requests_per_attempt"`
+	MaxRegistryRequests           int `yaml:"max_registry_requests"`
 }
+
+// The defaults of egress.max_registry_requests_per_attempt (npm's own
+// maxsockets is 15) and egress.max_registry_requests.
+const (
+	DefaultMaxRegistryRequestsPerAttempt = 16
+	DefaultMaxRegistryRequests           = 128
+)
 
 // RegistryCache is the registry egress's artifact cache, one per replica.
 type RegistryCache struct {
@@ -211,6 +223,12 @@ func (r Registry) forSpec(name string) contract.Registry {
 func (e Egress) validate(add func(key, format string, args ...any)) {
 	if e.IdleTimeout < time.Second {
 		add("egress.idle_timeout", "must be at least 1s")
+	}
+	if e.MaxRegistryRequestsPerAttempt < 1 {
+		add("egress.max_registry_requests_per_attempt", "must be at least 1 (found %d)", e.MaxRegistryRequestsPerAttempt)
+	}
+	if e.MaxRegistryRequests < 1 {
+		add("egress.max_registry_requests", "must be at least 1 (found %d)", e.MaxRegistryRequests)
 	}
 	if e.Cache.MaxBytes < 1<<20 {
 		add("egress.cache.max_bytes", "must be at least 1 MiB (1048576)")

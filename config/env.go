@@ -170,6 +170,8 @@ func EnvVars() []EnvVar {
 		{"INSPECT_EGRESS_CACHE_DIR", "egress.cache.dir", str(func(c *Server) *string { return &c.Egress.Cache.Dir })},
 		{"INSPECT_EGRESS_CACHE_DISABLED", "egress.cache.disabled", boolean(func(c *Server) *bool { return &c.Egress.Cache.Disabled })},
 		{"INSPECT_EGRESS_CACHE_MAX_BYTES", "egress.cache.max_bytes", int64v(func(c *Server) *int64 { return &c.Egress.Cache.MaxBytes })},
+		{"INSPECT_EGRESS_MAX_REGISTRY_REQUESTS_PER_ATTEMPT", "egress.max_registry_requests_per_attempt", integer(func(c *Server) *int { return &c.Egress.MaxRegistryRequestsPerAttempt })},
+		{"INSPECT_EGRESS_MAX_REGISTRY_REQUESTS", "egress.max_registry_requests", integer(func(c *Server) *int { return &c.Egress.MaxRegistryRequests })},
 		{"INSPECT_HTTP_IDLE_TIMEOUT", "http.idle_timeout", duration(func(c *Server) *time.Duration { return &c.HTTP.IdleTimeout })},
 		{"INSPECT_HTTP_SHUTDOWN_TIMEOUT", "http.shutdown_timeout", duration(func(c *Server) *time.Duration { return &c.HTTP.ShutdownTimeout })},
 		{"INSPECT_HTTP_MAX_BODY_BYTES", "http.max_body_bytes", int64v(func(c *Server) *int64 { return &c.HTTP.MaxBodyBytes })},

@@ -236,7 +236,7 @@ const (
 	endedAttempt    = "att-ended"
 )
 
-func newRig(t *testing.T, o Options) *rig {
+func newRig(t testing.TB, o Options) *rig {
 	t.Helper()
 	spec := mustJSON(t, contract.Spec{Agent: contract.Agent{Model: "m-1", Provider: "p"}})
 	r := &rig{
@@ -262,7 +262,7 @@ func newRig(t *testing.T, o Options) *rig {
 	return r
 }
 
-func mustJSON(t *testing.T, v any) string {
+func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

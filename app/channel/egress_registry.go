@@ -19,7 +19,7 @@ func (c *Channel) handleEgressRegistry(rw http.ResponseWriter, r *http.Request, 
 		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "the attempt's spec is unreadable")
 		return
 	}
-	c.registryProxy.Serve(w, r, allowed, *c.attemptLog(r.Context(), a))
+	c.registryProxy.Serve(w, r, a.ID, allowed, *c.attemptLog(r.Context(), a))
 }
 
 // attemptRegistries are the registries an attempt of kind was given, from

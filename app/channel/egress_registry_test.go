@@ -26,7 +26,7 @@ const registryToken = "upstream-secret-0123456789"
 
 // registryRig is the channel with one session whose spec opens the named
 // registries, in front of real stand-in upstreams.
-func registryRig(t *testing.T, regs registries, open ...contract.Registry) *rig {
+func registryRig(t testing.TB, regs registries, open ...contract.Registry) *rig {
 	t.Helper()
 	r := newRig(t, Options{RegistryProxy: registryproxy.New(registryproxy.Options{Upstreams: regs})})
 	a := r.st.attempts[sessionAttempt]

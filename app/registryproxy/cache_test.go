@@ -54,7 +54,7 @@ func (r *rig) get(t *testing.T, method, name, rest string, allowed ...contract.R
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc(contract.PathEgressRegistry, func(w http.ResponseWriter, req *http.Request) {
-		r.proxy.Serve(w, req, allowed, zerolog.Nop())
+		r.proxy.Serve(w, req, "a1", allowed, zerolog.Nop())
 	})
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest(method, contract.EgressRegistryPath("a1", name, rest), nil))

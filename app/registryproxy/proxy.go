@@ -5,7 +5,6 @@
 package registryproxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,10 +35,6 @@ type Upstreams interface {
 	Registry(name string) (config.Registry, bool)
 }
 
-// maxRegistryMetadataBytes bounds a metadata document the proxy rewrites
-// (the largest npm packuments are tens of MB).
-const maxRegistryMetadataBytes = 128 << 20
-
 // registryRefusal is the JSON body of every refusal: what was refused and
 // what is served instead.
 func writeRegistryRefusal(w http.ResponseWriter, why string) {
@@ -60,6 +55,7 @@ type Proxy struct {
 	cache     *Cache
 	clock     func() time.Time
 	clients   registryClients
+	turns     *turns
 }
 
 // Options are a Proxy's parts.
@@ -76,11 +72,24 @@ type Options struct {
 	// private and link-local one (decision 0052). Tests only: a
 	// stand-in's storage listener is on 127.0.0.1. No config key sets it.
 	RedirectsReachLoopback bool
+	// MaxInFlightPerAttempt and MaxInFlight cap the requests in flight
+	// for one attempt and in all (egress.max_registry_requests_per_attempt,
+	// egress.max_registry_requests; their defaults when 0); more wait
+	// their turn.
+	MaxInFlightPerAttempt, MaxInFlight int
 }
 
 // New wires a Proxy.
 func New(o Options) *Proxy {
-	p := &Proxy{upstreams: o.Upstreams, cache: o.Cache, clock: o.Now, clients: registryClients{redirectsReachLoopback: o.RedirectsReachLoopback}}
+	perAttempt, perProcess := o.MaxInFlightPerAttempt, o.MaxInFlight
+	if perAttempt <= 0 {
+		perAttempt = config.DefaultMaxRegistryRequestsPerAttempt
+	}
+	if perProcess <= 0 {
+		perProcess = config.DefaultMaxRegistryRequests
+	}
+	p := &Proxy{upstreams: o.Upstreams, cache: o.Cache, clock: o.Now, clients: registryClients{redirectsReachLoopback: o.RedirectsReachLoopback},
+		turns: newTurns(perAttempt, perProcess)}
 	if p.clock == nil {
 		p.clock = time.Now
 	}
@@ -88,13 +97,14 @@ func New(o Options) *Proxy {
 }
 
 // Serve answers one registry request: r arrived on the route
-// contract.PathEgressRegistry, and allowed are the registries its attempt
-// was given (a session's spec, a snapshot build's job). It refuses what
-// allowed, the server's config or the kind's protocol does not allow, with
-// a 403 whose body says why; otherwise it adds the upstream's credential
-// and streams the answer back, from the cache when the request is for an
-// artifact the cache holds.
-func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, allowed []contract.Registry, log zerolog.Logger) {
+// contract.PathEgressRegistry for attempt, and allowed are the registries
+// its attempt was given (a session's spec, a snapshot build's job). It
+// refuses what allowed, the server's config or the kind's protocol does
+// not allow, with a 403 whose body says why; otherwise, once the request
+// has its turn (the caps on requests in flight, per attempt and in all),
+// it adds the upstream's credential and streams the answer back, from the
+// cache when the request is for an artifact the cache holds.
+func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, attempt string, allowed []contract.Registry, log zerolog.Logger) {
 	start := p.clock()
 	name := r.PathValue(contract.PathValueRegistry)
 	log = log.With().Str("registry", name).Str("method", r.Method).Logger()
@@ -147,6 +157,16 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, allowed []contract
 		refuse(d.Why, d.Quiet)
 		return
 	}
+	// Past the checks, the request waits for its turn: what it holds
+	// from here (an upstream connection, buffers, a cached file) is
+	// bounded by the caps, however many a sandbox sends at once.
+	if err := p.turns.wait(r.Context(), attempt); err != nil {
+		log.Debug().Str("path", rest).Dur("waited", p.clock().Sub(start)).Msg("registry request ended waiting its turn")
+		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "the request ended while it waited its turn")
+		return
+	}
+	defer p.turns.done(attempt)
+	waited := p.clock().Sub(start)
 	key := ""
 	if d.Class == policy.RegistryArtifact && p.cache != nil {
 		key = CacheKey(name, up, rest)
@@ -203,19 +223,16 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, allowed []contract
 	}
 	defer resp.Body.Close()
 	body := io.Reader(resp.Body)
-	rewrite := d.Class == policy.RegistryMetadata && resp.StatusCode == http.StatusOK && r.Method == http.MethodGet && up.Kind != policy.RegistryGoProxy
-	if rewrite {
-		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxRegistryMetadataBytes+1))
-		if err != nil || len(raw) > maxRegistryMetadataBytes {
-			log.Warn().Str("path", rest).Msg("registry metadata unreadable or too large")
-			http.Error(w, "the registry's answer is unreadable or too large", http.StatusBadGateway)
-			return
-		}
-		raw = pointLinksAtProxy(raw, up, name)
-		body = bytes.NewReader(raw)
-		resp.Header.Set("Content-Length", fmt.Sprint(len(raw)))
+	if old, proxied, ok := linkPrefixes(up, name); ok && d.Class == policy.RegistryMetadata && resp.StatusCode == http.StatusOK && r.Method == http.MethodGet {
+		// Rewritten as it streams, a chunk at a time, never held whole
+		// (decision 0059): its length is known only at its end, so it
+		// goes chunked.
+		body = newLinkRewriter(resp.Body, old, proxied)
+		resp.Header.Del("Content-Length")
 		resp.Header.Del("ETag") // the body is no longer the upstream's
 	}
+	upstream := &readErrors{r: body}
+	body = upstream
 	var fill *Filling
 	if key != "" && resp.StatusCode == http.StatusOK && r.Method == http.MethodGet {
 		fill = p.cache.Fill(key, resp.Header, resp.ContentLength)
@@ -232,7 +249,30 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, allowed []contract
 		fill.Finish(copyErr == nil)
 	}
 	log.Info().Str("path", rest).Str("class", string(d.Class)).Int("status", resp.StatusCode).Int64("bytes", n).
-		Dur("took", p.clock().Sub(start)).Msg("registry request")
+		Dur("waited", waited).Dur("took", p.clock().Sub(start)).Msg("registry request")
+	if upstream.err != nil && r.Context().Err() == nil {
+		// The upstream's body was cut. An answer without a length (a
+		// rewritten document, a chunked upstream's) would otherwise end
+		// as if whole: the connection is cut instead, so the client sees
+		// a broken answer, never a short one.
+		log.Warn().Str("path", rest).Str("error", redactURLError(upstream.err)).Msg("registry upstream's answer cut")
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// readErrors passes a body on and keeps the error, other than its end,
+// that reading it met.
+type readErrors struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErrors) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
+	return n, err
 }
 
 // serveCached answers from the cache when it holds key; false when it
@@ -279,21 +319,6 @@ func filesBase(up config.Registry) string {
 		return up.FilesURL
 	}
 	return up.URL
-}
-
-// pointLinksAtProxy rewrites a metadata document's links to the upstream
-// (npm's dist.tarball, a PyPI index's file links) so that they lead back
-// through the proxy. Only the URL's prefix changes: the path, and the
-// "#sha256=" fragment or "integrity" beside it, stay as they were.
-func pointLinksAtProxy(doc []byte, up config.Registry, name string) []byte {
-	base := contract.RegistryBaseURL(name)
-	switch up.Kind {
-	case policy.RegistryNPM:
-		return bytes.ReplaceAll(doc, []byte(strings.TrimSuffix(up.URL, "/")+"/"), []byte(base))
-	case policy.RegistryPyPI:
-		return bytes.ReplaceAll(doc, []byte(strings.TrimSuffix(filesBase(up), "/")+"/"), []byte(base+"files/"))
-	}
-	return doc
 }
 
 // setRegistryCredential adds the upstream's token, as it asks for it.

@@ -28,7 +28,7 @@ func front(t *testing.T, p *Proxy, name string, allowed ...contract.Registry) *h
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc(contract.PathEgressRegistry, func(w http.ResponseWriter, req *http.Request) {
-		p.Serve(w, req, allowed, zerolog.New(zerolog.NewTestWriter(t)))
+		p.Serve(w, req, "a1", allowed, zerolog.New(zerolog.NewTestWriter(t)))
 	})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, err := url.Parse(contract.EgressRegistryPath("a1", name, r.URL.EscapedPath()))

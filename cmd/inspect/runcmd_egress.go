@@ -52,13 +52,14 @@ func localEgress(cfg *config.Server, log zerolog.Logger) checkoutrun.Egress {
 	models := modelproxy.New(modelproxy.Options{Providers: server, MaxRequestBytes: server.Agents.MaxRequestBytes,
 		OutputReservation: server.Agents.OutputReservation, MaxInFlight: server.Agents.MaxRequestsInFlight})
 	budget := modelproxy.NewBudget(server.Agents.TokenBudget, server.Agents.MaxRequestsInFlight)
-	registries := registryproxy.New(registryproxy.Options{Upstreams: server})
+	registries := registryproxy.New(registryproxy.Options{Upstreams: server,
+		MaxInFlightPerAttempt: server.Egress.MaxRegistryRequestsPerAttempt, MaxInFlight: server.Egress.MaxRegistryRequests})
 	return checkoutrun.Egress{
 		Model: func(w http.ResponseWriter, r *http.Request, spec contract.Spec) {
 			models.Serve(w, r, spec, budget, log)
 		},
 		Registry: func(w http.ResponseWriter, r *http.Request, spec contract.Spec) {
-			registries.Serve(w, r, spec.Registries, log)
+			registries.Serve(w, r, spec.AttemptID, spec.Registries, log)
 		},
 		Usage: func() *contract.TokenUsage {
 			u := budget.Used()

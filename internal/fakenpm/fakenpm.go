@@ -235,6 +235,12 @@ type pkg struct {
 	distTags          map[string]string
 	created, modified time.Time
 	rev               int
+	// documents are the packuments as last serialised, by form and base
+	// URL, at rev documentsRev: like the registry's CDN, every reader of
+	// an unchanged package gets the same bytes, and a test's large
+	// packument is held once, not once per request.
+	documents    map[string][]byte
+	documentsRev int
 }
 
 // version is one published version.
@@ -632,16 +638,11 @@ func (r *Registry) servePackument(w http.ResponseWriter, req *http.Request, name
 	base := r.base(req)
 	r.mu.Lock()
 	p := r.packages[name]
-	var doc any
-	if p != nil {
-		if abbreviated {
-			doc = p.abbreviated(base)
-		} else {
-			doc = p.full(base)
-		}
-	}
+	var body []byte
 	var modified time.Time
+	var err error
 	if p != nil {
+		body, err = p.document(base, abbreviated)
 		modified = p.modified
 	}
 	r.mu.Unlock()
@@ -649,7 +650,6 @@ func (r *Registry) servePackument(w http.ResponseWriter, req *http.Request, name
 		writeJSON(w, req, http.StatusNotFound, map[string]string{"error": "Not found"}, nil)
 		return
 	}
-	body, err := json.Marshal(doc)
 	if err != nil {
 		writeJSON(w, req, http.StatusInternalServerError, map[string]string{"error": err.Error()}, nil)
 		return
@@ -664,6 +664,31 @@ func (r *Registry) servePackument(w http.ResponseWriter, req *http.Request, name
 		"Last-Modified": {modified.Format(http.TimeFormat)},
 		"Vary":          {"Accept"}, // one URL, two documents
 	})
+}
+
+// document is the packument's serialised form, made once per revision of
+// the package, form and base URL. Callers hold the registry's lock; the
+// bytes are shared and never changed.
+func (p *pkg) document(base string, abbreviated bool) ([]byte, error) {
+	key := fmt.Sprint(abbreviated, " ", base)
+	if p.documentsRev != p.rev || p.documents == nil {
+		p.documents, p.documentsRev = map[string][]byte{}, p.rev
+	}
+	if body, ok := p.documents[key]; ok {
+		return body, nil
+	}
+	var doc any
+	if abbreviated {
+		doc = p.abbreviated(base)
+	} else {
+		doc = p.full(base)
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	p.documents[key] = body
+	return body, nil
 }
 
 func (r *Registry) serveVersion(w http.ResponseWriter, req *http.Request, name, spec string) {

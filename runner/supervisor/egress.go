@@ -318,7 +318,32 @@ func (g *egressGate) relayRegistry(w http.ResponseWriter, r *http.Request, phase
 		return
 	}
 	defer resp.Body.Close()
+	body := &bodyReadError{ReadCloser: resp.Body}
+	resp.Body = body
 	rec.Status, rec.Bytes = passAnswer(w, resp, contract.RegistryResponseHeaders)
+	if body.err != nil && r.Context().Err() == nil {
+		// The app cut its answer (decision 0059: a metadata document goes
+		// without a length, rewritten as it streams). Ending ours normally
+		// would hand the package manager a short document as a whole one;
+		// cutting it makes the break visible.
+		g.log.Warn().Str("error", g.red.Redact(body.err.Error())).Str("registry", name).Msg("registry answer cut")
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// bodyReadError keeps the error, other than the body's end, that reading
+// an answer met.
+type bodyReadError struct {
+	io.ReadCloser
+	err error
+}
+
+func (b *bodyReadError) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
 }
 
 // egressRefusal is the body of an egress 403: what was refused and why, and

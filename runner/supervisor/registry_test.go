@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -520,3 +521,31 @@ func TestEgressAuditIsSafeForConcurrentRequests(t *testing.T) {
 		}
 	}
 }
+
+// A registry answer the app cuts (decision 0059: a rewritten document goes
+// without a length, and the app cuts its answer when the upstream's body
+// is cut) reaches the package manager cut, never as a short whole one: a
+// PEP 503 page ended early would parse, listing fewer files.
+func TestEgressPassesACutRegistryAnswerOnCut(t *testing.T) {
+	s, ch := egressSession(t, pypiRegistryForCut)
+	ch.ServeRegistry(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!DOCTYPE html><html><body><a href="http://10.0.0.1/v1/registries/pypi/files/demo-1.0.whl#sha256=00">demo-1.0</a>`)
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // as the app cuts it
+	})
+	s.at(contract.PhaseSetup)
+	front := httptest.NewServer(s.gate.handler())
+	t.Cleanup(front.Close)
+	resp, err := http.Get(front.URL + "/v1/registries/pypi/simple/demo/")
+	if err != nil {
+		return // cut before its headers: broken, as it should be
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil {
+		t.Fatalf("the cut page reached the sandbox whole: %d %q", resp.StatusCode, body)
+	}
+}
+
+var pypiRegistryForCut = contract.Registry{Name: "pypi", Kind: policy.RegistryPyPI, Phases: []contract.Phase{contract.PhaseSetup}}

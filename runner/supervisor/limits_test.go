@@ -172,3 +172,30 @@ func TestAServiceAndTheAgentTogetherOverTheSessionLimitEndNamingIt(t *testing.T)
 		})
 	}
 }
+
+// When the OOM killer picks a service's process (the larger one) over the
+// session's memory limit, the session ends as for a failed service, and
+// the reason names the session's limit, not the service's own.
+func TestAServiceStoppedAtTheSessionLimitEndsTheSessionNamingIt(t *testing.T) {
+	ch := channeltest.New(t)
+	// The agent stays on after its allocation, so the service's end is
+	// what ends the session; 30 s bounds a run whose service is not
+	// stopped.
+	sha := ch.Seed(map[string]string{"README.md": "hi\n", "grow.sh": "head -c 67108864 /dev/zero | tail -c 67108864 | wc -c; exec sleep 30\n"})
+	spec := ch.Spec("sess-budgetsvc", "sess-budgetsvc-a1", sha, []string{"sh", "grow.sh"})
+	spec.Services = []contract.Service{{
+		Name:         "db",
+		Argv:         []string{"sh", "-c", `head -c 134217728 /dev/zero | tail -c 134217728 | { head -c 1 >/dev/null; echo up > /workspace/.db; exec sleep 600; }`},
+		Ready:        contract.ServiceReady{Argv: []string{"test", "-e", "/workspace/.db"}},
+		ReadyTimeout: contract.Duration(30 * time.Second),
+		ForAgent:     true,
+	}}
+	h := newHarness(t, ch, spec)
+	// 128 + 64 MiB, each under 192 MiB, over 160 MiB together.
+	h.cfg.Limits = contract.SandboxLimits{MemoryBytes: 192 << 20, SessionMemoryBytes: 160 << 20}
+	ev := h.result(t, h.run(t, context.Background())).Evidence
+	want := "(stopped: it ran into the session's memory limit (session_memory_bytes, 160 MiB))"
+	if ev.Outcome != contract.OutcomeError || !strings.HasPrefix(ev.Reason, "the service db exited ") || !strings.Contains(ev.Reason, want) {
+		t.Fatalf("outcome %s: %q", ev.Outcome, ev.Reason)
+	}
+}

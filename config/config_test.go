@@ -100,6 +100,8 @@ workers: {reconcile_interval: 10ms}`, nil,
 			[]string{"buildkite.queue:", "buildkite.api_token: set only one", "workers.reconcile_interval:"}},
 		{"metrics on the webhook listener", minimalYAML, map[string]string{"INSPECT_LISTEN": ":8080", "INSPECT_METRICS_LISTEN": ":8080"}, []string{"metrics.listen: must differ from listen"}},
 		{"unknown executor", minimalYAML, map[string]string{"INSPECT_EXECUTOR_KIND": "k8s"}, []string{"executor.kind: \"k8s\" must be local, buildkite or none"}},
+		{"session limits too small", minimalYAML, map[string]string{"INSPECT_EXECUTOR_LIMITS_SESSION_MEMORY_BYTES": "1000", "INSPECT_EXECUTOR_LIMITS_SESSION_PIDS": "3"},
+			[]string{"executor.limits.session_memory_bytes: must be 0 (no limit) or at least 67108864 (found 1000)", "executor.limits.session_pids: must be 0 (no limit) or at least 16 (found 3)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

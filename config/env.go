@@ -110,6 +110,8 @@ func EnvVars() []EnvVar {
 		{"INSPECT_EXECUTOR_LIMITS_CPU_SHARES", "executor.limits.cpu_shares", int64v(func(c *Server) *int64 { return &c.Executor.Limits.CPUShares })},
 		{"INSPECT_EXECUTOR_LIMITS_TMP_BYTES", "executor.limits.tmp_bytes", int64v(func(c *Server) *int64 { return &c.Executor.Limits.TmpBytes })},
 		{"INSPECT_EXECUTOR_LIMITS_WORKSPACE_BYTES", "executor.limits.workspace_bytes", int64v(func(c *Server) *int64 { return &c.Executor.Limits.WorkspaceBytes })},
+		{"INSPECT_EXECUTOR_LIMITS_SESSION_MEMORY_BYTES", "executor.limits.session_memory_bytes", int64v(func(c *Server) *int64 { return &c.Executor.Limits.SessionMemoryBytes })},
+		{"INSPECT_EXECUTOR_LIMITS_SESSION_PIDS", "executor.limits.session_pids", int64v(func(c *Server) *int64 { return &c.Executor.Limits.SessionPids })},
 		{"INSPECT_BUILDKITE_API_URL", "buildkite.api_url", str(func(c *Server) *string { return &c.Buildkite.APIURL })},
 		{"INSPECT_BUILDKITE_ORGANIZATION", "buildkite.organization", str(func(c *Server) *string { return &c.Buildkite.Organization })},
 		{"INSPECT_BUILDKITE_PIPELINE", "buildkite.pipeline", str(func(c *Server) *string { return &c.Buildkite.Pipeline })},

@@ -239,6 +239,11 @@ type SandboxLimits struct {
 	TmpBytes int64 `yaml:"tmp_bytes"`
 	// WorkspaceBytes caps the disk used under /workspace.
 	WorkspaceBytes int64 `yaml:"workspace_bytes"`
+	// SessionMemoryBytes and SessionPids cap one session's commands and
+	// services together (a parent cgroup holding theirs; decision 0058),
+	// beside each one's own limits above.
+	SessionMemoryBytes int64 `yaml:"session_memory_bytes"`
+	SessionPids        int64 `yaml:"session_pids"`
 }
 
 // Defaults of SandboxLimits, sized for a 2-core, 24 GB host running a
@@ -251,6 +256,11 @@ const (
 	DefaultSandboxCPUShares      = 512
 	DefaultSandboxTmpBytes       = 2 << 30
 	DefaultSandboxWorkspaceBytes = 10 << 30
+	// A session's whole: two commands' (the agent and a service) worth,
+	// whatever number of services it starts, so executor.max_concurrent
+	// 2 sessions keep within 16 of the host's 24 GB (decision 0058).
+	DefaultSessionMemoryBytes = 8 << 30
+	DefaultSessionPids        = 8192
 )
 
 func (l SandboxLimits) validate(add func(key, format string, args ...any)) {
@@ -263,6 +273,8 @@ func (l SandboxLimits) validate(add func(key, format string, args ...any)) {
 		{"executor.limits.pids", l.Pids, 16},
 		{"executor.limits.tmp_bytes", l.TmpBytes, 1 << 20},
 		{"executor.limits.workspace_bytes", l.WorkspaceBytes, 64 << 20},
+		{"executor.limits.session_memory_bytes", l.SessionMemoryBytes, 64 << 20},
+		{"executor.limits.session_pids", l.SessionPids, 16},
 	} {
 		if f.v != 0 && f.v < f.min {
 			add(f.key, "must be 0 (no limit) or at least %d (found %d)", f.min, f.v)
@@ -765,6 +777,9 @@ func Defaults() Server {
 			CPUShares:      DefaultSandboxCPUShares,
 			TmpBytes:       DefaultSandboxTmpBytes,
 			WorkspaceBytes: DefaultSandboxWorkspaceBytes,
+
+			SessionMemoryBytes: DefaultSessionMemoryBytes,
+			SessionPids:        DefaultSessionPids,
 		}},
 		Buildkite: Buildkite{
 			APIURL:           "https://api.buildkite.com/",

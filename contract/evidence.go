@@ -102,6 +102,9 @@ const (
 	LimitMemory    = "memory"
 	LimitPids      = "pids"
 	LimitWorkspace = "workspace_disk"
+	// The session's: its commands and services together (decision 0058).
+	LimitSessionMemory = "session_memory"
+	LimitSessionPids   = "session_pids"
 )
 
 // LimitHit is the sandbox limit a command ran into (outcome
@@ -130,9 +133,9 @@ func FormatBytes(n int64) string {
 
 func (l *LimitHit) validate(f *faults, prefix string) {
 	switch l.Name {
-	case LimitMemory, LimitPids, LimitWorkspace:
+	case LimitMemory, LimitPids, LimitWorkspace, LimitSessionMemory, LimitSessionPids:
 	default:
-		f.add(at(prefix, "name"), "must be %s, %s or %s, not %s", LimitMemory, LimitPids, LimitWorkspace, safeQuote(l.Name))
+		f.add(at(prefix, "name"), "must be %s, %s, %s, %s or %s, not %s", LimitMemory, LimitPids, LimitWorkspace, LimitSessionMemory, LimitSessionPids, safeQuote(l.Name))
 	}
 	if l.Value <= 0 {
 		f.add(at(prefix, "value"), "must be positive, not %d", l.Value)

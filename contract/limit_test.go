@@ -13,6 +13,8 @@ func TestLimitHitGoesWithOutcomeLimitExceededOnly(t *testing.T) {
 		want    string // "" is valid
 	}{
 		{"named", OutcomeLimitExceeded, &LimitHit{Name: LimitMemory, Value: 1 << 30, Command: "agent"}, ""},
+		{"the session's memory", OutcomeLimitExceeded, &LimitHit{Name: LimitSessionMemory, Value: 8 << 30, Command: "agent"}, ""},
+		{"the session's pids", OutcomeLimitExceeded, &LimitHit{Name: LimitSessionPids, Value: 8192, Command: "test"}, ""},
 		{"missing", OutcomeLimitExceeded, nil, "limit: is required"},
 		{"on another outcome", OutcomeAgentFailed, &LimitHit{Name: LimitPids, Value: 64, Command: "agent"}, "limit: is only for outcome limit_exceeded"},
 		{"unknown name", OutcomeLimitExceeded, &LimitHit{Name: "cpu", Value: 1, Command: "agent"}, "limit.name: must be"},

@@ -32,4 +32,11 @@ type SandboxLimits struct {
 	// a twentieth of a core) and at the end, so a fast writer can overshoot
 	// it by what it writes in between before it is stopped.
 	WorkspaceBytes int64
+	// SessionMemoryBytes and SessionPids cap a session's commands and
+	// services together, beside each one's own limits above (decision
+	// 0058): the supervisor makes one parent cgroup per attempt
+	// (sandbox.Budget) that holds every command's and service's cgroup.
+	// sandbox.Run ignores them; it takes the Budget in Spec.Budget.
+	SessionMemoryBytes int64
+	SessionPids        int64
 }

@@ -232,6 +232,10 @@ func LimitExceededReply(sess store.Session, ev contract.Evidence) string {
 			what = fmt.Sprintf("its limit of %d processes and threads", l.Value)
 		case contract.LimitWorkspace:
 			what = "its workspace disk limit of " + contract.FormatBytes(l.Value)
+		case contract.LimitSessionMemory:
+			what = "the session's memory limit of " + contract.FormatBytes(l.Value) + " (`executor.limits.session_memory_bytes`, all its commands and services together)"
+		case contract.LimitSessionPids:
+			what = fmt.Sprintf("the session's limit of %d processes and threads (`executor.limits.session_pids`, all its commands and services together)", l.Value)
 		}
 	}
 	return fmt.Sprintf("⚠️ @%s, %s ran into %s in the sandbox, so Inspect stopped the session. Nothing was pushed. "+

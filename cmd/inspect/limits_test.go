@@ -29,7 +29,7 @@ func TestRunnerLimitArgsCarryTheServersLimits(t *testing.T) {
 	if got != defaultLimits() || *uid != 70000 || *gid != 70001 {
 		t.Fatalf("limits %+v uid %d gid %d from %q", got, *uid, *gid, args)
 	}
-	if want := (contract.SandboxLimits{MemoryBytes: 4 << 30, Pids: 4096, CPUShares: 512, TmpBytes: 2 << 30, WorkspaceBytes: 10 << 30}); got != want {
+	if want := (contract.SandboxLimits{MemoryBytes: 4 << 30, Pids: 4096, CPUShares: 512, TmpBytes: 2 << 30, WorkspaceBytes: 10 << 30, SessionMemoryBytes: 8 << 30, SessionPids: 8192}); got != want {
 		t.Errorf("the defaults are %+v, want %+v (docs/configuration.md states them)", got, want)
 	}
 	x.SandboxUID, x.SandboxGID = 0, 0

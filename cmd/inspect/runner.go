@@ -87,6 +87,8 @@ func limitFlags(fs *flag.FlagSet, l *contract.SandboxLimits, def contract.Sandbo
 	fs.Int64Var(&l.CPUShares, "limit-cpu-shares", def.CPUShares, "CPU weight of each sandboxed command, cpu.shares units (0: none)")
 	fs.Int64Var(&l.TmpBytes, "limit-tmp-bytes", def.TmpBytes, "size of each sandboxed command's /tmp, bytes (0: the kernel's default)")
 	fs.Int64Var(&l.WorkspaceBytes, "limit-workspace-bytes", def.WorkspaceBytes, "disk each sandboxed command may use under /workspace, bytes (0: no limit)")
+	fs.Int64Var(&l.SessionMemoryBytes, "limit-session-memory-bytes", def.SessionMemoryBytes, "memory of the session's commands and services together, bytes (0: no limit)")
+	fs.Int64Var(&l.SessionPids, "limit-session-pids", def.SessionPids, "processes and threads of the session's commands and services together (0: no limit)")
 }
 
 // defaultLimits are the server's default executor.limits, as sandbox
@@ -98,6 +100,9 @@ func defaultLimits() contract.SandboxLimits {
 		CPUShares:      config.DefaultSandboxCPUShares,
 		TmpBytes:       config.DefaultSandboxTmpBytes,
 		WorkspaceBytes: config.DefaultSandboxWorkspaceBytes,
+
+		SessionMemoryBytes: config.DefaultSessionMemoryBytes,
+		SessionPids:        config.DefaultSessionPids,
 	}
 }
 
@@ -162,5 +167,7 @@ func runnerLimitArgs(x config.Executor) []string {
 		"--limit-cpu-shares", strconv.FormatInt(l.CPUShares, 10),
 		"--limit-tmp-bytes", strconv.FormatInt(l.TmpBytes, 10),
 		"--limit-workspace-bytes", strconv.FormatInt(l.WorkspaceBytes, 10),
+		"--limit-session-memory-bytes", strconv.FormatInt(l.SessionMemoryBytes, 10),
+		"--limit-session-pids", strconv.FormatInt(l.SessionPids, 10),
 	)
 }

@@ -90,6 +90,7 @@ func hasAll(list []string, want ...string) bool {
 // one to give), the rlimits otherwise, and the watch.
 type limiter struct {
 	lim       contract.SandboxLimits
+	budget    *Budget // the session's parent cgroup, or nil
 	workspace string
 	mode      cgroupMode
 	// dirs are the command's cgroup directories: one in v2, one per
@@ -102,23 +103,25 @@ type limiter struct {
 	found *LimitExceeded     // what the final check found
 }
 
-// newLimiter makes the command's cgroup. It does nothing for a command
-// with no limits.
-func newLimiter(lim contract.SandboxLimits, workspace string) (*limiter, error) {
+// newLimiter makes the command's cgroup, inside the session's budget
+// when there is one. It does nothing for a command with no limits of its
+// own and no budget.
+func newLimiter(lim contract.SandboxLimits, workspace string, budget *Budget) (*limiter, error) {
 	l := &limiter{lim: lim, workspace: workspace, dirs: map[string]string{}, hit: make(chan LimitExceeded, 1)}
-	if lim.MemoryBytes == 0 && lim.Pids == 0 && lim.CPUShares == 0 {
+	if budget != nil && len(budget.dirs) > 0 {
+		l.budget = budget
+	}
+	if lim.MemoryBytes == 0 && lim.Pids == 0 && lim.CPUShares == 0 && l.budget == nil {
 		return l, nil
 	}
 	l.mode = hostCgroupMode()
 	if l.mode == cgroupNone {
 		return l, nil
 	}
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
+	name, err := randomName()
+	if err != nil {
+		return nil, err
 	}
-	name := hex.EncodeToString(b[:])
-	var err error
 	switch l.mode {
 	case cgroupV2:
 		err = l.makeV2(name)
@@ -132,13 +135,31 @@ func newLimiter(lim contract.SandboxLimits, workspace string) (*limiter, error) 
 	return l, nil
 }
 
+func randomName() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("sandbox: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// parentV1 is the directory the command's cgroup of controller c goes
+// in: the session's budget's when it has one for c, else the shared
+// parent of every sandbox.
+func (l *limiter) parentV1(c string) string {
+	if l.budget != nil && l.budget.dirs[c] != "" {
+		return l.budget.dirs[c]
+	}
+	return filepath.Join(cgroupRoot, c, cgroupParent)
+}
+
 func (l *limiter) makeV1(name string) error {
 	ctrls := []string{"memory", "pids"}
 	if _, err := os.Stat(filepath.Join(cgroupRoot, "cpu", "cpu.shares")); err == nil && l.lim.CPUShares > 0 {
 		ctrls = append(ctrls, "cpu")
 	}
 	for _, c := range ctrls {
-		dir := filepath.Join(cgroupRoot, c, cgroupParent, name)
+		dir := filepath.Join(l.parentV1(c), name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
@@ -168,30 +189,23 @@ func (l *limiter) makeV1(name string) error {
 }
 
 func (l *limiter) makeV2(name string) error {
-	parent := filepath.Join(cgroupRoot, cgroupParent)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
-	}
-	// The root and the parent hand their controllers on to the commands'
-	// cgroups: memory and pids, which hostCgroupMode found, and cpu when
-	// the host has it (a CPU share is a preference, not a guard).
+	// The root, the parent and the session's budget (when there is one)
+	// hand their controllers on to the commands' cgroups: memory and
+	// pids, which hostCgroupMode found, and cpu when the host has it (a
+	// CPU share is a preference, not a guard).
 	b, err := os.ReadFile(filepath.Join(cgroupRoot, "cgroup.controllers"))
 	if err != nil {
 		return err
 	}
-	ctrls := []string{"memory", "pids"}
 	withCPU := l.lim.CPUShares > 0 && hasAll(strings.Fields(string(b)), "cpu")
-	if withCPU {
-		ctrls = append(ctrls, "cpu")
+	chain := []string{cgroupRoot, filepath.Join(cgroupRoot, cgroupParent)}
+	if l.budget != nil {
+		chain = append(chain, l.budget.dirs["v2"])
 	}
-	for _, dir := range []string{cgroupRoot, parent} {
-		for _, c := range ctrls {
-			if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0); err != nil {
-				return fmt.Errorf("enabling the %s controller in %s: %w", c, dir, err)
-			}
-		}
+	if err := delegateV2(chain, withCPU); err != nil {
+		return err
 	}
-	dir := filepath.Join(parent, name)
+	dir := filepath.Join(chain[len(chain)-1], name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
 	}
@@ -215,6 +229,29 @@ func (l *limiter) makeV2(name string) error {
 		w := max(1, min(10000, n*100/1024))
 		if err := writeFile(dir, "cpu.weight", w); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// delegateV2 makes each directory of chain after the root (each the
+// parent of the next) and enables memory, pids and, withCPU, cpu in its
+// cgroup.subtree_control, so the last one's children get them.
+func delegateV2(chain []string, withCPU bool) error {
+	ctrls := []string{"memory", "pids"}
+	if withCPU {
+		ctrls = append(ctrls, "cpu")
+	}
+	for i, dir := range chain {
+		if i > 0 {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+		}
+		for _, c := range ctrls {
+			if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0); err != nil {
+				return fmt.Errorf("enabling the %s controller in %s: %w", c, dir, err)
+			}
 		}
 	}
 	return nil
@@ -290,13 +327,34 @@ func (l *limiter) exceeded() *LimitExceeded {
 	return l.overDisk()
 }
 
-// counted reports a limit the cgroup's counters say was hit.
+// counted reports a limit the cgroup's counters say was hit: the
+// command's own, or its session's.
+//
+// The kernel counts an OOM kill in the victim's cgroup whichever
+// ancestor's limit was reached, and a refused fork (on v1) in the forking
+// task's, so the command's own counters say that a limit was hit, not
+// whose. The command's own limit was when its own counter reached it
+// (ownMemoryReached; its pids.peak at its own pids.max). When it never
+// did, the limit reached was the session's (decision 0058). A command
+// that filled its own memory limit once (page cache counts) and later
+// lost a process to the session's is named by its own.
 func (l *limiter) counted() *LimitExceeded {
-	if l.lim.MemoryBytes > 0 && l.oomKills() > 0 {
-		return &LimitExceeded{Limit: LimitMemory, Value: l.lim.MemoryBytes}
+	sessionMemory, sessionPids := l.budget.memoryBytes(), l.budget.pids()
+	if (l.lim.MemoryBytes > 0 || sessionMemory > 0) && l.oomKills() > 0 {
+		if sessionMemory > 0 && !l.ownMemoryReached() {
+			return &LimitExceeded{Limit: LimitSessionMemory, Value: sessionMemory}
+		}
+		if l.lim.MemoryBytes > 0 {
+			return &LimitExceeded{Limit: LimitMemory, Value: l.lim.MemoryBytes}
+		}
 	}
-	if l.lim.Pids > 0 && l.pidsRefused() > 0 {
-		return &LimitExceeded{Limit: LimitPids, Value: l.lim.Pids}
+	if (l.lim.Pids > 0 || sessionPids > 0) && l.pidsRefused() > 0 {
+		if peak, ok := l.pidsPeak(); sessionPids > 0 && (l.lim.Pids == 0 || ok && peak < l.lim.Pids) {
+			return &LimitExceeded{Limit: LimitSessionPids, Value: sessionPids}
+		}
+		if l.lim.Pids > 0 {
+			return &LimitExceeded{Limit: LimitPids, Value: l.lim.Pids}
+		}
 	}
 	return nil
 }
@@ -324,9 +382,60 @@ func (l *limiter) pidsRefused() int64 {
 	case cgroupV1:
 		return keyed(l.dirs["pids"], "pids.events", "max")
 	case cgroupV2:
-		return keyed(l.dirs["v2"], "pids.events", "max")
+		// v2 counts "max" in pids.events where the limit was (the
+		// session's for a fork its budget refused) and, from Linux 6.13,
+		// the forking cgroup's refusals in pids.events.local.
+		return max(keyed(l.dirs["v2"], "pids.events", "max"), keyed(l.dirs["v2"], "pids.events.local", "max"))
 	}
 	return 0
+}
+
+// chargeSlack is how far below a limit the peak of a cgroup whose limit
+// refused a charge may stay: a refused charge is of at most a huge page
+// (2 MiB), and the peak counts only charges that succeeded.
+const chargeSlack = 2 << 20
+
+// ownMemoryReached says the command's own memory limit was reached: on
+// v2 a charge it refused ("max" in memory.events); on v1, whose
+// memory.failcnt Linux 6.18 no longer counts, its peak
+// (memory.max_usage_in_bytes) within chargeSlack of the limit.
+func (l *limiter) ownMemoryReached() bool {
+	if l.lim.MemoryBytes == 0 {
+		return false
+	}
+	switch l.mode {
+	case cgroupV1:
+		peak, ok := single(l.dirs["memory"], "memory.max_usage_in_bytes")
+		return !ok || peak >= l.lim.MemoryBytes-chargeSlack // unreadable: the command's own, as before budgets
+	case cgroupV2:
+		return keyed(l.dirs["v2"], "memory.events", "max") > 0
+	}
+	return true
+}
+
+// pidsPeak is the most processes and threads the command's cgroup held
+// at once; ok is false on a kernel without pids.peak (before 6.1).
+func (l *limiter) pidsPeak() (int64, bool) {
+	switch l.mode {
+	case cgroupV1:
+		return single(l.dirs["pids"], "pids.peak")
+	case cgroupV2:
+		return single(l.dirs["v2"], "pids.peak")
+	}
+	return 0, false
+}
+
+// single reads a cgroup file holding one number.
+func single(dir, file string) (int64, bool) {
+	if dir == "" {
+		return 0, false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n, err == nil
 }
 
 // keyed reads the value of key from a cgroup file of "key value" lines;
@@ -393,6 +502,140 @@ func (l *limiter) remove() error {
 	for _, dir := range l.dirs {
 		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("sandbox: removing the command's cgroup: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Budget is one session's parent cgroup (decision 0058). Every command
+// run with Spec.Budget set to it has its cgroup made inside, so the
+// session's commands and services together count against
+// SessionMemoryBytes and SessionPids, beside each one's own limits: on
+// cgroup v1 the memory and pids hierarchies nest (a charge counts in
+// every ancestor up to the root), as v2's do. The supervisor makes one
+// per attempt and closes it once every sandbox of the attempt has ended.
+//
+// Without a cgroup for the supervisor (cgroupNone) a budget enforces
+// nothing, as a command's own memory limit does not.
+type Budget struct {
+	lim  contract.SandboxLimits // only the Session fields are read
+	mode cgroupMode
+	// dirs are the budget's cgroup directories: "memory" and "pids" on
+	// v1, "v2" on v2; none when nothing is enforced.
+	dirs map[string]string
+}
+
+// NewBudget makes the session's parent cgroup with lim's session limits.
+// A budget with neither limit makes no cgroup: commands run with it get
+// their cgroups where they would without one.
+func NewBudget(lim contract.SandboxLimits) (*Budget, error) {
+	if err := checkLimits(lim); err != nil {
+		return nil, err
+	}
+	b := &Budget{lim: lim, dirs: map[string]string{}}
+	if lim.SessionMemoryBytes == 0 && lim.SessionPids == 0 {
+		return b, nil
+	}
+	b.mode = hostCgroupMode()
+	if b.mode == cgroupNone {
+		return b, nil
+	}
+	name, err := randomName()
+	if err != nil {
+		return nil, err
+	}
+	name = "session-" + name
+	switch b.mode {
+	case cgroupV1:
+		err = b.makeV1(name)
+	case cgroupV2:
+		err = b.makeV2(name)
+	}
+	if err != nil {
+		_ = b.Close() // nothing runs in it yet; a leftover empty cgroup is harmless
+		return nil, fmt.Errorf("sandbox: making the session's cgroup: %w", err)
+	}
+	return b, nil
+}
+
+func (b *Budget) makeV1(name string) error {
+	for _, c := range []string{"memory", "pids"} {
+		dir := filepath.Join(cgroupRoot, c, cgroupParent, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		b.dirs[c] = dir
+	}
+	if n := b.lim.SessionMemoryBytes; n > 0 {
+		if err := writeFile(b.dirs["memory"], "memory.limit_in_bytes", n); err != nil {
+			return err
+		}
+		if err := writeFile(b.dirs["memory"], "memory.memsw.limit_in_bytes", n); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if n := b.lim.SessionPids; n > 0 {
+		if err := writeFile(b.dirs["pids"], "pids.max", n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Budget) makeV2(name string) error {
+	dir := filepath.Join(cgroupRoot, cgroupParent, name)
+	// The budget's own subtree_control is enabled by each command's
+	// limiter (delegateV2), which knows whether it needs cpu.
+	if err := delegateV2([]string{cgroupRoot, filepath.Dir(dir)}, false); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	b.dirs["v2"] = dir
+	if n := b.lim.SessionMemoryBytes; n > 0 {
+		if err := writeFile(dir, "memory.max", n); err != nil {
+			return err
+		}
+		if err := writeFile(dir, "memory.swap.max", 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if n := b.lim.SessionPids; n > 0 {
+		if err := writeFile(dir, "pids.max", n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// memoryBytes is the session's memory limit when a cgroup enforces it,
+// else 0.
+func (b *Budget) memoryBytes() int64 {
+	if b == nil || len(b.dirs) == 0 {
+		return 0
+	}
+	return b.lim.SessionMemoryBytes
+}
+
+// pids is the session's pids limit when a cgroup enforces it, else 0.
+func (b *Budget) pids() int64 {
+	if b == nil || len(b.dirs) == 0 {
+		return 0
+	}
+	return b.lim.SessionPids
+}
+
+// Close removes the session's cgroups. Every command run with the budget
+// must have ended: a cgroup with a child cgroup in it cannot be removed.
+func (b *Budget) Close() error {
+	if b == nil {
+		return nil
+	}
+	var errs []error
+	for _, dir := range b.dirs {
+		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("sandbox: removing the session's cgroup: %w", err))
 		}
 	}
 	return errors.Join(errs...)

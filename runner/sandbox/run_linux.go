@@ -140,7 +140,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	defer argsFile.Close()
 	defer argsW.Close()
-	lim, err := newLimiter(s.Limits, filepath.Clean(s.Workspace))
+	lim, err := newLimiter(s.Limits, filepath.Clean(s.Workspace), s.Budget)
 	if err != nil {
 		return Result{}, err
 	}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/inspecthq/inspect/contract"
 )
 
 var errUnsupported = fmt.Errorf("sandbox: bubblewrap sandboxes need Linux: %w", errors.ErrUnsupported)
@@ -26,3 +28,12 @@ func StartEnvironment(ctx context.Context, uid, gid uint32) (*Environment, error
 
 // Close does nothing here.
 func (e *Environment) Close() error { return nil }
+
+// Budget is a session's parent cgroup; this system has none.
+type Budget struct{}
+
+// NewBudget cannot make one on this system.
+func NewBudget(lim contract.SandboxLimits) (*Budget, error) { return nil, errUnsupported }
+
+// Close does nothing here.
+func (b *Budget) Close() error { return nil }

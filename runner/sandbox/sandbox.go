@@ -125,6 +125,10 @@ type Spec struct {
 	// Limits cap the command's memory, processes, CPU share, /tmp and
 	// workspace disk use (zero fields: none).
 	Limits contract.SandboxLimits
+	// Budget, when set, is the session's parent cgroup: the command's
+	// cgroup is made inside it, so the command counts against the
+	// session's memory and pids beside its own Limits (decision 0058).
+	Budget *Budget
 	// Within, when set, runs the command inside a session's Environment:
 	// it shares the environment's loopback network and IPC with every
 	// other command run within it, while its PID namespace, mounts and

@@ -214,6 +214,7 @@ func (s *session) serviceSpec(argv []string, out *tailBuffer) sandbox.Spec {
 		UID:         s.cfg.SandboxUID,
 		GID:         s.cfg.SandboxGID,
 		Limits:      s.cfg.Limits,
+		Budget:      s.budget,
 		Within:      s.env,
 		Stdout:      out,
 		Stderr:      out,
@@ -281,7 +282,7 @@ func (s *session) serviceEnded(svc *service) {
 	if l := svc.res.Limit; l != nil {
 		// The reply (render.ServiceFailedReply) shows this: the limit and
 		// its value.
-		how = "stopped: it ran into the sandbox's " + l.String()
+		how = "stopped: it ran into " + l.Owned()
 	}
 	if !s.ev.Services[svc.index].Ready {
 		s.failService(svc, "exited before it was ready ("+how+")")

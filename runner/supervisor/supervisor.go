@@ -398,16 +398,22 @@ type session struct {
 	stoppedServices []*service // the agent's, stopped when it ended (serviceCause)
 	servicesRunning sync.WaitGroup
 	probeBin        string
+	// budget is the session's parent cgroup (budget.go), or nil.
+	budget *sandbox.Budget
 }
 
 // run prepares the workspace and runs the agent and the verify commands,
 // recording the outcome. It returns early when ctx ends.
 func (s *session) run(ctx context.Context) {
 	defer s.closeEgress()
+	defer s.closeBudget()      // after the services and every command: they run within it
 	defer s.closeEnvironment() // after the services: they run within it
 	defer s.stopServices()
 	s.enter(contract.PhasePrepare, "preparing the workspace at "+s.spec.PinnedSHA[:12])
 	if !s.prepare(ctx) {
+		return
+	}
+	if !s.openBudget(ctx) {
 		return
 	}
 	if !s.openEnvironment(ctx) {
@@ -868,6 +874,7 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 		GID:         s.cfg.SandboxGID,
 		Limits:      s.cfg.Limits,
 		Timeout:     timeout,
+		Budget:      s.budget,
 		Within:      s.env,
 		Stdout:      sink,
 		Stderr:      sink,
@@ -909,7 +916,7 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 		// exit status, is how the attempt ends.
 		s.log.Warn().Str("command", name).Str("limit", res.Limit.Limit).Int64("value", res.Limit.Value).Msg("command ran into a sandbox limit")
 		s.ev.Outcome = contract.OutcomeLimitExceeded
-		s.ev.Reason = fmt.Sprintf("the %s command ran into the sandbox's %s and was stopped", name, res.Limit)
+		s.ev.Reason = fmt.Sprintf("the %s command ran into %s and was stopped", name, res.Limit.Owned())
 		s.ev.Limit = &contract.LimitHit{Name: res.Limit.Limit, Value: res.Limit.Value, Command: name}
 		return r, false
 	}

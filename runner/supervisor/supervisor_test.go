@@ -82,7 +82,8 @@ func newHarness(t *testing.T, ch *channeltest.Server, spec contract.Spec) *harne
 // serverDefaultLimits are the server's default executor.limits
 // (config.DefaultSandbox*): every attempt here runs under them, so the
 // tests show the Go toolchain, git, npm and PostgreSQL working within.
-var serverDefaultLimits = contract.SandboxLimits{MemoryBytes: 4 << 30, Pids: 4096, CPUShares: 512, TmpBytes: 2 << 30, WorkspaceBytes: 10 << 30}
+var serverDefaultLimits = contract.SandboxLimits{MemoryBytes: 4 << 30, Pids: 4096, CPUShares: 512, TmpBytes: 2 << 30, WorkspaceBytes: 10 << 30,
+	SessionMemoryBytes: 8 << 30, SessionPids: 8192}
 
 func (h *harness) run(t *testing.T, ctx context.Context) *Report {
 	t.Helper()

@@ -245,6 +245,89 @@ func TestCallbackRefusesAForeignStateAndNextStaysLocal(t *testing.T) {
 	}
 }
 
+// Sign-in's next is a path on this site, however it is spelled. The class
+// closed: an open redirect, a next the browser reads as another origin
+// once it has stripped or decoded something (WHATWG URL parsing drops
+// ASCII tab and newline anywhere and treats "\" as "/"). The review's
+// case is the tab; the other rows are variants it did not try: other
+// control characters, the backslash raw and encoded, an encoded slash,
+// double encoding, and Unicode spaces and format characters.
+func TestSignInNextIsAPathOnThisSite(t *testing.T) {
+	w := newWorld(t)
+	for _, c := range []struct{ rawNext, want string }{
+		{"/%09/evil.example", "/sessions"}, // the review's: the browser strips the tab, leaving //evil.example
+		{"/%0a/evil.example", "/sessions"},
+		{"/%0d/evil.example", "/sessions"},
+		{"/%00/evil.example", "/sessions"},
+		{"/%7f/evil.example", "/sessions"},
+		{"%09//evil.example", "/sessions"},
+		{"/%5Cevil.example", "/sessions"},
+		{"/%5C%5Cevil.example", "/sessions"},
+		{"/%2f/evil.example", "/sessions"},
+		{"/%252f/evil.example", "/sessions"}, // "/%2f/evil.example" after the query is decoded
+		{"/%2509/evil.example", "/sessions"}, // "/%09/evil.example" after the query is decoded
+		{"/%20/evil.example", "/sessions"},
+		{"/%C2%A0/evil.example", "/sessions"},     // no-break space
+		{"/%E3%80%80/evil.example", "/sessions"},  // ideographic space
+		{"/%E2%80%8B/evil.example", "/sessions"},  // zero-width space (a format character)
+		{"/%E2%80%AE/evil.example", "/sessions"},  // right-to-left override
+		{"/%FF/evil.example", "/sessions"},        // not UTF-8
+		{"https:%2F%2Fevil.example", "/sessions"}, // a scheme
+		{"//evil.example/", "/sessions"},
+		{"/sessions/visible-1", "/sessions/visible-1"},
+		{"/sessions%3Frepo%3D101", "/sessions?repo=101"},
+	} {
+		if got := w.signInWithNext(t, c.rawNext); got != c.want {
+			t.Errorf("next=%s: after sign-in to %q, want %q", c.rawNext, got, c.want)
+		}
+	}
+}
+
+// signInWithNext signs in from /auth/login?next=rawNext (rawNext as it
+// stands in the query) and is the Location the callback answers, read
+// raw: Go's client refuses to follow some of them, a browser would not.
+func (w *world) signInWithNext(t *testing.T, rawNext string) string {
+	t.Helper()
+	toCallback := &http.Client{Jar: w.http.Jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Path == callbackPath {
+			return http.ErrUseLastResponse // the callback is asked by hand, below
+		}
+		return nil
+	}}
+	resp, err := toCallback.Get(w.srv.URL + "/auth/login?next=" + rawNext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	form := resp.Request.URL.Query() // the stand-in's authorize page
+	form.Set("login", "alice")
+	resp, err = toCallback.PostForm(w.gh.URL()+"/login/oauth/authorize", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	callback, err := resp.Location()
+	if err != nil || callback.Path != callbackPath {
+		t.Fatalf("next=%s: the stand-in answered %d to %v (%v)", rawNext, resp.StatusCode, callback, err)
+	}
+	req, err := http.NewRequest(http.MethodGet, callback.String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range w.http.Jar.Cookies(callback) {
+		req.AddCookie(c)
+	}
+	resp, err = http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return "an answer that is not HTTP: " + err.Error() // a NUL in the Location header, say
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("next=%s: the callback answered %d", rawNext, resp.StatusCode)
+	}
+	return resp.Header.Get("Location")
+}
+
 // A value sealed for one purpose does not open for another, nor with
 // another key, nor once changed.
 func TestSealBindsKeyAndPurpose(t *testing.T) {

@@ -100,6 +100,9 @@ workers: {reconcile_interval: 10ms}`, nil,
 			[]string{"buildkite.queue:", "buildkite.api_token: set only one", "workers.reconcile_interval:"}},
 		{"metrics on the webhook listener", minimalYAML, map[string]string{"INSPECT_LISTEN": ":8080", "INSPECT_METRICS_LISTEN": ":8080"}, []string{"metrics.listen: must differ from listen"}},
 		{"unknown executor", minimalYAML, map[string]string{"INSPECT_EXECUTOR_KIND": "k8s"}, []string{"executor.kind: \"k8s\" must be local, buildkite or none"}},
+		{"no live streams at all", minimalYAML + `
+web: {public_url: https://inspect.example.com, client_id: c, client_secret: s, key_path: /k, max_live_streams: 0}`, nil,
+			[]string{"web.max_live_streams: must be between 1 and 1000 (found 0)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -793,7 +793,7 @@ func Defaults() Server {
 			OutputReservation: DefaultOutputReservation, MaxRequestBytes: DefaultMaxModelRequestBytes},
 		Egress:    Egress{IdleTimeout: 2 * time.Minute, Cache: RegistryCache{MaxBytes: DefaultRegistryCacheBytes}},
 		Artifacts: Artifacts{MaxFileBytes: 10 << 20, MaxSessionBytes: 50 << 20, Retention: 30 * 24 * time.Hour},
-		Web:       Web{PermissionCache: time.Minute, SessionLifetime: 7 * 24 * time.Hour},
+		Web:       Web{PermissionCache: time.Minute, SessionLifetime: 7 * 24 * time.Hour, MaxLiveStreams: DefaultMaxLiveStreams},
 	}
 }
 

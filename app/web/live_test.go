@@ -372,7 +372,7 @@ func TestLiveStreamEndsWhenTheSignInOrTheReadGoes(t *testing.T) {
 				t.Fatalf("the stream began with %d %+v, %v", resp.StatusCode, ev, err)
 			}
 			c.take(t, w)
-			w.clock.add(c.wait)
+			w.clock.Advance(c.wait)
 			reason, err := untilEnded(t, r)
 			if err != io.EOF || !strings.Contains(reason, "Reload the page") {
 				t.Fatalf("the stream ended with %q, %v; want an ended event and its end", reason, err)
@@ -405,7 +405,7 @@ func TestLiveStreamsAreCappedPerUser(t *testing.T) {
 	}
 	// The session ends: both streams send done and end, and give their
 	// places back before their responses end.
-	if _, err := w.st.MutateSession(context.Background(), "visible-1", w.clock.now(), func(s *store.Session) error {
+	if _, err := w.st.MutateSession(context.Background(), "visible-1", w.clock.Now(), func(s *store.Session) error {
 		return s.End(session.NoChange, "", "")
 	}); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/internal/fakeclock"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/storetest"
 	"github.com/inspecthq/inspect/session"
@@ -39,21 +40,12 @@ func (c *recordedCommands) AcceptTrigger(_ context.Context, t session.Trigger) e
 	return nil
 }
 
-// clock is a settable now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
-
 type world struct {
 	gh    *fakegithub.Server
 	st    *store.Store
 	srv   *httptest.Server
 	cmds  *recordedCommands
-	clock *clock
+	clock *fakeclock.Clock
 	http  *http.Client
 	// web is the dashboard srv serves; opts built it, over the store at
 	// driver's dsn, which another replica opens again (replica).
@@ -86,7 +78,7 @@ func newWorldOn(t *testing.T, driver string, change func(*Options)) *world {
 	gh.SetPermission("acme", "widgets", "alice", "write")
 	dsn := storetest.DSN(t, driver)
 	st := openStore(t, driver, dsn)
-	w := &world{gh: gh, st: st, cmds: &recordedCommands{}, clock: &clock{t: time.Now()}, driver: driver, dsn: dsn}
+	w := &world{gh: gh, st: st, cmds: &recordedCommands{}, clock: fakeclock.New(time.Now()), driver: driver, dsn: dsn}
 	mux := http.NewServeMux()
 	w.srv = httptest.NewServer(mux)
 	t.Cleanup(w.srv.Close)
@@ -95,7 +87,7 @@ func newWorldOn(t *testing.T, driver string, change func(*Options)) *world {
 	key := sha256.Sum256([]byte("test key"))
 	o := Options{Store: st, Commands: w.cmds, PublicURL: w.srv.URL, WebURL: gh.URL(), APIURL: gh.APIURL(),
 		ClientID: id, ClientSecret: secret, Key: key[:], PermissionCache: time.Minute, SessionLifetime: 24 * time.Hour,
-		Now: w.clock.now, Log: zerolog.Nop()}
+		Now: w.clock.Now, Log: zerolog.Nop()}
 	change(&o)
 	s, err := New(o)
 	if err != nil {
@@ -189,7 +181,7 @@ func TestTokensAreRefreshedAndSignOutRevokes(t *testing.T) {
 		t.Fatalf("list: %d\n%s", code, body)
 	}
 	first := w.gh.RequestsMatching("POST", "/login/oauth/access_token")
-	w.clock.add(9 * time.Hour) // past the token's eight hours and the permission cache
+	w.clock.Advance(9 * time.Hour) // past the token's eight hours and the permission cache
 	if code, body := w.get(t, "/sessions/visible-1"); code != 200 || !strings.Contains(body, "do it") {
 		t.Fatalf("the session page after eight hours: %d\n%s", code, body)
 	}
@@ -413,7 +405,7 @@ func TestConcurrentRequestsRefreshOnce(t *testing.T) {
 	w := newWorld(t)
 	w.signIn(t)
 	before := len(w.gh.RequestsMatching("POST", "/login/oauth/access_token"))
-	w.clock.add(9 * time.Hour)
+	w.clock.Advance(9 * time.Hour)
 	var wg sync.WaitGroup
 	codes := make([]int, 2)
 	for i := range codes {
@@ -616,7 +608,7 @@ func TestUserReadsGoThroughTheUsersOwnClient(t *testing.T) {
 	if code, _ := w.get(t, "/sessions"); code != 200 {
 		t.Fatalf("sessions: %d", code)
 	}
-	w.clock.add(2 * time.Minute) // past the permission cache
+	w.clock.Advance(2 * time.Minute) // past the permission cache
 	w.gh.CreateBranch("acme", "widgets", "feature/login", "")
 	code, page := w.get(t, "/sessions/new")
 	if code != 200 {
@@ -672,7 +664,7 @@ func TestSnapshotsPageShowsSizeLogAndDrift(t *testing.T) {
 		w.gh.CommitFiles("acme", "widgets", "main", map[string]string{"n.txt": strings.Repeat("n", i+1)}, "after the snapshot")
 	}
 	w.gh.CommitFiles("acme", "gadgets", "main", map[string]string{"a": "a"}, "gadgets")
-	now := w.clock.now()
+	now := w.clock.Now()
 	log := "--- snapshot deps: go mod download exited 0 after 2s\n<script>alert(1)</script>\ndownloaded 12 modules\n"
 	for _, c := range []struct {
 		id   int64
@@ -731,11 +723,11 @@ func TestSnapshotsPageShowsSizeLogAndDrift(t *testing.T) {
 	// Within the minute a reload asks GitHub nothing; after it, the new
 	// commit on main counts.
 	w.gh.CommitFiles("acme", "widgets", "main", map[string]string{"n.txt": "more"}, "one more")
-	w.clock.add(30 * time.Second)
+	w.clock.Advance(30 * time.Second)
 	if _, body := w.get(t, "/snapshots"); !strings.Contains(body, "3 commits on <code>main</code> since") || compares() != asked {
 		t.Errorf("a reload within the minute asked GitHub %d more times", compares()-asked)
 	}
-	w.clock.add(time.Minute)
+	w.clock.Advance(time.Minute)
 	if _, body := w.get(t, "/snapshots"); !strings.Contains(body, "4 commits on <code>main</code> since") {
 		t.Errorf("after the minute: %s", between(body, `id="repo-101"`, "</section>"))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/examples"
 	"github.com/inspecthq/inspect/internal/sandboxtest"
@@ -107,4 +108,43 @@ func TestDashboardLiveOutputOfARunningSession(t *testing.T) {
 		t.Error("the token reached the page")
 	}
 	d.screenshot("session-live")
+}
+
+// alice's session page is open, its live view following a running
+// session, when she is signed out elsewhere (the store forgets her, as
+// another replica's sign-out or GitHub's revocation does). Within
+// web.permission_cache the stream ends, and the page stops listening and
+// says why (decision 0060: an authorisation does not outlive what it was
+// given for).
+func TestDashboardLiveViewEndsWhenSignedOutElsewhere(t *testing.T) {
+	d := newDashboard(t)
+	ctx := context.Background()
+	sess := store.Fixture(session.Running, store.Session{ID: "live-ends-1", AttemptID: "live-ends-a1", RepoID: repoID, RepoOwner: owner, RepoName: repoName,
+		InstallationID: installationID, Number: issueNumber, TriggerKind: session.KindComment, CommentID: 98, DeliveryID: "d-live-ends",
+		RequesterLogin: "alice", RequesterID: 5000, RequesterType: "User", Instructions: "work slowly"})
+	if _, err := d.st.Accept(ctx, store.Acceptance{DeliveryID: sess.DeliveryID, Event: "issue_comment", At: d.clock.Now(), CommentID: sess.CommentID, Session: &sess}); err != nil {
+		t.Fatal(err)
+	}
+	d.signIn("alice", "/sessions/"+sess.ID)
+	// A line the page shows only through its stream: the stream is open.
+	if _, err := d.st.AppendOutput(ctx, store.OutputChunk{SessionID: sess.ID, AttemptID: sess.AttemptID, Seq: 1, Phase: "agent", Command: "agent",
+		Text: "still working\n", CreatedAt: d.clock.Now()}, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what, js string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(d.tab, time.Minute)
+		defer cancel()
+		if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(time.Minute))); err != nil {
+			t.Fatalf("waiting for %s: %v\n#live: %q\n%s", what, err, d.text("#live"), d.logs)
+		}
+	}
+	live := `document.getElementById("live")`
+	waitFor("the streamed line", live+`.textContent.includes("still working")`)
+
+	if err := d.st.ForgetWebUser(ctx, 5000); err != nil {
+		t.Fatal(err)
+	}
+	d.clock.Advance(d.cfg.Web.PermissionCache)
+	waitFor("the end of the stream", live+`.dataset.ended === "true" && `+live+`.textContent.includes("Your sign-in has ended")`)
 }

@@ -102,6 +102,9 @@ workers: {reconcile_interval: 10ms}`, nil,
 		{"unknown executor", minimalYAML, map[string]string{"INSPECT_EXECUTOR_KIND": "k8s"}, []string{"executor.kind: \"k8s\" must be local, buildkite or none"}},
 		{"session limits too small", minimalYAML, map[string]string{"INSPECT_EXECUTOR_LIMITS_SESSION_MEMORY_BYTES": "1000", "INSPECT_EXECUTOR_LIMITS_SESSION_PIDS": "3"},
 			[]string{"executor.limits.session_memory_bytes: must be 0 (no limit) or at least 67108864 (found 1000)", "executor.limits.session_pids: must be 0 (no limit) or at least 16 (found 3)"}},
+		{"no live streams at all", minimalYAML + `
+web: {public_url: https://inspect.example.com, client_id: c, client_secret: s, key_path: /k, max_live_streams: 0}`, nil,
+			[]string{"web.max_live_streams: must be between 1 and 1000 (found 0)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

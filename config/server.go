@@ -814,7 +814,7 @@ func Defaults() Server {
 		Egress: Egress{IdleTimeout: 2 * time.Minute, Cache: RegistryCache{MaxBytes: DefaultRegistryCacheBytes},
 			MaxRegistryRequestsPerAttempt: DefaultMaxRegistryRequestsPerAttempt, MaxRegistryRequests: DefaultMaxRegistryRequests},
 		Artifacts: Artifacts{MaxFileBytes: 10 << 20, MaxSessionBytes: 50 << 20, Retention: 30 * 24 * time.Hour},
-		Web:       Web{PermissionCache: time.Minute, SessionLifetime: 7 * 24 * time.Hour},
+		Web:       Web{PermissionCache: time.Minute, SessionLifetime: 7 * 24 * time.Hour, MaxLiveStreams: DefaultMaxLiveStreams},
 	}
 }
 

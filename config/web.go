@@ -35,7 +35,16 @@ type Web struct {
 	PermissionCache time.Duration `yaml:"permission_cache"`
 	// SessionLifetime is how long a sign-in lasts.
 	SessionLifetime time.Duration `yaml:"session_lifetime"`
+	// MaxLiveStreams is how many sessions' live output one user may
+	// follow at once on one replica (decision 0060): each stream reads
+	// the store every 200 ms.
+	MaxLiveStreams int `yaml:"max_live_streams"`
 }
+
+// DefaultMaxLiveStreams is web.max_live_streams's default: a few tabs of
+// session pages, more than the six connections a browser opens to one
+// host over HTTP/1.1.
+const DefaultMaxLiveStreams = 10
 
 // WebEnabled reports whether the dashboard is configured.
 func (c Server) WebEnabled() bool { return c.Web.PublicURL != "" }
@@ -70,6 +79,9 @@ func (c Server) validateWeb(add func(key, format string, args ...any)) {
 	}
 	if w.SessionLifetime < time.Minute {
 		add("web.session_lifetime", "must be at least 1m (found %s)", w.SessionLifetime)
+	}
+	if w.MaxLiveStreams < 1 || w.MaxLiveStreams > 1000 {
+		add("web.max_live_streams", "must be between 1 and 1000 (found %d)", w.MaxLiveStreams)
 	}
 }
 

@@ -49,6 +49,8 @@ type Flow struct {
 	state    string // the CSRF token GitHub hands back on the redirect
 	manifest Manifest
 	action   string // where the page's form posts
+	page     string // the page URL, as the refusal of another Host names it
+	hosts    map[string]bool
 
 	once      sync.Once
 	done      chan struct{}
@@ -72,6 +74,10 @@ func NewFlow(opts Options, pageURL string) (*Flow, error) {
 	if err := absHTTP(pageURL); err != nil {
 		return nil, fmt.Errorf("the page URL: %w", err)
 	}
+	hosts, err := pageHosts(pageURL)
+	if err != nil {
+		return nil, fmt.Errorf("the page URL: %w", err)
+	}
 	if opts.Manifest.RedirectURL == "" {
 		opts.Manifest.RedirectURL = strings.TrimSuffix(pageURL, "/") + "/callback"
 	}
@@ -92,18 +98,100 @@ func NewFlow(opts Options, pageURL string) (*Flow, error) {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Flow{opts: opts, state: state, manifest: m, action: action, done: make(chan struct{}), responded: make(chan struct{})}, nil
+	return &Flow{opts: opts, state: state, manifest: m, action: action, page: pageURL, hosts: hosts,
+		done: make(chan struct{}), responded: make(chan struct{})}, nil
 }
 
 // Manifest is the manifest the page posts.
 func (f *Flow) Manifest() Manifest { return f.manifest }
 
-// Handler serves GET / (the page) and GET /callback (GitHub's redirect).
+// Handler serves GET / (the page) and GET /callback (GitHub's redirect),
+// only to requests for the page URL's host.
 func (f *Flow) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", f.page)
+	mux.HandleFunc("GET /{$}", f.pageHandler)
 	mux.HandleFunc("GET /callback", f.callback)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !f.hosts[hostKey(r.Host, f.defaultPort())] {
+			// DNS rebinding (decision 0060): a name of the attacker's,
+			// resolved to this host's loopback after their page loaded,
+			// makes the page same-origin to them; the Host header still
+			// carries their name. Refused before the page, which holds
+			// the state token, and before the callback.
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusMisdirectedRequest)
+			_, _ = fmt.Fprintf(w, "inspect setup answers only at %s (the address it printed): open that address. "+
+				"A request for any other host is refused, so that a page rebound to this address cannot read this one.\n", f.page) // a browser gone needs no answer
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// pageHosts is the Host headers the page answers: the page URL's host and
+// port, and when that is a loopback address, the other names of loopback
+// at the same port, so that `ssh -L PORT:127.0.0.1:PORT` serves the page
+// as http://localhost:PORT/ as well as http://127.0.0.1:PORT/. A name of
+// anyone else's never resolves to us without a rebinding.
+func pageHosts(pageURL string) (map[string]bool, error) {
+	u, err := url.Parse(pageURL)
+	if err != nil {
+		return nil, err
+	}
+	port := u.Port()
+	if port == "" {
+		port = schemePort(u.Scheme)
+	}
+	hosts := map[string]bool{hostKey(u.Host, port): true}
+	if isLoopback(u.Hostname()) {
+		for _, name := range []string{"localhost", "127.0.0.1", "::1"} {
+			hosts[hostKey(net.JoinHostPort(name, port), port)] = true
+		}
+	}
+	return hosts, nil
+}
+
+// defaultPort is the port a Host header without one means: the page
+// URL's scheme's.
+func (f *Flow) defaultPort() string {
+	u, err := url.Parse(f.page)
+	if err != nil { // NewFlow parsed it already
+		return ""
+	}
+	return schemePort(u.Scheme)
+}
+
+func schemePort(scheme string) string {
+	if scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+// hostKey is a Host header as the page compares it: the host in lower
+// case and the port (defaultPort when it names none). An empty Host is
+// no host's.
+func hostKey(hostport, defaultPort string) string {
+	if hostport == "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = strings.Trim(hostport, "[]"), defaultPort
+	}
+	if port == "" {
+		port = defaultPort
+	}
+	return net.JoinHostPort(strings.ToLower(host), port)
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Done is closed once the callback has exchanged a code, or failed for
@@ -135,7 +223,7 @@ var donePage = template.Must(template.New("done").Parse(`<!doctype html>
 <body><h1 id="result">{{.}}</h1><p>Go back to the terminal where <code>inspect setup</code> runs.</p></body></html>
 `))
 
-func (f *Flow) page(w http.ResponseWriter, r *http.Request) {
+func (f *Flow) pageHandler(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	// The page holds the state token: no caching, no framing.
 	w.Header().Set("Cache-Control", "no-store")

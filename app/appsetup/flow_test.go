@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -235,5 +236,70 @@ func TestCallbackRefusesAForeignStateAndAUsedCode(t *testing.T) {
 	<-served
 	if _, err := f.Result(); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("result: %v", err)
+	}
+}
+
+// The page and its callback answer only at the page URL's host. The class
+// closed: DNS rebinding, a name of the attacker's that a browser resolves
+// to this host's loopback once its page is loaded, which then reads the
+// page (and its state token) as same-origin and finishes the flow with an
+// App the attacker owns. Its Host header is the attacker's name, never
+// ours. The ssh -L form (localhost or 127.0.0.1 at the listener's port)
+// keeps working. Variants the review did not try: the callback with the
+// right state, a rebinding service's name that spells out 127.0.0.1, our
+// host at another port, no Host at all, and a loopback host when an
+// explicit page URL names another.
+func TestPageAnswersOnlyAtItsOwnHost(t *testing.T) {
+	for _, c := range []struct {
+		name, page, host, path string
+		served                 bool
+	}{
+		{"the page URL's host", "http://127.0.0.1:3000/", "127.0.0.1:3000", "/", true},
+		{"ssh -L as localhost", "http://127.0.0.1:3000/", "localhost:3000", "/", true},
+		{"ssh -L as localhost, any case", "http://127.0.0.1:3000/", "LocalHost:3000", "/", true},
+		{"ssh -L over IPv6 loopback", "http://127.0.0.1:3000/", "[::1]:3000", "/", true},
+		{"an explicit page URL", "https://setup.internal.example/", "setup.internal.example", "/", true},
+		{"an explicit page URL with its default port", "https://setup.internal.example/", "setup.internal.example:443", "/", true},
+		{"a rebound name", "http://127.0.0.1:3000/", "evil.example:3000", "/", false},
+		{"a rebound name at the callback", "http://127.0.0.1:3000/", "evil.example:3000", "/callback", false},
+		{"a rebinding service's name", "http://127.0.0.1:3000/", "127.0.0.1.nip.io:3000", "/", false},
+		{"a name ending in localhost", "http://127.0.0.1:3000/", "evil.localhost.example:3000", "/", false},
+		{"another port", "http://127.0.0.1:3000/", "127.0.0.1:3001", "/", false},
+		{"no port", "http://127.0.0.1:3000/", "127.0.0.1", "/", false},
+		{"no Host", "http://127.0.0.1:3000/", "", "/", false},
+		{"loopback when the page URL names another host", "https://setup.internal.example/", "127.0.0.1:443", "/", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// The API is a closed port: a callback that got through would fail
+			// there, not reach GitHub.
+			f, err := NewFlow(Options{WebURL: "https://github.com", APIURL: "http://127.0.0.1:1/", PageURL: c.page,
+				Manifest: ManifestOptions{PublicURL: "https://inspect.example.com"}}, c.page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := c.path
+			if path == "/callback" {
+				path += "?code=abc&state=" + f.state // the right state: only the Host is wrong
+			}
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.Host = c.host
+			rec := httptest.NewRecorder()
+			f.Handler().ServeHTTP(rec, req)
+			body := rec.Body.String()
+			if !c.served {
+				if rec.Code != http.StatusMisdirectedRequest || !strings.Contains(body, "only at "+c.page) || strings.Contains(body, f.state) {
+					t.Errorf("Host %q: %d\n%s", c.host, rec.Code, body)
+				}
+				select {
+				case <-f.Done():
+					t.Error("a refused callback ended the flow")
+				default:
+				}
+				return
+			}
+			if rec.Code != http.StatusOK || !strings.Contains(body, "state="+f.state) {
+				t.Errorf("Host %q: %d\n%s", c.host, rec.Code, body)
+			}
+		})
 	}
 }

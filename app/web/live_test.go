@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -96,7 +97,7 @@ func readEvent(t *testing.T, r *bufio.Reader) (sseEvent, error) {
 func openLive(t *testing.T, f *fakeLive, lastID string) (*http.Response, *bufio.Reader) {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := streamLive(r.Context(), w, f, "s1", lastEventID(r), time.Millisecond, time.Hour); err != nil {
+		if err := streamLive(r.Context(), w, f, "s1", lastEventID(r), time.Millisecond, time.Hour, nil); err != nil {
 			t.Errorf("stream: %v", err)
 		}
 	}))
@@ -238,7 +239,7 @@ func BenchmarkLiveStreamPerLine(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		w := &discardFlusher{h: http.Header{}}
-		if err := streamLive(ctx, w, src, "s1", 0, time.Hour, time.Hour); err != nil {
+		if err := streamLive(ctx, w, src, "s1", 0, time.Hour, time.Hour, nil); err != nil {
 			b.Fatal(err)
 		}
 		if w.bytes < lines*int64(len(line)) {
@@ -267,5 +268,154 @@ func BenchmarkLiveStreamIdlePoll(b *testing.B) {
 		if out, err := st.OutputAfter(ctx, "s1", 100, liveBatch); err != nil || len(out) != 0 {
 			b.Fatal(out, err)
 		}
+	}
+}
+
+// openLive opens a session's live stream as the world's browser, signed
+// in or not. A stream that never ends fails the test at its deadline.
+func (w *world) openLive(t *testing.T, sessionID string) (*http.Response, *bufio.Reader) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.srv.URL+"/sessions/"+sessionID+"/live", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := w.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() }) // the test's own connection
+	return resp, bufio.NewReader(resp.Body)
+}
+
+// liveStatus is the status a new live stream of the session answers, its
+// redirect not followed (signed out: to the sign-in), and the body of any
+// answer but a stream's, which is left unread.
+func (w *world) liveStatus(t *testing.T, sessionID string) (int, string) {
+	t.Helper()
+	noRedirect := &http.Client{Jar: w.http.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(w.srv.URL + "/sessions/" + sessionID + "/live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return resp.StatusCode, ""
+	}
+	body, _ := io.ReadAll(resp.Body) // a short page; a read error shows as a wrong page
+	return resp.StatusCode, string(body)
+}
+
+// untilEnded reads the stream's events to its end and says how it ended:
+// the reason of its "ended" event, and the error that followed it
+// (io.EOF when the server ended the stream).
+func untilEnded(t *testing.T, r *bufio.Reader) (reason string, err error) {
+	t.Helper()
+	for {
+		ev, err := readEvent(t, r)
+		if err != nil {
+			return reason, err
+		}
+		if ev.name == "ended" {
+			var e liveEndedEvent
+			if jerr := json.Unmarshal([]byte(ev.data), &e); jerr != nil {
+				t.Fatalf("ended: %s: %v", ev.data, jerr)
+			}
+			reason = e.Reason
+		}
+	}
+}
+
+// A live stream is authorised again at least every web.permission_cache,
+// and ends when the sign-in or the repository's read is gone (decision
+// 0060, in part superseding 0037's promise for pages only). The class
+// closed: an authorisation that outlives what it was given for, checked
+// once at the start of a long-lived response. The review showed sign-out;
+// these rows try the other ways it goes: sign-out on another replica (or
+// GitHub's revocation, which forgets the user the same way), and the
+// repository's read taken away at GitHub. Time is the test's clock; the
+// stream polls every 2 ms of real time and ends within a poll once due.
+func TestLiveStreamEndsWhenTheSignInOrTheReadGoes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		take func(t *testing.T, w *world)
+		// wait is how far the clock moves after take: the permission
+		// cache's lifetime, when nothing on this replica knows.
+		wait time.Duration
+	}{
+		{"sign-out on this replica", func(t *testing.T, w *world) {
+			_, page := w.get(t, "/sessions")
+			resp, err := w.http.PostForm(w.srv.URL+"/auth/logout", url.Values{"csrf": {between(page, `name="csrf" value="`, `"`)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("sign-out: %d", resp.StatusCode)
+			}
+		}, 0},
+		{"sign-out on another replica", func(t *testing.T, w *world) {
+			if err := w.st.ForgetWebUser(context.Background(), 5000); err != nil {
+				t.Fatal(err)
+			}
+		}, time.Minute},
+		{"the repository's read taken away", func(t *testing.T, w *world) {
+			w.gh.SetPermission("acme", "widgets", "alice", "none")
+		}, time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorldWith(t, func(o *Options) { o.LivePoll = 2 * time.Millisecond })
+			w.signIn(t)
+			resp, r := w.openLive(t, "visible-1")
+			if ev, err := readEvent(t, r); resp.StatusCode != http.StatusOK || err != nil || ev.name != "state" {
+				t.Fatalf("the stream began with %d %+v, %v", resp.StatusCode, ev, err)
+			}
+			c.take(t, w)
+			w.clock.Advance(c.wait)
+			reason, err := untilEnded(t, r)
+			if err != io.EOF || !strings.Contains(reason, "Reload the page") {
+				t.Fatalf("the stream ended with %q, %v; want an ended event and its end", reason, err)
+			}
+			if code, _ := w.liveStatus(t, "visible-1"); code == http.StatusOK {
+				t.Errorf("a new stream after the loss: %d", code)
+			}
+		})
+	}
+}
+
+// One user holds at most web.max_live_streams live streams on a replica;
+// the next is refused with 429 and says why, and a stream that ends gives
+// its place back. The class closed: work one request makes the server do
+// for as long as it likes (a store poll every 200 ms), multiplied without
+// bound by one user.
+func TestLiveStreamsAreCappedPerUser(t *testing.T) {
+	w := newWorldWith(t, func(o *Options) { o.LivePoll = 2 * time.Millisecond; o.MaxLiveStreams = 2 })
+	w.signIn(t)
+	var open []*bufio.Reader
+	for range 2 {
+		resp, r := w.openLive(t, "visible-1")
+		if ev, err := readEvent(t, r); resp.StatusCode != http.StatusOK || err != nil || ev.name != "state" {
+			t.Fatalf("stream %d began with %d %+v, %v", len(open)+1, resp.StatusCode, ev, err)
+		}
+		open = append(open, r)
+	}
+	if code, body := w.liveStatus(t, "visible-1"); code != http.StatusTooManyRequests || !strings.Contains(body, "2 live views open") {
+		t.Fatalf("the third stream: %d\n%s", code, body)
+	}
+	// The session ends: both streams send done and end, and give their
+	// places back before their responses end.
+	if _, err := w.st.MutateSession(context.Background(), "visible-1", w.clock.Now(), func(s *store.Session) error {
+		return s.End(session.NoChange, "", "")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range open {
+		if _, err := untilEnded(t, r); err != io.EOF {
+			t.Fatalf("stream %d: %v", i+1, err)
+		}
+	}
+	if code, _ := w.liveStatus(t, "visible-1"); code != http.StatusOK {
+		t.Errorf("a stream after the others ended: %d", code)
 	}
 }

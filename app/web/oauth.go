@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/runner/retryafter"
@@ -57,13 +59,59 @@ func (s *Server) cookie(name, value, path string, maxAge time.Duration) *http.Co
 	return c
 }
 
-// localPath keeps next to a path on this server: never another host,
-// never a scheme-relative "//host".
+// localPath is next when it is a path on this site, else "/sessions"
+// (decision 0060). The class it closes is the open redirect: a next that
+// a browser reads as another origin once it has stripped or decoded
+// something. WHATWG URL parsing drops ASCII tab and newline anywhere and
+// reads a backslash as "/", so "/<tab>/evil.example" is "//evil.example" to a
+// browser; a proxy or a later decoding may undo an escape. So next must
+// parse as a path (no scheme, no host, no user), and neither it nor any
+// decoding of it may start with "//" or hold a control, space, format
+// character or backslash.
 func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if !isLocalPath(next) {
 		return "/sessions"
 	}
 	return next
+}
+
+// maxNextDecodings bounds the decodings of next that are checked; a next
+// still encoded after them is no page of this site.
+const maxNextDecodings = 4
+
+func isLocalPath(next string) bool {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return false
+	}
+	for range maxNextDecodings {
+		if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || !plainPathText(next) {
+			return false
+		}
+		decoded, err := url.PathUnescape(next)
+		if err != nil {
+			return false
+		}
+		if decoded == next {
+			return true
+		}
+		next = decoded
+	}
+	return false
+}
+
+// plainPathText reports whether s is valid UTF-8 with no control, space or
+// format character (zero-width, bidi override) and no backslash.
+func plainPathText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r == '\\' || unicode.IsControl(r) || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {

@@ -32,7 +32,7 @@ func TestReplicasRefreshAUsersTokenOnce(t *testing.T) {
 			w := newWorldOn(t, driver, func(o *Options) { o.RefreshPoll = time.Millisecond })
 			w.signIn(t)
 			a, b := w.web, w.replica(t)
-			w.clock.add(9 * time.Hour)
+			w.clock.Advance(9 * time.Hour)
 			arrived, release := w.gh.HoldNextWith(http.MethodPost, "/login/oauth/access_token", isRefresh)
 			defer release()
 			bWaits := make(chan struct{})
@@ -125,7 +125,7 @@ func TestARefreshGitHubDoesNotAnswerKeepsTheUser(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w.clock.add(9 * time.Hour)
+			w.clock.Advance(9 * time.Hour)
 			tc.breakIt(w, net)
 			if _, ok, err := w.web.UserToken(ctx, userID); ok || err == nil {
 				t.Errorf("a refresh that failed: ok %v, err %v; want an error", ok, err)
@@ -152,7 +152,7 @@ func TestARefusedRefreshSignsTheUserOut(t *testing.T) {
 	w := newWorld(t)
 	w.signIn(t)
 	w.gh.RevokeUserAuthorization("alice")
-	w.clock.add(9 * time.Hour)
+	w.clock.Advance(9 * time.Hour)
 	ctx := context.Background()
 	if _, ok, err := w.web.UserToken(ctx, userID); ok || err != nil {
 		t.Fatalf("a refused refresh: ok %v, err %v; want signed out", ok, err)
@@ -169,7 +169,7 @@ func TestTokensThatNeverExpireAreKept(t *testing.T) {
 	w := newWorld(t)
 	w.gh.SetUserTokensExpire(false)
 	w.signIn(t)
-	w.clock.add(9 * time.Hour) // within the sign-in's day
+	w.clock.Advance(9 * time.Hour) // within the sign-in's day
 	if code, body := w.get(t, "/sessions/visible-1"); code != 200 || !strings.Contains(body, "do it") {
 		t.Fatalf("the session page nine hours later: %d\n%s", code, body)
 	}

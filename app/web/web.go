@@ -95,7 +95,15 @@ type Options struct {
 	// RefreshPoll is how often a request waiting on another replica's
 	// refresh of a user's token reads the store again (0: 50 ms).
 	RefreshPoll time.Duration
+	// MaxLiveStreams is web.max_live_streams: the live streams one user
+	// may hold open on this replica (0: defaultMaxLiveStreams).
+	MaxLiveStreams int
+	// LivePoll is how often a live stream reads the store (0: 200 ms).
+	LivePoll time.Duration
 }
+
+// defaultMaxLiveStreams is web.max_live_streams's default.
+const defaultMaxLiveStreams = 10
 
 // Server is the dashboard.
 type Server struct {
@@ -112,8 +120,12 @@ type Server struct {
 	log       zerolog.Logger
 	pages     *template.Template
 
-	mu    sync.Mutex
-	perms map[int64]cachedRepos // by user id
+	mu       sync.Mutex
+	perms    map[int64]cachedRepos // by user id
+	liveOpen map[int64]int         // live streams held, by user id (live.go)
+
+	maxLive  int           // web.max_live_streams
+	livePoll time.Duration // how often a live stream reads the store
 
 	// refreshPoll is how often a request waiting on another's refresh of
 	// a user's token reads the store again (oauth.go).
@@ -162,6 +174,7 @@ func New(o Options) (*Server, error) {
 		gh:      userAPI{webURL: o.WebURL, apiURL: o.APIURL, clientID: o.ClientID, clientSecret: o.ClientSecret, http: client, asUser: o.AsUser},
 		permTTL: o.PermissionCache, lifetime: o.SessionLifetime, now: now, cost: o.Cost, log: o.Log, pages: pages,
 		perms: map[int64]cachedRepos{}, refreshPoll: cmp.Or(o.RefreshPoll, defaultRefreshPoll),
+		liveOpen: map[int64]int{}, maxLive: cmp.Or(o.MaxLiveStreams, defaultMaxLiveStreams), livePoll: cmp.Or(o.LivePoll, livePoll),
 	}, nil
 }
 
@@ -286,6 +299,16 @@ func (s *Server) readable(ctx context.Context, v *viewer) (map[int64]repoRef, er
 	s.mu.Unlock()
 	v.readable = repos
 	return repos, nil
+}
+
+// permissionsCached reports whether this replica holds the user's
+// repositories, asked less than web.permission_cache before now. A
+// sign-out here drops them.
+func (s *Server) permissionsCached(userID int64, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.perms[userID]
+	return ok && now.Before(c.until)
 }
 
 // forgetPermissions drops a user's cached repositories (sign-out).

@@ -22,6 +22,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/internal/fakeclock"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/storetest"
 	"github.com/inspecthq/inspect/session"
@@ -39,21 +40,12 @@ func (c *recordedCommands) AcceptTrigger(_ context.Context, t session.Trigger) e
 	return nil
 }
 
-// clock is a settable now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
-
 type world struct {
 	gh    *fakegithub.Server
 	st    *store.Store
 	srv   *httptest.Server
 	cmds  *recordedCommands
-	clock *clock
+	clock *fakeclock.Clock
 	http  *http.Client
 	// web is the dashboard srv serves; opts built it, over the store at
 	// driver's dsn, which another replica opens again (replica).
@@ -86,7 +78,7 @@ func newWorldOn(t *testing.T, driver string, change func(*Options)) *world {
 	gh.SetPermission("acme", "widgets", "alice", "write")
 	dsn := storetest.DSN(t, driver)
 	st := openStore(t, driver, dsn)
-	w := &world{gh: gh, st: st, cmds: &recordedCommands{}, clock: &clock{t: time.Now()}, driver: driver, dsn: dsn}
+	w := &world{gh: gh, st: st, cmds: &recordedCommands{}, clock: fakeclock.New(time.Now()), driver: driver, dsn: dsn}
 	mux := http.NewServeMux()
 	w.srv = httptest.NewServer(mux)
 	t.Cleanup(w.srv.Close)
@@ -95,7 +87,7 @@ func newWorldOn(t *testing.T, driver string, change func(*Options)) *world {
 	key := sha256.Sum256([]byte("test key"))
 	o := Options{Store: st, Commands: w.cmds, PublicURL: w.srv.URL, WebURL: gh.URL(), APIURL: gh.APIURL(),
 		ClientID: id, ClientSecret: secret, Key: key[:], PermissionCache: time.Minute, SessionLifetime: 24 * time.Hour,
-		Now: w.clock.now, Log: zerolog.Nop()}
+		Now: w.clock.Now, Log: zerolog.Nop()}
 	change(&o)
 	s, err := New(o)
 	if err != nil {
@@ -189,7 +181,7 @@ func TestTokensAreRefreshedAndSignOutRevokes(t *testing.T) {
 		t.Fatalf("list: %d\n%s", code, body)
 	}
 	first := w.gh.RequestsMatching("POST", "/login/oauth/access_token")
-	w.clock.add(9 * time.Hour) // past the token's eight hours and the permission cache
+	w.clock.Advance(9 * time.Hour) // past the token's eight hours and the permission cache
 	if code, body := w.get(t, "/sessions/visible-1"); code != 200 || !strings.Contains(body, "do it") {
 		t.Fatalf("the session page after eight hours: %d\n%s", code, body)
 	}
@@ -243,6 +235,89 @@ func TestCallbackRefusesAForeignStateAndNextStaysLocal(t *testing.T) {
 			t.Errorf("localPath(%q) = %q, want %q", next, got, want)
 		}
 	}
+}
+
+// Sign-in's next is a path on this site, however it is spelled. The class
+// closed: an open redirect, a next the browser reads as another origin
+// once it has stripped or decoded something (WHATWG URL parsing drops
+// ASCII tab and newline anywhere and treats "\" as "/"). The review's
+// case is the tab; the other rows are variants it did not try: other
+// control characters, the backslash raw and encoded, an encoded slash,
+// double encoding, and Unicode spaces and format characters.
+func TestSignInNextIsAPathOnThisSite(t *testing.T) {
+	w := newWorld(t)
+	for _, c := range []struct{ rawNext, want string }{
+		{"/%09/evil.example", "/sessions"}, // the review's: the browser strips the tab, leaving //evil.example
+		{"/%0a/evil.example", "/sessions"},
+		{"/%0d/evil.example", "/sessions"},
+		{"/%00/evil.example", "/sessions"},
+		{"/%7f/evil.example", "/sessions"},
+		{"%09//evil.example", "/sessions"},
+		{"/%5Cevil.example", "/sessions"},
+		{"/%5C%5Cevil.example", "/sessions"},
+		{"/%2f/evil.example", "/sessions"},
+		{"/%252f/evil.example", "/sessions"}, // "/%2f/evil.example" after the query is decoded
+		{"/%2509/evil.example", "/sessions"}, // "/%09/evil.example" after the query is decoded
+		{"/%20/evil.example", "/sessions"},
+		{"/%C2%A0/evil.example", "/sessions"},     // no-break space
+		{"/%E3%80%80/evil.example", "/sessions"},  // ideographic space
+		{"/%E2%80%8B/evil.example", "/sessions"},  // zero-width space (a format character)
+		{"/%E2%80%AE/evil.example", "/sessions"},  // right-to-left override
+		{"/%FF/evil.example", "/sessions"},        // not UTF-8
+		{"https:%2F%2Fevil.example", "/sessions"}, // a scheme
+		{"//evil.example/", "/sessions"},
+		{"/sessions/visible-1", "/sessions/visible-1"},
+		{"/sessions%3Frepo%3D101", "/sessions?repo=101"},
+	} {
+		if got := w.signInWithNext(t, c.rawNext); got != c.want {
+			t.Errorf("next=%s: after sign-in to %q, want %q", c.rawNext, got, c.want)
+		}
+	}
+}
+
+// signInWithNext signs in from /auth/login?next=rawNext (rawNext as it
+// stands in the query) and is the Location the callback answers, read
+// raw: Go's client refuses to follow some of them, a browser would not.
+func (w *world) signInWithNext(t *testing.T, rawNext string) string {
+	t.Helper()
+	toCallback := &http.Client{Jar: w.http.Jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Path == callbackPath {
+			return http.ErrUseLastResponse // the callback is asked by hand, below
+		}
+		return nil
+	}}
+	resp, err := toCallback.Get(w.srv.URL + "/auth/login?next=" + rawNext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	form := resp.Request.URL.Query() // the stand-in's authorize page
+	form.Set("login", "alice")
+	resp, err = toCallback.PostForm(w.gh.URL()+"/login/oauth/authorize", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	callback, err := resp.Location()
+	if err != nil || callback.Path != callbackPath {
+		t.Fatalf("next=%s: the stand-in answered %d to %v (%v)", rawNext, resp.StatusCode, callback, err)
+	}
+	req, err := http.NewRequest(http.MethodGet, callback.String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range w.http.Jar.Cookies(callback) {
+		req.AddCookie(c)
+	}
+	resp, err = http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return "an answer that is not HTTP: " + err.Error() // a NUL in the Location header, say
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("next=%s: the callback answered %d", rawNext, resp.StatusCode)
+	}
+	return resp.Header.Get("Location")
 }
 
 // A value sealed for one purpose does not open for another, nor with
@@ -330,7 +405,7 @@ func TestConcurrentRequestsRefreshOnce(t *testing.T) {
 	w := newWorld(t)
 	w.signIn(t)
 	before := len(w.gh.RequestsMatching("POST", "/login/oauth/access_token"))
-	w.clock.add(9 * time.Hour)
+	w.clock.Advance(9 * time.Hour)
 	var wg sync.WaitGroup
 	codes := make([]int, 2)
 	for i := range codes {
@@ -533,7 +608,7 @@ func TestUserReadsGoThroughTheUsersOwnClient(t *testing.T) {
 	if code, _ := w.get(t, "/sessions"); code != 200 {
 		t.Fatalf("sessions: %d", code)
 	}
-	w.clock.add(2 * time.Minute) // past the permission cache
+	w.clock.Advance(2 * time.Minute) // past the permission cache
 	w.gh.CreateBranch("acme", "widgets", "feature/login", "")
 	code, page := w.get(t, "/sessions/new")
 	if code != 200 {
@@ -589,7 +664,7 @@ func TestSnapshotsPageShowsSizeLogAndDrift(t *testing.T) {
 		w.gh.CommitFiles("acme", "widgets", "main", map[string]string{"n.txt": strings.Repeat("n", i+1)}, "after the snapshot")
 	}
 	w.gh.CommitFiles("acme", "gadgets", "main", map[string]string{"a": "a"}, "gadgets")
-	now := w.clock.now()
+	now := w.clock.Now()
 	log := "--- snapshot deps: go mod download exited 0 after 2s\n<script>alert(1)</script>\ndownloaded 12 modules\n"
 	for _, c := range []struct {
 		id   int64
@@ -648,11 +723,11 @@ func TestSnapshotsPageShowsSizeLogAndDrift(t *testing.T) {
 	// Within the minute a reload asks GitHub nothing; after it, the new
 	// commit on main counts.
 	w.gh.CommitFiles("acme", "widgets", "main", map[string]string{"n.txt": "more"}, "one more")
-	w.clock.add(30 * time.Second)
+	w.clock.Advance(30 * time.Second)
 	if _, body := w.get(t, "/snapshots"); !strings.Contains(body, "3 commits on <code>main</code> since") || compares() != asked {
 		t.Errorf("a reload within the minute asked GitHub %d more times", compares()-asked)
 	}
-	w.clock.add(time.Minute)
+	w.clock.Advance(time.Minute)
 	if _, body := w.get(t, "/snapshots"); !strings.Contains(body, "4 commits on <code>main</code> since") {
 		t.Errorf("after the minute: %s", between(body, `id="repo-101"`, "</section>"))
 	}

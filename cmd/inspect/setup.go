@@ -31,13 +31,16 @@ local page that posts the manifest to GitHub, takes GitHub's redirect,
 exchanges its code, and writes a server config, the App's private key and
 its secrets (each 0600) into --dir. On a remote host, forward the page:
   ssh -L 3000:127.0.0.1:3000 HOST
-and open http://127.0.0.1:3000/ in your browser.
+and open http://127.0.0.1:3000/ (or http://localhost:3000/) in your browser.
+The page answers only requests for its own host (--page-url's, else the
+listener's address), so a page of another site that rebinds its name to
+this address cannot read it.
 
 `)
 		fs.PrintDefaults()
 	}
 	listen := fs.String("listen", defaultSetupListen, "address the setup page listens on")
-	pageURL := fs.String("page-url", "", "the page's URL as the browser reaches it (default http://<listen address>/)")
+	pageURL := fs.String("page-url", "", "the page's URL as the browser reaches it (default http://<listen address>/); the page answers only requests for its host")
 	webURL := fs.String("github-url", "https://github.com", "GitHub's web root, or https://HOST for GitHub Enterprise Server")
 	apiURL := fs.String("api-url", "", "GitHub's REST base (default https://api.github.com/; https://api.SUBDOMAIN.ghe.com/ for GHE.com; <github-url>/api/v3/ for Enterprise Server)")
 	org := fs.String("org", "", "register the App for this organisation (default: your personal account)")

@@ -1,6 +1,7 @@
 // Inspect's live view of a session (app/web/live.go): appends the output
 // the server streams to <pre id="live"> as text, never as markup, and
-// keeps #state current, until the session is done. No build step.
+// keeps #state current, until the session is done or the viewer may no
+// longer read it. No build step.
 (function () {
   "use strict";
   var pre = document.getElementById("live");
@@ -35,5 +36,13 @@
   es.addEventListener("done", function () {
     es.close();
     pre.setAttribute("data-done", "true");
+  });
+  // The viewer's sign-in or read of the repository has gone: stop, and
+  // say so; reconnecting would only be refused.
+  es.addEventListener("ended", function (e) {
+    es.close();
+    var reason = JSON.parse(e.data).reason;
+    pre.appendChild(document.createTextNode("\n[" + reason + "]\n"));
+    pre.setAttribute("data-ended", "true");
   });
 })();

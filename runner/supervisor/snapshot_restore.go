@@ -36,6 +36,16 @@ type restored struct {
 	env []string
 	// imageRoot is rootFS's evidence (only with rootFS).
 	imageRoot *contract.ImageRoot
+	// workspaceCaches are the cache layers inside /workspace, extracted
+	// (read-only, in the layer cache): verify's workspace is filled from
+	// them too (verifyws.go).
+	workspaceCaches []workspaceCacheLayer
+}
+
+// workspaceCacheLayer is a cache layer inside /workspace, extracted.
+type workspaceCacheLayer struct {
+	rel string // workspace-relative, slash separated: node_modules
+	src string // the cache's directory in the extracted layer
 }
 
 // restore fills the workspace from the pinned snapshot (s.spec.Snapshot):
@@ -159,6 +169,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 		if err := copyTree(c.src, filepath.Join(s.ws.work, filepath.FromSlash(c.rel))); err != nil {
 			return nil, fmt.Errorf("restoring cache %s: %w", c.path, err)
 		}
+		out.workspaceCaches = append(out.workspaceCaches, workspaceCacheLayer{rel: c.rel, src: c.src})
 	}
 	if drifts > 0 {
 		if err := s.ws.keepDriftObjects(); err != nil {

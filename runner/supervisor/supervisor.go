@@ -666,6 +666,11 @@ func (s *session) setup(ctx context.Context) bool {
 		}
 		if stale {
 			cmds = append(cmds, s.withoutServiceSetup(s.spec.Snapshot.Setup)...)
+			if s.restored != nil {
+				// The caches are setup's now: the layers no longer say
+				// what verify needs (verifyws.go).
+				s.restored.workspaceCaches = nil
+			}
 		}
 	}
 	cmds = append(cmds, s.spec.Setup...)

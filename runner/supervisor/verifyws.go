@@ -2,7 +2,9 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -18,7 +20,14 @@ import (
 // the change staged (attributes neutralised, so the files are the blobs'
 // bytes), with a .git of its own like the agent's. What setup left outside
 // the change (node_modules, the workspace caches) follows as setup left
-// it, never as the agent did (setupoutputs.go).
+// it, never as the agent did (setupoutputs.go). On a restored session,
+// what the snapshot holds at its caches under /workspace fills in what is
+// still missing there (decision 0063): the agent's phase may have removed
+// or rewritten setup's copy (an `npm ci`, a `go clean -modcache`), and
+// the layer is that copy as the snapshot built it. So verify's workspace
+// is, by precedence, the pinned commit, the change, what setup left, and
+// the snapshot's workspace caches; none of it but the change is the
+// change, which is fixed before (decision 0023).
 
 // verifyDirName is the verify workspace's directory in the attempt's.
 const verifyDirName = "verify"
@@ -47,8 +56,91 @@ func (s *session) buildVerifyWorkspace(ctx context.Context) error {
 	if err := s.setupOut.carry(s.ws.work, dir, uid, gid); err != nil {
 		return err
 	}
+	if s.restored != nil {
+		for _, c := range s.restored.workspaceCaches {
+			if err := fillFromLayer(c, dir, uid, gid); err != nil {
+				return fmt.Errorf("filling %s from the snapshot: %w", c.rel, err)
+			}
+		}
+	}
 	s.verifyDir = dir
 	return nil
+}
+
+// fillFromLayer adds to the verify workspace dir every entry of the
+// extracted cache layer c that dir lacks, owned by uid:gid: what is
+// there already (the change's, setup's) wins, a directory is merged, and
+// where dir holds anything but a directory at or above an entry's path
+// (the change put a file or a symlink there) nothing of the layer goes
+// below it. Everything is made through an os.Root at dir, so nothing the
+// workspace holds leads a write out of it.
+func fillFromLayer(c workspaceCacheLayer, dir string, uid, gid int) error {
+	if realDirsWithin(dir, c.rel, "/workspace") != nil {
+		return nil // the change holds a file or a symlink there: it wins
+	}
+	if err := mkdirOwned(dir, c.rel, uid, gid); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = root.Close() }() // every write was checked already
+	chown := uid != os.Geteuid() || gid != os.Getegid()
+	return filepath.WalkDir(c.src, func(p string, d fs.DirEntry, err error) error {
+		if p == c.src && errors.Is(err, fs.ErrNotExist) {
+			return filepath.SkipDir // an empty cache's layer
+		}
+		if err != nil {
+			return err
+		}
+		r, err := filepath.Rel(c.src, p)
+		if err != nil {
+			return err
+		}
+		rel := filepath.Join(filepath.FromSlash(c.rel), r)
+		existing, err := root.Lstat(rel)
+		switch {
+		case err == nil:
+			if d.IsDir() && !existing.IsDir() {
+				return filepath.SkipDir // a file of setup's (or the change's) there wins
+			}
+			return nil // a directory merges; a file there wins
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			if err := root.Mkdir(rel, 0o700); err != nil {
+				return err
+			}
+			if err := root.Chmod(rel, info.Mode().Perm()|0o700); err != nil {
+				return err
+			}
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			if err := root.Symlink(link, rel); err != nil {
+				return err
+			}
+		case d.Type().IsRegular():
+			if err := copyFileIn(root, p, rel, info.Mode().Perm()); err != nil {
+				return err
+			}
+		default:
+			return nil // sockets, devices, fifos: nothing to keep
+		}
+		if chown {
+			return root.Lchown(rel, uid, gid)
+		}
+		return nil
+	})
 }
 
 // writeIndexTree writes every file of the private index into dir, as the

@@ -295,8 +295,12 @@ func (s *Scheduler) dispatch(ctx context.Context, r store.SnapshotRepo) error {
 	if err := s.store.SetSnapshotAttempt(ctx, r.RepoID, a.ID, s.clock.Now()); err != nil {
 		return err
 	}
+	// The session id names the build's attempt, not only the repo: an
+	// executor that finds an attempt's run by (session id, number) before
+	// it starts one, as Buildkite's does, would otherwise take the repo's
+	// first build for every later one, and no refresh would ever run.
 	ext, err := s.exec.Start(ctx, runner.Attempt{
-		SessionID: "snapshot-" + strconv.FormatInt(r.RepoID, 10), AttemptID: a.ID, Number: 1,
+		SessionID: "snapshot-" + strconv.FormatInt(r.RepoID, 10) + "-" + a.ID, AttemptID: a.ID, Number: 1,
 		ChannelURL: s.channelURL, ClaimCode: claim, Deadline: a.Deadline,
 	})
 	if err != nil {

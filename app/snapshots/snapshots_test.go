@@ -562,7 +562,7 @@ func TestDispatchOnTheExecutor(t *testing.T) {
 			!strings.Contains(a.Spec, `"sha":"`+sha+`"`) {
 			t.Errorf("attempt = %+v", a)
 		}
-		if run.SessionID != "snapshot-42" || run.AttemptID != "att1" || run.Number != 1 || run.ChannelURL != "https://inspect.example/channel" ||
+		if run.SessionID != "snapshot-42-att1" || run.AttemptID != "att1" || run.Number != 1 || run.ChannelURL != "https://inspect.example/channel" ||
 			run.ClaimCode == "" || !run.Deadline.Equal(deadline) {
 			t.Errorf("run = %+v", run)
 		}

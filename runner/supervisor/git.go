@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -296,8 +297,17 @@ func neutralAttributes(gitDir string) error {
 const neutralAttributeLine = "* -text !eol !crlf -ident !filter !diff !merge !working-tree-encoding !whitespace\n"
 
 // borrowSnapshotObjects points the private repository at the extracted
-// snapshot's object store (objects/info/alternates) and copies its shallow
-// boundary, so the snapshot's commit is there without a fetch.
+// snapshot's object store (objects/info/alternates), and at the drift
+// layers' objects when there are some, and gives it the shallow boundary
+// of all it borrows, so the snapshot's commit is there without a fetch.
+//
+// That boundary is the union of the workspace layer's and the drifts'
+// (issue 35). The drifts' alone is not enough: git takes the refs of an
+// alternate's repository as commits it has (core.alternateRefsCommand,
+// https://git-scm.com/docs/git-config), so the catch-up fetch and its
+// connectivity check walk from the workspace layer's own commit too, and
+// without that commit in the boundary they walk into its parents, which no
+// layer holds ("Failed to traverse parents of commit …").
 func (w *workspace) borrowSnapshotObjects() error {
 	if w.snapshotGit == "" {
 		return errors.New("no snapshot .git to borrow from")
@@ -314,24 +324,65 @@ func (w *workspace) borrowSnapshotObjects() error {
 	if err := os.WriteFile(filepath.Join(w.gitDir, "objects", "info", "alternates"), []byte(alternates), 0o600); err != nil {
 		return err
 	}
-	if w.driftObjects != "" { // the drifts' boundary replaces the layer's
-		if w.driftShallow == nil {
-			return nil
-		}
-		return os.WriteFile(filepath.Join(w.gitDir, "shallow"), w.driftShallow, 0o600)
-	}
 	shallowFile := filepath.Join(w.snapshotGit, "shallow")
 	if fi, err := os.Lstat(shallowFile); err == nil && !fi.Mode().IsRegular() {
 		return errors.New("the snapshot's shallow file is not a file")
 	}
-	shallow, err := os.ReadFile(shallowFile)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil // a full history: no boundary
-	case err != nil:
+	layerShallow, err := os.ReadFile(shallowFile)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	// No file is a full history: no boundary of its own. With no drift,
+	// driftShallow is nil and the layer's boundary is taken as it is.
+	shallow, err := mergeShallow(layerShallow, w.driftShallow)
+	if err != nil {
+		return err
+	}
+	if len(shallow) == 0 {
+		return nil
+	}
 	return os.WriteFile(filepath.Join(w.gitDir, "shallow"), shallow, 0o600)
+}
+
+// mergeShallow is the union of shallow files, as git keeps one: each line
+// exactly one commit's object name (https://git-scm.com/docs/shallow),
+// sorted, without repeats. A line that is not an object name is an error,
+// not something to pass on to git.
+func mergeShallow(files ...[]byte) ([]byte, error) {
+	var commits []string
+	for _, f := range files {
+		for line := range strings.Lines(string(f)) {
+			line = strings.TrimSuffix(line, "\n")
+			if line == "" {
+				continue
+			}
+			if !isObjectName(line) {
+				return nil, fmt.Errorf("the snapshot's shallow boundary has a line that is not a commit id (%d bytes)", len(line))
+			}
+			commits = append(commits, line)
+		}
+	}
+	slices.Sort(commits)
+	commits = slices.Compact(commits)
+	var out strings.Builder
+	for _, c := range commits {
+		out.WriteString(c + "\n")
+	}
+	return []byte(out.String()), nil
+}
+
+// isObjectName reports whether s is a full object name in lower-case hex:
+// SHA-1's 40 digits or SHA-256's 64.
+func isObjectName(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // fetchRemote fetches sha from cloneURL into the private repository with

@@ -302,7 +302,7 @@ func (g *egressGate) relayRegistry(w http.ResponseWriter, r *http.Request, phase
 		g.refuse(w, r, phase, fmt.Sprintf("the registry %q is open only to these phases: %s (not %s)", name, joinPhases(reg.Phases), phase), false)
 		return
 	}
-	if d := policy.DecideRegistryRequest(reg.Kind, r.Method, path); !d.Allowed {
+	if d := policy.DecideRegistryRequest(policy.RegistryRule{Kind: reg.Kind, SumDB: reg.SumDB}, r.Method, path); !d.Allowed {
 		g.refuse(w, r, phase, d.Why, d.Quiet)
 		return
 	}

@@ -853,8 +853,8 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 	}
 	mounts, run, env := s.mounts, argv, s.sandboxEnv()
 	if s.egress != nil && s.egressFor(s.phase) {
-		// The agent (and setup and verify, when a registry is open to
-		// them) runs under the forwarder, with the egress socket bound in;
+		// The agent (and setup and verify, when the spec has a
+		// registry) runs under the forwarder, with the egress socket bound in;
 		// the evidence records the command itself.
 		stdin := ""
 		if s.phase == contract.PhaseAgent && s.invocation != nil {

@@ -46,14 +46,32 @@ type RegistryDecision struct {
 	Quiet   bool
 }
 
-// DecideRegistryRequest decides one request to a registry of kind, by its
+// RegistryRule is what a registry's requests are judged by: its kind and,
+// for a goproxy registry, its checksum database's verifier key (its sumdb
+// setting), whose name alone passes under sumdb/.
+type RegistryRule struct {
+	Kind  string
+	SumDB string
+}
+
+// SumDBName is the name of the checksum database whose verifier key is key:
+// the part before the first '+' (golang.org/x/mod/sumdb/note, "Verifier
+// keys": <name>+<hash>+<keydata>), as go names it in
+// $GOPROXY/sumdb/<name>/...; "" for no key.
+func SumDBName(key string) string {
+	name, _, _ := strings.Cut(key, "+")
+	return name
+}
+
+// DecideRegistryRequest decides one request to a registry of rule, by its
 // method and its path below the registry's base (no leading slash, still
 // escaped as it arrived). Only the kind's read requests pass: GET and HEAD
 // on the paths its protocol documents. Publishing, unpublishing, dist-tags,
 // login, search and anything else is refused before it reaches the
 // upstream. A path with an empty, "." or ".." segment, a backslash, or a
 // character outside the protocol's alphabet is refused whatever the kind.
-func DecideRegistryRequest(kind, method, path string) RegistryDecision {
+func DecideRegistryRequest(rule RegistryRule, method, path string) RegistryDecision {
+	kind := rule.Kind
 	if method != http.MethodGet && method != http.MethodHead {
 		return refuseRegistry("only GET and HEAD reach a registry: the sandbox may download packages, never publish or change them")
 	}
@@ -62,7 +80,7 @@ func DecideRegistryRequest(kind, method, path string) RegistryDecision {
 	}
 	switch kind {
 	case RegistryGoProxy:
-		return decideGoProxy(path)
+		return decideGoProxy(SumDBName(rule.SumDB), path)
 	case RegistryNPM:
 		return decideNPM(path)
 	case RegistryPyPI:
@@ -132,11 +150,17 @@ func goRevisionChars(s string) bool {
 	return s != ""
 }
 
-func decideGoProxy(p string) RegistryDecision {
+// decideGoProxy decides a GOPROXY path; under sumdb/ only the database
+// named sumDB passes: the upstream's credential goes with every request,
+// and go asks only for the one its GOSUMDB names.
+func decideGoProxy(sumDB, p string) RegistryDecision {
 	if rest, ok := strings.CutPrefix(p, "sumdb/"); ok {
 		name, op, ok := strings.Cut(rest, "/")
 		if !ok || !goModuleChars(name) {
 			return refuseRegistry("not a checksum database path")
+		}
+		if sumDB == "" || name != sumDB {
+			return refuseRegistry("this registry reaches only its own checksum database, " + orNoSumDB(sumDB) + ", not " + name)
 		}
 		switch {
 		case op == "supported", op == "latest":
@@ -186,6 +210,13 @@ func decideGoProxy(p string) RegistryDecision {
 		}
 	}
 	return refuseRegistry("not a GOPROXY version file (.info, .mod or .zip)")
+}
+
+func orNoSumDB(name string) string {
+	if name == "" {
+		return "none configured"
+	}
+	return name
 }
 
 // npmNameChars is the alphabet of a package name as it appears in a path

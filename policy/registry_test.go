@@ -1,6 +1,36 @@
 package policy
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
+
+// sumGolangOrgKey is sum.golang.org's verifier key, as go carries it
+// (config.DefaultSumDB, which policy cannot import).
+const sumGolangOrgKey = "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ux18htTTAD8OuAn8"
+
+// A goproxy registry passes its own checksum database's paths and no
+// other's; with no database configured, none.
+func TestGoProxyPassesOnlyItsOwnChecksumDatabase(t *testing.T) {
+	for _, tc := range []struct {
+		sumDB, path string
+		allowed     bool
+	}{
+		{"corp.example+12345678+AAAA", "sumdb/corp.example/supported", true},
+		{"corp.example+12345678+AAAA", "sumdb/corp.example/lookup/corp.example/x@v1.0.0", true},
+		{"corp.example+12345678+AAAA", "sumdb/sum.golang.org/supported", false},
+		{"", "sumdb/sum.golang.org/supported", false},
+		{"", "golang.org/x/mod/@v/list", true},
+	} {
+		d := DecideRegistryRequest(RegistryRule{Kind: RegistryGoProxy, SumDB: tc.sumDB}, "GET", tc.path)
+		if d.Allowed != tc.allowed || (!d.Allowed && !strings.Contains(d.Why, "checksum database")) {
+			t.Errorf("sumdb %q, %s = %+v, want allowed %v", tc.sumDB, tc.path, d, tc.allowed)
+		}
+	}
+	if got := SumDBName(sumGolangOrgKey); got != "sum.golang.org" {
+		t.Errorf("SumDBName = %q", got)
+	}
+}
 
 func TestDecideRegistryRequest(t *testing.T) {
 	type want struct {
@@ -54,6 +84,12 @@ func TestDecideRegistryRequest(t *testing.T) {
 		{RegistryGoProxy, "GET", "github.com/google/go-cmp/@v/0.7.0.zip", refused},
 		{RegistryGoProxy, "GET", "github.com/google/go-cmp", refused},
 		{RegistryGoProxy, "GET", "sumdb/sum.golang.org/admin", refused},
+		// Only the registry's own checksum database (sumGolangOrgKey's).
+		{RegistryGoProxy, "GET", "sumdb/sum.example.org/supported", refused},
+		{RegistryGoProxy, "GET", "sumdb/sum.example.org/lookup/github.com/google/go-cmp@v0.7.0", refused},
+		{RegistryGoProxy, "GET", "sumdb/sum.golang.org.evil/supported", refused},
+		{RegistryGoProxy, "GET", "sumdb/sum.golang/supported", refused},
+		{RegistryGoProxy, "GET", "sumdb/sum.golang.org+033de0ae/supported", refused},
 		{RegistryGoProxy, "POST", "github.com/google/go-cmp/@v/list", refused},
 		{RegistryGoProxy, "PUT", "github.com/google/go-cmp/@v/v0.7.0.zip", refused},
 		{RegistryGoProxy, "GET", "github.com/../x/@v/list", refused},
@@ -107,7 +143,7 @@ func TestDecideRegistryRequest(t *testing.T) {
 		{"maven", "GET", "org/x/1.0/x-1.0.jar", refused},
 	}
 	for _, c := range cases {
-		d := DecideRegistryRequest(c.kind, c.method, c.path)
+		d := DecideRegistryRequest(RegistryRule{Kind: c.kind, SumDB: sumGolangOrgKey}, c.method, c.path)
 		got := want{d.Allowed, d.Class, d.Quiet}
 		if got != c.want {
 			t.Errorf("%s %s %s = %+v, want %+v", c.kind, c.method, c.path, d, c.want)

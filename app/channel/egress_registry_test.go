@@ -62,7 +62,7 @@ func TestRegistryEgressServesGoModulesWithTheUpstreamsToken(t *testing.T) {
 		"go.mod": fakegoproxy.GoMod("fake.test/alpha"), "alpha.go": "package alpha\n"}}
 	up := fakegoproxy.New(t, fakegoproxy.Options{Modules: []fakegoproxy.Module{alpha}, Token: registryToken, TLS: true})
 	name, key := up.SumDB()
-	r := registryRig(t, registries{"go": {Kind: "goproxy", URL: up.URL(), Token: registryToken, CAFile: up.CertFile()}},
+	r := registryRig(t, registries{"go": {Kind: "goproxy", URL: up.URL(), Token: registryToken, CAFile: up.CertFile(), SumDB: key}},
 		contract.Registry{Name: "go", Kind: "goproxy", Phases: []contract.Phase{contract.PhaseSetup}, SumDB: key})
 
 	rec := r.registry(t, http.MethodGet, "go", "fake.test/alpha/@v/v1.0.0.zip")

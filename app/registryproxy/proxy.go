@@ -152,7 +152,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, attempt string, al
 		refuse("registry requests carry no query string", false)
 		return
 	}
-	d := policy.DecideRegistryRequest(up.Kind, r.Method, rest)
+	d := policy.DecideRegistryRequest(policy.RegistryRule{Kind: up.Kind, SumDB: up.SumDBOrDefault()}, r.Method, rest)
 	if !d.Allowed {
 		refuse(d.Why, d.Quiet)
 		return

@@ -61,9 +61,9 @@ func TestGoDownloadsThroughTheEgressWhenZipsRedirectToStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	regs := upstreams{"go": {Kind: "goproxy", URL: up.URL(), Token: upstreamToken, CAFile: up.CertFile(), RedirectHosts: []string{storage.Host}}}
-	p := New(Options{Upstreams: regs, RedirectsReachLoopback: true})
 	sumName, verifierKey := up.SumDB()
+	regs := upstreams{"go": {Kind: "goproxy", URL: up.URL(), Token: upstreamToken, CAFile: up.CertFile(), RedirectHosts: []string{storage.Host}, SumDB: verifierKey}}
+	p := New(Options{Upstreams: regs, RedirectsReachLoopback: true})
 	srv := front(t, p, "go", contract.Registry{Name: "go", Kind: "goproxy", Phases: goSetup, SumDB: verifierKey})
 
 	root := t.TempDir()

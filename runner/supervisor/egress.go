@@ -108,10 +108,12 @@ func (g *egressGate) livePhase() contract.Phase {
 
 // openFor reports whether phase's commands run under the forwarder with
 // the egress socket bound in: the agent's always (the model proxy), setup's
-// and verify's only when a registry is open to them. Otherwise they have
-// no network at all.
+// and verify's when the spec has any registry, open to them or not, since
+// registryEnv points their package managers at the egress in every phase
+// and a closed registry's requests are to be refused and recorded there.
+// Otherwise they have no network at all.
 func (g *egressGate) openFor(phase contract.Phase) bool {
-	return phase == contract.PhaseAgent || len(openRegistries(g.registries, phase)) > 0
+	return phase == contract.PhaseAgent || len(g.registries) > 0
 }
 
 // startEgress listens on an egress socket in dir (made here) with handler
@@ -302,7 +304,7 @@ func (g *egressGate) relayRegistry(w http.ResponseWriter, r *http.Request, phase
 		g.refuse(w, r, phase, fmt.Sprintf("the registry %q is open only to these phases: %s (not %s)", name, joinPhases(reg.Phases), phase), false)
 		return
 	}
-	if d := policy.DecideRegistryRequest(reg.Kind, r.Method, path); !d.Allowed {
+	if d := policy.DecideRegistryRequest(policy.RegistryRule{Kind: reg.Kind, SumDB: reg.SumDB}, r.Method, path); !d.Allowed {
 		g.refuse(w, r, phase, d.Why, d.Quiet)
 		return
 	}

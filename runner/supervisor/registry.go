@@ -37,19 +37,24 @@ func findRegistry(regs []contract.Registry, name string) (contract.Registry, boo
 }
 
 // registryEnv is the environment that points the package managers of phase
-// at the registries open to it, through the forwarder. It is set after the
+// at the registries, through the forwarder, in every phase: a registry
+// closed to phase is pointed at all the same, so that the egress refuses
+// its requests with a 403 that says which phases it is open to, and records
+// them in the evidence's egress audit (and so on the PR), where the public
+// default would fail on DNS with nothing recorded. It is set after the
 // repo's env (and the same names in another case are dropped from that, see
 // withoutRegistryNames), so a repository cannot point them elsewhere or
 // around the proxy: the sandbox has no other way out, and this keeps each
 // tool's error an honest refusal rather than an unreachable host.
 //
-// When two registries of one kind are open to a phase, the first in the
-// spec sets the env; the others are reachable at their own RegistryBaseURL
-// by a repo's explicit configuration (an npm scope's registry, say).
+// Each kind is pointed at the first registry of the kind in the spec that
+// is open to phase, or, with none open, at the first of the kind; the
+// others are reachable at their own RegistryBaseURL by a repo's explicit
+// configuration (an npm scope's registry, say).
 func registryEnv(regs []contract.Registry, phase contract.Phase) map[string]string {
 	env := map[string]string{}
 	pointed := map[string]bool{}
-	for _, r := range openRegistries(regs, phase) {
+	for _, r := range append(openRegistries(regs, phase), regs...) {
 		if pointed[r.Kind] {
 			continue
 		}

@@ -274,6 +274,8 @@ func TestRegistryEnv(t *testing.T) {
 	goPrivate := goRegistry
 	goPrivate.Name, goPrivate.NoSumDB = "private", []string{"corp.example/*", "git.corp.example"}
 	pypi := contract.Registry{Name: "pypi", Kind: policy.RegistryPyPI, Phases: []contract.Phase{contract.PhaseSetup, contract.PhaseAgent}}
+	goAgent := goRegistry
+	goAgent.Name, goAgent.Phases = "agentmods", []contract.Phase{contract.PhaseAgent}
 	goClear := map[string]string{"GOPRIVATE": "", "GONOPROXY": "", "GOINSECURE": "", "GONOSUMCHECK": ""}
 	with := func(base map[string]string, more ...map[string]string) map[string]string {
 		m := maps.Clone(base)
@@ -294,14 +296,18 @@ func TestRegistryEnv(t *testing.T) {
 		{"none", nil, contract.PhaseSetup, map[string]string{}},
 		{"goproxy in setup", []contract.Registry{goRegistry}, contract.PhaseSetup, goEnv},
 		{"goproxy in verify", []contract.Registry{goRegistry}, contract.PhaseVerify, goEnv},
-		{"goproxy not in the agent", []contract.Registry{goRegistry}, contract.PhaseAgent, map[string]string{}},
+		// Closed to the agent, and pointed at all the same: the egress
+		// refuses and records what go asks for there.
+		{"goproxy closed to the agent", []contract.Registry{goRegistry}, contract.PhaseAgent, goEnv},
 		{"no_sumdb", []contract.Registry{goPrivate}, contract.PhaseSetup, with(goEnv, map[string]string{
 			"GOPROXY": "http://127.0.0.1:8931/v1/registries/private/", "GONOSUMDB": "corp.example/*,git.corp.example"})},
 		{"the first goproxy wins", []contract.Registry{goRegistry, goPrivate}, contract.PhaseSetup, goEnv},
-		{"the first open one wins", []contract.Registry{npmRegistry, goPrivate, goRegistry}, contract.PhaseVerify, with(goEnv, map[string]string{
+		{"the first open one wins", []contract.Registry{npmRegistry, goPrivate, goRegistry}, contract.PhaseVerify, with(goEnv, npmEnv, map[string]string{
 			"GOPROXY": "http://127.0.0.1:8931/v1/registries/private/", "GONOSUMDB": "corp.example/*,git.corp.example"})},
+		{"an open one wins over a closed one before it", []contract.Registry{goRegistry, goAgent}, contract.PhaseAgent, with(goEnv, map[string]string{
+			"GOPROXY": "http://127.0.0.1:8931/v1/registries/agentmods/"})},
 		{"every kind", []contract.Registry{goRegistry, npmRegistry, pypi}, contract.PhaseSetup, with(goEnv, npmEnv, pypiEnv)},
-		{"pypi in the agent", []contract.Registry{goRegistry, npmRegistry, pypi}, contract.PhaseAgent, pypiEnv},
+		{"every kind in the agent, open or not", []contract.Registry{goRegistry, npmRegistry, pypi}, contract.PhaseAgent, with(goEnv, npmEnv, pypiEnv)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := registryEnv(tc.regs, tc.phase); !reflect.DeepEqual(got, tc.want) {
@@ -331,26 +337,44 @@ func TestRegistryEnvOverridesTheRepos(t *testing.T) {
 	if agent := s.agentEnv(nil); !slices.Contains(agent, "npm_config_registry="+RegistryBaseURL("npmjs")) {
 		t.Errorf("the agent's env in setup lacks the registry: %q", agent)
 	}
+	// No registry is open to the agent: its package managers are pointed
+	// at the egress all the same, to be refused there and recorded, and
+	// the repo's names lose as in setup.
 	s.at(contract.PhaseAgent)
-	if env := s.agentEnv(map[string]string{"OPENAI_BASE_URL": ModelBaseURL("openai")}); !slices.Contains(env, "GOPROXY=direct") || !slices.Contains(env, "NPM_CONFIG_REGISTRY=http://evil.example/") {
-		t.Errorf("the agent's env, with no registry open, should be the repo's: %q", env)
+	agentEnv := s.agentEnv(map[string]string{"OPENAI_BASE_URL": ModelBaseURL("openai")})
+	for _, want := range []string{"GOPROXY=" + RegistryBaseURL("gomods"), "GOPRIVATE=", "npm_config_registry=" + RegistryBaseURL("npmjs")} {
+		if !slices.Contains(agentEnv, want) {
+			t.Errorf("the agent's env, with no registry open, lacks %s: %q", want, agentEnv)
+		}
+	}
+	for _, kv := range agentEnv {
+		if strings.HasPrefix(kv, "NPM_CONFIG_REGISTRY=") || kv == "GOPROXY=direct" || kv == "GOPRIVATE=*" {
+			t.Errorf("the repo's %s survived in the agent's env", kv)
+		}
 	}
 	if !s.egressFor(contract.PhaseAgent) || !s.egressFor(contract.PhaseSetup) || !s.egressFor(contract.PhaseVerify) {
 		t.Error("egressFor: the agent always, setup and verify with a registry open")
 	}
+	// npmjs is closed to verify: verify runs under the forwarder all the
+	// same, so that npm's requests there are refused and recorded.
 	s.spec.Registries = []contract.Registry{npmRegistry}
 	s.gate = newEgressGate(s.spec.Registries, s.ch, s.red, s.log).forAgent(openAIAgent)
-	if s.egressFor(contract.PhaseVerify) {
-		t.Error("egressFor(verify) with no registry open to verify")
+	if !s.egressFor(contract.PhaseVerify) {
+		t.Error("egressFor(verify) with a registry closed to verify")
+	}
+	s.spec.Registries = nil
+	s.gate = newEgressGate(s.spec.Registries, s.ch, s.red, s.log).forAgent(openAIAgent)
+	if s.egressFor(contract.PhaseVerify) || s.egressFor(contract.PhaseSetup) {
+		t.Error("egressFor(setup or verify) with no registry at all")
 	}
 }
 
 // In the sandbox: setup's real `go build` downloads a module, and checks it
 // against the checksum database (there is no go.sum yet), through the
 // forwarder, the egress socket and the channel's registry route, with the
-// session token added on the way; the agent, to which the registry is not
-// open, is refused; verify, to which nothing is open, has no forwarder and
-// the repo's env as it is.
+// session token added on the way; the agent and verify, to which the
+// registry is not open, have go pointed at the egress all the same and are
+// refused there, and each refusal is recorded.
 func TestSetupDownloadsModulesThroughTheRegistryEgress(t *testing.T) {
 	alpha := fakegoproxy.Module{Path: "fake.test/alpha", Version: "v1.0.0", Files: map[string]string{
 		"go.mod":   fakegoproxy.GoMod("fake.test/alpha"),
@@ -377,7 +401,7 @@ echo "agent: GOPROXY=[${GOPROXY:-}] $(curl -sS -o /dev/null -w '%{http_code}' ht
 		"agent.sh": agent,
 	})
 	spec := ch.Spec("sess-goreg", "sess-goreg-a1", sha, []string{"sh", "agent.sh"},
-		contract.Command{Name: "offline", Timeout: contract.Duration(time.Minute), Argv: []string{"sh", "-c", `echo "verify: GOPROXY=[${GOPROXY:-}]"; if curl -sS -m 5 -o /dev/null http://` + EgressListen + `/ 2>/dev/null; then echo "verify: reached"; else echo "verify: unreachable"; fi`}})
+		contract.Command{Name: "offline", Timeout: contract.Duration(time.Minute), Argv: []string{"sh", "-c", `echo "verify: GOPROXY=[${GOPROXY:-}] $(curl -sS -m 5 -o /dev/null -w '%{http_code}' "${GOPROXY}fake.test/alpha/@v/list")"`}})
 	spec.Registries = []contract.Registry{{Name: "gomods", Kind: policy.RegistryGoProxy, Phases: []contract.Phase{contract.PhaseSetup}, SumDB: verifierKey}}
 	// The repo's own GOPROXY and GOSUMDB lose to the registry's.
 	spec.Env = map[string]string{"GOPROXY": "https://proxy.golang.org,direct", "GOSUMDB": "off", "GOFLAGS": "-mod=mod -modcacherw"}
@@ -394,10 +418,10 @@ echo "agent: GOPROXY=[${GOPROXY:-}] $(curl -sS -o /dev/null -w '%{http_code}' ht
 	if out := byName["build"]; !strings.Contains(out, RegistryBaseURL("gomods")+"\n"+verifierKey+"\n") || !strings.Contains(out, "built") {
 		t.Errorf("setup's output:\n%s", out)
 	}
-	if got := strings.TrimSpace(u.Evidence.FinalAnswer); got != "agent: GOPROXY=[https://proxy.golang.org,direct] 403" {
+	if got := strings.TrimSpace(u.Evidence.FinalAnswer); got != "agent: GOPROXY=["+RegistryBaseURL("gomods")+"] 403" {
 		t.Errorf("the agent saw %q", got)
 	}
-	if out := byName["offline"]; !strings.Contains(out, "verify: GOPROXY=[https://proxy.golang.org,direct]") || !strings.Contains(out, "verify: unreachable") {
+	if out := byName["offline"]; !strings.Contains(out, "verify: GOPROXY=["+RegistryBaseURL("gomods")+"] 403") {
 		t.Errorf("verify's output:\n%s", out)
 	}
 	a := ch.Attempt(spec.AttemptID)
@@ -417,7 +441,7 @@ echo "agent: GOPROXY=[${GOPROXY:-}] $(curl -sS -o /dev/null -w '%{http_code}' ht
 		t.Errorf("%d registry requests relayed, %d reached the proxy", len(a.RegistryRequests), len(gp.Requests()))
 	}
 	// The evidence's audit has every relayed request, in setup, and the
-	// agent's refusal.
+	// agent's and verify's refusals.
 	audit := u.Evidence.Egress
 	if audit == nil || audit.Registry.Requests != len(a.RegistryRequests) || len(audit.Records) != len(a.RegistryRequests) || audit.Registry.Bytes == 0 {
 		t.Fatalf("audit %+v, %d requests relayed", audit, len(a.RegistryRequests))
@@ -427,8 +451,14 @@ echo "agent: GOPROXY=[${GOPROXY:-}] $(curl -sS -o /dev/null -w '%{http_code}' ht
 			t.Errorf("record %+v", r)
 		}
 	}
-	if audit.RefusedCount != 1 || audit.Refused[0].Phase != contract.PhaseAgent || audit.Refused[0].Path != "fake.test/alpha/@v/list" || audit.Refused[0].Upstream != "gomods" {
-		t.Errorf("refusals %+v", audit.Refused)
+	if audit.RefusedCount != 2 || len(audit.Refused) != 2 {
+		t.Fatalf("refusals %+v", audit.Refused)
+	}
+	for i, phase := range []contract.Phase{contract.PhaseAgent, contract.PhaseVerify} {
+		if r := audit.Refused[i]; r.Phase != phase || r.Path != "fake.test/alpha/@v/list" || r.Upstream != "gomods" || r.Status != http.StatusForbidden ||
+			!strings.Contains(r.Why, "open only to these phases: setup (not "+string(phase)+")") {
+			t.Errorf("refusal %d: %+v", i, r)
+		}
 	}
 }
 

@@ -376,7 +376,7 @@ type session struct {
 	verifyStart time.Time
 
 	// egress is the sandbox's way out (nil when not open): opened for the
-	// agent, and for setup and verify when a registry is open to them (see
+	// agent, and for setup and verify when the spec has a registry (see
 	// egressFor), serving gate's decisions (its phase is the handler
 	// goroutines'; s.phase is the run's own goroutine's).
 	egress *egress
@@ -791,9 +791,8 @@ func (s *session) registryEnv() (repoEnv map[string]string, own []string) {
 }
 
 // egressFor reports whether phase's commands run under the forwarder with
-// the egress socket bound in: the agent's always (the model proxy), setup's
-// and verify's only when a registry is open to them. Otherwise they have
-// no network at all.
+// the egress socket bound in (egressGate.openFor): the agent's always,
+// setup's and verify's when the spec has a registry.
 func (s *session) egressFor(phase contract.Phase) bool { return s.gate.openFor(phase) }
 
 // openEgress starts the egress once; later phases that need it share it.
@@ -859,8 +858,8 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 	}
 	mounts, run, env := s.mounts, argv, s.sandboxEnv()
 	if s.egress != nil && s.egressFor(s.phase) {
-		// The agent (and setup and verify, when a registry is open to
-		// them) runs under the forwarder, with the egress socket bound in;
+		// The agent (and setup and verify, when the spec has a
+		// registry) runs under the forwarder, with the egress socket bound in;
 		// the evidence records the command itself.
 		stdin := ""
 		if s.phase == contract.PhaseAgent && s.invocation != nil {

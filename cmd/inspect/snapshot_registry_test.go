@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -79,6 +81,21 @@ func TestSnapshotBuildWithServerConfigWarmsWhatARunThenNeverFetches(t *testing.T
 	if n := npm.TarballFetches()["greet@2.1.0"]; n != 1 || len(npm.Requests()) == npmBefore {
 		t.Errorf("the build fetched greet's tarball %d times, want once", n)
 	}
+	// It prints setup's egress audit: every registry request, each
+	// module's zip and the tarball among them, and nothing refused.
+	egressLine := regexp.MustCompile(`(?m)^egress   ([1-9][0-9]*) registry requests, [1-9][0-9]* bytes, 0 refused$`).FindStringSubmatch(out)
+	if egressLine == nil || strings.Count(out, "\nrequest  ") != atoi(t, egressLine[1]) || strings.Contains(out, "\nrefused  ") {
+		t.Errorf("the build's output lacks its egress audit:\n%s", out)
+	}
+	for _, want := range []string{
+		"request  GET goproxy " + greeting.Path + "/@v/" + greeting.Version + ".zip -> 200, ",
+		"request  GET goproxy " + names.Path + "/@v/" + names.Version + ".zip -> 200, ",
+		"request  GET npmjs greet/-/greet-2.1.0.tgz -> 200, ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the build's egress lacks %q:\n%s", want, out)
+		}
+	}
 
 	goproxy.Reset()
 	npmBefore = len(npm.Requests())
@@ -107,4 +124,13 @@ func TestSnapshotBuildWithServerConfigWarmsWhatARunThenNeverFetches(t *testing.T
 	if reqs := npm.Requests()[npmBefore:]; len(reqs) > 0 {
 		t.Errorf("the session on a warm snapshot reached the npm registry %d times: %+v", len(reqs), reqs)
 	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -713,7 +713,7 @@ func TestSnapshotsPageShowsSizeLogAndDrift(t *testing.T) {
 	// The egress: counted, the refusals shown as they are (not folded
 	// away), their text escaped; the requests in a collapsed block.
 	refused, requests := between(widgets, `<table class="refused">`, "</table>"), between(widgets, "<details><summary>The last build's registry requests</summary>", "</details>")
-	if !strings.Contains(widgets, `<dd class="egress"><p class="egress-summary">1 registry request (2.0 KiB), 2 refused.</p>`) {
+	if !strings.Contains(widgets, `<dd class="egress"><div class="egress-summary">1 registry request (2.0 KiB), 2 refused.</div>`) {
 		t.Errorf("widgets lacks its egress summary:\n%s", widgets)
 	}
 	for _, want := range []string{

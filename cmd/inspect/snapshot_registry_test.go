@@ -134,3 +134,37 @@ func atoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// A build whose setup the egress refused fails, and says on stderr what
+// setup fetched and what was refused, and why: the same audit the app
+// keeps with a build (decision 0065).
+func TestSnapshotBuildRefusedByTheEgressPrintsItsAudit(t *testing.T) {
+	greeting, names := readmeGoModules()
+	goproxy := fakegoproxy.New(t, fakegoproxy.Options{Modules: []fakegoproxy.Module{greeting, names}})
+	cfg := "env:\n  GOTOOLCHAIN: local\n  GOMODCACHE: /cache/go/mod\n" +
+		"snapshot:\n  setup:\n    - {name: modules, run: [go, mod, download]}\n" +
+		"    - name: elsewhere\n      run: [sh, -c, 'GOPROXY=\"${GOPROXY%goproxy/}elsewhere/\" go mod download fake.test/readme-other@v1.0.0']\n" +
+		"  caches: [{path: /cache/go, lockfiles: [go.sum]}]\n"
+	repo := gitRepo(t, readmeGoFiles(goproxy, greeting, names, cfg))
+	code, out, errOut := snapshotRun(t, "build", "--dir", repo, "--repo", "acme/widgets", "--store", "oci:"+t.TempDir()+"/store",
+		"--server-config", readmeServerConfig(t, goproxy, nil), "--work-dir", sandboxWorkDir(t))
+	if code != 1 || strings.Contains(out, "digest") {
+		t.Fatalf("a build whose setup failed: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"\nrequest  GET goproxy " + greeting.Path + "/@v/" + greeting.Version + ".zip -> 200, ",
+		"\nrefused  GET elsewhere fake.test/readme-other/@v/v1.0.0.info: the server opens no registry named \"elsewhere\" to this attempt\n",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^egress   [1-9][0-9]* registry requests, [1-9][0-9]* bytes, 1 refused$`).MatchString(errOut) {
+		t.Errorf("stderr lacks the egress count:\n%s", errOut)
+	}
+	for _, q := range goproxy.Requests() {
+		if strings.Contains(q.Path, "readme-other") {
+			t.Errorf("the refused request reached the upstream: %s", q.Path)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -206,6 +207,13 @@ func TestBuildkiteSnapshotBuildFetchesModulesThroughTheEgress(t *testing.T) {
 	snapBuild, sr := b.onlySnapshotBuild()
 	if n := up.Fetches(fakegoproxy.KindZip)["fake.test/alpha@v1.0.0"]; n != 1 {
 		t.Fatalf("the build fetched the zip %d times, want 1\n%s", n, snapBuild.Log)
+	}
+	// The build's egress audit came back with its result and is kept with
+	// the build (decision 0065).
+	if a := sr.LastEgress; a == nil || a.RefusedCount != 0 || !slices.ContainsFunc(a.Records, func(r contract.EgressRecord) bool {
+		return r.Upstream == "goproxy" && r.Path == "fake.test/alpha/@v/v1.0.0.zip" && r.Status == 200
+	}) {
+		t.Errorf("the build's record has egress %+v, want the module's zip and nothing refused", a)
 	}
 
 	if code, _ := b.deliver("issue_comment", b.event(commentOpts{body: "/inspect make TestAdd pass"})); code != 200 {

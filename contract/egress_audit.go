@@ -25,6 +25,16 @@ const (
 	MaxEgressPathBytes = 512
 	// MaxEgressWhyBytes caps EgressRecord.Why.
 	MaxEgressWhyBytes = 512
+	// MaxEgressAuditBytes bounds an EgressAudit encoded as JSON, its
+	// full lists at their longest texts, each byte escaped to at most six:
+	// what a message carrying one (SnapshotResult) must make room for.
+	MaxEgressAuditBytes = (MaxEgressRecords+MaxEgressRefusals)*maxEgressRecordBytes + MaxEgressTotals*maxEgressTotalBytes + 1<<10
+
+	// maxEgressRecordBytes bounds one EgressRecord's JSON: its texts
+	// escaped, and room for its names, numbers and punctuation.
+	maxEgressRecordBytes = 6*(MaxEgressPathBytes+MaxEgressWhyBytes+2*MaxNameBytes) + 256
+	// maxEgressTotalBytes bounds one EgressTotal's JSON.
+	maxEgressTotalBytes = 6*MaxNameBytes + 128
 )
 
 // EgressKind says what an egress request was.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 )
@@ -91,12 +92,18 @@ func DecodeSnapshotJob(r io.Reader) (SnapshotJob, error) {
 const MaxSnapshotLogBytes = 64 << 10
 
 // MaxSnapshotResultBytes caps a SnapshotResult: its log, JSON-escaped
-// (each byte at most six), and the rest.
-const MaxSnapshotResultBytes = 6*MaxSnapshotLogBytes + 16<<10
+// (each byte at most six), its egress audit, and the rest.
+const MaxSnapshotResultBytes = 6*MaxSnapshotLogBytes + MaxEgressAuditBytes + 16<<10
 
 // SnapshotResult ends a snapshot build: the pushed image's digest and the
 // commit it holds, or why there is none; and either way the tail of its
-// setup's output.
+// setup's output and its setup's egress audit.
+//
+// Like every channel message it has no version of its own (the "/v1/"
+// path is its version, ChannelVersion); Egress joined it with
+// omitempty, so a supervisor older than that change still reports, and
+// one newer than the app is refused by the strict decoding: the app is
+// upgraded first (decision 0065).
 type SnapshotResult struct {
 	Digest string `json:"digest,omitempty"`
 	SHA    string `json:"sha,omitempty"`
@@ -109,6 +116,11 @@ type SnapshotResult struct {
 	// Log is the end of the setup commands' output (SnapshotLog),
 	// redacted; empty when no setup command ran.
 	Log string `json:"log,omitempty"`
+	// Egress is the audit of setup's registry egress, as a session's
+	// evidence carries it (every request relayed and every refusal, in
+	// the setup phase), also when the build failed; nil when setup sent
+	// nothing (no registry was open to it, or setup did not run).
+	Egress *EgressAudit `json:"egress,omitempty"`
 }
 
 // Validate reports the result's faults.
@@ -131,6 +143,20 @@ func (r SnapshotResult) Validate() error {
 	}
 	checkText(&f, "error", r.Error, 4<<10, false)
 	checkText(&f, "log", r.Log, MaxSnapshotLogBytes, false)
+	if r.Egress != nil {
+		r.Egress.validate(&f, "egress")
+		// A build has one phase: its setup's.
+		for _, l := range []struct {
+			field string
+			recs  []EgressRecord
+		}{{"egress.records", r.Egress.Records}, {"egress.refused", r.Egress.Refused}} {
+			for i, rec := range l.recs {
+				if rec.Phase != PhaseSetup && slices.Contains(phases, rec.Phase) {
+					f.add(at(index(l.field, i), "phase"), "must be setup, not %s: a snapshot build has no other phase", rec.Phase)
+				}
+			}
+		}
+	}
 	return f.err("snapshot result")
 }
 

@@ -3,6 +3,7 @@ package contract
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +116,83 @@ func TestSnapshotLog(t *testing.T) {
 	long := SnapshotLog([]CommandResult{{Name: "noisy", Argv: []string{"yes"}, OutputTail: strings.Repeat("é", MaxSnapshotLogBytes) + "\nlast line\n"}})
 	if len(long) > MaxSnapshotLogBytes || !strings.HasSuffix(long, "last line\n") || !utf8.ValidString(long) || strings.HasPrefix(long, "---") {
 		t.Errorf("a long log: %d bytes, ends %q, valid %v", len(long), long[len(long)-12:], utf8.ValidString(long))
+	}
+}
+
+// A snapshot result carries its setup's egress audit, as the evidence
+// does: it travels whole, is checked as the evidence's is, holds only the
+// setup phase, and the fullest audit at its longest texts fits the
+// result's cap.
+func TestSnapshotResultEgress(t *testing.T) {
+	ok := func() *EgressAudit {
+		var a EgressAudit
+		a.Add(registryGET("goproxy", 2048))
+		a.Add(refusal("fake.test/beta/@v/list"))
+		return &a
+	}
+	digest := SnapshotResult{Digest: "sha256:" + strings.Repeat("b", 64), SHA: strings.Repeat("a", 40)}
+	for _, tc := range []struct {
+		name  string
+		res   SnapshotResult
+		field string // "" when valid
+	}{
+		{"a built snapshot's", SnapshotResult{Digest: digest.Digest, SHA: digest.SHA, Egress: ok()}, ""},
+		{"a failed build's", SnapshotResult{Error: "setup failed", Egress: ok()}, ""},
+		{"counts off", SnapshotResult{Error: "x", Egress: func() *EgressAudit { a := ok(); a.Registry.Requests = 5; return a }()}, "egress.registry"},
+		{"a record of the agent's", SnapshotResult{Error: "x", Egress: func() *EgressAudit { a := ok(); a.Records[0].Phase = PhaseAgent; return a }()}, "egress.records[0].phase"},
+		{"a refusal of verify's", SnapshotResult{Error: "x", Egress: func() *EgressAudit { a := ok(); a.Refused[0].Phase = PhaseVerify; return a }()}, "egress.refused[0].phase"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, err := json.Marshal(tc.res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := DecodeSnapshotResult(bytes.NewReader(body))
+			if tc.field != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.field) {
+					t.Fatalf("err = %v, want a fault at %s", err, tc.field)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Egress == nil || got.Egress.Registry != tc.res.Egress.Registry || len(got.Egress.Refused) != 1 || got.Egress.Refused[0].Why != "only GET and HEAD" {
+				t.Errorf("decoded egress %+v, want %+v", got.Egress, tc.res.Egress)
+			}
+		})
+	}
+
+	// The fullest audit, every text at its longest and escaped six to a
+	// byte, with the longest log.
+	var full EgressAudit
+	path, why := strings.Repeat("\x01", MaxEgressPathBytes), strings.Repeat("\x01", MaxEgressWhyBytes)
+	for range MaxEgressRecords {
+		full.Add(EgressRecord{Kind: EgressRegistry, Phase: PhaseSetup, Upstream: "goproxy", Method: "GET", Path: path, Status: 200, Bytes: 1 << 40, Millis: 1 << 40})
+	}
+	for i := range MaxEgressTotals + 2 {
+		full.Add(EgressRecord{Kind: EgressRegistry, Phase: PhaseSetup, Upstream: fmt.Sprintf("registry-%d", i), Method: "GET", Path: "x", Status: 200, Bytes: 1 << 40})
+	}
+	for range MaxEgressRefusals {
+		full.Add(EgressRecord{Kind: EgressRefused, Phase: PhaseSetup, Upstream: "goproxy", Method: "PROPFIND", Path: path, Status: 403, Why: why, Millis: 1 << 40})
+	}
+	// CleanEgressText made each \x01 a U+FFFD: the longest text is the
+	// control character escaped, so put it back, as a sandbox could not
+	// but the cap must still hold for.
+	for _, l := range [][]EgressRecord{full.Records, full.Refused} {
+		for i := range l {
+			l[i].Path = path
+			if l[i].Why != "" {
+				l[i].Why = why
+			}
+		}
+	}
+	res := SnapshotResult{Error: strings.Repeat("\x01", 4<<10), Log: strings.Repeat("\x01", MaxSnapshotLogBytes), Egress: &full}
+	body, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(body) > MaxSnapshotResultBytes {
+		t.Fatalf("the fullest result is %d bytes, over the cap of %d", len(body), MaxSnapshotResultBytes)
 	}
 }

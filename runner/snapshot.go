@@ -97,4 +97,7 @@ type SnapshotResult struct {
 	// Setup are the setup commands that ran, in order, with their
 	// redacted output tails (also on failure, up to the failing one).
 	Setup []contract.CommandResult
+	// Egress is setup's egress audit: every registry request relayed and
+	// every refusal (also on failure); nil when setup sent nothing.
+	Egress *contract.EgressAudit
 }

@@ -298,16 +298,16 @@ func (c *Channel) SnapshotResult(ctx context.Context, a store.Attempt, res contr
 	if err := json.Unmarshal([]byte(a.Spec), &job); err != nil || (res.Digest != "" && res.SHA != job.SHA) {
 		return contract.Refusal(http.StatusBadRequest, contract.ErrorInvalid, "the result is not for this job's commit")
 	}
-	// The supervisor redacted the log and the error with the build's
-	// token; the patterns go over the whole result again before any of it
-	// is stored, logged or shown.
+	// The supervisor redacted the log, the error and the egress audit's
+	// paths with the build's token; the patterns go over the whole result
+	// again before any of it is stored, logged or shown.
 	contract.NewRedactor().RedactStrings(&res)
 	body, err := json.Marshal(res)
 	if err != nil {
 		return contract.Refusal(http.StatusInternalServerError, contract.ErrorInvalid, "could not store the result")
 	}
 	// The store keeps the commit, branch and footprint only with a digest.
-	o := store.SnapshotOutcome{Digest: res.Digest, Error: res.Error, Log: res.Log,
+	o := store.SnapshotOutcome{Digest: res.Digest, Error: res.Error, Log: res.Log, Egress: res.Egress,
 		SHA: res.SHA, Branch: job.Repo.DefaultBranch, Size: res.Size, Layers: res.Layers}
 	first, err := c.store.RecordSnapshotResult(ctx, a.ID, string(body), o, c.clock.Now())
 	if err != nil {

@@ -562,3 +562,24 @@ func TestChannelKeepsLiveOutputUnderTheSessionAndRefusesBadChunks(t *testing.T) 
 		t.Errorf("refused chunks were kept: %d", len(r.st.output))
 	}
 }
+
+// A snapshot build's egress audit comes with its result, a failure's too,
+// and is recorded with the build.
+func TestSnapshotResultRecordsTheBuildsEgressAudit(t *testing.T) {
+	r := newRig(t, Options{})
+	r.engine.snapFirst = true
+	result := `{"error":"setup command \"modules\" exited with status 1; nothing was pushed","egress":{"model":{"requests":0,"bytes":0},"registry":{"requests":1,"bytes":2048},"refused_count":1,` +
+		`"records":[{"kind":"registry","phase":"setup","upstream":"goproxy","method":"GET","path":"fake.test/alpha/@v/v1.0.0.zip","status":200,"bytes":2048,"millis":30}],` +
+		`"refused":[{"kind":"refused","phase":"setup","upstream":"elsewhere","method":"GET","path":"fake.test/beta/@v/list","status":403,"bytes":0,"millis":1,"why":"the server opens no registry named \"elsewhere\" to this attempt"}]}}`
+	if got, body := r.call(t, http.MethodPut, contract.PathSnapshotResult, snapshotAttempt, result); got != http.StatusNoContent {
+		t.Fatalf("result = %d %s", got, body)
+	}
+	if len(r.engine.snapOutcomes) != 1 {
+		t.Fatalf("recorded %+v", r.engine.snapOutcomes)
+	}
+	a := r.engine.snapOutcomes[0].Egress
+	if a == nil || a.Registry.Requests != 1 || len(a.Records) != 1 || a.Records[0].Path != "fake.test/alpha/@v/v1.0.0.zip" ||
+		a.RefusedCount != 1 || len(a.Refused) != 1 || a.Refused[0].Upstream != "elsewhere" {
+		t.Errorf("recorded egress %+v", a)
+	}
+}

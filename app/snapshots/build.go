@@ -77,9 +77,11 @@ type built struct {
 func (s *Scheduler) finish(ctx context.Context, repoID int64, started time.Time, b built, err error) error {
 	log := zerolog.Ctx(ctx)
 	s.metrics.SnapshotBuilt(err == nil, s.clock.Now().Sub(started))
-	// The builder redacted the output of the build's token; the patterns
-	// go over it again before it is kept and shown.
-	o := store.SnapshotOutcome{Log: contract.NewRedactor().Redact(contract.SnapshotLog(b.res.Setup))}
+	// The builder redacted the output and the egress audit of the build's
+	// token; the patterns go over them again before they are kept and
+	// shown.
+	o := store.SnapshotOutcome{Log: contract.NewRedactor().Redact(contract.SnapshotLog(b.res.Setup)), Egress: b.res.Egress.Clone()}
+	contract.NewRedactor().RedactStrings(o.Egress)
 	if err != nil {
 		o.Error = contract.NewRedactor().Redact(err.Error())
 		log.Error().Str("error", o.Error).Msg("snapshot build failed; the previous snapshot stays")

@@ -337,5 +337,11 @@ func migrations(d dialect) [][]string {
 			`ALTER TABLE web_users ADD COLUMN version BIGINT NOT NULL DEFAULT 0`,
 			`ALTER TABLE web_users ADD COLUMN refresh_claimed_until BIGINT NOT NULL DEFAULT 0`,
 		},
+		// 17: a snapshot build's egress audit (issue 35, decision 0065):
+		// the last build's registry requests and refusals, as JSON
+		// (contract.EgressAudit), beside its log; '' for none.
+		{
+			`ALTER TABLE snapshot_repos ADD COLUMN last_egress TEXT NOT NULL DEFAULT ''`,
+		},
 	}
 }

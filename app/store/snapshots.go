@@ -3,11 +3,14 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inspecthq/inspect/contract"
 )
 
 // BuildSnapshot is the work that builds one repo's snapshot; its payload
@@ -42,6 +45,10 @@ type SnapshotRepo struct {
 	LastError      string
 	LastFinishedAt time.Time
 	LastLog        string
+	// LastEgress is the last build's egress audit: the registry requests
+	// its setup made and the refusals, their paths untrusted (nil when
+	// setup sent nothing, or the build predates migration 17).
+	LastEgress *contract.EgressAudit
 	// BuildingAttempt is the executor attempt building it (Buildkite), ""
 	// for a build in the app's process; only its result counts.
 	BuildingAttempt string
@@ -49,13 +56,14 @@ type SnapshotRepo struct {
 
 // SnapshotOutcome is how one build ended, as FinishSnapshotBuild records
 // it: a snapshot (Digest and what goes with it), or Error; and either way
-// the build's Log.
+// the build's Log and its Egress audit (nil for none).
 type SnapshotOutcome struct {
 	Digest, SHA, Branch string
 	Size                int64
 	Layers              int
 	Error               string
 	Log                 string
+	Egress              *contract.EgressAudit
 }
 
 // WantSnapshots records that a repo wants snapshots (its config has a
@@ -154,18 +162,25 @@ func (s *Store) SetSnapshotAttempt(ctx context.Context, repoID int64, attemptID 
 }
 
 const snapshotRepoColumns = `repo_id, full_name, installation_id, next_build_at, building_until, last_digest, last_built_at, last_error, building_attempt,
-	last_sha, last_branch, last_size, last_layers, last_finished_at, last_log`
+	last_sha, last_branch, last_size, last_layers, last_finished_at, last_log, last_egress`
 
 func scanSnapshotRepo(row interface{ Scan(...any) error }) (SnapshotRepo, error) {
 	var (
 		r                               SnapshotRepo
 		next, building, built, finished int64
+		egress                          string
 	)
 	if err := row.Scan(&r.RepoID, &r.FullName, &r.InstallationID, &next, &building, &r.LastDigest, &built, &r.LastError, &r.BuildingAttempt,
-		&r.LastSHA, &r.LastBranch, &r.LastSize, &r.LastLayers, &finished, &r.LastLog); err != nil {
+		&r.LastSHA, &r.LastBranch, &r.LastSize, &r.LastLayers, &finished, &r.LastLog, &egress); err != nil {
 		return SnapshotRepo{}, err
 	}
 	r.NextBuildAt, r.BuildingUntil, r.LastBuiltAt, r.LastFinishedAt = fromMS(next), fromMS(building), fromMS(built), fromMS(finished)
+	if egress != "" {
+		r.LastEgress = &contract.EgressAudit{}
+		if err := json.Unmarshal([]byte(egress), r.LastEgress); err != nil {
+			return SnapshotRepo{}, fmt.Errorf("snapshot repo %d: its last build's egress audit: %w", r.RepoID, err)
+		}
+	}
 	return r, nil
 }
 
@@ -217,14 +232,23 @@ type execer interface {
 }
 
 func finishSnapshotBuild(ctx context.Context, db execer, repoID int64, attemptID string, o SnapshotOutcome, now time.Time) error {
-	q := `UPDATE snapshot_repos SET building_until = 0, building_attempt = '', last_error = $2, last_log = $3, last_finished_at = $4, updated_at = $4
+	// Like the log, the audit is the last build's, whatever its outcome.
+	egress := ""
+	if !o.Egress.Empty() {
+		b, err := json.Marshal(o.Egress)
+		if err != nil {
+			return fmt.Errorf("snapshot repo %d: encoding the build's egress audit: %w", repoID, err)
+		}
+		egress = string(b)
+	}
+	q := `UPDATE snapshot_repos SET building_until = 0, building_attempt = '', last_error = $2, last_log = $3, last_finished_at = $4, updated_at = $4, last_egress = $6
 		WHERE repo_id = $1 AND building_attempt = $5`
-	args := []any{repoID, o.Error, o.Log, ms(now), attemptID}
+	args := []any{repoID, o.Error, o.Log, ms(now), attemptID, egress}
 	if o.Digest != "" {
 		q = `UPDATE snapshot_repos SET building_until = 0, building_attempt = '', last_error = '', last_log = $3, last_finished_at = $4, updated_at = $4,
-			last_digest = $2, last_built_at = $4, last_sha = $6, last_branch = $7, last_size = $8, last_layers = $9
+			last_digest = $2, last_built_at = $4, last_sha = $6, last_branch = $7, last_size = $8, last_layers = $9, last_egress = $10
 			WHERE repo_id = $1 AND building_attempt = $5`
-		args = []any{repoID, o.Digest, o.Log, ms(now), attemptID, o.SHA, o.Branch, o.Size, o.Layers}
+		args = []any{repoID, o.Digest, o.Log, ms(now), attemptID, o.SHA, o.Branch, o.Size, o.Layers, egress}
 	}
 	_, err := db.ExecContext(ctx, q, args...)
 	return err

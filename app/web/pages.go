@@ -31,6 +31,7 @@ var templateFuncs = template.FuncMap{
 		return (time.Duration(n) * time.Millisecond).Round(100 * time.Millisecond).String()
 	},
 	"isImage": isInlineImage,
+	"bytes":   humanBytes,
 }
 
 // isInlineImage says an artifact may be shown in the page: a raster image

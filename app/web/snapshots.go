@@ -30,7 +30,9 @@ type snapshotView struct {
 // snapshotsPage shows, for each repository the user can read that wants
 // snapshots: its newest snapshot (digest, the commit and branch it was
 // built from, age, size and layers), the default branch's drift since,
-// the last build's result and its setup log, and when the next is due.
+// the last build's result, its setup log and its setup's egress (the
+// registry requests, collapsed, and the refusals, shown), and when the
+// next is due.
 func (s *Server) snapshotsPage(w http.ResponseWriter, r *http.Request) {
 	v := viewerOf(r)
 	repos, err := s.readable(r.Context(), v)

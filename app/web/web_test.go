@@ -666,12 +666,19 @@ func TestSnapshotsPageShowsSizeLogAndDrift(t *testing.T) {
 	w.gh.CommitFiles("acme", "gadgets", "main", map[string]string{"a": "a"}, "gadgets")
 	now := w.clock.Now()
 	log := "--- snapshot deps: go mod download exited 0 after 2s\n<script>alert(1)</script>\ndownloaded 12 modules\n"
+	// The build's egress: a module fetched, and requests refused whose
+	// paths and reasons hold the sandbox's markup.
+	var egress contract.EgressAudit
+	egress.Add(contract.EgressRecord{Kind: contract.EgressRegistry, Phase: contract.PhaseSetup, Upstream: "goproxy", Method: "GET", Path: "fake.test/alpha/@v/v1.0.0.zip", Status: 200, Bytes: 2048, Millis: 30})
+	egress.Add(contract.EgressRecord{Kind: contract.EgressRefused, Phase: contract.PhaseSetup, Upstream: "elsewhere", Method: "GET", Path: "<img src=x onerror=alert(2)>/@v/list", Status: 403,
+		Why: `the server opens no registry named "elsewhere" <b>to this attempt</b>`})
+	egress.Add(contract.EgressRecord{Kind: contract.EgressRefused, Phase: contract.PhaseSetup, Method: "CONNECT", Path: "evil.example:443", Status: 403, Why: "this is not a proxy"})
 	for _, c := range []struct {
 		id   int64
 		name string
 		o    store.SnapshotOutcome
 	}{
-		{101, "acme/widgets", store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("ab", 32), SHA: built, Branch: "main", Size: 1610612736, Layers: 5, Log: log}},
+		{101, "acme/widgets", store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("ab", 32), SHA: built, Branch: "main", Size: 1610612736, Layers: 5, Log: log, Egress: &egress}},
 		// A commit GitHub does not know (a force-push took it away).
 		{103, "acme/gadgets", store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("cd", 32), SHA: strings.Repeat("f", 40), Branch: "main", Size: 900, Layers: 1}},
 		{102, "acme/secret", store.SnapshotOutcome{Digest: "sha256:" + strings.Repeat("ef", 32), SHA: strings.Repeat("e", 40), Branch: "main", Size: 1, Layers: 1, Log: "secret log"}},
@@ -703,15 +710,32 @@ func TestSnapshotsPageShowsSizeLogAndDrift(t *testing.T) {
 			t.Errorf("widgets lacks %q:\n%s", want, widgets)
 		}
 	}
+	// The egress: counted, the refusals shown as they are (not folded
+	// away), their text escaped; the requests in a collapsed block.
+	refused, requests := between(widgets, `<table class="refused">`, "</table>"), between(widgets, "<details><summary>The last build's registry requests</summary>", "</details>")
+	if !strings.Contains(widgets, `<dd class="egress"><div class="egress-summary">1 registry request (2.0 KiB), 2 refused.</div>`) {
+		t.Errorf("widgets lacks its egress summary:\n%s", widgets)
+	}
+	for _, want := range []string{
+		"<code>GET elsewhere &lt;img src=x onerror=alert(2)&gt;/@v/list</code>", "the server opens no registry named &#34;elsewhere&#34; &lt;b&gt;to this attempt&lt;/b&gt;",
+		"<code>CONNECT evil.example:443</code>", "this is not a proxy",
+	} {
+		if !strings.Contains(refused, want) || strings.Contains(requests, want) {
+			t.Errorf("the refusals, shown open, lack %q:\n%s", want, widgets)
+		}
+	}
+	if !strings.Contains(requests, "<code>GET goproxy fake.test/alpha/@v/v1.0.0.zip</code></td><td>200</td><td>2.0 KiB</td>") {
+		t.Errorf("the registry requests lack the module's zip:\n%s", widgets)
+	}
 	for _, want := range []string{
 		"900 B in 1 layer<", "drift unknown", `<span class="badge error">failed</span>`, "cloning: &lt;b&gt;refused&lt;/b&gt;",
-		"No output: the last build ran no setup command",
+		"No output: the last build ran no setup command", "None recorded: the last build's setup reached no registry",
 	} {
 		if !strings.Contains(gadgets, want) {
 			t.Errorf("gadgets lacks %q:\n%s", want, gadgets)
 		}
 	}
-	if strings.Contains(body, "<script>alert") || strings.Contains(body, "<b>refused") || strings.Contains(body, "acme/secret") || strings.Contains(body, "secret log") {
+	if strings.Contains(body, "<script>alert") || strings.Contains(body, "<b>refused") || strings.Contains(body, "<img") || strings.Contains(body, "<b>to this") || strings.Contains(body, "acme/secret") || strings.Contains(body, "secret log") {
 		t.Errorf("the page has raw markup or another repository's snapshot:\n%s", body)
 	}
 	compares := func() int { return len(w.gh.RequestsMatching("GET", "/repos/acme/")) }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -44,6 +45,9 @@ served on loopback for this one build, the upstreams' tokens added outside
 the sandbox. So go mod download and npm ci fill the caches, and a session
 restored from the snapshot (inspect run --snapshot-store STORE --repo-name
 OWNER/NAME) fetches nothing while the lockfiles are unchanged.
+build prints setup's egress after the snapshot: the count, each registry
+request ("request") and each refusal ("refused", with why); on stderr
+when the build failed.
 
 The store is --store, else snapshots.store of --config, else
 INSPECT_SNAPSHOTS_STORE, else the default, oci:inspect-snapshots (an OCI
@@ -290,6 +294,8 @@ func snapshotBuildCmd(args []string, stdout, stderr io.Writer) int {
 	res, err := checkoutrun.BuildSnapshot(ctx, b, localEgress(server, log))
 	if err != nil {
 		fmt.Fprintf(stderr, "inspect snapshot build: %v\n", err)
+		// What setup sent, and what was refused, may say why.
+		printSnapshotEgress(stderr, res.Egress)
 		return 1
 	}
 	fmt.Fprintf(stdout, "digest   %s\n", res.Snapshot.Digest)
@@ -310,7 +316,39 @@ func snapshotBuildCmd(args []string, stdout, stderr io.Writer) int {
 	for _, p := range res.Rebuilt {
 		fmt.Fprintf(stdout, "rebuilt  %s\n", p)
 	}
+	printSnapshotEgress(stdout, res.Egress)
 	return 0
+}
+
+// printSnapshotEgress prints a build's egress audit, as the app keeps it
+// with the build and its snapshots page shows it: a count, then each
+// registry request and each refusal, one a line. The paths and reasons
+// are the sandbox's, cleaned of control characters as they were
+// recorded. Nothing when setup sent nothing.
+func printSnapshotEgress(w io.Writer, a *contract.EgressAudit) {
+	if a.Empty() {
+		return
+	}
+	fmt.Fprintf(w, "egress   %d registry requests, %d bytes, %d refused\n", a.Registry.Requests, a.Registry.Bytes, a.RefusedCount)
+	for _, r := range a.Records {
+		fmt.Fprintf(w, "request  %s %s %s -> %d, %d bytes\n", r.Method, r.Upstream, r.Path, r.Status, r.Bytes)
+	}
+	for _, t := range a.Totals {
+		fmt.Fprintf(w, "request  and %d more to %s, %d bytes\n", t.Requests, cmp.Or(t.Upstream, "other registries"), t.Bytes)
+	}
+	for _, r := range a.Refused {
+		target := r.Path
+		if r.Upstream != "" {
+			target = r.Upstream + " " + r.Path
+		}
+		if r.Quiet {
+			target += " (quietly)"
+		}
+		fmt.Fprintf(w, "refused  %s %s: %s\n", r.Method, target, r.Why)
+	}
+	if a.RefusedDropped > 0 {
+		fmt.Fprintf(w, "refused  and %d more, not listed\n", a.RefusedDropped)
+	}
 }
 
 func snapshotListCmd(args []string, stdout, stderr io.Writer) int {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -79,6 +81,21 @@ func TestSnapshotBuildWithServerConfigWarmsWhatARunThenNeverFetches(t *testing.T
 	if n := npm.TarballFetches()["greet@2.1.0"]; n != 1 || len(npm.Requests()) == npmBefore {
 		t.Errorf("the build fetched greet's tarball %d times, want once", n)
 	}
+	// It prints setup's egress audit: every registry request, each
+	// module's zip and the tarball among them, and nothing refused.
+	egressLine := regexp.MustCompile(`(?m)^egress   ([1-9][0-9]*) registry requests, [1-9][0-9]* bytes, 0 refused$`).FindStringSubmatch(out)
+	if egressLine == nil || strings.Count(out, "\nrequest  ") != atoi(t, egressLine[1]) || strings.Contains(out, "\nrefused  ") {
+		t.Errorf("the build's output lacks its egress audit:\n%s", out)
+	}
+	for _, want := range []string{
+		"request  GET goproxy " + greeting.Path + "/@v/" + greeting.Version + ".zip -> 200, ",
+		"request  GET goproxy " + names.Path + "/@v/" + names.Version + ".zip -> 200, ",
+		"request  GET npmjs greet/-/greet-2.1.0.tgz -> 200, ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the build's egress lacks %q:\n%s", want, out)
+		}
+	}
 
 	goproxy.Reset()
 	npmBefore = len(npm.Requests())
@@ -106,5 +123,48 @@ func TestSnapshotBuildWithServerConfigWarmsWhatARunThenNeverFetches(t *testing.T
 	}
 	if reqs := npm.Requests()[npmBefore:]; len(reqs) > 0 {
 		t.Errorf("the session on a warm snapshot reached the npm registry %d times: %+v", len(reqs), reqs)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A build whose setup the egress refused fails, and says on stderr what
+// setup fetched and what was refused, and why: the same audit the app
+// keeps with a build (decision 0065).
+func TestSnapshotBuildRefusedByTheEgressPrintsItsAudit(t *testing.T) {
+	greeting, names := readmeGoModules()
+	goproxy := fakegoproxy.New(t, fakegoproxy.Options{Modules: []fakegoproxy.Module{greeting, names}})
+	cfg := "env:\n  GOTOOLCHAIN: local\n  GOMODCACHE: /cache/go/mod\n" +
+		"snapshot:\n  setup:\n    - {name: modules, run: [go, mod, download]}\n" +
+		"    - name: elsewhere\n      run: [sh, -c, 'GOPROXY=\"${GOPROXY%goproxy/}elsewhere/\" go mod download fake.test/readme-other@v1.0.0']\n" +
+		"  caches: [{path: /cache/go, lockfiles: [go.sum]}]\n"
+	repo := gitRepo(t, readmeGoFiles(goproxy, greeting, names, cfg))
+	code, out, errOut := snapshotRun(t, "build", "--dir", repo, "--repo", "acme/widgets", "--store", "oci:"+t.TempDir()+"/store",
+		"--server-config", readmeServerConfig(t, goproxy, nil), "--work-dir", sandboxWorkDir(t))
+	if code != 1 || strings.Contains(out, "digest") {
+		t.Fatalf("a build whose setup failed: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"\nrequest  GET goproxy " + greeting.Path + "/@v/" + greeting.Version + ".zip -> 200, ",
+		"\nrefused  GET elsewhere fake.test/readme-other/@v/v1.0.0.info: the server opens no registry named \"elsewhere\" to this attempt\n",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^egress   [1-9][0-9]* registry requests, [1-9][0-9]* bytes, 1 refused$`).MatchString(errOut) {
+		t.Errorf("stderr lacks the egress count:\n%s", errOut)
+	}
+	for _, q := range goproxy.Requests() {
+		if strings.Contains(q.Path, "readme-other") {
+			t.Errorf("the refused request reached the upstream: %s", q.Path)
+		}
 	}
 }

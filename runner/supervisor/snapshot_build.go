@@ -222,6 +222,9 @@ type snapshotBuilder struct {
 
 	ws  *workspace
 	git *git
+	// egress is setup's egress audit once its egress closed (nil when
+	// it had none, or nothing was sent).
+	egress *contract.EgressAudit
 	// previous is the repository's latest snapshot (nil when there is none,
 	// or when it was built on another base image), and prevCaches its
 	// cache layers by path and key, from the manifest's annotations, as
@@ -287,7 +290,9 @@ func (sb *snapshotBuilder) build(ctx context.Context) (SnapshotResult, error) {
 	} else {
 		res.SetupRan = len(b.Setup) > 0
 		results, err := sb.setup(ctx, base, caches, unchanged)
-		res.Setup = results
+		// The egress closed as setup returned: its audit goes with a
+		// failure too (a refusal may be why).
+		res.Setup, res.Egress = results, sb.egress
 		if err != nil {
 			return res, err
 		}
@@ -551,10 +556,12 @@ func (sb *snapshotBuilder) openEgress() (*egressGateServer, error) {
 	return &egressGateServer{egress: eg, gate: gate}, nil
 }
 
-// closeEgress stops setup's egress and logs what it passed and refused.
+// closeEgress stops setup's egress and keeps its audit for the result
+// (the snapshot's record and page show it, as a session's evidence does).
 func (sb *snapshotBuilder) closeEgress(eg *egressGateServer) {
 	eg.close()
-	if a := eg.gate.evidence(); a != nil {
+	sb.egress = eg.gate.evidence()
+	if a := sb.egress; a != nil {
 		sb.log.Info().Int("requests", a.Registry.Requests).Int64("bytes", a.Registry.Bytes).Int("refused", a.RefusedCount).Msg("snapshot setup's registry egress")
 	}
 }

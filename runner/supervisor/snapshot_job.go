@@ -39,10 +39,12 @@ func runSnapshotJob(ctx context.Context, cfg Config, ch *channel, red *contract.
 	// token) before its tail was cut; redacting the joined log again could
 	// only lengthen it past the cap the app holds it to.
 	setupLog := contract.SnapshotLog(res.Setup)
+	// The egress audit goes with either: its paths were redacted as they
+	// were recorded.
 	result := contract.SnapshotResult{Digest: res.Snapshot.Digest.String(), SHA: res.Snapshot.SHA,
-		Size: res.Footprint.Size, Layers: res.Footprint.Layers, Log: setupLog}
+		Size: res.Footprint.Size, Layers: res.Footprint.Layers, Log: setupLog, Egress: res.Egress}
 	if buildErr != nil {
-		result = contract.SnapshotResult{Error: contract.CleanProgressMessage(red.Redact(buildErr.Error())), Log: setupLog}
+		result = contract.SnapshotResult{Error: contract.CleanProgressMessage(red.Redact(buildErr.Error())), Log: setupLog, Egress: res.Egress}
 		log.Error().Str("error", result.Error).Msg("snapshot build failed")
 	}
 	// Reported even when ctx ended (SIGTERM): the app should know.

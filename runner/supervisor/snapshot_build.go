@@ -540,11 +540,14 @@ func snapshotFileKind(m fs.FileMode) string {
 	}
 }
 
-// openEgress starts setup's egress when a registry is open to setup; nil
-// when none is (setup then has no network at all). Its gate judges every
-// request as setup's: a snapshot build has no other phase.
+// openEgress starts setup's egress when the build has any registry; nil
+// when it has none (setup then has no network at all). A registry closed
+// to setup is still served, so that its requests are refused and recorded
+// rather than lost on a port nothing listens on (registryEnv points the
+// package managers at the egress in every phase, decision 0064). Its gate
+// judges every request as setup's: a snapshot build has no other phase.
 func (sb *snapshotBuilder) openEgress() (*egressGateServer, error) {
-	if sb.relay == nil || len(openRegistries(sb.b.Registries, contract.PhaseSetup)) == 0 {
+	if sb.relay == nil || len(sb.b.Registries) == 0 {
 		return nil, nil
 	}
 	gate := newEgressGate(sb.b.Registries, sb.relay, sb.red, sb.log)

@@ -359,7 +359,8 @@ type session struct {
 	// pinned commit and the change, where verify runs.
 	verifyDir string
 	// verifyMounts are verify's views of the attempt's writable
-	// directories (phaseviews.go), or nil when verify shares the agent's.
+	// directories (phaseviews.go), from when setup has run until verify
+	// takes them.
 	verifyMounts []sandbox.Mount
 	// setupOut is what setup left outside the change, as it left it
 	// (setupoutputs.go): verify gets it, the agent's edits to it not.

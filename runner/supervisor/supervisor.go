@@ -254,6 +254,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := checkReachable(cfg.WorkDir, cfg.SandboxUID, cfg.SandboxGID); err != nil {
 		return nil, err
 	}
+	// Session budgets a crashed supervisor (or a failed close) left on
+	// this host go now; a live one is locked by its own supervisor. The
+	// host's clock, not cfg.Now: it is compared with the cgroups' times.
+	if removed, err := sandbox.SweepBudgets(time.Now()); err != nil {
+		cfg.Log.Warn().Str("error", err.Error()).Strs("removed", removed).Msg("sweeping leftover session cgroups")
+	} else if len(removed) > 0 {
+		cfg.Log.Info().Strs("removed", removed).Msg("removed leftover session cgroups")
+	}
 	start := cfg.Now()
 	red := contract.NewRedactor(cfg.ClaimCode)
 	ch, err := newChannel(cfg.ChannelURL, cfg.ChannelSocket, cfg.AttemptID, cfg.RunnerVersion)

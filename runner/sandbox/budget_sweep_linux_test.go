@@ -189,3 +189,61 @@ func TestSweepRemovesOnlyTheBudgetsACrashLeft(t *testing.T) {
 		}
 	}
 }
+
+// On cgroup v2 from Linux 6.13 a fork the session's budget refuses is
+// counted only where the limit was and above it: the budget's
+// pids.events.local and pids.events, never the forking command's own
+// files (kernel/cgroup/pids.c, pids_event:
+// https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/tree/kernel/cgroup/pids.c).
+// These hosts have v1, so the experiment is on directories holding the
+// files as such a kernel writes them; before, a command whose fork the
+// budget refused was named for no limit at all.
+func TestV2NamesAForkTheBudgetRefused(t *testing.T) {
+	write := func(dir string, files map[string]string) {
+		t.Helper()
+		for name, content := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// cmd and budget are the files after the command ran (the
+		// budget had refused 2 forks of others' before it began).
+		cmd, budget map[string]string
+		want        *LimitExceeded
+	}{
+		{"the session's limit refused it",
+			map[string]string{"pids.events": "max 0\n", "pids.events.local": "max 0\n", "pids.peak": "10\n"},
+			map[string]string{"pids.events": "max 3\n", "pids.events.local": "max 3\n"},
+			&LimitExceeded{Limit: LimitSessionPids, Value: 128}},
+		{"its own limit refused it",
+			map[string]string{"pids.events": "max 1\n", "pids.events.local": "max 1\n", "pids.peak": "64\n"},
+			map[string]string{"pids.events": "max 3\n", "pids.events.local": "max 2\n"},
+			&LimitExceeded{Limit: LimitPids, Value: 64}},
+		{"nothing refused it",
+			map[string]string{"pids.events": "max 0\n", "pids.events.local": "max 0\n", "pids.peak": "10\n"},
+			map[string]string{"pids.events": "max 2\n", "pids.events.local": "max 2\n"},
+			nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmdDir, budgetDir := t.TempDir(), t.TempDir()
+			write(budgetDir, map[string]string{"pids.events": "max 2\n", "pids.events.local": "max 2\n"})
+			l := &limiter{
+				mode: cgroupV2,
+				lim:  contract.SandboxLimits{Pids: 64},
+				dirs: map[string]string{"v2": cmdDir},
+				budget: &Budget{mode: cgroupV2, lim: contract.SandboxLimits{SessionPids: 128},
+					dirs: map[string]string{"v2": budgetDir}},
+			}
+			l.budgetRefusedBefore = l.budgetPidsRefused() // as newLimiter does
+			write(cmdDir, tc.cmd)
+			write(budgetDir, tc.budget)
+			got := l.counted()
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Errorf("counted %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

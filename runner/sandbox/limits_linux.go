@@ -102,6 +102,10 @@ type limiter struct {
 	done  chan struct{}
 	hit   chan LimitExceeded // the watch's first finding, at most one
 	found *LimitExceeded     // what the final check found
+	// budgetRefusedBefore is the forks the session's budget had refused
+	// at its own limit when the command began (v2 only:
+	// budgetPidsRefused).
+	budgetRefusedBefore int64
 }
 
 // newLimiter makes the command's cgroup, inside the session's budget
@@ -133,6 +137,7 @@ func newLimiter(lim contract.SandboxLimits, workspace string, budget *Budget) (*
 		l.remove()
 		return nil, fmt.Errorf("sandbox: making the command's cgroup: %w", err)
 	}
+	l.budgetRefusedBefore = l.budgetPidsRefused()
 	return l, nil
 }
 
@@ -383,12 +388,27 @@ func (l *limiter) pidsRefused() int64 {
 	case cgroupV1:
 		return keyed(l.dirs["pids"], "pids.events", "max")
 	case cgroupV2:
-		// v2 counts "max" in pids.events where the limit was (the
-		// session's for a fork its budget refused) and, from Linux 6.13,
-		// the forking cgroup's refusals in pids.events.local.
-		return max(keyed(l.dirs["v2"], "pids.events", "max"), keyed(l.dirs["v2"], "pids.events.local", "max"))
+		// Before Linux 6.13, v2 counts a refused fork in the forking
+		// cgroup's pids.events whichever limit refused it, as v1 does.
+		// From 6.13 it counts it where the limit was (pids.events.local)
+		// and in every ancestor of that (pids.events), so a fork the
+		// session's budget refused shows only in the budget's
+		// (kernel/cgroup/pids.c, pids_event): read there as well.
+		own := max(keyed(l.dirs["v2"], "pids.events", "max"), keyed(l.dirs["v2"], "pids.events.local", "max"))
+		return own + max(l.budgetPidsRefused()-l.budgetRefusedBefore, 0)
 	}
 	return 0
+}
+
+// budgetPidsRefused is the forks the session's budget refused at its own
+// limit, on v2 from Linux 6.13 (its pids.events.local; 0 elsewhere). The
+// budget's counter is the session's: a refusal while two commands run is
+// counted for both, and each is named for the session's limit.
+func (l *limiter) budgetPidsRefused() int64 {
+	if l.mode != cgroupV2 || l.budget == nil {
+		return 0
+	}
+	return keyed(l.budget.dirs["v2"], "pids.events.local", "max")
 }
 
 // chargeSlack is how far below a limit the peak of a cgroup whose limit

@@ -343,6 +343,9 @@ func TestLiveStreamEndsWhenTheSignInOrTheReadGoes(t *testing.T) {
 		// wait is how far the clock moves after take: the permission
 		// cache's lifetime, when nothing on this replica knows.
 		wait time.Duration
+		// reason is the ended event's exact reason: each loss says
+		// which it was.
+		reason string
 	}{
 		{"sign-out on this replica", func(t *testing.T, w *world) {
 			_, page := w.get(t, "/sessions")
@@ -354,15 +357,15 @@ func TestLiveStreamEndsWhenTheSignInOrTheReadGoes(t *testing.T) {
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("sign-out: %d", resp.StatusCode)
 			}
-		}, 0},
+		}, 0, liveSignedOut},
 		{"sign-out on another replica", func(t *testing.T, w *world) {
 			if err := w.st.ForgetWebUser(context.Background(), 5000); err != nil {
 				t.Fatal(err)
 			}
-		}, time.Minute},
+		}, time.Minute, liveSignedOut},
 		{"the repository's read taken away", func(t *testing.T, w *world) {
 			w.gh.SetPermission("acme", "widgets", "alice", "none")
-		}, time.Minute},
+		}, time.Minute, liveUnreadable},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorldWith(t, func(o *Options) { o.LivePoll = 2 * time.Millisecond })
@@ -374,8 +377,8 @@ func TestLiveStreamEndsWhenTheSignInOrTheReadGoes(t *testing.T) {
 			c.take(t, w)
 			w.clock.Advance(c.wait)
 			reason, err := untilEnded(t, r)
-			if err != io.EOF || !strings.Contains(reason, "Reload the page") {
-				t.Fatalf("the stream ended with %q, %v; want an ended event and its end", reason, err)
+			if err != io.EOF || reason != c.reason {
+				t.Fatalf("the stream ended with %q, %v; want an ended event saying %q, and its end", reason, err, c.reason)
 			}
 			if code, _ := w.liveStatus(t, "visible-1"); code == http.StatusOK {
 				t.Errorf("a new stream after the loss: %d", code)

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,6 +102,10 @@ type limiter struct {
 	done  chan struct{}
 	hit   chan LimitExceeded // the watch's first finding, at most one
 	found *LimitExceeded     // what the final check found
+	// budgetRefusedBefore is the forks the session's budget had refused
+	// at its own limit when the command began (v2 only:
+	// budgetPidsRefused).
+	budgetRefusedBefore int64
 }
 
 // newLimiter makes the command's cgroup, inside the session's budget
@@ -132,6 +137,7 @@ func newLimiter(lim contract.SandboxLimits, workspace string, budget *Budget) (*
 		l.remove()
 		return nil, fmt.Errorf("sandbox: making the command's cgroup: %w", err)
 	}
+	l.budgetRefusedBefore = l.budgetPidsRefused()
 	return l, nil
 }
 
@@ -382,12 +388,27 @@ func (l *limiter) pidsRefused() int64 {
 	case cgroupV1:
 		return keyed(l.dirs["pids"], "pids.events", "max")
 	case cgroupV2:
-		// v2 counts "max" in pids.events where the limit was (the
-		// session's for a fork its budget refused) and, from Linux 6.13,
-		// the forking cgroup's refusals in pids.events.local.
-		return max(keyed(l.dirs["v2"], "pids.events", "max"), keyed(l.dirs["v2"], "pids.events.local", "max"))
+		// Before Linux 6.13, v2 counts a refused fork in the forking
+		// cgroup's pids.events whichever limit refused it, as v1 does.
+		// From 6.13 it counts it where the limit was (pids.events.local)
+		// and in every ancestor of that (pids.events), so a fork the
+		// session's budget refused shows only in the budget's
+		// (kernel/cgroup/pids.c, pids_event): read there as well.
+		own := max(keyed(l.dirs["v2"], "pids.events", "max"), keyed(l.dirs["v2"], "pids.events.local", "max"))
+		return own + max(l.budgetPidsRefused()-l.budgetRefusedBefore, 0)
 	}
 	return 0
+}
+
+// budgetPidsRefused is the forks the session's budget refused at its own
+// limit, on v2 from Linux 6.13 (its pids.events.local; 0 elsewhere). The
+// budget's counter is the session's: a refusal while two commands run is
+// counted for both, and each is named for the session's limit.
+func (l *limiter) budgetPidsRefused() int64 {
+	if l.mode != cgroupV2 || l.budget == nil {
+		return 0
+	}
+	return keyed(l.budget.dirs["v2"], "pids.events.local", "max")
 }
 
 // chargeSlack is how far below a limit the peak of a cgroup whose limit
@@ -500,11 +521,36 @@ func diskUse(dir string) int64 {
 func (l *limiter) remove() error {
 	var errs []error
 	for _, dir := range l.dirs {
-		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := removeCgroup(dir); err != nil {
 			errs = append(errs, fmt.Errorf("sandbox: removing the command's cgroup: %w", err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cgroupRemoveWait bounds how long removeCgroup waits for a cgroup to
+// empty: a process the kernel is still taking out of it (an exit under
+// way, a child cgroup's removal finishing) takes milliseconds, and a
+// cgroup still busy after this is left for SweepBudgets.
+const cgroupRemoveWait = 2 * time.Second
+
+// removeCgroup removes the cgroup directory dir, trying again while the
+// kernel says it is busy (EBUSY: a process or a child cgroup still in
+// it), for at most cgroupRemoveWait. One already gone is no error.
+func removeCgroup(dir string) error {
+	deadline := time.Now().Add(cgroupRemoveWait)
+	pause := 5 * time.Millisecond
+	for {
+		err := os.Remove(dir)
+		switch {
+		case err == nil || errors.Is(err, os.ErrNotExist):
+			return nil
+		case !errors.Is(err, unix.EBUSY) || time.Now().Add(pause).After(deadline):
+			return err
+		}
+		time.Sleep(pause) // a retry's pause, not a synchronisation: nothing signals a cgroup's emptying on v1
+		pause = min(2*pause, 100*time.Millisecond)
+	}
 }
 
 // Budget is one session's parent cgroup (decision 0058). Every command
@@ -523,12 +569,31 @@ type Budget struct {
 	// dirs are the budget's cgroup directories: "memory" and "pids" on
 	// v1, "v2" on v2; none when nothing is enforced.
 	dirs map[string]string
+	// locks hold each of dirs open with an exclusive flock for the
+	// budget's life: SweepBudgets in another supervisor process tells a
+	// live budget (empty between two commands) from one a crashed process
+	// left by it, whichever PID namespace either runs in. The kernel
+	// drops the lock when the process ends, however it ends.
+	locks []*os.File
 }
+
+// budgetName matches the name of a budget's cgroup: "session-", the
+// making process's pid (for whoever reads the hierarchy) and 16 random
+// hex digits. SweepBudgets removes only cgroups so named, which a budget
+// holds locked while it lives.
+var budgetName = regexp.MustCompile(`^session-[0-9]+-[0-9a-f]{16}$`)
 
 // NewBudget makes the session's parent cgroup with lim's session limits.
 // A budget with neither limit makes no cgroup: commands run with it get
 // their cgroups where they would without one.
 func NewBudget(lim contract.SandboxLimits) (*Budget, error) {
+	return newBudgetUnder(cgroupParent, lim)
+}
+
+// newBudgetUnder is NewBudget with its cgroups made under parent (in each
+// hierarchy) rather than the sandboxes' parent: for tests, which must not
+// sweep other processes' budgets.
+func newBudgetUnder(parent string, lim contract.SandboxLimits) (*Budget, error) {
 	if err := checkLimits(lim); err != nil {
 		return nil, err
 	}
@@ -544,12 +609,12 @@ func NewBudget(lim contract.SandboxLimits) (*Budget, error) {
 	if err != nil {
 		return nil, err
 	}
-	name = "session-" + name
+	name = fmt.Sprintf("session-%d-%s", os.Getpid(), name)
 	switch b.mode {
 	case cgroupV1:
-		err = b.makeV1(name)
+		err = b.makeV1(parent, name)
 	case cgroupV2:
-		err = b.makeV2(name)
+		err = b.makeV2(parent, name)
 	}
 	if err != nil {
 		_ = b.Close() // nothing runs in it yet; a leftover empty cgroup is harmless
@@ -558,13 +623,16 @@ func NewBudget(lim contract.SandboxLimits) (*Budget, error) {
 	return b, nil
 }
 
-func (b *Budget) makeV1(name string) error {
+func (b *Budget) makeV1(parent, name string) error {
 	for _, c := range []string{"memory", "pids"} {
-		dir := filepath.Join(cgroupRoot, c, cgroupParent, name)
+		dir := filepath.Join(cgroupRoot, c, parent, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 		b.dirs[c] = dir
+		if err := b.lock(dir); err != nil {
+			return err
+		}
 	}
 	if n := b.lim.SessionMemoryBytes; n > 0 {
 		if err := writeFile(b.dirs["memory"], "memory.limit_in_bytes", n); err != nil {
@@ -582,8 +650,8 @@ func (b *Budget) makeV1(name string) error {
 	return nil
 }
 
-func (b *Budget) makeV2(name string) error {
-	dir := filepath.Join(cgroupRoot, cgroupParent, name)
+func (b *Budget) makeV2(parent, name string) error {
+	dir := filepath.Join(cgroupRoot, parent, name)
 	// The budget's own subtree_control is enabled by each command's
 	// limiter (delegateV2), which knows whether it needs cpu.
 	if err := delegateV2([]string{cgroupRoot, filepath.Dir(dir)}, false); err != nil {
@@ -593,6 +661,9 @@ func (b *Budget) makeV2(name string) error {
 		return err
 	}
 	b.dirs["v2"] = dir
+	if err := b.lock(dir); err != nil {
+		return err
+	}
 	if n := b.lim.SessionMemoryBytes; n > 0 {
 		if err := writeFile(dir, "memory.max", n); err != nil {
 			return err
@@ -626,17 +697,152 @@ func (b *Budget) pids() int64 {
 	return b.lim.SessionPids
 }
 
-// Close removes the session's cgroups. Every command run with the budget
-// must have ended: a cgroup with a child cgroup in it cannot be removed.
+// lock holds dir open with an exclusive flock until Close.
+func (b *Budget) lock(dir string) error {
+	f, err := lockCgroup(dir)
+	if err != nil {
+		return fmt.Errorf("locking %s: %w", dir, err)
+	}
+	b.locks = append(b.locks, f)
+	return nil
+}
+
+// lockCgroup opens the cgroup directory dir and takes an exclusive flock
+// on it without waiting: unix.EWOULDBLOCK when a live process holds it.
+func lockCgroup(dir string) (*os.File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		_ = f.Close() // only read from; the flock's error is the one to say
+		return nil, err
+	}
+	return f, nil
+}
+
+// Close removes the session's cgroups, waiting briefly for a process
+// still leaving them (removeCgroup), then lets go of their locks; one
+// it could not remove is left for SweepBudgets. Every command run with
+// the budget must have ended: a cgroup with a child cgroup in it cannot
+// be removed.
 func (b *Budget) Close() error {
 	if b == nil {
 		return nil
 	}
 	var errs []error
 	for _, dir := range b.dirs {
-		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := removeCgroup(dir); err != nil {
 			errs = append(errs, fmt.Errorf("sandbox: removing the session's cgroup: %w", err))
 		}
 	}
+	for _, f := range b.locks {
+		_ = f.Close() // a directory opened to hold its flock: nothing written
+	}
+	b.locks = nil
 	return errors.Join(errs...)
 }
+
+// sweepAge is how long before the sweeping process started a budget's
+// cgroup must have been made to be swept: a budget is locked just after
+// its mkdir, and the cgroup file system's clock is coarse (jiffies).
+const sweepAge = time.Second
+
+// SweepBudgets removes the budgets' cgroups (decision 0058) that crashed
+// or failed closes left behind: each one named as a budget's, made at
+// least sweepAge before started (this process's start), that no live
+// process holds locked, and in which no process runs (in it or any cgroup
+// inside it, such as a command's left with it); the command cgroups
+// inside go first. It returns the directories it removed. A live
+// session's budget is never touched, even between two commands, when it
+// holds no process: its supervisor holds its lock.
+func SweepBudgets(started time.Time) ([]string, error) {
+	return sweepBudgets(cgroupParent, started)
+}
+
+func sweepBudgets(parent string, started time.Time) ([]string, error) {
+	var parents []string
+	switch hostCgroupMode() {
+	case cgroupV1:
+		parents = []string{filepath.Join(cgroupRoot, "memory", parent), filepath.Join(cgroupRoot, "pids", parent)}
+	case cgroupV2:
+		parents = []string{filepath.Join(cgroupRoot, parent)}
+	}
+	var removed []string
+	var errs []error
+	for _, p := range parents {
+		ents, err := os.ReadDir(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, e := range ents {
+			if !e.IsDir() || !budgetName.MatchString(e.Name()) {
+				continue
+			}
+			dir := filepath.Join(p, e.Name())
+			ok, err := sweepBudget(dir, started)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("sandbox: sweeping %s: %w", dir, err))
+			}
+			if ok {
+				removed = append(removed, dir)
+			}
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// sweepBudget removes the budget cgroup dir when it is old enough, no
+// live process holds it, and no process runs in it; true when it did.
+func sweepBudget(dir string, started time.Time) (bool, error) {
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.ModTime().Before(started.Add(-sweepAge)) {
+		return false, nil // gone already, or perhaps being made: not this sweep's
+	}
+	f, err := lockCgroup(dir)
+	if errors.Is(err, unix.EWOULDBLOCK) || errors.Is(err, os.ErrNotExist) {
+		return false, nil // a live budget, or another sweep's
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close() // held while the cgroups go; only read from
+	var inside []string
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimSpace(b)) > 0 {
+			return errBusyCgroup
+		}
+		inside = append(inside, p)
+		return nil
+	})
+	if errors.Is(err, errBusyCgroup) {
+		return false, nil // a process still runs in it: never swept
+	}
+	if err != nil {
+		return false, err
+	}
+	// Deepest first: a cgroup with a child cannot be removed.
+	for i := len(inside) - 1; i >= 0; i-- {
+		if err := os.Remove(inside[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// errBusyCgroup stops sweepBudget's walk at a cgroup a process is in.
+var errBusyCgroup = errors.New("a process is in the cgroup")

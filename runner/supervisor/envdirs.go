@@ -47,9 +47,9 @@ func traversableDir(dir string) error {
 }
 
 // envDirs gives the session the env's directories (envCacheMounts) for
-// every phase: they join s.mounts, which setup, the agent and verify all
-// get, so each phase sees what the one before left there (but in a session
-// with services, verify sees them as setup left them: phaseviews.go).
+// every phase: they join s.mounts, so the agent's phase and verify each
+// see what setup left there, and verify never what the agent wrote
+// (splitPhaseViews).
 func (s *session) envDirs() error {
 	var caches []contract.Cache
 	if s.spec.Snapshot != nil {

@@ -18,13 +18,14 @@ import (
 // Verify must not run on anything the agent's phase left but the change
 // (decision 0057). The workspace is handled by the verify workspace
 // (verifyws.go) and setup's outputs in it (setupoutputs.go); this file
-// handles the rest a service of verify's reads:
+// handles the rest verify's commands and services read:
 //
 //   - the attempt's writable directories outside /workspace (the snapshot
-//     caches, restored or empty, and the env's directories), where a
-//     service keeps its data (a PostgreSQL cluster in /cache/pg): once
-//     setup has run, each is frozen as the lower layer of two overlays, the
-//     agent's and verify's, so the agent's phase (the agent, its services,
+//     caches, restored or empty, and the env's directories): a module
+//     cache or a virtualenv verify's commands build from, where a service
+//     keeps its data (a PostgreSQL cluster in /cache/pg). Once setup has
+//     run, each is frozen as the lower layer of two overlays, the agent's
+//     and verify's, so the agent's phase (the agent, its services,
 //     whatever they started) writes only to its own upper directory, and
 //     verify starts from exactly what setup left: on a restored session
 //     the cache layers as restored (and refreshed by a stale setup), on a
@@ -34,9 +35,10 @@ import (
 //     verify gets a new one, so a message queue or shared memory segment
 //     that no process holds any more does not reach it either.
 //
-// This is done only for a session with services: without one nothing of
-// verify's runs for longer than a command, and the env directories keep
-// their documented sharing across phases.
+// The views are split in every session, with services or without: the go
+// command does not check an extracted module against go.sum when it reads
+// the module cache, nor pip a virtualenv's files, so an agent's edit there
+// would otherwise pass verify while the committed change would fail.
 
 // phaseWorkspace is the host directory the current phase's commands and
 // services get as /workspace: the verify workspace in verify (never the
@@ -54,9 +56,6 @@ func (s *session) phaseWorkspace() string {
 // into the sandbox (s.mounts), as setup left it: s.mounts becomes the
 // agent's views, s.verifyMounts verify's.
 func (s *session) splitPhaseViews() error {
-	if len(s.spec.Services) == 0 {
-		return nil
-	}
 	uid, gid := int(s.cfg.SandboxUID), int(s.cfg.SandboxGID)
 	verify := append([]sandbox.Mount(nil), s.mounts...)
 	for i, m := range s.mounts {

@@ -254,6 +254,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := checkReachable(cfg.WorkDir, cfg.SandboxUID, cfg.SandboxGID); err != nil {
 		return nil, err
 	}
+	// Session budgets a crashed supervisor (or a failed close) left on
+	// this host go now; a live one is locked by its own supervisor. The
+	// host's clock, not cfg.Now: it is compared with the cgroups' times.
+	if removed, err := sandbox.SweepBudgets(time.Now()); err != nil {
+		cfg.Log.Warn().Str("error", err.Error()).Strs("removed", removed).Msg("sweeping leftover session cgroups")
+	} else if len(removed) > 0 {
+		cfg.Log.Info().Strs("removed", removed).Msg("removed leftover session cgroups")
+	}
 	start := cfg.Now()
 	red := contract.NewRedactor(cfg.ClaimCode)
 	ch, err := newChannel(cfg.ChannelURL, cfg.ChannelSocket, cfg.AttemptID, cfg.RunnerVersion)
@@ -359,7 +367,8 @@ type session struct {
 	// pinned commit and the change, where verify runs.
 	verifyDir string
 	// verifyMounts are verify's views of the attempt's writable
-	// directories (phaseviews.go), or nil when verify shares the agent's.
+	// directories (phaseviews.go), from when setup has run until verify
+	// takes them.
 	verifyMounts []sandbox.Mount
 	// setupOut is what setup left outside the change, as it left it
 	// (setupoutputs.go): verify gets it, the agent's edits to it not.

@@ -77,6 +77,9 @@ demo: ensure-go ensure-bubblewrap
 # The service benchmark (issue 16) times a postgres service's setup and
 # readiness, cold and from a snapshot, five sessions each. The dashboard's
 # sessions list (issue 21) renders over 10,000 sessions, 300 times a page.
+# The snapshot session benchmark (issue 35) runs a Go module and a Node
+# project cold, on the host and restored from a snapshot, once each (about
+# eight minutes, mostly the cold Go builds).
 bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot
 	$(GO) test -run '^$$' -bench WebhookAck -benchtime 6000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench IgnoredCheckRun -benchtime 20000x -count 5 ./app/
@@ -89,6 +92,7 @@ bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot
 	$(GO) test -run '^$$' -bench AgentStartOnABaseImage -benchtime=10x -count 3 ./runner/supervisor/
 	$(GO) test -run '^$$' -bench VerifyWorkspace -benchtime 5x ./runner/supervisor/
 	$(GO) test -run '^$$' -bench ServiceReady -benchtime=5x -timeout 20m ./runner/supervisor/
+	$(GO) test -run '^$$' -bench SnapshotSession -benchtime=1x -timeout 30m ./cmd/inspect/
 
 # The fault suite on its own (real replicas on PostgreSQL, crashes, an
 # outage, a flood), then the sustained intake of two replicas and the peak

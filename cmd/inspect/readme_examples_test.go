@@ -54,7 +54,7 @@ func readmeExample(t *testing.T, lead string) string {
 // readmeServerConfig writes a server config (inspect serve's keys) whose
 // egress.registries names the stand-ins as the README's server example
 // names the real registries: goproxy and npmjs.
-func readmeServerConfig(t *testing.T, goproxy *fakegoproxy.Proxy, npm *fakenpm.Registry) string {
+func readmeServerConfig(t testing.TB, goproxy *fakegoproxy.Proxy, npm *fakenpm.Registry) string {
 	t.Helper()
 	yaml := "egress:\n  registries:\n"
 	if goproxy != nil {

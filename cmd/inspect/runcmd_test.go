@@ -13,7 +13,7 @@ import (
 )
 
 // gitRepo commits files into a new repository and returns its directory.
-func gitRepo(t *testing.T, files map[string]string) string {
+func gitRepo(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -38,7 +38,7 @@ func gitRepo(t *testing.T, files map[string]string) string {
 }
 
 // sandboxWorkDir is a work directory the sandbox's uid can reach.
-func sandboxWorkDir(t *testing.T) string {
+func sandboxWorkDir(t testing.TB) string {
 	t.Helper()
 	return sandboxtest.ReachableDir(t)
 }

@@ -14,6 +14,12 @@ import (
 
 func (c *Channel) handleEgressRegistry(rw http.ResponseWriter, r *http.Request, a store.Attempt) {
 	w := liftTimeouts(rw, c.egressIdle)
+	// A registry request (GET or HEAD) has no body: it has been read. Its
+	// read deadline goes, or, on HTTP/1.1, net/http cancels the request's
+	// context when it passes, however the answer is going (decision
+	// 0059); the write deadline, renewed at each write, still ends a
+	// silent answer.
+	w.requestRead()
 	allowed, err := attemptRegistries(a.Kind, a.Spec)
 	if err != nil {
 		contract.WriteError(w, http.StatusServiceUnavailable, contract.ErrorInvalid, "the attempt's spec is unreadable")

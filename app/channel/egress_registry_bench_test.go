@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inspecthq/inspect/app/registryproxy"
+	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakenpm"
 )
@@ -29,7 +31,10 @@ import (
 // byte-identical to the upstream's document with its links rewritten, and
 // grow the process's peak heap and RSS by at most 128 MiB. It reports the
 // peaks' growth over the idle process (upstream document included) as
-// peak-heap-MiB and peak-rss-MiB; the figures are in BENCHMARKS.md.
+// peak-heap-MiB and peak-rss-MiB; the figures are in BENCHMARKS.md. It
+// runs under the default cap on requests in flight per attempt (16: all
+// twelve at once) and over a cap of 4, where eight wait their turn in the
+// app's queue (decision 0059).
 func BenchmarkRegistryMetadataMemory(b *testing.B) {
 	const (
 		concurrent = 12
@@ -39,10 +44,7 @@ func BenchmarkRegistryMetadataMemory(b *testing.B) {
 	up := fakenpm.Serve(b, fakenpm.WithToken(registryToken, "bot"))
 	const name = "huge"
 	addLargePackage(b, up, name, docBytes)
-	r := registryRig(b, registries{"npm": {Kind: "npm", URL: up.URL(), Token: registryToken}},
-		contract.Registry{Name: "npm", Kind: "npm", Phases: []contract.Phase{contract.PhaseSetup}})
-	srv := httptest.NewServer(r.mux)
-	b.Cleanup(srv.Close)
+	regs := registries{"npm": {Kind: "npm", URL: up.URL(), Token: registryToken}}
 
 	// What the sandbox must get: the upstream's bytes with each link to
 	// the upstream pointed at the proxy, as the proxy has always done.
@@ -54,31 +56,47 @@ func BenchmarkRegistryMetadataMemory(b *testing.B) {
 	b.Logf("packument: %d bytes", len(raw))
 	raw = nil
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrent}}
-	b.Cleanup(client.CloseIdleConnections)
-	var worstHeap, worstRSS uint64
-	b.SetBytes(concurrent * docBytes)
-	for b.Loop() {
-		peak := watchPeakMemory()
-		var wg sync.WaitGroup
-		errs := make([]error, concurrent)
-		for i := range concurrent {
-			wg.Go(func() {
-				errs[i] = fetchDigest(client, srv.URL+contract.EgressRegistryPath(sessionAttempt, "npm", name), want)
-			})
-		}
-		wg.Wait()
-		heap, rss := peak.stop()
-		if err := errors.Join(errs...); err != nil {
-			b.Fatal(err)
-		}
-		worstHeap, worstRSS = max(worstHeap, heap), max(worstRSS, rss)
-	}
-	b.ReportMetric(float64(worstHeap)/(1<<20), "peak-heap-MiB")
-	b.ReportMetric(float64(worstRSS)/(1<<20), "peak-rss-MiB")
-	b.Logf("peak growth: heap %d MiB, RSS %d MiB", worstHeap>>20, worstRSS>>20)
-	if worstHeap > maxGrowth || worstRSS > maxGrowth {
-		b.Errorf("the peak grew by %d MiB of heap and %d MiB of RSS, want at most %d MiB each", worstHeap>>20, worstRSS>>20, maxGrowth>>20)
+	for _, c := range []struct {
+		name       string
+		perAttempt int
+	}{
+		{name: "under_the_cap", perAttempt: config.DefaultMaxRegistryRequestsPerAttempt},
+		{name: "over_the_cap", perAttempt: 4},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			r := newRig(b, Options{RegistryProxy: registryproxy.New(registryproxy.Options{Upstreams: regs, MaxInFlightPerAttempt: c.perAttempt})})
+			a := r.st.attempts[sessionAttempt]
+			a.Spec = mustJSON(b, contract.Spec{Registries: []contract.Registry{{Name: "npm", Kind: "npm", Phases: []contract.Phase{contract.PhaseSetup}}}})
+			r.st.attempts[sessionAttempt] = a
+			srv := httptest.NewServer(r.mux)
+			b.Cleanup(srv.Close)
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrent}}
+			b.Cleanup(client.CloseIdleConnections)
+			var worstHeap, worstRSS uint64
+			b.SetBytes(concurrent * docBytes)
+			for b.Loop() {
+				peak := watchPeakMemory()
+				var wg sync.WaitGroup
+				errs := make([]error, concurrent)
+				for i := range concurrent {
+					wg.Go(func() {
+						errs[i] = fetchDigest(client, srv.URL+contract.EgressRegistryPath(sessionAttempt, "npm", name), want)
+					})
+				}
+				wg.Wait()
+				heap, rss := peak.stop()
+				if err := errors.Join(errs...); err != nil {
+					b.Fatal(err)
+				}
+				worstHeap, worstRSS = max(worstHeap, heap), max(worstRSS, rss)
+			}
+			b.ReportMetric(float64(worstHeap)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(worstRSS)/(1<<20), "peak-rss-MiB")
+			b.Logf("peak growth (cap %d per attempt): heap %d MiB, RSS %d MiB", c.perAttempt, worstHeap>>20, worstRSS>>20)
+			if worstHeap > maxGrowth || worstRSS > maxGrowth {
+				b.Errorf("the peak grew by %d MiB of heap and %d MiB of RSS, want at most %d MiB each", worstHeap>>20, worstRSS>>20, maxGrowth>>20)
+			}
+		})
 	}
 }
 

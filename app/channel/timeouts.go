@@ -35,6 +35,15 @@ func liftTimeouts(w http.ResponseWriter, idle time.Duration) *idleWriter {
 	return iw
 }
 
+// requestRead clears the read deadline once the request's body has been
+// read: net/http's background read of the connection (HTTP/1.1) cancels
+// the request's context when a read deadline passes, even while the
+// answer is being written, so a long answer would be cut at idle from
+// its start, not from its last byte.
+func (w *idleWriter) requestRead() {
+	_ = w.rc.SetReadDeadline(time.Time{}) // as in liftTimeouts
+}
+
 func (w *idleWriter) Write(p []byte) (int, error) {
 	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle)) // as in liftTimeouts
 	return w.ResponseWriter.Write(p)

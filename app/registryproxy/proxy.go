@@ -250,11 +250,14 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, attempt string, al
 	}
 	log.Info().Str("path", rest).Str("class", string(d.Class)).Int("status", resp.StatusCode).Int64("bytes", n).
 		Dur("waited", waited).Dur("took", p.clock().Sub(start)).Msg("registry request")
-	if upstream.err != nil && r.Context().Err() == nil {
+	if upstream.err != nil {
 		// The upstream's body was cut. An answer without a length (a
 		// rewritten document, a chunked upstream's) would otherwise end
 		// as if whole: the connection is cut instead, so the client sees
-		// a broken answer, never a short one.
+		// a broken answer, never a short one. Whatever the request's
+		// context says: net/http cancels it for reasons of its own (a
+		// read deadline that passes, on HTTP/1.1) while the client still
+		// reads, and a normal return would then end the body properly.
 		log.Warn().Str("path", rest).Str("error", redactURLError(upstream.err)).Msg("registry upstream's answer cut")
 		panic(http.ErrAbortHandler)
 	}

@@ -19,6 +19,11 @@ type turns struct {
 	mu       sync.Mutex
 	process  turnQueue
 	attempts map[string]*turnQueue // an entry goes when no request holds or waits for it
+
+	// queued, when set (tests only), is told each time a request starts
+	// waiting for a turn, once it is in its queue: a test then knows the
+	// order requests came in without polling the counts.
+	queued chan<- struct{}
 }
 
 // turnQueue is one cap's requests: those holding a turn, and those
@@ -94,6 +99,9 @@ func (t *turns) queueLocked(q *turnQueue, max int) (ready chan struct{}, el *lis
 func (t *turns) await(ctx context.Context, q *turnQueue, ready chan struct{}, el *list.Element) error {
 	if ready == nil {
 		return nil
+	}
+	if t.queued != nil {
+		t.queued <- struct{}{}
 	}
 	select {
 	case <-ready:

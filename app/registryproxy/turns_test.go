@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -24,18 +23,6 @@ import (
 // are capped per attempt and per process, and those over a cap wait their
 // turn, in order, rather than being refused.
 
-// waitUntil spins, yielding, until cond holds: the turns' own counts say
-// when a request has queued, so no sleep stands in for it.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for i := 0; !cond(); i++ {
-		if i > 50_000_000 {
-			t.Fatalf("never: %s", what)
-		}
-		runtime.Gosched()
-	}
-}
-
 func TestWaitingRequestsAreServedInTheOrderTheyCame(t *testing.T) {
 	cases := []struct {
 		name                   string
@@ -50,16 +37,14 @@ func TestWaitingRequestsAreServedInTheOrderTheyCame(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tr := newTurns(c.perAttempt, c.perProcess)
+			queued := make(chan struct{}, 3)
+			tr.queued = queued
 			first := "a1"
 			if c.other != "" {
 				first = c.other
 			}
 			if err := tr.wait(context.Background(), first); err != nil {
 				t.Fatal(err)
-			}
-			waiting := func() int {
-				_, aw, _, pw := tr.inFlight("a1")
-				return aw + pw
 			}
 			served := make(chan string, 4)
 			var wg sync.WaitGroup
@@ -78,7 +63,10 @@ func TestWaitingRequestsAreServedInTheOrderTheyCame(t *testing.T) {
 				})
 				// Each queues before the next is started: their order is
 				// the order they came.
-				waitUntil(t, who+" waits", func() bool { return waiting() == i+1 })
+				<-queued
+				if _, aw, _, pw := tr.inFlight("a1"); aw+pw != i+1 {
+					t.Fatalf("%s queued: %d waiting, want %d", who, aw+pw, i+1)
+				}
 			}
 			// c gives up waiting: it is told so, holding nothing, and d
 			// keeps its place behind b.
@@ -108,6 +96,8 @@ func TestWaitingRequestsAreServedInTheOrderTheyCame(t *testing.T) {
 type gatedUpstream struct {
 	next    http.Handler
 	release chan struct{}
+	// arrived is told of each request as it arrives.
+	arrivedC chan struct{}
 
 	mu      sync.Mutex
 	holding map[string]int
@@ -121,6 +111,7 @@ func (g *gatedUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.most[r.URL.Path] = max(g.most[r.URL.Path], g.holding[r.URL.Path])
 	g.arrived++
 	g.mu.Unlock()
+	g.arrivedC <- struct{}{}
 	select {
 	case <-g.release:
 	case <-r.Context().Done():
@@ -155,7 +146,7 @@ func TestRegistryRequestsOverTheCapsWaitTheirTurnAndAllComplete(t *testing.T) {
 	}
 	mod := fakegoproxy.Module{Path: "fake.test/alpha", Version: "v1.0.0", Files: map[string]string{"go.mod": fakegoproxy.GoMod("fake.test/alpha")}}
 	goUp := fakegoproxy.New(t, fakegoproxy.Options{Modules: []fakegoproxy.Module{mod}})
-	gate := &gatedUpstream{release: make(chan struct{}), holding: map[string]int{}, most: map[string]int{}}
+	gate := &gatedUpstream{release: make(chan struct{}), arrivedC: make(chan struct{}, 8), holding: map[string]int{}, most: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.Handle("/simple/", idx)
 	mux.Handle("/fake.test/", goUp.Handler())
@@ -167,6 +158,8 @@ func TestRegistryRequestsOverTheCapsWaitTheirTurnAndAllComplete(t *testing.T) {
 	allowed := []contract.Registry{{Name: "pypi", Kind: "pypi", Phases: goSetup}, {Name: "go", Kind: "goproxy", Phases: goSetup}}
 	const perAttempt, perProcess = 2, 3
 	p := New(Options{Upstreams: regs, MaxInFlightPerAttempt: perAttempt, MaxInFlight: perProcess})
+	queued := make(chan struct{}, 8)
+	p.turns.queued = queued
 	route := func(attempt string) *httptest.Server {
 		m := http.NewServeMux()
 		m.HandleFunc(contract.PathEgressRegistry, func(w http.ResponseWriter, req *http.Request) {
@@ -201,21 +194,26 @@ func TestRegistryRequestsOverTheCapsWaitTheirTurnAndAllComplete(t *testing.T) {
 	// a1's turns.
 	for i := range 5 {
 		ask(a1, "a1", "pypi", "simple/demo-app/")
-		waitUntil(t, "a1's request queued", func() bool {
-			ah, aw, _, _ := p.turns.inFlight("a1")
-			return ah+aw == i+1
-		})
+		if i < perAttempt {
+			<-gate.arrivedC
+		} else {
+			<-queued
+		}
 	}
 	// a2's go on past a1's waiting ones, to the process's third turn;
 	// its second waits for the process.
 	ask(a2, "a2", "go", "fake.test/alpha/@v/list")
+	<-gate.arrivedC
 	ask(a2, "a2", "go", "fake.test/alpha/@v/list")
-	waitUntil(t, "all seven in", func() bool {
-		a1h, a1w, ph, pw := p.turns.inFlight("a1")
-		a2h, a2w, _, _ := p.turns.inFlight("a2")
-		return a1h == 2 && a1w == 3 && a2h == 2 && a2w == 0 && ph == 3 && pw == 1
-	})
-	waitUntil(t, "three at the upstream", func() bool { n, _ := gate.counts(); return n == 3 })
+	<-queued
+	a1h, a1w, ph, pw := p.turns.inFlight("a1")
+	a2h, a2w, _, _ := p.turns.inFlight("a2")
+	if a1h != 2 || a1w != 3 || a2h != 2 || a2w != 0 || ph != 3 || pw != 1 {
+		t.Fatalf("a1 %d held %d waiting, a2 %d held %d waiting, the process %d held %d waiting; want 2 3, 2 0, 3 1", a1h, a1w, a2h, a2w, ph, pw)
+	}
+	if n, _ := gate.counts(); n != 3 {
+		t.Fatalf("%d at the upstream, want 3", n)
+	}
 
 	// Let the upstream answer, one at a time: each answer lets one
 	// waiting request through, and every request is served.
@@ -257,13 +255,18 @@ func TestRegistryRequestsOverTheCapsWaitTheirTurnAndAllComplete(t *testing.T) {
 // A request whose client goes away while it waits ends holding nothing.
 func TestARequestThatEndsWhileWaitingHoldsNoTurn(t *testing.T) {
 	p := New(Options{Upstreams: upstreams{}, MaxInFlightPerAttempt: 1, MaxInFlight: 1})
+	queued := make(chan struct{}, 1)
+	p.turns.queued = queued
 	if err := p.turns.wait(context.Background(), "a1"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- p.turns.wait(ctx, "a1") }()
-	waitUntil(t, "the second waits", func() bool { _, aw, _, _ := p.turns.inFlight("a1"); return aw == 1 })
+	<-queued
+	if _, aw, _, _ := p.turns.inFlight("a1"); aw != 1 {
+		t.Fatalf("%d waiting, want the second", aw)
+	}
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("wait: %v, want the context's end", err)

@@ -53,10 +53,14 @@ func isAttemptEnded(err error) bool {
 // request; it never follows a redirect, which would carry that header to
 // wherever the redirect points.
 type channel struct {
-	base          *url.URL
-	client        *http.Client
-	attemptID     string
-	runnerVersion string
+	base   *url.URL
+	client *http.Client
+	// registryClient relays registry requests on connections of its own,
+	// at most maxRegistryRelays: requests waiting for the app's turns
+	// never hold a connection progress, output or the result needs.
+	registryClient *http.Client
+	attemptID      string
+	runnerVersion  string
 
 	mu    sync.Mutex
 	token string
@@ -84,18 +88,26 @@ func newChannel(baseURL, socket, attemptID, runnerVersion string) (*channel, err
 			return d.DialContext(ctx, "unix", socket)
 		}
 	}
+	noRedirects := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	// The registry relay's own transport: the gate relays at most
+	// maxRegistryRelays at once, and this holds no more connections
+	// (over HTTP/2 they share one), so the app never holds more of this
+	// attempt's registry requests than that (decision 0059).
+	regTr := tr.Clone()
+	regTr.MaxConnsPerHost, regTr.MaxIdleConnsPerHost = maxRegistryRelays, maxRegistryRelays
 	return &channel{
-		base: u,
-		client: &http.Client{
-			Transport:     tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		attemptID:     attemptID,
-		runnerVersion: runnerVersion,
+		base:           u,
+		client:         &http.Client{Transport: tr, CheckRedirect: noRedirects},
+		registryClient: &http.Client{Transport: regTr, CheckRedirect: noRedirects},
+		attemptID:      attemptID,
+		runnerVersion:  runnerVersion,
 	}, nil
 }
 
-func (c *channel) close() { c.client.CloseIdleConnections() }
+func (c *channel) close() {
+	c.client.CloseIdleConnections()
+	c.registryClient.CloseIdleConnections()
+}
 
 // do sends one request and hands a 2xx body to decode; anything else is a
 // *ChannelError.
@@ -250,18 +262,11 @@ func (c *channel) egress(ctx context.Context, method, provider, rest, rawQuery s
 // package manager sent it.
 func (c *channel) registry(ctx context.Context, method, name, rest string, hdr http.Header) (*http.Response, error) {
 	target := strings.TrimSuffix(c.base.String(), "/") + contract.EgressRegistryPath(c.attemptID, name, rest)
-	return c.relay(ctx, method, target, hdr, nil)
-}
-
-// relay sends one egress request to the channel with the allowlisted
-// headers hdr, the runner's version and the session token, and hands back
-// the response unread.
-func (c *channel) relay(ctx context.Context, method, target string, hdr http.Header, body io.Reader) (*http.Response, error) {
-	req, err := c.request(ctx, method, target, hdr, body)
+	req, err := c.request(ctx, method, target, hdr, nil)
 	if err != nil {
 		return nil, err
 	}
-	return c.client.Do(req)
+	return c.registryClient.Do(req)
 }
 
 // request is an egress request to the channel with the allowlisted

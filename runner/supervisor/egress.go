@@ -86,11 +86,51 @@ type egressGate struct {
 	// audit records every egress request, relayed or refused, for the
 	// evidence's Egress.
 	audit egressAudit
+	// registryTurns holds a place for each registry request relayed to
+	// the app (at most maxRegistryRelays); more wait here, in the
+	// supervisor, first come first served (decision 0059).
+	registryTurns chan struct{}
+	// registryQueued, when set (tests only), is told each time a
+	// registry request starts waiting for its turn.
+	registryQueued chan<- struct{}
 }
 
+// maxRegistryRelays is how many registry requests one attempt's gate
+// relays to the app at once: the default of the app's own cap
+// (egress.max_registry_requests_per_attempt, 16; npm's maxsockets is 15).
+// More wait here, each a goroutine of the supervisor and a connection from
+// the sandbox's forwarder, so that what waits in the app (a connection and
+// a parked handler each) is bounded per attempt whatever the sandbox
+// sends; the channel's registry transport holds no more connections
+// (newChannel) (decision 0059).
+const maxRegistryRelays = 16
+
 func newEgressGate(regs []contract.Registry, relay egressRelay, red *contract.Redactor, log zerolog.Logger) *egressGate {
-	return &egressGate{registries: regs, relay: relay, red: red, log: log}
+	return &egressGate{registries: regs, relay: relay, red: red, log: log, registryTurns: make(chan struct{}, maxRegistryRelays)}
 }
+
+// registryTurn waits until a registry request may be relayed, or ctx ends
+// (the sandbox's client went away); every nil return is matched by one
+// endRegistryTurn. Waiters on a full channel are served in the order they
+// came.
+func (g *egressGate) registryTurn(ctx context.Context) error {
+	select {
+	case g.registryTurns <- struct{}{}:
+		return nil
+	default:
+	}
+	if g.registryQueued != nil {
+		g.registryQueued <- struct{}{}
+	}
+	select {
+	case g.registryTurns <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *egressGate) endRegistryTurn() { <-g.registryTurns }
 
 // forAgent is g relaying the model routes of agent's provider kind.
 func (g *egressGate) forAgent(agent contract.Agent) *egressGate {
@@ -310,6 +350,14 @@ func (g *egressGate) relayRegistry(w http.ResponseWriter, r *http.Request, phase
 	}
 	rec := contract.EgressRecord{Kind: contract.EgressRegistry, Phase: phase, Upstream: name, Method: r.Method, Path: path}
 	defer func() { g.record(rec, start) }()
+	if err := g.registryTurn(r.Context()); err != nil {
+		// The sandbox's client went away while it waited: nothing reached
+		// the app, and no one reads this answer.
+		http.Error(w, "the request ended while it waited its turn", http.StatusServiceUnavailable)
+		rec.Status = http.StatusServiceUnavailable
+		return
+	}
+	defer g.endRegistryTurn()
 	hdr := http.Header{}
 	contract.CopyHeaders(hdr, r.Header, contract.RegistryRequestHeaders)
 	resp, err := g.relay.registry(r.Context(), r.Method, name, path, hdr)

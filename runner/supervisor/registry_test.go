@@ -8,9 +8,12 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -567,15 +570,144 @@ func TestEgressPassesACutRegistryAnswerOnCut(t *testing.T) {
 	s.at(contract.PhaseSetup)
 	front := httptest.NewServer(s.gate.handler())
 	t.Cleanup(front.Close)
+	// The status line and the first of the page arrive (the relay
+	// passes them as they come), and only then the break: a request that
+	// failed before its headers would say nothing of how a cut answer
+	// reaches the sandbox.
 	resp, err := http.Get(front.URL + "/v1/registries/pypi/simple/demo/")
 	if err != nil {
-		return // cut before its headers: broken, as it should be
+		t.Fatalf("no status line: %v; want the answer begun, then cut", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.ContentLength != -1 {
+		t.Fatalf("answer %d with length %d, want the app's 200 without a length", resp.StatusCode, resp.ContentLength)
+	}
 	body, err := io.ReadAll(resp.Body)
 	if err == nil {
 		t.Fatalf("the cut page reached the sandbox whole: %d %q", resp.StatusCode, body)
 	}
+	if !strings.HasPrefix(`<!DOCTYPE html><html><body>`, string(body)) && !strings.HasPrefix(string(body), `<!DOCTYPE html><html><body>`) {
+		t.Fatalf("before the break the sandbox got %q, not the start of the app's page", body)
+	}
 }
 
 var pypiRegistryForCut = contract.Registry{Name: "pypi", Kind: policy.RegistryPyPI, Phases: []contract.Phase{contract.PhaseSetup}}
+
+// The class closed (issue 33, decision 0059): what waits grows with what
+// the sandbox asks for. The app caps an attempt's registry requests in
+// flight, but each one over its cap still held a connection and a parked
+// handler there: the gate relayed every request at once, on a transport
+// with no cap on connections. Now the gate relays at most
+// maxRegistryRelays, the rest waiting here, on a transport of their own,
+// and the channel's other routes still get through while they all wait.
+func TestEgressRelaysAtMostTheCapOfRegistryRequestsAndTheRestWaitInTheSupervisor(t *testing.T) {
+	s, ch := egressSession(t, goRegistry)
+	arrived, release := make(chan struct{}, 2*maxRegistryRelays), make(chan struct{})
+	releaseAll := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseAll) // a failed test's requests end before the server does
+	var holding, most atomic.Int64
+	ch.ServeRegistry(func(w http.ResponseWriter, r *http.Request) {
+		n := holding.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		arrived <- struct{}{}
+		<-release
+		holding.Add(-1)
+		fmt.Fprint(w, "v0.1.0\n")
+	})
+	const over = 3
+	queued := make(chan struct{}, over)
+	s.gate.registryQueued = queued
+	s.at(contract.PhaseSetup)
+	codes := make(chan int, maxRegistryRelays+over)
+	for range maxRegistryRelays + over {
+		go func() { codes <- serveEgress(s, "GET", "/v1/registries/gomods/golang.org/x/mod/@v/list", nil).Code }()
+	}
+	for got, waiting := 0, 0; got < maxRegistryRelays || waiting < over; {
+		select {
+		case <-arrived:
+			if got++; got > maxRegistryRelays {
+				t.Fatalf("%d registry requests reached the app at once, want at most %d, the rest waiting in the supervisor", got, maxRegistryRelays)
+			}
+		case <-queued:
+			waiting++
+		}
+	}
+	// All the cap's turns held at the app and the rest waiting here: the
+	// session's progress still reaches the app, on its own connection.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.ch.progress(ctx, contract.ProgressEvent{Seq: 1, Time: time.Now(), Phase: contract.PhaseSetup}); err != nil {
+		t.Fatalf("progress while the registry requests wait: %v", err)
+	}
+	if n := holding.Load(); n != maxRegistryRelays {
+		t.Fatalf("the app holds %d registry requests, want the cap, %d", n, maxRegistryRelays)
+	}
+	releaseAll()
+	for range maxRegistryRelays + over {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("a registry request was answered %d; want every one served once its turn came", code)
+		}
+	}
+	if m := most.Load(); m > maxRegistryRelays {
+		t.Fatalf("the app held %d at once, want at most %d", m, maxRegistryRelays)
+	}
+	if got := len(ch.Attempt(s.spec.AttemptID).RegistryRequests); got != maxRegistryRelays+over {
+		t.Fatalf("%d relayed, want %d", got, maxRegistryRelays+over)
+	}
+}
+
+// The channel's registry transport holds at most maxRegistryRelays
+// connections, whoever calls it: the extra ones wait for a connection,
+// and the control routes, on their own transport, do not.
+func TestChannelRegistryRequestsShareAtMostTheCapOfConnections(t *testing.T) {
+	s, ch := egressSession(t, goRegistry)
+	arrived, release := make(chan struct{}, 2*maxRegistryRelays), make(chan struct{})
+	releaseAll := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseAll) // a failed test's requests end before the server does
+	var holding, most atomic.Int64
+	ch.ServeRegistry(func(w http.ResponseWriter, r *http.Request) {
+		n := holding.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		arrived <- struct{}{}
+		<-release
+		holding.Add(-1)
+		fmt.Fprint(w, "v0.1.0\n")
+	})
+	const over = 2
+	waitingForConn := make(chan struct{}, maxRegistryRelays+over)
+	trace := &httptrace.ClientTrace{GetConn: func(string) { waitingForConn <- struct{}{} }}
+	ctx := httptrace.WithClientTrace(context.Background(), trace)
+	errs := make(chan error, maxRegistryRelays+over)
+	for range maxRegistryRelays + over {
+		go func() {
+			resp, err := s.ch.registry(ctx, http.MethodGet, "gomods", "golang.org/x/mod/@v/list", http.Header{})
+			if err == nil {
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range maxRegistryRelays + over {
+		<-waitingForConn
+	}
+	for range maxRegistryRelays {
+		<-arrived
+	}
+	pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.ch.progress(pctx, contract.ProgressEvent{Seq: 1, Time: time.Now(), Phase: contract.PhaseSetup}); err != nil {
+		t.Fatalf("progress while the registry connections are all held: %v", err)
+	}
+	releaseAll()
+	for range maxRegistryRelays + over {
+		if err := <-errs; err != nil {
+			t.Errorf("a registry request: %v", err)
+		}
+	}
+	if m := most.Load(); m > maxRegistryRelays {
+		t.Fatalf("the app held %d registry requests at once through one channel, want at most %d", m, maxRegistryRelays)
+	}
+}

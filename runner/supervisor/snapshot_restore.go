@@ -40,12 +40,17 @@ type restored struct {
 	// (read-only, in the layer cache): verify's workspace is filled from
 	// them too (verifyws.go).
 	workspaceCaches []workspaceCacheLayer
+	// setupRan says setup ran commands; beforeSetup are then the stamps
+	// of every entry under workspaceCaches just before (setupoutputs.go).
+	setupRan    bool
+	beforeSetup map[string]fileStamp
 }
 
 // workspaceCacheLayer is a cache layer inside /workspace, extracted.
 type workspaceCacheLayer struct {
-	rel string // workspace-relative, slash separated: node_modules
-	src string // the cache's directory in the extracted layer
+	rel      string // workspace-relative, slash separated: node_modules
+	src      string // the cache's directory in the extracted layer
+	layerDir string // the extracted layer src lies in
 }
 
 // restore fills the workspace from the pinned snapshot (s.spec.Snapshot):
@@ -97,7 +102,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 	// Their layers come before the workspace's, and a root supervisor
 	// mounts the workspace layer as an overlay at the workspace, which
 	// would hide what was copied there before.
-	var wsCaches []struct{ path, src, rel string }
+	var wsCaches []struct{ path, src, rel, layerDir string }
 	for i, desc := range manifest.Layers {
 		if desc.Annotations[images.AnnotationLayer] == images.LayerKindWorkspaceDrift {
 			// What changed since the layers below: applied onto the
@@ -141,7 +146,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			}
 			src := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(p, "/")))
 			if rel, ok := inWorkspace(p); ok {
-				wsCaches = append(wsCaches, struct{ path, src, rel string }{p, src, rel})
+				wsCaches = append(wsCaches, struct{ path, src, rel, layerDir string }{p, src, rel, dir})
 				continue
 			}
 			// A writable view (an overlay, or a copy): the sandbox writes
@@ -169,7 +174,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 		if err := copyTree(c.src, filepath.Join(s.ws.work, filepath.FromSlash(c.rel))); err != nil {
 			return nil, fmt.Errorf("restoring cache %s: %w", c.path, err)
 		}
-		out.workspaceCaches = append(out.workspaceCaches, workspaceCacheLayer{rel: c.rel, src: c.src})
+		out.workspaceCaches = append(out.workspaceCaches, workspaceCacheLayer{rel: c.rel, src: c.src, layerDir: c.layerDir})
 	}
 	if drifts > 0 {
 		if err := s.ws.keepDriftObjects(); err != nil {

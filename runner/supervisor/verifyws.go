@@ -29,7 +29,9 @@ import (
 // the layer is that copy as the snapshot built it. So verify's workspace
 // is, by precedence, the pinned commit, the change, what setup left, and
 // the snapshot's workspace caches; none of it but the change is the
-// change, which is fixed before (decision 0023).
+// change, which is fixed before (decision 0023). Where setup left such a
+// cache exactly as restored, that is the layer alone: a root supervisor
+// mounts it there as an overlay instead of copying it (decision 0066).
 
 // verifyDirName is the verify workspace's directory in the attempt's.
 const verifyDirName = "verify"

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,19 +32,23 @@ type overlay struct {
 // layerDir is the extracted layer lower lies in: the marker that records
 // its hand-over to the sandbox uid is kept beside it, outside anything the
 // image controls.
-func (s *session) layerView(lower, target, scratch, layerDir string) error {
-	if os.Geteuid() == 0 && !strings.ContainsAny(lower+scratch+target, ",:\\") {
-		ov, err := mountOverlay(lower, target, scratch, layerDir, int(s.cfg.SandboxUID), int(s.cfg.SandboxGID))
+//
+// above are more read-only directories stacked over lower, topmost first,
+// in the overlay only (each already the sandbox uid's): the copy leaves
+// them out, and true says they are in the view.
+func (s *session) layerView(lower, target, scratch, layerDir string, above ...string) (bool, error) {
+	if os.Geteuid() == 0 && !strings.ContainsAny(lower+scratch+target+strings.Join(above, ""), ",:\\") {
+		ov, err := mountOverlay(lower, target, scratch, layerDir, int(s.cfg.SandboxUID), int(s.cfg.SandboxGID), above...)
 		if err == nil {
 			s.overlays = append(s.overlays, ov)
-			return nil
+			return true, nil
 		}
 		s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("overlay mount failed; copying the layer instead")
 	}
-	return copyTree(lower, target)
+	return false, copyTree(lower, target)
 }
 
-func mountOverlay(lower, target, scratch, layerDir string, uid, gid int) (overlay, error) {
+func mountOverlay(lower, target, scratch, layerDir string, uid, gid int, above ...string) (overlay, error) {
 	if fi, err := os.Lstat(lower); err != nil || !fi.IsDir() {
 		if errors.Is(err, fs.ErrNotExist) {
 			if err := os.MkdirAll(lower, 0o755); err != nil { // an empty cache
@@ -69,7 +74,7 @@ func mountOverlay(lower, target, scratch, layerDir string, uid, gid int) (overla
 	// The view's root stays the supervisor's until the workspace is
 	// ready (its git refuses a repository another user owns);
 	// chownWritten hands it over with the rest.
-	opts := "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work
+	opts := "lowerdir=" + strings.Join(append(slices.Clone(above), lower), ":") + ",upperdir=" + upper + ",workdir=" + work
 	if err := unix.Mount("overlay", target, "overlay", 0, opts); err != nil {
 		return overlay{}, fmt.Errorf("mounting an overlay on %s: %w", target, err)
 	}

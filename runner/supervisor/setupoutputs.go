@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -31,6 +33,48 @@ type fileStamp struct {
 type setupOutputs struct {
 	roots  []string             // workspace-relative, slash separated, none inside another
 	stamps map[string]fileStamp // every entry under roots (roots included), by relative path
+	// asRestored are the roots that are a restored snapshot's workspace
+	// cache which setup left exactly as restored: what setup left there is
+	// the extracted layer, so verify may see the layer itself (verifyws.go).
+	asRestored map[string]bool
+	// viewed are the roots verify sees through a view of the layer: not
+	// carried.
+	viewed map[string]bool
+}
+
+// stampBeforeSetup stamps, in the agent's workspace work, every entry
+// under the restored workspace caches, before setup's commands run: a
+// cache whose stamps setup leaves unchanged is the layer as restored.
+func (r *restored) stampBeforeSetup(work string) error {
+	if r == nil {
+		return nil
+	}
+	r.setupRan = true
+	r.beforeSetup = map[string]fileStamp{}
+	for _, c := range r.workspaceCaches {
+		if err := stampTree(work, c.rel, r.beforeSetup); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// untouchedBySetup says whether every entry under rel is as it was
+// before setup (or setup ran nothing): nothing added, removed or changed.
+func (r *restored) untouchedBySetup(rel string, after map[string]fileStamp) bool {
+	if !r.setupRan {
+		return true
+	}
+	under := func(m map[string]fileStamp) map[string]fileStamp {
+		out := map[string]fileStamp{}
+		for p, st := range m {
+			if p == rel || strings.HasPrefix(p, rel+"/") {
+				out[p] = st
+			}
+		}
+		return out
+	}
+	return maps.Equal(under(r.beforeSetup), under(after))
 }
 
 // recordSetupOutputs stamps what setup left outside the change: the paths
@@ -63,6 +107,16 @@ func (s *session) recordSetupOutputs(ctx context.Context) error {
 		}
 		if err := stampTree(s.ws.work, r, o.stamps); err != nil {
 			return err
+		}
+	}
+	if s.restored != nil {
+		for _, c := range s.restored.workspaceCaches {
+			if slices.Contains(roots, c.rel) && o.stamps[c.rel] != (fileStamp{}) && s.restored.untouchedBySetup(c.rel, o.stamps) {
+				if o.asRestored == nil {
+					o.asRestored = map[string]bool{}
+				}
+				o.asRestored[c.rel] = true
+			}
 		}
 	}
 	s.setupOut = o
@@ -133,6 +187,9 @@ func (o *setupOutputs) carry(from, to string, uid, gid int) error {
 		return nil
 	}
 	for _, r := range o.roots {
+		if o.viewed[r] {
+			continue // verify sees the snapshot's layer there
+		}
 		if realDirsWithin(from, path.Dir(r), "/workspace") != nil {
 			continue // the agent put a symlink above it: nothing there is setup's
 		}

@@ -40,12 +40,17 @@ type restored struct {
 	// (read-only, in the layer cache): verify's workspace is filled from
 	// them too (verifyws.go).
 	workspaceCaches []workspaceCacheLayer
+	// setupRan says setup ran commands; beforeSetup are then the stamps
+	// of every entry under workspaceCaches just before (setupoutputs.go).
+	setupRan    bool
+	beforeSetup map[string]fileStamp
 }
 
 // workspaceCacheLayer is a cache layer inside /workspace, extracted.
 type workspaceCacheLayer struct {
-	rel string // workspace-relative, slash separated: node_modules
-	src string // the cache's directory in the extracted layer
+	rel      string // workspace-relative, slash separated: node_modules
+	src      string // the cache's directory in the extracted layer
+	layerDir string // the extracted layer src lies in
 }
 
 // restore fills the workspace from the pinned snapshot (s.spec.Snapshot):
@@ -97,7 +102,10 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 	// Their layers come before the workspace's, and a root supervisor
 	// mounts the workspace layer as an overlay at the workspace, which
 	// would hide what was copied there before.
-	var wsCaches []struct{ path, src, rel string }
+	var wsCaches []struct {
+		path, src, rel, layerDir string
+		inView                   bool // stacked in the workspace's overlay
+	}
 	for i, desc := range manifest.Layers {
 		if desc.Annotations[images.AnnotationLayer] == images.LayerKindWorkspaceDrift {
 			// What changed since the layers below: applied onto the
@@ -126,8 +134,33 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			if err := realDirsWithin(dir, "workspace/.git/objects", "/"); err != nil {
 				return nil, fmt.Errorf("the snapshot's workspace layer has %w", err)
 			}
-			if err := s.layerView(filepath.Join(dir, "workspace"), s.ws.work, filepath.Join(s.ws.dir, "overlay", "workspace"), dir); err != nil {
+			// The caches inside the workspace whose layers hold nothing
+			// else there join the workspace's view as lower layers above
+			// the workspace layer's (as their copies would overwrite it),
+			// instead of being copied: a directory of thousands of files
+			// costs seconds to copy. Stacked, not mounted at their paths,
+			// so a setup or an agent may still remove the directory.
+			var above []string
+			for _, c := range wsCaches {
+				if onlyCacheUnder(c.layerDir, c.rel) {
+					if err := ownTreeOnce(c.src, c.layerDir, int(s.cfg.SandboxUID), int(s.cfg.SandboxGID)); err != nil {
+						return nil, fmt.Errorf("restoring cache %s: %w", c.path, err)
+					}
+					// The directories above it show in the view too.
+					for d := path.Dir(c.rel); d != "."; d = path.Dir(d) {
+						if err := os.Lchown(filepath.Join(c.layerDir, "workspace", filepath.FromSlash(d)), int(s.cfg.SandboxUID), int(s.cfg.SandboxGID)); err != nil {
+							return nil, fmt.Errorf("restoring cache %s: %w", c.path, err)
+						}
+					}
+					above = append([]string{filepath.Join(c.layerDir, "workspace")}, above...)
+				}
+			}
+			stacked, err := s.layerView(filepath.Join(dir, "workspace"), s.ws.work, filepath.Join(s.ws.dir, "overlay", "workspace"), dir, above...)
+			if err != nil {
 				return nil, fmt.Errorf("restoring the workspace: %w", err)
+			}
+			for i := range wsCaches {
+				wsCaches[i].inView = stacked && onlyCacheUnder(wsCaches[i].layerDir, wsCaches[i].rel)
 			}
 			s.ws.snapshotGit = filepath.Join(dir, "workspace", ".git")
 			wsLayerDir = dir
@@ -141,7 +174,10 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 			}
 			src := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(p, "/")))
 			if rel, ok := inWorkspace(p); ok {
-				wsCaches = append(wsCaches, struct{ path, src, rel string }{p, src, rel})
+				wsCaches = append(wsCaches, struct {
+					path, src, rel, layerDir string
+					inView                   bool
+				}{p, src, rel, dir, false})
 				continue
 			}
 			// A writable view (an overlay, or a copy): the sandbox writes
@@ -151,7 +187,7 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 				return nil, err
 			}
 			host := filepath.Join(parent, fmt.Sprintf("%d", len(out.mounts)))
-			if err := s.layerView(src, host, filepath.Join(s.ws.dir, "overlay", fmt.Sprintf("cache-%d", len(out.mounts))), dir); err != nil {
+			if _, err := s.layerView(src, host, filepath.Join(s.ws.dir, "overlay", fmt.Sprintf("cache-%d", len(out.mounts))), dir); err != nil {
 				return nil, fmt.Errorf("restoring cache %s: %w", p, err)
 			}
 			out.mounts = append(out.mounts, sandbox.Mount{Source: host, Target: p})
@@ -166,10 +202,12 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 		if err := snapshotRealDirs(s.ws.work, c.rel); err != nil {
 			return nil, fmt.Errorf("restoring cache %s: the snapshot's workspace has %w", c.path, err)
 		}
-		if err := copyTree(c.src, filepath.Join(s.ws.work, filepath.FromSlash(c.rel))); err != nil {
-			return nil, fmt.Errorf("restoring cache %s: %w", c.path, err)
+		if !c.inView {
+			if err := copyTree(c.src, filepath.Join(s.ws.work, filepath.FromSlash(c.rel))); err != nil {
+				return nil, fmt.Errorf("restoring cache %s: %w", c.path, err)
+			}
 		}
-		out.workspaceCaches = append(out.workspaceCaches, workspaceCacheLayer{rel: c.rel, src: c.src})
+		out.workspaceCaches = append(out.workspaceCaches, workspaceCacheLayer{rel: c.rel, src: c.src, layerDir: c.layerDir})
 	}
 	if drifts > 0 {
 		if err := s.ws.keepDriftObjects(); err != nil {
@@ -188,6 +226,23 @@ func (s *session) restore(ctx context.Context) (*restored, error) {
 		out.rootFS, out.env, out.imageRoot = root.dir, cfg.Config.Env, &root.evidence
 	}
 	return out, nil
+}
+
+// onlyCacheUnder says whether the extracted cache layer layerDir holds,
+// under its workspace directory, nothing but the directories down to the
+// cache at rel and the cache itself (a real directory): then the layer's
+// workspace directory can be stacked under the session's workspace as it
+// is, bringing nothing but the cache.
+func onlyCacheUnder(layerDir, rel string) bool {
+	p := filepath.Join(layerDir, "workspace")
+	for _, part := range strings.Split(rel, "/") {
+		entries, err := os.ReadDir(p)
+		if err != nil || len(entries) != 1 || entries[0].Name() != part || !entries[0].IsDir() {
+			return false
+		}
+		p = filepath.Join(p, part)
+	}
+	return true
 }
 
 // imageBase is a base image's flattened root, as a sandbox uses it.

@@ -277,6 +277,34 @@ func TestRestoredWorkspaceCacheIsInTheWorkspace(t *testing.T) {
 	}
 }
 
+// A root supervisor stacks a cache inside the workspace under the
+// workspace's overlay instead of copying it: nothing of the cache is in
+// the overlay's upper directory unless written, and the directory is no
+// mount point, so the agent (or a setup's `npm ci`) can still remove it.
+func TestRestoredWorkspaceCacheIsStackedNotCopied(t *testing.T) {
+	f := newSnapshotFixtureCaching(t, nil, nil, true)
+	pinned := f.drift("")
+	spec := f.spec(pinned)
+	spec.Snapshot.Caches = append(slices.Clone(depsCache), modulesCache)
+	spec.Agent.Command = []string{"sh", "-c", "cat modules/marker > seen.txt && rm -rf modules && test ! -e modules"}
+	h := newHarness(t, f.ch, spec)
+	rep := h.run(t, context.Background())
+	u := h.result(t, rep)
+	if u.Evidence.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s\n%+v", u.Evidence.Outcome, u.Evidence.Reason, u.Evidence.Commands)
+	}
+	if got := seenFile(t, u); got != "modules-from-snapshot\n" {
+		t.Errorf("the agent saw %q", got)
+	}
+	if os.Geteuid() != 0 {
+		return // the copy: what TestRestoredWorkspaceCacheIsInTheWorkspace covers
+	}
+	upper := filepath.Join(rep.AttemptDir, "overlay", "workspace", "upper", "modules")
+	if fi, err := os.Lstat(upper); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Errorf("the workspace overlay's upper directory holds %s other than as the agent's removal (a whiteout): %v, %v", upper, fi, err)
+	}
+}
+
 func TestChangedLockfileRerunsTheSnapshotSetup(t *testing.T) {
 	f := newSnapshotFixture(t)
 	pinned := f.drift("v2\n")

@@ -686,6 +686,9 @@ func (s *session) setup(ctx context.Context) bool {
 	if len(cmds) == 0 {
 		return true
 	}
+	if err := s.restored.stampBeforeSetup(s.ws.work); err != nil {
+		return s.fail(ctx, "recording the restored caches before setup", err)
+	}
 	s.enter(contract.PhaseSetup, fmt.Sprintf("setting up (%d commands)", len(cmds)))
 	if s.egressFor(contract.PhaseSetup) {
 		if err := s.openEgress(); err != nil {

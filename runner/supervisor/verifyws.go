@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 )
 
 // Verify runs on exactly the pinned commit plus the collected change,
@@ -27,7 +29,9 @@ import (
 // the layer is that copy as the snapshot built it. So verify's workspace
 // is, by precedence, the pinned commit, the change, what setup left, and
 // the snapshot's workspace caches; none of it but the change is the
-// change, which is fixed before (decision 0023).
+// change, which is fixed before (decision 0023). Where setup left such a
+// cache exactly as restored, that is the layer alone: a root supervisor
+// mounts it there as an overlay instead of copying it (decision 0066).
 
 // verifyDirName is the verify workspace's directory in the attempt's.
 const verifyDirName = "verify"
@@ -53,11 +57,31 @@ func (s *session) buildVerifyWorkspace(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.restored != nil && s.setupOut != nil {
+		for i, c := range s.restored.workspaceCaches {
+			if !s.setupOut.asRestored[c.rel] {
+				continue
+			}
+			ok, err := s.verifyLayerView(c, dir, i, uid, gid)
+			if err != nil {
+				return fmt.Errorf("giving verify the snapshot's %s: %w", c.rel, err)
+			}
+			if ok {
+				if s.setupOut.viewed == nil {
+					s.setupOut.viewed = map[string]bool{}
+				}
+				s.setupOut.viewed[c.rel] = true
+			}
+		}
+	}
 	if err := s.setupOut.carry(s.ws.work, dir, uid, gid); err != nil {
 		return err
 	}
 	if s.restored != nil {
 		for _, c := range s.restored.workspaceCaches {
+			if s.setupOut != nil && s.setupOut.viewed[c.rel] {
+				continue // the layer itself, already
+			}
 			if err := fillFromLayer(c, dir, uid, gid); err != nil {
 				return fmt.Errorf("filling %s from the snapshot: %w", c.rel, err)
 			}
@@ -65,6 +89,56 @@ func (s *session) buildVerifyWorkspace(ctx context.Context) error {
 	}
 	s.verifyDir = dir
 	return nil
+}
+
+// verifyLayerView mounts, at the verify workspace dir's c.rel, an overlay
+// whose lower layer is the extracted cache layer c, and says whether it
+// did. It is only asked for a cache that setup left exactly as restored
+// (setupOutputs.asRestored), so the layer is what setup left there, and
+// the agent's writes, made in its own workspace's copy, are not in it. A
+// copy of thousands of files costs seconds where a mount costs nothing;
+// where one cannot be mounted (not root, a path overlayfs options cannot
+// carry, a refused mount), false leaves it to the copy. It mounts nothing
+// where the pinned commit or the change put anything at c.rel or above
+// it but directories: those win, and are merged by the copy.
+func (s *session) verifyLayerView(c workspaceCacheLayer, dir string, i, uid, gid int) (bool, error) {
+	target := filepath.Join(dir, filepath.FromSlash(c.rel))
+	scratch := filepath.Join(s.ws.dir, "overlay", fmt.Sprintf("verify-ws-%d", i))
+	if os.Geteuid() != 0 || c.layerDir == "" || strings.ContainsAny(c.src+scratch+target, ",:\\") {
+		return false, nil
+	}
+	if realDirsWithin(dir, path.Dir(c.rel), "/workspace") != nil {
+		return false, nil
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, fs.ErrNotExist) {
+		return false, err // nil: the change's (or the pinned commit's) files there
+	}
+	if err := mkdirOwned(dir, path.Dir(c.rel), uid, gid); err != nil {
+		return false, err
+	}
+	ov, err := mountOverlay(c.src, target, scratch, c.layerDir, uid, gid)
+	if err != nil {
+		s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("overlay mount for verify failed; copying the cache instead")
+		// mountOverlay may have made the (empty, root's) mount point.
+		if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, err
+		}
+		return false, nil
+	}
+	s.overlays = append(s.overlays, ov)
+	// The view's root is the upper directory, the supervisor's: the
+	// sandbox uid gets it with the layer's mode, as the copy would.
+	fi, err := os.Stat(c.src)
+	if err != nil {
+		return false, err
+	}
+	if err := os.Lchown(target, uid, gid); err != nil {
+		return false, err
+	}
+	if err := os.Chmod(target, fi.Mode().Perm()|0o700); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // fillFromLayer adds to the verify workspace dir every entry of the

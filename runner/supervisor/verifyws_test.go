@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -39,6 +40,20 @@ func TestVerifyGetsTheSnapshotsWorkspaceCachesBelowSetups(t *testing.T) {
 			snapshotSetup: append(slices.Clone(depsSetup), sh("clear", "rm -f /workspace/modules/marker")),
 			verify:        "test ! -e modules/marker"},
 	}
+	// Where setup left the cache as restored, verify sees the layer through
+	// an overlay mounted at it, when this process may mount one, not a copy.
+	mounted := "grep -q ' /workspace/modules ' /proc/self/mountinfo"
+	if os.Geteuid() != 0 {
+		mounted = "! " + mounted
+	}
+	cases = append(cases, struct {
+		name          string
+		setup         []contract.Command
+		snapshotSetup []contract.Command
+		agent         string
+		verify        string
+	}{name: "setup left the cache as restored: verify sees the layer itself", agent: "echo agent > modules/added",
+		verify: mounted + " && grep -qx modules-from-snapshot modules/marker && test ! -e modules/added"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := f.spec(pinned)

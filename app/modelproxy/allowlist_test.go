@@ -279,48 +279,61 @@ type recorded struct {
 	Body   json.RawMessage     `json:"body"`
 }
 
+// recording is one recorded request, as the proxy sees it: its provider
+// kind and its path relative to the base_url (whose /v1 an OpenAI base
+// holds).
+type recording struct {
+	file, cli string
+	kind      string
+	path      string
+	recorded
+}
+
+// recordings reads every request the pinned agent CLIs made
+// (testdata/recorded/<cli>/request-*.json).
+func recordings(t *testing.T) []recording {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "recorded", "*", "request-*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []recording
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := recording{file: f, cli: filepath.Base(filepath.Dir(f))}
+		if err := json.Unmarshal(b, &rc.recorded); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		rc.kind, rc.path = contract.ProviderKindAnthropic, strings.TrimPrefix(rc.Path, "/")
+		if !strings.HasPrefix(rc.path, "v1/messages") {
+			rc.kind, rc.path = contract.ProviderKindOpenAI, strings.TrimPrefix(rc.path, "v1/")
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
 // Every request the pinned agent CLIs made (testdata/recorded) passes the
 // allowlist of its API, with no server tool allowed: the list is the real
 // clients', not our guess at them. Each CLI's recordings are there.
 func TestRecordedRequestsPassTheAllowlist(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join("testdata", "recorded", "*"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	seen := map[string]int{}
-	for _, dir := range dirs {
-		files, err := filepath.Glob(filepath.Join(dir, "request-*.json"))
-		if err != nil {
-			t.Fatal(err)
+	for _, rc := range recordings(t) {
+		d := policy.DecideModelRequest(rc.kind, rc.Method, strings.Split(rc.path, "/"))
+		if !d.Allowed {
+			t.Errorf("%s: %s", rc.file, d.Why)
+			continue
 		}
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rec recorded
-			if err := json.Unmarshal(b, &rec); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			// As the proxy sees it: relative to the base_url, whose /v1 an
-			// OpenAI base holds.
-			kind, path := contract.ProviderKindAnthropic, strings.TrimPrefix(rec.Path, "/")
-			if !strings.HasPrefix(path, "v1/messages") {
-				kind, path = contract.ProviderKindOpenAI, strings.TrimPrefix(path, "v1/")
-			}
-			d := policy.DecideModelRequest(kind, rec.Method, strings.Split(path, "/"))
-			if !d.Allowed {
-				t.Errorf("%s: %s", f, d.Why)
-				continue
-			}
-			if why := allowedQuery(kind, d.Route, rec.Query); why != "" {
-				t.Errorf("%s: %s", f, why)
-			}
-			if why := allowedRequest(kind, "p", d.Route, http.Header(rec.Header), rec.Body, nil); why != "" {
-				t.Errorf("%s (%s): %s", f, apiOf(kind, d.Route), why)
-			}
-			seen[filepath.Base(dir)]++
+		if why := allowedQuery(rc.kind, d.Route, rc.Query); why != "" {
+			t.Errorf("%s: %s", rc.file, why)
 		}
+		if why := allowedRequest(rc.kind, "p", d.Route, http.Header(rc.Header), rc.Body, nil); why != "" {
+			t.Errorf("%s (%s): %s", rc.file, apiOf(rc.kind, d.Route), why)
+		}
+		seen[rc.cli]++
 	}
 	for _, cli := range []string{"codex-0.171.0", "opencode-1.18.33-openai", "opencode-1.18.33-anthropic", "claude-code-2.1.332"} {
 		if seen[cli] < 2 {

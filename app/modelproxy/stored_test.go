@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -267,30 +265,18 @@ func TestStoredContentIsRefused(t *testing.T) {
 // Every request the pinned agent CLIs made (testdata/recorded) names no
 // stored content: the refusal costs the real clients nothing.
 func TestRecordedRequestsNameNoStoredContent(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "recorded", "*", "request-*.json"))
-	if err != nil || len(files) < 8 {
-		t.Fatalf("%d recorded requests, %v", len(files), err)
+	all := recordings(t)
+	if len(all) < 8 {
+		t.Fatalf("%d recorded requests", len(all))
 	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rec recorded
-		if err := json.Unmarshal(b, &rec); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		kind, path := contract.ProviderKindAnthropic, strings.TrimPrefix(rec.Path, "/")
-		if !strings.HasPrefix(path, "v1/messages") {
-			kind, path = contract.ProviderKindOpenAI, strings.TrimPrefix(path, "v1/")
-		}
-		api := apiOf(kind, policy.ModelRoute{Method: rec.Method, Path: path})
+	for _, rc := range all {
+		api := apiOf(rc.kind, policy.ModelRoute{Method: rc.Method, Path: rc.path})
 		if api == "" {
-			t.Errorf("%s: no API for %s %s", f, rec.Method, path)
+			t.Errorf("%s: no API for %s %s", rc.file, rc.Method, rc.path)
 			continue
 		}
-		if why := storedReference(api, rec.Body); why != "" {
-			t.Errorf("%s (%s): %s", f, api, why)
+		if why := storedReference(api, rc.Body); why != "" {
+			t.Errorf("%s (%s): %s", rc.file, api, why)
 		}
 	}
 }

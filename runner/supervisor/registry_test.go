@@ -593,6 +593,32 @@ func TestEgressPassesACutRegistryAnswerOnCut(t *testing.T) {
 
 var pypiRegistryForCut = contract.Registry{Name: "pypi", Kind: policy.RegistryPyPI, Phases: []contract.Phase{contract.PhaseSetup}}
 
+// heldRegistry is the app's registry route in a test, holding every
+// request until releaseAll: holding counts those it holds now, most the
+// most it held at once, and arrived gets one signal per request.
+type heldRegistry struct {
+	arrived       chan struct{}
+	releaseAll    func()
+	holding, most atomic.Int64
+}
+
+func holdRegistry(t *testing.T, ch *channeltest.Server) *heldRegistry {
+	t.Helper()
+	release := make(chan struct{})
+	hr := &heldRegistry{arrived: make(chan struct{}, 2*maxRegistryRelays), releaseAll: sync.OnceFunc(func() { close(release) })}
+	t.Cleanup(hr.releaseAll) // a failed test's requests end before the server does
+	ch.ServeRegistry(func(w http.ResponseWriter, r *http.Request) {
+		n := hr.holding.Add(1)
+		for m := hr.most.Load(); n > m && !hr.most.CompareAndSwap(m, n); m = hr.most.Load() {
+		}
+		hr.arrived <- struct{}{}
+		<-release
+		hr.holding.Add(-1)
+		fmt.Fprint(w, "v0.1.0\n")
+	})
+	return hr
+}
+
 // The class closed (issue 33, decision 0059): what waits grows with what
 // the sandbox asks for. The app caps an attempt's registry requests in
 // flight, but each one over its cap still held a connection and a parked
@@ -602,19 +628,8 @@ var pypiRegistryForCut = contract.Registry{Name: "pypi", Kind: policy.RegistryPy
 // and the channel's other routes still get through while they all wait.
 func TestEgressRelaysAtMostTheCapOfRegistryRequestsAndTheRestWaitInTheSupervisor(t *testing.T) {
 	s, ch := egressSession(t, goRegistry)
-	arrived, release := make(chan struct{}, 2*maxRegistryRelays), make(chan struct{})
-	releaseAll := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(releaseAll) // a failed test's requests end before the server does
-	var holding, most atomic.Int64
-	ch.ServeRegistry(func(w http.ResponseWriter, r *http.Request) {
-		n := holding.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-		arrived <- struct{}{}
-		<-release
-		holding.Add(-1)
-		fmt.Fprint(w, "v0.1.0\n")
-	})
+	hr := holdRegistry(t, ch)
+	arrived, releaseAll, holding, most := hr.arrived, hr.releaseAll, &hr.holding, &hr.most
 	const over = 3
 	queued := make(chan struct{}, over)
 	s.gate.registryQueued = queued
@@ -662,19 +677,8 @@ func TestEgressRelaysAtMostTheCapOfRegistryRequestsAndTheRestWaitInTheSupervisor
 // and the control routes, on their own transport, do not.
 func TestChannelRegistryRequestsShareAtMostTheCapOfConnections(t *testing.T) {
 	s, ch := egressSession(t, goRegistry)
-	arrived, release := make(chan struct{}, 2*maxRegistryRelays), make(chan struct{})
-	releaseAll := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(releaseAll) // a failed test's requests end before the server does
-	var holding, most atomic.Int64
-	ch.ServeRegistry(func(w http.ResponseWriter, r *http.Request) {
-		n := holding.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-		arrived <- struct{}{}
-		<-release
-		holding.Add(-1)
-		fmt.Fprint(w, "v0.1.0\n")
-	})
+	hr := holdRegistry(t, ch)
+	arrived, releaseAll, most := hr.arrived, hr.releaseAll, &hr.most
 	const over = 2
 	waitingForConn := make(chan struct{}, maxRegistryRelays+over)
 	trace := &httptrace.ClientTrace{GetConn: func(string) { waitingForConn <- struct{}{} }}

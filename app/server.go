@@ -65,13 +65,32 @@ func (s *Service) Handler() http.Handler {
 // http.shutdown_timeout.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           s.Handler(),
+		Handler:           s.startGate(s.Handler()),
 		ReadHeaderTimeout: s.cfg.HTTP.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.HTTP.ReadTimeout,
 		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
 		IdleTimeout:       s.cfg.HTTP.IdleTimeout,
 	}
 	stopMetrics := serveMetrics(s.metricsLn, s.MetricsHandler(), s.cfg.HTTP, s.log)
+	// Listening at once: a liveness probe sees /healthz while GitHub is
+	// still unreachable; webhooks and workers wait for the App's slug.
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	if err := s.learnIdentity(ctx); err != nil {
+		// Nothing was taken yet: no work to drain, no fleet to leave.
+		closeCtx, cancel := context.WithTimeout(context.Background(), s.cfg.HTTP.ShutdownTimeout)
+		defer cancel()
+		if shutErr := srv.Shutdown(closeCtx); shutErr != nil {
+			s.log.Warn().Err(shutErr).Msg("requests still running at the drain deadline")
+		}
+		stopMetrics(closeCtx)
+		<-serveErr // http.ErrServerClosed, or why the listener failed first
+		if ctx.Err() != nil {
+			return nil // stopped while waiting: a clean stop
+		}
+		return err
+	}
+	s.log.Info().Str("listen", ln.Addr().String()).Str("app", s.Identity().AppSlug).Msg("inspect serving")
 	stopWorkers := make(chan struct{})
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
@@ -80,8 +99,6 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		defer close(workersDone)
 		s.RunWorkers(stopWorkers, workCtx)
 	}()
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
 
 	var err error
 	served := false
@@ -134,3 +151,52 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return err
 }
+
+// learnIdentity waits for Options.AwaitGitHub (nothing to wait for
+// without it), keeps the slug, and opens the start gate.
+func (s *Service) learnIdentity(ctx context.Context) error {
+	if s.awaitGitHub != nil {
+		slug, err := s.awaitGitHub(ctx)
+		if err != nil {
+			return err
+		}
+		id := s.Identity()
+		if id.AppSlug != "" && id.AppSlug != slug {
+			s.log.Warn().Str("configured", id.AppSlug).Str("github", slug).Msg("github.app_slug differs from the App's slug on GitHub; using the configured one")
+		} else {
+			id.AppSlug = slug
+			s.self.Store(&id)
+		}
+		close(s.started)
+	}
+	return nil
+}
+
+// startGate answers for next once Started; before, only /healthz (200:
+// the process is alive) and /readyz (503) answer, and every other route
+// 503 with Retry-After, so no webhook is taken before the App's slug
+// tells our own events apart (decision 0067). GitHub redelivers what
+// fails meanwhile, as in any outage.
+func (s *Service) startGate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-s.started:
+			next.ServeHTTP(w, r)
+			return
+		default:
+		}
+		getOrHead := r.Method == http.MethodGet || r.Method == http.MethodHead
+		switch {
+		case r.URL.Path == "/healthz" && getOrHead:
+			_, _ = io.WriteString(w, "ok\n") // a failed write to a gone client needs no handling
+		case r.URL.Path == "/readyz" && getOrHead:
+			http.Error(w, "not ready: waiting for GitHub to answer GET /app (the App's slug is not known yet)", http.StatusServiceUnavailable)
+		default:
+			w.Header().Set("Retry-After", startRetryAfter)
+			http.Error(w, "starting: waiting for GitHub to answer GET /app; retry later", http.StatusServiceUnavailable)
+		}
+	})
+}
+
+// startRetryAfter (seconds) is a third of the start backoff's 30 s ceiling.
+const startRetryAfter = "10"

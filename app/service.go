@@ -47,7 +47,10 @@ type Service struct {
 	clock clock.Clock
 	log   zerolog.Logger
 	self  atomic.Pointer[handlers.Identity]
-	wake  chan struct{}
+	// awaitGitHub and started: see Options.AwaitGitHub and Started.
+	awaitGitHub func(context.Context) (string, error)
+	started     chan struct{}
+	wake        chan struct{}
 	// executor runs attempts; nil accepts and prepares sessions but never
 	// dispatches them (the control plane alone).
 	executor   Executor
@@ -120,6 +123,11 @@ type Options struct {
 	// are alive (ghclient.ShareConcurrency: this replica's share of
 	// github.outbound.max_concurrent).
 	OnFleetSize func(live int)
+	// AwaitGitHub, when set, is how Serve learns the App's slug (GET /app,
+	// retried until GitHub answers): Serve listens at once but answers
+	// only /healthz and /readyz until it returns (decision 0067). nil: the
+	// identity is known already (config, ResolveIdentity).
+	AwaitGitHub func(ctx context.Context) (slug string, err error)
 }
 
 // NewService wires a Service.
@@ -162,8 +170,16 @@ func NewService(o Options) *Service {
 	s.reconciler = newReconciler(s)
 	s.work = workTable(s)
 	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})
+	s.awaitGitHub, s.started = o.AwaitGitHub, make(chan struct{})
+	if o.AwaitGitHub == nil {
+		close(s.started)
+	}
 	return s
 }
+
+// Started is closed once the App's identity is known (Options.AwaitGitHub
+// answered) and Serve takes webhooks and runs workers.
+func (s *Service) Started() <-chan struct{} { return s.started }
 
 // Identity is our own app, used to ignore our own events.
 func (s *Service) Identity() handlers.Identity { return *s.self.Load() }

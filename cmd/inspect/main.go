@@ -244,17 +244,6 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 	if err != nil {
 		return err
 	}
-	// Nothing listens until GitHub has answered: /readyz cannot say ready
-	// for a server that could never act on a webhook.
-	slug, err := app.WaitForGitHub(ctx, gh, app.DefaultStartBackoff, log)
-	if err != nil {
-		return err
-	}
-	if cfg.GitHub.AppSlug != "" && cfg.GitHub.AppSlug != slug {
-		log.Warn().Str("configured", cfg.GitHub.AppSlug).Str("github", slug).Msg("github.app_slug differs from the App's slug on GitHub; using the configured one")
-	} else {
-		cfg.GitHub.AppSlug = slug
-	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
@@ -328,18 +317,20 @@ func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error
 		Version: version, SnapshotExecutor: snapshotExec, RegistryCache: regCache, Metrics: m, MetricsListener: metricsLn,
 		// github.outbound.max_concurrent is the fleet's: this replica
 		// takes its share as replicas come and go.
-		OnFleetSize: ghclient.ShareConcurrency(lim, cfg.GitHub.Outbound.MaxConcurrent)})
+		OnFleetSize: ghclient.ShareConcurrency(lim, cfg.GitHub.Outbound.MaxConcurrent),
+		// The listener is open meanwhile, answering /healthz; the rest
+		// waits for the slug (decision 0067).
+		AwaitGitHub: func(ctx context.Context) (string, error) {
+			return app.WaitForGitHub(ctx, gh, app.DefaultStartBackoff, log)
+		}})
 	if err := svc.CheckDashboard(); err != nil {
 		return err
 	}
-	if err := svc.ResolveIdentity(ctx); err != nil {
-		return err
-	}
-	serving := log.Info().Str("listen", ln.Addr().String()).Str("app", svc.Identity().AppSlug)
+	listening := log.Info().Str("listen", ln.Addr().String())
 	if metricsLn != nil {
-		serving = serving.Str("metrics", metricsLn.Addr().String())
+		listening = listening.Str("metrics", metricsLn.Addr().String())
 	}
-	serving.Msg("inspect serving")
+	listening.Msg("listening; waiting for GitHub to answer GET /app before taking webhooks")
 	err = svc.Serve(ctx, ln)
 	if errors.Is(err, context.Canceled) {
 		return nil

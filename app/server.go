@@ -90,7 +90,11 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		return err
 	}
-	s.log.Info().Str("listen", ln.Addr().String()).Str("app", s.Identity().AppSlug).Msg("inspect serving")
+	serving := s.log.Info().Str("listen", ln.Addr().String()).Str("app", s.Identity().AppSlug)
+	if s.metricsLn != nil {
+		serving = serving.Str("metrics", s.metricsLn.Addr().String())
+	}
+	serving.Msg("inspect serving")
 	stopWorkers := make(chan struct{})
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()

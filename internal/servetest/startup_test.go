@@ -12,7 +12,7 @@ import (
 	"github.com/inspecthq/inspect/internal/servetest"
 )
 
-// serve asks GitHub who the App is before it listens, retrying with
+// serve asks GitHub who the App is before it takes webhooks, retrying with
 // backoff (1s, 2s, ...) while GitHub fails: it is ready only once GitHub
 // answered.
 func TestServeWaitsForGitHubBeforeItListens(t *testing.T) {

@@ -92,7 +92,9 @@ func load(path string, env func(string) (string, bool), probes *Probes) (Server,
 		}
 		files := cfg.fileFaults()
 		faults = append(faults, files...)
-		if !hasKey(files, "github.private_key_path") {
+		// Neither set is Validate's fault already.
+		keySet := cfg.GitHub.PrivateKey != "" || cfg.GitHub.PrivateKeyPath != ""
+		if keySet && !hasKey(files, "github.private_key_path") {
 			key, err := cfg.PrivateKeyPEM()
 			if err == nil && probes.CheckPrivateKey != nil {
 				err = probes.CheckPrivateKey(key)

@@ -94,7 +94,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML config file (optional; INSPECT_* variables override it)")
-	check := fs.Bool("check-config", false, "check the config and the files it names, print what serve would use, and exit (contacts nothing)")
+	check := fs.Bool("check-config", false, "check the config, the files it names and the executor's tools (bwrap), report every fault, print what serve would use, and exit (contacts nothing)")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}

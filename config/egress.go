@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -236,6 +237,14 @@ func (e Egress) validate(add func(key, format string, args ...any)) {
 	if e.Cache.Dir != "" && !filepath.IsAbs(e.Cache.Dir) {
 		add("egress.cache.dir", "must be an absolute path")
 	}
+	faulted := map[string]bool{}
+	outer := add
+	add = func(key, format string, args ...any) {
+		if name, ok := strings.CutPrefix(key, "egress.registries."); ok {
+			faulted["egress.registries."+strings.SplitN(name, ".", 2)[0]] = true
+		}
+		outer(key, format, args...)
+	}
 	for _, name := range sortedKeys(e.Registries) {
 		r := e.Registries[name]
 		key := "egress.registries." + name
@@ -289,14 +298,30 @@ func (e Egress) validate(add func(key, format string, args ...any)) {
 			}
 		}
 	}
-	// What a spec would carry must pass the contract: the sumdb key, the
-	// patterns, the phases, whichever repositories it serves.
-	var all []contract.Registry
-	for _, name := range sortedKeys(e.Registries) {
-		all = append(all, e.Registries[name].forSpec(name))
+	// What a spec would carry must pass the contract (the sumdb key, the
+	// patterns, the phases), checked one registry at a time so a fault
+	// names the registry, not an index into a list the YAML does not have,
+	// and only for a registry with no fault of its own above, which the
+	// contract would repeat.
+	if len(e.Registries) > contract.MaxRegistries {
+		add("egress.registries", "has %d registries, more than the %d allowed", len(e.Registries), contract.MaxRegistries)
 	}
-	if err := contract.ValidateRegistries(all); err != nil {
-		add("egress.registries", "%v", err)
+	for _, name := range sortedKeys(e.Registries) {
+		key := "egress.registries." + name
+		if faulted[key] {
+			continue
+		}
+		err := contract.ValidateRegistries([]contract.Registry{e.Registries[name].forSpec(name)})
+		var ve *contract.ValidationError
+		if !errors.As(err, &ve) {
+			if err != nil {
+				add(key, "%v", err)
+			}
+			continue
+		}
+		for _, f := range ve.Faults {
+			add(key+strings.TrimPrefix(f.Field, "registries[0]"), "%s", f.Fault)
+		}
 	}
 }
 

@@ -14,6 +14,15 @@ import (
 // missing, unreadable or empty one is a start-up error naming its key, all
 // of them at once, instead of a failure at the first session that needs it.
 func (c Server) CheckFiles() error {
+	faults := c.fileFaults()
+	if len(faults) == 0 {
+		return nil
+	}
+	return errors.New("files the config names:\n  " + strings.Join(faults, "\n  "))
+}
+
+// fileFaults is CheckFiles's list, one fault a line, each naming its key.
+func (c Server) fileFaults() []string {
 	var faults []string
 	check := func(key, path string) {
 		if path == "" {
@@ -43,8 +52,5 @@ func (c Server) CheckFiles() error {
 	for _, name := range sortedKeys(c.Egress.Registries) {
 		check("egress.registries."+name+".token_path", c.Egress.Registries[name].TokenPath)
 	}
-	if len(faults) == 0 {
-		return nil
-	}
-	return errors.New("files the config names:\n  " + strings.Join(faults, "\n  "))
+	return faults
 }

@@ -705,7 +705,7 @@ func (a Agents) validate(add func(key, format string, args ...any)) {
 		case m.Provider == "":
 			add(key+".provider", "is required: one of agents.providers")
 		case !ok:
-			add(key+".provider", "%q is not in agents.providers (%s)", m.Provider, strings.Join(sortedKeys(a.Providers), ", "))
+			add(key+".provider", "%q is not in agents.providers (%s)", m.Provider, providerList(a.Providers))
 		}
 		for j, name := range m.Presets {
 			pk := fmt.Sprintf("%s.presets[%d]", key, j)
@@ -720,6 +720,15 @@ func (a Agents) validate(add func(key, format string, args ...any)) {
 			}
 		}
 	}
+}
+
+// providerList names agents.providers' entries for a fault, or says there
+// are none (not "()").
+func providerList(ps map[string]Provider) string {
+	if len(ps) == 0 {
+		return "none is configured"
+	}
+	return strings.Join(sortedKeys(ps), ", ")
 }
 
 func presetList() string {
@@ -821,18 +830,8 @@ func Defaults() Server {
 // Load reads the YAML file at path (optional: "" means defaults only), then
 // applies INSPECT_* overrides from env, then validates.
 func Load(path string, env func(string) (string, bool)) (Server, error) {
-	cfg, err := readServer(path, env, "reading config")
+	cfg, err := load(path, env, nil)
 	if err != nil {
-		return Server{}, err
-	}
-	if err := cfg.readWebhookSecret(); err != nil {
-		return Server{}, err
-	}
-	if err := cfg.ResolveStatePaths(); err != nil {
-		return Server{}, err
-	}
-	cfg.deriveGitHubAPIURL()
-	if err := cfg.Validate(); err != nil {
 		return Server{}, err
 	}
 	return cfg, nil

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"runtime/debug"
 	"strings"
@@ -93,17 +94,17 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML config file (optional; INSPECT_* variables override it)")
-	check := fs.Bool("check-config", false, "check the config and the files it names, print what serve would use, and exit (contacts nothing)")
+	check := fs.Bool("check-config", false, "check the config, the files it names and the executor's tools (bwrap), report every fault, print what serve would use, and exit (contacts nothing)")
 	if code, done := parseFlags(fs, args); done {
 		return code
+	}
+	if *check {
+		return checkConfig(*configPath, os.LookupEnv, config.Probes{LookPath: exec.LookPath, CheckPrivateKey: ghclient.CheckPrivateKey}, stdout, stderr)
 	}
 	cfg, err := config.Load(*configPath, os.LookupEnv)
 	if err != nil {
 		fmt.Fprintf(stderr, "inspect: %v\n", err)
 		return 2
-	}
-	if *check {
-		return checkConfig(cfg, stdout, stderr)
 	}
 	log := zerolog.New(stderr).Level(cfg.Level()).With().Timestamp().Str("version", version).Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -116,15 +117,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 }
 
 // checkConfig is `inspect serve --check-config`: everything serve checks
-// before it contacts anything.
-func checkConfig(cfg config.Server, stdout, stderr io.Writer) int {
-	if err := cfg.CheckFiles(); err != nil {
-		fmt.Fprintf(stderr, "inspect: %v\n", err)
-		return 1
-	}
-	key, err := cfg.PrivateKeyPEM()
-	if err == nil {
-		err = ghclient.CheckPrivateKey(key)
+// before it contacts anything, and the executor's tools, every fault in
+// one run (config.Check).
+func checkConfig(path string, env func(string) (string, bool), probes config.Probes, stdout, stderr io.Writer) int {
+	cfg, warnings, err := config.Check(path, env, probes)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "inspect: warning: %s\n", w)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "inspect: %v\n", err)

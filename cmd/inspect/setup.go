@@ -44,7 +44,7 @@ this address cannot read it.
 	webURL := fs.String("github-url", "https://github.com", "GitHub's web root, or https://HOST for GitHub Enterprise Server")
 	apiURL := fs.String("api-url", "", "GitHub's REST base (default https://api.github.com/; https://api.SUBDOMAIN.ghe.com/ for GHE.com; <github-url>/api/v3/ for Enterprise Server)")
 	org := fs.String("org", "", "register the App for this organisation (default: your personal account)")
-	publicURL := fs.String("public-url", "", "where GitHub reaches `inspect serve`, e.g. https://inspect.example.com (required)")
+	publicURL := fs.String("public-url", "", "where GitHub reaches inspect serve, e.g. https://inspect.example.com (required)")
 	name := fs.String("name", "", "the App's name on GitHub (default Inspect; names are unique on GitHub)")
 	dir := fs.String("dir", "", "directory to write the config and credentials into (default $XDG_CONFIG_HOME/inspect or ~/.config/inspect)")
 	if code, done := parseFlags(fs, args); done {

@@ -90,6 +90,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 				for _, line := range lastLines(c.OutputTail, summaryTailLines) {
 					fmt.Fprintf(w, "      | %s\n", line)
 				}
+				if c.Phase == contract.PhaseSetup && unresolvedHost(c.OutputTail) {
+					fmt.Fprintln(w, "      hint: setup could not resolve a host name: the sandbox reaches package registries only through egress.registries (give them in --server-config; see docs/configuration.md)")
+				}
 			}
 		}
 	}
@@ -153,6 +156,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 			r.PatchFile, shortSHA(r.Spec.PinnedSHA), abs)
 	case len(r.Patch) > 0:
 		fmt.Fprintln(w, "Patch:    not written (no patch file was asked for)")
+	case r.Manifest != nil && !agentRan(ev.Commands):
+		// Setup failed, or the session ended before the agent's turn.
+		fmt.Fprintln(w, "Patch:    no change: the agent did not run (no patch written)")
 	case r.Manifest != nil:
 		fmt.Fprintln(w, "Patch:    no change: the agent changed nothing (no patch written)")
 	default:
@@ -167,6 +173,40 @@ func (r *Result) WriteSummary(w io.Writer) {
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "Problem:  %s\n", clean(p))
 	}
+}
+
+// agentRan reports whether the agent's command was started.
+func agentRan(cs []contract.CommandResult) bool {
+	for _, c := range cs {
+		if c.Phase == contract.PhaseAgent && c.Name == "agent" {
+			return true
+		}
+	}
+	return false
+}
+
+// dnsFailures are how the package managers and their runtimes say a name
+// did not resolve: Go's resolver, glibc's gai_strerror (pip, curl, git),
+// Node's getaddrinfo codes (npm, yarn, pnpm).
+var dnsFailures = []string{
+	"no such host",
+	"Temporary failure in name resolution",
+	"Name or service not known",
+	"Could not resolve host",
+	"EAI_AGAIN",
+	"ENOTFOUND",
+}
+
+// unresolvedHost reports whether a command's output says a host name did
+// not resolve: the sandbox has no DNS, so a registry not given in
+// egress.registries fails that way.
+func unresolvedHost(output string) bool {
+	for _, s := range dnsFailures {
+		if strings.Contains(output, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func status(c contract.CommandResult) string {

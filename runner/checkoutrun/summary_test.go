@@ -54,3 +54,40 @@ func TestSummaryPricesTokensChargedWithoutAUsageReport(t *testing.T) {
 		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}
 }
+
+// When setup fails before the agent runs, the summary says the agent did
+// not run (not that it changed nothing), and a setup command that could not
+// resolve a host gets a hint naming egress.registries: the sandbox has no
+// DNS of its own, and a package manager's error says only that the name did
+// not resolve.
+func TestSummaryTellsAnAgentThatDidNotRunFromOneThatChangedNothing(t *testing.T) {
+	const hint = "      hint: setup could not resolve a host name: the sandbox reaches package registries only through egress.registries (give them in --server-config; see docs/configuration.md)\n"
+	setupFailed := contract.CommandResult{Phase: contract.PhaseSetup, Name: "setup", Argv: []string{"go", "mod", "download"}, ExitCode: 1,
+		OutputTail: "go: github.com/x/y@v1.0.0: Get \"https://proxy.golang.org/github.com/x/y/@v/v1.0.0.mod\": dial tcp: lookup proxy.golang.org on 127.0.0.53:53: no such host\n"}
+	npmFailed := contract.CommandResult{Phase: contract.PhaseSetup, Name: "setup", Argv: []string{"npm", "ci"}, ExitCode: 1,
+		OutputTail: "npm error code EAI_AGAIN\nnpm error request to https://registry.npmjs.org/left-pad failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org\n"}
+	testFailed := contract.CommandResult{Phase: contract.PhaseVerify, Name: "test", Argv: []string{"go", "test"}, ExitCode: 1, OutputTail: "FAIL\n"}
+	agentRan := contract.CommandResult{Phase: contract.PhaseAgent, Name: "agent", Argv: []string{"codex"}}
+	for _, tc := range []struct {
+		name     string
+		commands []contract.CommandResult
+		patch    string
+		hints    int
+	}{
+		{"setup failed on DNS (go)", []contract.CommandResult{setupFailed}, "Patch:    no change: the agent did not run (no patch written)\n", 1},
+		{"setup failed on DNS (npm)", []contract.CommandResult{npmFailed}, "Patch:    no change: the agent did not run (no patch written)\n", 1},
+		{"the agent ran and changed nothing", []contract.CommandResult{agentRan, testFailed}, "Patch:    no change: the agent changed nothing (no patch written)\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Result{Manifest: &contract.Manifest{}, Evidence: contract.Evidence{Outcome: contract.OutcomeError, Commands: tc.commands}}
+			var b bytes.Buffer
+			r.WriteSummary(&b)
+			if !strings.Contains(b.String(), tc.patch) {
+				t.Errorf("summary lacks %q:\n%s", tc.patch, b.String())
+			}
+			if got := strings.Count(b.String(), hint); got != tc.hints {
+				t.Errorf("%d DNS hints, want %d:\n%s", got, tc.hints, b.String())
+			}
+		})
+	}
+}

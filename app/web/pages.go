@@ -163,6 +163,10 @@ type sessionView struct {
 	SnapshotAge string
 	// Diff is the attempt's change, file by file; nil when it has none.
 	Diff *diffView
+	// Answer is the agent's final answer rendered as sanitized Markdown
+	// (decision 0068); "" when it gave none. It is apart from Detail,
+	// Inspect's own sentence about the outcome.
+	Answer template.HTML
 }
 
 // viewableSession is the request's session ({id}) if v may read its
@@ -206,6 +210,9 @@ func (s *Server) attemptView(view *sessionView, a store.Attempt) {
 	if a.Result != "" && json.Unmarshal([]byte(a.Result), &up) == nil {
 		ev := up.Evidence
 		view.Evidence = &ev
+		if strings.TrimSpace(ev.FinalAnswer) != "" {
+			view.Answer = renderAnswer(ev.FinalAnswer)
+		}
 		if view.Usage == nil {
 			view.Usage = ev.Usage
 		}

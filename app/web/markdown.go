@@ -39,10 +39,11 @@ var answerPolicy = func() *bluemonday.Policy {
 	return p
 }()
 
-// renderAnswer is the agent's answer as safe HTML for the session page, or
-// the answer escaped in a <pre> if goldmark fails (it only fails on a
-// writer error, which a bytes.Buffer never returns).
-func renderAnswer(answer string) template.HTML {
+// renderMarkdown is untrusted Markdown (the agent's answer, the outcome
+// sentence written for GitHub) as safe HTML for the session page, or the
+// text escaped in a <pre> if goldmark fails (it only fails on a writer
+// error, which a bytes.Buffer never returns).
+func renderMarkdown(answer string) template.HTML {
 	var buf bytes.Buffer
 	if err := answerMarkdown.Convert([]byte(answer), &buf); err != nil {
 		return template.HTML("<pre>" + template.HTMLEscapeString(answer) + "</pre>")

@@ -45,7 +45,7 @@ func TestRenderAnswerRefusesWhatWouldAct(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := string(renderAnswer(c.answer))
+			got := string(renderMarkdown(c.answer))
 			for _, w := range c.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("rendered %q lacks %q", got, w)

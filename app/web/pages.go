@@ -31,7 +31,10 @@ var templateFuncs = template.FuncMap{
 		return (time.Duration(n) * time.Millisecond).Round(100 * time.Millisecond).String()
 	},
 	"isImage": isInlineImage,
-	"bytes":   humanBytes,
+	// markdown renders text written for GitHub (Inspect's outcome
+	// sentence, which quotes commits in backticks) as the answer is.
+	"markdown": renderMarkdown,
+	"bytes":    humanBytes,
 }
 
 // isInlineImage says an artifact may be shown in the page: a raster image
@@ -211,7 +214,7 @@ func (s *Server) attemptView(view *sessionView, a store.Attempt) {
 		ev := up.Evidence
 		view.Evidence = &ev
 		if strings.TrimSpace(ev.FinalAnswer) != "" {
-			view.Answer = renderAnswer(ev.FinalAnswer)
+			view.Answer = renderMarkdown(ev.FinalAnswer)
 		}
 		if view.Usage == nil {
 			view.Usage = ev.Usage

@@ -885,7 +885,7 @@ func TestSessionPageShowsTheAnswerAsMarkdownApartFromTheOutcome(t *testing.T) {
 	}
 	if _, err := w.st.MutateSession(ctx, "visible-1", time.Now(), func(x *store.Session) error {
 		x.AttemptID = "visible-1-a1"
-		return x.End(session.Changed, string(session.Changed), "Inspect opened a pull request.")
+		return x.End(session.Changed, string(session.Changed), "Inspect opened a pull request in `6c93235`.")
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -904,7 +904,7 @@ func TestSessionPageShowsTheAnswerAsMarkdownApartFromTheOutcome(t *testing.T) {
 	if strings.Contains(page, "<script>alert") || strings.Contains(page, "javascript:") {
 		t.Error("the agent's markup reached the page able to act")
 	}
-	if got := between(page, `<p id="detail" class="outcome">`, `</p>`); got != "Inspect opened a pull request." {
+	if got := between(page, `<div id="detail" class="outcome">`, `</div>`); got != "<p>Inspect opened a pull request in <code>6c93235</code>.</p>\n" {
 		t.Errorf("the outcome sentence: %q", got)
 	}
 	if strings.Contains(page, "(changed)") {

@@ -122,6 +122,45 @@ func (d *dashboard) html() string {
 	return s
 }
 
+// phoneOverflowJS lists what overflows a phone's 390 px: the document when
+// it scrolls sideways, and each element wider than the viewport (or reaching
+// past its right edge) that has no overflow-x:auto/scroll ancestor which
+// itself fits the viewport. Hidden elements have empty boxes and pass.
+const phoneOverflowJS = `(() => {
+  const vw = document.documentElement.clientWidth, out = [];
+  const doc = document.documentElement.scrollWidth;
+  if (doc > vw) out.push("the document is " + doc + " px wide");
+  const fits = r => r.left >= -0.5 && r.right <= vw + 0.5;
+  for (const el of document.body.querySelectorAll("*")) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || fits(r)) continue;
+    let a = el.parentElement, held = false;
+    for (; a && a !== document.documentElement; a = a.parentElement) {
+      const ox = getComputedStyle(a).overflowX;
+      if ((ox === "auto" || ox === "scroll") && fits(a.getBoundingClientRect())) { held = true; break; }
+    }
+    if (!held) out.push(el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className ? "." + String(el.className).replace(/ /g, ".") : "") + " spans " + Math.round(r.left) + ".." + Math.round(r.right));
+  }
+  return out;
+})()`
+
+// fitsPhone fails the test when the page, at a phone's 390 px, is wider
+// than the screen or has something wide outside a box of its own that
+// scrolls (issue 34).
+func (d *dashboard) fitsPhone(name string) {
+	d.t.Helper()
+	if err := chromedp.Do(d.tab, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
+		d.t.Fatal(err)
+	}
+	over, err := chromedp.Run(d.tab, chromedp.Evaluate[[]string](phoneOverflowJS))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if len(over) > 0 {
+		d.t.Errorf("%s at 390 px overflows:\n%s", name, strings.Join(over, "\n"))
+	}
+}
+
 // screenshot writes the page at a desktop and a phone width under
 // $INSPECT_SCREENSHOTS (a temporary directory by default, printed).
 func (d *dashboard) screenshot(name string) {
@@ -148,6 +187,9 @@ func (d *dashboard) screenshot(name string) {
 		png, err := chromedp.Run(d.tab, chromedp.FullScreenshot(100)) // 100: PNG (less is JPEG)
 		if err != nil {
 			d.t.Fatal(err)
+		}
+		if size.mobile {
+			d.fitsPhone(name)
 		}
 		path := filepath.Join(dir, name+"-"+size.name+".png")
 		if err := os.WriteFile(path, png, 0o644); err != nil {
@@ -353,12 +395,14 @@ func TestDashboardStartsASessionThatEndsInAPR(t *testing.T) {
 	d.do("the start form",
 		chromedp.Navigate(d.url+"/sessions/new"),
 		chromedp.WaitVisible(chromedp.CSS("#start")),
+	)
+	d.screenshot("start") // the form itself, not the list it leads to
+	d.do("starting a session",
 		chromedp.SendKeys(chromedp.CSS("#number"), fmt.Sprint(issueNumber)),
 		chromedp.SendKeys(chromedp.CSS("#instructions"), "make TestAdd pass <!-- and approve it -->"),
 		chromedp.Click(chromedp.CSS("#start")),
 		chromedp.WaitVisible(chromedp.CSS("#sessions")),
 	)
-	d.screenshot("start")
 	d.runWorkers()
 	d.waitForAttempt(lx)
 	d.runWorkers()

@@ -31,7 +31,10 @@ var templateFuncs = template.FuncMap{
 		return (time.Duration(n) * time.Millisecond).Round(100 * time.Millisecond).String()
 	},
 	"isImage": isInlineImage,
-	"bytes":   humanBytes,
+	// markdown renders text written for GitHub (Inspect's outcome
+	// sentence, which quotes commits in backticks) as the answer is.
+	"markdown": renderMarkdown,
+	"bytes":    humanBytes,
 }
 
 // isInlineImage says an artifact may be shown in the page: a raster image
@@ -163,6 +166,10 @@ type sessionView struct {
 	SnapshotAge string
 	// Diff is the attempt's change, file by file; nil when it has none.
 	Diff *diffView
+	// Answer is the agent's final answer rendered as sanitized Markdown
+	// (decision 0068); "" when it gave none. It is apart from Detail,
+	// Inspect's own sentence about the outcome.
+	Answer template.HTML
 }
 
 // viewableSession is the request's session ({id}) if v may read its
@@ -206,6 +213,9 @@ func (s *Server) attemptView(view *sessionView, a store.Attempt) {
 	if a.Result != "" && json.Unmarshal([]byte(a.Result), &up) == nil {
 		ev := up.Evidence
 		view.Evidence = &ev
+		if strings.TrimSpace(ev.FinalAnswer) != "" {
+			view.Answer = renderMarkdown(ev.FinalAnswer)
+		}
 		if view.Usage == nil {
 			view.Usage = ev.Usage
 		}

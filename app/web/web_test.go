@@ -863,3 +863,51 @@ func TestDriftReadsAreBounded(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestSessionPageShowsTheAnswerAsMarkdownApartFromTheOutcome: the Answer
+// box holds the agent's final answer, rendered as Markdown and sanitized
+// (decision 0068); Inspect's outcome sentence stands apart; and a reason
+// code that only repeats the outcome is not shown twice.
+func TestSessionPageShowsTheAnswerAsMarkdownApartFromTheOutcome(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	if err := w.st.CreateAttempt(ctx, store.Attempt{ID: "visible-1-a1", SessionID: "visible-1", Number: 1, Deadline: time.Now().Add(time.Hour), Spec: "{}"}, "claim-code-0123456789", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.ClaimAttempt(ctx, "visible-1-a1", "claim-code-0123456789", "token-abcdefghijklmnop", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	result, _ := json.Marshal(contract.ResultUpload{Evidence: contract.Evidence{
+		FinalAnswer: "Fixed `Add` ✅\n\n<script>alert(1)</script>\n\n[see](javascript:alert(2))",
+	}})
+	if _, err := w.st.RecordResult(ctx, "visible-1-a1", string(result), nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.MutateSession(ctx, "visible-1", time.Now(), func(x *store.Session) error {
+		x.AttemptID = "visible-1-a1"
+		return x.End(session.Changed, string(session.Changed), "Inspect opened a pull request in `6c93235`.")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.signIn(t)
+	code, page := w.get(t, "/sessions/visible-1")
+	if code != 200 {
+		t.Fatalf("the page: %d", code)
+	}
+	answer := between(page, `<div id="answer" class="answer">`, `</div>`)
+	if !strings.Contains(answer, "<code>Add</code> ✅") {
+		t.Errorf("the answer is not rendered as Markdown: %q", answer)
+	}
+	if strings.Contains(answer, "Inspect opened") {
+		t.Errorf("the answer box holds the outcome sentence: %q", answer)
+	}
+	if strings.Contains(page, "<script>alert") || strings.Contains(page, "javascript:") {
+		t.Error("the agent's markup reached the page able to act")
+	}
+	if got := between(page, `<div id="detail" class="outcome">`, `</div>`); got != "<p>Inspect opened a pull request in <code>6c93235</code>.</p>\n" {
+		t.Errorf("the outcome sentence: %q", got)
+	}
+	if strings.Contains(page, "(changed)") {
+		t.Error(`the state reads "done · changed (changed)"`)
+	}
+}

@@ -65,7 +65,7 @@ func (s *Service) Handler() http.Handler {
 // http.shutdown_timeout.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           s.startGate(s.Handler()),
+		Handler:           s.gate.wrap(s.Handler()),
 		ReadHeaderTimeout: s.cfg.HTTP.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.HTTP.ReadTimeout,
 		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
@@ -76,7 +76,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	// still unreachable; webhooks and workers wait for the App's slug.
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	if err := s.learnIdentity(ctx); err != nil {
+	if err := s.gate.learn(ctx, &s.self, s.log); err != nil {
 		// Nothing was taken yet: no work to drain, no fleet to leave.
 		closeCtx, cancel := context.WithTimeout(context.Background(), s.cfg.HTTP.ShutdownTimeout)
 		defer cancel()
@@ -155,52 +155,3 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return err
 }
-
-// learnIdentity waits for Options.AwaitGitHub (nothing to wait for
-// without it), keeps the slug, and opens the start gate.
-func (s *Service) learnIdentity(ctx context.Context) error {
-	if s.awaitGitHub != nil {
-		slug, err := s.awaitGitHub(ctx)
-		if err != nil {
-			return err
-		}
-		id := s.Identity()
-		if id.AppSlug != "" && id.AppSlug != slug {
-			s.log.Warn().Str("configured", id.AppSlug).Str("github", slug).Msg("github.app_slug differs from the App's slug on GitHub; using the configured one")
-		} else {
-			id.AppSlug = slug
-			s.self.Store(&id)
-		}
-		close(s.started)
-	}
-	return nil
-}
-
-// startGate answers for next once Started; before, only /healthz (200:
-// the process is alive) and /readyz (503) answer, and every other route
-// 503 with Retry-After, so no webhook is taken before the App's slug
-// tells our own events apart (decision 0067). GitHub redelivers what
-// fails meanwhile, as in any outage.
-func (s *Service) startGate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-s.started:
-			next.ServeHTTP(w, r)
-			return
-		default:
-		}
-		getOrHead := r.Method == http.MethodGet || r.Method == http.MethodHead
-		switch {
-		case r.URL.Path == "/healthz" && getOrHead:
-			_, _ = io.WriteString(w, "ok\n") // a failed write to a gone client needs no handling
-		case r.URL.Path == "/readyz" && getOrHead:
-			http.Error(w, "not ready: waiting for GitHub to answer GET /app (the App's slug is not known yet)", http.StatusServiceUnavailable)
-		default:
-			w.Header().Set("Retry-After", startRetryAfter)
-			http.Error(w, "starting: waiting for GitHub to answer GET /app; retry later", http.StatusServiceUnavailable)
-		}
-	})
-}
-
-// startRetryAfter (seconds) is a third of the start backoff's 30 s ceiling.
-const startRetryAfter = "10"

@@ -47,10 +47,10 @@ type Service struct {
 	clock clock.Clock
 	log   zerolog.Logger
 	self  atomic.Pointer[handlers.Identity]
-	// awaitGitHub and started: see Options.AwaitGitHub and Started.
-	awaitGitHub func(context.Context) (string, error)
-	started     chan struct{}
-	wake        chan struct{}
+	// gate holds webhooks and workers until GitHub names the App
+	// (Options.AwaitGitHub, Started).
+	gate *startGate
+	wake chan struct{}
 	// executor runs attempts; nil accepts and prepares sessions but never
 	// dispatches them (the control plane alone).
 	executor   Executor
@@ -170,16 +170,13 @@ func NewService(o Options) *Service {
 	s.reconciler = newReconciler(s)
 	s.work = workTable(s)
 	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})
-	s.awaitGitHub, s.started = o.AwaitGitHub, make(chan struct{})
-	if o.AwaitGitHub == nil {
-		close(s.started)
-	}
+	s.gate = newStartGate(o.AwaitGitHub)
 	return s
 }
 
 // Started is closed once the App's identity is known (Options.AwaitGitHub
 // answered) and Serve takes webhooks and runs workers.
-func (s *Service) Started() <-chan struct{} { return s.started }
+func (s *Service) Started() <-chan struct{} { return s.gate.started }
 
 // Identity is our own app, used to ignore our own events.
 func (s *Service) Identity() handlers.Identity { return *s.self.Load() }

@@ -342,18 +342,27 @@ func TestRecordedRequestsPassTheAllowlist(t *testing.T) {
 	}
 }
 
+// recordingProvider is a provider that answers every request with a little
+// usage and records each one's path and body in *got (read it after the
+// request's answer).
+func recordingProvider(t *testing.T) (upstream *httptest.Server, got *[]string) {
+	t.Helper()
+	got = new([]string)
+	upstream = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body) // a failed read shows as a short body in got
+		*got = append(*got, r.URL.Path+" "+string(b))
+		_, _ = io.WriteString(w, `{"usage":{"input_tokens":7,"output_tokens":3}}`)
+	}))
+	t.Cleanup(upstream.Close)
+	return upstream, got
+}
+
 // Through the proxy: fifty background requests asking for five million
 // output tokens are each refused before they reach the provider or touch
 // the budget, with the reason; a server tool goes on only to a provider
 // whose config allows its class.
 func TestProxyRefusesWhatTheAllowlistDoesNot(t *testing.T) {
-	var got []string
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body) // a failed read shows as a short body below
-		got = append(got, r.URL.Path+" "+string(b))
-		_, _ = io.WriteString(w, `{"usage":{"input_tokens":7,"output_tokens":3}}`)
-	}))
-	t.Cleanup(upstream.Close)
+	upstream, got := recordingProvider(t)
 	p := New(Options{Providers: providers{
 		"plain": {Kind: contract.ProviderKindOpenAI, BaseURL: upstream.URL + "/v1", Key: "sk-allowlist-test-0123456789"},
 		"mcp":   {Kind: contract.ProviderKindOpenAI, BaseURL: upstream.URL + "/v1", Key: "sk-allowlist-test-0123456789", AllowedServerTools: []string{contract.ServerToolMCP}},
@@ -380,11 +389,11 @@ func TestProxyRefusesWhatTheAllowlistDoesNot(t *testing.T) {
 	if code, body := ask("plain", mcp); code != http.StatusForbidden || !strings.Contains(body, "agents.providers.plain.allowed_server_tools does not name") {
 		t.Errorf("mcp to plain: %d %s", code, body)
 	}
-	if len(got) != 0 || budget.Used() != (Usage{}) {
-		t.Fatalf("refused requests went on: %q, %+v", got, budget.Used())
+	if len(*got) != 0 || budget.Used() != (Usage{}) {
+		t.Fatalf("refused requests went on: %q, %+v", *got, budget.Used())
 	}
-	if code, body := ask("mcp", mcp); code != http.StatusOK || len(got) != 1 || got[0] != "/v1/responses "+mcp {
-		t.Errorf("mcp to a provider that allows it: %d %s; provider got %q", code, body, got)
+	if code, body := ask("mcp", mcp); code != http.StatusOK || len(*got) != 1 || (*got)[0] != "/v1/responses "+mcp {
+		t.Errorf("mcp to a provider that allows it: %d %s; provider got %q", code, body, *got)
 	}
 }
 

@@ -164,13 +164,7 @@ func TestAbortedContinuationIsChargedWhatTheProviderBills(t *testing.T) {
 // there); the ones inside the content passed it (confirmed, decision
 // 0061). What the CLIs send inline passes.
 func TestStoredContentIsRefused(t *testing.T) {
-	var got []string
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body) // a failed read shows as a short body below
-		got = append(got, r.URL.Path+" "+string(b))
-		_, _ = io.WriteString(w, `{"usage":{"input_tokens":7,"output_tokens":3}}`)
-	}))
-	t.Cleanup(upstream.Close)
+	upstream, got := recordingProvider(t)
 	p := New(Options{Providers: providers{
 		"o": {Kind: contract.ProviderKindOpenAI, BaseURL: upstream.URL + "/v1", Key: "sk-stored-test-0123456789"},
 		"a": {Kind: contract.ProviderKindAnthropic, BaseURL: upstream.URL, Key: "sk-stored-test-0123456789"},
@@ -230,7 +224,7 @@ func TestStoredContentIsRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got = nil
+			*got = nil
 			mux := http.NewServeMux()
 			mux.HandleFunc(contract.PathEgressModel, func(w http.ResponseWriter, r *http.Request) {
 				spec := contract.Spec{Agent: contract.Agent{Preset: contract.PresetCodex, Model: "m-1", Provider: tc.provider}}
@@ -247,16 +241,16 @@ func TestStoredContentIsRefused(t *testing.T) {
 			}
 			_ = json.Unmarshal(rec.Body.Bytes(), &answer) // a success's body has no message
 			if tc.want == "" {
-				if rec.Code != http.StatusOK || len(got) != 1 {
-					t.Errorf("inline content: %d %s; the provider got %q", rec.Code, rec.Body, got)
+				if rec.Code != http.StatusOK || len(*got) != 1 {
+					t.Errorf("inline content: %d %s; the provider got %q", rec.Code, rec.Body, *got)
 				}
 				return
 			}
 			if rec.Code != http.StatusForbidden || !strings.Contains(answer.Message, tc.want) {
 				t.Errorf("%d %s; want 403 with %q", rec.Code, rec.Body, tc.want)
 			}
-			if len(got) != 0 {
-				t.Errorf("the refused request reached the provider: %q", got)
+			if len(*got) != 0 {
+				t.Errorf("the refused request reached the provider: %q", *got)
 			}
 		})
 	}

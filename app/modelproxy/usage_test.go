@@ -98,6 +98,28 @@ func TestModelRefusalReadsTheBodyAsProvidersWould(t *testing.T) {
 	}
 }
 
+// askThroughABudget sends one request of the spec's model through Serve to
+// a provider of kind at upstream (whose /v1 an OpenAI base holds), with a
+// Budget as `inspect run` wires it, and returns the answer and the budget.
+func askThroughABudget(upstream, kind, path, body string, defaultOutput int64) (*httptest.ResponseRecorder, *Budget) {
+	base := upstream
+	if kind == contract.ProviderKindOpenAI {
+		base += "/v1"
+	}
+	p := New(Options{Providers: providers{"p": {Kind: kind, BaseURL: base, Key: "sk-test-0123456789"}}, OutputReservation: defaultOutput})
+	budget := NewBudget(0, 0)
+	mux := http.NewServeMux()
+	mux.HandleFunc(contract.PathEgressModel, func(w http.ResponseWriter, r *http.Request) {
+		spec := contract.Spec{SessionID: "s1", Agent: contract.Agent{Model: "m-1", Provider: "p"}}
+		p.Serve(w, r, spec, budget, zerolog.Nop())
+	})
+	req := httptest.NewRequest(http.MethodPost, contract.EgressModelPath("a1", "p", path), strings.NewReader(body))
+	req.Header.Set("Anthropic-Version", "2023-06-01") // as Claude Code sends it; OpenAI's API ignores it
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, req)
+	return rec, budget
+}
+
 // What a relayed answer is charged, through Serve with a Budget (as
 // `inspect run` wires it): its own usage report when it has one; its whole
 // reservation when it succeeded without one (a response still in
@@ -136,20 +158,7 @@ func TestAnswersAreChargedTheirUsageOrTheirReservation(t *testing.T) {
 				_, _ = io.WriteString(w, tc.answer)
 			}))
 			t.Cleanup(upstream.Close)
-			base := upstream.URL
-			if tc.kind == contract.ProviderKindOpenAI {
-				base += "/v1"
-			}
-			p := New(Options{Providers: providers{"p": {Kind: tc.kind, BaseURL: base, Key: "sk-test-0123456789"}}, OutputReservation: defaultOutput})
-			budget := NewBudget(0, 0)
-			mux := http.NewServeMux()
-			mux.HandleFunc(contract.PathEgressModel, func(w http.ResponseWriter, r *http.Request) {
-				spec := contract.Spec{SessionID: "s1", Agent: contract.Agent{Model: "m-1", Provider: "p"}}
-				p.Serve(w, r, spec, budget, zerolog.Nop())
-			})
-			req := httptest.NewRequest(http.MethodPost, contract.EgressModelPath("a1", "p", tc.path), strings.NewReader(tc.body))
-			rec := httptest.NewRecorder()
-			mux.ServeHTTP(rec, req)
+			rec, budget := askThroughABudget(upstream.URL, tc.kind, tc.path, tc.body, defaultOutput)
 			if rec.Code != tc.status {
 				t.Fatalf("answered %d %s", rec.Code, rec.Body)
 			}
@@ -193,21 +202,7 @@ func TestTheProxyChargesTheStandInsAnswersAsBilled(t *testing.T) {
 			} else {
 				model.Script(fakemodel.Turn{Message: "hi", Usage: fakemodel.Usage{InputTokens: 3, OutputTokens: 250}})
 			}
-			base := model.URL()
-			if tc.kind == contract.ProviderKindOpenAI {
-				base += "/v1"
-			}
-			p := New(Options{Providers: providers{"p": {Kind: tc.kind, BaseURL: base, Key: "sk-test-0123456789"}}, OutputReservation: defaultOutput})
-			budget := NewBudget(0, 0)
-			mux := http.NewServeMux()
-			mux.HandleFunc(contract.PathEgressModel, func(w http.ResponseWriter, r *http.Request) {
-				spec := contract.Spec{SessionID: "s1", Agent: contract.Agent{Model: "m-1", Provider: "p"}}
-				p.Serve(w, r, spec, budget, zerolog.Nop())
-			})
-			req := httptest.NewRequest(http.MethodPost, contract.EgressModelPath("a1", "p", tc.path), strings.NewReader(tc.body))
-			req.Header.Set("Anthropic-Version", "2023-06-01")
-			rec := httptest.NewRecorder()
-			mux.ServeHTTP(rec, req)
+			rec, budget := askThroughABudget(model.URL(), tc.kind, tc.path, tc.body, defaultOutput)
 			if rec.Code != http.StatusOK {
 				t.Fatalf("answered %d %s", rec.Code, rec.Body)
 			}

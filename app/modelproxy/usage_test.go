@@ -120,6 +120,18 @@ func askThroughABudget(upstream, kind, path, body string, defaultOutput int64) (
 	return rec, budget
 }
 
+// wantCharged fails t unless budget was charged want, or, when reserved,
+// want with the whole reservation of body as its total.
+func wantCharged(t *testing.T, budget *Budget, want Usage, reserved bool, body string, defaultOutput int64) {
+	t.Helper()
+	if reserved {
+		_, want.TotalTokens = prepareBody(policy.ModelRoute{}, []byte(body), defaultOutput)
+	}
+	if got := budget.Used(); got != want {
+		t.Errorf("charged %+v, want %+v", got, want)
+	}
+}
+
 // What a relayed answer is charged, through Serve with a Budget (as
 // `inspect run` wires it): its own usage report when it has one; its whole
 // reservation when it succeeded without one (a response still in
@@ -162,13 +174,7 @@ func TestAnswersAreChargedTheirUsageOrTheirReservation(t *testing.T) {
 			if rec.Code != tc.status {
 				t.Fatalf("answered %d %s", rec.Code, rec.Body)
 			}
-			want := tc.want
-			if tc.reserved {
-				_, want.TotalTokens = prepareBody(policy.ModelRoute{}, []byte(tc.body), defaultOutput)
-			}
-			if got := budget.Used(); got != want {
-				t.Errorf("charged %+v, want %+v", got, want)
-			}
+			wantCharged(t, budget, tc.want, tc.reserved, tc.body, defaultOutput)
 		})
 	}
 }
@@ -206,13 +212,7 @@ func TestTheProxyChargesTheStandInsAnswersAsBilled(t *testing.T) {
 			if rec.Code != http.StatusOK {
 				t.Fatalf("answered %d %s", rec.Code, rec.Body)
 			}
-			want := tc.want
-			if tc.reserved {
-				_, want.TotalTokens = prepareBody(policy.ModelRoute{}, []byte(tc.body), defaultOutput)
-			}
-			if got := budget.Used(); got != want {
-				t.Errorf("charged %+v, want %+v", got, want)
-			}
+			wantCharged(t, budget, tc.want, tc.reserved, tc.body, defaultOutput)
 		})
 	}
 }

@@ -409,7 +409,11 @@ func contentByURL(v any) string {
 				return fmt.Sprintf("%s that is not a data: URL", map[string]string{"image_url": "an image_url", "file_url": "a file_url"}[k])
 			}
 		}
-		for _, e := range x {
+		typ, _ := fieldFolded(x, "type").(string)
+		for k, e := range x {
+			if isToolCallInput(typ, k) {
+				continue
+			}
 			if where := contentByURL(e); where != "" {
 				return where
 			}
@@ -438,6 +442,16 @@ func fieldFolded(x map[string]any, name string) any {
 		}
 	}
 	return nil
+}
+
+// hasFolded says whether x has a key that folds to name (fieldFolded).
+func hasFolded(x map[string]any, name string) bool {
+	for k := range x {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // allowedTools says why a tools array is refused ("" when it passes): each

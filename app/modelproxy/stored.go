@@ -3,6 +3,7 @@ package modelproxy
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // contentFields are the body fields that carry a request's content, by
@@ -79,22 +80,23 @@ func storedItem(api string, item any) string {
 	if !ok {
 		return ""
 	}
-	typ, _ := m["type"].(string)
+	// Keys as the provider reads them, in any case (fieldFolded).
+	typ, _ := fieldFolded(m, "type").(string)
 	switch api {
 	case apiOpenAIResponses:
-		_, hasRole := m["role"]
+		hasRole := hasFolded(m, "role")
 		switch {
 		case typ == "item_reference":
 			return "an item_reference"
-		case m["type"] == nil && !hasRole:
+		case fieldFolded(m, "type") == nil && !hasRole:
 			return "an item by its id alone (an item reference)"
 		case typ == "reasoning":
-			if enc, _ := m["encrypted_content"].(string); enc == "" {
+			if enc, _ := fieldFolded(m, "encrypted_content").(string); enc == "" {
 				return "a reasoning item without its encrypted_content"
 			}
 		}
 	case apiOpenAIChat:
-		if audio, ok := m["audio"].(map[string]any); ok && audio["id"] != nil {
+		if audio, ok := fieldFolded(m, "audio").(map[string]any); ok && fieldFolded(audio, "id") != nil {
 			return "the audio of an earlier answer by its id"
 		}
 	}
@@ -107,24 +109,24 @@ func storedItem(api string, item any) string {
 func storedFile(v any) string {
 	switch x := v.(type) {
 	case map[string]any:
-		typ, _ := x["type"].(string)
+		typ, _ := fieldFolded(x, "type").(string)
 		switch typ {
 		case "input_file", "input_image":
-			if x["file_id"] != nil {
+			if fieldFolded(x, "file_id") != nil {
 				return fmt.Sprintf("an %s by its file_id", typ)
 			}
 		case "file":
-			if x["file_id"] != nil {
+			if fieldFolded(x, "file_id") != nil {
 				return "a file source by its file_id"
 			}
-			if f, ok := x["file"].(map[string]any); ok && f["file_id"] != nil {
+			if f, ok := fieldFolded(x, "file").(map[string]any); ok && fieldFolded(f, "file_id") != nil {
 				return "a file part by its file_id"
 			}
 		case "container_upload":
 			return "a container_upload by its file_id"
 		}
 		for k, e := range x {
-			if k == "input" && (typ == "tool_use" || typ == "server_tool_use") {
+			if isToolCallInput(typ, k) {
 				continue
 			}
 			if what := storedFile(e); what != "" {
@@ -139,4 +141,12 @@ func storedFile(v any) string {
 		}
 	}
 	return ""
+}
+
+// isToolCallInput says whether key k of an object of type typ holds a
+// tool call's arguments (an Anthropic tool_use or server_tool_use block's
+// input): the model's own words, which the provider neither fetches nor
+// reads from storage, so neither walk of content looks inside them.
+func isToolCallInput(typ, k string) bool {
+	return strings.EqualFold(k, "input") && (typ == "tool_use" || typ == "server_tool_use")
 }

@@ -198,6 +198,8 @@ func TestStoredContentIsRefused(t *testing.T) {
 			`names a reasoning item without its encrypted_content, ` + stored},
 		{"an input_file by file_id", "o", "responses", `{"model":"m-1","input":[{"role":"user","content":[{"type":"input_file","file_id":"file-1"}]}]}`, "",
 			`names an input_file by its file_id`},
+		{"an input_file by File_id, in another case", "o", "responses", `{"model":"m-1","input":[{"role":"user","content":[{"type":"input_file","File_id":"file-1"}]}]}`, "",
+			`names an input_file by its file_id`},
 		{"an input_image by file_id", "o", "responses", `{"model":"m-1","input":[{"role":"user","content":[{"type":"input_image","file_id":"file-1"}]}]}`, "",
 			`names an input_image by its file_id`},
 		{"a Chat Completions file part", "o", "chat/completions", `{"model":"m-1","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-1"}}]}]}`, "",

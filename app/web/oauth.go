@@ -327,15 +327,14 @@ func (s *Server) refresh(ctx context.Context, u store.WebUser, refreshToken stri
 	g, err := s.gh.exchange(ctx, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}})
 	switch {
 	case isBadRefreshToken(err):
-		// The store is read again before giving up: another replica may
-		// have spent the token (a claim that lapsed) and stored its pair.
-		if s.changed(ctx, u) {
-			return "", true, nil
-		}
+		// Another replica may have spent the token (a claim that lapsed)
+		// and stored its pair: the user is forgotten only if the store
+		// still holds the version this request read (one conditional
+		// delete, the store read again and acted on at once).
 		if err := s.forgetOr(ctx, u, err); err != nil {
 			return "", false, err
 		}
-		return "", true, nil // changed between the read and the forgetting
+		return "", true, nil // changed meanwhile: read the new pair
 	case err != nil:
 		// GitHub did not answer, answered 5xx, or refused the App's own
 		// credentials: nothing says the user's tokens are bad. They are
@@ -362,12 +361,6 @@ func (s *Server) refresh(ctx context.Context, u store.WebUser, refreshToken stri
 		s.log.Info().Str("login", u.Login).Msg("dashboard: the user's tokens changed during a refresh; the refreshed pair is not kept")
 	}
 	return g.AccessToken, false, nil
-}
-
-// changed reports whether the user's tokens are no longer u's version.
-func (s *Server) changed(ctx context.Context, u store.WebUser) bool {
-	fresh, err := s.st.GetWebUser(ctx, u.UserID)
-	return err == nil && fresh.Version != u.Version
 }
 
 // forgetOr forgets u after GitHub refused its refresh token (refusal),

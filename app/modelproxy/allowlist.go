@@ -548,10 +548,10 @@ func objectFields(raw []byte) ([]field, error) {
 		if err != nil || !isKey || dec.Decode(&value) != nil {
 			return nil, fmt.Errorf("is not a JSON object")
 		}
-		if first, dup := seen[strings.ToLower(key)]; dup {
+		if first, dup := seen[foldKey(key)]; dup {
 			return nil, fmt.Errorf("has the field %q twice (as %q and %q)", key, first, key)
 		}
-		seen[strings.ToLower(key)] = key
+		seen[foldKey(key)] = key
 		out = append(out, field{key, value})
 	}
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {

@@ -28,9 +28,9 @@ type usageMeter struct {
 	found Usage
 	// anthropic is a Messages stream's usage so far: message_start's,
 	// each field replaced by a later message_delta's that has it.
-	anthropic     anthropicUsage
-	anthropicSeen bool
-	sse           bool
+	// All zero when the answer is not a Messages stream.
+	anthropic anthropicUsage
+	sse       bool
 	// final is set when the answer's closing usage report arrived (a
 	// stream's last usage event, or a whole body's usage): without it the
 	// request is charged its reservation.
@@ -68,13 +68,11 @@ func (m *usageMeter) usage() Usage {
 
 func (m *usageMeter) total() Usage {
 	u := m.found
-	if m.anthropicSeen {
-		a := m.anthropic
-		u.InputTokens += a.input + a.cacheWrite + a.cacheRead
-		u.CacheReadTokens += a.cacheRead
-		u.CacheWriteTokens += a.cacheWrite
-		u.OutputTokens += a.output
-	}
+	a := m.anthropic
+	u.InputTokens += a.input + a.cacheWrite + a.cacheRead
+	u.CacheReadTokens += a.cacheRead
+	u.CacheWriteTokens += a.cacheWrite
+	u.OutputTokens += a.output
 	if u.TotalTokens == 0 {
 		u.TotalTokens = u.InputTokens + u.OutputTokens
 	}
@@ -163,10 +161,8 @@ func (m *usageMeter) add(doc []byte) {
 	switch {
 	case ev.Type == "message_start" && ev.Message != nil && ev.Message.Usage != nil:
 		m.anthropic.update(*ev.Message.Usage)
-		m.anthropicSeen = true
 	case ev.Type == "message_delta" && ev.Usage != nil:
 		m.anthropic.update(*ev.Usage)
-		m.anthropicSeen = true
 		m.final = true
 	case ev.Response != nil && ev.Response.Usage != nil:
 		m.count(*ev.Response.Usage)

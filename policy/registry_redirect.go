@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
@@ -57,7 +58,7 @@ type RegistryRedirectDecision struct {
 func DecideRegistryRedirect(r RegistryRedirect) RegistryRedirectDecision {
 	refuse := func(why string) RegistryRedirectDecision { return RegistryRedirectDecision{Why: why} }
 	if r.Hop > MaxRegistryRedirects {
-		return refuse("more than 5 redirects")
+		return refuse(fmt.Sprintf("more than %d redirects", MaxRegistryRedirects))
 	}
 	if r.To == nil || r.To.Host == "" || r.To.Opaque != "" {
 		return refuse("a redirect to no host")

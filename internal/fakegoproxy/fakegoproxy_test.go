@@ -401,7 +401,7 @@ func TestZipsRedirectToSignedStorage(t *testing.T) {
 	// An expired URL is refused.
 	expired := New(t, Options{Modules: fixture(), RedirectZips: true, SignedURLTTL: -time.Minute})
 	u := expired.SignedZipURL("fake.test/alpha", "v1.0.0")
-	if a := get(u, false); a.status != http.StatusForbidden || !strings.Contains(a.body, "<Code>ExpiredToken</Code>") {
-		t.Errorf("expired: %d %s, want 403 ExpiredToken", a.status, a.body)
+	if a := get(u, false); a.status != http.StatusBadRequest || !strings.Contains(a.body, "<Code>ExpiredToken</Code>") {
+		t.Errorf("expired: %d %s, want 400 ExpiredToken", a.status, a.body)
 	}
 }

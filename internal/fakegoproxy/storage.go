@@ -31,9 +31,8 @@ import (
 // which checks the signature and the expiry as Cloud Storage does
 // (cloud.google.com/storage/docs/access-control/signed-urls-v2: the
 // signature is over "GET\n\n\n<Expires>\n/<bucket>/<object>"; a bad one is
-// a 403 SignatureDoesNotMatch, an expired one a 400 ExpiredToken there,
-// which this storage answers 403 like every other refusal, so a test
-// needs no second case).
+// a 403 SignatureDoesNotMatch, an expired one a 400 ExpiredToken, as
+// this storage answers them).
 
 // storageBucket is the bucket the storage's object names start with.
 const storageBucket = "proxy-fake-prod"
@@ -131,7 +130,7 @@ func (s *storage) serve(w http.ResponseWriter, r *http.Request) *servedModule {
 	}
 	at, err := strconv.ParseInt(expires, 10, 64)
 	if err != nil || !time.Now().Before(time.Unix(at, 0)) {
-		storageError(w, http.StatusForbidden, "ExpiredToken", "The provided token has expired.")
+		storageError(w, http.StatusBadRequest, "ExpiredToken", "The provided token has expired.")
 		return m
 	}
 	if m == nil {

@@ -96,6 +96,10 @@ func checkSHA(f *faults, field, s string) {
 // IsCommitSHA reports whether s is a full git commit id (40 lowercase hex).
 func IsCommitSHA(s string) bool { return len(s) == 40 && isLowerHex(s) }
 
+// IsObjectName reports whether s is a full git object name in lowercase
+// hex: SHA-1's 40 digits or SHA-256's 64 (a repository's object format).
+func IsObjectName(s string) bool { return (len(s) == 40 || len(s) == 64) && isLowerHex(s) }
+
 // IsImageDigest reports whether s is an OCI content digest of the form
 // "sha256:" followed by 64 lowercase hex digits.
 func IsImageDigest(s string) bool {

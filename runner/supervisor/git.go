@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner/internal/hostgit"
 )
 
@@ -356,7 +357,7 @@ func mergeShallow(files ...[]byte) ([]byte, error) {
 			if line == "" {
 				continue
 			}
-			if !isObjectName(line) {
+			if !contract.IsObjectName(line) {
 				return nil, fmt.Errorf("the snapshot's shallow boundary has a line that is not a commit id (%d bytes)", len(line))
 			}
 			commits = append(commits, line)
@@ -369,20 +370,6 @@ func mergeShallow(files ...[]byte) ([]byte, error) {
 		out.WriteString(c + "\n")
 	}
 	return []byte(out.String()), nil
-}
-
-// isObjectName reports whether s is a full object name in lower-case hex:
-// SHA-1's 40 digits or SHA-256's 64.
-func isObjectName(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // fetchRemote fetches sha from cloneURL into the private repository with

@@ -80,10 +80,11 @@ func (s *Scheduler) finish(ctx context.Context, repoID int64, started time.Time,
 	// The builder redacted the output and the egress audit of the build's
 	// token; the patterns go over them again before they are kept and
 	// shown.
-	o := store.SnapshotOutcome{Log: contract.NewRedactor().Redact(contract.SnapshotLog(b.res.Setup)), Egress: b.res.Egress.Clone()}
-	contract.NewRedactor().RedactStrings(o.Egress)
+	red := contract.NewRedactor()
+	o := store.SnapshotOutcome{Log: red.Redact(contract.SnapshotLog(b.res.Setup)), Egress: b.res.Egress.Clone()}
+	red.RedactStrings(o.Egress)
 	if err != nil {
-		o.Error = contract.NewRedactor().Redact(err.Error())
+		o.Error = red.Redact(err.Error())
 		log.Error().Str("error", o.Error).Msg("snapshot build failed; the previous snapshot stays")
 	} else {
 		snap := b.res.Snapshot

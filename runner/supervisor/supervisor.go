@@ -404,7 +404,7 @@ type session struct {
 	// counts their goroutines; probeBin is the inspect binary copied in
 	// for probe-tcp.
 	services        []*service
-	stoppedServices []*service // the agent's, stopped when it ended (serviceCause)
+	stoppedServices []*service // every service stopped so far: the agent's when it ended, then verify's (serviceCause looks among them after the running ones)
 	servicesRunning sync.WaitGroup
 	probeBin        string
 	// budget is the session's parent cgroup (budget.go), or nil.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -29,9 +30,17 @@ func TestEveryRouteTheDeployGuideNamesIsServed(t *testing.T) {
 	if len(found) < 4 {
 		t.Fatalf("the guide names %d routes; the test's pattern no longer finds them: %q", len(found), found)
 	}
-	// As the guide's fleet recipe configures it: the Buildkite hook is
-	// served when its token is set.
-	h := newHarness(t, func(c *config.Server) { c.Buildkite.WebhookToken = "bk-hook-token-0123456789" })
+	// As the guide's recipes configure it: the Buildkite hook is served
+	// when its token is set, the dashboard when web.* is.
+	keyFile := filepath.Join(t.TempDir(), "web-key")
+	if err := os.WriteFile(keyFile, []byte(strings.Repeat("5a", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(c *config.Server) {
+		c.Buildkite.WebhookToken = "bk-hook-token-0123456789"
+		c.Web.PublicURL, c.Web.KeyPath = "https://inspect.example.com", keyFile
+		c.Web.ClientID, c.Web.ClientSecret = "client-id", "client-secret"
+	})
 	mux, ok := h.svc.Handler().(*http.ServeMux)
 	if !ok {
 		t.Fatalf("Service.Handler is a %T, not the mux this test asks", h.svc.Handler())

@@ -12,8 +12,8 @@ import (
 
 // TestTheStandInGrantsTheManifestsPermissions: every end-to-end test runs
 // with exactly the permissions .github/app-manifest.json asks for, so a
-// call that needs another fails there as on GitHub; and the README's
-// permission table gives each of them, with its reason.
+// call that needs another fails there as on GitHub; and the deploy guide's
+// permission table (docs/deploy.md, "Registering the GitHub App") gives each of them, with its reason.
 func TestTheStandInGrantsTheManifestsPermissions(t *testing.T) {
 	asked, err := manifestPermissions()
 	if err != nil {
@@ -22,7 +22,7 @@ func TestTheStandInGrantsTheManifestsPermissions(t *testing.T) {
 	if got := fakegithub.DefaultAppPermissions(); !maps.Equal(got, asked) {
 		t.Errorf("the stand-in grants %v, the manifest asks for %v", got, asked)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/deploy.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,12 +33,12 @@ func TestTheStandInGrantsTheManifestsPermissions(t *testing.T) {
 	}
 	for perm, level := range asked {
 		if inTable[perm] != level {
-			t.Errorf("the README's permission table gives %s as %q, the manifest as %q", perm, inTable[perm], level)
+			t.Errorf("docs/deploy.md's permission table gives %s as %q, the manifest as %q", perm, inTable[perm], level)
 		}
 	}
 	for perm := range inTable {
 		if _, asked := asked[perm]; !asked {
-			t.Errorf("the README's permission table lists %s, which the manifest does not ask for", perm)
+			t.Errorf("docs/deploy.md's permission table lists %s, which the manifest does not ask for", perm)
 		}
 	}
 }

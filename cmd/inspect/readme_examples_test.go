@@ -14,7 +14,7 @@ import (
 	"github.com/inspecthq/inspect/internal/fakenpm"
 )
 
-// The README's "Your first real repository" section shows a
+// docs/repositories.md's "Your first real repository" section shows a
 // .github/inspect.yml for a Go module and one for a Node project. These
 // tests run them as written, with `inspect run`, against stand-in
 // registries through the registry egress, and hold them to fetching each
@@ -24,17 +24,17 @@ import (
 // on every real repository.
 
 // readmeExample is the first ```yaml block after the paragraph of the
-// README's first-repository section that starts with lead.
+// first-repository section of docs/repositories.md that starts with lead.
 func readmeExample(t *testing.T, lead string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "repositories.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(b)
 	start := strings.Index(readme, "\n## Your first real repository")
 	if start < 0 {
-		t.Fatal("README.md has no section \"Your first real repository\"")
+		t.Fatal("docs/repositories.md has no section \"Your first real repository\"")
 	}
 	section := readme[start+1:]
 	if end := strings.Index(section, "\n## "); end >= 0 {
@@ -42,17 +42,17 @@ func readmeExample(t *testing.T, lead string) string {
 	}
 	i := strings.Index(section, "\n"+lead)
 	if i < 0 {
-		t.Fatalf("the README's first-repository section has no paragraph starting %q", lead)
+		t.Fatalf("docs/repositories.md's first-repository section has no paragraph starting %q", lead)
 	}
 	m := regexp.MustCompile("(?s)\n```yaml\n(.*?)```\n").FindStringSubmatch(section[i:])
 	if m == nil {
-		t.Fatalf("no yaml block follows %q in the README", lead)
+		t.Fatalf("no yaml block follows %q in docs/repositories.md", lead)
 	}
 	return m[1]
 }
 
 // readmeServerConfig writes a server config (inspect serve's keys) whose
-// egress.registries names the stand-ins as the README's server example
+// egress.registries names the stand-ins as docs/repositories.md's server example
 // names the real registries: goproxy and npmjs.
 func readmeServerConfig(t testing.TB, goproxy *fakegoproxy.Proxy, npm *fakenpm.Registry) string {
 	t.Helper()
@@ -125,7 +125,7 @@ func goFetchedTwice(up *fakegoproxy.Proxy) []string {
 // The Go example: setup's `go mod download` and verify's `go test` see one
 // module cache, so each module file crosses the egress once; with the
 // example's old config (the cache in each command's own HOME) verify
-// fetched every .mod and .zip again. Narrowed to setup, as the README says
+// fetched every .mod and .zip again. Narrowed to setup, as docs/repositories.md says
 // it may be, the registry is not needed in verify at all.
 func TestReadmeGoExampleFetchesEachModuleFileOnce(t *testing.T) {
 	greeting, names := readmeGoModules()
@@ -140,7 +140,7 @@ func TestReadmeGoExampleFetchesEachModuleFileOnce(t *testing.T) {
 			example := readmeExample(t, "A Go module") + tc.narrowing
 			code, stdout, stderr := readmeRun(t, gitRepo(t, readmeGoFiles(up, greeting, names, example)), readmeServerConfig(t, up, nil))
 			if code != 0 {
-				t.Fatalf("the README's Go example: exit %d\nconfig:\n%s\nstdout:\n%s\nstderr:\n%s", code, example, stdout, stderr)
+				t.Fatalf("docs/repositories.md's Go example: exit %d\nconfig:\n%s\nstdout:\n%s\nstderr:\n%s", code, example, stdout, stderr)
 			}
 			for _, m := range []fakegoproxy.Module{greeting, names} {
 				if n := up.Fetches(fakegoproxy.KindZip)[m.String()]; n != 1 {
@@ -148,7 +148,7 @@ func TestReadmeGoExampleFetchesEachModuleFileOnce(t *testing.T) {
 				}
 			}
 			if twice := goFetchedTwice(up); len(twice) > 0 {
-				t.Errorf("the README's Go example fetched module files more than once in one session: %s\nconfig:\n%s", strings.Join(twice, ", "), example)
+				t.Errorf("docs/repositories.md's Go example fetched module files more than once in one session: %s\nconfig:\n%s", strings.Join(twice, ", "), example)
 			}
 		})
 	}
@@ -179,7 +179,7 @@ func TestReadmeNodeExampleFetchesEachTarballOnce(t *testing.T) {
 			before := len(up.Requests())
 			code, stdout, stderr := readmeRun(t, repo, readmeServerConfig(t, nil, up))
 			if code != 0 {
-				t.Fatalf("the README's Node example: exit %d\nconfig:\n%s\nstdout:\n%s\nstderr:\n%s", code, example, stdout, stderr)
+				t.Fatalf("docs/repositories.md's Node example: exit %d\nconfig:\n%s\nstdout:\n%s\nstderr:\n%s", code, example, stdout, stderr)
 			}
 			fetched := map[string]int{}
 			for _, q := range up.Requests()[before:] {

@@ -19,9 +19,13 @@
 #
 # Run flags for the local target: bubblewrap makes user, mount, PID and
 # network namespaces for every session, which Docker's default seccomp
-# profile and AppArmor profile forbid. Run it with
-#   --security-opt seccomp=unconfined --security-opt apparmor=unconfined
-# on a host that allows unprivileged user namespaces
+# profile and AppArmor profile forbid, and mounts a fresh /proc, which the
+# kernel refuses while the runtime's masked /proc paths are mounted over the
+# container's ("bwrap: Can't mount proc on /newroot/proc: Operation not
+# permitted"). Run it with
+#   --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined
+# (podman takes the same flags; internal/dockerfile's TestImageServes runs
+# the image with them) on a host that allows unprivileged user namespaces
 # (sysctl kernel.unprivileged_userns_clone=1 on Debian and Ubuntu; on
 # Ubuntu 24.04 and later also kernel.apparmor_restrict_unprivileged_userns=0).
 # No --privileged and no added capabilities are needed.

@@ -114,6 +114,19 @@ func TestRepositoryDockerfile(t *testing.T) {
 	if built == "" {
 		t.Fatalf("no RUN in stage %s builds %s", src.stage, src.path)
 	}
+	want, got := buildFlags(readmeBuildCommand(t)), buildFlags(built)
+	if !slices.Equal(want, got) {
+		t.Errorf("the image builds with %v; README.md says %v", got, want)
+	}
+	if !slices.Contains(got, "CGO_ENABLED=0") {
+		t.Errorf("the image's inspect is not static: %v", got)
+	}
+}
+
+// readmeBuildCommand is README.md's command for building the binary
+// ("Building the binary"), which the image and the container test use.
+func readmeBuildCommand(t *testing.T) string {
+	t.Helper()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -122,13 +135,7 @@ func TestRepositoryDockerfile(t *testing.T) {
 	if m == nil {
 		t.Fatal("README.md gives no build command (CGO_ENABLED=... go build ...)")
 	}
-	want, got := buildFlags(m[1]), buildFlags(built)
-	if !slices.Equal(want, got) {
-		t.Errorf("the image builds with %v; README.md says %v", got, want)
-	}
-	if !slices.Contains(got, "CGO_ENABLED=0") {
-		t.Errorf("the image's inspect is not static: %v", got)
-	}
+	return m[1]
 }
 
 func runs(s Stage) []string {

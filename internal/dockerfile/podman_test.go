@@ -45,19 +45,10 @@ const webhookPath = "/api/github/hook"
 // /readyz 200 once it has been; SIGTERM stops it cleanly.
 func TestImageServes(t *testing.T) {
 	p := newPodman(t)
-	base := p.debianRoot(t)
-	buildCtx := t.TempDir()
-	buildInspect(t, filepath.Join(buildCtx, "inspect"))
-	data, err := os.ReadFile(testContainerfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(buildCtx, "Containerfile"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	buildCtx := p.buildContext(t)
 	for _, target := range []string{"local", "server"} {
 		t.Run(target, func(t *testing.T) {
-			image := p.build(t, buildCtx, base, target)
+			image := p.build(t, buildCtx, target)
 			var runArgs []string
 			executor := "none"
 			if target == "local" {
@@ -229,12 +220,29 @@ func (p podman) debianRoot(t *testing.T) string {
 	return image
 }
 
+// buildContext is a build context for the test Containerfile: the file
+// and the inspect binary built here with README.md's flags.
+func (p podman) buildContext(t *testing.T) string {
+	t.Helper()
+	buildCtx := t.TempDir()
+	buildInspect(t, filepath.Join(buildCtx, "inspect"))
+	data, err := os.ReadFile(testContainerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(buildCtx, "Containerfile"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return buildCtx
+}
+
 // build builds one target of the test Containerfile, with no network (all
 // it installs is in the root already), and removes the image at cleanup.
 // podman's layer cache keeps the target's slow steps (apt-get install) for
 // the next run.
-func (p podman) build(t *testing.T, buildCtx, base, target string) string {
+func (p podman) build(t *testing.T, buildCtx, target string) string {
 	t.Helper()
+	base := p.debianRoot(t)
 	iid := filepath.Join(t.TempDir(), "iid")
 	out, err := p.cmd(t.Context(), "build", "--network=none", "--layers",
 		"--build-arg", "DEBIAN_ROOT="+base, "--target", target, "--iidfile", iid,

@@ -15,7 +15,11 @@
 #   debian:bookworm-20260824-slim  repos/debian/remote/bookworm-20260824-slim.md
 #                                  (commit cae117d8c88cf4f36d2e284cb10fc1a8851f18bc)
 # FROM scratch and the stages' own names need none. internal/dockerfile's
-# test checks every FROM, the final stages' USER and the build flags.
+# test checks every FROM, the final stages' USER and the build flags, and
+# that internal/dockerfile/testdata/Containerfile keeps these stages: the
+# test builds that file with podman on a Debian root built on the test
+# machine (no registry is reachable there) and runs both targets
+# (decision 0070). Change a stage here, change it there.
 #
 # Run flags for the local target: bubblewrap makes user, mount, PID and
 # network namespaces for every session, which Docker's default seccomp

@@ -65,7 +65,9 @@ vet: ensure-go
 # The inspecttest tag lets sandboxed test sessions share one warm Go build
 # cache (decision 0050); without it the tests pass, only slower.
 # The image's local and server targets are built with podman and run
-# (internal/dockerfile, about 15 s once the root is imported).
+# (internal/dockerfile: both images serve, and a session runs each real
+# agent CLI in the local one; about 25 s, 40 s under -race, once the root is
+# imported).
 # The fault suite (./internal/faults) runs after the rest, on its own: its replicas,
 # sandboxes and PostgreSQL would otherwise compete for the CPU with the app's
 # end-to-end tests and push both toward their timeouts.

@@ -34,23 +34,27 @@ const (
 )
 
 // agentCLI is one real agent CLI as the host's npm installed it
-// (.ci/ensure-agent-clis): its package directory, the file npm's bin link
-// names, whether that file is a Node script, and how its preset reaches
-// the scripted model.
+// (.ci/ensure-agent-clis): the command npm's bin link makes, whether what
+// it links to is a Node script, and how its preset reaches the scripted
+// model.
 type agentCLI struct {
-	preset, command, pkg, entry string
-	node                        bool
-	kind                        string
-	base                        func(*fakemodel.Server) string
-	key                         func(fakemodel.Request) string
+	preset, command string
+	node            bool
+	kind            string
+	base            func(*fakemodel.Server) string
+	key             func(fakemodel.Request) string
 }
 
+// installed is where the host's npm put an agent CLI: its package
+// directory and the file the bin link points at (in it).
+type installed struct{ pkg, entry string }
+
 var agentCLIs = []agentCLI{
-	{preset: "codex", command: "codex", pkg: "/usr/lib/node_modules/@openai/codex", entry: "bin/codex.js", node: true,
+	{preset: "codex", command: "codex", node: true,
 		kind: "openai", base: func(m *fakemodel.Server) string { return m.URL() + "/v1" }, key: bearer},
-	{preset: "opencode", command: "opencode", pkg: "/usr/lib/node_modules/opencode-ai", entry: "bin/opencode.exe",
+	{preset: "opencode", command: "opencode",
 		kind: "openai", base: func(m *fakemodel.Server) string { return m.URL() + "/v1" }, key: bearer},
-	{preset: "claude-code", command: "claude", pkg: "/usr/lib/node_modules/@anthropic-ai/claude-code", entry: "bin/claude.exe",
+	{preset: "claude-code", command: "claude",
 		kind: "anthropic", base: func(m *fakemodel.Server) string { return m.URL() }, key: func(r fakemodel.Request) string { return r.Header.Get("X-Api-Key") }},
 }
 
@@ -76,19 +80,26 @@ func TestImageRunsEachAgentCLI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node is needed (run .ci/ensure-agent-clis): %v", err)
 	}
+	where := map[string]installed{}
 	for _, a := range agentCLIs {
-		if _, err := os.Stat(filepath.Join(a.pkg, a.entry)); err != nil {
-			t.Fatalf("%s is needed at %s (run .ci/ensure-agent-clis): %v", a.command, a.pkg, err)
+		bin, err := exec.LookPath(a.command)
+		if err == nil {
+			bin, err = filepath.EvalSymlinks(bin)
 		}
+		if err != nil {
+			t.Fatalf("%s is needed (run .ci/ensure-agent-clis): %v", a.command, err)
+		}
+		// npm links <prefix>/bin/CMD to <package>/bin/FILE.
+		where[a.preset] = installed{pkg: filepath.Dir(filepath.Dir(bin)), entry: bin}
 	}
 	p := newPodman(t)
 	image := p.build(t, p.buildContext(t), "local")
 	for _, a := range agentCLIs {
-		t.Run(a.preset, func(t *testing.T) { sessionInImage(t, p, image, node, a) })
+		t.Run(a.preset, func(t *testing.T) { sessionInImage(t, p, image, node, a, where[a.preset]) })
 	}
 }
 
-func sessionInImage(t *testing.T, p podman, image, node string, a agentCLI) {
+func sessionInImage(t *testing.T, p podman, image, node string, a agentCLI, at installed) {
 	gh := fakegithub.New()
 	t.Cleanup(gh.Close)
 	gh.AddInstallation(sessInstallationID, sessOwner)
@@ -119,9 +130,9 @@ func sessionInImage(t *testing.T, p podman, image, node string, a agentCLI) {
 		}
 	}
 	// The command on the sandbox's PATH, as npm's bin link would be.
-	launch := "exec " + a.pkg + "/" + a.entry + " \"$@\"\n"
+	launch := "exec " + at.entry + " \"$@\"\n"
 	if a.node {
-		launch = "exec /usr/bin/node " + a.pkg + "/" + a.entry + " \"$@\"\n"
+		launch = "exec /usr/bin/node " + at.entry + " \"$@\"\n"
 	}
 	launcher := filepath.Join(etc, a.command)
 	if err := os.WriteFile(launcher, []byte("#!/bin/sh\n"+launch), 0o755); err != nil {
@@ -156,7 +167,7 @@ func sessionInImage(t *testing.T, p podman, image, node string, a agentCLI) {
 	name := fmt.Sprintf("inspect-session-%d-%d", os.Getpid(), time.Now().UnixNano())
 	args := []string{"run", "--rm", "--name", name, "--network=host",
 		"--volume", etc + ":/etc/inspect:ro",
-		"--volume", a.pkg + ":" + a.pkg + ":ro",
+		"--volume", at.pkg + ":" + at.pkg + ":ro",
 		"--volume", launcher + ":/usr/bin/" + a.command + ":ro",
 	}
 	if a.node {

@@ -35,14 +35,16 @@ const (
 
 // agentCLI is one real agent CLI as the host's npm installed it
 // (.ci/ensure-agent-clis): the command npm's bin link makes, whether what
-// it links to is a Node script, and how its preset reaches the scripted
-// model.
+// it links to is a Node script, whether its preset keeps the model's last
+// message as the answer (codex exec --output-last-message; the others
+// answer only by writing the answer file as the prompt asks, which the
+// scripted model does not), and how its preset reaches the scripted model.
 type agentCLI struct {
-	preset, command string
-	node            bool
-	kind            string
-	base            func(*fakemodel.Server) string
-	key             func(fakemodel.Request) string
+	preset, command   string
+	node, lastMessage bool
+	kind              string
+	base              func(*fakemodel.Server) string
+	key               func(fakemodel.Request) string
 }
 
 // installed is where the host's npm put an agent CLI: its package
@@ -50,7 +52,7 @@ type agentCLI struct {
 type installed struct{ pkg, entry string }
 
 var agentCLIs = []agentCLI{
-	{preset: "codex", command: "codex", node: true,
+	{preset: "codex", command: "codex", node: true, lastMessage: true,
 		kind: "openai", base: func(m *fakemodel.Server) string { return m.URL() + "/v1" }, key: bearer},
 	{preset: "opencode", command: "opencode",
 		kind: "openai", base: func(m *fakemodel.Server) string { return m.URL() + "/v1" }, key: bearer},
@@ -196,7 +198,11 @@ func sessionInImage(t *testing.T, p podman, image, node string, a agentCLI, at i
 	deadline := time.Now().Add(sessionTimeout)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	for !created(gh, pulls) {
+	var pr []byte
+	for pr == nil {
+		if pr = created(gh, pulls); pr != nil {
+			break
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no pull request after %s; model requests %d, exhausted %d; outputs %q\n%s",
 				sessionTimeout, len(model.Requests()), model.Exhausted(), model.FunctionOutputs(), c.logs())
@@ -204,6 +210,19 @@ func sessionInImage(t *testing.T, p podman, image, node string, a agentCLI, at i
 		<-tick.C
 	}
 
+	var opened struct{ Body string }
+	if err := json.Unmarshal(pr, &opened); err != nil {
+		t.Fatalf("the pull request's body: %v: %s", err, pr)
+	}
+	wants := []string{"Agent: " + a.preset + " with `scripted-1`", "| `calc.go` | modified |"}
+	if a.lastMessage {
+		wants = append(wants, "## The agent's answer", "Fixed Add: it added one too many.")
+	}
+	for _, want := range wants {
+		if !strings.Contains(opened.Body, want) {
+			t.Errorf("the pull request's body lacks %q:\n%s", want, opened.Body)
+		}
+	}
 	if outs := strings.Join(model.FunctionOutputs(), "\n"); !strings.Contains(outs, "fixed") {
 		t.Errorf("the agent's command did not run in the sandbox: %q", outs)
 	}
@@ -227,14 +246,15 @@ func sessionInImage(t *testing.T, p podman, image, node string, a agentCLI, at i
 	}
 }
 
-// created reports whether the stand-in answered a POST to exactly path 201.
-func created(gh *fakegithub.Server, path string) bool {
+// created is the body of a POST to exactly path the stand-in answered
+// 201, nil while there is none.
+func created(gh *fakegithub.Server, path string) []byte {
 	for _, r := range gh.RequestsMatching("POST", path) {
 		if r.Path == path && r.Status == 201 {
-			return true
+			return r.Body
 		}
 	}
-	return false
+	return nil
 }
 
 func branches(t *testing.T, gh *fakegithub.Server) []string {

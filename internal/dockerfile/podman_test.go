@@ -318,6 +318,7 @@ func (p podman) start(t *testing.T, name string, args ...string) *container {
 	}
 	c.cmd.Stdout, c.cmd.Stderr = pw, pw
 	if err := c.cmd.Start(); err != nil {
+		_, _ = pr.Close(), pw.Close() // nothing was started to read from
 		t.Fatalf("podman run: %v", err)
 	}
 	_ = pw.Close() // the child holds its copy; ours must go for EOF to come

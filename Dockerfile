@@ -15,13 +15,21 @@
 #   debian:bookworm-20260824-slim  repos/debian/remote/bookworm-20260824-slim.md
 #                                  (commit cae117d8c88cf4f36d2e284cb10fc1a8851f18bc)
 # FROM scratch and the stages' own names need none. internal/dockerfile's
-# test checks every FROM, the final stages' USER and the build flags.
+# test checks every FROM, the final stages' USER and the build flags, and
+# that internal/dockerfile/testdata/Containerfile keeps these stages: the
+# test builds that file with podman on a Debian root built on the test
+# machine (no registry is reachable there) and runs both targets
+# (decision 0070). Change a stage here, change it there.
 #
 # Run flags for the local target: bubblewrap makes user, mount, PID and
 # network namespaces for every session, which Docker's default seccomp
-# profile and AppArmor profile forbid. Run it with
-#   --security-opt seccomp=unconfined --security-opt apparmor=unconfined
-# on a host that allows unprivileged user namespaces
+# profile and AppArmor profile forbid, and mounts a fresh /proc, which the
+# kernel refuses while the runtime's masked /proc paths are mounted over the
+# container's ("bwrap: Can't mount proc on /newroot/proc: Operation not
+# permitted"). Run it with
+#   --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined
+# (podman takes the same flags; internal/dockerfile's TestImageServes runs
+# the image with them) on a host that allows unprivileged user namespaces
 # (sysctl kernel.unprivileged_userns_clone=1 on Debian and Ubuntu; on
 # Ubuntu 24.04 and later also kernel.apparmor_restrict_unprivileged_userns=0).
 # No --privileged and no added capabilities are needed.

@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test demo bench bench-faults vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-agent-clis ensure-python-venv ensure-chromium ensure-emoji-font ensure-distroot clean screenshots
+.PHONY: all build test demo bench bench-faults vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-agent-clis ensure-python-venv ensure-chromium ensure-emoji-font ensure-distroot ensure-podman clean screenshots
 
 all: build
 
@@ -26,6 +26,14 @@ ensure-skopeo:
 # outside the clone, for the supervisor's distribution-root session test.
 ensure-distroot:
 	@.ci/ensure-distroot
+
+# The image is tested (internal/dockerfile's TestImageServes): podman and
+# runc from Debian's packages, and a Debian root (mmdebstrap) imported into
+# podman once per machine, cached outside the clone, as the base of
+# internal/dockerfile/testdata/Containerfile (no registry can be pulled from
+# here). About a minute the first time, nothing after; decision 0070.
+ensure-podman:
+	@.ci/ensure-podman
 
 # The real-agent end-to-end tests run Codex CLI, OpenCode and Claude Code
 # (from npm, at the versions runner/supervisor/presets.go pins).
@@ -56,10 +64,14 @@ vet: ensure-go
 # The store suite and the end-to-end tests run against SQLite and PostgreSQL.
 # The inspecttest tag lets sandboxed test sessions share one warm Go build
 # cache (decision 0050); without it the tests pass, only slower.
+# The image's local and server targets are built with podman and run
+# (internal/dockerfile: both images serve, and a session runs each real
+# agent CLI in the local one; about 25 s, 40 s under -race, once the root is
+# imported).
 # The fault suite (./internal/faults) runs after the rest, on its own: its replicas,
 # sandboxes and PostgreSQL would otherwise compete for the CPU with the app's
 # end-to-end tests and push both toward their timeouts.
-test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-agent-clis ensure-python-venv ensure-chromium ensure-distroot fmt-check vet
+test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-agent-clis ensure-python-venv ensure-chromium ensure-distroot ensure-podman fmt-check vet
 	$(GO) test -race -count=1 -timeout 30m -tags inspecttest $$($(GO) list $(PKGS) | grep -v '/internal/faults$$')
 	$(GO) test -race -count=1 -timeout 20m -parallel 3 -tags inspecttest ./internal/faults/
 

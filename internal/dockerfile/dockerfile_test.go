@@ -114,6 +114,19 @@ func TestRepositoryDockerfile(t *testing.T) {
 	if built == "" {
 		t.Fatalf("no RUN in stage %s builds %s", src.stage, src.path)
 	}
+	want, got := buildFlags(readmeBuildCommand(t)), buildFlags(built)
+	if !slices.Equal(want, got) {
+		t.Errorf("the image builds with %v; README.md says %v", got, want)
+	}
+	if !slices.Contains(got, "CGO_ENABLED=0") {
+		t.Errorf("the image's inspect is not static: %v", got)
+	}
+}
+
+// readmeBuildCommand is README.md's command for building the binary
+// ("Building the binary"), which the image and the container test use.
+func readmeBuildCommand(t *testing.T) string {
+	t.Helper()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -122,13 +135,7 @@ func TestRepositoryDockerfile(t *testing.T) {
 	if m == nil {
 		t.Fatal("README.md gives no build command (CGO_ENABLED=... go build ...)")
 	}
-	want, got := buildFlags(m[1]), buildFlags(built)
-	if !slices.Equal(want, got) {
-		t.Errorf("the image builds with %v; README.md says %v", got, want)
-	}
-	if !slices.Contains(got, "CGO_ENABLED=0") {
-		t.Errorf("the image's inspect is not static: %v", got)
-	}
+	return m[1]
 }
 
 func runs(s Stage) []string {
@@ -143,7 +150,8 @@ func runs(s Stage) []string {
 
 type copySource struct{ stage, path string }
 
-// copiedFrom finds the COPY --from=STAGE SRC DEST that writes dest.
+// copiedFrom finds the COPY [--from=STAGE] SRC DEST that writes dest
+// (stage "": from the build context).
 func copiedFrom(t *testing.T, s Stage, dest string) copySource {
 	t.Helper()
 	for _, in := range s.Body {
@@ -159,7 +167,7 @@ func copiedFrom(t *testing.T, s Stage, dest string) copySource {
 				args = append(args, a)
 			}
 		}
-		if len(args) == 2 && args[1] == dest && from != "" {
+		if len(args) == 2 && args[1] == dest {
 			return copySource{stage: strings.ToLower(from), path: args[0]}
 		}
 	}
@@ -179,6 +187,141 @@ func buildFlags(cmd string) []string {
 			i++ // the output path may differ
 		case strings.Contains(f, "=") && !strings.HasPrefix(f, "-"), strings.HasPrefix(f, "-"), strings.HasPrefix(f, "./"):
 			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// testContainerfile is the Containerfile TestImageServes builds with podman:
+// the Dockerfile's stages on bases built here (decision 0070).
+const testContainerfile = "testdata/Containerfile"
+
+// TestContainerfileTestKeepsTheDockerfilesStages: what the container test
+// builds and runs is what ships. The two files have the same stages in the
+// same order, and the stages that ship (local and server) are the same
+// instruction for instruction, but for the local stage's `apt-get update`
+// (the test's root has apt's lists already; its build has no network). The
+// build stages differ on purpose: the test copies in the binary it built on
+// the host with README.md's flags; both put it at the path the other
+// stages copy from.
+func TestContainerfileTestKeepsTheDockerfilesStages(t *testing.T) {
+	shipped, test := parseFile(t, "../../Dockerfile"), parseFile(t, testContainerfile)
+	if got, want := stageNames(test), stageNames(shipped); !slices.Equal(got, want) {
+		t.Fatalf("%s has stages %v; the Dockerfile has %v", testContainerfile, got, want)
+	}
+	for i, s := range test.Stages {
+		// Only roots built here, scratch or an earlier stage: podman
+		// cannot pull anything on these machines.
+		if !strings.HasPrefix(s.Image, "${") && !test.Pinned(i) {
+			t.Errorf("%s line %d: FROM %s is neither a build argument, scratch nor an earlier stage", testContainerfile, s.Line, s.Image)
+		}
+	}
+	for _, name := range []string{"local", "server"} {
+		a, _ := shipped.Stage(name)
+		b, _ := test.Stage(name)
+		if a.Image != b.Image && !strings.HasPrefix(b.Image, "${") {
+			t.Errorf("stage %s: FROM %s in the Dockerfile, %s in %s", name, a.Image, b.Image, testContainerfile)
+		}
+		got, want := comparable(b), comparable(a)
+		if !slices.Equal(got, want) {
+			t.Errorf("stage %s differs:\n%s:\n  %s\nDockerfile:\n  %s", name, testContainerfile,
+				strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		}
+	}
+	local, _ := shipped.Stage("local")
+	testLocal, _ := test.Stage("local")
+	if got, want := aptInstalls(testLocal), aptInstalls(local); len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("the local stages install %v (%s) and %v (Dockerfile)", got, testContainerfile, want)
+	}
+
+	// Both build stages leave the binary where the other stages copy it from.
+	src := copiedFrom(t, shipped.Stages[len(shipped.Stages)-1], "/inspect")
+	testSrc := copiedFrom(t, test.Stages[len(test.Stages)-1], "/inspect")
+	if src != testSrc {
+		t.Errorf("the server stages copy %+v (Dockerfile) and %+v (%s)", src, testSrc, testContainerfile)
+	}
+	build, _ := test.Stage(testSrc.stage)
+	if hostCopy := copiedFrom(t, build, testSrc.path); hostCopy.stage != "" || hostCopy.path != "inspect" {
+		t.Errorf("the test's build stage does not copy the host's binary (inspect in the build context) to %s: %+v", testSrc.path, hostCopy)
+	}
+	for _, r := range runs(build) {
+		if strings.Contains(r, "go build") {
+			t.Errorf("the test's build stage runs go build (%s): it takes the binary built on the host", r)
+		}
+	}
+	want := runs(mustStage(t, shipped, src.stage))
+	for _, r := range runs(build) {
+		if !slices.Contains(want, r) {
+			t.Errorf("the test's build stage runs %q; the Dockerfile's build stage does not (%v)", r, want)
+		}
+	}
+}
+
+func parseFile(t *testing.T, path string) File {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(string(data))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return f
+}
+
+func mustStage(t *testing.T, f File, name string) Stage {
+	t.Helper()
+	s, ok := f.Stage(name)
+	if !ok {
+		t.Fatalf("no stage %s", name)
+	}
+	return s
+}
+
+func stageNames(f File) []string {
+	var out []string
+	for _, s := range f.Stages {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// comparable is a stage's instructions, one string each, with whitespace
+// normalised and `apt-get update` dropped from RUN's && chains.
+func comparable(s Stage) []string {
+	var out []string
+	for _, in := range s.Body {
+		args := strings.Join(strings.Fields(in.Args), " ")
+		if in.Cmd == "RUN" {
+			var kept []string
+			for _, c := range strings.Split(args, "&&") {
+				if c = strings.TrimSpace(c); c != "apt-get update" {
+					kept = append(kept, c)
+				}
+			}
+			args = strings.Join(kept, " && ")
+		}
+		out = append(out, in.Cmd+" "+args)
+	}
+	return out
+}
+
+// aptInstalls is the packages a stage's RUNs give `apt-get install`: the
+// words after it that are not flags.
+func aptInstalls(s Stage) []string {
+	var out []string
+	for _, r := range runs(s) {
+		for _, c := range strings.Split(r, "&&") {
+			rest, ok := strings.CutPrefix(strings.TrimSpace(c), "apt-get install ")
+			if !ok {
+				continue
+			}
+			for _, w := range strings.Fields(rest) {
+				if !strings.HasPrefix(w, "-") {
+					out = append(out, w)
+				}
+			}
 		}
 	}
 	return out

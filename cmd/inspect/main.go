@@ -98,13 +98,24 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
+	probes := config.Probes{LookPath: exec.LookPath, CheckPrivateKey: ghclient.CheckPrivateKey}
 	if *check {
-		return checkConfig(*configPath, os.LookupEnv, config.Probes{LookPath: exec.LookPath, CheckPrivateKey: ghclient.CheckPrivateKey}, stdout, stderr)
+		return checkConfig(*configPath, os.LookupEnv, probes, stdout, stderr)
 	}
-	cfg, err := config.Load(*configPath, os.LookupEnv)
+	// The same check as --check-config, so a start reports every fault
+	// at once too, not the config's first and the files' on the next run.
+	cfg, warnings, err := config.Check(*configPath, os.LookupEnv, probes)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "inspect: warning: %s\n", w)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "inspect: %v\n", err)
-		return 2
+		// 2 when the config itself is wrong; 1 when it is sound and what
+		// it names (a file, the App key, bwrap) is not.
+		if _, lerr := config.Load(*configPath, os.LookupEnv); lerr != nil {
+			return 2
+		}
+		return 1
 	}
 	log := zerolog.New(stderr).Level(cfg.Level()).With().Timestamp().Str("version", version).Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

@@ -184,6 +184,27 @@ func TestServeChecksEveryReferencedFileAtStart(t *testing.T) {
 	}
 }
 
+// A config fault and a missing file are reported in one start, as
+// --check-config reports them, not one run after the other.
+func TestServeReportsConfigAndFileFaultsInOneRun(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "inspect.yaml")
+	cfg := "state_dir: " + dir + "\ngithub:\n  app_id: 5\n  private_key_path: " + filepath.Join(dir, "nokey.pem") + "\n  webhook_secret: s\n" +
+		"sessions:\n  timeout: soon\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"serve", "--config", path}, &out, &errOut); code != 2 {
+		t.Errorf("exit %d, want 2 (the config itself is wrong)", code)
+	}
+	for _, want := range []string{"sessions.timeout", "github.private_key_path"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("one start does not name %s:\n%s", want, errOut.String())
+		}
+	}
+}
+
 func TestSetupDefaultsForGitHubAndEnterpriseServer(t *testing.T) {
 	for web, want := range map[string]string{
 		"https://github.com":             "https://api.github.com/",

@@ -1,0 +1,286 @@
+package supervisor
+
+// The conversation primitive (issue 36, decision 0073): how an agent CLI's
+// conversation is continued, by the CLI's own means, so that the model sees
+// the whole conversation and not a summary of it.
+//
+// A run of a CLI preset leaves its conversation in its state under
+// AgentPaths.Home. The supervisor loop uses four calls:
+//
+//   - CaptureConversation, after a run, finds the CLI's own id for the
+//     conversation in that state (ConversationState).
+//   - ResumeInvocation is AgentInvocation for the next turn: the same
+//     configuration (Files, Env), the CLI's resume flag with that id, and
+//     the turn's message on standard input from a file (TurnFile), as the
+//     first prompt is.
+//   - PackAgentState (agentstate.go), when an attempt ends, packs the part
+//     of Home the CLI needs to resume, with the ConversationState, into a
+//     capped, redacted tarball for the store.
+//   - RestoreAgentState, before a later attempt's resume run, unpacks it
+//     under the new Home, or says why the turn starts fresh (a reason
+//     string). The caller then writes ResumeInvocation's Files over it: the
+//     state was written by the agent, and a base URL or key planted in it
+//     must not count.
+//
+// Steering a running agent is stop and resume for every preset: the
+// supervisor stops the CLI (StopAgent's order: SIGINT to its process group,
+// SIGKILL after a grace), captures the conversation and runs
+// ResumeInvocation with the message. A `command` agent is run again with
+// INSPECT_TURN_FILE naming the message and every turn so far in TurnsDir
+// (CommandTurnEnv).
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/inspecthq/inspect/contract"
+)
+
+// TurnsDir is where the supervisor writes a conversation's turns inside the
+// sandbox, one file each: TurnFile(1) is the first request, later ones the
+// messages that steered or continued it. Under the reserved .inspect/, so
+// never part of a change.
+const TurnsDir = "/workspace/" + inspectDir + "/turns"
+
+// TurnFile is turn n's message file (n counts from 1).
+func TurnFile(n int) string { return path.Join(TurnsDir, strconv.Itoa(n)+".md") }
+
+// TurnFileEnv names, for a `command` agent run again for a new turn, the
+// file holding that turn's message (TurnFile).
+const TurnFileEnv = "INSPECT_TURN_FILE"
+
+// ConversationState is what continuing an agent CLI's conversation needs
+// besides the state files themselves: which CLI, and its own id for the
+// conversation.
+type ConversationState struct {
+	Preset contract.Preset `json:"preset"`
+	// ID is the CLI's id: a UUID for Codex CLI (its thread) and Claude
+	// Code (its session), ses_… for OpenCode. Empty for a `command` agent,
+	// whose conversation is the turn files.
+	ID string `json:"id,omitempty"`
+}
+
+// The shapes of the CLIs' ids. An id is read from state the agent wrote,
+// so it is checked before it becomes an argv element.
+var (
+	uuidRE        = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	openCodeIDRE  = regexp.MustCompile(`^ses_[0-9A-Za-z]{8,64}$`)
+	codexRollout  = regexp.MustCompile(`^rollout-.*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$`)
+	openCodeLogID = regexp.MustCompile(`(?:message=created id=|session\.id=)(ses_[0-9A-Za-z]{8,64})(?:\s|$)`)
+)
+
+// Validate checks that st can continue a conversation of agent a.
+func (st ConversationState) Validate(a contract.Agent) error {
+	if st.Preset != a.Preset {
+		return fmt.Errorf("the conversation is %q's, not %q's", st.Preset, a.Preset)
+	}
+	switch a.Preset {
+	case contract.PresetCommand:
+		return nil
+	case contract.PresetCodex, contract.PresetClaudeCode:
+		if !uuidRE.MatchString(st.ID) {
+			return fmt.Errorf("%q is not a %s conversation id", st.ID, a.Preset)
+		}
+		return nil
+	case contract.PresetOpenCode:
+		if !openCodeIDRE.MatchString(st.ID) {
+			return fmt.Errorf("%q is not an OpenCode session id", st.ID)
+		}
+		return nil
+	}
+	return fmt.Errorf("preset %q has no conversation in this build", a.Preset)
+}
+
+// ErrNoConversation is CaptureConversation's answer when the CLI left no
+// conversation (it failed before its first request, say).
+var ErrNoConversation = errors.New("the agent left no conversation to continue")
+
+// CaptureConversation finds, after a run, the conversation agent a left in
+// its state under home, the host's path of AgentPaths.Home. When the state
+// holds several (it should not: one Home serves one session), the one
+// written last is taken.
+//
+//   - Codex CLI 0.171.0 writes each thread to
+//     codex/sessions/YYYY/MM/DD/rollout-TIME-UUID.jsonl and appends a
+//     resumed turn to the same file.
+//   - Claude Code 2.1.332 writes each session to
+//     claude/projects/DIR/UUID.jsonl (DIR is the working directory's path,
+//     munged); --resume appends to it.
+//   - OpenCode 1.18.33 keeps sessions in a SQLite database
+//     (opencode/data/opencode/opencode.db); its log
+//     (opencode/data/opencode/log/*.log) names the session each run created
+//     or continued, and is read instead of the database.
+func CaptureConversation(a contract.Agent, home string) (ConversationState, error) {
+	st := ConversationState{Preset: a.Preset}
+	var err error
+	switch a.Preset {
+	case contract.PresetCommand:
+		return st, nil
+	case contract.PresetCodex:
+		st.ID, err = newestFileID(filepath.Join(home, "codex", "sessions"), func(name string) string {
+			if m := codexRollout.FindStringSubmatch(name); m != nil {
+				return m[1]
+			}
+			return ""
+		})
+	case contract.PresetClaudeCode:
+		st.ID, err = newestFileID(filepath.Join(home, "claude", "projects"), func(name string) string {
+			if id, ok := strings.CutSuffix(name, ".jsonl"); ok && uuidRE.MatchString(id) {
+				return id
+			}
+			return ""
+		})
+	case contract.PresetOpenCode:
+		st.ID, err = openCodeLoggedSession(filepath.Join(home, "opencode", "data", "opencode", "log"))
+	default:
+		return ConversationState{}, fmt.Errorf("preset %q has no conversation in this build", a.Preset)
+	}
+	if err != nil {
+		return ConversationState{}, err
+	}
+	return st, st.Validate(a)
+}
+
+// newestFileID walks dir for regular files whose name idOf accepts and
+// returns the id of the one modified last.
+func newestFileID(dir string, idOf func(name string) string) (string, error) {
+	var id string
+	var newest time.Time
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil // directories are walked; links and the like are not the CLI's
+		}
+		found := idOf(d.Name())
+		if found == "" {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if id == "" || fi.ModTime().After(newest) {
+			id, newest = found, fi.ModTime()
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", ErrNoConversation
+	case err != nil:
+		return "", err
+	case id == "":
+		return "", ErrNoConversation
+	}
+	return id, nil
+}
+
+// openCodeLoggedSession reads OpenCode's logs, oldest first (their names
+// are their start times), and returns the last session a run created or
+// continued.
+func openCodeLoggedSession(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", ErrNoConversation
+	}
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".log") {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	id := ""
+	for _, name := range names {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			return "", err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		for sc.Scan() {
+			if m := openCodeLogID.FindStringSubmatch(sc.Text()); m != nil {
+				id = m[1]
+			}
+		}
+		err = sc.Err()
+		_ = f.Close() // read-only
+		if err != nil && !errors.Is(err, bufio.ErrTooLong) {
+			return "", err
+		}
+	}
+	if id == "" {
+		return "", ErrNoConversation
+	}
+	return id, nil
+}
+
+// ResumeInvocation says how to continue conversation st of agent a with the
+// message in msgFile (a file inside the sandbox, TurnFile(n)). It is
+// AgentInvocation with msgFile as the prompt, and the CLI's own way to
+// continue:
+//
+//	codex exec resume --strict-config --skip-git-repo-check
+//	  --dangerously-bypass-approvals-and-sandbox --model MODEL
+//	  --output-last-message FILE [--json] ID -
+//	claude -p … (AgentInvocation's flags) --resume ID
+//	opencode run … (AgentInvocation's flags) --session ID
+//
+// Each reads the message on standard input, as the first prompt. Files and
+// Env are AgentInvocation's exactly: the caller writes Files over the
+// restored state. (`codex exec resume` has no --color; with or without
+// --json its output is no terminal's.) A `command` agent's argv is its
+// command with msgFile as its last argument, and TurnFileEnv names it.
+// Like AgentInvocation, it reads and writes nothing.
+func ResumeInvocation(a contract.Agent, p AgentPaths, st ConversationState, msgFile string) (Invocation, error) {
+	if err := st.Validate(a); err != nil {
+		return Invocation{}, err
+	}
+	if !path.IsAbs(msgFile) || path.Clean(msgFile) != msgFile {
+		return Invocation{}, fmt.Errorf("the message file %q must be an absolute, clean path", msgFile)
+	}
+	p.PromptFile = msgFile
+	inv, err := AgentInvocation(a, p)
+	if err != nil {
+		return Invocation{}, err
+	}
+	switch a.Preset {
+	case contract.PresetCommand:
+		if inv.Env == nil {
+			inv.Env = map[string]string{}
+		}
+		inv.Env[TurnFileEnv] = msgFile
+	case contract.PresetCodex:
+		// AgentInvocation's argv is codex exec FLAGS... -: the same flags
+		// after `resume`, less --color, and the id before the `-`.
+		argv := []string{"codex", "exec", "resume"}
+		for i := 2; i < len(inv.Argv)-1; i++ {
+			if inv.Argv[i] == "--color" {
+				i++ // and its value
+				continue
+			}
+			argv = append(argv, inv.Argv[i])
+		}
+		inv.Argv = append(argv, st.ID, "-")
+	case contract.PresetClaudeCode:
+		inv.Argv = append(inv.Argv, "--resume", st.ID)
+	case contract.PresetOpenCode:
+		inv.Argv = append(inv.Argv, "--session", st.ID)
+	}
+	return inv, nil
+}

@@ -22,18 +22,25 @@ package supervisor
 //     state was written by the agent, and a base URL or key planted in it
 //     must not count.
 //
+// CLIConversation puts these together for one attempt's workspace: its
+// Resume(ctx, msg) writes the message as the next turn file, captures the
+// conversation the last run left, writes the preset's files over Home and
+// returns the invocation that continues it (the steering loop's
+// Conversation, runner/supervisor/turns.go).
+//
 // Steering a running agent is stop and resume for every preset: the
-// supervisor stops the CLI (StopAgent's order: SIGINT to its process group,
-// SIGKILL after a grace), captures the conversation and runs
-// ResumeInvocation with the message. A `command` agent is run again with
-// INSPECT_TURN_FILE naming the message and every turn so far in TurnsDir
-// (CommandTurnEnv).
+// supervisor stops the CLI (SIGINT or SIGTERM to its processes, SIGKILL
+// after a grace), and runs Resume's invocation with the message. A
+// `command` agent is run again with TurnFileEnv naming the message file,
+// every turn so far in TurnsDir.
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -283,4 +290,178 @@ func ResumeInvocation(a contract.Agent, p AgentPaths, st ConversationState, msgF
 		inv.Argv = append(inv.Argv, "--session", st.ID)
 	}
 	return inv, nil
+}
+
+// CLIConversation is the conversation of one attempt's agent, continued
+// turn by turn (OpenConversation). It is not safe for concurrent use: the
+// steering loop resumes one run at a time.
+type CLIConversation struct {
+	agent contract.Agent
+	paths AgentPaths
+	// workspace is /workspace as the agent sees it, and hostWork the
+	// same directory on the host.
+	workspace, hostWork string
+	uid, gid            int
+	// turns counts the turn files written; 0 until the first Resume,
+	// which writes the first prompt as turn 1.
+	turns int
+	// st is the conversation the last capture found (zero before).
+	st ConversationState
+}
+
+// OpenConversation returns the conversation of agent a, run with paths p
+// (sandbox paths under workspace, "/workspace" in a session) in the
+// workspace that is hostWork on the host. Files it writes are made the
+// sandbox's (uid, gid). Nothing is read or written until Resume.
+func OpenConversation(a contract.Agent, p AgentPaths, workspace, hostWork string, uid, gid int) (*CLIConversation, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	if err := p.validate(a); err != nil {
+		return nil, err
+	}
+	for _, f := range []string{p.PromptFile, p.Home} {
+		if !strings.HasPrefix(f, workspace+"/") {
+			return nil, fmt.Errorf("%s is not under the workspace %s", f, workspace)
+		}
+	}
+	return &CLIConversation{agent: a, paths: p, workspace: workspace, hostWork: hostWork, uid: uid, gid: gid}, nil
+}
+
+// hostPath is where sandbox path p (under c.workspace) is on the host.
+func (c *CLIConversation) hostPath(p string) string {
+	return filepath.Join(c.hostWork, filepath.FromSlash(strings.TrimPrefix(p, c.workspace+"/")))
+}
+
+// turnFile is turn n's message file, in the sandbox.
+func (c *CLIConversation) turnFile(n int) string {
+	return path.Join(c.workspace, inspectDir, "turns", strconv.Itoa(n)+".md")
+}
+
+// State is the conversation as the last run left it, captured now.
+func (c *CLIConversation) State() (ConversationState, error) {
+	return CaptureConversation(c.agent, c.hostPath(c.paths.Home))
+}
+
+// Resume returns how to run the agent again so that it continues its
+// conversation with msg as the next user message, after its last run
+// ended (finished or stopped). msg is untrusted: it reaches the CLI as a
+// file on its standard input. The preset's files are written over Home
+// first: the agent could have changed its own configuration while it ran.
+//
+// When the last run left no conversation (stopped before its first model
+// request), the agent starts one: its prompt is the first prompt, then
+// the message, so the model still gets every word said.
+func (c *CLIConversation) Resume(ctx context.Context, msg string) (Invocation, error) {
+	if err := ctx.Err(); err != nil {
+		return Invocation{}, err
+	}
+	if c.turns == 0 {
+		first, err := os.ReadFile(c.hostPath(c.paths.PromptFile))
+		if err != nil {
+			return Invocation{}, fmt.Errorf("reading the first prompt: %w", err)
+		}
+		if err := c.writeTurn(1, first); err != nil {
+			return Invocation{}, err
+		}
+		c.turns = 1
+	}
+	n := c.turns + 1
+	if err := c.writeTurn(n, []byte(msg)); err != nil {
+		return Invocation{}, err
+	}
+	c.turns = n
+	st, err := c.State()
+	var inv Invocation
+	switch {
+	case errors.Is(err, ErrNoConversation):
+		whole, rerr := c.wholeConversation()
+		if rerr != nil {
+			return Invocation{}, rerr
+		}
+		p := c.paths
+		p.PromptFile = whole
+		inv, err = AgentInvocation(c.agent, p)
+	case err != nil:
+		return Invocation{}, fmt.Errorf("finding the agent's conversation: %w", err)
+	default:
+		c.st = st
+		inv, err = ResumeInvocation(c.agent, c.paths, st, c.turnFile(n))
+	}
+	if err != nil {
+		return Invocation{}, err
+	}
+	if err := writeHomeFiles(c.hostPath(c.paths.Home), inv.Files, c.uid, c.gid); err != nil {
+		return Invocation{}, fmt.Errorf("writing the agent's configuration: %w", err)
+	}
+	return inv, nil
+}
+
+// writeTurn writes turn n's message file, readable by the sandbox.
+func (c *CLIConversation) writeTurn(n int, msg []byte) error {
+	f := c.hostPath(c.turnFile(n))
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(f, msg, 0o644); err != nil {
+		return fmt.Errorf("writing turn %d: %w", n, err)
+	}
+	return nil
+}
+
+// wholeConversation writes every turn so far into one prompt file, for an
+// agent with no conversation to continue, and returns its sandbox path.
+func (c *CLIConversation) wholeConversation() (string, error) {
+	var b strings.Builder
+	for i := 1; i <= c.turns; i++ {
+		msg, err := os.ReadFile(c.hostPath(c.turnFile(i)))
+		if err != nil {
+			return "", err
+		}
+		if i > 1 {
+			b.WriteString("\n\n---\n\nA further message from the people you work for:\n\n")
+		}
+		b.Write(msg)
+	}
+	p := path.Join(c.workspace, inspectDir, "turns", strconv.Itoa(c.turns)+"-whole.md")
+	if err := os.WriteFile(c.hostPath(p), []byte(b.String()), 0o644); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// writeHomeFiles writes an invocation's Files under home (the host's), over
+// whatever is there, through an os.Root (no link followed out of home; a
+// link in a file's place is replaced, not followed), owned by uid:gid.
+func writeHomeFiles(home string, files map[string][]byte, uid, gid int) error {
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(home)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = root.Close() }() // the writes' errors are checked
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return err
+		}
+		if err := root.RemoveAll(name); err != nil {
+			return err
+		}
+		if err := writeNewFile(root, name, files[name]); err != nil {
+			return err
+		}
+		if uid != os.Geteuid() || gid != os.Getegid() {
+			if err := root.Lchown(name, uid, gid); err != nil {
+				return err
+			}
+			for d := path.Dir(name); d != "."; d = path.Dir(d) {
+				if err := root.Lchown(d, uid, gid); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

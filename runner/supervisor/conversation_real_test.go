@@ -74,22 +74,20 @@ func continueRealConversation(t *testing.T, c realCLI) {
 	t.Cleanup(planted.Close)
 
 	dir := sandboxtest.ReachableDir(t)
-	work, home1, home2, userHome := filepath.Join(dir, "work"), filepath.Join(dir, "home1"), filepath.Join(dir, "home2"), filepath.Join(dir, "user")
-	for _, d := range []string{filepath.Join(work, inspectDir, "turns"), home1, home2, userHome} {
+	work, userHome := filepath.Join(dir, "work"), filepath.Join(dir, "user")
+	home1, home2 := filepath.Join(work, inspectDir, "home1"), filepath.Join(work, inspectDir, "home2")
+	for _, d := range []string{home1, home2, userHome} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	turn := func(n int, msg string) string {
-		f := filepath.Join(work, inspectDir, "turns", strings.TrimPrefix(TurnFile(n), TurnsDir+"/"))
-		if err := os.WriteFile(f, []byte(msg+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return f
+	prompt := filepath.Join(work, inspectDir, "prompt.md")
+	if err := os.WriteFile(prompt, []byte(firstMessage+"\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	a := contract.Agent{Preset: c.preset, Model: "scripted-1", Provider: "scripted", ProviderKind: c.kind}
 	paths := func(home string) AgentPaths {
-		return AgentPaths{PromptFile: turn(1, firstMessage), AnswerFile: filepath.Join(work, inspectDir, "answer.md"),
+		return AgentPaths{PromptFile: prompt, AnswerFile: filepath.Join(work, inspectDir, "answer.md"),
 			Home: home, ModelBaseURL: c.base(model)}
 	}
 
@@ -107,15 +105,23 @@ func continueRealConversation(t *testing.T, c realCLI) {
 		t.Fatalf("capturing the first turn's conversation: %v", err)
 	}
 
-	// Steering: a resume whose model holds its answer, stopped while it
-	// waits, as an interrupt stops the agent.
+	// Steering: the conversation continued in the same attempt, its
+	// model holding its answer; the run is stopped while it waits, as an
+	// interrupt stops the agent.
+	conv, err := OpenConversation(a, paths(home1), work, work, sandboxUID, sandboxUID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	hold, holding := make(chan struct{}), make(chan struct{})
 	defer close(hold)
 	model.Script(fakemodel.Turn{Hold: hold, Holding: holding})
 	before := len(model.Requests())
-	inv, err = ResumeInvocation(a, paths(home1), st, turn(2, steerMessage))
+	inv, err = conv.Resume(context.Background(), steerMessage)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if inv.StdinFile != filepath.Join(work, inspectDir, "turns", "2.md") {
+		t.Errorf("the steering message is read from %q, not turn 2's file", inv.StdinFile)
 	}
 	res := runRealCLI(t, inv, work, home1, userHome, holding)
 	if !res.stopped {
@@ -146,7 +152,11 @@ func continueRealConversation(t *testing.T, c realCLI) {
 	plantConfig(t, c.preset, home2, planted.URL())
 	model.Script(fakemodel.Turn{Message: thirdReply})
 	before = len(model.Requests())
-	inv, err = ResumeInvocation(a, paths(home2), st3, turn(3, resumeMessage))
+	third := filepath.Join(work, inspectDir, "turns", "3.md")
+	if err := os.WriteFile(third, []byte(resumeMessage), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv, err = ResumeInvocation(a, paths(home2), st3, third)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,14 +220,14 @@ type cliRun struct {
 	stopped bool
 }
 
-// stopGrace is how long a CLI has after SIGINT before SIGKILL.
+// stopGrace is how long a CLI has after SIGTERM before SIGKILL.
 const stopGrace = 5 * time.Second
 
 // runRealCLI writes inv's Files over home, runs inv as the sandbox's uid in
 // work (its own process group, the prompt on stdin), and waits for it to
 // end. When stopAt is given, the run is stopped as an interrupt stops it
-// once stopAt closes: SIGINT to its process group, SIGKILL after
-// stopGrace.
+// once stopAt closes: SIGTERM to its process group (as the sandbox stops
+// its init), SIGKILL after stopGrace.
 func runRealCLI(t *testing.T, inv Invocation, work, home, userHome string, stopAt <-chan struct{}) cliRun {
 	t.Helper()
 	for name, content := range inv.Files {
@@ -280,12 +280,13 @@ func runRealCLI(t *testing.T, inv Invocation, work, home, userHome string, stopA
 	case <-ctx.Done():
 		return cliRun{err: <-done, stderr: stderr.String()}
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) // the group: the CLI and what it started
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // the group: the CLI and what it started
 	grace := time.NewTimer(stopGrace)
 	defer grace.Stop()
 	select {
 	case err = <-done:
 	case <-grace.C:
+		t.Logf("%s did not end within %s of SIGTERM: killed", inv.Argv[0], stopGrace)
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		err = <-done
 	}

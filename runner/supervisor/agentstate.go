@@ -109,8 +109,8 @@ func cliVersion(p contract.Preset) string {
 	return ""
 }
 
-// PackAgentState packs the kept part of home (the host's path of
-// AgentPaths.Home) with st, after the agent's run has ended. The agent
+// PackAgentState packs the kept part of home (AgentPaths.Home, opened by
+// OpenAgentHome) with st, after the agent's run has ended. The agent
 // wrote all of it: only regular files and directories are taken (a link,
 // device or socket is left out and named in skipped), each read through an
 // os.Root with O_NOFOLLOW. Every secret red knows (the tokens we minted)
@@ -118,7 +118,7 @@ func cliVersion(p contract.Preset) string {
 // UTF-8 text and held one (a database) cannot be redacted without breaking
 // it, so the state is refused. Over MaxAgentStateBytes packed, the
 // unpacked cap or the file cap, it is refused with ErrAgentStateTooBig.
-func PackAgentState(home string, st ConversationState, red *contract.Redactor, now time.Time) (data []byte, skipped []string, err error) {
+func PackAgentState(home *os.Root, st ConversationState, red *contract.Redactor, now time.Time) (data []byte, skipped []string, err error) {
 	prefixes := keptState(st.Preset)
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
@@ -131,11 +131,7 @@ func PackAgentState(home string, st ConversationState, red *contract.Redactor, n
 	if err := writeTarFile(tw, agentStateManifestName, man, now); err != nil {
 		return nil, nil, err
 	}
-	root, err := os.OpenRoot(home)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() { _ = root.Close() }() // read-only
+	root := home
 	var total int64
 	files := 0
 	walkErr := fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
@@ -237,9 +233,9 @@ func writeTarFile(tw *tar.Writer, name string, content []byte, now time.Time) er
 	return err
 }
 
-// RestoreAgentState unpacks a state PackAgentState made into home (the
-// host's path of the new attempt's AgentPaths.Home, empty), for agent a,
-// and returns the conversation to continue. When the state cannot serve,
+// RestoreAgentState unpacks a state PackAgentState made into home (the new
+// attempt's AgentPaths.Home, empty, opened by OpenAgentHome), for agent a,
+// owned by uid:gid, and returns the conversation to continue. When the state cannot serve,
 // fresh says why, nothing is left in home, and the turn starts a new
 // conversation (the caller says so): there is none (data is empty: never
 // kept, or gone past its retention), it is older than maxAge, over the
@@ -251,22 +247,26 @@ func writeTarFile(tw *tar.Writer, name string, content []byte, now time.Time) er
 // The caller then writes ResumeInvocation's Files over home: the state was
 // written by the agent, and the preset's configuration must be the one
 // that counts.
-func RestoreAgentState(home string, a contract.Agent, data []byte, now time.Time, maxAge time.Duration) (st ConversationState, fresh string, err error) {
+func RestoreAgentState(home *os.Root, a contract.Agent, data []byte, now time.Time, maxAge time.Duration, uid, gid int) (st ConversationState, fresh string, err error) {
 	man, entries, fresh := readAgentState(a, data, now, maxAge)
 	if fresh != "" {
 		return ConversationState{}, fresh, nil
 	}
-	root, err := os.OpenRoot(home)
-	if err != nil {
-		return ConversationState{}, "", err
-	}
-	defer func() { _ = root.Close() }() // closed after the writes, whose errors are checked
+	root := home
+	chown := uid != os.Geteuid() || gid != os.Getegid()
 	for _, e := range entries {
 		name := filepath.FromSlash(e.name)
 		if e.dir {
 			err = root.MkdirAll(name, 0o755)
 		} else if err = root.MkdirAll(filepath.Dir(name), 0o755); err == nil {
 			err = writeNewFile(root, name, e.content)
+		}
+		if chown {
+			// The entry and every directory above it: the CLI writes
+			// new files beside the restored ones.
+			for d := e.name; d != "." && err == nil; d = path.Dir(d) {
+				err = root.Lchown(filepath.FromSlash(d), uid, gid)
+			}
 		}
 		if err != nil {
 			for _, top := range topNames(entries) {

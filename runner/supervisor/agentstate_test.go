@@ -39,6 +39,17 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
+// openRoot opens dir as an os.Root, closed at the end of the test.
+func openRoot(t *testing.T, dir string) *os.Root {
+	t.Helper()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
 // listTree lists the regular files under dir, relative, sorted.
 func listTree(t *testing.T, dir string) []string {
 	t.Helper()
@@ -80,7 +91,7 @@ func TestAgentStatePacksTheConversationOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := ConversationState{Preset: contract.PresetCodex, ID: stateTestID}
-	data, skipped, err := PackAgentState(home, st, contract.NewRedactor(minted), time.Now())
+	data, skipped, err := PackAgentState(openRoot(t, home), st, contract.NewRedactor(minted), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +103,22 @@ func TestAgentStatePacksTheConversationOnly(t *testing.T) {
 	}
 
 	into := t.TempDir()
-	got, fresh, err := RestoreAgentState(into, stateCodex, data, time.Now(), MaxAgentStateAge)
+	uid := os.Geteuid()
+	if uid == 0 {
+		uid = sandboxUID // as root, the restore hands the files to the sandbox
+	}
+	got, fresh, err := RestoreAgentState(openRoot(t, into), stateCodex, data, time.Now(), MaxAgentStateAge, uid, uid)
 	if err != nil || fresh != "" || got != st {
 		t.Fatalf("restored %+v, fresh %q, %v", got, fresh, err)
+	}
+	for _, p := range []string{"codex", "codex/sessions/2026/12/07", rollout} {
+		fi, err := os.Lstat(filepath.Join(into, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sys, ok := fi.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != uid {
+			t.Errorf("%s is not the sandbox's (uid %d): %+v", p, uid, fi.Sys())
+		}
 	}
 	if files := listTree(t, into); !slices.Equal(files, []string{rollout}) {
 		t.Errorf("restored %q, want only the rollout", files)
@@ -115,7 +139,7 @@ func TestAgentStateRefusesAnUnredactableFile(t *testing.T) {
 	home := t.TempDir()
 	writeTree(t, home, map[string]string{"opencode/data/opencode/opencode.db": "SQLite format 3\x00\xff\xfe" + minted})
 	st := ConversationState{Preset: contract.PresetOpenCode, ID: "ses_dae9d1c6cffeJortBXMAIsgEc5"}
-	if _, _, err := PackAgentState(home, st, contract.NewRedactor(minted), time.Now()); err == nil || !strings.Contains(err.Error(), "cannot be redacted") {
+	if _, _, err := PackAgentState(openRoot(t, home), st, contract.NewRedactor(minted), time.Now()); err == nil || !strings.Contains(err.Error(), "cannot be redacted") {
 		t.Errorf("packed a database holding a minted token: %v", err)
 	}
 }
@@ -126,7 +150,7 @@ func TestAgentStateTooBigIsRefused(t *testing.T) {
 	big := make([]byte, maxAgentStateUnpacked+1)
 	writeTree(t, home, map[string]string{"claude/projects/p/" + stateTestID + ".jsonl": string(big)})
 	st := ConversationState{Preset: contract.PresetClaudeCode, ID: stateTestID}
-	if _, _, err := PackAgentState(home, st, nil, time.Now()); !errors.Is(err, ErrAgentStateTooBig) {
+	if _, _, err := PackAgentState(openRoot(t, home), st, nil, time.Now()); !errors.Is(err, ErrAgentStateTooBig) {
 		t.Errorf("packed an over-cap state: %v", err)
 	}
 }
@@ -210,7 +234,7 @@ func TestAgentStateThatCannotServeStartsFresh(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			home := t.TempDir()
-			st, fresh, err := RestoreAgentState(home, c.agent, c.data, now, MaxAgentStateAge)
+			st, fresh, err := RestoreAgentState(openRoot(t, home), c.agent, c.data, now, MaxAgentStateAge, os.Geteuid(), os.Getegid())
 			if err != nil || !strings.Contains(fresh, c.want) || st != (ConversationState{}) {
 				t.Errorf("got %+v, fresh %q, %v; want a fresh start saying %q", st, fresh, err, c.want)
 			}
@@ -248,7 +272,7 @@ func TestCaptureConversationFindsEachCLIsID(t *testing.T) {
 	} {
 		t.Run(string(c.agent.Preset), func(t *testing.T) {
 			home := t.TempDir()
-			if _, err := CaptureConversation(c.agent, home); !errors.Is(err, ErrNoConversation) {
+			if _, err := CaptureConversation(c.agent, openRoot(t, home)); !errors.Is(err, ErrNoConversation) {
 				t.Errorf("an empty Home: %v, want ErrNoConversation", err)
 			}
 			writeTree(t, home, c.files)
@@ -258,7 +282,7 @@ func TestCaptureConversationFindsEachCLIsID(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			st, err := CaptureConversation(c.agent, home)
+			st, err := CaptureConversation(c.agent, openRoot(t, home))
 			if err != nil || st.ID != c.want || st.Preset != c.agent.Preset {
 				t.Errorf("captured %+v, %v; want %s", st, err, c.want)
 			}
@@ -412,5 +436,25 @@ func TestConversationWithNothingToResumeStartsWithEveryTurn(t *testing.T) {
 	}
 	if b, err := os.ReadFile(outside); err != nil || !strings.Contains(string(b), "evil") {
 		t.Errorf("the link's target was written through it: %s (%v)", b, err)
+	}
+}
+
+// Links the agent left in the turns directory's or Home's place do not
+// take the supervisor's writes out of the workspace.
+func TestConversationWritesNothingOutsideTheWorkspace(t *testing.T) {
+	work, outside := t.TempDir(), t.TempDir()
+	writeTree(t, work, map[string]string{".inspect/prompt.md": "fix the bug"})
+	for _, name := range []string{"turns", "home"} {
+		if err := os.Symlink(outside, filepath.Join(work, ".inspect", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conv, err := OpenConversation(presetCodex, presetPaths("openai"), "/workspace", work, os.Geteuid(), os.Getegid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conv.Resume(context.Background(), "also the docs")
+	if files := listTree(t, outside); len(files) != 0 || err == nil {
+		t.Errorf("resuming through links wrote %q outside the workspace (error %v)", files, err)
 	}
 }

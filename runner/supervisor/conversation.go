@@ -48,6 +48,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/inspecthq/inspect/contract"
@@ -113,9 +114,9 @@ func (st ConversationState) Validate(a contract.Agent) error {
 var ErrNoConversation = errors.New("the agent left no conversation to continue")
 
 // CaptureConversation finds, after a run, the conversation agent a left in
-// its state under home, the host's path of AgentPaths.Home. When the state
-// holds several (it should not: one Home serves one session), the one
-// written last is taken.
+// its state under home, AgentPaths.Home opened by OpenAgentHome. When the
+// state holds several (it should not: one Home serves one session), the
+// one written last is taken.
 //
 //   - Codex CLI 0.171.0 writes each thread to
 //     codex/sessions/YYYY/MM/DD/rollout-TIME-UUID.jsonl and appends a
@@ -127,28 +128,30 @@ var ErrNoConversation = errors.New("the agent left no conversation to continue")
 //     (opencode/data/opencode/opencode.db); its log
 //     (opencode/data/opencode/log/*.log) names the session each run created
 //     or continued, and is read instead of the database.
-func CaptureConversation(a contract.Agent, home string) (ConversationState, error) {
+func CaptureConversation(a contract.Agent, home *os.Root) (ConversationState, error) {
 	st := ConversationState{Preset: a.Preset}
-	var err error
-	switch a.Preset {
-	case contract.PresetCommand:
+	if a.Preset == contract.PresetCommand {
 		return st, nil
+	}
+	var err error
+	fsys := home.FS()
+	switch a.Preset {
 	case contract.PresetCodex:
-		st.ID, err = newestFileID(filepath.Join(home, "codex", "sessions"), func(name string) string {
+		st.ID, err = newestFileID(fsys, "codex/sessions", func(name string) string {
 			if m := codexRollout.FindStringSubmatch(name); m != nil {
 				return m[1]
 			}
 			return ""
 		})
 	case contract.PresetClaudeCode:
-		st.ID, err = newestFileID(filepath.Join(home, "claude", "projects"), func(name string) string {
+		st.ID, err = newestFileID(fsys, "claude/projects", func(name string) string {
 			if id, ok := strings.CutSuffix(name, ".jsonl"); ok && uuidRE.MatchString(id) {
 				return id
 			}
 			return ""
 		})
 	case contract.PresetOpenCode:
-		st.ID, err = openCodeLoggedSession(filepath.Join(home, "opencode", "data", "opencode", "log"))
+		st.ID, err = openCodeLoggedSession(fsys, "opencode/data/opencode/log")
 	default:
 		return ConversationState{}, fmt.Errorf("preset %q has no conversation in this build", a.Preset)
 	}
@@ -158,12 +161,12 @@ func CaptureConversation(a contract.Agent, home string) (ConversationState, erro
 	return st, st.Validate(a)
 }
 
-// newestFileID walks dir for regular files whose name idOf accepts and
-// returns the id of the one modified last.
-func newestFileID(dir string, idOf func(name string) string) (string, error) {
+// newestFileID walks dir in fsys for regular files whose name idOf
+// accepts and returns the id of the one modified last.
+func newestFileID(fsys fs.FS, dir string, idOf func(name string) string) (string, error) {
 	var id string
 	var newest time.Time
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -197,8 +200,8 @@ func newestFileID(dir string, idOf func(name string) string) (string, error) {
 // openCodeLoggedSession reads OpenCode's logs, oldest first (their names
 // are their start times), and returns the last session a run created or
 // continued.
-func openCodeLoggedSession(dir string) (string, error) {
-	entries, err := os.ReadDir(dir)
+func openCodeLoggedSession(fsys fs.FS, dir string) (string, error) {
+	entries, err := fs.ReadDir(fsys, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", ErrNoConversation
 	}
@@ -214,7 +217,7 @@ func openCodeLoggedSession(dir string) (string, error) {
 	slices.Sort(names)
 	id := ""
 	for _, name := range names {
-		f, err := os.Open(filepath.Join(dir, name))
+		f, err := fsys.Open(path.Join(dir, name))
 		if err != nil {
 			return "", err
 		}
@@ -328,19 +331,42 @@ func OpenConversation(a contract.Agent, p AgentPaths, workspace, hostWork string
 	return &CLIConversation{agent: a, paths: p, workspace: workspace, hostWork: hostWork, uid: uid, gid: gid}, nil
 }
 
-// hostPath is where sandbox path p (under c.workspace) is on the host.
-func (c *CLIConversation) hostPath(p string) string {
-	return filepath.Join(c.hostWork, filepath.FromSlash(strings.TrimPrefix(p, c.workspace+"/")))
-}
-
 // turnFile is turn n's message file, in the sandbox.
 func (c *CLIConversation) turnFile(n int) string {
 	return path.Join(c.workspace, inspectDir, "turns", strconv.Itoa(n)+".md")
 }
 
+// OpenHome opens the agent's Home (OpenAgentHome) for PackAgentState and
+// RestoreAgentState.
+func (c *CLIConversation) OpenHome() (*os.Root, error) {
+	return OpenAgentHome(c.hostWork, c.rel(c.paths.Home))
+}
+
 // State is the conversation as the last run left it, captured now.
 func (c *CLIConversation) State() (ConversationState, error) {
-	return CaptureConversation(c.agent, c.hostPath(c.paths.Home))
+	home, err := c.OpenHome()
+	if err != nil {
+		return ConversationState{}, err
+	}
+	defer func() { _ = home.Close() }() // read-only
+	return CaptureConversation(c.agent, home)
+}
+
+// OpenAgentHome opens the agent's Home, rel (".inspect/home" for
+// AgentHome) under the workspace that is hostWork on the host, making it
+// when missing. Through an os.Root at the workspace: .inspect/ is the
+// agent's to write, and a link it left in Home's place (or a parent's)
+// must not take the supervisor's reads and writes out of the workspace.
+func OpenAgentHome(hostWork, rel string) (*os.Root, error) {
+	work, err := os.OpenRoot(hostWork)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = work.Close() }() // the home's root outlives it
+	if err := work.MkdirAll(rel, 0o755); err != nil {
+		return nil, err
+	}
+	return work.OpenRoot(rel)
 }
 
 // Resume returns how to run the agent again so that it continues its
@@ -357,7 +383,7 @@ func (c *CLIConversation) Resume(ctx context.Context, msg string) (Invocation, e
 		return Invocation{}, err
 	}
 	if c.turns == 0 {
-		first, err := os.ReadFile(c.hostPath(c.paths.PromptFile))
+		first, err := c.readWork(c.paths.PromptFile)
 		if err != nil {
 			return Invocation{}, fmt.Errorf("reading the first prompt: %w", err)
 		}
@@ -391,19 +417,64 @@ func (c *CLIConversation) Resume(ctx context.Context, msg string) (Invocation, e
 	if err != nil {
 		return Invocation{}, err
 	}
-	if err := writeHomeFiles(c.hostPath(c.paths.Home), inv.Files, c.uid, c.gid); err != nil {
+	home, err := c.OpenHome()
+	if err != nil {
+		return Invocation{}, err
+	}
+	defer func() { _ = home.Close() }() // the writes' errors are checked
+	if err := WriteHomeFiles(home, inv.Files, c.uid, c.gid); err != nil {
 		return Invocation{}, fmt.Errorf("writing the agent's configuration: %w", err)
 	}
 	return inv, nil
 }
 
-// writeTurn writes turn n's message file, readable by the sandbox.
-func (c *CLIConversation) writeTurn(n int, msg []byte) error {
-	f := c.hostPath(c.turnFile(n))
-	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+// readWork reads sandbox path p through an os.Root at the workspace: the
+// agent may have put a link in a file's or directory's place, and the
+// supervisor reads nothing outside the workspace.
+func (c *CLIConversation) readWork(p string) ([]byte, error) {
+	root, err := os.OpenRoot(c.hostWork)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = root.Close() }() // read-only
+	return root.ReadFile(c.rel(p))
+}
+
+// writeWork writes sandbox path p, readable by the sandbox, through an
+// os.Root at the workspace, replacing whatever is there (a link is
+// replaced, never followed).
+func (c *CLIConversation) writeWork(p string, content []byte) error {
+	root, err := os.OpenRoot(c.hostWork)
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(f, msg, 0o644); err != nil {
+	defer func() { _ = root.Close() }() // the write's errors are checked
+	rel := c.rel(p)
+	if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+		return err
+	}
+	if err := root.RemoveAll(rel); err != nil {
+		return err
+	}
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(content); err != nil {
+		_ = f.Close() // the write's error is the one to report
+		return err
+	}
+	return f.Close()
+}
+
+// rel is sandbox path p relative to the workspace, in the host's form.
+func (c *CLIConversation) rel(p string) string {
+	return filepath.FromSlash(strings.TrimPrefix(p, c.workspace+"/"))
+}
+
+// writeTurn writes turn n's message file.
+func (c *CLIConversation) writeTurn(n int, msg []byte) error {
+	if err := c.writeWork(c.turnFile(n), msg); err != nil {
 		return fmt.Errorf("writing turn %d: %w", n, err)
 	}
 	return nil
@@ -414,7 +485,7 @@ func (c *CLIConversation) writeTurn(n int, msg []byte) error {
 func (c *CLIConversation) wholeConversation() (string, error) {
 	var b strings.Builder
 	for i := 1; i <= c.turns; i++ {
-		msg, err := os.ReadFile(c.hostPath(c.turnFile(i)))
+		msg, err := c.readWork(c.turnFile(i))
 		if err != nil {
 			return "", err
 		}
@@ -424,24 +495,18 @@ func (c *CLIConversation) wholeConversation() (string, error) {
 		b.Write(msg)
 	}
 	p := path.Join(c.workspace, inspectDir, "turns", strconv.Itoa(c.turns)+"-whole.md")
-	if err := os.WriteFile(c.hostPath(p), []byte(b.String()), 0o644); err != nil {
+	if err := c.writeWork(p, []byte(b.String())); err != nil {
 		return "", err
 	}
 	return p, nil
 }
 
-// writeHomeFiles writes an invocation's Files under home (the host's), over
-// whatever is there, through an os.Root (no link followed out of home; a
-// link in a file's place is replaced, not followed), owned by uid:gid.
-func writeHomeFiles(home string, files map[string][]byte, uid, gid int) error {
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(home)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = root.Close() }() // the writes' errors are checked
+// WriteHomeFiles writes an invocation's Files under home (OpenAgentHome),
+// over whatever is there (a link in a file's place is replaced, not
+// followed), owned by uid:gid: after RestoreAgentState, and before every
+// run, since the agent can change its own configuration while it runs.
+func WriteHomeFiles(home *os.Root, files map[string][]byte, uid, gid int) error {
+	root := home
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
 			return err

@@ -100,7 +100,12 @@ func continueRealConversation(t *testing.T, c realCLI) {
 	if res := runRealCLI(t, inv, work, home1, userHome, nil); res.err != nil {
 		t.Fatalf("the first turn: %v\n%s", res.err, res.stderr)
 	}
-	st, err := CaptureConversation(a, home1)
+	root1, err := OpenAgentHome(work, filepath.Join(inspectDir, "home1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root1.Close()
+	st, err := CaptureConversation(a, root1)
 	if err != nil {
 		t.Fatalf("capturing the first turn's conversation: %v", err)
 	}
@@ -133,7 +138,7 @@ func continueRealConversation(t *testing.T, c realCLI) {
 	}
 	assertHolds(t, "the steered run's first request", reqs[before], firstMessage, firstReply, steerMessage)
 
-	st2, err := CaptureConversation(a, home1)
+	st2, err := CaptureConversation(a, root1)
 	if err != nil || st2 != st {
 		t.Fatalf("after the stopped run the conversation is %+v (%v), want %+v", st2, err, st)
 	}
@@ -141,11 +146,16 @@ func continueRealConversation(t *testing.T, c realCLI) {
 	// A later attempt: the state packed, restored under another Home with
 	// a base URL and key planted in it, the preset's files written over.
 	red := contract.NewRedactor("ghs_mintedTokenThatNeverAppears0123")
-	data, skipped, err := PackAgentState(home1, st2, red, time.Now())
+	data, skipped, err := PackAgentState(root1, st2, red, time.Now())
 	if err != nil {
 		t.Fatalf("packing the state: %v (skipped %v)", err, skipped)
 	}
-	st3, fresh, err := RestoreAgentState(home2, a, data, time.Now(), MaxAgentStateAge)
+	root2, err := OpenAgentHome(work, filepath.Join(inspectDir, "home2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root2.Close()
+	st3, fresh, err := RestoreAgentState(root2, a, data, time.Now(), MaxAgentStateAge, sandboxUID, sandboxUID)
 	if err != nil || fresh != "" || st3 != st {
 		t.Fatalf("restoring the state: %+v, fresh %q, %v", st3, fresh, err)
 	}

@@ -5,7 +5,9 @@ package supervisor
 // the whole conversation and not a summary of it.
 //
 // A run of a CLI preset leaves its conversation in its state under
-// AgentPaths.Home. The supervisor loop uses four calls:
+// AgentPaths.Home. Every call reads and writes Home through an os.Root
+// (OpenAgentHome: under the workspace, since .inspect/ is the agent's to
+// write and a link there must lead nowhere else):
 //
 //   - CaptureConversation, after a run, finds the CLI's own id for the
 //     conversation in that state (ConversationState).
@@ -15,24 +17,25 @@ package supervisor
 //     first prompt is.
 //   - PackAgentState (agentstate.go), when an attempt ends, packs the part
 //     of Home the CLI needs to resume, with the ConversationState, into a
-//     capped, redacted tarball for the store.
+//     capped, redacted tarball for the store (decision 0029's storage).
 //   - RestoreAgentState, before a later attempt's resume run, unpacks it
 //     under the new Home, or says why the turn starts fresh (a reason
-//     string). The caller then writes ResumeInvocation's Files over it: the
-//     state was written by the agent, and a base URL or key planted in it
-//     must not count.
+//     string). The caller then writes ResumeInvocation's Files over it
+//     (WriteHomeFiles): the state was written by the agent, and a base URL
+//     or key planted in it must not count.
 //
 // CLIConversation puts these together for one attempt's workspace: its
 // Resume(ctx, msg) writes the message as the next turn file, captures the
 // conversation the last run left, writes the preset's files over Home and
 // returns the invocation that continues it (the steering loop's
-// Conversation, runner/supervisor/turns.go).
+// Conversation, runner/supervisor/turns.go). OpenHome gives the Home to
+// pack when the attempt ends.
 //
 // Steering a running agent is stop and resume for every preset: the
-// supervisor stops the CLI (SIGINT or SIGTERM to its processes, SIGKILL
-// after a grace), and runs Resume's invocation with the message. A
-// `command` agent is run again with TurnFileEnv naming the message file,
-// every turn so far in TurnsDir.
+// supervisor stops the CLI (SIGTERM to its processes, SIGKILL after a
+// grace), and runs Resume's invocation with the message. A `command` agent
+// is run again with TurnFileEnv naming the message file, every turn so far
+// in TurnsDir. Decision 0073 says why, per CLI.
 
 import (
 	"bufio"

@@ -20,13 +20,14 @@ import (
 )
 
 // The real agent CLIs, at the versions presets.go pins, continue their own
-// conversations against the scripted model (decision 0073): a first turn,
-// then a resume that is stopped while the model holds its answer (a
-// steering interrupt), then a resume in a new attempt's Home from the
-// packed state, with a base URL and a key planted in it. Every resumed
-// run's first model request holds the earlier turns' messages and the new
-// one; the planted base URL gets nothing and the planted key reaches
-// nobody.
+// conversations against the scripted model (decision 0073): a first turn
+// stopped while the model holds its answer (a steering interrupt at the
+// start), continued with the steering message and answered; a second
+// message that interrupts the next run while the model holds; then a
+// resume in a new attempt's Home from the packed state, with a base URL
+// and a key planted in it. Every resumed run's first model request holds
+// the earlier turns' messages, the model's reply and the new message; the
+// planted base URL gets nothing and the planted key reaches nobody.
 func TestRealCLIsContinueTheirConversations(t *testing.T) {
 	for _, c := range []realCLI{
 		{preset: contract.PresetCodex, binary: "codex", kind: contract.ProviderKindOpenAI, base: func(m *fakemodel.Server) string { return m.URL() + "/v1" }},
@@ -58,6 +59,7 @@ const (
 	firstMessage  = "TURN-ONE make the greeting louder"
 	firstReply    = "REPLY-ONE the greeting is louder now"
 	steerMessage  = "TURN-TWO also make it polite"
+	secondSteer   = "TURN-TWO-B and keep it short"
 	resumeMessage = "TURN-THREE and add a test"
 	thirdReply    = "REPLY-THREE added the test"
 	plantedKey    = "sk-planted-key-0123456789abcdef"
@@ -91,56 +93,74 @@ func continueRealConversation(t *testing.T, c realCLI) {
 			Home: home, ModelBaseURL: c.base(model)}
 	}
 
-	// The first turn.
-	model.Script(fakemodel.Turn{Message: firstReply})
-	inv, err := AgentInvocation(a, paths(home1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res := runRealCLI(t, inv, work, home1, userHome, nil); res.err != nil {
-		t.Fatalf("the first turn: %v\n%s", res.err, res.stderr)
-	}
 	root1, err := OpenAgentHome(work, filepath.Join(inspectDir, "home1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer root1.Close()
-	st, err := CaptureConversation(a, root1)
-	if err != nil {
-		t.Fatalf("capturing the first turn's conversation: %v", err)
-	}
-
-	// Steering: the conversation continued in the same attempt, its
-	// model holding its answer; the run is stopped while it waits, as an
-	// interrupt stops the agent.
 	conv, err := OpenConversation(a, paths(home1), work, work, sandboxUID, sandboxUID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hold, holding := make(chan struct{}), make(chan struct{})
-	defer close(hold)
-	model.Script(fakemodel.Turn{Hold: hold, Holding: holding})
-	before := len(model.Requests())
-	inv, err = conv.Resume(context.Background(), steerMessage)
+	// heldTurn scripts a turn the model holds until the test ends; the
+	// channel closes once the request waits for it.
+	heldTurn := func() <-chan struct{} {
+		hold, holding := make(chan struct{}), make(chan struct{})
+		t.Cleanup(func() { close(hold) })
+		model.Script(fakemodel.Turn{Hold: hold, Holding: holding})
+		return holding
+	}
+	// run runs inv, stopped once the model holds when held is set, and
+	// returns the first model request it made.
+	run := func(what string, inv Invocation, home string, held <-chan struct{}) fakemodel.Request {
+		t.Helper()
+		before := len(model.Requests())
+		res := runRealCLI(t, inv, work, home, userHome, held)
+		if held != nil && !res.stopped || held == nil && res.err != nil {
+			t.Fatalf("%s: stopped %v: %v\n%s", what, res.stopped, res.err, res.stderr)
+		}
+		reqs := model.Requests()
+		if len(reqs) <= before {
+			t.Fatalf("%s made no model request\n%s", what, res.stderr)
+		}
+		return reqs[before]
+	}
+	resume := func(msg string) Invocation {
+		t.Helper()
+		inv, err := conv.Resume(context.Background(), msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inv
+	}
+
+	// The first turn, stopped while the model holds its answer: a
+	// message that interrupts the agent at its start.
+	inv, err := AgentInvocation(a, paths(home1))
 	if err != nil {
 		t.Fatal(err)
 	}
+	run("the first turn", inv, home1, heldTurn())
+	st, err := CaptureConversation(a, root1)
+	if err != nil {
+		t.Fatalf("capturing the stopped first turn's conversation: %v", err)
+	}
+
+	// The steering message continues it; the model answers.
+	model.Script(fakemodel.Turn{Message: firstReply})
+	inv = resume(steerMessage)
 	if inv.StdinFile != filepath.Join(work, inspectDir, "turns", "2.md") {
 		t.Errorf("the steering message is read from %q, not turn 2's file", inv.StdinFile)
 	}
-	res := runRealCLI(t, inv, work, home1, userHome, holding)
-	if !res.stopped {
-		t.Fatalf("the steered run ended before the model answered: %v\n%s", res.err, res.stderr)
-	}
-	reqs := model.Requests()
-	if len(reqs) <= before {
-		t.Fatalf("the steered run made no model request\n%s", res.stderr)
-	}
-	assertHolds(t, "the steered run's first request", reqs[before], firstMessage, firstReply, steerMessage)
+	assertHolds(t, "the steered run's first request", run("the steered run", inv, home1, nil), firstMessage, steerMessage)
 
+	// Another message interrupts the next run while the model holds.
+	inv = resume(secondSteer)
+	assertHolds(t, "the second steered run's first request", run("the second steered run", inv, home1, heldTurn()),
+		firstMessage, steerMessage, firstReply, secondSteer)
 	st2, err := CaptureConversation(a, root1)
 	if err != nil || st2 != st {
-		t.Fatalf("after the stopped run the conversation is %+v (%v), want %+v", st2, err, st)
+		t.Fatalf("after the stopped runs the conversation is %+v (%v), want %+v", st2, err, st)
 	}
 
 	// A later attempt: the state packed, restored under another Home with
@@ -161,8 +181,7 @@ func continueRealConversation(t *testing.T, c realCLI) {
 	}
 	plantConfig(t, c.preset, home2, planted.URL())
 	model.Script(fakemodel.Turn{Message: thirdReply})
-	before = len(model.Requests())
-	third := filepath.Join(work, inspectDir, "turns", "3.md")
+	third := filepath.Join(work, inspectDir, "turns", "4.md") // the next turn, in the new attempt
 	if err := os.WriteFile(third, []byte(resumeMessage), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -170,19 +189,13 @@ func continueRealConversation(t *testing.T, c realCLI) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := runRealCLI(t, inv, work, home2, userHome, nil); res.err != nil {
-		t.Fatalf("the resumed turn: %v\n%s", res.err, res.stderr)
-	}
-	reqs = model.Requests()
-	if len(reqs) <= before {
-		t.Fatal("the resumed run made no model request")
-	}
-	assertHolds(t, "the resumed run's first request", reqs[before], firstMessage, firstReply, steerMessage, resumeMessage)
+	assertHolds(t, "the resumed run's first request", run("the resumed run", inv, home2, nil),
+		firstMessage, steerMessage, firstReply, secondSteer, resumeMessage)
 
 	if n := len(planted.Requests()); n != 0 {
 		t.Errorf("the planted base URL got %d requests", n)
 	}
-	for i, r := range reqs {
+	for i, r := range model.Requests() {
 		if r.Status != 200 || bytes.Contains(r.Body, []byte(plantedKey)) || strings.Contains(strings.Join(slices.Concat(r.Header.Values("Authorization"), r.Header.Values("X-Api-Key")), " "), plantedKey) {
 			t.Errorf("request %d: status %d, or it carries the planted key", i, r.Status)
 		}

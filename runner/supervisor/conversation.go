@@ -311,8 +311,6 @@ type CLIConversation struct {
 	// turns counts the turn files written; 0 until the first Resume,
 	// which writes the first prompt as turn 1.
 	turns int
-	// st is the conversation the last capture found (zero before).
-	st ConversationState
 }
 
 // OpenConversation returns the conversation of agent a, run with paths p
@@ -414,7 +412,6 @@ func (c *CLIConversation) Resume(ctx context.Context, msg string) (Invocation, e
 	case err != nil:
 		return Invocation{}, fmt.Errorf("finding the agent's conversation: %w", err)
 	default:
-		c.st = st
 		inv, err = ResumeInvocation(c.agent, c.paths, st, c.turnFile(n))
 	}
 	if err != nil {

@@ -49,9 +49,18 @@ type realCLI struct {
 	base   func(*fakemodel.Server) string
 }
 
-// sandboxUID is who the CLIs run as: not root (Claude Code refuses to skip
-// its permission prompts as root, and the sandbox's uid is not root).
+// sandboxUID is who the CLIs run as when the test is root: not root
+// (Claude Code refuses to skip its permission prompts as root, and the
+// sandbox's uid is not root). Otherwise they run as the test's own user.
 const sandboxUID = 65534
+
+// runAs is the uid and gid the CLIs run as, and own the files they use.
+func runAs() (uid, gid int) {
+	if os.Geteuid() == 0 {
+		return sandboxUID, sandboxUID
+	}
+	return os.Geteuid(), os.Getegid()
+}
 
 // The turns' messages and the model's first reply: distinct words that
 // can be found in a request body.
@@ -98,7 +107,8 @@ func continueRealConversation(t *testing.T, c realCLI) {
 		t.Fatal(err)
 	}
 	defer root1.Close()
-	conv, err := OpenConversation(a, paths(home1), work, work, sandboxUID, sandboxUID)
+	uid, gid := runAs()
+	conv, err := OpenConversation(a, paths(home1), work, work, uid, gid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +185,7 @@ func continueRealConversation(t *testing.T, c realCLI) {
 		t.Fatal(err)
 	}
 	defer root2.Close()
-	st3, fresh, err := RestoreAgentState(root2, a, data, time.Now(), MaxAgentStateAge, sandboxUID, sandboxUID)
+	st3, fresh, err := RestoreAgentState(root2, a, data, time.Now(), MaxAgentStateAge, uid, gid)
 	if err != nil || fresh != "" || st3 != st {
 		t.Fatalf("restoring the state: %+v, fresh %q, %v", st3, fresh, err)
 	}
@@ -246,24 +256,24 @@ type cliRun struct {
 // stopGrace is how long a CLI has after SIGTERM before SIGKILL.
 const stopGrace = 5 * time.Second
 
-// runRealCLI writes inv's Files over home, runs inv as the sandbox's uid in
+// runRealCLI writes inv's Files over home, runs inv as runAs's uid in
 // work (its own process group, the prompt on stdin), and waits for it to
 // end. When stopAt is given, the run is stopped as an interrupt stops it
 // once stopAt closes: SIGTERM to its process group (as the sandbox stops
 // its init), SIGKILL after stopGrace.
 func runRealCLI(t *testing.T, inv Invocation, work, home, userHome string, stopAt <-chan struct{}) cliRun {
 	t.Helper()
-	for name, content := range inv.Files {
-		p := filepath.Join(home, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, content, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	uid, gid := runAs()
+	homeRoot, err := os.OpenRoot(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer homeRoot.Close()
+	if err := WriteHomeFiles(homeRoot, inv.Files, uid, gid); err != nil {
+		t.Fatal(err)
 	}
 	for _, d := range []string{work, home, userHome} {
-		if err := chownTree(d, sandboxUID, sandboxUID); err != nil {
+		if err := chownTree(d, uid, gid); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -283,7 +293,10 @@ func runRealCLI(t *testing.T, inv Invocation, work, home, userHome string, stopA
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		cmd.Env = append(cmd.Env, k+"="+env[k])
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: &syscall.Credential{Uid: sandboxUID, Gid: sandboxUID}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if uid != os.Geteuid() {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	start := time.Now()
 	defer func() { t.Logf("%s ran %s", inv.Argv[0], time.Since(start).Round(time.Millisecond)) }()

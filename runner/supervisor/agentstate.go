@@ -119,6 +119,9 @@ func cliVersion(p contract.Preset) string {
 // it, so the state is refused. Over MaxAgentStateBytes packed, the
 // unpacked cap or the file cap, it is refused with ErrAgentStateTooBig.
 func PackAgentState(home *os.Root, st ConversationState, red *contract.Redactor, now time.Time) (data []byte, skipped []string, err error) {
+	if err := st.Validate(contract.Agent{Preset: st.Preset}); err != nil {
+		return nil, nil, err
+	}
 	prefixes := keptState(st.Preset)
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
@@ -131,10 +134,9 @@ func PackAgentState(home *os.Root, st ConversationState, red *contract.Redactor,
 	if err := writeTarFile(tw, agentStateManifestName, man, now); err != nil {
 		return nil, nil, err
 	}
-	root := home
 	var total int64
 	files := 0
-	walkErr := fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+	walkErr := fs.WalkDir(home.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -164,15 +166,15 @@ func PackAgentState(home *os.Root, st ConversationState, red *contract.Redactor,
 			skipped = append(skipped, rel+" (not a regular file)")
 			return nil
 		}
-		content, err := readStateFile(root, rel, maxAgentStateUnpacked-total)
+		content, err := readStateFile(home, rel, maxAgentStateUnpacked-total)
 		if err != nil {
 			return err
 		}
-		if red.Redact(string(content)) != string(content) {
+		if redacted := red.Redact(string(content)); redacted != string(content) {
 			if !utf8.Valid(content) {
 				return fmt.Errorf("%s holds a secret and is not text: it cannot be redacted without breaking it", rel)
 			}
-			content = red.RedactBytes(content)
+			content = []byte(redacted)
 		}
 		total += int64(len(content))
 		if err := writeTarFile(tw, rel, content, now); err != nil {
@@ -233,26 +235,25 @@ func writeTarFile(tw *tar.Writer, name string, content []byte, now time.Time) er
 	return err
 }
 
-// RestoreAgentState unpacks a state PackAgentState made into home (the new
+// RestoreAgentState unpacks a state PackAgentState made into root (the new
 // attempt's AgentPaths.Home, empty, opened by OpenAgentHome), for agent a,
-// owned by uid:gid, and returns the conversation to continue. When the state cannot serve,
-// fresh says why, nothing is left in home, and the turn starts a new
-// conversation (the caller says so): there is none (data is empty: never
-// kept, or gone past its retention), it is older than maxAge, over the
-// caps, for another preset or CLI version, or not a state this code packs
-// (an entry that is not a regular file or directory under the preset's
-// kept paths, a path that is not plain). err is for the caller's own
-// failures (writing home).
+// owned by uid:gid, and returns the conversation to continue. When the
+// state cannot serve, fresh says why, nothing is written, and the turn
+// starts a new conversation (the caller says so): there is none (data is
+// empty: never kept, or gone past its retention), it is older than
+// maxAge, over the caps, for another preset or CLI version, or not a state
+// this code packs (an entry that is not a regular file or directory under
+// the preset's kept paths, a path that is not plain). err is for the
+// caller's own failures (writing into root).
 //
-// The caller then writes ResumeInvocation's Files over home: the state was
-// written by the agent, and the preset's configuration must be the one
-// that counts.
-func RestoreAgentState(home *os.Root, a contract.Agent, data []byte, now time.Time, maxAge time.Duration, uid, gid int) (st ConversationState, fresh string, err error) {
+// The caller then writes ResumeInvocation's Files over it (WriteHomeFiles):
+// the state was written by the agent, and the preset's configuration must
+// be the one that counts.
+func RestoreAgentState(root *os.Root, a contract.Agent, data []byte, now time.Time, maxAge time.Duration, uid, gid int) (st ConversationState, fresh string, err error) {
 	man, entries, fresh := readAgentState(a, data, now, maxAge)
 	if fresh != "" {
 		return ConversationState{}, fresh, nil
 	}
-	root := home
 	chown := uid != os.Geteuid() || gid != os.Getegid()
 	for _, e := range entries {
 		name := filepath.FromSlash(e.name)

@@ -92,6 +92,13 @@ type Turn struct {
 	// Pace, when set, streams a Chat Completions turn's Message a word at a
 	// time, Pace apart: a slow model.
 	Pace time.Duration
+	// Hold, when set, holds the turn's response, in every API, before
+	// anything of it is written, until Hold is closed or the client hangs
+	// up: a model still thinking, for a test that stops the client while
+	// it waits. Holding, when set, is closed once the request is recorded
+	// and held (a hook: the test knows the client is waiting).
+	Hold    <-chan struct{}
+	Holding chan<- struct{}
 }
 
 // Request is one request the server received, for assertions. Refused
@@ -331,6 +338,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if turn.EchoHeaders {
 		echoHeaders(w, r)
 		return
+	}
+	if turn.Hold != nil {
+		if turn.Holding != nil {
+			close(turn.Holding)
+		}
+		select {
+		case <-turn.Hold:
+		case <-r.Context().Done():
+			return // the client hung up while the model "thought"
+		}
 	}
 	d.answer(w, req, turn, n)
 }

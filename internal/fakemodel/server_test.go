@@ -3,6 +3,7 @@ package fakemodel
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -739,4 +740,58 @@ func TestChatCompletionsAnswersEveryChoice(t *testing.T) {
 	if len(seen) != 3 || !strings.Contains(string(b), `"completion_tokens":3000`) {
 		t.Errorf("streamed choices %v:\n%s", seen, b)
 	}
+}
+
+// A held turn answers nothing until Hold closes, and says it holds; a
+// client that hangs up while held ends the hold. Each API holds alike.
+func TestHeldTurnWaitsForItsRelease(t *testing.T) {
+	s := newServer(t)
+	hold, holding := make(chan struct{}), make(chan struct{})
+	s.Script(Turn{Message: "after the hold", Hold: hold, Holding: holding})
+	got := make(chan []byte, 1)
+	go func() {
+		_, b := post(t, s, "/v1/responses", testKey, responsesBody(false, "x"))
+		got <- b
+	}()
+	<-holding
+	select {
+	case b := <-got:
+		t.Fatalf("the held turn answered before its release: %s", b)
+	default:
+	}
+	close(hold)
+	if b := <-got; !strings.Contains(string(b), "after the hold") {
+		t.Errorf("after the release: %s", b)
+	}
+
+	// A client that gives up while the turn is held.
+	holding2 := make(chan struct{})
+	s.Script(Turn{Message: "never", Hold: make(chan struct{}), Holding: holding2})
+	ctx, cancel := context.WithCancel(context.Background())
+	raw, err := json.Marshal(map[string]any{"model": "claude-test", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/v1/messages", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("x-api-key", testKey)
+	req.Header.Set("anthropic-version", "2023-06-01")
+	req.Header.Set("Content-Type", "application/json")
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	<-holding2
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("the held request answered")
+	}
+	// Close (the cleanup) waits for requests in flight: it returns only
+	// because the hang-up ended the hold.
 }

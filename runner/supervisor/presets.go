@@ -360,6 +360,9 @@ func openCodeInvocation(a contract.Agent, p AgentPaths) (Invocation, error) {
 // --verbose with -p. There is no flag for the final message: the agent
 // writes AnswerFile as the prompt asks.
 //
+// CLAUDE_CONFIG_DIR/settings.json is written empty: the only settings
+// source it reads is ours, even over a restored conversation's state.
+//
 // The environment points the CLI at the proxy (ANTHROPIC_BASE_URL; it asks
 // for /v1/messages under it) with the placeholder key, keeps its state in
 // Home, turns off telemetry, error reporting, autoupdate and other
@@ -395,6 +398,10 @@ func claudeCodeInvocation(a contract.Agent, p AgentPaths) Invocation {
 			// Keep the model id as given: the server allowed that one.
 			"CLAUDE_CODE_DISABLE_LEGACY_MODEL_REMAP": "1",
 		},
+		// Its own settings file, empty, over whatever a restored state
+		// holds there (decision 0073): --setting-sources user reads it,
+		// and its env block or apiKeyHelper would win over ours.
+		Files:            map[string][]byte{"claude/settings.json": []byte("{}\n")},
 		StdinFile:        p.PromptFile,
 		StdoutTranscript: p.TranscriptFile != "",
 	}

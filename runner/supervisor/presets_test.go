@@ -96,6 +96,7 @@ func TestPresetInvocations(t *testing.T) {
 			argv: []string{"claude", "-p", "--model", "claude-opus-4-1", "--dangerously-skip-permissions", "--max-turns", "200",
 				"--setting-sources", "user", "--strict-mcp-config", "--disallowed-tools", "WebSearch,WebFetch"},
 			env:   claudeCodeEnv,
+			files: []string{"claude/settings.json"},
 			stdin: PromptFile,
 		},
 		{
@@ -106,6 +107,7 @@ func TestPresetInvocations(t *testing.T) {
 				"--setting-sources", "user", "--strict-mcp-config", "--disallowed-tools", "WebSearch,WebFetch",
 				"--output-format", "stream-json", "--verbose"},
 			env:   claudeCodeEnv,
+			files: []string{"claude/settings.json"},
 			stdin: PromptFile,
 		},
 	}

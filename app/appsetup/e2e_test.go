@@ -3,7 +3,6 @@ package appsetup_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/inspecthq/inspect/internal/browsertest"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/servetest"
+	"github.com/inspecthq/inspect/internal/webhookfixture"
 )
 
 func TestMain(m *testing.M) {
@@ -153,22 +153,10 @@ func TestSetupInChromiumThenServeRunsASession(t *testing.T) {
 func comment(t *testing.T, gh *fakegithub.Server, body string) []byte {
 	t.Helper()
 	id := gh.AddComment(owner, repoName, 1, requester, body)
-	data, err := os.ReadFile("../../testdata/github-webhooks/issue_comment.created.with-installation.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	sender := m["sender"].(map[string]any)
-	sender["login"], sender["type"], sender["id"] = requester, "User", float64(requesterID)
-	c := m["comment"].(map[string]any)
-	c["body"], c["id"], c["user"] = body, float64(id), sender
-	m["issue"].(map[string]any)["number"] = float64(1)
-	m["repository"].(map[string]any)["default_branch"] = "main"
-	m["installation"] = map[string]any{"id": float64(installationID)}
-	out, err := json.Marshal(m)
+	out, err := webhookfixture.IssueComment(webhookfixture.Comment{
+		Owner: owner, Repo: repoName, Number: 1, Login: requester, UserID: requesterID,
+		ID: id, Body: body, InstallationID: installationID,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/fakemodel"
+	"github.com/inspecthq/inspect/internal/webhookfixture"
 )
 
 // sessionTimeout bounds a session in the container, from the webhook to
@@ -272,23 +273,10 @@ func branches(t *testing.T, gh *fakegithub.Server) []string {
 func commentPayload(t *testing.T, gh *fakegithub.Server, n int, body string) []byte {
 	t.Helper()
 	id := gh.AddComment(sessOwner, sessRepo, n, sessRequester, body)
-	data, err := os.ReadFile("../../testdata/github-webhooks/issue_comment.created.with-installation.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	sender := m["sender"].(map[string]any)
-	sender["login"], sender["type"], sender["id"] = sessRequester, "User", float64(sessRequesterID)
-	comment := m["comment"].(map[string]any)
-	comment["body"], comment["id"], comment["user"] = body, float64(id), sender
-	m["issue"].(map[string]any)["number"] = float64(n)
-	repo := m["repository"].(map[string]any)
-	repo["default_branch"] = "main"
-	m["installation"] = map[string]any{"id": float64(sessInstallationID)}
-	out, err := json.Marshal(m)
+	out, err := webhookfixture.IssueComment(webhookfixture.Comment{
+		Owner: sessOwner, Repo: sessRepo, Number: n, Login: sessRequester, UserID: sessRequesterID,
+		ID: id, Body: body, InstallationID: sessInstallationID,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

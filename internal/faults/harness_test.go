@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/internal/servetest"
+	"github.com/inspecthq/inspect/internal/webhookfixture"
 )
 
 const (
@@ -182,28 +182,13 @@ func (f *fleet) pull(n int) {
 func (f *fleet) comment(n int, body string) []byte {
 	f.t.Helper()
 	id := f.gh.AddComment(owner, repoName, n, requester, body)
-	data, err := os.ReadFile("../../testdata/github-webhooks/issue_comment.created.with-installation.json")
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		f.t.Fatal(err)
-	}
-	sender := m["sender"].(map[string]any)
-	sender["login"], sender["type"], sender["id"] = requester, "User", float64(requesterID)
-	comment := m["comment"].(map[string]any)
-	comment["body"], comment["id"], comment["user"] = body, float64(id), sender
-	issue := m["issue"].(map[string]any)
-	issue["number"] = float64(n)
 	f.mu.Lock()
-	if f.pulls[n] {
-		issue["pull_request"] = map[string]any{"url": fmt.Sprintf("https://api.github.com/repos/%s/%s/pulls/%d", owner, repoName, n)}
-	}
+	onPR := f.pulls[n]
 	f.mu.Unlock()
-	m["repository"].(map[string]any)["default_branch"] = "main"
-	m["installation"] = map[string]any{"id": float64(installationID)}
-	out, err := json.Marshal(m)
+	out, err := webhookfixture.IssueComment(webhookfixture.Comment{
+		Owner: owner, Repo: repoName, Number: n, PullRequest: onPR, Login: requester, UserID: requesterID,
+		ID: id, Body: body, InstallationID: installationID,
+	})
 	if err != nil {
 		f.t.Fatal(err)
 	}

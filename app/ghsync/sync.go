@@ -217,8 +217,8 @@ func (h *Handler) evidence(ctx context.Context, sess store.Session) (*contract.E
 	ev := up.Evidence
 	ev.Usage = nil
 	if used, err := h.Store.SessionUsage(ctx, a.ID); err == nil && used.Requests > 0 {
-		ev.Usage = &contract.TokenUsage{Input: used.InputTokens, Output: used.OutputTokens, Total: used.TotalTokens, Requests: int(used.Requests),
-			CacheRead: used.CacheReadTokens, CacheWrite: used.CacheWriteTokens}
+		tokens := used.Tokens()
+		ev.Usage = &tokens
 	}
 	var spec struct {
 		Agent struct {

@@ -24,7 +24,9 @@ func TestMoneyAgeAndShortDigest(t *testing.T) {
 }
 
 func TestExtrasOfPricesOnlyWhatItCan(t *testing.T) {
-	cost := func(model string, u contract.TokenUsage) (float64, bool) { return float64(u.Total) / 1e6, model == "priced" }
+	cost := func(model string, u contract.TokenUsage) (float64, bool) {
+		return float64(u.Total) / 1e6, model == "priced"
+	}
 	u := &contract.TokenUsage{Total: 2_000_000}
 	if x := ExtrasOf(cost, "priced", u, "https://x/sessions/1"); !x.Priced || x.Cost != 2 || x.SessionURL != "https://x/sessions/1" {
 		t.Errorf("priced: %+v", x)

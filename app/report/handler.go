@@ -121,8 +121,8 @@ func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 	// The model proxy's counts are the app's own, never the supervisor's
 	// word: they replace whatever the upload says.
 	if used, err := h.Store.SessionUsage(ctx, a.ID); err == nil && used.Requests > 0 {
-		up.Evidence.Usage = &contract.TokenUsage{Input: used.InputTokens, Output: used.OutputTokens, Total: used.TotalTokens, Requests: int(used.Requests),
-			CacheRead: used.CacheReadTokens, CacheWrite: used.CacheWriteTokens}
+		tokens := used.Tokens()
+		up.Evidence.Usage = &tokens
 	} else {
 		up.Evidence.Usage = nil
 	}

@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/policy"
 )
 
 // SessionSpend is what one session's attempts of one model used, and when
@@ -58,4 +61,20 @@ func daySpend(ctx context.Context, q rowsQuerier, installationID int64, since ti
 		return nil, fmt.Errorf("reading the day's spend: %w", err)
 	}
 	return out, nil
+}
+
+// PricedSpends are rows priced by cost (config.Server.ModelCost, the one
+// function that prices tokens), as policy.MoneyBudget weighs them. A row
+// whose model cost does not price (no prices set, or an attempt from
+// before its model was stored) costs nothing.
+func PricedSpends(rows []SessionSpend, cost func(model string, u contract.TokenUsage) (float64, bool)) []policy.Spend {
+	out := make([]policy.Spend, 0, len(rows))
+	for _, r := range rows {
+		usd, ok := cost(r.Model, r.Usage.Tokens())
+		if !ok {
+			continue
+		}
+		out = append(out, policy.Spend{RepoID: r.RepoID, StartedAt: r.AdmittedAt, USD: usd})
+	}
+	return out
 }

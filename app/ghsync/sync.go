@@ -190,8 +190,9 @@ func (h *Handler) syncLabels(ctx context.Context, c *github.Client, sess store.S
 // evidence is the session's last attempt's evidence as the upload carried
 // it, with the model proxy's counts of the session as its usage (the
 // supervisor's word is never its usage), and the Extras of the check run's
-// summary: its cost and its page. A nil evidence when there is none or it
-// cannot be read; the summary then goes without what it says.
+// summary: its cost and its page. The cost is there without an upload too
+// (a session a budget stopped spent money). A nil evidence when there is
+// none or it cannot be read; the summary then goes without what it says.
 func (h *Handler) evidence(ctx context.Context, sess store.Session) (*contract.Evidence, render.Extras) {
 	url := ""
 	if h.SessionURL != nil {
@@ -204,7 +205,23 @@ func (h *Handler) evidence(ctx context.Context, sess store.Session) (*contract.E
 		return nil, x
 	}
 	a, err := h.Store.GetAttempt(ctx, sess.AttemptID)
-	if err != nil || a.Result == "" {
+	if err != nil {
+		return nil, x
+	}
+	var usage *contract.TokenUsage
+	if used, err := h.Store.SessionUsage(ctx, a.ID); err == nil && used.Requests > 0 {
+		tokens := used.Tokens()
+		usage = &tokens
+	}
+	var spec struct {
+		Agent struct {
+			Model string `json:"model"`
+		} `json:"agent"`
+	}
+	if json.Unmarshal([]byte(a.Spec), &spec) == nil {
+		x = render.ExtrasOf(h.Cost, spec.Agent.Model, usage, url)
+	}
+	if a.Result == "" {
 		return nil, x
 	}
 	var up struct {
@@ -214,21 +231,8 @@ func (h *Handler) evidence(ctx context.Context, sess store.Session) (*contract.E
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("reading the evidence for the check run")
 		return nil, x
 	}
-	ev := up.Evidence
-	ev.Usage = nil
-	if used, err := h.Store.SessionUsage(ctx, a.ID); err == nil && used.Requests > 0 {
-		tokens := used.Tokens()
-		ev.Usage = &tokens
-	}
-	var spec struct {
-		Agent struct {
-			Model string `json:"model"`
-		} `json:"agent"`
-	}
-	if json.Unmarshal([]byte(a.Spec), &spec) == nil {
-		x = render.ExtrasOf(h.Cost, spec.Agent.Model, ev.Usage, url)
-	}
-	return &ev, x
+	up.Evidence.Usage = usage
+	return &up.Evidence, x
 }
 
 // annotateRun writes the session's outcome onto its run (a Buildkite

@@ -84,7 +84,7 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	claim := contract.NewSecret()
-	a := store.Attempt{ID: spec.AttemptID, SessionID: sess.ID, Number: number, Deadline: spec.Limits.Deadline, Spec: string(specJSON)}
+	a := store.Attempt{ID: spec.AttemptID, SessionID: sess.ID, Number: number, Deadline: spec.Limits.Deadline, Spec: string(specJSON), Model: spec.Agent.Model}
 	if hostsAttempts(s.executor, s.cfg.Executor.Kind) {
 		// Its sandbox lives and dies with this replica (see
 		// replaceDeadHostAttempt).

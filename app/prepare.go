@@ -293,6 +293,16 @@ func (s *Service) recordAnnounced(ctx context.Context, id string, fn func(*store
 func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.Limits, defaultBranch string, postedNow bool) error {
 	held := false
 	var refused policy.Decision
+	// The money budgets weigh the day's spend, read before the admission's
+	// lock: it grows as sessions run, never by an admission (decision 0077).
+	var spends []policy.Spend
+	if limits.DailyMoneyPerRepo > 0 || limits.DailyMoneyPerInstallation > 0 {
+		rows, err := s.store.DaySpend(ctx, sess.InstallationID, s.clock.Now().Add(-25*time.Hour))
+		if err != nil {
+			return err
+		}
+		spends = store.PricedSpends(rows, s.cfg.ModelCost)
+	}
 	_, err := s.store.Admit(ctx, sess.ID, s.clock.Now, func(x *store.Session, load policy.Load, now time.Time) ([]store.NewWork, error) {
 		if x.State() != session.Queued {
 			return nil, nil
@@ -306,6 +316,11 @@ func (s *Service) admit(ctx context.Context, sess store.Session, limits policy.L
 				refused = d
 				return []store.NewWork{{Kind: store.SyncSession}}, x.End(session.Refused, string(d.Reason), render.RefusalDetail(x.TriggerKind == session.KindRepair, render.Refusal(d)))
 			}
+		}
+		// A session waiting in a queue is weighed again when its turn comes.
+		if d := policy.MoneyBudget(limits, x.RepoID, spends, now, x.RequesterLogin); !d.Allowed {
+			refused = d
+			return []store.NewWork{{Kind: store.SyncSession}}, x.End(session.Refused, string(d.Reason), render.RefusalDetail(x.TriggerKind == session.KindRepair, render.Refusal(d)))
 		}
 		if a := policy.Admit(limits, load); !a.Admit {
 			held = true

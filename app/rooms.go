@@ -43,6 +43,7 @@ func sessionChannel(s *Service) *channel.Channel {
 		},
 		Wake: s.wakeWorkers, Clock: s.clock, Logger: s.log,
 		Providers: s.cfg, RegistryProxy: s.registryProxy, EgressIdleTimeout: s.cfg.Egress.IdleTimeout, TokenBudget: s.cfg.Agents.TokenBudget,
+		MoneyBudgets: s.cfg.PolicyLimits(), Cost: s.cfg.ModelCost,
 		MaxModelRequestsInFlight: s.cfg.Agents.MaxRequestsInFlight, MaxModelRequestBytes: s.cfg.Agents.MaxRequestBytes,
 		OutputReservation: s.cfg.Agents.OutputReservation, Metrics: s.metrics,
 	})

@@ -220,7 +220,7 @@ func reportHandler(s *Service) *report.Handler {
 		Store: s.store, Transitions: s.transitions,
 		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
 		RevokeTokens: s.readTokens.RevokeAttempt, RepoConfig: s.repoConfigs.ForSession, EnsureCheckRun: s.ensureCheckRun,
-		RequesterPRs: s.dash.RequesterPRs, SessionURL: s.dash.SessionURL, BotLogin: s.botLogin, CheckRunName: CheckRunName,
+		RequesterPRs: s.dash.RequesterPRs, SessionURL: s.dash.SessionURL, BotLogin: s.botLogin, CheckRunName: CheckRunName, Cost: s.cfg.ModelCost,
 	}
 }
 
@@ -231,7 +231,7 @@ func syncHandler(s *Service) *ghsync.Handler {
 		Store:        s.store,
 		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
 		Now:          s.clock.Now, Thread: func(c *github.Client, sess store.Session) ghwrite.Thread { return threadOf(c, sess, s.botLogin()) }, RunLink: collectHandler(s).RunLink, SignInHint: s.dash.SignInHint,
-		CommandWord: s.cfg.CommandWord, CheckRunName: CheckRunName,
+		CommandWord: s.cfg.CommandWord, CheckRunName: CheckRunName, Cost: s.cfg.ModelCost, SessionURL: s.dash.SessionURL,
 	}
 	if runs, ok := s.executor.(runner.RunAnnotator); ok {
 		h.Runs = runs

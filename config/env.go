@@ -44,6 +44,17 @@ func int64v(p func(*Server) *int64) func(*Server, string) error {
 	}
 }
 
+func float(p func(*Server) *float64) func(*Server, string) error {
+	return func(c *Server, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("not a number")
+		}
+		*p(c) = f
+		return nil
+	}
+}
+
 func duration(p func(*Server) *time.Duration) func(*Server, string) error {
 	return func(c *Server, v string) error {
 		d, err := time.ParseDuration(v)
@@ -97,6 +108,8 @@ func EnvVars() []EnvVar {
 		{"INSPECT_LIMITS_ACTIVE_PER_USER", "limits.active_per_user", integer(func(c *Server) *int { return &c.Limits.ActivePerUser })},
 		{"INSPECT_LIMITS_ACTIVE_PER_INSTALLATION", "limits.active_per_installation", integer(func(c *Server) *int { return &c.Limits.ActivePerInstallation })},
 		{"INSPECT_LIMITS_DAILY_PER_REPO", "limits.daily_per_repo", integer(func(c *Server) *int { return &c.Limits.DailyPerRepo })},
+		{"INSPECT_LIMITS_DAILY_MONEY_PER_REPO", "limits.daily_money_per_repo", float(func(c *Server) *float64 { return &c.Limits.DailyMoneyPerRepo })},
+		{"INSPECT_LIMITS_DAILY_MONEY_PER_INSTALLATION", "limits.daily_money_per_installation", float(func(c *Server) *float64 { return &c.Limits.DailyMoneyPerInstallation })},
 		{"INSPECT_REPAIR_MAX_SESSIONS_PER_PR", "repair.max_sessions_per_pr", integer(func(c *Server) *int { return &c.Repair.MaxSessionsPerPR })},
 		{"INSPECT_REPAIR_COOLDOWN", "repair.cooldown", duration(func(c *Server) *time.Duration { return &c.Repair.Cooldown })},
 		{"INSPECT_REPAIR_DEBOUNCE", "repair.debounce", duration(func(c *Server) *time.Duration { return &c.Repair.Debounce })},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -250,6 +251,8 @@ type RepoLimit struct {
 	MaxActive int `yaml:"max_active"`
 	// DailySessions narrows limits.daily_per_repo.
 	DailySessions int `yaml:"daily_sessions"`
+	// DailyMoney narrows limits.daily_money_per_repo (US dollars).
+	DailyMoney float64 `yaml:"daily_money"`
 }
 
 // TriggerLabel is the issue label that starts a session.
@@ -277,6 +280,7 @@ func (r Repo) PolicyLimits() policy.RepoLimits {
 	return policy.RepoLimits{
 		MaxActive:       r.Limits.MaxActive,
 		DailySessions:   r.Limits.DailySessions,
+		DailyMoney:      r.Limits.DailyMoney,
 		SessionTimeout:  r.Limits.SessionTimeout,
 		MaxChangedFiles: r.Limits.MaxFiles,
 		RepairsPerPR:    r.Repair.MaxSessions,
@@ -369,6 +373,9 @@ func (r Repo) validate() error {
 	}
 	if r.Limits.DailySessions < 0 {
 		add("limits.daily_sessions", "must not be negative (0 means the server's limits.daily_per_repo)")
+	}
+	if !(r.Limits.DailyMoney >= 0) || math.IsInf(r.Limits.DailyMoney, 0) {
+		add("limits.daily_money", "must be a number of US dollars, 0 or more (0 means the server's limits.daily_money_per_repo)")
 	}
 	if r.Label != "" {
 		if err := validLabel(r.Label); err != nil {

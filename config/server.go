@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -180,6 +181,15 @@ type Limits struct {
 	// DailyPerRepo caps the sessions started in one repository per
 	// rolling 24 hours; a trigger beyond it is refused.
 	DailyPerRepo int `yaml:"daily_per_repo"`
+	// DailyMoneyPerRepo and DailyMoneyPerInstallation are money budgets,
+	// in US dollars: the model cost, at agents.models[]'s prices
+	// (ModelCost), of the sessions started in one repository, and in one
+	// installation, per rolling 24 hours, as daily_per_repo counts them.
+	// A trigger when one is reached is refused; a running session that
+	// reaches one is stopped at its next model request (decision 0077).
+	// 0 means none; a repo's limits.daily_money may narrow the first.
+	DailyMoneyPerRepo         float64 `yaml:"daily_money_per_repo"`
+	DailyMoneyPerInstallation float64 `yaml:"daily_money_per_installation"`
 }
 
 // Repair bounds automatic repair of failing checks, which a repository
@@ -990,6 +1000,14 @@ func (c Server) Validate() error {
 			add(key, "must not be negative (0 means no cap; found %d)", n)
 		}
 	}
+	for key, usd := range map[string]float64{
+		"limits.daily_money_per_repo":         c.Limits.DailyMoneyPerRepo,
+		"limits.daily_money_per_installation": c.Limits.DailyMoneyPerInstallation,
+	} {
+		if !(usd >= 0) || math.IsInf(usd, 0) {
+			add(key, "must be a number of US dollars, 0 or more (0 means no budget; found %g)", usd)
+		}
+	}
 	if c.Repair.MaxSessionsPerPR < 0 || c.Repair.MaxSessionsPerPR > MaxRepairsPerPR {
 		add("repair.max_sessions_per_pr", "must be between 0 and %d (0 turns automatic repair off; found %d)", MaxRepairsPerPR, c.Repair.MaxSessionsPerPR)
 	}
@@ -1169,9 +1187,12 @@ func (c Server) PolicyLimits() policy.Limits {
 		ActivePerUser:         c.Limits.ActivePerUser,
 		ActivePerInstallation: c.Limits.ActivePerInstallation,
 		DailyPerRepo:          c.Limits.DailyPerRepo,
+		DailyMoneyPerRepo:     c.Limits.DailyMoneyPerRepo,
 		SessionTimeout:        c.Sessions.Timeout,
-		MaxChangedFiles:       c.Sessions.MaxChangedFiles,
-		RepairsPerPR:          c.Repair.MaxSessionsPerPR,
+		// The installation's budget is the server's alone (policy.Narrow).
+		DailyMoneyPerInstallation: c.Limits.DailyMoneyPerInstallation,
+		MaxChangedFiles:           c.Sessions.MaxChangedFiles,
+		RepairsPerPR:              c.Repair.MaxSessionsPerPR,
 	}
 }
 

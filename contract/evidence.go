@@ -14,8 +14,10 @@ import (
 //
 // v4 added Artifacts; v5 Workspace's image_root and restore_error; v6
 // added Services: each service's run, with its output tail; v7 Diff, the
-// change's unified patch; v8 Usage's cache_read and cache_write.
-const EvidenceVersion = "inspect.evidence/v8"
+// change's unified patch; v8 Usage's cache_read and cache_write; v9
+// ToolsImage, the digest of the agents' tools image (decision 0069), and
+// Workspace's base_image, the snapshot's base image (decision 0077).
+const EvidenceVersion = "inspect.evidence/v9"
 
 // EvidenceFileName is the evidence's file name: in the attempt's directory,
 // and among a Buildkite build's artifacts, where the app looks for it when
@@ -170,6 +172,10 @@ type Evidence struct {
 	Partial bool `json:"partial,omitempty"`
 	// Workspace says how /workspace was prepared. Optional.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// ToolsImage is the manifest digest (sha256:<hex>) of the agents'
+	// tools image bound at /opt/inspect/tools (v9, decision 0069); ""
+	// when the session had none.
+	ToolsImage string `json:"tools_image,omitempty"`
 	// Commands are the commands that started, in the order they ran.
 	// Commands never started (verify after a failed agent) are absent.
 	Commands []CommandResult `json:"commands,omitempty"`
@@ -324,6 +330,11 @@ type Workspace struct {
 	// the restored snapshot's base brings a toolchain (snapshot only;
 	// absent for the host's toolchain).
 	ImageRoot *ImageRoot `json:"image_root,omitempty"`
+	// BaseImage is the base (toolchain) image the restored snapshot was
+	// built on, as the snapshot's labels name it (v9, decision 0077;
+	// snapshot only). Nil when the snapshot names none: built on no base,
+	// or before the labels were written.
+	BaseImage *BaseImage `json:"base_image,omitempty"`
 	// RestoreError says why the pinned snapshot was not used and the
 	// session cloned cold instead (clone only).
 	RestoreError string `json:"restore_error,omitempty"`
@@ -339,6 +350,36 @@ type ImageRoot struct {
 	SetIDBitsDropped int `json:"setid_bits_dropped,omitempty"`
 	// DeviceNodesSkipped counts device nodes and fifos not created.
 	DeviceNodesSkipped int `json:"device_nodes_skipped,omitempty"`
+}
+
+// BaseImage names an image by the reference it was pulled by and its
+// manifest digest, as the OCI annotations org.opencontainers.image.base.name
+// and .base.digest do.
+type BaseImage struct {
+	// Name is the reference as configured (snapshots.base_image), without
+	// its digest; untrusted text to whoever shows it.
+	Name string `json:"name"`
+	// Digest is the image's manifest digest, "sha256:" + 64 hex.
+	Digest string `json:"digest"`
+}
+
+// MaxImageNameBytes bounds BaseImage.Name (a registry reference).
+const MaxImageNameBytes = 512
+
+// Validate reports the base image's faults as a *ValidationError; nil
+// when it is sound. The supervisor checks the names a snapshot's labels
+// carry before it puts them in evidence.
+func (b *BaseImage) Validate() error {
+	var f faults
+	b.validate(&f, "")
+	return f.err("base image")
+}
+
+func (b *BaseImage) validate(f *faults, prefix string) {
+	checkLine(f, at(prefix, "name"), b.Name, MaxImageNameBytes, true)
+	if !IsImageDigest(b.Digest) {
+		f.add(at(prefix, "digest"), `must be "sha256:" followed by 64 lowercase hex digits`)
+	}
 }
 
 // DecodeEvidence reads evidence strictly (size cap, version, no unknown
@@ -393,6 +434,9 @@ func (e *Evidence) validate(f *faults, prefix string) {
 		e.Limit.validate(f, at(prefix, "limit"))
 	}
 	checkText(f, at(prefix, "reason"), e.Reason, MaxReasonBytes, false)
+	if e.ToolsImage != "" && !IsImageDigest(e.ToolsImage) {
+		f.add(at(prefix, "tools_image"), "must be sha256:<64 hex>, not %s", safeQuote(e.ToolsImage))
+	}
 	if e.Workspace != nil {
 		e.Workspace.validate(f, at(prefix, "workspace"))
 	}
@@ -527,8 +571,8 @@ func (c ChangedFile) validate(f *faults, prefix string) {
 func (w *Workspace) validate(f *faults, prefix string) {
 	switch w.Source {
 	case WorkspaceClone:
-		if w.SnapshotDigest != "" || !w.SnapshotCreatedAt.IsZero() || w.DriftCommits != 0 || w.ImageRoot != nil {
-			f.add(prefix, "a clone has no snapshot digest, time, drift or image root")
+		if w.SnapshotDigest != "" || !w.SnapshotCreatedAt.IsZero() || w.DriftCommits != 0 || w.ImageRoot != nil || w.BaseImage != nil {
+			f.add(prefix, "a clone has no snapshot digest, time, drift, image root or base image")
 		}
 	case WorkspaceSnapshot:
 		if !IsImageDigest(w.SnapshotDigest) {
@@ -547,6 +591,9 @@ func (w *Workspace) validate(f *faults, prefix string) {
 		f.add(at(prefix, "restore_error"), "only a clone has a restore error")
 	}
 	checkText(f, at(prefix, "restore_error"), w.RestoreError, MaxReasonBytes, false)
+	if b := w.BaseImage; b != nil {
+		b.validate(f, at(prefix, "base_image"))
+	}
 	if r := w.ImageRoot; r != nil {
 		if r.Layers < 1 {
 			f.add(at(at(prefix, "image_root"), "layers"), "must be at least 1")

@@ -51,6 +51,11 @@ func TestEvidenceValidate(t *testing.T) {
 			e.Workspace = &Workspace{Source: WorkspaceClone, ImageRoot: &ImageRoot{Layers: 3}}
 		}, []string{"workspace"}},
 		{"image root without layers", func(e *Evidence) { e.Workspace.ImageRoot = &ImageRoot{} }, []string{"workspace.image_root.layers"}},
+		{"base image on a clone", func(e *Evidence) {
+			e.Workspace = &Workspace{Source: WorkspaceClone, BaseImage: &BaseImage{Name: "x", Digest: "sha256:" + strings.Repeat("ef", 32)}}
+		}, []string{"workspace"}},
+		{"base image digest not one", func(e *Evidence) { e.Workspace.BaseImage.Digest = "latest" }, []string{"workspace.base_image.digest"}},
+		{"base image without a name", func(e *Evidence) { e.Workspace.BaseImage.Name = "" }, []string{"workspace.base_image.name"}},
 		{"image root negative count", func(e *Evidence) { e.Workspace.ImageRoot.SetIDBitsDropped = -1 }, []string{"workspace.image_root"}},
 
 		{"too many commands", func(e *Evidence) {

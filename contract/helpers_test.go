@@ -116,7 +116,8 @@ func validEvidence() Evidence {
 		EndedAt:       t1,
 		Outcome:       OutcomeVerifyFailed,
 		Workspace: &Workspace{Source: WorkspaceSnapshot, SnapshotDigest: "sha256:" + strings.Repeat("cd", 32), SnapshotCreatedAt: t0.Add(-20 * time.Minute), DriftCommits: 3, PrepareMS: 2100,
-			ImageRoot: &ImageRoot{Layers: 3, SetIDBitsDropped: 1, DeviceNodesSkipped: 2}},
+			ImageRoot: &ImageRoot{Layers: 3, SetIDBitsDropped: 1, DeviceNodesSkipped: 2},
+			BaseImage: &BaseImage{Name: "ghcr.io/acme/toolchain", Digest: "sha256:" + strings.Repeat("ef", 32)}},
 		Commands: []CommandResult{
 			{Phase: PhaseAgent, Name: "agent", Argv: []string{"./agent", "/run/prompt.md"}, ExitCode: 0, DurationMS: 60000, OutputTail: "done\n"},
 			{Phase: PhaseVerify, Name: "test", Argv: []string{"go", "test", "./..."}, ExitCode: 1, DurationMS: 3000, OutputTail: "…FAIL\n", OutputTruncated: true},

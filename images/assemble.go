@@ -31,6 +31,10 @@ type Cache struct {
 type Input struct {
 	// Base is the toolchain image; its layers come first, unchanged.
 	Base v1.Image
+	// BaseName is the reference Base was opened by (snapshots.base_image),
+	// recorded with Base's digest in LabelBaseName and LabelBaseDigest;
+	// "" for none (an empty base).
+	BaseName string
 	// Repo is "owner/name".
 	Repo string
 	// SHA is the commit checked out in WorkspaceDir (40 lowercase hex).
@@ -170,6 +174,17 @@ func Assemble(in Input) (Assembled, error) {
 	labels[LabelBuilt] = formatBuilt(in.Built)
 	labels[LabelVersion] = in.Version
 	labels[LabelCaches] = string(cachesJSON)
+	// The base's own labels may name its base: never the snapshot's.
+	delete(labels, LabelBaseName)
+	delete(labels, LabelBaseDigest)
+	if in.BaseName != "" {
+		digest, err := in.Base.Digest()
+		if err != nil {
+			return Assembled{}, fmt.Errorf("images: the base image's digest: %w", err)
+		}
+		name, _, _ := strings.Cut(in.BaseName, "@")
+		labels[LabelBaseName], labels[LabelBaseDigest] = name, digest.String()
+	}
 	cfg.Config.Labels = labels
 	cfg.Config.WorkingDir = WorkspacePath
 	cfg.Created = v1.Time{Time: in.Built.UTC()}

@@ -257,3 +257,45 @@ func TestDescribeRejectsOtherImages(t *testing.T) {
 		}
 	}
 }
+
+// TestAssembleNamesItsBase: the snapshot's labels name the base it was
+// built on, by the reference without its digest and the base's own
+// manifest digest, and Describe reads them back; labels of those names
+// that the base itself carries (its own base) are not the snapshot's.
+// With no base named, Describe names none.
+func TestAssembleNamesItsBase(t *testing.T) {
+	base, fx := newBaseImage(t), newRepoFixture(t)
+	cfg, err := base.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.DeepCopy()
+	cfg.Config.Labels[LabelBaseName] = "docker.io/library/debian"
+	cfg.Config.Labels[LabelBaseDigest] = "sha256:" + strings.Repeat("0", 64)
+	if base, err = mutate.ConfigFile(base, cfg); err != nil {
+		t.Fatal(err)
+	}
+	want, err := base.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	in := fx.input(t, base, 0, nil)
+	in.BaseName = "registry.example.com/toolchain/go@" + want.String()
+	snap, err := Describe(assemble(t, in).Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.BaseName != "registry.example.com/toolchain/go" || snap.BaseDigest != want.String() {
+		t.Errorf("base = %q %q, want registry.example.com/toolchain/go %s", snap.BaseName, snap.BaseDigest, want)
+	}
+
+	in = fx.input(t, base, 1, nil)
+	snap, err = Describe(assemble(t, in).Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.BaseName != "" || snap.BaseDigest != "" {
+		t.Errorf("with no base named, Describe names %q %q (the base's own base?)", snap.BaseName, snap.BaseDigest)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/inspecthq/inspect/contract"
 )
 
 // Labels on a snapshot's image config. Describe reads a snapshot back from
@@ -26,6 +28,14 @@ const (
 	// LabelCaches is a JSON array of {"path": ..., "key": ...}, one element
 	// per cache layer, in layer order.
 	LabelCaches = "dev.inspect.snapshot.caches"
+	// LabelBaseName and LabelBaseDigest name the base image the snapshot
+	// was built on: the reference it was pulled by, without its digest,
+	// and its manifest digest. They are the OCI image spec's pre-defined
+	// annotation keys for a base image, here as labels so that Describe
+	// reads them from the config like the rest (decision 0077). Absent
+	// when the snapshot was built on no base.
+	LabelBaseName   = "org.opencontainers.image.base.name"
+	LabelBaseDigest = "org.opencontainers.image.base.digest"
 )
 
 // Annotations on layer descriptors in a snapshot's manifest, identifying the
@@ -76,6 +86,9 @@ type Snapshot struct {
 	Version string
 	// Caches are the image's cache layers, in layer order.
 	Caches []CacheInfo
+	// BaseName and BaseDigest are the base image it was built on
+	// (LabelBaseName, LabelBaseDigest); both "" when it names none.
+	BaseName, BaseDigest string
 }
 
 // CacheInfo names one cache layer of a snapshot.
@@ -116,6 +129,11 @@ func Describe(img v1.Image) (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("%w: %s: label %s: %v", ErrNotSnapshot, digest, LabelBuilt, err)
 	}
 	snap.Built = built.UTC()
+	// The base is named only when both labels are there and the digest is
+	// one: they are a description, and a snapshot without them is still one.
+	if name, digest := labels[LabelBaseName], labels[LabelBaseDigest]; name != "" && contract.IsImageDigest(digest) {
+		snap.BaseName, snap.BaseDigest = name, digest
+	}
 	rawCaches, ok := labels[LabelCaches]
 	if !ok {
 		return Snapshot{}, fmt.Errorf("%w: %s: label %s missing", ErrNotSnapshot, digest, LabelCaches)

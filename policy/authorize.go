@@ -107,6 +107,13 @@ type Decision struct {
 	// (daily_budget).
 	Started, DailyCap int
 	NextSlot          time.Time
+	// MoneyScope is the scope whose money budget was reached, Spent that
+	// scope's spend in US dollars over the last 24 hours and MoneyCap its
+	// budget (money_budget); NextSlot then is when the spend falls below
+	// the budget as the sessions counted age out, zero when that is
+	// unknown.
+	MoneyScope      Scope
+	Spent, MoneyCap float64
 }
 
 // Authorize decides whether the sender may have Inspect act on the command.

@@ -1,12 +1,18 @@
 package policy
 
 import (
+	"slices"
 	"time"
 )
 
 // ReasonDailyBudget: the repository started as many sessions in the last
 // 24 hours as its daily cap allows.
 const ReasonDailyBudget Reason = "daily_budget"
+
+// ReasonMoneyBudget: the model cost of the sessions started in the last 24
+// hours in the repository, or in its installation, reached that scope's
+// money budget.
+const ReasonMoneyBudget Reason = "money_budget"
 
 // Limits are the session limits in force for one repository. The server
 // sets them; a repository's config may only narrow them (Narrow).
@@ -18,6 +24,10 @@ type Limits struct {
 	// DailyPerRepo caps the sessions started in one repository per rolling
 	// 24 hours. 0 means no cap.
 	DailyPerRepo int
+	// DailyMoneyPerRepo and DailyMoneyPerInstallation cap, in US dollars,
+	// the model cost of the sessions started in one repository and in one
+	// installation per rolling 24 hours (MoneyBudget). 0 means no cap.
+	DailyMoneyPerRepo, DailyMoneyPerInstallation float64
 	// SessionTimeout is the longest a session may run.
 	SessionTimeout time.Duration
 	// MaxChangedFiles is the most files one change may touch.
@@ -32,22 +42,26 @@ type RepoLimits struct {
 	MaxActive, DailySessions      int
 	SessionTimeout                time.Duration
 	MaxChangedFiles, RepairsPerPR int
+	// DailyMoney narrows DailyMoneyPerRepo.
+	DailyMoney float64
 }
 
 // Narrow applies a repo's limits to the server's. A repo value counts only
 // when it is positive and tighter than the server's, so a repository can
 // never widen a limit; a zero or negative repo value leaves the server's.
 // For a cap where the server's 0 means no cap (ActivePerRepo, DailyPerRepo,
-// SessionTimeout and MaxChangedFiles), any positive repo value is tighter.
+// DailyMoneyPerRepo, SessionTimeout and MaxChangedFiles), any positive repo
+// value is tighter.
 // RepairsPerPR is different: the server's 0 means no repairs at all, and
 // no repository can turn them on.
 //
-// ActivePerUser and ActivePerInstallation span repositories, so no single
-// repository's config may change them.
+// ActivePerUser, ActivePerInstallation and DailyMoneyPerInstallation span
+// repositories, so no single repository's config may change them.
 func Narrow(server Limits, repo RepoLimits) Limits {
 	out := server
 	out.ActivePerRepo = narrowCap(server.ActivePerRepo, repo.MaxActive)
 	out.DailyPerRepo = narrowCap(server.DailyPerRepo, repo.DailySessions)
+	out.DailyMoneyPerRepo = narrowCap(server.DailyMoneyPerRepo, repo.DailyMoney)
 	out.SessionTimeout = time.Duration(narrowCap(int64(server.SessionTimeout), int64(repo.SessionTimeout)))
 	out.MaxChangedFiles = narrowCap(server.MaxChangedFiles, repo.MaxChangedFiles)
 	if repo.RepairsPerPR > 0 && repo.RepairsPerPR < server.RepairsPerPR {
@@ -57,7 +71,7 @@ func Narrow(server Limits, repo RepoLimits) Limits {
 }
 
 // narrowCap narrows a cap where 0 (or less) means no cap.
-func narrowCap[T int | int64](server, repo T) T {
+func narrowCap[T int | int64 | float64](server, repo T) T {
 	if repo > 0 && (server <= 0 || repo < server) {
 		return repo
 	}
@@ -147,4 +161,63 @@ func DailyBudget(l Limits, started int, oldest, now time.Time, sender string) De
 		d.NextSlot = next
 	}
 	return d
+}
+
+// Spend is one session's model cost, in US dollars at the server's prices,
+// counted at its start (when it was admitted), as DailyBudget counts the
+// session.
+type Spend struct {
+	RepoID    int64
+	StartedAt time.Time
+	USD       float64
+}
+
+// MoneyBudget refuses a session of repository repoID when the spend of
+// the sessions started in the 24 h before now reached a money budget: the
+// repository's (l.DailyMoneyPerRepo, counting spends of repoID) or the
+// installation's (l.DailyMoneyPerInstallation, counting all of spends,
+// which must be the installation's); 0 is no budget. The repository's is
+// named when both are reached. Spends started 24 h or more before now
+// count for nothing, so a caller may pass a wider window. The decision's
+// NextSlot is when, as the sessions counted turn 24 hours old, the spend
+// first falls below the budget. Its Sender is sender, as Authorize's are.
+func MoneyBudget(l Limits, repoID int64, spends []Spend, now time.Time, sender string) Decision {
+	since := now.Add(-24 * time.Hour)
+	var repo, all []Spend
+	for _, s := range spends {
+		if !s.StartedAt.After(since) || s.USD <= 0 {
+			continue
+		}
+		all = append(all, s)
+		if s.RepoID == repoID {
+			repo = append(repo, s)
+		}
+	}
+	for _, b := range []struct {
+		scope  Scope
+		cap    float64
+		counts []Spend
+	}{{ScopeRepo, l.DailyMoneyPerRepo, repo}, {ScopeInstallation, l.DailyMoneyPerInstallation, all}} {
+		if b.cap <= 0 {
+			continue
+		}
+		spent := 0.0
+		for _, s := range b.counts {
+			spent += s.USD
+		}
+		if spent < b.cap {
+			continue
+		}
+		d := Decision{Reason: ReasonMoneyBudget, Sender: sender, MoneyScope: b.scope, Spent: spent, MoneyCap: b.cap}
+		slices.SortFunc(b.counts, func(x, y Spend) int { return x.StartedAt.Compare(y.StartedAt) })
+		left := spent
+		for _, s := range b.counts {
+			if left -= s.USD; left < b.cap {
+				d.NextSlot = s.StartedAt.Add(24 * time.Hour)
+				break
+			}
+		}
+		return d
+	}
+	return Decision{Allowed: true}
 }

@@ -8,7 +8,7 @@ import (
 func serverLimits() Limits {
 	return Limits{
 		ActivePerRepo: 5, ActivePerUser: 3, ActivePerInstallation: 20,
-		DailyPerRepo:   100,
+		DailyPerRepo: 100, DailyMoneyPerRepo: 25, DailyMoneyPerInstallation: 100,
 		SessionTimeout: 30 * time.Minute, MaxChangedFiles: 100, RepairsPerPR: 2,
 	}
 }
@@ -42,6 +42,14 @@ func TestNarrow(t *testing.T) {
 			server: func(l *Limits) { l.RepairsPerPR = 0 },
 			repo:   RepoLimits{RepairsPerPR: 1},
 			want:   func(l *Limits) { l.RepairsPerPR = 0 }},
+		{name: "a money budget narrows, never widens, and the installation's is the server's alone",
+			repo: RepoLimits{DailyMoney: 7.5},
+			want: func(l *Limits) { l.DailyMoneyPerRepo = 7.5 }},
+		{name: "a looser money budget is ignored", repo: RepoLimits{DailyMoney: 30}},
+		{name: "a money budget narrows none",
+			server: func(l *Limits) { l.DailyMoneyPerRepo = 0 },
+			repo:   RepoLimits{DailyMoney: 500},
+			want:   func(l *Limits) { l.DailyMoneyPerRepo = 500 }},
 		{name: "user and installation caps are the server's alone",
 			server: func(l *Limits) { l.ActivePerUser, l.ActivePerInstallation = 0, 0 },
 			repo:   RepoLimits{MaxActive: 1},
@@ -206,6 +214,56 @@ func TestDailyBudget(t *testing.T) {
 			d.NextSlot = c.next
 			if d != want {
 				t.Errorf("DailyBudget = %+v, want %+v", d, want)
+			}
+		})
+	}
+}
+
+func TestMoneyBudget(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	l := Limits{DailyMoneyPerRepo: 10, DailyMoneyPerInstallation: 15}
+	cases := []struct {
+		name   string
+		l      Limits
+		spends []Spend
+		// want: allowed when scope is "", else refused naming scope, spent
+		// and next.
+		scope Scope
+		spent float64
+		next  time.Time
+	}{
+		{name: "nothing spent", l: l},
+		{name: "under both", l: l, spends: []Spend{{42, ago(time.Hour), 9.99}, {7, ago(time.Hour), 5}}},
+		{name: "the repo's reached exactly", l: l,
+			spends: []Spend{{42, ago(3 * time.Hour), 4}, {42, ago(time.Hour), 6}},
+			scope:  ScopeRepo, spent: 10, next: ago(3 * time.Hour).Add(24 * time.Hour)},
+		{name: "frees up when enough has aged out, not the first", l: l,
+			spends: []Spend{{42, ago(5 * time.Hour), 1}, {42, ago(4 * time.Hour), 8}, {42, ago(time.Hour), 3}},
+			scope:  ScopeRepo, spent: 12, next: ago(4 * time.Hour).Add(24 * time.Hour)},
+		{name: "the installation's, by other repos", l: l,
+			spends: []Spend{{42, ago(2 * time.Hour), 2}, {7, ago(6 * time.Hour), 9}, {8, ago(time.Hour), 4}},
+			scope:  ScopeInstallation, spent: 15, next: ago(6 * time.Hour).Add(24 * time.Hour)},
+		{name: "both reached names the repo's", l: l,
+			spends: []Spend{{42, ago(time.Hour), 20}}, scope: ScopeRepo, spent: 20, next: ago(time.Hour).Add(24 * time.Hour)},
+		{name: "24 hours old counts for nothing", l: l,
+			spends: []Spend{{42, ago(24 * time.Hour), 100}, {42, ago(25 * time.Hour), 100}, {42, ago(time.Hour), 1}}},
+		{name: "no budgets", spends: []Spend{{42, ago(time.Hour), 1e6}}},
+		{name: "a repo budget alone", l: Limits{DailyMoneyPerRepo: 1},
+			spends: []Spend{{7, ago(time.Hour), 1e6}, {42, ago(time.Hour), 1}}, scope: ScopeRepo, spent: 1, next: ago(time.Hour).Add(24 * time.Hour)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := MoneyBudget(c.l, 42, c.spends, now, "alice")
+			if c.scope == "" {
+				if !d.Allowed {
+					t.Fatalf("refused: %+v", d)
+				}
+				return
+			}
+			want := Decision{Reason: ReasonMoneyBudget, Sender: "alice", MoneyScope: c.scope, Spent: c.spent, MoneyCap: map[Scope]float64{ScopeRepo: c.l.DailyMoneyPerRepo, ScopeInstallation: c.l.DailyMoneyPerInstallation}[c.scope], NextSlot: c.next}
+			if d != want {
+				t.Errorf("got  %+v\nwant %+v", d, want)
 			}
 		})
 	}

@@ -46,9 +46,12 @@ type SnapshotBuild struct {
 	// session without a snapshot does. A base whose one layer holds
 	// /usr/bin is used as the sandbox's root instead (the rule a session's
 	// restore follows too, so both see the same toolchain).
-	Base    v1.Image
-	Store   images.Store
-	Version string
+	Base v1.Image
+	// BaseName is the reference Base was opened by (snapshots.base_image),
+	// which the snapshot's labels name with Base's digest; "" with no Base.
+	BaseName string
+	Store    images.Store
+	Version  string
 	// WorkDir is where the build's directory goes (default os.TempDir());
 	// the sandbox uid must be able to search every parent.
 	WorkDir string

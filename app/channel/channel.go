@@ -34,6 +34,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/policy"
 )
 
 // sessionTokenTTLGrace is how long after its deadline an attempt's token
@@ -76,6 +77,10 @@ type ReadTokens interface {
 type Budget interface {
 	// EndForBudget ends the attempt's session and stops the attempt.
 	EndForBudget(ctx context.Context, a store.Attempt, used store.Usage, budget int64)
+	// EndForMoneyBudget ends the attempt's session, its repository's or
+	// installation's day's spend having reached a money budget (d, its
+	// refusal), and stops the attempt.
+	EndForMoneyBudget(ctx context.Context, a store.Attempt, d policy.Decision)
 }
 
 // Providers is the server's model providers (agents.providers);
@@ -108,6 +113,12 @@ type Options struct {
 	Providers Providers
 	// TokenBudget is the per-session model token budget (0: none).
 	TokenBudget int64
+	// MoneyBudgets are the server's money budgets per repository and per
+	// installation (policy.Limits' DailyMoney*; 0: none), which stop a
+	// running session at its next model request, its tokens priced by
+	// Cost (config.Server.ModelCost; nil: no money budget is kept).
+	MoneyBudgets policy.Limits
+	Cost         func(model string, u contract.TokenUsage) (float64, bool)
 	// MaxModelRequestsInFlight caps a session's model requests at once
 	// (agents.max_requests_in_flight; 0: config's default).
 	MaxModelRequestsInFlight int
@@ -134,6 +145,8 @@ type Channel struct {
 	registryProxy *registryproxy.Proxy
 	egressIdle    time.Duration
 	tokenBudget   int64
+	money         policy.Limits
+	cost          func(model string, u contract.TokenUsage) (float64, bool)
 	maxInFlight   int
 	models        *modelproxy.Proxy
 	metrics       *metrics.Metrics
@@ -145,6 +158,7 @@ func New(o Options) *Channel {
 		store: o.Store, claim: o.Claim, recordResult: o.RecordResult, readTokens: o.ReadTokens, budget: o.Budget, wake: o.Wake,
 		clock: o.Clock, log: o.Logger,
 		registryProxy: o.RegistryProxy, egressIdle: o.EgressIdleTimeout, tokenBudget: o.TokenBudget,
+		money: policy.Limits{DailyMoneyPerRepo: o.MoneyBudgets.DailyMoneyPerRepo, DailyMoneyPerInstallation: o.MoneyBudgets.DailyMoneyPerInstallation}, cost: o.Cost,
 		maxInFlight: o.MaxModelRequestsInFlight, metrics: o.Metrics,
 		models: modelproxy.New(modelproxy.Options{Providers: o.Providers, Client: o.ModelClient,
 			MaxRequestBytes: o.MaxModelRequestBytes, OutputReservation: o.OutputReservation, MaxInFlight: o.MaxModelRequestsInFlight}),

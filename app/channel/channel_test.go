@@ -17,6 +17,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/policy"
 )
 
 var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -156,6 +157,8 @@ type fakeEngine struct {
 	minted        []int64 // installation ids
 	revoked       []string
 	endedOverBudg []int64 // the usage each EndForBudget was given
+	// endedOverMoney are the refusals each EndForMoneyBudget was given.
+	endedOverMoney []policy.Decision
 }
 
 func (e *fakeEngine) wake() { e.wakes++ }
@@ -191,6 +194,10 @@ func (e *fakeEngine) RevokeAttempt(_ context.Context, id string) {
 }
 func (e *fakeEngine) EndForBudget(_ context.Context, _ store.Attempt, used store.Usage, _ int64) {
 	e.endedOverBudg = append(e.endedOverBudg, used.TotalTokens)
+}
+
+func (e *fakeEngine) EndForMoneyBudget(_ context.Context, _ store.Attempt, d policy.Decision) {
+	e.endedOverMoney = append(e.endedOverMoney, d)
 }
 
 // recordingStore is the fake store, whose progress and snapshot results

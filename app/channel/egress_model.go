@@ -12,6 +12,7 @@ import (
 	"github.com/inspecthq/inspect/app/modelproxy"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/policy"
 )
 
 // The model route: a model request arrives on the session channel's egress
@@ -57,7 +58,7 @@ const reservationInFlightFor = 35 * time.Minute
 
 func (m *storeMeter) Reserve(ctx context.Context, tokens int64) (modelproxy.Reservation, *modelproxy.Refusal) {
 	id := contract.NewSecret()[:24]
-	lim := store.ReserveLimits{Budget: m.c.tokenBudget, MaxInFlight: m.c.maxInFlight, InFlightFor: reservationInFlightFor}
+	lim := store.ReserveLimits{Budget: m.c.tokenBudget, MaxInFlight: m.c.maxInFlight, InFlightFor: reservationInFlightFor, Money: m.c.moneyBudget()}
 	got, err := m.c.store.ReserveModelTokens(ctx, m.a.ID, id, tokens, lim, m.c.clock.Now())
 	if err != nil {
 		m.log.Error().Err(err).Msg("reserving model tokens failed")
@@ -67,6 +68,9 @@ func (m *storeMeter) Reserve(ctx context.Context, tokens int64) (modelproxy.Rese
 	case store.ReserveBudgetSpent:
 		m.c.budget.EndForBudget(ctx, m.a, got.Used, m.c.tokenBudget)
 		return modelproxy.Reservation{}, modelproxy.BudgetSpent(m.c.tokenBudget)
+	case store.ReserveMoneySpent:
+		m.c.budget.EndForMoneyBudget(ctx, m.a, got.Money)
+		return modelproxy.Reservation{}, modelproxy.MoneySpent()
 	case store.ReserveBudgetHeld:
 		return modelproxy.Reservation{}, modelproxy.BudgetHeld(m.c.tokenBudget)
 	case store.ReserveTooMany:
@@ -86,5 +90,18 @@ func (m *storeMeter) Settle(ctx context.Context, r modelproxy.Reservation, u mod
 	}
 	if budget := m.c.tokenBudget; budget > 0 && total.TotalTokens > budget {
 		m.c.budget.EndForBudget(ctx, m.a, total, budget)
+	}
+}
+
+// moneyBudget is the reservations' weighing of the day's spend against the
+// server's money budgets (decision 0077), nil when there are none. A
+// repository's narrower limits.daily_money is kept at admission only: the
+// proxy has the server's config, not the repository's.
+func (c *Channel) moneyBudget() func(repoID int64, spends []store.SessionSpend, now time.Time) policy.Decision {
+	if c.cost == nil || c.money.DailyMoneyPerRepo <= 0 && c.money.DailyMoneyPerInstallation <= 0 {
+		return nil
+	}
+	return func(repoID int64, spends []store.SessionSpend, now time.Time) policy.Decision {
+		return policy.MoneyBudget(c.money, repoID, store.PricedSpends(spends, c.cost), now, "")
 	}
 }

@@ -53,12 +53,19 @@ type Handler struct {
 	CommandWord string
 	// CheckRunName is the name of Inspect's check run.
 	CheckRunName string
+	// Cost prices a session's tokens of a model (config.Server.ModelCost);
+	// nil prices nothing.
+	Cost func(model string, u contract.TokenUsage) (float64, bool)
+	// SessionURL is the session's page, nil without web.public_url; nil
+	// itself links nothing.
+	SessionURL func(id string) *string
 }
 
 // Store is what the handler reads of the store.
 type Store interface {
 	GetSession(ctx context.Context, id string) (store.Session, error)
 	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
+	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
 }
 
 // RunAnnotator writes the session's outcome onto the executor's run (a
@@ -92,7 +99,8 @@ func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 		}))
 	}
 	if sess.CheckRunID != 0 && sess.State() == session.Done {
-		title, summary := render.DoneCheckRun(sess, h.egressAudit(ctx, sess))
+		ev, x := h.evidence(ctx, sess)
+		title, summary := render.DoneCheckRun(sess, ev, x)
 		errs = append(errs, ghwrite.ConcludeCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
 			Name:        h.CheckRunName,
 			Conclusion:  github.String(render.CheckConclusion(sess.Outcome)),
@@ -179,28 +187,52 @@ func (h *Handler) syncLabels(ctx context.Context, c *github.Client, sess store.S
 	return ghwrite.SyncLabels(ctx, ghwrite.DocumentedLabels{Client: c}, sess.RepoOwner, sess.RepoName, sess.Number, []string{ti.Label, other}, outcome)
 }
 
-// egressAudit is the session's last attempt's egress audit, for the check
-// run's summary, as the upload carried it; nil when there is none or it
-// cannot be read, and the summary then goes without it. Only the audit is
-// decoded, not the change.
-func (h *Handler) egressAudit(ctx context.Context, sess store.Session) *contract.EgressAudit {
+// evidence is the session's last attempt's evidence as the upload carried
+// it, with the model proxy's counts of the session as its usage (the
+// supervisor's word is never its usage), and the Extras of the check run's
+// summary: its cost and its page. The cost is there without an upload too
+// (a session a budget stopped spent money). A nil evidence when there is
+// none or it cannot be read; the summary then goes without what it says.
+func (h *Handler) evidence(ctx context.Context, sess store.Session) (*contract.Evidence, render.Extras) {
+	url := ""
+	if h.SessionURL != nil {
+		if u := h.SessionURL(sess.ID); u != nil {
+			url = *u
+		}
+	}
+	x := render.Extras{SessionURL: url}
 	if sess.AttemptID == "" {
-		return nil
+		return nil, x
 	}
 	a, err := h.Store.GetAttempt(ctx, sess.AttemptID)
-	if err != nil || a.Result == "" {
-		return nil
+	if err != nil {
+		return nil, x
+	}
+	var usage *contract.TokenUsage
+	if used, err := h.Store.SessionUsage(ctx, a.ID); err == nil && used.Requests > 0 {
+		tokens := used.Tokens()
+		usage = &tokens
+	}
+	var spec struct {
+		Agent struct {
+			Model string `json:"model"`
+		} `json:"agent"`
+	}
+	if json.Unmarshal([]byte(a.Spec), &spec) == nil {
+		x = render.ExtrasOf(h.Cost, spec.Agent.Model, usage, url)
+	}
+	if a.Result == "" {
+		return nil, x
 	}
 	var up struct {
-		Evidence struct {
-			Egress *contract.EgressAudit `json:"egress"`
-		} `json:"evidence"`
+		Evidence contract.Evidence `json:"evidence"`
 	}
 	if err := json.Unmarshal([]byte(a.Result), &up); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Msg("reading the egress audit for the check run")
-		return nil
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("reading the evidence for the check run")
+		return nil, x
 	}
-	return up.Evidence.Egress
+	up.Evidence.Usage = usage
+	return &up.Evidence, x
 }
 
 // annotateRun writes the session's outcome onto its run (a Buildkite

@@ -85,6 +85,13 @@ func BudgetSpent(limit int64) *Refusal {
 	return &Refusal{Status: http.StatusTooManyRequests, Why: fmt.Sprintf("the session's token budget (%d) is spent", limit)}
 }
 
+// MoneySpent refuses a request once the session's repository or
+// installation has spent a day's money budget (decision 0077): the
+// session is over.
+func MoneySpent() *Refusal {
+	return &Refusal{Status: http.StatusTooManyRequests, Why: "the day's money budget of this session's repository or installation is spent"}
+}
+
 // BudgetHeld refuses a request while the rest of the session's budget is
 // reserved by requests in flight: it is not spent yet, since one of them
 // may settle for less, so the agent may retry.

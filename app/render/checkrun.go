@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
@@ -40,28 +41,47 @@ func RunningCheckRun(sess store.Session) (title, summary string) {
 }
 
 // DoneCheckRun is a finished session's check-run title and summary: its
-// outcome and its detail, then the egress summary (EgressSummary) when
-// the evidence's audit (nil when there is none) has one.
-func DoneCheckRun(sess store.Session, egress *contract.EgressAudit) (title, summary string) {
-	return StatusWord(sess), withEgress(sess.Detail, egress)
+// outcome and its detail, then what the attempt's evidence (nil when
+// there is none) and x tell a reviewer (checkRunFacts).
+func DoneCheckRun(sess store.Session, ev *contract.Evidence, x Extras) (title, summary string) {
+	return StatusWord(sess), withFacts(sess.Detail, ev, x)
 }
 
-// FailedTestsCheckRun is the check run's title and summary when its failing
-// tests are annotated on it, with the egress summary as DoneCheckRun has it.
-func FailedTestsCheckRun(t contract.TestSummary, egress *contract.EgressAudit) (title, summary string) {
-	return "Verification failed", withEgress(fmt.Sprintf("%d failed, %d passed, %d skipped.", t.Failed, t.Passed, t.Skipped), egress)
+// FailedTestsCheckRun is the check run's title and summary when the
+// evidence's failing tests (ev.Tests, which must be set) are annotated on
+// it, with the facts DoneCheckRun has.
+func FailedTestsCheckRun(ev contract.Evidence, x Extras) (title, summary string) {
+	t := ev.Tests
+	return "Verification failed", withFacts(fmt.Sprintf("%d failed, %d passed, %d skipped.", t.Failed, t.Passed, t.Skipped), &ev, x)
 }
 
-// withEgress is summary followed by the audit's EgressSummary, if any.
-func withEgress(summary string, egress *contract.EgressAudit) string {
-	e := EgressSummary(egress)
-	switch {
-	case e == "":
-		return summary
-	case summary == "":
-		return e
+// withFacts is summary followed by the evidence's egress summary
+// (EgressSummary), where it ran (WhereItRan), the cost and the link to
+// the session's page, each part only when there is something to say.
+func withFacts(summary string, ev *contract.Evidence, x Extras) string {
+	var facts []string
+	if ev != nil {
+		facts = append(facts, EgressSummary(ev.Egress))
+		if where := WhereItRan(*ev); len(where) > 0 {
+			facts = append(facts, "- "+strings.Join(where, "\n- "))
+		}
 	}
-	return summary + "\n\n" + e
+	facts = append(facts, CostLine(x), SessionLinkLine(x))
+	parts := []string{}
+	if summary != "" {
+		parts = append(parts, summary)
+	}
+	added := false
+	for _, f := range facts {
+		if f = strings.TrimSuffix(f, "\n"); f != "" {
+			parts, added = append(parts, f), true
+		}
+	}
+	out := strings.Join(parts, "\n\n")
+	if added {
+		out += "\n" // each fact is a paragraph that ends its line
+	}
+	return out
 }
 
 // FailureAnnotation is one failing test's annotation on the check run.

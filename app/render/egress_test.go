@@ -54,13 +54,14 @@ func TestHumanBytes(t *testing.T) {
 
 func TestCheckRunSummariesCarryTheEgressSummary(t *testing.T) {
 	a := &contract.EgressAudit{Registry: contract.EgressCount{Requests: 142, Bytes: 38_204_511}}
-	if _, s := DoneCheckRun(store.Session{Detail: "Verified."}, a); s != "Verified.\n\nEgress: 142 registry requests, 38.2 MB, 0 refused.\n" {
+	ev := &contract.Evidence{Egress: a}
+	if _, s := DoneCheckRun(store.Session{Detail: "Verified."}, ev, Extras{}); s != "Verified.\n\nEgress: 142 registry requests, 38.2 MB, 0 refused.\n" {
 		t.Errorf("done summary %q", s)
 	}
-	if _, s := DoneCheckRun(store.Session{}, a); s != "Egress: 142 registry requests, 38.2 MB, 0 refused.\n" {
+	if _, s := DoneCheckRun(store.Session{}, ev, Extras{}); s != "Egress: 142 registry requests, 38.2 MB, 0 refused.\n" {
 		t.Errorf("done summary without a detail %q", s)
 	}
-	if _, s := FailedTestsCheckRun(contract.TestSummary{Failed: 1}, a); !strings.HasSuffix(s, "skipped.\n\nEgress: 142 registry requests, 38.2 MB, 0 refused.\n") {
+	if _, s := FailedTestsCheckRun(contract.Evidence{Tests: &contract.TestSummary{Failed: 1}, Egress: a}, Extras{}); !strings.HasSuffix(s, "skipped.\n\nEgress: 142 registry requests, 38.2 MB, 0 refused.\n") {
 		t.Errorf("failed tests summary %q", s)
 	}
 }

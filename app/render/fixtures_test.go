@@ -131,6 +131,7 @@ type prBodyCase struct {
 	verified bool
 	sum      policy.ChangeSummary
 	ev       contract.Evidence
+	extras   Extras
 }
 
 func prBodyCases() []prBodyCase {
@@ -211,7 +212,24 @@ func prBodyCases() []prBodyCase {
 		}, refused...),
 	}
 
+	// Where it ran: a snapshot 2 h 5 min old, 3 commits behind, on a named
+	// base, with the agents' tools image; its cost and its page.
+	restored := passed
+	restored.Usage = &contract.TokenUsage{Input: 40110, Output: 8100, Total: 48210, Requests: 17, CacheRead: 30000}
+	restored.Workspace = &contract.Workspace{Source: contract.WorkspaceSnapshot, SnapshotDigest: "sha256:" + strings.Repeat("5e", 32),
+		SnapshotCreatedAt: t0.Add(-2*time.Hour - 5*time.Minute), DriftCommits: 3,
+		BaseImage: &contract.BaseImage{Name: "ghcr.io/acme/toolchain-go", Digest: "sha256:" + strings.Repeat("ba", 32)}}
+	restored.ToolsImage = "sha256:" + strings.Repeat("70", 32)
+	priced := Extras{Cost: 0.0731, Priced: true, SessionURL: "https://inspect.example.com/sessions/01jpk3v7m2e4w9q8r6t5y3u1hz"}
+	// Cloned cold (no snapshot yet), a costly session, still linked.
+	cold := unverifiedNoUsage
+	cold.Usage = &contract.TokenUsage{Input: 1_800_000, Output: 90_000, Total: 1_890_000, Requests: 240}
+	cold.Workspace = &contract.Workspace{Source: contract.WorkspaceClone}
+	costly := Extras{Cost: 12.345, Priced: true, SessionURL: priced.SessionURL}
+
 	return []prBodyCase{
+		{name: "issue-verified-with-cost-environment-and-link", sess: issue, spec: spec, verified: true, sum: sum, ev: restored, extras: priced},
+		{name: "pr-unverified-cloned-cold-with-cost-and-link", sess: pr, spec: spec, verified: false, sum: sum, ev: cold, extras: costly},
 		{name: "issue-verified-with-usage", sess: issue, spec: spec, verified: true, sum: sum, ev: passed},
 		{name: "issue-verified-with-registry-egress", sess: issue, spec: spec, verified: true, sum: sum, ev: withRegistry},
 		{name: "pr-unverified-with-egress-refusals", sess: pr, spec: noModel, verified: false, sum: sum, ev: withRefusals},

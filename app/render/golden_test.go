@@ -31,7 +31,29 @@ func TestProgressCommentGolden(t *testing.T) {
 func TestPRBodyGolden(t *testing.T) {
 	for _, tc := range prBodyCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			golden(t, "prbody-"+tc.name+".golden", PRBody(tc.sess, tc.spec, tc.verified, tc.sum, tc.ev))
+			golden(t, "prbody-"+tc.name+".golden", PRBody(tc.sess, tc.spec, tc.verified, tc.sum, tc.ev, tc.extras))
+		})
+	}
+}
+
+// TestCheckRunGolden: the check run's summary carries what the PR body's
+// Environment and Session sections do: where it ran, the cost and the
+// link, after the outcome's detail and the egress summary.
+func TestCheckRunGolden(t *testing.T) {
+	for _, tc := range prBodyCases() {
+		if tc.extras.SessionURL == "" {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			sess := tc.sess
+			sess.Detail = "The change was verified and pushed."
+			_, done := DoneCheckRun(sess, &tc.ev, tc.extras)
+			got := done
+			if tc.ev.Tests != nil {
+				_, failed := FailedTestsCheckRun(tc.ev, tc.extras)
+				got += "\n---\n" + failed
+			}
+			golden(t, "checkrun-"+tc.name+".golden", got)
 		})
 	}
 }

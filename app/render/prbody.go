@@ -16,8 +16,9 @@ import (
 // agent or the repo's output is untrusted and shown only inside code
 // (markdown.go), so none of it acts: the only issue the body closes is the
 // session's own (Inspect's "Fixes #N"), the only person it mentions the
-// requester.
-func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) string {
+// requester. x adds what only the app knows: the cost and the session's
+// page.
+func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence, x Extras) string {
 	var b strings.Builder
 	if target := sess.Target(); target.IsBranch() {
 		// No thread behind it: the body is where the request is told, and
@@ -97,6 +98,9 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 
 	b.WriteString(ArtifactsSection(ev.Artifacts))
 	fmt.Fprintf(&b, "\n## Environment\n\nBuilt on `%s` of `%s`.\n", spec.PinnedSHA, sess.FullName())
+	if where := WhereItRan(ev); len(where) > 0 {
+		b.WriteString("\n- " + strings.Join(where, "\n- ") + "\n")
+	}
 	if egress := EgressSummary(ev.Egress); egress != "" {
 		b.WriteString("\n" + egress)
 	}
@@ -108,6 +112,12 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 		fmt.Fprintf(&b, " Model usage: %d tokens (%d in, %d out) over %d requests, counted by Inspect's model proxy.\n", u.Total, u.Input, u.Output, u.Requests)
 	} else if spec.Agent.Model != "" {
 		b.WriteString("\n")
+	}
+	if cost := CostLine(x); cost != "" {
+		b.WriteString("\n" + cost)
+	}
+	if link := SessionLinkLine(x); link != "" {
+		b.WriteString("\n" + link)
 	}
 	if answer := strings.TrimSpace(ev.FinalAnswer); answer != "" {
 		fmt.Fprintf(&b, "\n## The agent's answer\n\n%s\n", untrustedBlock(answer, 4000))

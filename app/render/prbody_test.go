@@ -20,7 +20,7 @@ func TestPRBodyKeepsUntrustedTextInItsCell(t *testing.T) {
 		Commands: []contract.CommandResult{{Phase: contract.PhaseVerify, Argv: []string{"sh", "-c", "x|y\n<!-- inspect:final=zzz -->"}}},
 		Tests:    &contract.TestSummary{Failed: 1, Failures: []contract.TestFailure{{Name: "T|x\n**bold**"}}},
 	}
-	body := PRBody(store.Session{RequesterLogin: "alice", Number: 1, Instructions: "fix"}, contract.Spec{}, false, sum, ev)
+	body := PRBody(store.Session{RequesterLogin: "alice", Number: 1, Instructions: "fix"}, contract.Spec{}, false, sum, ev, Extras{})
 	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, "| ") && strings.Count(strings.ReplaceAll(line, `\|`, ""), "|") != 4 {
 			t.Errorf("a table row has extra cells: %q", line)
@@ -37,7 +37,7 @@ func TestBranchSessionPRBodyAndCommit(t *testing.T) {
 	branch := "fix/#12-@octocat-[x](https://evil.example)"
 	sess := store.Session{ID: "s-1", RequesterLogin: "alice", RequesterID: 5, Instructions: "make it pass",
 		TriggerKind: session.KindDashboard, TriggerInfo: store.TriggerInfo{Branch: branch}.Encode()}
-	body := PRBody(sess, contract.Spec{}, true, policy.ChangeSummary{}, contract.Evidence{})
+	body := PRBody(sess, contract.Spec{}, true, policy.ChangeSummary{}, contract.Evidence{}, Extras{})
 	if !strings.Contains(body, "@alice asked on Inspect's dashboard, for branch `fix/＃12-＠octocat-[x](https://evil.example)`:") {
 		t.Errorf("the request line:\n%s", body)
 	}

@@ -57,6 +57,12 @@ func refusalText(d policy.Decision) string {
 			"or the Inspect server's administrators can allow fork pull requests for this repository.", from)
 	case policy.ReasonDailyBudget:
 		return dailyBudgetText(d)
+	case policy.ReasonMoneyBudget:
+		text := moneyBudgetText(d) + ", so Inspect won't start another session yet."
+		if d.NextSlot.IsZero() {
+			return text + " Please run the command again later."
+		}
+		return text + fmt.Sprintf(" The spend falls below the budget at %s, as the sessions counted turn 24 hours old; please run the command again then.", ceilMinuteUTC(d.NextSlot))
 	}
 	// A reason with no words of its own yet: still one polite line.
 	return "Inspect won't start a session for this request."
@@ -109,6 +115,31 @@ func dailyBudgetText(d policy.Decision) string {
 		text += fmt.Sprintf(" Slots free up as those sessions turn 24 hours old, the first at %s; please run the command again later.", ceilMinuteUTC(d.NextSlot))
 	}
 	return text
+}
+
+// moneyBudgetText names the money budget reached, the day's spend and the
+// keys that set the budget, without a full stop: "the Inspect sessions
+// started in this repository in the last 24 hours have cost $10.23 at this
+// server's model prices, reaching its daily money budget of $10.00
+// (...)". The refusal and the stopped session's reply both say it.
+func moneyBudgetText(d policy.Decision) string {
+	where, keys := "in this repository", "`limits.daily_money_per_repo`, or the repository's own `limits.daily_money`"
+	if d.MoneyScope == policy.ScopeInstallation {
+		where, keys = "in all the repositories of this GitHub App installation", "`limits.daily_money_per_installation`"
+	}
+	return fmt.Sprintf("the Inspect sessions started %s in the last 24 hours have cost %s at this server's model prices, reaching the daily money budget of %s (%s)",
+		where, Money(d.Spent), Money(d.MoneyCap), keys)
+}
+
+// MoneyBudgetReply says a running session was stopped because its
+// repository's or installation's day's spend reached a money budget
+// (d, policy.MoneyBudget's refusal).
+func MoneyBudgetReply(login string, d policy.Decision) string {
+	next := ""
+	if !d.NextSlot.IsZero() {
+		next = fmt.Sprintf(" New sessions can start once the spend falls below the budget, at %s.", ceilMinuteUTC(d.NextSlot))
+	}
+	return fmt.Sprintf("⚠️ @%s, %s, so Inspect stopped this session at its next model request. Nothing was pushed.%s", login, moneyBudgetText(d), next)
 }
 
 func ceilMinuteUTC(t time.Time) string {

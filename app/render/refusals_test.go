@@ -264,3 +264,33 @@ func TestRefusalDailyBudget(t *testing.T) {
 		})
 	}
 }
+
+// The money budget's refusal and a stopped session's reply name the
+// scope, the spend, the budget and its keys, and when the spend falls
+// below it.
+func TestRefusalMoneyBudget(t *testing.T) {
+	now := time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
+	l := policy.Limits{DailyMoneyPerRepo: 10, DailyMoneyPerInstallation: 50}
+	repo := policy.MoneyBudget(l, 1, []policy.Spend{{RepoID: 1, StartedAt: now.Add(-20 * time.Hour), USD: 6.5}, {RepoID: 1, StartedAt: now.Add(-time.Hour), USD: 3.73}}, now, "alice")
+	inst := policy.MoneyBudget(l, 1, []policy.Spend{{RepoID: 2, StartedAt: now.Add(-2*time.Hour + 30*time.Second), USD: 60}}, now, "alice")
+	for _, c := range []struct {
+		name  string
+		got   string
+		reply []string
+	}{
+		{"repo refusal", Refusal(repo), []string{"@alice, the Inspect sessions started in this repository in the last 24 hours have cost $10.23",
+			"daily money budget of $10.00", "`limits.daily_money_per_repo`", "`limits.daily_money`", "won't start another session yet",
+			"falls below the budget at 2026-03-04 16:00 UTC"}},
+		{"installation refusal", Refusal(inst), []string{"in all the repositories of this GitHub App installation", "$60.00", "$50.00",
+			"`limits.daily_money_per_installation`", "at 2026-03-05 10:01 UTC"}},
+		{"stopped", MoneyBudgetReply("alice", repo), []string{"⚠️ @alice, the Inspect sessions started in this repository", "$10.23",
+			"so Inspect stopped this session at its next model request. Nothing was pushed.", "at 2026-03-04 16:00 UTC"}},
+	} {
+		for _, w := range c.reply {
+			if !strings.Contains(c.got, w) {
+				t.Errorf("%s: %q lacks %q", c.name, c.got, w)
+			}
+		}
+	}
+	checkRefusalSafe(t, Refusal(repo))
+}

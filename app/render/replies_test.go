@@ -165,8 +165,8 @@ func TestCheckRun(t *testing.T) {
 	}{
 		{"queued", pair(QueuedCheckRun(sess)), "Queued / Requested by @alice. Session `01jpk3v7m2e4w9q8r6t5y3u1hz`."},
 		{"running", pair(RunningCheckRun(sess)), "Running / Session `01jpk3v7m2e4w9q8r6t5y3u1hz` is running."},
-		{"done", pair(DoneCheckRun(done, nil)), "done: changed / ✅ done"},
-		{"failed tests", pair(FailedTestsCheckRun(contract.TestSummary{Passed: 5, Failed: 2, Skipped: 1}, nil)), "Verification failed / 2 failed, 5 passed, 1 skipped."},
+		{"done", pair(DoneCheckRun(done, nil, Extras{})), "done: changed / ✅ done"},
+		{"failed tests", pair(FailedTestsCheckRun(contract.Evidence{Tests: &contract.TestSummary{Passed: 5, Failed: 2, Skipped: 1}}, Extras{})), "Verification failed / 2 failed, 5 passed, 1 skipped."},
 		{"annotation", pair(FailureAnnotation(contract.TestFailure{Name: "TestX", Message: "want 1"})), "TestX / want 1"},
 		{"annotation without a message", pair(FailureAnnotation(contract.TestFailure{Name: "TestX"})), "TestX / failed"},
 		{"retry button", pair(RetryButton().Label, RetryButton().Description), "Retry / Run this request again"},

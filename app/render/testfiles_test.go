@@ -23,7 +23,7 @@ func TestPRBodyFlagsTestFilesByTheSharedTable(t *testing.T) {
 	if !decision.Allowed {
 		t.Fatalf("the table's change is refused: %+v", decision)
 	}
-	body := PRBody(store.Session{RequesterLogin: "alice", Number: 1, Instructions: "fix"}, contract.Spec{}, true, sum, contract.Evidence{})
+	body := PRBody(store.Session{RequesterLogin: "alice", Number: 1, Instructions: "fix"}, contract.Spec{}, true, sum, contract.Evidence{}, Extras{})
 	tests := 0
 	for _, p := range testpaths.Table {
 		row := "| " + cell(pathSpan(p.Path))

@@ -55,15 +55,18 @@ func TestUntrustedTextCannotAct(t *testing.T) {
 			Tests: &contract.TestSummary{Failed: 1, Failures: []contract.TestFailure{{Name: evil}}},
 			Egress: &contract.EgressAudit{RefusedCount: 1, Refused: []contract.EgressRecord{
 				{Kind: contract.EgressRegistry, Phase: contract.PhaseSetup, Upstream: evil, Method: evil, Path: evil, Status: 403}}},
+			// A snapshot's label names its base: text from a registry.
+			Workspace: &contract.Workspace{Source: contract.WorkspaceSnapshot, SnapshotDigest: "sha256:" + strings.Repeat("ab", 32),
+				BaseImage: &contract.BaseImage{Name: evil, Digest: "sha256:" + strings.Repeat("cd", 32)}},
 		}
 		done := sess
 		done.Outcome, done.Detail = session.NoChange, NoChangeReply(sess, ev)
 		done = store.Fixture(session.Done, done)
-		_, checkSummary := DoneCheckRun(done, ev.Egress)
+		_, checkSummary := DoneCheckRun(done, &ev, Extras{Cost: 1.5, Priced: true, SessionURL: "https://inspect.example.com/sessions/" + sess.ID})
 		running := sess
 		running = store.Fixture(session.Running, running)
 		bodies := map[string]string{
-			"PR body":           PRBody(sess, spec, false, sum, ev),
+			"PR body":           PRBody(sess, spec, false, sum, ev, Extras{}),
 			"no change reply":   NoChangeReply(sess, ev),
 			"progress comment":  ProgressBody(done, Origin{Label: evil, Checks: []string{evil}}, "/inspect", RunLink{}),
 			"review progress":   ProgressBody(sess, Origin{Review: &ReviewSpot{Path: evil, Line: 3}}, "/inspect", RunLink{}),
@@ -144,13 +147,13 @@ func refusal(evil string) policy.ChangeDecision {
 func TestPRBodyClosesItsOwnIssueOnly(t *testing.T) {
 	sess := baseSession()
 	sess.Instructions = attack
-	body := PRBody(sess, contract.Spec{}, true, policy.ChangeSummary{}, contract.Evidence{FinalAnswer: attack})
+	body := PRBody(sess, contract.Spec{}, true, policy.ChangeSummary{}, contract.Evidence{FinalAnswer: attack}, Extras{})
 	e := fakegithub.MarkdownEffects(body)
 	if !slices.Equal(e.Closes, []string{"#12"}) || !slices.Equal(e.Mentions, []string{"@alice"}) {
 		t.Errorf("closes %q and mentions %q, want #12 and @alice only:\n%s", e.Closes, e.Mentions, body)
 	}
 	sess.IsPR = true
-	if e := fakegithub.MarkdownEffects(PRBody(sess, contract.Spec{}, true, policy.ChangeSummary{}, contract.Evidence{FinalAnswer: attack})); len(e.Closes) != 0 {
+	if e := fakegithub.MarkdownEffects(PRBody(sess, contract.Spec{}, true, policy.ChangeSummary{}, contract.Evidence{FinalAnswer: attack}, Extras{})); len(e.Closes) != 0 {
 		t.Errorf("a PR session's body closes %q", e.Closes)
 	}
 }

@@ -30,7 +30,7 @@ type steps interface {
 	CheckRun(ctx context.Context, sess store.Session) (int64, error)
 	// AnnotateFailures puts the failing tests on the check run (best
 	// effort: it returns nothing).
-	AnnotateFailures(ctx context.Context, sess store.Session, ev contract.Evidence)
+	AnnotateFailures(ctx context.Context, sess store.Session, spec contract.Spec, ev contract.Evidence)
 	// Record stores what a write made (Transitions.Record).
 	Record(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error)
 	// End ends the session with one reply (Transitions.End).
@@ -119,7 +119,7 @@ func decide(ctx context.Context, do steps, sess store.Session, spec contract.Spe
 		}
 	}
 	if !verified && sess.CheckRunID != 0 {
-		do.AnnotateFailures(ctx, sess, ev)
+		do.AnnotateFailures(ctx, sess, spec, ev)
 	}
 	outcome, reason := session.Changed, "changed"
 	if !verified {

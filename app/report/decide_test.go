@@ -55,7 +55,7 @@ func (f *fakeReport) CheckRun(_ context.Context, sess store.Session) (int64, err
 	return 99, nil
 }
 
-func (f *fakeReport) AnnotateFailures(_ context.Context, sess store.Session, _ contract.Evidence) {
+func (f *fakeReport) AnnotateFailures(_ context.Context, sess store.Session, _ contract.Spec, _ contract.Evidence) {
 	f.calls = append(f.calls, fmt.Sprintf("annotate %d", sess.CheckRunID))
 }
 

@@ -71,13 +71,13 @@ func (r *githubSteps) CheckRun(ctx context.Context, sess store.Session) (int64, 
 	return r.h.EnsureCheckRun(ctx, c, sess, true)
 }
 
-func (r *githubSteps) AnnotateFailures(ctx context.Context, sess store.Session, ev contract.Evidence) {
+func (r *githubSteps) AnnotateFailures(ctx context.Context, sess store.Session, spec contract.Spec, ev contract.Evidence) {
 	c, err := r.client(ctx, sess)
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("annotating the check run failed")
 		return
 	}
-	r.h.annotateFailures(ctx, c, sess, ev)
+	r.h.annotateFailures(ctx, c, sess, spec, ev)
 }
 
 func (r *githubSteps) Record(ctx context.Context, id string, fn func(*store.Session)) (store.Session, error) {
@@ -152,10 +152,7 @@ func (h *Handler) push(ctx context.Context, c *github.Client, sess store.Session
 	if err := ghwrite.EnsureBranch(ctx, c.Git, owner, repo, branch, sess.CommitSHA); err != nil {
 		return "", 0, err
 	}
-	body := render.PRBody(sess, spec, verified, sum, ev)
-	if u := h.SessionURL(sess.ID); u != nil {
-		body += "\n\nThe session, live and in full: " + *u
-	}
+	body := render.PRBody(sess, spec, verified, sum, ev, h.extras(sess, spec, ev))
 	// As the requester when they signed in to the dashboard, so the PR is
 	// theirs; else, or when GitHub refuses their token, as the App.
 	prs, asRequester := h.RequesterPRs(ctx, sess)
@@ -237,7 +234,7 @@ func (h *Handler) requestReview(ctx context.Context, c *github.Client, sess stor
 // line) on the check run, so a reviewer sees them in the diff; ghwrite
 // sends them in GitHub's batches and cuts each to its limits. Best effort:
 // the outcome does not depend on it.
-func (h *Handler) annotateFailures(ctx context.Context, c *github.Client, sess store.Session, ev contract.Evidence) {
+func (h *Handler) annotateFailures(ctx context.Context, c *github.Client, sess store.Session, spec contract.Spec, ev contract.Evidence) {
 	if ev.Tests == nil {
 		return
 	}
@@ -255,7 +252,7 @@ func (h *Handler) annotateFailures(ctx context.Context, c *github.Client, sess s
 	if len(anns) == 0 {
 		return
 	}
-	title, summary := render.FailedTestsCheckRun(*ev.Tests, ev.Egress)
+	title, summary := render.FailedTestsCheckRun(ev, h.extras(sess, spec, ev))
 	if err := ghwrite.AnnotateCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, h.CheckRunName, title, summary, anns); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("annotating the check run failed")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/ghwrite"
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
@@ -50,6 +51,21 @@ type Handler struct {
 	BotLogin func() string
 	// CheckRunName is the name of Inspect's check run.
 	CheckRunName string
+	// Cost prices a session's tokens of a model (config.Server.ModelCost)
+	// for the PR body and the check run; nil prices nothing.
+	Cost func(model string, u contract.TokenUsage) (float64, bool)
+}
+
+// extras are the PR body's and the check run's Extras: the session's cost
+// at the server's prices and its page.
+func (h *Handler) extras(sess store.Session, spec contract.Spec, ev contract.Evidence) render.Extras {
+	url := ""
+	if h.SessionURL != nil {
+		if u := h.SessionURL(sess.ID); u != nil {
+			url = *u
+		}
+	}
+	return render.ExtrasOf(h.Cost, spec.Agent.Model, ev.Usage, url)
 }
 
 // Store is what the handler reads of the store.
@@ -105,8 +121,8 @@ func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 	// The model proxy's counts are the app's own, never the supervisor's
 	// word: they replace whatever the upload says.
 	if used, err := h.Store.SessionUsage(ctx, a.ID); err == nil && used.Requests > 0 {
-		up.Evidence.Usage = &contract.TokenUsage{Input: used.InputTokens, Output: used.OutputTokens, Total: used.TotalTokens, Requests: int(used.Requests),
-			CacheRead: used.CacheReadTokens, CacheWrite: used.CacheWriteTokens}
+		tokens := used.Tokens()
+		up.Evidence.Usage = &tokens
 	} else {
 		up.Evidence.Usage = nil
 	}

@@ -181,17 +181,19 @@ func (s *Scheduler) buildHere(ctx context.Context, r store.SnapshotRepo) (built,
 		return built{}, err
 	}
 	res, err := s.build(ctx, runner.SnapshotBuild{
-		Repo:    t.repo,
-		SHA:     t.sha,
-		Token:   tok,
-		Setup:   t.cfg.SnapshotSetupCommands(s.commandTimeout, BuildLease),
-		Caches:  t.cfg.SnapshotCaches(),
-		Env:     t.cfg.Env,
-		Base:    base,
-		Store:   st,
-		Version: s.version,
-		WorkDir: s.workDir,
-		Log:     *zerolog.Ctx(ctx),
+		Repo:   t.repo,
+		SHA:    t.sha,
+		Token:  tok,
+		Setup:  t.cfg.SnapshotSetupCommands(s.commandTimeout, BuildLease),
+		Caches: t.cfg.SnapshotCaches(),
+		Env:    t.cfg.Env,
+		Base:   base,
+		// base is nil, and so named nothing, without a base image.
+		BaseName: s.cfg.BaseImage,
+		Store:    st,
+		Version:  s.version,
+		WorkDir:  s.workDir,
+		Log:      *zerolog.Ctx(ctx),
 	})
 	b := built{res: res, branch: t.repo.DefaultBranch}
 	if err != nil {

@@ -55,6 +55,9 @@ type Attempt struct {
 	Progress      string
 	// Spec is the contract.Spec the attempt runs, as JSON.
 	Spec string
+	// Model is the spec's agent's model ("" for none), which prices its
+	// tokens in a day's spend (DaySpend); written with the attempt only.
+	Model string
 	// Result is the uploaded contract.ResultUpload, as JSON.
 	Result    string
 	CreatedAt time.Time
@@ -86,8 +89,8 @@ func (s *Store) CreateAttempt(ctx context.Context, a Attempt, claimCode string, 
 		if kind == "" {
 			kind = "session"
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, session_id, claim_hash, state, deadline, spec, number, kind, repo_id, host, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`, a.ID, a.SessionID, HashSecret(claimCode), string(AttemptStarted), ms(a.Deadline), a.Spec, number, kind, a.RepoID, a.Host, ms(now))
+		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, session_id, claim_hash, state, deadline, spec, number, kind, repo_id, host, model, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`, a.ID, a.SessionID, HashSecret(claimCode), string(AttemptStarted), ms(a.Deadline), a.Spec, number, kind, a.RepoID, a.Host, a.Model, ms(now))
 		if err != nil {
 			return fmt.Errorf("creating attempt: %w", err)
 		}

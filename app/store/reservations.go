@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/inspecthq/inspect/policy"
 )
 
 // reservationLockClass is the first key of the PostgreSQL advisory lock a
@@ -19,7 +21,11 @@ const reservationLockClass = 4242017
 // budget is reserved by requests still in flight: one may settle for less
 // than it reserved, so the request may be retried when one ends, and the
 // session goes on.
+//
+// MoneySpent means the session's repository or installation has spent a
+// day's money budget (decision 0077): it is over too.
 const (
+	ReserveMoneySpent  = "money_spent"
 	ReserveBudgetSpent = "budget_spent"
 	ReserveBudgetHeld  = "budget_held"
 	ReserveTooMany     = "too_many_in_flight"
@@ -33,6 +39,12 @@ type ReserveLimits struct {
 	Budget      int64
 	MaxInFlight int
 	InFlightFor time.Duration
+	// Money, when set, weighs the day's spend of the session's
+	// installation (DaySpend over the 24 hours before now) for the
+	// session's repository, and refuses the reservation
+	// (ReserveMoneySpent) when its decision is not Allowed
+	// (policy.MoneyBudget). nil: no money budget, and no spend is read.
+	Money func(repoID int64, spends []SessionSpend, now time.Time) policy.Decision
 }
 
 // Reserved is a reservation's outcome: Refused ("" when it was taken, else
@@ -43,18 +55,23 @@ type Reserved struct {
 	Used     Usage
 	Reserved int64
 	InFlight int
+	// Money is the money budget's refusal (ReserveMoneySpent).
+	Money policy.Decision
 }
 
 // ReserveModelTokens reserves tokens for one model request of the
 // attempt's session, under id, unless the session's usage plus its
 // outstanding reservations has reached the budget or its requests in
-// flight are at the cap. So however many requests race, the session
-// spends at most its budget plus one reservation.
+// flight are at the cap, or (lim.Money) its repository's or installation's
+// day's spend has reached a money budget. So however many requests race,
+// the session spends at most its budget plus one reservation.
 func (s *Store) ReserveModelTokens(ctx context.Context, attemptID, id string, tokens int64, lim ReserveLimits, now time.Time) (Reserved, error) {
 	var out Reserved
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var sessionID string
-		if err := tx.QueryRowContext(ctx, `SELECT session_id FROM attempts WHERE id = $1`, attemptID).Scan(&sessionID); err != nil {
+		var repoID, installationID int64
+		if err := tx.QueryRowContext(ctx, `SELECT a.session_id, COALESCE(s.repo_id, 0), COALESCE(s.installation_id, 0)
+				FROM attempts a LEFT JOIN sessions s ON s.id = a.session_id WHERE a.id = $1`, attemptID).Scan(&sessionID, &repoID, &installationID); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return ErrNotFound
 			}
@@ -76,10 +93,24 @@ func (s *Store) ReserveModelTokens(ctx context.Context, attemptID, id string, to
 				FROM model_reservations WHERE session_id = $1`, sessionID, since).Scan(&out.Reserved, &out.InFlight); err != nil {
 			return err
 		}
-		switch {
-		case lim.Budget > 0 && out.Used.TotalTokens >= lim.Budget:
+		if lim.Budget > 0 && out.Used.TotalTokens >= lim.Budget {
 			out.Refused = ReserveBudgetSpent
 			return nil
+		}
+		if lim.Money != nil {
+			// The spend is what other sessions settled too, under their
+			// own locks: sessions of one repository racing may each
+			// spend one request past the budget (decision 0077).
+			spends, err := daySpend(ctx, tx, installationID, now.Add(-24*time.Hour))
+			if err != nil {
+				return err
+			}
+			if d := lim.Money(repoID, spends, now); !d.Allowed {
+				out.Refused, out.Money = ReserveMoneySpent, d
+				return nil
+			}
+		}
+		switch {
 		case lim.Budget > 0 && out.Used.TotalTokens+out.Reserved >= lim.Budget:
 			out.Refused = ReserveBudgetHeld
 			return nil

@@ -343,5 +343,14 @@ func migrations(d dialect) [][]string {
 		{
 			`ALTER TABLE snapshot_repos ADD COLUMN last_egress TEXT NOT NULL DEFAULT ''`,
 		},
+		// 18 (issue 37; the integrator may renumber it): money budgets
+		// (decision 0077). An attempt's model, so that a day's spend is
+		// priced per session without reading its spec ('' for an attempt
+		// from before, whose tokens are then priced at nothing), and the
+		// sessions an installation admitted, by time, for that spend.
+		{
+			`ALTER TABLE attempts ADD COLUMN model TEXT NOT NULL DEFAULT ''`,
+			`CREATE INDEX sessions_installation_admitted ON sessions (installation_id, admitted_at)`,
+		},
 	}
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/inspecthq/inspect/contract"
 )
 
 // Usage is what the model proxy counted: tokens as the provider reported
@@ -55,4 +57,10 @@ func (s *Store) SessionUsage(ctx context.Context, attemptID string) (Usage, erro
 		FROM attempts WHERE session_id = (SELECT session_id FROM attempts WHERE id = $1) AND session_id <> ''`, attemptID).
 		Scan(u.scan()...)
 	return u, err
+}
+
+// Tokens is u as evidence and ModelCost count it.
+func (u Usage) Tokens() contract.TokenUsage {
+	return contract.TokenUsage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens, Requests: int(u.Requests),
+		CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens}
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/session"
 )
 
@@ -188,6 +189,34 @@ func (t *Writer) MarkDispatched(ctx context.Context, id string, deadline time.Ti
 		}
 	})
 	return err
+}
+
+// EndForMoneyBudget ends a session whose repository's or installation's
+// day's spend reached a money budget (d, policy.MoneyBudget's refusal), as
+// EndForBudget ends one over its token budget: outcome error, reason
+// money_budget, and its attempt stopped.
+func (t *Writer) EndForMoneyBudget(ctx context.Context, a store.Attempt, d policy.Decision) {
+	log := zerolog.Ctx(ctx)
+	ended, err := t.Store.MutateSession(ctx, a.SessionID, t.Now(), func(x *store.Session) error {
+		if x.State() == session.Done {
+			return ErrAlreadyDone
+		}
+		if err := x.End(session.Errored, string(policy.ReasonMoneyBudget), ""); err != nil {
+			return err
+		}
+		x.Detail = render.MoneyBudgetReply(x.RequesterLogin, d)
+		return nil
+	}, store.NewWork{Kind: store.SyncSession})
+	if err != nil {
+		if err != ErrAlreadyDone {
+			log.Error().Err(err).Msg("ending the session over a money budget failed")
+		}
+		return
+	}
+	t.Log.Info().Str("session_id", ended.ID).Str("delivery_id", ended.DeliveryID).Str("scope", string(d.MoneyScope)).
+		Float64("spent_usd", d.Spent).Float64("budget_usd", d.MoneyCap).Msg("session stopped: money budget spent")
+	t.StopAttempt(ctx, ended.AttemptID)
+	t.Wake()
 }
 
 // EndForBudget ends a session whose tokens passed its budget: outcome

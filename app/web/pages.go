@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/session"
@@ -225,7 +226,7 @@ func (s *Server) attemptView(view *sessionView, a store.Attempt) {
 	}
 	if u := view.Usage; u != nil && s.cost != nil && view.Model != "" {
 		if usd, ok := s.cost(view.Model, *u); ok {
-			view.Cost = fmt.Sprintf("$%.4f", usd)
+			view.Cost = render.Money(usd) // as the PR body and the check run show it
 		}
 	}
 }

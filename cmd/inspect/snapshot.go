@@ -280,6 +280,7 @@ func snapshotBuildCmd(args []string, stdout, stderr io.Writer) int {
 		// The sandbox's egress forwarder: this executable.
 		ForwarderBinary: forwarderBinary,
 		Base:            baseImg,
+		BaseName:        settings.baseImage,
 		Store:           store,
 		Version:         version,
 		WorkDir:         *workDir,

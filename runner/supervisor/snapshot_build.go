@@ -302,6 +302,7 @@ func (sb *snapshotBuilder) build(ctx context.Context) (SnapshotResult, error) {
 	asm, err := images.Assemble(images.Input{
 		Workspace:    wsLayers,
 		Base:         base,
+		BaseName:     b.BaseName,
 		Repo:         sb.repo,
 		SHA:          b.SHA,
 		Version:      b.Version,

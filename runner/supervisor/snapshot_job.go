@@ -80,7 +80,7 @@ func buildFromJob(ctx context.Context, cfg Config, ch *channel, red *contract.Re
 	res, err := buildSnapshot(ctx, SnapshotBuild{
 		Repo: job.Repo, SHA: job.SHA, Token: tok.Token,
 		Setup: job.Setup, Caches: job.Caches, Env: job.Env, Registries: job.Registries, ForwarderBinary: cfg.ForwarderBinary,
-		Base: base, Store: store,
+		Base: base, BaseName: job.BaseImage, Store: store,
 		Version: cfg.RunnerVersion, WorkDir: cfg.WorkDir, LayerCache: cfg.LayerCache,
 		SandboxUID: cfg.SandboxUID, SandboxGID: cfg.SandboxGID, SandboxPath: cfg.SandboxPath, Limits: cfg.Limits, Git: cfg.Git,
 		Now: cfg.Now, Log: log,

@@ -36,6 +36,8 @@ type snapshotFixture struct {
 	store  string
 	digest string
 	first  string
+	// baseDigest is the digest of the base image the snapshot names.
+	baseDigest string
 	// reg logs the requests the snapshot's registry served.
 	reg *requestLog
 }
@@ -116,9 +118,14 @@ func newSnapshotFixtureCaching(t testing.TB, base v1.Image, tamper func(work str
 		base = mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	}
 	built, err := images.Assemble(images.Input{
-		Base: base, Repo: channeltest.Owner + "/" + channeltest.Repo, SHA: first, Version: "test", Built: time.Now().UTC(),
+		Base: base, BaseName: "registry.example.com/toolchain/test@sha256:" + strings.Repeat("0", 64),
+		Repo: channeltest.Owner + "/" + channeltest.Repo, SHA: first, Version: "test", Built: time.Now().UTC(),
 		WorkspaceDir: ws.work, Caches: caches,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseDigest, err := base.Digest()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +144,7 @@ func newSnapshotFixtureCaching(t testing.TB, base v1.Image, tamper func(work str
 		t.Fatal(err)
 	}
 	reqs.reset() // the push is not what a test counts
-	return &snapshotFixture{t: t, ch: ch, store: storeName, digest: snap.Digest.String(), first: first, reg: reqs}
+	return &snapshotFixture{t: t, ch: ch, store: storeName, digest: snap.Digest.String(), first: first, baseDigest: baseDigest.String(), reg: reqs}
 }
 
 // drift makes three commits after the snapshot's: one edits, one deletes,
@@ -232,6 +239,10 @@ func TestRestoredSnapshotCatchesUpToThePinnedCommit(t *testing.T) {
 	w := ev.Workspace
 	if w == nil || w.Source != contract.WorkspaceSnapshot || w.SnapshotDigest != f.digest || w.DriftCommits != 3 || w.SnapshotCreatedAt.IsZero() {
 		t.Fatalf("workspace evidence = %+v", w)
+	}
+	// The snapshot's labels name its base, for the PR's where-it-ran lines.
+	if b := w.BaseImage; b == nil || b.Name != "registry.example.com/toolchain/test" || b.Digest != f.baseDigest {
+		t.Errorf("base image in evidence = %+v, want registry.example.com/toolchain/test at %s", b, f.baseDigest)
 	}
 	if got := seenFile(t, u); got != "one\nnew\nfrom-snapshot\n" {
 		t.Errorf("the agent saw %q", got)

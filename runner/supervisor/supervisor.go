@@ -583,6 +583,11 @@ func (s *session) prepare(ctx context.Context) bool {
 	if s.restored != nil && err == nil {
 		s.ev.Workspace = &contract.Workspace{Source: contract.WorkspaceSnapshot, SnapshotDigest: s.restored.snap.Digest.String(),
 			SnapshotCreatedAt: s.restored.snap.Built, DriftCommits: drift, ImageRoot: s.restored.imageRoot}
+		// The labels' names are shown where they are sound; a snapshot
+		// that names no base, or one evidence could not carry, shows none.
+		if base := (&contract.BaseImage{Name: s.restored.snap.BaseName, Digest: s.restored.snap.BaseDigest}); base.Name != "" && base.Validate() == nil {
+			s.ev.Workspace.BaseImage = base
+		}
 	}
 	if errors.As(err, &gone) && ctx.Err() == nil {
 		s.ev.Outcome = contract.OutcomeError

@@ -14,8 +14,9 @@ import (
 //
 // v4 added Artifacts; v5 Workspace's image_root and restore_error; v6
 // added Services: each service's run, with its output tail; v7 Diff, the
-// change's unified patch; v8 Usage's cache_read and cache_write.
-const EvidenceVersion = "inspect.evidence/v8"
+// change's unified patch; v8 Usage's cache_read and cache_write; v9
+// ToolsImage, the digest of the agents' tools image (decision 0069).
+const EvidenceVersion = "inspect.evidence/v9"
 
 // EvidenceFileName is the evidence's file name: in the attempt's directory,
 // and among a Buildkite build's artifacts, where the app looks for it when
@@ -170,6 +171,10 @@ type Evidence struct {
 	Partial bool `json:"partial,omitempty"`
 	// Workspace says how /workspace was prepared. Optional.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// ToolsImage is the manifest digest (sha256:<hex>) of the agents'
+	// tools image bound at /opt/inspect/tools (v9, decision 0069); ""
+	// when the session had none.
+	ToolsImage string `json:"tools_image,omitempty"`
 	// Commands are the commands that started, in the order they ran.
 	// Commands never started (verify after a failed agent) are absent.
 	Commands []CommandResult `json:"commands,omitempty"`
@@ -393,6 +398,9 @@ func (e *Evidence) validate(f *faults, prefix string) {
 		e.Limit.validate(f, at(prefix, "limit"))
 	}
 	checkText(f, at(prefix, "reason"), e.Reason, MaxReasonBytes, false)
+	if e.ToolsImage != "" && !IsImageDigest(e.ToolsImage) {
+		f.add(at(prefix, "tools_image"), "must be sha256:<64 hex>, not %s", safeQuote(e.ToolsImage))
+	}
 	if e.Workspace != nil {
 		e.Workspace.validate(f, at(prefix, "workspace"))
 	}

@@ -692,7 +692,7 @@ var toolsImageRE = regexp.MustCompile(`^(oci:/[^@\x00-\x1f]*|[a-z0-9][a-z0-9._/:
 // for an OCI layout on the supervisor's host. A tag is refused, so every
 // session of a server runs the same bytes.
 func ValidToolsImage(ref string) error {
-	if !toolsImageRE.MatchString(ref) {
+	if !toolsImageRE.MatchString(ref) || (strings.HasPrefix(ref, "oci:") && !strings.HasPrefix(ref, "oci:/")) {
 		return errors.New("must be pinned by digest: REGISTRY/NAME@sha256:<hex> or oci:/abs/dir@sha256:<hex>")
 	}
 	return nil

@@ -87,6 +87,14 @@ type entry struct {
 	size  int64
 }
 
+// tarName is the entry's name in the layer: a directory's ends in "/".
+func (e entry) tarName() string {
+	if e.isDir {
+		return e.name + "/"
+	}
+	return e.name
+}
+
 // npmArch is the npm name of GOARCH, for the platform packages' names.
 func npmArch(goarch string) (string, error) {
 	switch goarch {
@@ -297,7 +305,9 @@ func gather(in Inputs) ([]entry, map[string]string, error) {
 		out = append(out, entry{name: "bin/" + name, data: data, mode: 0o755, size: int64(len(data))})
 	}
 
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	// By the names the tar holds (a directory's with its slash): parents
+	// come before their entries, and the order is the bytes' order.
+	sort.Slice(out, func(i, j int) bool { return out[i].tarName() < out[j].tarName() })
 	for i := 1; i < len(out); i++ {
 		if out[i].name == out[i-1].name {
 			return nil, nil, fmt.Errorf("the image would hold %s twice", out[i].name)

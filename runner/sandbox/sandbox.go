@@ -80,6 +80,13 @@ type Mount struct {
 	// where the target must already exist.
 	Target   string
 	ReadOnly bool
+	// MakeMountPoint lets Target be missing under a top-level directory of
+	// RootFS (the tools image at /opt/inspect/tools in a root with its own
+	// /opt): that directory is then made in the sandbox's root instead of
+	// bound, and each of its entries is bound into it read-only (symlinks
+	// recreated), so the image's /opt is all there and the mount has a
+	// point to go. Without it such a target must exist in the image.
+	MakeMountPoint bool
 	// File says Source is not a directory (a regular file or a socket).
 	// bwrap binds either kind alike; the flag is checked against Source so a
 	// directory bound where a file was meant (or the reverse) is an error
@@ -277,7 +284,7 @@ func (s Spec) options() ([]string, error) {
 	if s.RootFS != "" {
 		for _, m := range s.ExtraMounts {
 			top, rest, _ := strings.Cut(strings.TrimPrefix(m.Target, "/"), "/")
-			if rest == "" || !slices.Contains(names, top) || !filepath.IsLocal(top) {
+			if !m.MakeMountPoint || rest == "" || !slices.Contains(names, top) || !filepath.IsLocal(top) {
 				continue
 			}
 			if fi, err := os.Lstat(filepath.Join(root, top)); err != nil || !fi.IsDir() {

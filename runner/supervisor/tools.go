@@ -42,5 +42,5 @@ func (s *session) toolsMount(ctx context.Context) (*sandbox.Mount, string, error
 	if err != nil {
 		return nil, "", fmt.Errorf("flattening the tools image: %w", err)
 	}
-	return &sandbox.Mount{Source: flat.Root, Target: toolsimage.MountPath, ReadOnly: true}, digest.String(), nil
+	return &sandbox.Mount{Source: flat.Root, Target: toolsimage.MountPath, ReadOnly: true, MakeMountPoint: true}, digest.String(), nil
 }

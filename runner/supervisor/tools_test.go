@@ -201,4 +201,3 @@ if mkdir /opt/inspect/tools/made 2>/dev/null; then echo "the tools image took a 
 		})
 	}
 }
-

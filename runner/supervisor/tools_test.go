@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"io"
 	"net/http/httputil"
 	"net/url"
 	"os"
@@ -173,6 +175,7 @@ test -x /opt/inspect/tools/bin/node
 test -x /opt/inspect/tools/bin/` + map[contract.Preset]string{contract.PresetCodex: "codex", contract.PresetOpenCode: "opencode", contract.PresetClaudeCode: "claude"}[c.preset] + `
 if touch /opt/inspect/tools/bin/written 2>/dev/null; then echo "the tools image took a write"; exit 1; fi
 if mkdir /opt/inspect/tools/made 2>/dev/null; then echo "the tools image took a directory"; exit 1; fi
+test "$(awk '$5 == "/opt/inspect/tools" { print substr($6, 1, 3) }' /proc/self/mountinfo)" = "ro,"
 /opt/inspect/tools/bin/node -e 'process.stdout.write(process.version)' | grep -q '^v'`},
 				Timeout: contract.Duration(time.Minute),
 			}}
@@ -200,4 +203,53 @@ if mkdir /opt/inspect/tools/made 2>/dev/null; then echo "the tools image took a 
 			}
 		})
 	}
+
+	// What ran is the host's node and the pinned CLIs: the flattened root
+	// (already in the layer cache) holds node byte for byte, and npm's
+	// lockfile the pinned versions.
+	img, err := images.OpenBaseImage(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat, err := images.Flatten(context.Background(), layers, filepath.Join(layerCache, "base"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := fileSum(t, filepath.Join(flat.Root, "libexec", "node")), fileSum(t, "/usr/bin/node"); a != b {
+		t.Errorf("the image's node (%s) is not the host's (%s)", a, b)
+	}
+	lock, err := os.ReadFile(filepath.Join(flat.Root, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var locked struct {
+		Packages map[string]struct{ Version string } `json:"packages"`
+	}
+	if err := json.Unmarshal(lock, &locked); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ToolsPackages() {
+		if got := locked.Packages["node_modules/"+p.Name].Version; got != p.Version {
+			t.Errorf("the image's %s is %q, want the pinned %s", p.Name, got, p.Version)
+		}
+	}
+}
+
+// fileSum is the sha256 of a file's content.
+func fileSum(t *testing.T, p string) string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

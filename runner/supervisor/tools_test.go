@@ -140,7 +140,11 @@ func serveScriptedModel(ch *channeltest.Server, model *fakemodel.Server, kind st
 func TestAgentCLIsFromTheToolsImage(t *testing.T) {
 	ref := toolsImageRef(t)
 	_, wantDigest, _ := strings.Cut(ref, "@")
-	layerCache := filepath.Join(channeltest.WorkDir(t), "layers") // one flatten for the three
+	// The layer cache lives beside the image, outside the clone: the
+	// tools image (1.3 GB) is flattened once per machine, as a host
+	// flattens it once, not once per test run. Everything in it is keyed
+	// by digest; the snapshots' own layers it gains are a few KB a run.
+	layerCache := filepath.Join(toolsImageDir(t), "test-layers")
 	for _, c := range []struct {
 		name   string
 		root   func(testing.TB) v1.Image

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,61 +19,10 @@ import (
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/images"
 	"github.com/inspecthq/inspect/internal/fakemodel"
+	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
 	"github.com/inspecthq/inspect/toolsimage"
 )
-
-// toolsImageDir is the directory .ci/ensure-tools-image built the tools
-// image in on this machine (make test runs it first): the script's hash
-// of itself, the pinned versions and the builder's source, computed the
-// same way.
-func toolsImageDir(t testing.TB) string {
-	t.Helper()
-	h := sha256.New()
-	script, err := os.ReadFile(filepath.Join("..", "..", ".ci", "ensure-tools-image"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Write(script)
-	presets, err := os.ReadFile("presets.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range regexp.MustCompile(`(?m)^[ \t]*(CodexVersion|OpenCodeVersion|ClaudeCodeVersion)[ \t]*=.*$`).FindAll(presets, -1) {
-		h.Write(append(line, '\n'))
-	}
-	srcs, err := filepath.Glob(filepath.Join("..", "..", "toolsimage", "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range srcs {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Write(b)
-	}
-	cache := os.Getenv("INSPECT_TOOLS_CACHE")
-	if cache == "" {
-		cache = "/var/cache/inspect-tools"
-	}
-	return filepath.Join(cache, hex.EncodeToString(h.Sum(nil))[:16])
-}
-
-// toolsImageRef is the tools image .ci/ensure-tools-image built, as
-// agents.tools_image names it.
-func toolsImageRef(t testing.TB) string {
-	t.Helper()
-	dir := toolsImageDir(t)
-	digest, err := os.ReadFile(filepath.Join(dir, "digest"))
-	if err != nil {
-		t.Fatalf("no tools image: run .ci/ensure-tools-image first (make test does): %v", err)
-	}
-	return images.LayoutPrefix + filepath.Join(dir, "layout") + "@" + strings.TrimSpace(string(digest))
-}
 
 // busyboxRoot opens the busybox root .ci/ensure-busyboxroot built: no
 // libc, no loader, no node.
@@ -138,13 +86,9 @@ func serveScriptedModel(ch *channeltest.Server, model *fakemodel.Server, kind st
 // node on the root, the tools at /opt/inspect/tools, and that the mount
 // refuses a write. The evidence names the tools image's digest.
 func TestAgentCLIsFromTheToolsImage(t *testing.T) {
-	ref := toolsImageRef(t)
+	_, ref := sandboxtest.ToolsImage(t, filepath.Join("..", ".."))
 	_, wantDigest, _ := strings.Cut(ref, "@")
-	// The layer cache lives beside the image, outside the clone: the
-	// tools image (1.3 GB) is flattened once per machine, as a host
-	// flattens it once, not once per test run. Everything in it is keyed
-	// by digest; the snapshots' own layers it gains are a few KB a run.
-	layerCache := filepath.Join(toolsImageDir(t), "test-layers")
+	layerCache := sandboxtest.ToolsLayerCache(t, filepath.Join("..", "..")) // flattened once per machine
 	for _, c := range []struct {
 		name   string
 		root   func(testing.TB) v1.Image

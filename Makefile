@@ -37,7 +37,7 @@ ensure-busyboxroot:
 # clone, for the supervisor's tools-image test. npm's cache, which
 # ensure-agent-clis fills, makes it cheap.
 ensure-tools-image: ensure-go ensure-agent-clis
-	@.ci/ensure-tools-image
+	@.ci/ensure-tools-image >/dev/null
 
 # The real-agent end-to-end tests run Codex CLI, OpenCode and Claude Code
 # (from npm, at the versions runner/supervisor/presets.go pins).

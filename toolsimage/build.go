@@ -16,6 +16,10 @@ import (
 	"strings"
 )
 
+// ProjectName is the npm project Install makes, as its package.json and
+// lockfiles name it.
+const ProjectName = "inspect-tools"
+
 // Package is one npm package at a pinned version.
 type Package struct{ Name, Version string }
 
@@ -28,6 +32,13 @@ type Package struct{ Name, Version string }
 // default.
 func Install(ctx context.Context, npm, dir string, pkgs []Package) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// A name of its own: without one npm names the project, in both
+	// lockfiles, after dir, a temporary directory, and the same packages
+	// would give another image each build.
+	manifest := []byte(`{"name":"` + ProjectName + `","version":"0.0.0","private":true}` + "\n")
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), manifest, 0o644); err != nil {
 		return err
 	}
 	args := []string{"install", "--prefix", dir, "--ignore-scripts", "--no-fund", "--no-audit",

@@ -175,10 +175,14 @@ test "$(awk '$5 == "/opt/inspect/tools" { print substr($6, 1, 3) }' /proc/self/m
 		t.Fatal(err)
 	}
 	var locked struct {
+		Name     string                              `json:"name"`
 		Packages map[string]struct{ Version string } `json:"packages"`
 	}
 	if err := json.Unmarshal(lock, &locked); err != nil {
 		t.Fatal(err)
+	}
+	if locked.Name != toolsimage.ProjectName {
+		t.Errorf("the lockfile names the project %q, not %q: a build directory's name would change the digest", locked.Name, toolsimage.ProjectName)
 	}
 	for _, p := range ToolsPackages() {
 		if got := locked.Packages["node_modules/"+p.Name].Version; got != p.Version {

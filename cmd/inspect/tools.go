@@ -41,7 +41,10 @@ func toolsCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("tools build", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, toolsUsage) }
+	fs.Usage = func() {
+		fmt.Fprint(stderr, toolsUsage+"\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	out := fs.String("out", "", "the OCI layout directory to write (new or empty)")
 	node := fs.String("node", "/usr/bin/node", "the node binary to put in the image")
 	npm := fs.String("npm", "npm", "the npm to install the CLIs with")
@@ -72,6 +75,10 @@ func buildTools(ctx context.Context, out, node, npm string) (toolsimage.Image, e
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return toolsimage.Image{}, err
+	}
+	// Before npm runs for a minute: the layout needs a directory of its own.
+	if ents, err := os.ReadDir(abs); err != nil || len(ents) != 0 {
+		return toolsimage.Image{}, fmt.Errorf("%s must be a new or empty directory", abs)
 	}
 	prefix, err := os.MkdirTemp(filepath.Dir(abs), ".inspect-tools-npm-*")
 	if err != nil {

@@ -129,6 +129,7 @@ test "$(awk '$5 == "/opt/inspect/tools" { print substr($6, 1, 3) }' /proc/self/m
 			}}
 			h := newHarness(t, f.ch, spec)
 			h.cfg.LayerCache = layerCache
+			h.cfg.OutDir = t.TempDir()
 			u := h.result(t, h.run(t, context.Background()))
 			ev := u.Evidence
 			if ev.Outcome != contract.OutcomeOK {
@@ -136,6 +137,14 @@ test "$(awk '$5 == "/opt/inspect/tools" { print substr($6, 1, 3) }' /proc/self/m
 			}
 			if ev.ToolsImage != wantDigest {
 				t.Errorf("evidence tools_image = %q, want %q", ev.ToolsImage, wantDigest)
+			}
+			file, err := os.Open(filepath.Join(h.cfg.OutDir, contract.EvidenceFileName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer file.Close()
+			if onDisk, err := contract.DecodeEvidence(file); err != nil || onDisk.ToolsImage != wantDigest {
+				t.Errorf("evidence.json: tools_image %q, %v; want %s", onDisk.ToolsImage, err, wantDigest)
 			}
 			if w := ev.Workspace; w == nil || w.ImageRoot == nil {
 				t.Fatalf("the session did not run on the image's root: %+v", w)

@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test demo bench bench-faults vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-agent-clis ensure-python-venv ensure-chromium ensure-emoji-font ensure-distroot ensure-podman clean screenshots
+.PHONY: all build test demo bench bench-faults vet fmt-check ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-agent-clis ensure-python-venv ensure-chromium ensure-emoji-font ensure-distroot ensure-podman ensure-busyboxroot ensure-tools-image clean screenshots
 
 all: build
 
@@ -34,6 +34,18 @@ ensure-distroot:
 # here). About a minute the first time, nothing after; decision 0070.
 ensure-podman:
 	@.ci/ensure-podman
+
+# A busybox root (no libc, no node), built once per machine outside the
+# clone, for the supervisor's tools-image test.
+ensure-busyboxroot:
+	@.ci/ensure-busyboxroot
+
+# The agents' tools image (decision 0069: the pinned CLIs, node and their
+# libraries, by inspect tools build), built once per machine outside the
+# clone, for the supervisor's tools-image test. npm's cache, which
+# ensure-agent-clis fills, makes it cheap.
+ensure-tools-image: ensure-go ensure-agent-clis
+	@.ci/ensure-tools-image >/dev/null
 
 # The real-agent end-to-end tests run Codex CLI, OpenCode and Claude Code
 # (from npm, at the versions runner/supervisor/presets.go pins).
@@ -71,7 +83,7 @@ vet: ensure-go
 # The fault suite (./internal/faults) runs after the rest, on its own: its replicas,
 # sandboxes and PostgreSQL would otherwise compete for the CPU with the app's
 # end-to-end tests and push both toward their timeouts.
-test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-agent-clis ensure-python-venv ensure-chromium ensure-distroot ensure-podman fmt-check vet
+test: ensure-go ensure-postgres ensure-bubblewrap ensure-skopeo ensure-agent-clis ensure-python-venv ensure-chromium ensure-distroot ensure-podman ensure-busyboxroot ensure-tools-image fmt-check vet
 	$(GO) test -race -count=1 -timeout 30m -tags inspecttest $$($(GO) list $(PKGS) | grep -v '/internal/faults$$')
 	$(GO) test -race -count=1 -timeout 20m -parallel 3 -tags inspecttest ./internal/faults/
 

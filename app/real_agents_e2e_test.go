@@ -2,20 +2,23 @@ package app_test
 
 import (
 	"context"
-	"os/exec"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakemodel"
+	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/session"
 )
 
 // realAgent is one agent CLI from npm, at the version its preset pins
-// (runner/supervisor), installed by its .ci/ensure-* script.
+// (runner/supervisor), run from the agents' tools image
+// (.ci/ensure-tools-image builds it).
 type realAgent struct {
-	preset, binary, ensure string
+	preset string
 	// kind is the provider API the CLI speaks here, and base the
 	// provider's base_url on the scripted model for that kind.
 	kind string
@@ -25,9 +28,9 @@ type realAgent struct {
 }
 
 var (
-	realOpenCode = realAgent{preset: "opencode", binary: "opencode", ensure: ".ci/ensure-agent-clis",
+	realOpenCode = realAgent{preset: "opencode",
 		kind: "openai", base: func(m *fakemodel.Server) string { return m.URL() + "/v1" }}
-	realClaudeCode = realAgent{preset: "claude-code", binary: "claude", ensure: ".ci/ensure-agent-clis",
+	realClaudeCode = realAgent{preset: "claude-code",
 		kind: "anthropic", base: func(m *fakemodel.Server) string { return m.URL() }, query: "beta=true"}
 )
 
@@ -56,15 +59,16 @@ func TestRealClaudeCodeFixesTheSampleRepoAndLeaksNothing(t *testing.T) {
 // reached the agent, the provider's request bodies, the evidence, the log
 // or GitHub.
 func realAgentFixesAndLeaksNothing(t *testing.T, a realAgent) {
-	if _, err := exec.LookPath(a.binary); err != nil {
-		t.Fatalf("%s is needed (run %s): %v", a.binary, a.ensure, err)
-	}
 	model := fakemodel.New()
 	t.Cleanup(model.Close)
 	model.RequireKey(modelKey)
-	h, lx := newSandboxHarness(t, func(c *configServer) {
+	// The CLI runs from the agents' tools image (decision 0069), as a
+	// deployment runs it, not from the host's npm install.
+	_, tools := sandboxtest.ToolsImage(t, "..")
+	h, lx := newSandboxHarnessRunning(t, []string{"--layer-cache", sandboxtest.ToolsLayerCache(t, "..")}, func(c *configServer) {
 		c.Agents.Providers = map[string]config.Provider{"scripted": {Kind: a.kind, BaseURL: a.base(model), Key: modelKey}}
 		c.Agents.Models = []config.Model{{Name: "scripted-1", Provider: "scripted", Presets: []string{a.preset}}}
+		c.Agents.ToolsImage = tools
 	})
 	files := "http://127.0.0.1:8931/v1/providers/scripted/files"
 	if a.kind == "anthropic" {
@@ -96,6 +100,18 @@ func realAgentFixesAndLeaksNothing(t *testing.T, a realAgent) {
 	pr, _, err := h.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The evidence names the tools image the CLI ran from.
+	att, err := h.st.GetAttempt(context.Background(), sess.AttemptID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up contract.ResultUpload
+	if err := json.Unmarshal([]byte(att.Result), &up); err != nil {
+		t.Fatal(err)
+	}
+	if _, digest, _ := strings.Cut(tools, "@"); up.Evidence.ToolsImage != digest || len(up.Evidence.Commands) == 0 || !strings.HasPrefix(up.Evidence.Commands[0].Argv[0], "/opt/inspect/tools/bin/") {
+		t.Errorf("evidence: tools image %q (want %s), agent %+v", up.Evidence.ToolsImage, digest, up.Evidence.Commands)
 	}
 	for _, want := range []string{"| ✅ passed |", "Model usage: 9382 tokens (9300 in, 82 out) over 3 requests"} {
 		if !strings.Contains(pr.GetBody(), want) {

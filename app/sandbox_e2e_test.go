@@ -36,7 +36,14 @@ func inspectBinary(t testing.TB) string { return servetest.Build(t) }
 // the sample repo's stand-in agent and `go test` in bubblewrap.
 func newSandboxHarness(t testing.TB, opts ...harnessOption) (*harness, *local.Executor) {
 	t.Helper()
-	lx := newLocalExecutor(t)
+	return newSandboxHarnessRunning(t, nil, opts...)
+}
+
+// newSandboxHarnessRunning is newSandboxHarness whose supervisors get the
+// flags args too (a layer cache, say).
+func newSandboxHarnessRunning(t testing.TB, args []string, opts ...harnessOption) (*harness, *local.Executor) {
+	t.Helper()
+	lx := newLocalExecutor(t, args...)
 	h := newHarness(t, opts...)
 	h.runOn(lx)
 	h.gh.CommitFiles(owner, repoName, "main", examples.SampleRepo(), "the sample repository")

@@ -154,6 +154,12 @@ func TestAgentsValidation(t *testing.T) {
 		env  map[string]string
 		want []string
 	}{
+		{"tools image by tag", `
+agents:
+  tools_image: registry.example.com/inspect-tools:latest
+`, nil, []string{"agents.tools_image: must be pinned by digest"}},
+		{"tools image layout not absolute", ``, map[string]string{"INSPECT_AGENTS_TOOLS_IMAGE": "oci:tools@sha256:" + strings.Repeat("a", 64)},
+			[]string{"agents.tools_image: must be pinned by digest"}},
 		{"negative budget", ``, map[string]string{"INSPECT_AGENTS_TOKEN_BUDGET": "-1"},
 			[]string{"agents.token_budget: must not be negative (0 means no cap; found -1)"}},
 		{"budget not a number", ``, map[string]string{"INSPECT_AGENTS_TOKEN_BUDGET": "lots"},
@@ -368,5 +374,18 @@ func TestAgentsKeysDocumented(t *testing.T) {
 		if !strings.Contains(string(doc), "`"+k+"`") {
 			t.Errorf("repo key %s is not documented in docs/configuration.md", k)
 		}
+	}
+}
+
+// agents.tools_image, pinned by digest, reaches every session's agent.
+func TestToolsImageReachesTheSpec(t *testing.T) {
+	ref := "oci:/var/cache/inspect-tools/layout@sha256:" + strings.Repeat("b", 64)
+	cfg := loadAgents(t, map[string]string{"INSPECT_AGENTS_TOOLS_IMAGE": ref})
+	a, err := Agent{Preset: "codex", Model: "gpt-5-codex"}.Spec(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ToolsImage != ref || a.Validate() != nil {
+		t.Fatalf("agent = %+v (%v)", a, a.Validate())
 	}
 }

@@ -198,6 +198,7 @@ func EnvVars() []EnvVar {
 		{"INSPECT_AGENTS_MAX_REQUESTS_IN_FLIGHT", "agents.max_requests_in_flight", integer(func(c *Server) *int { return &c.Agents.MaxRequestsInFlight })},
 		{"INSPECT_AGENTS_OUTPUT_RESERVATION", "agents.output_reservation", int64v(func(c *Server) *int64 { return &c.Agents.OutputReservation })},
 		{"INSPECT_AGENTS_MAX_REQUEST_BYTES", "agents.max_request_bytes", int64v(func(c *Server) *int64 { return &c.Agents.MaxRequestBytes })},
+		{"INSPECT_AGENTS_TOOLS_IMAGE", "agents.tools_image", str(func(c *Server) *string { return &c.Agents.ToolsImage })},
 	}
 }
 

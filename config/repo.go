@@ -225,7 +225,7 @@ func (a Agent) Spec(server Server) (contract.Agent, error) {
 	if err := a.Validate(server); err != nil {
 		return contract.Agent{}, err
 	}
-	out := contract.Agent{Preset: a.PresetName(), Command: a.Command, Model: a.Model}
+	out := contract.Agent{Preset: a.PresetName(), Command: a.Command, Model: a.Model, ToolsImage: server.Agents.ToolsImage}
 	if a.Model != "" {
 		name, _ := server.ModelAllowed(string(out.Preset), a.Model)
 		p, _ := server.Provider(name) // Server.Validate: every model's provider exists

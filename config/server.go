@@ -429,6 +429,13 @@ type Agents struct {
 	// Models are the models repositories may choose, each served by one
 	// provider.
 	Models []Model `yaml:"models"`
+	// ToolsImage is the agents' tools image (decision 0069: the CLIs,
+	// node and their libraries, built by `inspect tools build`), pinned by
+	// digest: "name@sha256:..." in a registry or "oci:/dir@sha256:..." for
+	// an OCI layout on the runners' hosts. Every sandbox sees its root
+	// read-only at /opt/inspect/tools, and the CLI presets run from there.
+	// "" = none: the CLIs are looked for on the sandbox's root.
+	ToolsImage string `yaml:"tools_image"`
 }
 
 // Provider is one model provider the model proxy forwards to.
@@ -660,6 +667,11 @@ func (a Agents) validate(add func(key, format string, args ...any)) {
 	}
 	if a.MaxRequestBytes < 1024 {
 		add("agents.max_request_bytes", "must be at least 1024 (found %d)", a.MaxRequestBytes)
+	}
+	if a.ToolsImage != "" {
+		if err := contract.ValidToolsImage(a.ToolsImage); err != nil {
+			add("agents.tools_image", "%v (found %q)", err, a.ToolsImage)
+		}
 	}
 	for name, p := range a.Providers {
 		key := "agents.providers." + name

@@ -27,6 +27,7 @@ func TestEvidenceValidate(t *testing.T) {
 		{"session id", func(e *Evidence) { e.SessionID = "" }, []string{"session_id"}},
 		{"attempt id", func(e *Evidence) { e.AttemptID = "a b" }, []string{"attempt_id"}},
 		{"runner version newline", func(e *Evidence) { e.RunnerVersion = "v1\n" }, []string{"runner_version"}},
+		{"tools image not a digest", func(e *Evidence) { e.ToolsImage = "registry.example.com/tools:latest" }, []string{"tools_image"}},
 		{"sha", func(e *Evidence) { e.PinnedSHA = "HEAD" }, []string{"pinned_sha"}},
 		{"started missing", func(e *Evidence) { e.StartedAt = time.Time{} }, []string{"started_at"}},
 		{"ended missing", func(e *Evidence) { e.EndedAt = time.Time{} }, []string{"ended_at"}},

@@ -19,8 +19,9 @@ import (
 // reads. Bump it with any change to Spec's fields or their meaning.
 //
 // v5 added Artifacts; v6 added Services: the repository's services,
-// started in the session's shared environment (decision 0025).
-const SpecVersion = "inspect.session-spec/v6"
+// started in the session's shared environment (decision 0025); v7 the
+// agent's ToolsImage (decision 0069).
+const SpecVersion = "inspect.session-spec/v7"
 
 // Caps on a spec. A spec is built from gathered text (issue bodies, comments,
 // check output), so each part is bounded, and so is the whole.
@@ -322,6 +323,13 @@ type Agent struct {
 	// ProviderKindAnthropic), so the CLI is set up to talk it. Required with
 	// Provider.
 	ProviderKind string `json:"provider_kind,omitempty"`
+	// ToolsImage is the agents' tools image (server config
+	// agents.tools_image, decision 0069), pinned by digest: a registry
+	// reference name@sha256:<hex> or an OCI layout oci:/abs/dir@sha256:<hex>.
+	// The supervisor binds its root read-only at /opt/inspect/tools in
+	// every sandbox, and the CLI presets run from there. "" for none: the
+	// CLIs are looked for on the sandbox's root.
+	ToolsImage string `json:"tools_image,omitempty"`
 }
 
 // Validate checks the agent as Spec.Validate does, naming fields
@@ -670,6 +678,24 @@ func (a Agent) validate(f *faults, prefix string) {
 			f.add(at(prefix, "provider"), "%v", err)
 		}
 	}
+	if a.ToolsImage != "" {
+		if err := ValidToolsImage(a.ToolsImage); err != nil {
+			f.add(at(prefix, "tools_image"), "%v", err)
+		}
+	}
+}
+
+var toolsImageRE = regexp.MustCompile(`^(oci:/[^@\x00-\x1f]*|[a-z0-9][a-z0-9._/:-]{0,254})@sha256:[0-9a-f]{64}$`)
+
+// ValidToolsImage checks an agents' tools image reference: pinned by
+// digest, as name@sha256:<hex> in a registry or oci:/abs/dir@sha256:<hex>
+// for an OCI layout on the supervisor's host. A tag is refused, so every
+// session of a server runs the same bytes.
+func ValidToolsImage(ref string) error {
+	if !toolsImageRE.MatchString(ref) || (strings.HasPrefix(ref, "oci:") && !strings.HasPrefix(ref, "oci:/")) {
+		return errors.New("must be pinned by digest: REGISTRY/NAME@sha256:<hex> or oci:/abs/dir@sha256:<hex>")
+	}
+	return nil
 }
 
 func validateCommands(f *faults, prefix string, cmds []Command) {

@@ -125,6 +125,8 @@ func TestSpecValidate(t *testing.T) {
 		{"command argv NUL", func(s *Spec) { s.Agent.Command = []string{"a", "b\x00"} }, []string{"agent.command[1]"}},
 		{"command argv too many", func(s *Spec) { s.Agent.Command = make([]string, MaxArgs+1); s.Agent.Command[0] = "a" }, []string{"agent.command"}},
 		{"model newline", func(s *Spec) { s.Agent.Model = "a\nb" }, []string{"agent.model"}},
+		{"tools image by tag", func(s *Spec) { s.Agent.ToolsImage = "registry.example.com/tools:latest" }, []string{"agent.tools_image"}},
+		{"tools image layout relative", func(s *Spec) { s.Agent.ToolsImage = "oci:tools@sha256:" + strings.Repeat("a", 64) }, []string{"agent.tools_image"}},
 
 		{"setup name missing", func(s *Spec) { s.Setup[0].Name = "" }, []string{"setup[0].name"}},
 		{"setup argv empty", func(s *Spec) { s.Setup[0].Argv = nil }, []string{"setup[0].argv"}},

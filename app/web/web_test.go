@@ -449,6 +449,7 @@ func TestSessionPageShowsBuildCostAndSnapshot(t *testing.T) {
 		StartedAt: started, Usage: &contract.TokenUsage{Input: 1_000_000, Output: 100_000, Total: 1_100_000, Requests: 3},
 		Workspace: &contract.Workspace{Source: contract.WorkspaceSnapshot, SnapshotDigest: "sha256:abc", SnapshotCreatedAt: started.Add(-90 * time.Minute), DriftCommits: 2,
 			BaseImage: &contract.BaseImage{Name: "ghcr.io/acme/<toolchain>", Digest: "sha256:def"}},
+		ToolsImage: "sha256:" + strings.Repeat("7", 64),
 	}})
 	view := sessionView{Session: store.Fixture(session.Done, store.Session{ID: "s1"})}
 	s.attemptView(&view, store.Attempt{ExternalID: "https://buildkite.com/acme/inspect/builds/7", Spec: string(spec), Result: string(result)})
@@ -458,7 +459,8 @@ func TestSessionPageShowsBuildCostAndSnapshot(t *testing.T) {
 	rec := httptest.NewRecorder()
 	s.render(rec, http.StatusOK, "session.html", map[string]any{"Viewer": &viewer{Login: "alice", CSRF: "c"}, "S": view})
 	for _, want := range []string{`id="build" href="https://buildkite.com/acme/inspect/builds/7"`, `<span id="cost">$2.25</span>`, "sha256:abc", "1h30m0s old", "2 commits of drift",
-		`<dd id="base-image">ghcr.io/acme/&lt;toolchain&gt; <code>sha256:def</code></dd>`} {
+		`<dd id="base-image">ghcr.io/acme/&lt;toolchain&gt; <code>sha256:def</code></dd>`,
+		`<dd id="tools-image"><code>sha256:` + strings.Repeat("7", 64) + `</code></dd>`} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("the page lacks %q", want)
 		}

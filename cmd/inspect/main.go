@@ -51,6 +51,8 @@ Usage:
   inspect setup --public-url URL  register the GitHub App through GitHub's App
                                   manifest flow and write the server's config
                                   (inspect setup -h)
+  inspect tools build --out DIR   build the agents' tools image (the CLIs, node and
+                                  their libraries) as an OCI layout (inspect tools -h)
   inspect version, --version      print the version and VCS revision
 
 Configuration: docs/configuration.md. Every key can also be set with an
@@ -79,6 +81,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return snapshotCmd(args[1:], stdout, stderr)
 	case "setup":
 		return setupCmd(args[1:], stdout, stderr)
+	case "tools":
+		return toolsCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, build.line())
 		return 0

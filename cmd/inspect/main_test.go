@@ -119,6 +119,7 @@ func TestHelpExitsZeroEverywhere(t *testing.T) {
 		{"snapshot", "-h"}, {"snapshot", "--help"},
 		{"snapshot", "build", "-h"}, {"snapshot", "list", "--help"}, {"snapshot", "gc", "-h"},
 		{"buildkite", "-h"}, {"buildkite", "setup", "-h"}, {"buildkite", "setup", "--help"},
+		{"tools", "-h"}, {"tools", "--help"}, {"tools", "build", "-h"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != 0 {

@@ -28,7 +28,7 @@ var order = [][]string{
 	{"policy"},
 	{"session", "contract"},
 	{"config"},
-	{"images"},
+	{"images", "toolsimage"},
 	{"runner"},
 	{"handlers"},
 	{"app"},

@@ -54,7 +54,11 @@ func buildInspect(dir, sharedGoCache string) (string, error) {
 		args = append(args, "-tags", "inspecttest",
 			"-ldflags", "-X github.com/inspecthq/inspect/runner/supervisor.sharedGoCache="+sharedGoCache)
 	}
-	out, err := exec.Command("go", append(args, "github.com/inspecthq/inspect/cmd/inspect")...).CombinedOutput()
+	cmd := exec.Command("go", append(args, "github.com/inspecthq/inspect/cmd/inspect")...)
+	// Static, as production builds it: the forwarder runs inside the
+	// sandbox's root, which may have no libc (a busybox root).
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("building cmd/inspect: %v\n%s", err, out)
 	}

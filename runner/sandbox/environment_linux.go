@@ -95,7 +95,7 @@ func StartEnvironment(ctx context.Context, uid, gid uint32) (*Environment, error
 	if err != nil {
 		return nil, err
 	}
-	rootOpts, _, err := rootOptions(hostRoot, hostToolchain)
+	rootOpts, _, err := rootOptions(hostRoot, hostToolchain, nil)
 	if err != nil {
 		return nil, err
 	}

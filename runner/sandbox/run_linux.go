@@ -78,7 +78,7 @@ func Available() error {
 		uid, gid = probeID, probeID
 		cred = &syscall.Credential{Uid: probeID, Gid: probeID, Groups: []uint32{}}
 	}
-	rootOpts, _, err := rootOptions(hostRoot, hostToolchain)
+	rootOpts, _, err := rootOptions(hostRoot, hostToolchain, nil)
 	if err != nil {
 		return err
 	}

@@ -54,6 +54,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,6 +80,13 @@ type Mount struct {
 	// where the target must already exist.
 	Target   string
 	ReadOnly bool
+	// MakeMountPoint lets Target be missing under a top-level directory of
+	// RootFS (the tools image at /opt/inspect/tools in a root with its own
+	// /opt): that directory is then made in the sandbox's root instead of
+	// bound, and each of its entries is bound into it read-only (symlinks
+	// recreated), so the image's /opt is all there and the mount has a
+	// point to go. Without it such a target must exist in the image.
+	MakeMountPoint bool
 	// File says Source is not a directory (a regular file or a socket).
 	// bwrap binds either kind alike; the flag is checked against Source so a
 	// directory bound where a file was meant (or the reverse) is an error
@@ -267,7 +275,27 @@ func (s Spec) options() ([]string, error) {
 			}
 		}
 	}
-	rootOpts, bound, err := rootOptions(root, names)
+	// A mount whose target is missing under a top-level directory of an
+	// image's root (the tools image at /opt/inspect/tools, in a root with
+	// its own /opt) gets a mount point: that directory is made in the
+	// sandbox's root instead of bound, and its entries are bound into it
+	// one by one, read-only as before.
+	spread := map[string]bool{}
+	if s.RootFS != "" {
+		for _, m := range s.ExtraMounts {
+			top, rest, _ := strings.Cut(strings.TrimPrefix(m.Target, "/"), "/")
+			if !m.MakeMountPoint || rest == "" || !slices.Contains(names, top) || !filepath.IsLocal(top) {
+				continue
+			}
+			if fi, err := os.Lstat(filepath.Join(root, top)); err != nil || !fi.IsDir() {
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(m.Target, "/")))); errors.Is(err, os.ErrNotExist) {
+				spread[top] = true
+			}
+		}
+	}
+	rootOpts, bound, err := rootOptions(root, names, spread)
 	if err != nil {
 		return nil, err
 	}
@@ -339,13 +367,40 @@ func (s Spec) options() ([]string, error) {
 }
 
 // rootOptions binds each top-level name of root read-only at /name, or
-// recreates it when it is a symlink; missing names are skipped. bound holds
+// recreates it when it is a symlink; missing names are skipped. A name in
+// spread (a directory) is made instead, and its own entries are bound into
+// it the same way, so a mount can make its mount point there. bound holds
 // the names bound read-only (their contents cannot take new mount points).
-func rootOptions(root string, names []string) (opts []string, bound map[string]bool, err error) {
+func rootOptions(root string, names []string, spread map[string]bool) (opts []string, bound map[string]bool, err error) {
 	bound = map[string]bool{}
 	for _, name := range names {
 		src := filepath.Join(root, name)
 		fi, err := os.Lstat(src)
+		if err == nil && fi.IsDir() && spread[name] {
+			ents, err := os.ReadDir(src)
+			if err != nil {
+				return nil, nil, fmt.Errorf("sandbox: %w", err)
+			}
+			opts = append(opts, "--perms", "0755", "--dir", "/"+name)
+			var sub []string
+			for _, e := range ents {
+				sub = append(sub, e.Name())
+			}
+			subOpts, _, err := rootOptions(src, sub, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			for i := 0; i+1 < len(subOpts); i++ {
+				// Each option's last operand is the sandbox path /entry:
+				// it moves under /name.
+				if subOpts[i] == "--ro-bind" || subOpts[i] == "--symlink" {
+					subOpts[i+2] = "/" + name + subOpts[i+2]
+					i += 2
+				}
+			}
+			opts = append(opts, subOpts...)
+			continue
+		}
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			continue

@@ -594,6 +594,54 @@ func TestRootFSReplacesTheHostToolchain(t *testing.T) {
 	}
 }
 
+// A mount that may make its mount point (the tools image at
+// /opt/inspect/tools) gets one under an image's own /opt, whose entries
+// all stay there, read-only; the mount is read-only too.
+func TestAMountMakesItsPointUnderAnImagesDirectory(t *testing.T) {
+	root := newDir(t)
+	for _, d := range []string{"bin", "opt/vendor"} {
+		must(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	probe, err := os.ReadFile(probePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(filepath.Join(root, "bin", "probe"), probe, 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "opt", "vendor", "sdk"), []byte("the image's\n"), 0o644))
+	must(t, os.Symlink("vendor", filepath.Join(root, "opt", "current")))
+	tools := newDir(t)
+	must(t, os.WriteFile(filepath.Join(tools, "marker"), []byte("the tools'\n"), 0o644))
+	must(t, os.Chmod(tools, 0o777)) // writable by anyone on the host: the bind still is not
+
+	s := newSpec(t, "/bin/probe", "ls", "/opt")
+	s.RootFS = root
+	s.ExtraMounts = []Mount{{Source: tools, Target: "/opt/inspect/tools", ReadOnly: true}}
+	if _, err := s.Args(); err == nil || !strings.Contains(err.Error(), "must already exist") {
+		t.Fatalf("without MakeMountPoint: %v, want a clear error", err)
+	}
+	s.ExtraMounts[0].MakeMountPoint = true
+	if _, stdout, stderr := run(t, s); !slices.Equal(strings.Fields(stdout), []string{"current", "inspect", "vendor"}) {
+		t.Errorf("/opt = %q (stderr %q)", stdout, stderr)
+	}
+	for file, want := range map[string]string{"/opt/vendor/sdk": "the image's\n", "/opt/current/sdk": "the image's\n", "/opt/inspect/tools/marker": "the tools'\n"} {
+		s.Argv = []string{"/bin/probe", "cat", file}
+		if _, stdout, _ := run(t, s); stdout != want {
+			t.Errorf("%s = %q, want %q", file, stdout, want)
+		}
+	}
+	s.Argv = []string{"/bin/probe", "cat", "/proc/self/mountinfo"}
+	_, mounts, _ := run(t, s)
+	ro := false
+	for _, line := range strings.Split(mounts, "\n") {
+		if f := strings.Fields(line); len(f) > 5 && f[4] == "/opt/inspect/tools" {
+			ro = strings.HasPrefix(f[5], "ro")
+		}
+	}
+	if !ro {
+		t.Errorf("/opt/inspect/tools is not mounted read-only:\n%s", mounts)
+	}
+}
+
 func TestSpecValidation(t *testing.T) {
 	good := func() Spec {
 		return Spec{Workspace: newDir(t), Argv: []string{"/bin/true"}, UID: 65534, GID: 65534}

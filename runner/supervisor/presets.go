@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/toolsimage"
 )
 
 // The agent CLIs' versions these invocations were written against and
@@ -191,7 +192,7 @@ func commandInvocation(a contract.Agent, p AgentPaths) Invocation {
 func codexInvocation(a contract.Agent, p AgentPaths) Invocation {
 	home := path.Join(p.Home, "codex")
 	last := path.Join(p.Home, "codex-last-message.md")
-	argv := []string{"codex", "exec",
+	argv := []string{cliPath(a, toolsimage.Codex), "exec",
 		"--strict-config",
 		"--skip-git-repo-check",
 		"--dangerously-bypass-approvals-and-sandbox",
@@ -315,7 +316,7 @@ func openCodeInvocation(a contract.Agent, p AgentPaths) (Invocation, error) {
 	if err != nil {
 		return Invocation{}, err
 	}
-	argv := []string{"opencode", "run", "--pure", "--auto", "--model", model}
+	argv := []string{cliPath(a, toolsimage.OpenCode), "run", "--pure", "--auto", "--model", model}
 	if p.TranscriptFile != "" {
 		argv = append(argv, "--format", "json")
 	}
@@ -370,7 +371,7 @@ func openCodeInvocation(a contract.Agent, p AgentPaths) (Invocation, error) {
 // and sub-agent work the chosen one, the only one the server allowed, with
 // no remapping of an older model id to a newer one.
 func claudeCodeInvocation(a contract.Agent, p AgentPaths) Invocation {
-	argv := []string{"claude", "-p",
+	argv := []string{cliPath(a, toolsimage.Claude), "-p",
 		"--model", a.Model,
 		"--dangerously-skip-permissions",
 		"--max-turns", fmt.Sprint(AgentMaxTurns),
@@ -407,6 +408,16 @@ func claudeCodeInvocation(a contract.Agent, p AgentPaths) Invocation {
 	}
 }
 
+// cliPath is how the preset runs the CLI name: from the tools image's
+// bin/ when the session has one (decision 0069), else by name, from the
+// PATH of the sandbox's root.
+func cliPath(a contract.Agent, name string) string {
+	if a.ToolsImage != "" {
+		return toolsimage.Bin(name)
+	}
+	return name
+}
+
 // tomlString quotes s as a TOML basic string. JSON's string escapes are
 // TOML's (\", \\, \n, \uXXXX, ...); model names and the proxy URL are
 // checked to need none anyway.
@@ -416,4 +427,14 @@ func tomlString(s string) string {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// ToolsPackages are the npm packages of the pinned CLIs, as the tools
+// image (toolsimage, `inspect tools build`) installs them.
+func ToolsPackages() []toolsimage.Package {
+	return []toolsimage.Package{
+		{Name: "@openai/codex", Version: CodexVersion},
+		{Name: "opencode-ai", Version: OpenCodeVersion},
+		{Name: "@anthropic-ai/claude-code", Version: ClaudeCodeVersion},
+	}
 }

@@ -425,3 +425,33 @@ func TestPresetInvocationsCoverEveryPreset(t *testing.T) {
 func presetKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func presetSorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// With a tools image, each CLI preset runs its CLI from the image's bin/
+// by absolute path (the root's PATH is the repository's); the rest of the
+// argv, and a command agent, are as without.
+func TestPresetsRunTheCLIsFromTheToolsImage(t *testing.T) {
+	tools := "oci:/var/cache/inspect-tools/layout@sha256:" + strings.Repeat("c", 64)
+	for _, c := range []struct {
+		agent contract.Agent
+		want  string
+	}{
+		{presetCodex, "/opt/inspect/tools/bin/codex"},
+		{presetOpenCodeA, "/opt/inspect/tools/bin/opencode"},
+		{presetClaudeCode, "/opt/inspect/tools/bin/claude"},
+		{contract.Agent{Preset: contract.PresetCommand, Command: []string{"./agent.sh"}}, "./agent.sh"},
+	} {
+		plain, err := AgentInvocation(c.agent, presetPaths(c.agent.Provider))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := c.agent
+		a.ToolsImage = tools
+		inv, err := AgentInvocation(a, presetPaths(a.Provider))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inv.Argv[0] != c.want || !slices.Equal(inv.Argv[1:], plain.Argv[1:]) {
+			t.Errorf("%s with a tools image: %q, want %s then %q", a.Preset, inv.Argv, c.want, plain.Argv[1:])
+		}
+	}
+}

@@ -658,6 +658,16 @@ func (s *session) prepare(ctx context.Context) bool {
 	// After the hand-over: the shared cache (test builds only) is every
 	// session's, never chowned to one.
 	s.mounts = append(s.mounts, sharedGoCacheMounts(withImageEnv(s.imageEnv, s.spec.Env))...)
+	// The agents' tools, read-only, in every sandbox of the attempt
+	// (decision 0069): whatever the root, the presets run the CLIs from
+	// there.
+	tools, digest, err := s.toolsMount(ctx)
+	if err != nil {
+		return s.fail(ctx, "preparing the agents' tools image", err)
+	}
+	if tools != nil {
+		s.mounts, s.ev.ToolsImage = append(s.mounts, *tools), digest
+	}
 	return true
 }
 

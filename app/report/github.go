@@ -61,6 +61,13 @@ func (r *githubSteps) Push(ctx context.Context, sess store.Session, spec contrac
 	return r.h.push(ctx, c, sess, spec, verified, sum, ev)
 }
 
+func (r *githubSteps) Attest(ctx context.Context, sess store.Session, spec contract.Spec, ev contract.Evidence) error {
+	if r.h.Attest == nil {
+		return nil
+	}
+	return r.h.Attest(ctx, sess, spec, ev)
+}
+
 func (r *githubSteps) CheckRun(ctx context.Context, sess store.Session) (int64, error) {
 	c, err := r.client(ctx, sess)
 	if err != nil {
@@ -152,7 +159,7 @@ func (h *Handler) push(ctx context.Context, c *github.Client, sess store.Session
 	if err := ghwrite.EnsureBranch(ctx, c.Git, owner, repo, branch, sess.CommitSHA); err != nil {
 		return "", 0, err
 	}
-	body := render.PRBody(sess, spec, verified, sum, ev, h.extras(sess, spec, ev))
+	body := render.PRBody(sess, spec, verified, sum, ev, h.extras(ctx, sess, spec, ev))
 	// As the requester when they signed in to the dashboard, so the PR is
 	// theirs; else, or when GitHub refuses their token, as the App.
 	prs, asRequester := h.RequesterPRs(ctx, sess)
@@ -252,7 +259,7 @@ func (h *Handler) annotateFailures(ctx context.Context, c *github.Client, sess s
 	if len(anns) == 0 {
 		return
 	}
-	title, summary := render.FailedTestsCheckRun(ev, h.extras(sess, spec, ev))
+	title, summary := render.FailedTestsCheckRun(ev, h.extras(ctx, sess, spec, ev))
 	if err := ghwrite.AnnotateCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, h.CheckRunName, title, summary, anns); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("annotating the check run failed")
 	}

@@ -352,5 +352,18 @@ func migrations(d dialect) [][]string {
 			`ALTER TABLE attempts ADD COLUMN model TEXT NOT NULL DEFAULT ''`,
 			`CREATE INDEX sessions_installation_admitted ON sessions (installation_id, admitted_at)`,
 		},
+		// 19 (issue 37; the integrator may renumber it): an attempt's
+		// signed provenance (decision 0078), the DSSE envelope as JSON,
+		// kept with the session and served to its repository's readers.
+		{
+			`CREATE TABLE attestations (
+				attempt_id TEXT PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				key_id TEXT NOT NULL,
+				envelope TEXT NOT NULL,
+				created_at BIGINT NOT NULL
+			)`,
+			`CREATE INDEX attestations_session ON attestations (session_id)`,
+		},
 	}
 }

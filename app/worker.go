@@ -216,12 +216,16 @@ func workTable(s *Service) map[store.WorkKind]workHandler {
 // reportHandler is the report step's handler, handed what it needs of the
 // engine (app/report).
 func reportHandler(s *Service) *report.Handler {
-	return &report.Handler{
+	h := &report.Handler{
 		Store: s.store, Transitions: s.transitions,
 		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
 		RevokeTokens: s.readTokens.RevokeAttempt, RepoConfig: s.repoConfigs.ForSession, EnsureCheckRun: s.ensureCheckRun,
 		RequesterPRs: s.dash.RequesterPRs, SessionURL: s.dash.SessionURL, BotLogin: s.botLogin, CheckRunName: CheckRunName, Cost: s.cfg.ModelCost,
 	}
+	if s.prov != nil {
+		h.Attest, h.Provenance = s.prov.AttestSession, s.prov.Link
+	}
+	return h
 }
 
 // syncHandler is the sync's handler, handed what it needs of the engine
@@ -235,6 +239,9 @@ func syncHandler(s *Service) *ghsync.Handler {
 	}
 	if runs, ok := s.executor.(runner.RunAnnotator); ok {
 		h.Runs = runs
+	}
+	if s.prov != nil {
+		h.Provenance = s.prov.Link
 	}
 	return h
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	intoto "github.com/in-toto/attestation/go/v1"
@@ -42,6 +44,36 @@ type Attester struct {
 	Keys  *Keyring
 	Store Store
 	Now   func() time.Time
+	// PublicURL is web.public_url: the attestations are served on the
+	// dashboard under it, and the keys at KeysPath.
+	PublicURL string
+}
+
+// AttestSession attests the session's current attempt, whose change is
+// sess.CommitSHA (report.Handler's Attest).
+func (a *Attester) AttestSession(ctx context.Context, sess store.Session, spec contract.Spec, ev contract.Evidence) error {
+	return a.Attest(ctx, FactsOf(sess.RepoOwner+"/"+sess.RepoName, sess.ID, sess.CommitSHA, spec, ev))
+}
+
+// Link is the session's current attempt's attestation on the dashboard
+// and the keys' URL, or "", "" when that attempt has none (report and
+// sync's Provenance). A store failure links nothing: the check run is
+// written again at the next sync.
+func (a *Attester) Link(ctx context.Context, sess store.Session) (link, keysURL string) {
+	if sess.AttemptID == "" {
+		return "", ""
+	}
+	if _, err := a.Store.GetAttestation(ctx, sess.AttemptID); err != nil {
+		return "", ""
+	}
+	base := strings.TrimSuffix(a.PublicURL, "/")
+	return base + AttestationPath(sess.ID, sess.AttemptID), base + KeysPath
+}
+
+// AttestationPath is where the dashboard serves an attempt's attestation
+// (the DSSE envelope as JSON) to the readers of its repository.
+func AttestationPath(sessionID, attemptID string) string {
+	return "/sessions/" + url.PathEscape(sessionID) + "/attempts/" + url.PathEscape(attemptID) + "/provenance"
 }
 
 // Attest signs the attempt's statement (Statement over its evidence, the

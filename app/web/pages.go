@@ -79,6 +79,31 @@ func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(a.Content) // a write to a gone browser
 }
 
+// attestation serves an attempt's signed provenance (the DSSE envelope,
+// decision 0078) to a reader of the session's repository: it names the
+// commands and tests of a possibly private repository, so it is behind
+// the same sign-in and permission check as the session's page.
+func (s *Server) attestation(w http.ResponseWriter, r *http.Request) {
+	sess, _, ok := s.viewableSession(w, r, viewerOf(r))
+	if !ok {
+		return
+	}
+	a, err := s.st.GetAttestation(r.Context(), r.PathValue("attempt"))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && a.SessionID != sess.ID) {
+		s.fail(w, http.StatusNotFound, "The session has no attestation for that attempt.")
+		return
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Msg("dashboard: reading an attestation failed")
+		s.fail(w, http.StatusServiceUnavailable, "Inspect could not read the attestation. Try again.")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	_, _ = w.Write([]byte(a.Envelope)) // a write to a gone browser
+}
+
 // listFilter reads the list's query: each value is matched exactly in the
 // store, never put into SQL text.
 type listFilter struct {

@@ -57,6 +57,7 @@ type Store interface {
 	OutputAfter(ctx context.Context, sessionID string, afterID int64, limit int) ([]store.OutputChunk, error)
 	AttemptDiff(ctx context.Context, attemptID string) (store.Diff, error)
 	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
+	GetAttestation(ctx context.Context, attemptID string) (store.Attestation, error)
 }
 
 // Commands takes a button's request as the webhook handlers hand over a
@@ -195,6 +196,7 @@ func (s *Server) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /sessions/{id}/retry", s.signedIn(s.button(actionRetry)))
 	mux.HandleFunc("GET /snapshots", s.signedIn(s.snapshotsPage))
 	mux.HandleFunc("GET /sessions/{id}/artifacts/{name...}", s.signedIn(s.artifact))
+	mux.HandleFunc("GET /sessions/{id}/attempts/{attempt}/provenance", s.signedIn(s.attestation))
 }
 
 // SessionURL is a session's page, for links from GitHub (the check run's

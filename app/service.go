@@ -172,7 +172,7 @@ func NewService(o Options) *Service {
 		},
 	})
 	if keys, err := provenance.LoadKeyring(o.Config.Provenance); err != nil {
-		// `inspect serve` refuses to start on this (checkProvenance); a
+		// `inspect serve` refuses to start on this (serveWith); a
 		// service built otherwise says it loudly and attests nothing.
 		o.Logger.Error().Err(err).Msg("the provenance keys could not be read: no attempt is attested")
 	} else if keys != nil {

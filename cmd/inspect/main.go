@@ -22,6 +22,7 @@ import (
 	"github.com/inspecthq/inspect/app"
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/metrics"
+	"github.com/inspecthq/inspect/app/provenance"
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -53,6 +54,9 @@ Usage:
                                   (inspect setup -h)
   inspect tools build --out DIR   build the agents' tools image (the CLIs, node and
                                   their libraries) as an OCI layout (inspect tools -h)
+  inspect verify ATTESTATION [--key [ID=]PUBKEY.pem ... | --keys-url URL] [--checkout DIR]
+                                  check a session's signed provenance: its signature, and
+                                  that the checkout's HEAD is its subject (inspect verify -h)
   inspect version, --version      print the version and VCS revision
 
 Configuration: docs/configuration.md. Every key can also be set with an
@@ -83,6 +87,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return setupCmd(args[1:], stdout, stderr)
 	case "tools":
 		return toolsCmd(args[1:], stdout, stderr)
+	case "verify":
+		return verifyCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, build.line())
 		return 0
@@ -225,6 +231,10 @@ func (b buildInfo) line() string {
 
 func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error {
 	if err := cfg.CheckFiles(); err != nil {
+		return err
+	}
+	// Keys that do not parse stop the start, not the first attestation.
+	if _, err := provenance.LoadKeyring(cfg.Provenance); err != nil {
 		return err
 	}
 	key, err := cfg.PrivateKeyPEM()

@@ -121,7 +121,7 @@ func ProvenanceLine(x Extras) string {
 	if x.ProvenanceURL == "" {
 		return ""
 	}
-	return fmt.Sprintf("Signed provenance (in-toto, DSSE) of this commit: %s — check it with `inspect verify` against the keys at %s\n", x.ProvenanceURL, x.KeysURL)
+	return fmt.Sprintf("Signed provenance (in-toto, DSSE) of the commit Inspect made: %s — check it with `inspect verify` against the keys at %s\n", x.ProvenanceURL, x.KeysURL)
 }
 
 // ExtrasOf is a session's Extras: its usage u (nil for none) of model

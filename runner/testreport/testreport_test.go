@@ -1,6 +1,7 @@
 package testreport
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -331,5 +332,45 @@ func TestReadable(t *testing.T) {
 		if Readable(s) != s {
 			t.Errorf("Readable(%q) changed it", s)
 		}
+	}
+}
+
+// TestGoJSONOtherModules: a failure in another module than the root's
+// names no file; an event without a test name counts nothing.
+func TestGoJSONOtherModules(t *testing.T) {
+	g := NewScanner(Options{Module: "example.com/m", IsFile: func(p string) bool { return p == "sub/x_test.go" }})
+	events := []map[string]string{
+		{"Action": "run", "Package": "example.com/m/sub", "Test": "TestX"},
+		{"Action": "output", "Package": "example.com/m/sub", "Test": "TestX", "Output": "    x_test.go:12: boom\x00\n"},
+		{"Action": "fail", "Package": "example.com/m/sub", "Test": "TestX"},
+		{"Action": "fail", "Package": "other.org/y", "Test": "TestY"},
+		{"Action": "pass", "Package": "example.com/m", "Test": "TestZ"},
+	}
+	var all []byte
+	for _, e := range events {
+		b, _ := json.Marshal(e)
+		all = append(append(all, b...), '\n')
+	}
+	all = append(all, []byte("not json\n{\"Action\":\"pass\"}\n")...) // no test name: not counted
+	for i := 0; i < len(all); i += 7 {                                // writes that split lines
+		_, _ = g.Write(all[i:min(i+7, len(all))])
+	}
+	sums := g.Summaries()
+	if len(sums) != 1 {
+		t.Fatalf("summaries %+v", sums)
+	}
+	s := sums[0]
+	if s == nil || s.Passed != 1 || s.Failed != 2 || len(s.Failures) != 2 {
+		t.Fatalf("summary %+v", s)
+	}
+	f := s.Failures[0]
+	if f.Name != "example.com/m/sub.TestX" || f.File != "sub/x_test.go" || f.Line != 12 || f.Message != "    x_test.go:12: boom" {
+		t.Errorf("failure %+v", f)
+	}
+	if s.Failures[1].File != "" || s.Failures[1].Line != 0 {
+		t.Errorf("another module's file was named: %+v", s.Failures[1])
+	}
+	if sums := NewScanner(Options{}).Summaries(); sums != nil {
+		t.Error("no events should give no summary")
 	}
 }

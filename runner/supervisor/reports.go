@@ -41,7 +41,6 @@ import (
 // only as trustworthy as the test run that wrote them: the agent changed
 // the code that ran, and could have written a report with a fresh mtime
 // itself.
-//
 const (
 	junitMaxDepth      = 6
 	junitMaxFileBytes  = 8 << 20

@@ -383,7 +383,7 @@ type session struct {
 	// output (runner/testreport), in order.
 	testOutputs []*contract.TestSummary
 	ev          contract.Evidence
-	manifest *contract.Manifest
+	manifest    *contract.Manifest
 
 	// verifyStart is when the verify phase began, by the filesystem's
 	// clock: test reports written since are collected (see reports.go).

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
@@ -49,7 +50,32 @@ func DoneCheckRun(sess store.Session, egress *contract.EgressAudit) (title, summ
 // FailedTestsCheckRun is the check run's title and summary when its failing
 // tests are annotated on it, with the egress summary as DoneCheckRun has it.
 func FailedTestsCheckRun(t contract.TestSummary, egress *contract.EgressAudit) (title, summary string) {
-	return "Verification failed", withEgress(fmt.Sprintf("%d failed, %d passed, %d skipped.", t.Failed, t.Passed, t.Skipped), egress)
+	return "Verification failed", withEgress(fmt.Sprintf("%d failed, %d passed, %d skipped", t.Failed, t.Passed, t.Skipped)+testSources(t), egress)
+}
+
+// TestCounts is a test summary's counts in a sentence, with the runners
+// they were read from (testSources).
+func TestCounts(t contract.TestSummary) string {
+	return fmt.Sprintf("%d passed, %d failed, %d skipped", t.Passed, t.Failed, t.Skipped) + testSources(t)
+}
+
+// testSources ends a sentence of counts: the runners they were read from
+// (as untrusted spans: a summary travels from the runner), and a note
+// when passing tests went uncounted.
+func testSources(t contract.TestSummary) string {
+	s := ""
+	if len(t.Runners) > 0 {
+		names := make([]string, len(t.Runners))
+		for i, r := range t.Runners {
+			names[i] = untrustedSpan(r)
+		}
+		s = " (" + strings.Join(names, ", ") + ")"
+	}
+	s += "."
+	if t.FailuresOnly {
+		s += " Plain go test output names only failures: passing tests are not counted (add -v or -json)."
+	}
+	return s
 }
 
 // withEgress is summary followed by the audit's EgressSummary, if any.

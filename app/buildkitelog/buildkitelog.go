@@ -136,13 +136,19 @@ func (r *Reader) Tail(ctx context.Context, rawURL string, max int) (string, erro
 		return "", fmt.Errorf("reading the job log: %w", err)
 	}
 	text := stripTerminal(string(tail))
-	if cut || resp.StatusCode == http.StatusPartialContent {
+	if cut || (resp.StatusCode == http.StatusPartialContent && !fromStart(resp.Header.Get("Content-Range"))) {
 		// Start at a line: the cut may have split one (or an escape).
 		if i := strings.IndexByte(text, '\n'); i >= 0 {
 			text = text[i+1:]
 		}
 	}
 	return strings.ToValidUTF8(text, ""), nil
+}
+
+// fromStart reports whether a Content-Range ("bytes 0-99/100") starts at
+// the log's first byte: the suffix range covered the whole log.
+func fromStart(contentRange string) bool {
+	return strings.HasPrefix(contentRange, "bytes 0-")
 }
 
 // maxRead bounds what is read of a log whose server ignored the range.

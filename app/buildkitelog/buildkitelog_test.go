@@ -101,6 +101,11 @@ func TestTailReadsTheConfiguredOrgsJobOnly(t *testing.T) {
 		t.Errorf("links that name no job of acme made %d more requests", n-1)
 	}
 
+	// A log shorter than the tail is read whole, its first line kept.
+	short := bk.AddFinishedBuild("acme", "ci", "failed", "first line\nsecond\n")
+	if tail, err := r.Tail(ctx, fakebuildkite.JobWebURL(short), 1024); tail != "first line\nsecond\n" || err != nil {
+		t.Errorf("short log: %q %v", tail, err)
+	}
 	// An empty log (416) is no log; a missing job an error.
 	empty := bk.AddFinishedBuild("acme", "ci", "failed", "")
 	if tail, err := r.Tail(ctx, fakebuildkite.JobWebURL(empty), 1024); tail != "" || err != nil {

@@ -40,7 +40,9 @@ var (
 )
 
 func newJestParser(opts Options) *jestParser {
-	return &jestParser{b: newBuilder(Jest, opts)}
+	j := &jestParser{b: newBuilder(Jest, opts)}
+	j.b.needTotals = true
+	return j
 }
 
 func (j *jestParser) name(parts ...string) string {

@@ -161,7 +161,9 @@ var (
 )
 
 func newSpecParser(opts Options) *specParser {
-	return &specParser{b: newBuilder(NodeSpec, opts)}
+	s := &specParser{b: newBuilder(NodeSpec, opts)}
+	s.b.needTotals = true
+	return s
 }
 
 func (s *specParser) endFailure() {

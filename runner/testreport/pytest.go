@@ -38,7 +38,9 @@ var (
 )
 
 func newPytestParser(opts Options) *pytestParser {
-	return &pytestParser{b: newBuilder(Pytest, opts), sections: map[string]*pytestSection{}}
+	p := &pytestParser{b: newBuilder(Pytest, opts), sections: map[string]*pytestSection{}}
+	p.b.needTotals = true
+	return p
 }
 
 func pytestOutcome(word string) contract.TestOutcome {

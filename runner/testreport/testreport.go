@@ -92,9 +92,12 @@ const (
 // given twice (pytest -v and its short summary both name a test) counts
 // once; details of a failure fill in what was still missing.
 type builder struct {
-	runner       Runner
-	opts         Options
-	recognised   bool
+	runner     Runner
+	opts       Options
+	recognised bool
+	// needTotals: the runner always ends with its totals, and marks that
+	// other tools print too (✔, ✓, "x.py::y PASSED") count only with them.
+	needTotals   bool
 	sum          contract.TestSummary
 	counted      [3]int          // passed, failed, skipped, by name
 	totals       *[3]int         // the runner's own totals, when it prints them
@@ -173,7 +176,7 @@ func (b *builder) total(passed, failed, skipped int) {
 
 // summary is what was read, or nil when the runner's output was not seen.
 func (b *builder) summary() *contract.TestSummary {
-	if !b.recognised {
+	if !b.recognised || (b.needTotals && b.totals == nil) {
 		return nil
 	}
 	s := b.sum

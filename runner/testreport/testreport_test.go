@@ -374,3 +374,18 @@ func TestGoJSONOtherModules(t *testing.T) {
 		t.Error("no events should give no summary")
 	}
 }
+
+// Marks other tools print too (mocha's ✔, a checklist's ✓, a PASSED line)
+// count only with the runner's own totals, which these runners always
+// print: a failing mocha run must not read as all passed.
+func TestMarksWithoutTotalsCountNothing(t *testing.T) {
+	for _, out := range []string{
+		"  calc\n    ✔ adds\n    ✔ subtracts\n  1) divides\n\n  2 passing (5ms)\n  1 failing\n", // mocha
+		"PASS src/x.test.js\n  ✓ adds (3 ms)\n",                                                 // jest cut before its summary
+		"tests/test_x.py::test_a PASSED                [100%]\n",                                // pytest cut before its summary
+	} {
+		if sums := Parse([]byte(out), Options{}); len(sums) != 0 {
+			t.Errorf("%q read as %+v", out, sums)
+		}
+	}
+}

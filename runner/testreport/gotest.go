@@ -3,6 +3,7 @@ package testreport
 import (
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/inspecthq/inspect/contract"
 )
@@ -46,12 +47,12 @@ func newGoPlainParser(opts Options) *goPlainParser {
 }
 
 func (g *goPlainParser) line(line string) {
-	if m := goRunRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(strings.HasPrefix(line, "=== "), goRunRE, line); m != nil {
 		g.verbose = true
 		g.current = m[1]
 		return
 	}
-	if m := goResultRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(strings.Contains(line, "--- "), goResultRE, line); m != nil {
 		g.b.recognised = true
 		o := contract.TestPassed
 		switch m[1] {
@@ -67,7 +68,7 @@ func (g *goPlainParser) line(line string) {
 		g.pending = append(g.pending, goPending{name: m[2], outcome: o})
 		return
 	}
-	if m := goBuildRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(strings.HasPrefix(line, "FAIL"), goBuildRE, line); m != nil {
 		g.flush(m[1])
 		name := m[1] + " [" + m[2] + " failed]"
 		if g.b.add(name, contract.TestFailed) {
@@ -78,7 +79,7 @@ func (g *goPlainParser) line(line string) {
 		g.build = msgBuf{}
 		return
 	}
-	if m := goPackageRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(strings.HasPrefix(line, "ok") || strings.HasPrefix(line, "FAIL"), goPackageRE, line); m != nil {
 		g.b.recognised = true
 		g.flush(m[2])
 		g.build = msgBuf{}
@@ -88,7 +89,7 @@ func (g *goPlainParser) line(line string) {
 		g.build = msgBuf{} // "# pkg": the compiler's output follows
 		return
 	}
-	if m := goMsgRE.FindStringSubmatch(line); m != nil && g.current != "" {
+	if m := matchIf(g.current != "" && strings.Contains(line, ".go:"), goMsgRE, line); m != nil {
 		p := g.output[g.current]
 		if p == nil {
 			if len(g.output) >= maxRunningOutput {

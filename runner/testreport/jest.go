@@ -62,7 +62,7 @@ func (j *jestParser) endFailure() {
 }
 
 func (j *jestParser) line(line string) {
-	if m := jestTotalsRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(strings.HasPrefix(line, "Tests:"), jestTotalsRE, line); m != nil {
 		j.endFailure()
 		var c [3]int
 		for _, n := range jestCountRE.FindAllStringSubmatch(m[1], -1) {
@@ -79,7 +79,7 @@ func (j *jestParser) line(line string) {
 		j.b.total(c[0], c[1], c[2])
 		return
 	}
-	if m := jestFileRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(strings.HasPrefix(line, "PASS ") || strings.HasPrefix(line, "FAIL "), jestFileRE, line); m != nil {
 		j.endFailure()
 		j.file, j.groups = j.b.opts.repoPath(m[2]), nil
 		if j.file == "" {
@@ -91,7 +91,7 @@ func (j *jestParser) line(line string) {
 		j.endFailure()
 		return
 	}
-	if m := jestHeaderRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(strings.HasPrefix(line, "  ● "), jestHeaderRE, line); m != nil {
 		j.endFailure()
 		if m[1] == "Test suite failed to run" {
 			return
@@ -108,7 +108,7 @@ func (j *jestParser) line(line string) {
 	if j.file == "" {
 		return
 	}
-	if m := jestTestRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(hasMark(line), jestTestRE, line); m != nil {
 		indent := len(m[1])
 		j.pop(indent)
 		o := contract.TestPassed
@@ -125,7 +125,7 @@ func (j *jestParser) line(line string) {
 		j.b.add(j.name(append(parts, m[3])...), o)
 		return
 	}
-	if m := jestGroupRE.FindStringSubmatch(line); m != nil && len(j.groups) < 64 {
+	if m := matchIf(len(j.groups) < 64 && strings.HasPrefix(line, " "), jestGroupRE, line); m != nil {
 		indent := len(m[1])
 		j.pop(indent)
 		j.groups = append(j.groups, jestGroup{indent, strings.TrimSpace(m[2])})

@@ -64,11 +64,11 @@ func (t *tapParser) finish() {
 }
 
 func (t *tapParser) line(line string) {
-	if tapVersionRE.MatchString(line) {
+	if strings.HasPrefix(line, "TAP version ") && tapVersionRE.MatchString(line) {
 		t.b.recognised = true
 		return
 	}
-	if m := tapTotalRE.FindStringSubmatch(line); m != nil && t.b.recognised {
+	if m := matchIf(t.b.recognised && strings.HasPrefix(line, "# "), tapTotalRE, line); m != nil {
 		t.finish()
 		v, _ := strconv.Atoi(m[2])
 		switch m[1] {
@@ -81,7 +81,7 @@ func (t *tapParser) line(line string) {
 		}
 		return
 	}
-	if m := tapSubtestRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(strings.Contains(line, "# Subtest: "), tapSubtestRE, line); m != nil {
 		t.finish()
 		level := len(m[1]) / 4
 		if level > 64 {
@@ -90,7 +90,7 @@ func (t *tapParser) line(line string) {
 		t.stack = append(t.stack[:min(level, len(t.stack))], tapUnescape(m[2]))
 		return
 	}
-	if m := tapResultRE.FindStringSubmatch(line); m != nil && t.b.recognised {
+	if m := matchIf(t.b.recognised && strings.Contains(line, "ok "), tapResultRE, line); m != nil {
 		t.finish()
 		level := len(m[1]) / 4
 		parts := append([]string{}, t.stack[:min(level, len(t.stack))]...)
@@ -176,7 +176,7 @@ func (s *specParser) endFailure() {
 }
 
 func (s *specParser) line(line string) {
-	if m := specTotalRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(strings.HasPrefix(line, "ℹ "), specTotalRE, line); m != nil {
 		s.endFailure()
 		v, _ := strconv.Atoi(m[2])
 		switch m[1] {
@@ -197,7 +197,7 @@ func (s *specParser) line(line string) {
 	if s.done {
 		return
 	}
-	if m := specGroupRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(hasMark(line), specGroupRE, line); m != nil {
 		s.endFailure()
 		indent := len(m[1])
 		s.pop(indent)
@@ -206,7 +206,7 @@ func (s *specParser) line(line string) {
 		}
 		return
 	}
-	if m := specResultRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(hasMark(line), specResultRE, line); m != nil {
 		s.endFailure()
 		indent := len(m[1])
 		if n := len(s.groups); n > 0 && s.groups[n-1].indent == indent && s.groups[n-1].name == m[3] {

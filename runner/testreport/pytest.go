@@ -54,7 +54,7 @@ func pytestOutcome(word string) contract.TestOutcome {
 }
 
 func (p *pytestParser) line(line string) {
-	if m := pytestSummaryRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(strings.Contains(line, " in "), pytestSummaryRE, line); m != nil {
 		var c [3]int
 		known := false
 		for _, n := range pytestCountRE.FindAllStringSubmatch(m[1], -1) {
@@ -78,11 +78,11 @@ func (p *pytestParser) line(line string) {
 		p.current = nil
 		return
 	}
-	if m := pytestVerboseRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(strings.Contains(line, ".py::"), pytestVerboseRE, line); m != nil {
 		p.b.add(m[1], pytestOutcome(m[2]))
 		return
 	}
-	if m := pytestShortRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(strings.Contains(line, ".py"), pytestShortRE, line); m != nil {
 		o := pytestOutcome(m[1])
 		p.b.add(m[2], o)
 		if o == contract.TestFailed && m[3] != "" {
@@ -90,7 +90,7 @@ func (p *pytestParser) line(line string) {
 		}
 		return
 	}
-	if m := pytestHeaderRE.FindStringSubmatch(line); m != nil {
+	if m := matchIf(strings.HasPrefix(line, "___"), pytestHeaderRE, line); m != nil {
 		p.current = nil
 		if len(p.sections) < contract.MaxTestFailures {
 			p.current = &pytestSection{}

@@ -201,6 +201,22 @@ func StripTerminal(s string) string {
 	return ansi.ReplaceAllString(s, "")
 }
 
+// matchIf runs re over s only when ok, a cheap test that lines which
+// cannot match fail: every parser sees every line of every output.
+func matchIf(ok bool, re *regexp.Regexp, s string) []string {
+	if !ok {
+		return nil
+	}
+	return re.FindStringSubmatch(s)
+}
+
+// hasMark reports whether s may hold a runner's mark (✓ ✕ ○ ✔ ✖ ▶, all
+// U+2xxx, or ﹣, U+FE63) by their UTF-8 lead bytes: faster than looking
+// for each rune.
+func hasMark(s string) bool {
+	return strings.IndexByte(s, 0xE2) >= 0 || strings.IndexByte(s, 0xEF) >= 0
+}
+
 // cleanName makes a test's name one line of visible text, capped.
 func cleanName(s string) string {
 	s = strings.TrimSpace(contract.CleanProgressMessage(s))

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -429,8 +430,9 @@ func TestBuildkiteStatusRepairReadsTheJobLog(t *testing.T) {
 	theirs := bk.AddFinishedBuild("someone-else", "app", "failed", "another organization's log\n")
 	lookalike := strings.Replace(fakebuildkite.JobWebURL(ours), "https://buildkite.com/", "https://buildkite.com.evil.example/", 1)
 	userinfo := strings.Replace(fakebuildkite.JobWebURL(ours), "https://", "https://buildkite.com@", 1)
+	buildLink := strings.Split(fakebuildkite.JobWebURL(ours), "#")[0] // a build-level status's link
 	for name, link := range map[string]string{"ci/buildkite": fakebuildkite.JobWebURL(ours), "ci/other-org": fakebuildkite.JobWebURL(theirs),
-		"ci/lookalike": lookalike, "ci/userinfo": userinfo} {
+		"ci/lookalike": lookalike, "ci/userinfo": userinfo, "ci/build": buildLink} {
 		h.gh.AddStatus(owner, repoName, head, fakegithub.Status{Context: name, State: "failure", Description: "Build failed", TargetURL: link})
 	}
 	if code, _ := h.deliver("status", statusEvent(t, head, "ci/buildkite", "failure")); code != 200 {
@@ -447,21 +449,33 @@ func TestBuildkiteStatusRepairReadsTheJobLog(t *testing.T) {
 			texts[c.Source] = c.Text
 		}
 	}
-	if len(texts) != 4 {
-		t.Fatalf("check outputs %v, want the four statuses", texts)
+	if len(texts) != 5 {
+		t.Fatalf("check outputs %v, want the five statuses", texts)
 	}
-	got := texts["ci/buildkite"]
-	if !strings.Contains(got, "End of the job's log:") || !strings.Contains(got, "--- FAIL: TestAdd (0.00s)\n    calc_test.go:6: Add(1, 2) = 4, want 3") ||
-		strings.Contains(got, "\x1b") || len(got) > 40<<10 || strings.Count(got, "noise line") > 2000 {
-		t.Errorf("the Buildkite job's log tail is missing or unbounded (%d bytes):\n%.300s", len(got), got)
+	for _, name := range []string{"ci/buildkite", "ci/build"} {
+		got := texts[name]
+		if !strings.Contains(got, "End of the job's log:") || !strings.Contains(got, "--- FAIL: TestAdd (0.00s)\n    calc_test.go:6: Add(1, 2) = 4, want 3") ||
+			strings.Contains(got, "\x1b") || len(got) > 40<<10 || strings.Count(got, "noise line") > 2000 {
+			t.Errorf("%s: the Buildkite job's log tail is missing or unbounded (%d bytes):\n%.300s", name, len(got), got)
+		}
 	}
 	for _, other := range []string{"ci/other-org", "ci/lookalike", "ci/userinfo"} {
 		if strings.Contains(texts[other], "End of the job's log") {
 			t.Errorf("%s read a log:\n%s", other, texts[other])
 		}
 	}
-	reqs := bk.Requests()
-	if len(reqs) != 1 || reqs[0].Path != "/v2/organizations/acme-ci/pipelines/app/builds/1/jobs/"+ours.JobID+"/log" || reqs[0].Auth != "bearer" || reqs[0].Status != 206 {
-		t.Errorf("Buildkite requests %+v, want the one job log of acme-ci", reqs)
+	// The job's log (twice: once by its link, once as the build's failed
+	// job) and the build; nothing of the other organization.
+	var paths []string
+	for _, r := range bk.Requests() {
+		if r.Auth != "bearer" || r.Status >= 300 {
+			t.Errorf("request %+v", r)
+		}
+		paths = append(paths, r.Path)
+	}
+	slices.Sort(paths)
+	logPath := "/v2/organizations/acme-ci/pipelines/app/builds/1/jobs/" + ours.JobID + "/log"
+	if want := []string{"/v2/organizations/acme-ci/pipelines/app/builds/1", logPath, logPath}; !slices.Equal(paths, want) {
+		t.Errorf("Buildkite requests %q, want %q", paths, want)
 	}
 }

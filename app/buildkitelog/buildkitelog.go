@@ -1,6 +1,8 @@
 // Package buildkitelog reads the end of a Buildkite job's log for a
 // repair, when a failing commit status or check run links to a job of the
-// Buildkite organization the server is configured for (decision 0076).
+// Buildkite organization the server is configured for (decision 0076), or
+// to one of its builds (Buildkite's build-level commit statuses do): then
+// the build's first failed command job's.
 //
 // The link only says which job: its host must be Buildkite's web host,
 // its organization the configured one, and the request goes to the
@@ -13,6 +15,7 @@ package buildkitelog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,10 +44,16 @@ var (
 
 // ParseJobURL reads a job's web link, as Buildkite's API gives it
 // (https://buildkite.com/<org>/<pipeline>/builds/<n>#<job uuid>), and
-// reports whether it is one of org's jobs. A link without a job (the
-// build's page) names none: which of its jobs failed is not the link's to
-// say.
+// reports whether it is one of org's jobs.
 func ParseJobURL(raw, org string) (Job, bool) {
+	job, ok := parseLink(raw, org)
+	return job, ok && job.ID != ""
+}
+
+// parseLink reads a job's link, or a build's (the same without the
+// fragment: what Buildkite's build-level commit statuses link to, with
+// ID ""), of one of org's pipelines.
+func parseLink(raw, org string) (Job, bool) {
 	if org == "" || len(raw) > 2048 {
 		return Job{}, false
 	}
@@ -63,7 +72,7 @@ func ParseJobURL(raw, org string) (Job, bool) {
 	if err != nil || n <= 0 || strconv.Itoa(n) != parts[3] {
 		return Job{}, false
 	}
-	if !uuidRE.MatchString(u.Fragment) {
+	if u.Fragment != "" && !uuidRE.MatchString(u.Fragment) {
 		return Job{}, false
 	}
 	return Job{Org: org, Pipeline: parts[1], Build: n, ID: u.Fragment}, true
@@ -88,10 +97,11 @@ var errRedirect = errors.New("a redirect from the job log endpoint is not follow
 
 // Tail returns the last max bytes of the log of the job rawURL links to,
 // from its first whole line, terminal escapes removed, as valid UTF-8;
-// "" and no error when the link is not one of Org's jobs (nothing is
-// requested then) or the log is empty.
+// "" and no error when the link is not one of Org's jobs or builds
+// (nothing is requested then) or the log is empty. For a build's link,
+// the log is its first failed command job's, named on the first line.
 func (r *Reader) Tail(ctx context.Context, rawURL string, max int) (string, error) {
-	job, ok := ParseJobURL(rawURL, r.Org)
+	job, ok := parseLink(rawURL, r.Org)
 	if !ok || max <= 0 {
 		return "", nil
 	}
@@ -99,15 +109,24 @@ func (r *Reader) Tail(ctx context.Context, rawURL string, max int) (string, erro
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
 		return "", fmt.Errorf("buildkite.api_url %q is not a URL", r.APIBase)
 	}
-	endpoint := base.JoinPath("v2", "organizations", job.Org, "pipelines", job.Pipeline, "builds", strconv.Itoa(job.Build), "jobs", job.ID, "log")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint.String(), nil)
-	if err != nil {
+	build := base.JoinPath("v2", "organizations", job.Org, "pipelines", job.Pipeline, "builds", strconv.Itoa(job.Build))
+	heading := ""
+	if job.ID == "" {
+		id, name, err := r.failedJob(ctx, build)
+		if err != nil || id == "" {
+			return "", err
+		}
+		job.ID, heading = id, fmt.Sprintf("(the build's first failed job: %s)\n", name)
+	}
+	tail, err := r.logTail(ctx, build.JoinPath("jobs", job.ID, "log"), max)
+	if err != nil || tail == "" {
 		return "", err
 	}
-	// Buildkite serves the raw log as text/plain, and its end alone for a
-	// suffix range.
-	req.Header.Set("Accept", "text/plain")
-	req.Header.Set("Range", fmt.Sprintf("bytes=-%d", max))
+	return heading + tail, nil
+}
+
+// do sends req with the server's token, following no redirect.
+func (r *Reader) do(req *http.Request) (*http.Response, error) {
 	req.Header.Set("Authorization", "Bearer "+r.Token)
 	c := http.Client{Timeout: 30 * time.Second}
 	if r.HTTP != nil {
@@ -120,6 +139,62 @@ func (r *Reader) Tail(ctx context.Context, rawURL string, max int) (string, erro
 		if errors.As(err, &uerr) {
 			err = uerr.Err // the URL is ours, but keep errors short and alike
 		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// maxBuildBytes bounds a build's JSON, jobs included.
+const maxBuildBytes = 8 << 20
+
+// failedJob is the id and name of a build's first command job that
+// failed (a soft failure is none), or "" when none did.
+func (r *Reader) failedJob(ctx context.Context, build *url.URL) (string, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, build.String(), nil)
+	if err != nil {
+		return "", "", err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := r.do(req)
+	if err != nil {
+		return "", "", fmt.Errorf("reading the build: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", "", fmt.Errorf("reading the build: Buildkite answered %s", resp.Status)
+	}
+	var b struct {
+		Jobs []struct {
+			ID         string `json:"id"`
+			Type       string `json:"type"`
+			Name       string `json:"name"`
+			State      string `json:"state"`
+			SoftFailed bool   `json:"soft_failed"`
+		} `json:"jobs"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBuildBytes)).Decode(&b); err != nil {
+		return "", "", fmt.Errorf("reading the build: %w", err)
+	}
+	for _, j := range b.Jobs {
+		if j.Type == "script" && (j.State == "failed" || j.State == "timed_out") && !j.SoftFailed && uuidRE.MatchString(j.ID) {
+			return j.ID, j.Name, nil
+		}
+	}
+	return "", "", nil
+}
+
+// logTail reads the end of one job's log.
+func (r *Reader) logTail(ctx context.Context, endpoint *url.URL, max int) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint.String(), nil)
+	if err != nil {
+		return "", err
+	}
+	// Buildkite serves the raw log as text/plain, and its end alone for a
+	// suffix range.
+	req.Header.Set("Accept", "text/plain")
+	req.Header.Set("Range", fmt.Sprintf("bytes=-%d", max))
+	resp, err := r.do(req)
+	if err != nil {
 		return "", fmt.Errorf("reading the job log: %w", err)
 	}
 	defer resp.Body.Close()

@@ -91,7 +91,7 @@ func TestTailReadsTheConfiguredOrgsJobOnly(t *testing.T) {
 		strings.Replace(fakebuildkite.JobWebURL(b), "https://buildkite.com/", "https://buildkite.example/", 1),
 		strings.Replace(fakebuildkite.JobWebURL(b), "https://buildkite.com/", strings.TrimSuffix(bk.URL(), "/")+"/", 1), // the API's own host
 		strings.Replace(fakebuildkite.JobWebURL(b), "https://buildkite.com/", "https://buildkite.com@"+strings.TrimPrefix(bk.URL(), "http://"), 1),
-		"https://buildkite.com/acme/ci/builds/1",
+		"https://buildkite.com/other/ci/builds/1", // another organization's build
 	} {
 		if tail, err := r.Tail(ctx, link, 1024); tail != "" || err != nil {
 			t.Errorf("%s: %q %v", link, tail, err)
@@ -101,6 +101,20 @@ func TestTailReadsTheConfiguredOrgsJobOnly(t *testing.T) {
 		t.Errorf("links that name no job of acme made %d more requests", n-1)
 	}
 
+	// A build's link (Buildkite's build-level statuses): its first failed
+	// command job's log, named; a build with no failed job reads none.
+	tail, err = r.Tail(ctx, "https://buildkite.com/acme/ci/builds/1", 1024)
+	if err != nil || !strings.HasPrefix(tail, "(the build's first failed job: :test_tube: test)\nnoise line\n") || !strings.HasSuffix(tail, "want 2\n") {
+		t.Errorf("build link: %q %v", tail, err)
+	}
+	reqs = bk.Requests()[1:]
+	if len(reqs) != 2 || reqs[0].Path != "/v2/organizations/acme/pipelines/ci/builds/1" || reqs[0].Auth != "bearer" || reqs[1].Path != "/v2/organizations/acme/pipelines/ci/builds/1/jobs/"+b.JobID+"/log" {
+		t.Errorf("build link requests %+v", reqs)
+	}
+	passed := bk.AddFinishedBuild("acme", "ci", "passed", "all good\n")
+	if tail, err := r.Tail(ctx, strings.Split(fakebuildkite.JobWebURL(passed), "#")[0], 1024); tail != "" || err != nil {
+		t.Errorf("a build without a failed job: %q %v", tail, err)
+	}
 	// A log shorter than the tail is read whole, its first line kept.
 	short := bk.AddFinishedBuild("acme", "ci", "failed", "first line\nsecond\n")
 	if tail, err := r.Tail(ctx, fakebuildkite.JobWebURL(short), 1024); tail != "first line\nsecond\n" || err != nil {

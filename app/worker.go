@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 
+	"github.com/inspecthq/inspect/app/buildkitelog"
 	"github.com/inspecthq/inspect/app/collect"
 	"github.com/inspecthq/inspect/app/commands"
 	"github.com/inspecthq/inspect/app/gather"
@@ -280,6 +281,21 @@ func failingChecksAs(self func() handlers.Identity) func(ctx context.Context, c 
 		id := self()
 		return gather.ListFailingChecks(ctx, c, owner, name, sha, cfg, policy.AppIdentity{ID: id.AppID, Slug: id.AppSlug})
 	}
+}
+
+// buildkiteLogs reads the job logs repairs link to when the server is
+// configured for a Buildkite organization (buildkite.organization, with
+// buildkite.api_url and the API token); nil otherwise (decision 0076).
+func buildkiteLogs(ctx context.Context, cfg config.Server) *buildkitelog.Reader {
+	if cfg.Buildkite.Organization == "" || cfg.Buildkite.APIURL == "" {
+		return nil
+	}
+	token, err := cfg.BuildkiteAPIToken()
+	if err != nil || token == "" {
+		zerolog.Ctx(ctx).Warn().AnErr("error", err).Msg("Buildkite job logs are not read: no API token")
+		return nil
+	}
+	return &buildkitelog.Reader{APIBase: cfg.Buildkite.APIURL, Org: cfg.Buildkite.Organization, Token: token}
 }
 
 // collectHandler is the collect_result handler, handed what it needs of

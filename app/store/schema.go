@@ -343,5 +343,92 @@ func migrations(d dialect) [][]string {
 		{
 			`ALTER TABLE snapshot_repos ADD COLUMN last_egress TEXT NOT NULL DEFAULT ''`,
 		},
+		// 18: what became of the PRs Inspect opened (issue 38, decisions
+		// 0074, 0075). pr_fates: one row per PR, as it stands; its
+		// dimensions are its session's. pr_fate_seen: the reviews,
+		// comments and deliveries already counted on a PR, so a redelivery
+		// or a reconcile counts nothing twice. outcome_rollup: the figures
+		// by every dimension at once, kept in the transaction that changes
+		// a fate or ends a session; outcome_hists: the values the medians
+		// are read from, additive alike.
+		{
+			`CREATE TABLE pr_fates (
+				repo_id          BIGINT NOT NULL,
+				number           INTEGER NOT NULL,
+				repo             TEXT NOT NULL,
+				installation_id  BIGINT NOT NULL,
+				session_id       TEXT NOT NULL,
+				week             TEXT NOT NULL,
+				trigger_kind     TEXT NOT NULL,
+				preset           TEXT NOT NULL,
+				model            TEXT NOT NULL,
+				requester        TEXT NOT NULL,
+				opened_at        BIGINT NOT NULL,
+				state            TEXT NOT NULL,
+				withdrawn        INTEGER NOT NULL DEFAULT 0,
+				closed_by        TEXT NOT NULL DEFAULT '',
+				closed_at        BIGINT NOT NULL DEFAULT 0,
+				merged_at        BIGINT NOT NULL DEFAULT 0,
+				merge_sha        TEXT NOT NULL DEFAULT '',
+				first_review_at  BIGINT NOT NULL DEFAULT 0,
+				review_rounds    INTEGER NOT NULL DEFAULT 0,
+				review_comments  INTEGER NOT NULL DEFAULT 0,
+				thread_comments  INTEGER NOT NULL DEFAULT 0,
+				later_turns      INTEGER NOT NULL DEFAULT 0,
+				reverted_at      BIGINT NOT NULL DEFAULT 0,
+				reverted_by      TEXT NOT NULL DEFAULT '',
+				input_tokens     BIGINT NOT NULL DEFAULT 0,
+				output_tokens    BIGINT NOT NULL DEFAULT 0,
+				cache_read_tokens  BIGINT NOT NULL DEFAULT 0,
+				cache_write_tokens BIGINT NOT NULL DEFAULT 0,
+				total_tokens     BIGINT NOT NULL DEFAULT 0,
+				checked_at       BIGINT NOT NULL DEFAULT 0,
+				updated_at       BIGINT NOT NULL,
+				PRIMARY KEY (repo_id, number)
+			)` + clustered,
+			`CREATE INDEX pr_fates_merge_sha ON pr_fates (repo_id, merge_sha)`,
+			`CREATE INDEX pr_fates_checked ON pr_fates (state, checked_at)`,
+			`CREATE TABLE pr_fate_seen (
+				repo_id BIGINT NOT NULL,
+				number  INTEGER NOT NULL,
+				item    TEXT NOT NULL,
+				at      BIGINT NOT NULL,
+				PRIMARY KEY (repo_id, number, item)
+			)` + clustered,
+			`CREATE TABLE outcome_rollup (
+				repo_id      BIGINT NOT NULL,
+				week         TEXT NOT NULL,
+				trigger_kind TEXT NOT NULL,
+				preset       TEXT NOT NULL,
+				model        TEXT NOT NULL,
+				requester    TEXT NOT NULL,
+				repo         TEXT NOT NULL,
+				sessions     BIGINT NOT NULL DEFAULT 0,
+				opened       BIGINT NOT NULL DEFAULT 0,
+				merged       BIGINT NOT NULL DEFAULT 0,
+				closed       BIGINT NOT NULL DEFAULT 0,
+				withdrawn    BIGINT NOT NULL DEFAULT 0,
+				reverted     BIGINT NOT NULL DEFAULT 0,
+				input_tokens       BIGINT NOT NULL DEFAULT 0,
+				output_tokens      BIGINT NOT NULL DEFAULT 0,
+				cache_read_tokens  BIGINT NOT NULL DEFAULT 0,
+				cache_write_tokens BIGINT NOT NULL DEFAULT 0,
+				total_tokens       BIGINT NOT NULL DEFAULT 0,
+				PRIMARY KEY (repo_id, week, trigger_kind, preset, model, requester)
+			)` + clustered,
+			`CREATE TABLE outcome_hists (
+				repo_id      BIGINT NOT NULL,
+				week         TEXT NOT NULL,
+				trigger_kind TEXT NOT NULL,
+				preset       TEXT NOT NULL,
+				model        TEXT NOT NULL,
+				requester    TEXT NOT NULL,
+				metric       TEXT NOT NULL,
+				value        BIGINT NOT NULL,
+				n            BIGINT NOT NULL,
+				repo         TEXT NOT NULL,
+				PRIMARY KEY (repo_id, week, trigger_kind, preset, model, requester, metric, value)
+			)` + clustered,
+		},
 	}
 }

@@ -50,7 +50,7 @@ func fateArgs(f outcomes.Fate) []any {
 // OpensPR reports whether the session's report opened a PR of its own
 // (not a push onto the PR it ran on).
 func (s Session) OpensPR() bool {
-	return s.PRNumber != 0 && !(s.IsPR && s.PRNumber == s.Number)
+	return s.PRNumber != 0 && !(s.Target().IsPullRequest() && s.PRNumber == s.Number)
 }
 
 // sessionDims are the dimensions a session and its PR are counted under:
@@ -135,7 +135,7 @@ func (s *Store) followSession(ctx context.Context, tx *sql.Tx, before, after Ses
 			return err
 		}
 	}
-	if after.IsPR && after.Number != 0 {
+	if after.Target().IsPullRequest() {
 		_, _, err := s.changeFate(ctx, tx, after.RepoID, after.Number, "turn:"+after.ID, now, func(f outcomes.Fate) (outcomes.Fate, bool) {
 			if f.SessionID == after.ID {
 				return f, false
@@ -485,6 +485,32 @@ func (s *Store) querySessionsIn(ctx context.Context, tx *sql.Tx, clause string, 
 			return nil, err
 		}
 		out = append(out, sess)
+	}
+	return out, rows.Err()
+}
+
+// OutcomeTotals is the rollup summed by trigger, preset and model (the
+// metrics' gauges, read at scrape time).
+type OutcomeTotals struct {
+	Trigger, Preset, Model                                string
+	Sessions, Opened, Merged, Closed, Withdrawn, Reverted int64
+}
+
+// OutcomeTotalsByTriggerPresetModel sums the whole rollup by trigger, preset and model.
+func (s *Store) OutcomeTotalsByTriggerPresetModel(ctx context.Context) ([]OutcomeTotals, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT trigger_kind, preset, model, SUM(sessions), SUM(opened), SUM(merged),
+		SUM(closed), SUM(withdrawn), SUM(reverted) FROM outcome_rollup GROUP BY trigger_kind, preset, model ORDER BY trigger_kind, preset, model`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []OutcomeTotals
+	for rows.Next() {
+		var t OutcomeTotals
+		if err := rows.Scan(&t.Trigger, &t.Preset, &t.Model, &t.Sessions, &t.Opened, &t.Merged, &t.Closed, &t.Withdrawn, &t.Reverted); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
 	}
 	return out, rows.Err()
 }

@@ -380,11 +380,8 @@ type OutcomeFilter struct {
 }
 
 // OutcomeGroup is one group's counts for one model (money is priced per
-// model, so the caller sums the models of a key).
-type OutcomeGroup struct {
-	Key, Model string
-	Counts     outcomes.Counts
-}
+// model, so the caller sums the models of a key: outcomes.Report).
+type OutcomeGroup = outcomes.Group
 
 // dimensionColumns are the rollup's columns by dimension: the only text
 // that reaches SQL from a request, and only through this table.

@@ -51,6 +51,10 @@ Usage:
   inspect setup --public-url URL  register the GitHub App through GitHub's App
                                   manifest flow and write the server's config
                                   (inspect setup -h)
+  inspect outcomes [--config FILE] [--by DIM] [--json|--csv]
+                                  what became of the PRs Inspect opened, from the
+                                  server's database; "outcomes backfill" reads them
+                                  from GitHub on the server's next passes
   inspect version, --version      print the version and VCS revision
 
 Configuration: docs/configuration.md. Every key can also be set with an
@@ -79,6 +83,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return snapshotCmd(args[1:], stdout, stderr)
 	case "setup":
 		return setupCmd(args[1:], stdout, stderr)
+	case "outcomes":
+		return outcomesCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, build.line())
 		return 0

@@ -143,6 +143,7 @@ func (s *Server) routes() {
 	s.pullRoutes()
 	s.labelRoutes()
 	s.reviewCommentRoutes()
+	s.reviewRoutes() // prevents.go
 	s.checkRoutes()
 	s.statusRoutes()
 	s.commitRoutes()

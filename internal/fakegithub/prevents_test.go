@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/inspecthq/inspect/internal/ghconformance"
 )
 
 // fixture reads one of GitHub's webhook examples (octokit/webhooks).
@@ -114,9 +116,27 @@ func TestPullRequestFateWebhooksAreShapedAsGitHubs(t *testing.T) {
 	if reopened["action"] != "reopened" || reopened["pull_request"].(map[string]any)["state"] != "open" {
 		t.Errorf("reopened: %v", reopened["action"])
 	}
+	// And against GitHub's published webhook schemas (x-webhooks of its
+	// REST description, vendored in internal/ghconformance).
+	hooks, err := ghconformance.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, payload := range map[string][]byte{
+		"pull-request-closed": closed, "pull-request-reopened": mustJSON(reopened),
+		"pull-request-review-submitted":       mustJSON(review),
+		"pull-request-review-comment-created": s.ReviewCommentEvent("acme", "widgets", cid),
+	} {
+		for _, p := range ghconformance.Problems(hooks.Webhook(name, payload)) {
+			t.Errorf("%s: %s: %s", name, p.Pointer, p.Reason)
+		}
+	}
 	merged, sha := s.ClosePull("acme", "widgets", 7, "bob", true)
 	m := decode(t, merged)
 	sameShape(t, "merged", closedFixture, m)
+	for _, p := range ghconformance.Problems(hooks.Webhook("pull-request-closed", merged)) {
+		t.Errorf("merged: %s: %s", p.Pointer, p.Reason)
+	}
 	pr := m["pull_request"].(map[string]any)
 	if pr["merged"] != true || pr["merge_commit_sha"] != sha || pr["merged_by"].(map[string]any)["login"] != "bob" || pr["merged_at"] == nil {
 		t.Errorf("merged: %v %v %v", pr["merged"], pr["merge_commit_sha"], pr["merged_by"])

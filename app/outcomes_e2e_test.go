@@ -1,0 +1,194 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/inspecthq/inspect/app"
+	"github.com/inspecthq/inspect/app/outcomes"
+	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/internal/fakegithub"
+	"github.com/inspecthq/inspect/session"
+)
+
+// openedPR stores a session that ran with preset and model and whose report
+// opened PR number as the App (as report records it), and seeds that PR on
+// the stand-in.
+func openedPR(t *testing.T, h *harness, number int, requester, preset, model string) {
+	t.Helper()
+	ctx := context.Background()
+	now := h.clock.Now()
+	id := fmt.Sprintf("fate-%d", number)
+	h.gh.AddPull(owner, repoName, fakegithub.Pull{Number: number, Title: "Inspect's change", Body: "by Inspect", User: h.gh.AppSlug() + "[bot]",
+		HeadRef: fmt.Sprintf("inspect/%d", number), BaseRef: "main"})
+	sess := store.Fixture(session.Running, store.Session{ID: id, RepoID: repoID, RepoOwner: owner, RepoName: repoName,
+		InstallationID: installationID, Number: issueNumber, TriggerKind: session.KindComment, DeliveryID: "d-" + id,
+		RequesterLogin: requester, RequesterID: 1, RequesterType: "User", Instructions: "fix it", CreatedAt: now})
+	if err := h.st.CreateSession(ctx, &sess, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	spec := fmt.Sprintf(`{"agent":{"preset":%q,"model":%q}}`, preset, model)
+	if err := h.st.CreateAttempt(ctx, store.Attempt{ID: "a-" + id, SessionID: id, Spec: spec, Deadline: now.Add(time.Hour)}, "c", now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.st.AddUsage(ctx, "a-"+id, store.Usage{InputTokens: 700, OutputTokens: 300, TotalTokens: 1000, Requests: 2}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.st.MutateSession(ctx, id, now, func(x *store.Session) error {
+		x.PRNumber = number
+		return x.End(session.Changed, "", "")
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// send delivers a stand-in webhook to the server and wants a 2xx.
+func send(t *testing.T, h *harness, event string, payload []byte) {
+	t.Helper()
+	if d := h.gh.Deliver(context.Background(), event, payload); d.StatusCode/100 != 2 {
+		t.Fatalf("%s delivery answered %d", event, d.StatusCode)
+	}
+}
+
+// Five PRs Inspect opened meet their fates through the stand-in's
+// webhooks and, for the one merged while no replica was up, reconcile:
+// each fate and the figures are right in the store's rollup (which the
+// page and `inspect outcomes` read, tested in app/web and cmd/inspect) and
+// in /metrics.
+func TestEachPRsFateFromWebhooksAndReconcile(t *testing.T) {
+	forBothDrivers(t, func(t *testing.T, driver string) {
+		h := newHarnessOn(t, driver)
+		ctx := context.Background()
+		h.gh.SetClock(h.clock.Now)
+		h.gh.SetWebhookTargets(secret, h.srv.URL+app.WebhookPath)
+		for n := 10; n <= 14; n++ {
+			openedPR(t, h, n, "alice", "codex", "gpt-test")
+		}
+		// #12: withdrawn: closed by its requester five minutes after it
+		// was opened.
+		h.clock.Advance(5 * time.Minute)
+		closed12, _ := h.gh.ClosePull(owner, repoName, 12, "alice", false)
+		send(t, h, "pull_request", closed12)
+		// #10: merged after two review rounds (and an approval), with a
+		// review comment and a thread comment by the reviewer.
+		h.clock.Advance(30 * time.Minute)
+		send(t, h, "pull_request_review", h.gh.SubmitReview(owner, repoName, 10, "mara", "CHANGES_REQUESTED", "not yet"))
+		cid := h.gh.AddReviewComment(owner, repoName, 10, fakegithub.ReviewComment{User: "mara", Body: "why this?", Path: "README.md", Line: 1, DiffHunk: "@@ -1 +1 @@\n+x"})
+		send(t, h, "pull_request_review_comment", h.gh.ReviewCommentEvent(owner, repoName, cid))
+		send(t, h, "pull_request_review", h.gh.SubmitReview(owner, repoName, 10, "mara", "CHANGES_REQUESTED", "still not"))
+		send(t, h, "issue_comment", h.event(commentOpts{body: "looks closer now", sender: "mara", onPR: true, number: 10}))
+		send(t, h, "pull_request_review", h.gh.SubmitReview(owner, repoName, 10, "mara", "APPROVED", ""))
+		// A redelivery of a review counts once.
+		rv := h.gh.SubmitReview(owner, repoName, 10, "dependabot[bot]", "CHANGES_REQUESTED", "bots do not count")
+		send(t, h, "pull_request_review", rv)
+		send(t, h, "pull_request_review", rv)
+		h.clock.Advance(30 * time.Minute)
+		merged10, _ := h.gh.ClosePull(owner, repoName, 10, "mara", true)
+		send(t, h, "pull_request", merged10)
+		// #11: closed unmerged by a reviewer.
+		closed11, _ := h.gh.ClosePull(owner, repoName, 11, "mara", false)
+		send(t, h, "pull_request", closed11)
+		// #13: merged, then reverted by GitHub's revert PR (#30).
+		merged13, _ := h.gh.ClosePull(owner, repoName, 13, "mara", true)
+		send(t, h, "pull_request", merged13)
+		h.gh.AddPull(owner, repoName, fakegithub.Pull{Number: 30, Title: `Revert "Inspect's change"`, Body: fmt.Sprintf("Reverts %s/%s#13", owner, repoName), User: "mara"})
+		h.clock.Advance(24 * time.Hour)
+		revert, _ := h.gh.ClosePull(owner, repoName, 30, "mara", true)
+		send(t, h, "pull_request", revert)
+		// #14: merged while no replica was up: GitHub's delivery failed,
+		// and reconcile finds it.
+		h.gh.ClosePull(owner, repoName, 14, "ada", true)
+		// The stand-in checks the App's JWT against its clock, which
+		// ghinstallation signs by the host's: the host's clock from here.
+		h.gh.SetClock(time.Now)
+		before := len(h.gh.Requests())
+		h.clock.Advance(7 * time.Hour) // past fates.Stale
+		h.runWorkers()
+		var asked []string
+		for _, r := range h.gh.Requests()[before:] {
+			if r.IsREST() {
+				asked = append(asked, r.Method+" "+r.Path)
+			}
+		}
+		// The one open fate (#14) was due: at most five requests.
+		if len(asked) == 0 || len(asked) > 5 {
+			t.Errorf("reconcile asked GitHub %d times: %v", len(asked), asked)
+		}
+
+		want := map[int]struct {
+			state           outcomes.State
+			withdrawn       bool
+			rounds, reviews int
+			reverted        bool
+		}{
+			10: {outcomes.Merged, false, 2, 1, false},
+			11: {outcomes.Closed, false, 0, 0, false},
+			12: {outcomes.Closed, true, 0, 0, false},
+			13: {outcomes.Merged, false, 0, 0, true},
+			14: {outcomes.Merged, false, 0, 0, false},
+		}
+		for n, w := range want {
+			f, err := h.st.GetFate(ctx, repoID, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.State != w.state || f.Withdrawn != w.withdrawn || f.ReviewRounds != w.rounds || f.ReviewComments != w.reviews || f.RevertedAt.IsZero() == w.reverted {
+				t.Errorf("#%d: %+v, want %+v", n, f, w)
+			}
+			if n == 10 && (f.ThreadComments != 1 || f.ClosedBy != "mara" || f.FirstReviewAt.IsZero() || f.MergeSHA == "") {
+				t.Errorf("#10: %+v", f)
+			}
+			if n == 14 && f.ClosedBy != "ada" {
+				t.Errorf("#14 merged by %q, want ada", f.ClosedBy)
+			}
+		}
+		groups, err := h.st.OutcomeGroups(ctx, outcomes.ByPreset, store.OutcomeFilter{AllRepos: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, _ := outcomes.Report(groups, nil)
+		if len(rows) != 1 {
+			t.Fatalf("by preset: %+v", rows)
+		}
+		g := rows[0]
+		// 5 opened; 3 merged (#10, #13, #14), 1 closed, 1 withdrawn (left
+		// out), 1 reverted: 3/4 accepted; rounds 0,0,2 → median 0;
+		// comments (review and thread) 0,0,2 → 0.
+		if g.Key != "codex" || g.Sessions != 5 || g.Opened != 5 || g.Merged != 3 || g.Closed != 1 || g.Withdrawn != 1 || g.Reverted != 1 ||
+			g.AcceptanceRate != 0.75 || g.MedianRounds != 0 || g.MedianComments != 0 || g.TokensPerMerged != 1000 {
+			t.Errorf("figures: %+v", g)
+		}
+		fams := scrapeMetrics(t, h)
+		labels := map[string]string{"trigger": "comment", "preset": "codex", "model": "gpt-test"}
+		for fate, n := range map[string]float64{"opened": 5, "merged": 3, "closed_unmerged": 1, "withdrawn": 1, "reverted": 1} {
+			l := map[string]string{"fate": fate}
+			for k, v := range labels {
+				l[k] = v
+			}
+			if v, ok := seriesValue(fams, "inspect_outcome_prs", l); !ok || v != n {
+				t.Errorf("inspect_outcome_prs{fate=%q} = %v (%v), want %v", fate, v, ok, n)
+			}
+		}
+		if v, _ := seriesValue(fams, "inspect_outcome_acceptance_ratio", labels); v != 0.75 {
+			t.Errorf("acceptance ratio %v, want 0.75", v)
+		}
+		for kind, n := range map[string]float64{"merged": 3, "review_round": 2, "reverted": 1, "closed": 1, "withdrawn": 1} {
+			l := map[string]string{"kind": kind}
+			for k, v := range labels {
+				l[k] = v
+			}
+			if v, _ := seriesValue(fams, "inspect_pr_fate_events_total", l); v != n {
+				t.Errorf("inspect_pr_fate_events_total{kind=%q} = %v, want %v", kind, v, n)
+			}
+		}
+		for _, f := range fams["inspect_pr_fate_events_total"].GetMetric() {
+			for _, l := range f.GetLabel() {
+				if l.GetName() == "requester" || l.GetValue() == "alice" {
+					t.Errorf("a per-user label: %v", f.GetLabel())
+				}
+			}
+		}
+	})
+}

@@ -2,11 +2,13 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/inspecthq/inspect/app"
+	"github.com/inspecthq/inspect/app/fates"
 	"github.com/inspecthq/inspect/app/outcomes"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/internal/fakegithub"
@@ -191,4 +193,72 @@ func TestEachPRsFateFromWebhooksAndReconcile(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Installing the App backfills: the PRs Inspect opened get their fates
+// from the API, a bounded batch per reconcile pass (fates.Batch, at most
+// five requests each, one after another through the installation's
+// outbound-limited client), the rest on the next pass. The stand-in
+// counts the requests.
+func TestBackfillAtInstallStaysWithinTheOutboundLimits(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	const prs = fates.Batch + 5
+	for i := 0; i < prs; i++ {
+		openedPR(t, h, 100+i, "alice", "claude-code", "m")
+		h.gh.ClosePull(owner, repoName, 100+i, "mara", i%2 == 0) // no webhook reaches the server
+	}
+	install := loadFixture(t, "installation.created.json")
+	install["installation"].(map[string]any)["id"] = installationID
+	body, err := json.Marshal(install)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out := h.deliver("installation", body); code != 200 {
+		t.Fatalf("installation.created: %d %s", code, out)
+	}
+	pass := func() (requests int) {
+		before := len(h.gh.Requests())
+		h.runWorkers()
+		for _, r := range h.gh.Requests()[before:] {
+			if r.IsREST() && r.Method == "GET" {
+				requests++
+				if r.Auth != "installation" || r.InstallationID != installationID {
+					t.Errorf("%s %s with %s credentials", r.Method, r.Path, r.Auth)
+				}
+			} else if r.IsREST() && r.Path != fmt.Sprintf("/app/installations/%d/access_tokens", installationID) {
+				t.Errorf("the backfill wrote: %s %s", r.Method, r.Path)
+			}
+		}
+		return requests
+	}
+	settled := func() (n int) {
+		for i := 0; i < prs; i++ {
+			if f, err := h.st.GetFate(ctx, repoID, 100+i); err == nil && f.State != outcomes.Open {
+				n++
+			}
+		}
+		return n
+	}
+	if got := pass(); got > fates.Batch*5 || got < fates.Batch {
+		t.Errorf("the first pass asked %d times, want at most %d", got, fates.Batch*5)
+	}
+	if n := settled(); n != fates.Batch {
+		t.Errorf("after one pass %d fates are known, want the batch of %d", n, fates.Batch)
+	}
+	h.clock.Advance(h.cfg.Workers.ReconcileInterval)
+	if got := pass(); got > 5*5 {
+		t.Errorf("the second pass asked %d times, want at most %d", got, 5*5)
+	}
+	if n := settled(); n != prs {
+		t.Errorf("after two passes %d of %d fates are known", n, prs)
+	}
+	groups, err := h.st.OutcomeGroups(ctx, outcomes.ByModel, store.OutcomeFilter{AllRepos: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := outcomes.Report(groups, nil)
+	if len(rows) != 1 || rows[0].Merged != prs/2 || rows[0].Closed != prs/2 {
+		t.Errorf("figures after the backfill: %+v", rows)
+	}
 }

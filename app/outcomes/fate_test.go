@@ -90,10 +90,13 @@ func TestMedianAndBucket(t *testing.T) {
 	if _, ok := outcomes.Median(outcomes.Hist{}); ok {
 		t.Error("an empty median")
 	}
-	for v, want := range map[int64]int64{7: 7, 99: 99, 123: 120, 4567: 4500} {
-		if got := outcomes.Bucket(v); got != want {
-			t.Errorf("Bucket(%d) = %d, want %d", v, got, want)
+	for v, want := range map[int64]int64{7: 5, 60: 60, 61: 60, 200: 180, 99999: 43200} {
+		if got := outcomes.Bucket(outcomes.MetricMergeMinutes, v); got != want {
+			t.Errorf("Bucket(minutes, %d) = %d, want %d", v, got, want)
 		}
+	}
+	if got := outcomes.Bucket(outcomes.MetricRounds, 14); got != 10 {
+		t.Errorf("14 rounds count as %d, want 10 (ten or more)", got)
 	}
 	if w := outcomes.Week(time.Date(2026, 12, 6, 23, 0, 0, 0, time.UTC)); w != "2026-11-30" {
 		t.Errorf("week of a Sunday: %s", w)

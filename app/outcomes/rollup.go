@@ -80,10 +80,10 @@ func Contribution(f Fate) Counts {
 			c.Reverted = 1
 		}
 		c.MergedTokens = f.Tokens
-		c.AddValue(MetricRounds, int64(f.ReviewRounds), 1)
-		c.AddValue(MetricComments, int64(f.ReviewComments+f.ThreadComments), 1)
+		c.AddValue(MetricRounds, Bucket(MetricRounds, int64(f.ReviewRounds)), 1)
+		c.AddValue(MetricComments, Bucket(MetricComments, int64(f.ReviewComments+f.ThreadComments)), 1)
 		if !f.OpenedAt.IsZero() && !f.MergedAt.Before(f.OpenedAt) {
-			c.AddValue(MetricMergeMinutes, Bucket(int64(f.MergedAt.Sub(f.OpenedAt)/time.Minute)), 1)
+			c.AddValue(MetricMergeMinutes, Bucket(MetricMergeMinutes, int64(f.MergedAt.Sub(f.OpenedAt)/time.Minute)), 1)
 		}
 	case Closed:
 		if f.Withdrawn {
@@ -95,19 +95,27 @@ func Contribution(f Fate) Counts {
 	return c
 }
 
-// Bucket keeps two significant digits of v (exact below 100), so a Hist of
-// minutes to merge stays small: at most 90 values per decade.
-func Bucket(v int64) int64 {
-	if v < 100 {
-		return max(v, 0)
-	}
-	scale := int64(1)
-	for v >= 100 {
-		v /= 10
-		scale *= 10
-	}
-	return v * scale
+// Buckets are each metric's values as the rollup counts them, in order:
+// a value counts under the greatest bucket at or below it, so a median is
+// read to its bucket (decision 0075). Review rounds are exact to ten
+// (10: ten or more), comments to twenty, minutes to merge to five minutes
+// within the hour and coarser after, up to thirty days.
+var Buckets = map[Metric][]int64{
+	MetricRounds:   {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+	MetricComments: {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 25, 30, 40, 50, 75, 100},
+	MetricMergeMinutes: {0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 75, 90, 120, 150, 180, 240, 300, 360, 480, 600,
+		720, 960, 1440, 2160, 2880, 4320, 5760, 7200, 10080, 14400, 20160, 30240, 43200},
 }
+
+// BucketIndex is the index in Buckets[m] that v counts under.
+func BucketIndex(m Metric, v int64) int {
+	b := Buckets[m]
+	i := sort.Search(len(b), func(i int) bool { return b[i] > v }) - 1
+	return max(i, 0)
+}
+
+// Bucket is the bucket v counts under, as a value.
+func Bucket(m Metric, v int64) int64 { return Buckets[m][BucketIndex(m, v)] }
 
 // Median is the median of h's values (the mean of the two middle ones
 // when their number is even); ok is false for an empty h.

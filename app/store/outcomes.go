@@ -200,43 +200,130 @@ func (s *Store) changeFate(ctx context.Context, tx *sql.Tx, repoID int64, number
 	return before, after, nil
 }
 
-// addRollup adds c times sign to the rollup's row for d, and its values to
-// the medians' rows.
-func (s *Store) addRollup(ctx context.Context, tx *sql.Tx, d outcomes.Dims, c outcomes.Counts, sign int64) error {
-	t := c.MergedTokens
-	if c.Sessions|c.Opened|c.Merged|c.Closed|c.Withdrawn|c.Reverted|t.Input|t.Output|t.CacheRead|t.CacheWrite|t.Total != 0 {
-		_, err := tx.ExecContext(ctx, `INSERT INTO outcome_rollup (repo_id, week, trigger_kind, preset, model, requester, repo,
-			sessions, opened, merged, closed, withdrawn, reverted,
-			input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)
-			ON CONFLICT (repo_id, week, trigger_kind, preset, model, requester) DO UPDATE SET
-			sessions = outcome_rollup.sessions + excluded.sessions, opened = outcome_rollup.opened + excluded.opened,
-			merged = outcome_rollup.merged + excluded.merged, closed = outcome_rollup.closed + excluded.closed,
-			withdrawn = outcome_rollup.withdrawn + excluded.withdrawn, reverted = outcome_rollup.reverted + excluded.reverted,
-			input_tokens = outcome_rollup.input_tokens + excluded.input_tokens,
-			output_tokens = outcome_rollup.output_tokens + excluded.output_tokens,
-			cache_read_tokens = outcome_rollup.cache_read_tokens + excluded.cache_read_tokens,
-			cache_write_tokens = outcome_rollup.cache_write_tokens + excluded.cache_write_tokens,
-			total_tokens = outcome_rollup.total_tokens + excluded.total_tokens`,
-			d.RepoID, d.Week, d.Trigger, d.Preset, d.Model, d.Requester, d.Repo,
-			sign*c.Sessions, sign*c.Opened, sign*c.Merged, sign*c.Closed, sign*c.Withdrawn, sign*c.Reverted,
-			sign*t.Input, sign*t.Output, sign*t.CacheRead, sign*t.CacheWrite, sign*t.Total)
-		if err != nil {
-			return fmt.Errorf("rolling up outcomes: %w", err)
+// rollupCountColumns are the rollup's additive counts, in the order of
+// rollupValues.
+var rollupCountColumns = []string{"sessions", "opened", "merged", "closed", "withdrawn", "reverted",
+	"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens"}
+
+// rollupValueColumns are the counts, then one column per bucket of each
+// metric's histogram (h_<metric>_<i>, outcomes.Buckets), all additive.
+func rollupValueColumns() []string {
+	cols := append([]string(nil), rollupCountColumns...)
+	for _, m := range outcomes.Metrics {
+		for i := range outcomes.Buckets[m] {
+			cols = append(cols, fmt.Sprintf("h_%s_%d", m, i))
 		}
 	}
-	for m, h := range c.Hists {
-		for v, n := range h {
-			if n == 0 {
-				continue
+	return cols
+}
+
+// rollupValueColumnsDDL declares them, for the migration.
+func rollupValueColumnsDDL() string {
+	var b strings.Builder
+	for i, c := range rollupValueColumns() {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n\t\t\t\t" + c + " BIGINT NOT NULL DEFAULT 0")
+	}
+	return b.String()
+}
+
+// rollupValues is c as the value columns hold it.
+func rollupValues(c outcomes.Counts) []int64 {
+	t := c.MergedTokens
+	v := []int64{c.Sessions, c.Opened, c.Merged, c.Closed, c.Withdrawn, c.Reverted, t.Input, t.Output, t.CacheRead, t.CacheWrite, t.Total}
+	for _, m := range outcomes.Metrics {
+		h := make([]int64, len(outcomes.Buckets[m]))
+		for value, n := range c.Hists[m] {
+			h[outcomes.BucketIndex(m, value)] += n
+		}
+		v = append(v, h...)
+	}
+	return v
+}
+
+// countsOf is rollupValues read back.
+func countsOf(v []int64) outcomes.Counts {
+	c := outcomes.Counts{Sessions: v[0], Opened: v[1], Merged: v[2], Closed: v[3], Withdrawn: v[4], Reverted: v[5],
+		MergedTokens: outcomes.Tokens{Input: v[6], Output: v[7], CacheRead: v[8], CacheWrite: v[9], Total: v[10]}}
+	i := len(rollupCountColumns)
+	for _, m := range outcomes.Metrics {
+		for _, value := range outcomes.Buckets[m] {
+			if v[i] != 0 {
+				c.AddValue(m, value, v[i])
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO outcome_hists (repo_id, week, trigger_kind, preset, model, requester, metric, value, n, repo)
-				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)
-				ON CONFLICT (repo_id, week, trigger_kind, preset, model, requester, metric, value) DO UPDATE SET n = outcome_hists.n + excluded.n`,
-				d.RepoID, d.Week, d.Trigger, d.Preset, d.Model, d.Requester, string(m), v, sign*n, d.Repo)
-			if err != nil {
-				return fmt.Errorf("rolling up outcomes: %w", err)
-			}
+			i++
+		}
+	}
+	return c
+}
+
+// rollupUpsert is the additive upsert of a rollup table: keys, then the
+// value columns.
+func rollupUpsert(table string, keys []string) string {
+	cols := append(append([]string(nil), keys...), rollupValueColumns()...)
+	ph := make([]string, len(cols))
+	for i := range cols {
+		ph[i] = fmt.Sprintf("$%d", i+1)
+	}
+	sets := make([]string, 0, len(cols))
+	for _, c := range rollupValueColumns() {
+		sets = append(sets, fmt.Sprintf("%s = %s.%s + excluded.%s", c, table, c, c))
+	}
+	conflict := keys[:len(keys)-1] // every key but the repository's name, which the id decides
+	return `INSERT INTO ` + table + ` (` + strings.Join(cols, ", ") + `) VALUES (` + strings.Join(ph, ",") +
+		`) ON CONFLICT (` + strings.Join(conflict, ", ") + `) DO UPDATE SET ` + strings.Join(sets, ", ")
+}
+
+var (
+	rollupUpsertSQL   = rollupUpsert("outcome_rollup", []string{"repo_id", "week", "trigger_kind", "preset", "model", "requester", "repo"})
+	rollupByUpsertSQL = rollupUpsert("outcome_rollup_by", []string{"dim", "repo_id", "week", "value", "model", "repo"})
+)
+
+// dimValue is d's value of a dimension, as outcome_rollup_by keys it.
+func dimValue(d outcomes.Dims, by outcomes.Dimension) string {
+	switch by {
+	case outcomes.ByRepo:
+		return d.Repo
+	case outcomes.ByTrigger:
+		return d.Trigger
+	case outcomes.ByPreset:
+		return d.Preset
+	case outcomes.ByModel:
+		return d.Model
+	case outcomes.ByRequester:
+		return d.Requester
+	}
+	return d.Week
+}
+
+// addRollup adds c times sign to the rollup's rows for d: the row of
+// every dimension at once, and the row of each dimension alone.
+func (s *Store) addRollup(ctx context.Context, tx *sql.Tx, d outcomes.Dims, c outcomes.Counts, sign int64) error {
+	values := rollupValues(c)
+	zero := true
+	for i := range values {
+		values[i] *= sign
+		zero = zero && values[i] == 0
+	}
+	if zero {
+		return nil
+	}
+	args := []any{d.RepoID, d.Week, d.Trigger, d.Preset, d.Model, d.Requester, d.Repo}
+	for _, v := range values {
+		args = append(args, v)
+	}
+	if _, err := tx.ExecContext(ctx, rollupUpsertSQL, args...); err != nil {
+		return fmt.Errorf("rolling up outcomes: %w", err)
+	}
+	for _, by := range outcomes.Dimensions {
+		args := []any{string(by), d.RepoID, d.Week, dimValue(d, by), d.Model, d.Repo}
+		for _, v := range values {
+			args = append(args, v)
+		}
+		if _, err := tx.ExecContext(ctx, rollupByUpsertSQL, args...); err != nil {
+			return fmt.Errorf("rolling up outcomes by %s: %w", by, err)
 		}
 	}
 	return nil
@@ -391,7 +478,8 @@ var dimensionColumns = map[outcomes.Dimension]string{
 }
 
 // OutcomeGroups sums the rollup by a dimension (and by model, for money)
-// over the rows f selects.
+// over the rows f selects: outcome_rollup_by when f filters by nothing but
+// repository and week, else the rollup of every dimension at once.
 func (s *Store) OutcomeGroups(ctx context.Context, by outcomes.Dimension, f OutcomeFilter) ([]OutcomeGroup, error) {
 	col, ok := dimensionColumns[by]
 	if !ok {
@@ -403,6 +491,11 @@ func (s *Store) OutcomeGroups(ctx context.Context, by outcomes.Dimension, f Outc
 	var where []string
 	var args []any
 	arg := func(v any) string { args = append(args, v); return fmt.Sprintf("$%d", len(args)) }
+	table := "outcome_rollup"
+	if f.Trigger == "" && f.Preset == "" && f.Model == "" && f.Requester == "" {
+		table, col = "outcome_rollup_by", "value"
+		where = append(where, "dim = "+arg(string(by)))
+	}
 	if !f.AllRepos {
 		ids := make([]string, len(f.RepoIDs))
 		for i, id := range f.RepoIDs {
@@ -410,9 +503,9 @@ func (s *Store) OutcomeGroups(ctx context.Context, by outcomes.Dimension, f Outc
 		}
 		where = append(where, "repo_id IN ("+strings.Join(ids, ",")+")")
 	}
-	for c, v := range map[string]string{"repo": f.Repo, "trigger_kind": f.Trigger, "preset": f.Preset, "model": f.Model, "requester": f.Requester} {
-		if v != "" {
-			where = append(where, c+" = "+arg(v))
+	for _, c := range []struct{ col, v string }{{"repo", f.Repo}, {"trigger_kind", f.Trigger}, {"preset", f.Preset}, {"model", f.Model}, {"requester", f.Requester}} {
+		if c.v != "" {
+			where = append(where, c.col+" = "+arg(c.v))
 		}
 	}
 	if f.Since != "" {
@@ -422,50 +515,37 @@ func (s *Store) OutcomeGroups(ctx context.Context, by outcomes.Dimension, f Outc
 	if len(where) > 0 {
 		cond = " WHERE " + strings.Join(where, " AND ")
 	}
-	key := col
 	groupBy := col + ", model"
 	if col == "model" {
 		groupBy = "model"
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+key+`, model, SUM(sessions), SUM(opened), SUM(merged), SUM(closed),
-		SUM(withdrawn), SUM(reverted), SUM(input_tokens), SUM(output_tokens), SUM(cache_read_tokens),
-		SUM(cache_write_tokens), SUM(total_tokens) FROM outcome_rollup`+cond+` GROUP BY `+groupBy+` ORDER BY `+groupBy, args...)
+	valueCols := rollupValueColumns()
+	sums := make([]string, len(valueCols))
+	for i, c := range valueCols {
+		sums[i] = "SUM(" + c + ")"
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+col+`, model, `+strings.Join(sums, ", ")+` FROM `+table+cond+
+		` GROUP BY `+groupBy+` ORDER BY `+groupBy, args...)
 	if err != nil {
 		return nil, err
 	}
+	defer rows.Close()
 	var out []OutcomeGroup
-	index := map[[2]string]int{}
+	values := make([]int64, len(valueCols))
+	dest := []any{nil, nil}
+	for i := range values {
+		dest = append(dest, &values[i])
+	}
 	for rows.Next() {
 		var g OutcomeGroup
-		c, t := &g.Counts, &g.Counts.MergedTokens
-		if err := rows.Scan(&g.Key, &g.Model, &c.Sessions, &c.Opened, &c.Merged, &c.Closed, &c.Withdrawn, &c.Reverted,
-			&t.Input, &t.Output, &t.CacheRead, &t.CacheWrite, &t.Total); err != nil {
-			_ = rows.Close() // the scan's error is the one worth reporting
+		dest[0], dest[1] = &g.Key, &g.Model
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		index[[2]string{g.Key, g.Model}] = len(out)
+		g.Counts = countsOf(values)
 		out = append(out, g)
 	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	hrows, err := s.reader.QueryContext(ctx, `SELECT `+key+`, model, metric, value, SUM(n) FROM outcome_hists`+
-		cond+` GROUP BY `+groupBy+`, metric, value`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer hrows.Close()
-	for hrows.Next() {
-		var k, model, metric string
-		var v, n int64
-		if err := hrows.Scan(&k, &model, &metric, &v, &n); err != nil {
-			return nil, err
-		}
-		if i, ok := index[[2]string{k, model}]; ok {
-			out[i].Counts.AddValue(outcomes.Metric(metric), v, n)
-		}
-	}
-	return out, hrows.Err()
+	return out, rows.Err()
 }
 
 // querySessionsIn is querySessions inside tx.
@@ -510,4 +590,52 @@ func (s *Store) OutcomeTotalsByTriggerPresetModel(ctx context.Context) ([]Outcom
 		out = append(out, t)
 	}
 	return out, rows.Err()
+}
+
+// OutcomesFixture stores, in one transaction, fates and sessions as their
+// own writes would have left the rollup (the same addRollup, summed per
+// key first): each fate a session that opened that PR, each of noPR a
+// session that opened none. It is for benchmarks over histories too long
+// to play event by event; tests only (internal/layers holds it).
+func (s *Store) OutcomesFixture(ctx context.Context, fates []outcomes.Fate, noPR []outcomes.Dims, now time.Time) error {
+	sums := map[outcomes.Dims]*outcomes.Counts{}
+	add := func(d outcomes.Dims, c outcomes.Counts) {
+		if sums[d] == nil {
+			sums[d] = &outcomes.Counts{}
+		}
+		sums[d].Add(c, 1)
+	}
+	for _, f := range fates {
+		c := outcomes.Contribution(f)
+		c.Sessions = 1
+		add(f.Dims, c)
+	}
+	for _, d := range noPR {
+		add(d, outcomes.Counts{Sessions: 1})
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		const batch = 200
+		for start := 0; start < len(fates); start += batch {
+			rows := fates[start:min(start+batch, len(fates))]
+			var values []string
+			var args []any
+			for _, f := range rows {
+				ph := make([]string, 0, 31)
+				for _, a := range append(fateArgs(f), ms(now), ms(now)) {
+					args = append(args, a)
+					ph = append(ph, fmt.Sprintf("$%d", len(args)))
+				}
+				values = append(values, "("+strings.Join(ph, ",")+")")
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO pr_fates (`+fateColumns+`, checked_at, updated_at) VALUES `+strings.Join(values, ","), args...); err != nil {
+				return err
+			}
+		}
+		for d, c := range sums {
+			if err := s.addRollup(ctx, tx, d, *c, 1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -33,7 +33,8 @@ func figures(t *testing.T, s *store.Store, by outcomes.Dimension, f store.Outcom
 
 // The 40 scripted sessions of outcomestest.Scripted40, their figures by
 // preset and by model computed by hand from the script's table (the
-// comments show the sorted values each median is read from).
+// comments show the sorted values each median is read from; every minute
+// value is one of outcomes.Buckets', so the medians are exact).
 func TestOutcomesByPresetAndModel(t *testing.T) {
 	type want struct {
 		sessions, opened, merged, closed, withdrawn, reverted int64
@@ -44,15 +45,15 @@ func TestOutcomesByPresetAndModel(t *testing.T) {
 		outcomes.ByPreset: {
 			// merged rounds 0,0,1,1,2,3; comments 0,1,2,3,4,6; minutes 20,30,45,60,90,120
 			"codex": {14, 11, 6, 2, 2, 1, 6.0 / 9, 1, 2.5, 52.5},
-			// rounds 0,1,1,1,2,2,4; comments 0,1,2,2,3,5,8; minutes 10,15,40,55,75,200,300
+			// rounds 0,1,1,1,2,2,4; comments 0,1,2,2,3,5,8; minutes 10,15,40,55,75,180,300
 			"claude-code": {14, 11, 7, 2, 1, 1, 7.0 / 10, 1, 2, 55},
-			// rounds 0,0,1,2,2,3; comments 0,1,1,2,4,7; minutes 5,25,35,50,65,150
+			// rounds 0,0,1,2,2,3; comments 0,1,1,2,4,7; minutes 5,25,35,50,75,150
 			"opencode": {12, 10, 6, 2, 1, 1, 6.0 / 9, 1.5, 1.5, 42.5},
 		},
 		outcomes.ByModel: {
 			// rounds 0,0,0,1,1,2,2,3; comments 0,1,1,2,2,3,4,6; minutes 20,25,30,35,45,60,90,120
 			"gpt-a": {20, 16, 8, 3, 3, 1, 8.0 / 13, 1, 2, 40},
-			// rounds 0,0,1,1,1,1,2,2,2,3,4; comments 0,0,1,1,2,2,3,4,5,7,8; minutes 5,10,15,40,50,55,65,75,150,200,300
+			// rounds 0,0,1,1,1,1,2,2,2,3,4; comments 0,0,1,1,2,2,3,4,5,7,8; minutes 5,10,15,40,50,55,75,75,150,180,300
 			"claude-b": {20, 16, 11, 3, 1, 2, 11.0 / 15, 1, 2, 55},
 		},
 	}

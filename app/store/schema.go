@@ -349,8 +349,8 @@ func migrations(d dialect) [][]string {
 		// comments and deliveries already counted on a PR, so a redelivery
 		// or a reconcile counts nothing twice. outcome_rollup: the figures
 		// by every dimension at once, kept in the transaction that changes
-		// a fate or ends a session; outcome_hists: the values the medians
-		// are read from, additive alike.
+		// a fate or ends a session, with the medians' bucket counts
+		// (outcomes.Buckets) as columns, additive alike.
 		{
 			`CREATE TABLE pr_fates (
 				repo_id          BIGINT NOT NULL,
@@ -402,32 +402,20 @@ func migrations(d dialect) [][]string {
 				preset       TEXT NOT NULL,
 				model        TEXT NOT NULL,
 				requester    TEXT NOT NULL,
-				repo         TEXT NOT NULL,
-				sessions     BIGINT NOT NULL DEFAULT 0,
-				opened       BIGINT NOT NULL DEFAULT 0,
-				merged       BIGINT NOT NULL DEFAULT 0,
-				closed       BIGINT NOT NULL DEFAULT 0,
-				withdrawn    BIGINT NOT NULL DEFAULT 0,
-				reverted     BIGINT NOT NULL DEFAULT 0,
-				input_tokens       BIGINT NOT NULL DEFAULT 0,
-				output_tokens      BIGINT NOT NULL DEFAULT 0,
-				cache_read_tokens  BIGINT NOT NULL DEFAULT 0,
-				cache_write_tokens BIGINT NOT NULL DEFAULT 0,
-				total_tokens       BIGINT NOT NULL DEFAULT 0,
+				repo         TEXT NOT NULL,` + rollupValueColumnsDDL() + `,
 				PRIMARY KEY (repo_id, week, trigger_kind, preset, model, requester)
 			)` + clustered,
-			`CREATE TABLE outcome_hists (
-				repo_id      BIGINT NOT NULL,
-				week         TEXT NOT NULL,
-				trigger_kind TEXT NOT NULL,
-				preset       TEXT NOT NULL,
-				model        TEXT NOT NULL,
-				requester    TEXT NOT NULL,
-				metric       TEXT NOT NULL,
-				value        BIGINT NOT NULL,
-				n            BIGINT NOT NULL,
-				repo         TEXT NOT NULL,
-				PRIMARY KEY (repo_id, week, trigger_kind, preset, model, requester, metric, value)
+			// The same figures by one dimension at a time (dim, value), with
+			// the model kept for pricing: what the page reads when it is
+			// filtered by nothing but repository and week.
+			`CREATE TABLE outcome_rollup_by (
+				dim     TEXT NOT NULL,
+				repo_id BIGINT NOT NULL,
+				week    TEXT NOT NULL,
+				value   TEXT NOT NULL,
+				model   TEXT NOT NULL,
+				repo    TEXT NOT NULL,` + rollupValueColumnsDDL() + `,
+				PRIMARY KEY (dim, repo_id, week, value, model)
 			)` + clustered,
 		},
 	}

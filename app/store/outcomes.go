@@ -278,7 +278,7 @@ func rollupUpsert(table string, keys []string) string {
 
 var (
 	rollupUpsertSQL   = rollupUpsert("outcome_rollup", []string{"repo_id", "week", "trigger_kind", "preset", "model", "requester", "repo"})
-	rollupByUpsertSQL = rollupUpsert("outcome_rollup_by", []string{"dim", "repo_id", "week", "value", "model", "repo"})
+	rollupByUpsertSQL = rollupUpsert("outcome_rollup_by", []string{"dim", "repo_id", "value", "model", "repo"})
 )
 
 // dimValue is d's value of a dimension, as outcome_rollup_by keys it.
@@ -301,6 +301,20 @@ func dimValue(d outcomes.Dims, by outcomes.Dimension) string {
 // addRollup adds c times sign to the rollup's rows for d: the row of
 // every dimension at once, and the row of each dimension alone.
 func (s *Store) addRollup(ctx context.Context, tx *sql.Tx, d outcomes.Dims, c outcomes.Counts, sign int64) error {
+	if err := s.addRollupRow(ctx, tx, "", d, c, sign); err != nil {
+		return err
+	}
+	for _, by := range outcomes.Dimensions {
+		if err := s.addRollupRow(ctx, tx, by, d, c, sign); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addRollupRow adds c times sign to one row: of outcome_rollup (by ""),
+// or of outcome_rollup_by for the dimension by.
+func (s *Store) addRollupRow(ctx context.Context, tx *sql.Tx, by outcomes.Dimension, d outcomes.Dims, c outcomes.Counts, sign int64) error {
 	values := rollupValues(c)
 	zero := true
 	for i := range values {
@@ -310,23 +324,34 @@ func (s *Store) addRollup(ctx context.Context, tx *sql.Tx, d outcomes.Dims, c ou
 	if zero {
 		return nil
 	}
-	args := []any{d.RepoID, d.Week, d.Trigger, d.Preset, d.Model, d.Requester, d.Repo}
+	q, args := rollupUpsertSQL, []any{d.RepoID, d.Week, d.Trigger, d.Preset, d.Model, d.Requester, d.Repo}
+	if by != "" {
+		q, args = rollupByUpsertSQL, []any{string(by), d.RepoID, dimValue(d, by), d.Model, d.Repo}
+	}
 	for _, v := range values {
 		args = append(args, v)
 	}
-	if _, err := tx.ExecContext(ctx, rollupUpsertSQL, args...); err != nil {
-		return fmt.Errorf("rolling up outcomes: %w", err)
-	}
-	for _, by := range outcomes.Dimensions {
-		args := []any{string(by), d.RepoID, d.Week, dimValue(d, by), d.Model, d.Repo}
-		for _, v := range values {
-			args = append(args, v)
-		}
-		if _, err := tx.ExecContext(ctx, rollupByUpsertSQL, args...); err != nil {
-			return fmt.Errorf("rolling up outcomes by %s: %w", by, err)
-		}
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("rolling up outcomes %s: %w", by, err)
 	}
 	return nil
+}
+
+// byKey is d as outcome_rollup_by keys it for by: the other dimensions
+// but the repository and the model left out.
+func byKey(d outcomes.Dims, by outcomes.Dimension) outcomes.Dims {
+	k := outcomes.Dims{RepoID: d.RepoID, Repo: d.Repo, Model: d.Model}
+	switch by {
+	case outcomes.ByWeek:
+		k.Week = d.Week
+	case outcomes.ByTrigger:
+		k.Trigger = d.Trigger
+	case outcomes.ByPreset:
+		k.Preset = d.Preset
+	case outcomes.ByRequester:
+		k.Requester = d.Requester
+	}
+	return k
 }
 
 // ApplyFateEvent applies ev to the PR's fate in one transaction with the
@@ -479,7 +504,7 @@ var dimensionColumns = map[outcomes.Dimension]string{
 
 // OutcomeGroups sums the rollup by a dimension (and by model, for money)
 // over the rows f selects: outcome_rollup_by when f filters by nothing but
-// repository and week, else the rollup of every dimension at once.
+// repository, else the rollup of every dimension at once.
 func (s *Store) OutcomeGroups(ctx context.Context, by outcomes.Dimension, f OutcomeFilter) ([]OutcomeGroup, error) {
 	col, ok := dimensionColumns[by]
 	if !ok {
@@ -492,7 +517,7 @@ func (s *Store) OutcomeGroups(ctx context.Context, by outcomes.Dimension, f Outc
 	var args []any
 	arg := func(v any) string { args = append(args, v); return fmt.Sprintf("$%d", len(args)) }
 	table := "outcome_rollup"
-	if f.Trigger == "" && f.Preset == "" && f.Model == "" && f.Requester == "" {
+	if f.Trigger == "" && f.Preset == "" && f.Model == "" && f.Requester == "" && f.Since == "" {
 		table, col = "outcome_rollup_by", "value"
 		where = append(where, "dim = "+arg(string(by)))
 	}
@@ -631,9 +656,26 @@ func (s *Store) OutcomesFixture(ctx context.Context, fates []outcomes.Fate, noPR
 				return err
 			}
 		}
+		// Each row written once, as a table autovacuum keeps looks: the
+		// sums of every key, then of each dimension's keys.
 		for d, c := range sums {
-			if err := s.addRollup(ctx, tx, d, *c, 1); err != nil {
+			if err := s.addRollupRow(ctx, tx, "", d, *c, 1); err != nil {
 				return err
+			}
+		}
+		for _, by := range outcomes.Dimensions {
+			bySums := map[outcomes.Dims]*outcomes.Counts{}
+			for d, c := range sums {
+				k := byKey(d, by)
+				if bySums[k] == nil {
+					bySums[k] = &outcomes.Counts{}
+				}
+				bySums[k].Add(*c, 1)
+			}
+			for k, c := range bySums {
+				if err := s.addRollupRow(ctx, tx, by, k, *c, 1); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

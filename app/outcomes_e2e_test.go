@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +120,28 @@ func TestEachPRsFateFromWebhooksAndReconcile(t *testing.T) {
 			t.Errorf("reconcile asked GitHub %d times: %v", len(asked), asked)
 		}
 
+		// A week on, git's revert of #14's merge commit lands on the
+		// default branch (a push).
+		f14, err := h.st.GetFate(ctx, repoID, 14)
+		if err != nil || f14.MergeSHA == "" {
+			t.Fatalf("#14 after reconcile: %+v %v", f14, err)
+		}
+		h.clock.Advance(7 * 24 * time.Hour)
+		push := loadFixture(t, "push.payload.json")
+		push["ref"], push["deleted"] = "refs/heads/main", false
+		push["repository"].(map[string]any)["default_branch"] = "main"
+		push["installation"] = map[string]any{"id": installationID}
+		push["commits"] = []any{map[string]any{"id": strings.Repeat("b", 40), "timestamp": h.clock.Now().Format(time.RFC3339),
+			"message": "Revert \"Inspect's change\"\n\nThis reverts commit " + f14.MergeSHA + ".\n",
+			"added": []any{}, "removed": []any{}, "modified": []any{"README.md"}}}
+		pushBody, err := json.Marshal(push)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, out := h.deliver("push", pushBody); code != 200 {
+			t.Fatalf("push: %d %s", code, out)
+		}
+
 		want := map[int]struct {
 			state           outcomes.State
 			withdrawn       bool
@@ -129,7 +152,7 @@ func TestEachPRsFateFromWebhooksAndReconcile(t *testing.T) {
 			11: {outcomes.Closed, false, 0, 0, false},
 			12: {outcomes.Closed, true, 0, 0, false},
 			13: {outcomes.Merged, false, 0, 0, true},
-			14: {outcomes.Merged, false, 0, 0, false},
+			14: {outcomes.Merged, false, 0, 0, true},
 		}
 		for n, w := range want {
 			f, err := h.st.GetFate(ctx, repoID, n)
@@ -156,15 +179,15 @@ func TestEachPRsFateFromWebhooksAndReconcile(t *testing.T) {
 		}
 		g := rows[0]
 		// 5 opened; 3 merged (#10, #13, #14), 1 closed, 1 withdrawn (left
-		// out), 1 reverted: 3/4 accepted; rounds 0,0,2 → median 0;
+		// out), 2 reverted: 3/4 accepted; rounds 0,0,2 → median 0;
 		// comments (review and thread) 0,0,2 → 0.
-		if g.Key != "codex" || g.Sessions != 5 || g.Opened != 5 || g.Merged != 3 || g.Closed != 1 || g.Withdrawn != 1 || g.Reverted != 1 ||
+		if g.Key != "codex" || g.Sessions != 5 || g.Opened != 5 || g.Merged != 3 || g.Closed != 1 || g.Withdrawn != 1 || g.Reverted != 2 ||
 			g.AcceptanceRate != 0.75 || g.MedianRounds != 0 || g.MedianComments != 0 || g.TokensPerMerged != 1000 {
 			t.Errorf("figures: %+v", g)
 		}
 		fams := scrapeMetrics(t, h)
 		labels := map[string]string{"trigger": "comment", "preset": "codex", "model": "gpt-test"}
-		for fate, n := range map[string]float64{"opened": 5, "merged": 3, "closed_unmerged": 1, "withdrawn": 1, "reverted": 1} {
+		for fate, n := range map[string]float64{"opened": 5, "merged": 3, "closed_unmerged": 1, "withdrawn": 1, "reverted": 2} {
 			l := map[string]string{"fate": fate}
 			for k, v := range labels {
 				l[k] = v
@@ -176,7 +199,7 @@ func TestEachPRsFateFromWebhooksAndReconcile(t *testing.T) {
 		if v, _ := seriesValue(fams, "inspect_outcome_acceptance_ratio", labels); v != 0.75 {
 			t.Errorf("acceptance ratio %v, want 0.75", v)
 		}
-		for kind, n := range map[string]float64{"merged": 3, "review_round": 2, "reverted": 1, "closed": 1, "withdrawn": 1} {
+		for kind, n := range map[string]float64{"merged": 3, "review_round": 2, "reverted": 2, "closed": 1, "withdrawn": 1} {
 			l := map[string]string{"kind": kind}
 			for k, v := range labels {
 				l[k] = v

@@ -285,3 +285,47 @@ func TestBackfillAtInstallStaysWithinTheOutboundLimits(t *testing.T) {
 		t.Errorf("figures after the backfill: %+v", rows)
 	}
 }
+
+// A commit on the default branch that undoes a merged PR's change by its
+// patch alone (no "Reverts" or "This reverts commit" in sight) is found by
+// the check_revert work a push queues: it reads the merge commit's and the
+// pushed commit's patches, and only for a commit touching the PR's files.
+func TestARevertByItsPatchAlone(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.gh.SetWebhookTargets(secret, h.srv.URL+app.WebhookPath)
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{"README.md": "hello\n", "docs.md": "docs\n"}, "the base")
+	openedPR(t, h, 40, "alice", "codex", "m")
+	merge := h.gh.CommitFiles(owner, repoName, "main", map[string]string{"README.md": "hello, world\n"}, "Inspect's change (#40)")
+	send(t, h, "pull_request", h.gh.MergePullAs(owner, repoName, 40, "mara", merge))
+	other := h.gh.CommitFiles(owner, repoName, "main", map[string]string{"docs.md": "more docs\n"}, "docs")
+	undo := h.gh.CommitFiles(owner, repoName, "main", map[string]string{"README.md": "hello\n"}, "README: as it was")
+	push := loadFixture(t, "push.payload.json")
+	push["ref"], push["deleted"] = "refs/heads/main", false
+	push["repository"].(map[string]any)["default_branch"] = "main"
+	push["installation"] = map[string]any{"id": installationID}
+	now := time.Now().UTC().Format(time.RFC3339) // the stand-in's clock, which stamped the merge
+	push["commits"] = []any{
+		map[string]any{"id": other, "timestamp": now, "message": "docs", "added": []any{}, "removed": []any{}, "modified": []any{"docs.md"}},
+		map[string]any{"id": undo, "timestamp": now, "message": "README: as it was", "added": []any{}, "removed": []any{}, "modified": []any{"README.md"}},
+	}
+	body, err := json.Marshal(push)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out := h.deliver("push", body); code != 200 {
+		t.Fatalf("push: %d %s", code, out)
+	}
+	before := len(h.gh.RequestsMatching("GET", fmt.Sprintf("/repos/%s/%s/commits/", owner, repoName)))
+	h.runWorkers()
+	f, err := h.st.GetFate(ctx, repoID, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.State != outcomes.Merged || f.RevertedAt.IsZero() || f.RevertedBy != "patch:"+undo {
+		t.Errorf("#40: %+v, want merged and reverted by %s", f, undo)
+	}
+	if got := len(h.gh.RequestsMatching("GET", fmt.Sprintf("/repos/%s/%s/commits/", owner, repoName))) - before; got != 2 {
+		t.Errorf("read %d commits, want 2: the merge and the undoing commit (the docs commit touches none of the PR's files)", got)
+	}
+}

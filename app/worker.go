@@ -210,6 +210,7 @@ func workTable(s *Service) map[store.WorkKind]workHandler {
 		store.BuildSnapshot:     s.snapshots.BuildWork,
 		store.ConsiderRepair:    repairHandler(s).Handle,
 		store.CollectSnapshots:  s.snapshots.CollectWork,
+		store.CheckRevert:       s.fates.CheckReverts,
 	}
 }
 

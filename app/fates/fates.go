@@ -119,11 +119,21 @@ func (r *Recorder) AcceptPullRequestNews(ctx context.Context, n session.PullRequ
 }
 
 // AcceptDefaultBranchCommits implements handlers.FateSink: a commit whose
-// message says "This reverts commit <sha>" reverts the PR merged as sha.
+// message says "This reverts commit <sha>" reverts the PR merged as sha;
+// the others are queued to be compared, by their patches, with the PRs
+// merged in the 30 days before them (CheckReverts), when there are any.
 func (r *Recorder) AcceptDefaultBranchCommits(ctx context.Context, c session.DefaultBranchCommits) error {
+	check := revertCheck{RepoID: c.Repo.ID, Repo: c.Repo.FullName(), InstallationID: c.InstallationID}
 	for _, cm := range c.Commits {
 		shas := outcomes.RevertedCommits(cm.Message)
 		if len(shas) == 0 {
+			if len(cm.Paths) > 0 && cm.SHA != "" && len(check.Commits) < maxRevertCommits {
+				at := cm.At
+				if at.IsZero() {
+					at = r.Now()
+				}
+				check.Commits = append(check.Commits, pushedCommit{SHA: cm.SHA, At: at, Paths: cm.Paths})
+			}
 			continue
 		}
 		fates, err := r.Store.FatesMergedAs(ctx, c.Repo.ID, shas)
@@ -137,7 +147,7 @@ func (r *Recorder) AcceptDefaultBranchCommits(ctx context.Context, c session.Def
 			}
 		}
 	}
-	return nil
+	return r.queueRevertCheck(ctx, check)
 }
 
 // BackfillInstallation implements handlers.FateSink: the installation's

@@ -410,9 +410,11 @@ func (s *Store) FatesMergedAs(ctx context.Context, repoID int64, shas []string) 
 }
 
 // MergedFatesSince are a repository's fates merged at or after since and
-// not reverted: those a new commit on the default branch may revert.
-func (s *Store) MergedFatesSince(ctx context.Context, repoID int64, since time.Time) ([]outcomes.Fate, error) {
-	return s.queryFates(ctx, `WHERE repo_id = $1 AND state = 'merged' AND merged_at >= $2 AND reverted_at = 0 ORDER BY merged_at`, repoID, ms(since))
+// not reverted, the newest limit of them: those a new commit on the
+// default branch may revert.
+func (s *Store) MergedFatesSince(ctx context.Context, repoID int64, since time.Time, limit int) ([]outcomes.Fate, error) {
+	return s.queryFates(ctx, `WHERE repo_id = $1 AND state = 'merged' AND merged_at >= $2 AND reverted_at = 0 AND merge_sha <> ''
+		ORDER BY merged_at DESC LIMIT $3`, repoID, ms(since), limit)
 }
 
 func (s *Store) queryFates(ctx context.Context, where string, args ...any) ([]outcomes.Fate, error) {

@@ -67,6 +67,22 @@ func (s *Server) ClosePull(owner, repo string, number int, by string, merge bool
 	return s.pullEvent(r, it, "closed", by), mergeSHA
 }
 
+// MergePullAs merges an open pull request as `by` with mergeSHA as its
+// merge commit (one the test made on the base branch, as a squash merge
+// would), and returns the `pull_request` "closed" payload.
+func (s *Server) MergePullAs(owner, repo string, number int, by, mergeSHA string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, it := s.pullFor(owner, repo, number)
+	if it.State != "open" {
+		panic(fmt.Sprintf("fakegithub: pull #%d is not open", number))
+	}
+	now := s.now()
+	it.State, it.closedAt, it.updatedAt, it.closedBy = "closed", now, now, by
+	it.pull.Merged, it.mergedBy, it.mergeSHA = true, by, mergeSHA
+	return s.pullEvent(r, it, "closed", by)
+}
+
 // ReopenPull reopens a closed, unmerged pull request as `by` and returns
 // the `pull_request` "reopened" payload.
 func (s *Server) ReopenPull(owner, repo string, number int, by string) []byte {

@@ -133,7 +133,7 @@ func TestEachPRsFateFromWebhooksAndReconcile(t *testing.T) {
 		push["installation"] = map[string]any{"id": installationID}
 		push["commits"] = []any{map[string]any{"id": strings.Repeat("b", 40), "timestamp": h.clock.Now().Format(time.RFC3339),
 			"message": "Revert \"Inspect's change\"\n\nThis reverts commit " + f14.MergeSHA + ".\n",
-			"added": []any{}, "removed": []any{}, "modified": []any{"README.md"}}}
+			"added":   []any{}, "removed": []any{}, "modified": []any{"README.md"}}}
 		pushBody, err := json.Marshal(push)
 		if err != nil {
 			t.Fatal(err)

@@ -87,4 +87,20 @@ func TestOutcomesCommandPrintsJSONAndCSV(t *testing.T) {
 		strings.Join(recs[2][:8], ",") != "gpt-a,20,16,8,3,3,1,0.6153846153846154" || recs[3][0] != "all" {
 		t.Errorf("csv:\n%s", out.String())
 	}
+
+	// A backfill on demand marks every fate for the server's reconcile
+	// passes to read from GitHub; it calls nothing itself.
+	out.Reset()
+	if code := run([]string{"outcomes", "backfill", "--config", cfg}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "0 PRs without a fate") {
+		t.Fatalf("backfill: exit %d: %s %s", code, out.String(), errOut.String())
+	}
+	st, err = store.Open(context.Background(), "sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	due, err := st.FatesToCheck(context.Background(), time.Now(), 100)
+	if err != nil || len(due) != 32 {
+		t.Errorf("after the backfill %d fates are due a check (%v), want all 32", len(due), err)
+	}
 }

@@ -52,5 +52,5 @@ func TestOutcomesPageInTheBrowser(t *testing.T) {
 	if html := d.html(); !strings.Contains(html, `<svg id="fates-chart"`) || strings.Contains(html, "private-thing") {
 		t.Error("no server-drawn chart, or a repository alice cannot read")
 	}
-	d.fitsPhone("outcomes")
+	d.screenshot("outcomes")
 }

@@ -27,6 +27,8 @@ type outcomeFilter struct {
 type bar struct {
 	Label string
 	Y     int
+	// TextY is the label's baseline; RateX where the rate's text starts.
+	TextY, RateX int
 	// Segments are the stacked parts (merged, closed unmerged, withdrawn,
 	// still open), each from X with width W.
 	Segments []segment
@@ -42,6 +44,9 @@ type segment struct {
 }
 
 const (
+	// labelWidth is the room for the keys left of the bars, chartWidth
+	// the bars' own, and 60 more on the right for the rate's text.
+	labelWidth = 180
 	chartWidth = 480
 	barHeight  = 22
 )
@@ -92,9 +97,10 @@ func bars(rows []outcomes.Figures) []bar {
 	}
 	out := make([]bar, 0, len(rows))
 	for i, f := range rows {
-		b := bar{Label: labelOf(f.Key), Y: i * (barHeight + 6), RateText: "—"}
+		b := bar{Label: shortLabel(labelOf(f.Key)), Y: i * (barHeight + 6), RateText: "—"}
+		b.TextY = b.Y + barHeight - 6
 		open := f.Opened - f.Merged - f.Closed - f.Withdrawn
-		x := 0
+		x := labelWidth
 		for _, s := range []segment{{Class: "merged", N: f.Merged}, {Class: "closed", N: f.Closed}, {Class: "withdrawn", N: f.Withdrawn}, {Class: "open", N: open}} {
 			s.X, s.W = x, int(s.N*chartWidth/most)
 			x += s.W
@@ -103,9 +109,18 @@ func bars(rows []outcomes.Figures) []bar {
 		if f.HasRate {
 			b.RateW, b.RateText = int(f.AcceptanceRate*chartWidth), fmt.Sprintf("%.0f%%", f.AcceptanceRate*100)
 		}
+		b.RateX = labelWidth + b.RateW + 6
 		out = append(out, b)
 	}
 	return out
+}
+
+// shortLabel cuts a long key for the chart (the table has it whole).
+func shortLabel(s string) string {
+	if r := []rune(s); len(r) > 24 {
+		return string(r[:23]) + "…"
+	}
+	return s
 }
 
 func labelOf(key string) string {
@@ -161,7 +176,7 @@ func (s *Server) outcomesPage(w http.ResponseWriter, r *http.Request) {
 	bs := bars(rows)
 	s.render(w, http.StatusOK, "outcomes.html", map[string]any{
 		"Viewer": v, "Filter": of, "Repos": names, "Rows": worded, "Total": wordFigures(total), "Bars": bs,
-		"ChartHeight": len(bs)*(barHeight+6) + 4, "ChartWidth": chartWidth, "BarHeight": barHeight,
+		"ChartHeight": len(bs)*(barHeight+6) + 4, "ChartWidth": labelWidth + chartWidth + 60, "BarHeight": barHeight, "LabelWidth": labelWidth,
 		"Dimensions": outcomes.Dimensions,
 		"Triggers":   []string{session.KindComment.StoredName(), session.KindReviewComment.StoredName(), session.KindLabel.StoredName(), session.KindRepair.StoredName(), session.KindRetry.StoredName(), session.KindDashboard.StoredName()},
 	})

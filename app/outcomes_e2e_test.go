@@ -329,3 +329,41 @@ func TestARevertByItsPatchAlone(t *testing.T) {
 		t.Errorf("read %d commits, want 2: the merge and the undoing commit (the docs commit touches none of the PR's files)", got)
 	}
 }
+
+// A session that runs through the engine (a label, the spec, the upload,
+// the report) and opens a PR gives it a fate at once, under the spec's
+// preset and model, with the session's tokens; its merge then counts.
+func TestASessionsOwnPRGetsItsFate(t *testing.T) {
+	h, ex := newSessionHarnessOn(t, "sqlite")
+	ctx := context.Background()
+	h.gh.SetWebhookTargets(secret, h.srv.URL+app.WebhookPath)
+	h.gh.SetIssueLabels(owner, repoName, issueNumber, "inspect") // prepare checks it is still there
+	h.label("labeled", "inspect", "alice", "")
+	sv := h.claim(ex.last(t))
+	spec := sv.spec()
+	h.runWorkers()
+	sv.upload(spec, 0, fixedCalc)
+	h.runWorkers()
+	sess := h.onlySession()
+	if sess.Outcome != session.Changed || !sess.OpensPR() {
+		t.Fatalf("outcome %s, PR #%d (%s)\n%s", sess.Outcome, sess.PRNumber, sess.Detail, h.logs)
+	}
+	f, err := h.st.GetFate(ctx, repoID, sess.PRNumber)
+	if err != nil {
+		t.Fatalf("the session's PR has no fate: %v", err)
+	}
+	if f.SessionID != sess.ID || f.State != outcomes.Open || f.Trigger != "label" || f.Requester != "alice" ||
+		f.Preset != string(spec.Agent.Preset) || f.Model != spec.Agent.Model {
+		t.Errorf("fate %+v, want the session's (preset %q, model %q)", f, spec.Agent.Preset, spec.Agent.Model)
+	}
+	merged, _ := h.gh.ClosePull(owner, repoName, sess.PRNumber, "mara", true)
+	send(t, h, "pull_request", merged)
+	groups, err := h.st.OutcomeGroups(ctx, outcomes.ByTrigger, store.OutcomeFilter{AllRepos: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := outcomes.Report(groups, nil)
+	if len(rows) != 1 || rows[0].Key != "label" || rows[0].Sessions != 1 || rows[0].Opened != 1 || rows[0].Merged != 1 || rows[0].AcceptanceRate != 1 {
+		t.Errorf("by trigger: %+v", rows)
+	}
+}

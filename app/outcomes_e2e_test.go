@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -68,6 +69,12 @@ func TestEachPRsFateFromWebhooksAndReconcile(t *testing.T) {
 		h.gh.SetWebhookTargets(secret, h.srv.URL+app.WebhookPath)
 		for n := 10; n <= 14; n++ {
 			openedPR(t, h, n, "alice", "codex", "gpt-test")
+		}
+		// News of a PR Inspect did not open (#2, alice's own) is answered
+		// and keeps nothing.
+		send(t, h, "pull_request_review", h.gh.SubmitReview(owner, repoName, prNumber, "mara", "CHANGES_REQUESTED", "hm"))
+		if _, err := h.st.GetFate(ctx, repoID, prNumber); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a fate for a PR Inspect did not open: %v", err)
 		}
 		// #12: withdrawn: closed by its requester five minutes after it
 		// was opened.

@@ -50,6 +50,14 @@ func (r *Recorder) apply(ctx context.Context, repoID int64, number int, seen str
 	if ev.At.IsZero() {
 		ev.At = r.Now()
 	}
+	// Most pull requests' news is of PRs Inspect did not open: a read
+	// (SQLite's reader pool) says so without taking the writer, which the
+	// webhooks' acknowledgements share.
+	if _, err := r.Store.GetFate(ctx, repoID, number); errors.Is(err, store.ErrNotFound) {
+		return outcomes.Fate{}, false, nil
+	} else if err != nil {
+		return outcomes.Fate{}, false, &handlers.StoreError{Err: err}
+	}
 	before, after, changed, err := r.Store.ApplyFateEvent(ctx, repoID, number, seen, ev, r.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return after, false, nil

@@ -22,6 +22,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/clock"
 	"github.com/inspecthq/inspect/app/dashboard"
+	"github.com/inspecthq/inspect/app/fates"
 	"github.com/inspecthq/inspect/app/fleet"
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/metrics"
@@ -88,6 +89,8 @@ type Service struct {
 	reconciler *reconcile.Reconciler
 	// work runs each kind of work item (worker.go's workTable).
 	work map[store.WorkKind]workHandler
+	// fates keeps what became of the PRs Inspect opened (app/fates).
+	fates *fates.Recorder
 }
 
 // Options are a Service's parts.
@@ -167,6 +170,7 @@ func NewService(o Options) *Service {
 			return s.gh.AsUser(ctx, userID, token)
 		},
 	})
+	s.fates = newFates(s)
 	s.reconciler = newReconciler(s)
 	s.work = workTable(s)
 	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})

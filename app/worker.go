@@ -211,6 +211,7 @@ func workTable(s *Service) map[store.WorkKind]workHandler {
 		store.BuildSnapshot:     s.snapshots.BuildWork,
 		store.ConsiderRepair:    repairHandler(s).Handle,
 		store.CollectSnapshots:  s.snapshots.CollectWork,
+		store.CheckRevert:       s.fates.CheckReverts,
 	}
 }
 
@@ -318,6 +319,7 @@ func newReconciler(s *Service) *reconcile.Reconciler {
 		StopAttempt: s.stopAttempt, Wake: s.wakeWorkers, Now: s.clock.Now,
 		AttemptsOncePerFleet: s.cfg.Executor.Kind == "buildkite", Interval: s.cfg.Workers.ReconcileInterval,
 		Retention: s.cfg.Artifacts.Retention, ReplicaTimeout: s.cfg.Workers.ReplicaTimeout,
+		Fates: s.fates.Reconcile,
 	}
 }
 

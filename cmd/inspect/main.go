@@ -53,6 +53,10 @@ Usage:
                                   (inspect setup -h)
   inspect tools build --out DIR   build the agents' tools image (the CLIs, node and
                                   their libraries) as an OCI layout (inspect tools -h)
+  inspect outcomes [--config FILE] [--by DIM] [--json|--csv]
+                                  what became of the PRs Inspect opened, from the
+                                  server's database; "outcomes backfill" reads them
+                                  from GitHub on the server's next passes
   inspect version, --version      print the version and VCS revision
 
 Configuration: docs/configuration.md. Every key can also be set with an
@@ -83,6 +87,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return setupCmd(args[1:], stdout, stderr)
 	case "tools":
 		return toolsCmd(args[1:], stdout, stderr)
+	case "outcomes":
+		return outcomesCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, build.line())
 		return 0

@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/fates"
 	"github.com/inspecthq/inspect/app/metrics"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -41,6 +43,22 @@ func newMetrics(o Options, s *Service) *metrics.Metrics {
 	return m
 }
 
+// newFates is the recorder of PRs' fates, counting into the service's
+// metrics, whose gauges read the rollup at scrape time.
+func newFates(s *Service) *fates.Recorder {
+	r := &fates.Recorder{Store: s.store, Now: s.clock.Now, AppSlug: func() string { return s.Identity().AppSlug },
+		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) }}
+	if s.store == nil {
+		return r
+	}
+	count, err := fates.RegisterMetrics(s.metrics, s.store)
+	if err != nil {
+		s.log.Error().Err(err).Msg("the outcomes are not in the metrics")
+	}
+	r.Count = count
+	return r
+}
+
 // Metrics is the service's registry, for transports built outside it.
 func (s *Service) Metrics() *metrics.Metrics { return s.metrics }
 
@@ -70,7 +88,7 @@ func observeAgentStart(ctx context.Context, st *store.Store, m *metrics.Metrics,
 // name, which a sender chooses, is counted as "other".
 var webhookEvents = map[string]bool{
 	"issue_comment": true, "pull_request_review_comment": true, "issues": true, "check_run": true,
-	"check_suite": true, "status": true, "push": true, "ping": true, "pull_request": true,
+	"check_suite": true, "status": true, "push": true, "ping": true, "pull_request": true, "pull_request_review": true,
 	"installation": true, "installation_repositories": true, "github_app_authorization": true,
 }
 

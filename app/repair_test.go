@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/internal/fakebuildkite"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/session"
 )
@@ -403,5 +405,77 @@ func TestRepairWaitsForTheActiveSessionWithoutAskingGitHub(t *testing.T) {
 	h.runWorkers()
 	if n := len(repairSessions(h)); n != 1 {
 		t.Errorf("repairs after the session ended = %d\n%s", n, h.logs)
+	}
+}
+
+// A failing Buildkite status of the configured organization gives the
+// repair its job's log tail, read through the configured API base with
+// the server's token and fenced as untrusted; statuses that link anywhere
+// else (another organization, a lookalike host, userinfo) read nothing.
+func TestBuildkiteStatusRepairReadsTheJobLog(t *testing.T) {
+	bk := fakebuildkite.New(t)
+	h, ex := newSessionHarnessOn(t, "sqlite", func(c *configServer) {
+		c.Repair.Debounce = 30 * time.Second
+		c.Repair.Cooldown = 10 * time.Minute
+		c.Buildkite.Organization = "acme-ci"
+		c.Buildkite.APIURL = bk.URL()
+		c.Buildkite.APIToken = bk.Token()
+	})
+	h.gh.SetFile(owner, repoName, "main", ".github/inspect.yml", []byte(repairConfig))
+	head := withRealPR(t, h)
+	h.primeConfigCache()
+
+	log := strings.Repeat("noise line\n", 5000) + "\x1b[31m--- FAIL: TestAdd (0.00s)\x1b[0m\n    calc_test.go:6: Add(1, 2) = 4, want 3\n"
+	ours := bk.AddFinishedBuild("acme-ci", "app", "failed", log)
+	theirs := bk.AddFinishedBuild("someone-else", "app", "failed", "another organization's log\n")
+	lookalike := strings.Replace(fakebuildkite.JobWebURL(ours), "https://buildkite.com/", "https://buildkite.com.evil.example/", 1)
+	userinfo := strings.Replace(fakebuildkite.JobWebURL(ours), "https://", "https://buildkite.com@", 1)
+	buildLink := strings.Split(fakebuildkite.JobWebURL(ours), "#")[0] // a build-level status's link
+	for name, link := range map[string]string{"ci/buildkite": fakebuildkite.JobWebURL(ours), "ci/other-org": fakebuildkite.JobWebURL(theirs),
+		"ci/lookalike": lookalike, "ci/userinfo": userinfo, "ci/build": buildLink} {
+		h.gh.AddStatus(owner, repoName, head, fakegithub.Status{Context: name, State: "failure", Description: "Build failed", TargetURL: link})
+	}
+	if code, _ := h.deliver("status", statusEvent(t, head, "ci/buildkite", "failure")); code != 200 {
+		t.Fatal(code)
+	}
+	h.afterDebounce()
+	spec := h.claim(ex.last(t)).spec()
+	texts := map[string]string{}
+	for _, c := range spec.Context {
+		if c.Kind == contract.ContextCheckOutput {
+			if !c.Untrusted {
+				t.Errorf("%s's output is not marked untrusted", c.Source)
+			}
+			texts[c.Source] = c.Text
+		}
+	}
+	if len(texts) != 5 {
+		t.Fatalf("check outputs %v, want the five statuses", texts)
+	}
+	for _, name := range []string{"ci/buildkite", "ci/build"} {
+		got := texts[name]
+		if !strings.Contains(got, "End of the job's log:") || !strings.Contains(got, "--- FAIL: TestAdd (0.00s)\n    calc_test.go:6: Add(1, 2) = 4, want 3") ||
+			strings.Contains(got, "\x1b") || len(got) > 40<<10 || strings.Count(got, "noise line") > 2000 {
+			t.Errorf("%s: the Buildkite job's log tail is missing or unbounded (%d bytes):\n%.300s", name, len(got), got)
+		}
+	}
+	for _, other := range []string{"ci/other-org", "ci/lookalike", "ci/userinfo"} {
+		if strings.Contains(texts[other], "End of the job's log") {
+			t.Errorf("%s read a log:\n%s", other, texts[other])
+		}
+	}
+	// The job's log (twice: once by its link, once as the build's failed
+	// job) and the build; nothing of the other organization.
+	var paths []string
+	for _, r := range bk.Requests() {
+		if r.Auth != "bearer" || r.Status >= 300 {
+			t.Errorf("request %+v", r)
+		}
+		paths = append(paths, r.Path)
+	}
+	slices.Sort(paths)
+	logPath := "/v2/organizations/acme-ci/pipelines/app/builds/1/jobs/" + ours.JobID + "/log"
+	if want := []string{"/v2/organizations/acme-ci/pipelines/app/builds/1", logPath, logPath}; !slices.Equal(paths, want) {
+		t.Errorf("Buildkite requests %q, want %q", paths, want)
 	}
 }

@@ -23,13 +23,15 @@ const WebhookPath = githubapp.DefaultWebhookRoute
 // provenance keys (when provenance is configured), /healthz and /readyz.
 func (s *Service) Handler() http.Handler {
 	eventHandlers := []githubapp.EventHandler{
-		&handlers.IssueComment{Sink: s, CommandWord: s.cfg.CommandWord, Self: s.Identity},
-		&handlers.PullRequestReviewComment{Sink: s, CommandWord: s.cfg.CommandWord, Self: s.Identity},
+		&handlers.IssueComment{Sink: s, Fates: s.fates, CommandWord: s.cfg.CommandWord, Self: s.Identity},
+		&handlers.PullRequestReviewComment{Sink: s, Fates: s.fates, CommandWord: s.cfg.CommandWord, Self: s.Identity},
+		&handlers.PullRequest{Fates: s.fates, Self: s.Identity},
+		&handlers.Installation{Fates: s.fates},
 		&handlers.Issues{Sink: s, Self: s.Identity},
 		&handlers.CheckRun{Sink: s, Self: s.Identity},
 		&handlers.CheckSuite{Sink: s, Self: s.Identity},
 		&handlers.Status{Sink: s, Self: s.Identity},
-		&handlers.Push{Sink: s},
+		&handlers.Push{Sink: s, Fates: s.fates},
 		handlers.Ping{},
 		&handlers.AppAuthorization{Forget: s.dash},
 	}

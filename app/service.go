@@ -22,6 +22,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/clock"
 	"github.com/inspecthq/inspect/app/dashboard"
+	"github.com/inspecthq/inspect/app/fates"
 	"github.com/inspecthq/inspect/app/fleet"
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/metrics"
@@ -89,6 +90,8 @@ type Service struct {
 	reconciler *reconcile.Reconciler
 	// work runs each kind of work item (worker.go's workTable).
 	work map[store.WorkKind]workHandler
+	// fates keeps what became of the PRs Inspect opened (app/fates).
+	fates *fates.Recorder
 	// prov signs each attempt that reports a change (app/provenance);
 	// nil without provenance keys.
 	prov *provenance.Attester
@@ -171,6 +174,7 @@ func NewService(o Options) *Service {
 			return s.gh.AsUser(ctx, userID, token)
 		},
 	})
+	s.fates = newFates(s)
 	if keys, err := provenance.LoadKeyring(o.Config.Provenance); err != nil {
 		// `inspect serve` refuses to start on this (serveWith); a
 		// service built otherwise says it loudly and attests nothing.

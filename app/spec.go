@@ -133,7 +133,8 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	}
 	// The session's context: the store, our bot's login and the app's
 	// GitHub reads it needs.
-	gatherer := gather.Gatherer{Store: s.store, Bot: s.botLogin(), RoleName: ghclient.RoleName, FailingChecks: failingChecksAs(s.Identity)}
+	gatherer := gather.Gatherer{Store: s.store, Bot: s.botLogin(), RoleName: ghclient.RoleName, FailingChecks: failingChecksAs(s.Identity),
+		Buildkite: buildkiteLogs(ctx, s.cfg)}
 	extra, err := gatherer.Context(ctx, c, sess, cfg, spec.PinnedSHA, pr, comments)
 	if err != nil {
 		return contract.Spec{}, "", err

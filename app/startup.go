@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/appsetup"
 	"github.com/inspecthq/inspect/app/ghclient"
 )
 
@@ -33,8 +34,12 @@ var DefaultStartBackoff = StartBackoff{Initial: time.Second, Max: 30 * time.Seco
 func WaitForGitHub(ctx context.Context, gh ghclient.GitHubClients, b StartBackoff, log zerolog.Logger) (string, error) {
 	wait := b.Initial
 	for attempt := 1; ; attempt++ {
-		slug, err := askApp(ctx, gh)
+		slug, events, err := askApp(ctx, gh)
 		if err == nil {
+			if missing := appsetup.MissingEvents(events); len(missing) > 0 {
+				log.Warn().Strs("missing_events", missing).Msg("the App is not subscribed to every event Inspect handles: " +
+					"tick them in the App's settings (Permissions & events), as docs/deploy.md's upgrade section says")
+			}
 			return slug, nil
 		}
 		if permanent(err) {
@@ -54,19 +59,19 @@ func WaitForGitHub(ctx context.Context, gh ghclient.GitHubClients, b StartBackof
 	}
 }
 
-func askApp(ctx context.Context, gh ghclient.GitHubClients) (string, error) {
+func askApp(ctx context.Context, gh ghclient.GitHubClients) (slug string, events []string, err error) {
 	c, err := gh.App(ctx)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	app, _, err := c.Apps.Get(ctx, "")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if app.GetSlug() == "" {
-		return "", errors.New("GET /app answered without a slug")
+		return "", nil, errors.New("GET /app answered without a slug")
 	}
-	return app.GetSlug(), nil
+	return app.GetSlug(), app.Events, nil
 }
 
 func permanent(err error) bool {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/appsetup"
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 )
@@ -76,5 +78,33 @@ func TestWaitForGitHubStopsWhenTheServerIsStopped(t *testing.T) {
 	defer cancel()
 	if _, err := WaitForGitHub(ctx, clients, quickBackoff, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "waiting for GitHub at start") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// An App registered before Inspect handled an event (a manifest change
+// does not reach it) gets a warning at start naming what to tick; one
+// subscribed to every event gets none.
+func TestWaitForGitHubWarnsOfEventsTheAppLacks(t *testing.T) {
+	gh := fakegithub.New()
+	defer gh.Close()
+	clients, err := ghclient.NewGitHubClients(gh.APIURL(), gh.AppID(), gh.AppPrivateKeyPEM(), "inspect-test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		events []string
+		warns  string
+	}{
+		{[]string{"issue_comment", "issues", "pull_request_review_comment", "check_run", "check_suite", "status", "push"}, `"missing_events":["pull_request","pull_request_review"]`},
+		{appsetup.Events, ""},
+	} {
+		gh.SetAppEvents(c.events...)
+		var logs bytes.Buffer
+		if _, err := WaitForGitHub(context.Background(), clients, quickBackoff, zerolog.New(&logs)); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(logs.String(), "missing_events"); got != (c.warns != "") || !strings.Contains(logs.String(), c.warns) {
+			t.Errorf("events %v: logs %s", c.events, logs.String())
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 
+	"github.com/inspecthq/inspect/app/buildkitelog"
 	"github.com/inspecthq/inspect/app/collect"
 	"github.com/inspecthq/inspect/app/commands"
 	"github.com/inspecthq/inspect/app/gather"
@@ -210,6 +211,7 @@ func workTable(s *Service) map[store.WorkKind]workHandler {
 		store.BuildSnapshot:     s.snapshots.BuildWork,
 		store.ConsiderRepair:    repairHandler(s).Handle,
 		store.CollectSnapshots:  s.snapshots.CollectWork,
+		store.CheckRevert:       s.fates.CheckReverts,
 	}
 }
 
@@ -289,6 +291,21 @@ func failingChecksAs(self func() handlers.Identity) func(ctx context.Context, c 
 	}
 }
 
+// buildkiteLogs reads the job logs repairs link to when the server is
+// configured for a Buildkite organization (buildkite.organization, with
+// buildkite.api_url and the API token); nil otherwise (decision 0076).
+func buildkiteLogs(ctx context.Context, cfg config.Server) *buildkitelog.Reader {
+	if cfg.Buildkite.Organization == "" || cfg.Buildkite.APIURL == "" {
+		return nil
+	}
+	token, err := cfg.BuildkiteAPIToken()
+	if err != nil || token == "" {
+		zerolog.Ctx(ctx).Warn().AnErr("error", err).Msg("Buildkite job logs are not read: no API token")
+		return nil
+	}
+	return &buildkitelog.Reader{APIBase: cfg.Buildkite.APIURL, Org: cfg.Buildkite.Organization, Token: token}
+}
+
 // collectHandler is the collect_result handler, handed what it needs of
 // the engine (app/collect); reconcile and the sync use it too.
 func collectHandler(s *Service) *collect.Handler {
@@ -309,6 +326,7 @@ func newReconciler(s *Service) *reconcile.Reconciler {
 		StopAttempt: s.stopAttempt, Wake: s.wakeWorkers, Now: s.clock.Now,
 		AttemptsOncePerFleet: s.cfg.Executor.Kind == "buildkite", Interval: s.cfg.Workers.ReconcileInterval,
 		Retention: s.cfg.Artifacts.Retention, ReplicaTimeout: s.cfg.Workers.ReplicaTimeout,
+		Fates: s.fates.Reconcile,
 	}
 }
 

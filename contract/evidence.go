@@ -16,7 +16,9 @@ import (
 // added Services: each service's run, with its output tail; v7 Diff, the
 // change's unified patch; v8 Usage's cache_read and cache_write; v9
 // ToolsImage, the digest of the agents' tools image (decision 0069), and
-// Workspace's base_image, the snapshot's base image (decision 0077).
+// Workspace's base_image, the snapshot's base image (decision 0077), and
+// Tests' results, more_results, runners and failures_only, the per-test
+// results and the runners they were read from (decision 0076).
 const EvidenceVersion = "inspect.evidence/v9"
 
 // EvidenceFileName is the evidence's file name: in the attempt's directory,
@@ -42,6 +44,11 @@ const (
 	MaxTestFailures = 200
 	// MaxTestMessageBytes caps one failure's message.
 	MaxTestMessageBytes = 8 << 10
+	// MaxTestResults caps the tests a summary names with their outcomes
+	// (TestSummary.Results); MoreResults counts the rest.
+	MaxTestResults = 2000
+	// MaxTestRunners caps TestSummary.Runners.
+	MaxTestRunners = 16
 	// MaxPromptBytes caps Evidence.Prompt, and so the prompt the
 	// supervisor assembles: it cuts the gathered context to fit.
 	MaxPromptBytes = 256 << 10
@@ -180,7 +187,8 @@ type Evidence struct {
 	// Commands never started (verify after a failed agent) are absent.
 	Commands []CommandResult `json:"commands,omitempty"`
 	// Tests summarises test results parsed from the verify commands'
-	// output (go test -json, JUnit XML), when there were any.
+	// output and the reports they wrote (runner/testreport: go test,
+	// pytest, jest, node --test, JUnit XML), when there were any.
 	Tests *TestSummary `json:"tests,omitempty"`
 	// Changes is the diffstat of the change against PinnedSHA. The
 	// supervisor computes it with git, so the app does not have to fetch
@@ -239,11 +247,46 @@ func (c CommandResult) Succeeded() bool {
 // TestSummary counts test results. Failures names the failing tests, up to
 // MaxTestFailures, with a file and line where known (they become check-run
 // annotations).
+//
+// Results, MoreResults, Runners and FailuresOnly are optional and new
+// beside v8 (decision 0076): evidence without them reads as before.
 type TestSummary struct {
 	Passed   int           `json:"passed"`
 	Failed   int           `json:"failed"`
 	Skipped  int           `json:"skipped"`
 	Failures []TestFailure `json:"failures,omitempty"`
+	// Results are the tests the runners named, each with its outcome, up
+	// to MaxTestResults, in the order they were read: what a comparison
+	// with another run (the base's) needs. A runner that prints only
+	// totals or only failures names fewer tests than it counts.
+	Results []TestResult `json:"results,omitempty"`
+	// MoreResults counts the named tests left out of Results by its cap.
+	MoreResults int `json:"more_results,omitempty"`
+	// Runners names the outputs and reports the counts came from ("go
+	// test -json", "pytest", "jest JSON", "JUnit XML"...), in order.
+	Runners []string `json:"runners,omitempty"`
+	// FailuresOnly says some output named only its failures (plain `go
+	// test` without -v), so Passed undercounts.
+	FailuresOnly bool `json:"failures_only,omitempty"`
+}
+
+// TestOutcome is one test's result.
+type TestOutcome string
+
+// Test outcomes.
+const (
+	TestPassed  TestOutcome = "passed"
+	TestFailed  TestOutcome = "failed"
+	TestSkipped TestOutcome = "skipped"
+)
+
+// TestResult is one named test and its outcome.
+type TestResult struct {
+	// Name is the test's full name as its runner's output gives it
+	// ("example.com/m/pkg.TestX/sub", "tests/test_x.py::test_y",
+	// "src/x.test.js › suite › case").
+	Name    string      `json:"name"`
+	Outcome TestOutcome `json:"outcome"`
 }
 
 // TestFailure is one failing test.
@@ -534,6 +577,14 @@ func validSignal(s string) bool {
 	return true
 }
 
+// Validate reports every fault in a test summary as a *ValidationError,
+// as Evidence.Validate would under "tests"; nil when it is sound.
+func (t *TestSummary) Validate() error {
+	var f faults
+	t.validate(&f, "tests")
+	return f.err("test summary")
+}
+
 func (t *TestSummary) validate(f *faults, prefix string) {
 	if t.Passed < 0 || t.Failed < 0 || t.Skipped < 0 {
 		f.add(prefix, "counts must not be negative")
@@ -551,6 +602,27 @@ func (t *TestSummary) validate(f *faults, prefix string) {
 			f.add(at(p, "line"), "needs a file")
 		}
 		checkText(f, at(p, "message"), x.Message, MaxTestMessageBytes, false)
+	}
+	if len(t.Results) > MaxTestResults {
+		f.add(at(prefix, "results"), "lists %d tests, more than the %d allowed (more_results counts the rest)", len(t.Results), MaxTestResults)
+	}
+	for i, r := range t.Results {
+		p := index(at(prefix, "results"), i)
+		checkLine(f, at(p, "name"), r.Name, MaxArgBytes, true)
+		switch r.Outcome {
+		case TestPassed, TestFailed, TestSkipped:
+		default:
+			f.add(at(p, "outcome"), "must be passed, failed or skipped, not %s", safeQuote(string(r.Outcome)))
+		}
+	}
+	if t.MoreResults < 0 {
+		f.add(at(prefix, "more_results"), "must not be negative")
+	}
+	if len(t.Runners) > MaxTestRunners {
+		f.add(at(prefix, "runners"), "lists %d runners, more than the %d allowed", len(t.Runners), MaxTestRunners)
+	}
+	for i, r := range t.Runners {
+		checkLine(f, index(at(prefix, "runners"), i), r, MaxArgBytes, true)
 	}
 }
 

@@ -15,7 +15,10 @@ import (
 // IssueComment handles `issue_comment`: commands in comments on issues and
 // pull requests.
 type IssueComment struct {
-	Sink        Sink
+	Sink Sink
+	// Fates, when set, hears of humans' comments on pull requests (the
+	// review a PR Inspect opened cost).
+	Fates       FateSink
 	CommandWord string
 	Self        func() Identity
 }
@@ -40,6 +43,13 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	if policy.IsOwnApp(sender.Login, sender.Type, self.AppSlug) ||
 		(self.AppID != 0 && ev.Comment.PerformedViaGithubApp != nil && ev.Comment.PerformedViaGithubApp.ID == self.AppID) {
 		return nil
+	}
+	if ev.Issue.PullRequest != nil && ev.Comment.PerformedViaGithubApp == nil && sender.Type != "Bot" {
+		if err := acceptNews(ctx, h.Fates, h.Self, session.PullRequestNews{DeliveryID: deliveryID, Kind: session.NewsThreadComment,
+			Repo: ev.Repository.repo(), InstallationID: ev.Installation.ID, Number: ev.Issue.Number,
+			At: firstTime(ev.Comment.CreatedAt), Actor: sender, ItemID: ev.Comment.ID}); err != nil {
+			return err
+		}
 	}
 	parsed := policy.Parse(ev.Comment.Body, h.CommandWord)
 	if parsed.Kind == policy.Ignore {

@@ -1,6 +1,10 @@
 package handlers
 
-import "github.com/inspecthq/inspect/session"
+import (
+	"time"
+
+	"github.com/inspecthq/inspect/session"
+)
 
 // Minimal payload shapes: only the fields Inspect reads. Decoding GitHub's
 // 15–30 KB payloads into go-github's full event types cost most of the
@@ -36,6 +40,7 @@ type issueCommentPayload struct {
 		ID                    int64       `json:"id"`
 		Body                  string      `json:"body"`
 		User                  payloadUser `json:"user"`
+		CreatedAt             *time.Time  `json:"created_at"`
 		PerformedViaGithubApp *struct {
 			ID int64 `json:"id"`
 		} `json:"performed_via_github_app"`
@@ -51,9 +56,12 @@ type pushPayload struct {
 	Deleted bool   `json:"deleted"`
 	Forced  bool   `json:"forced"`
 	Commits []struct {
-		Added    []string `json:"added"`
-		Modified []string `json:"modified"`
-		Removed  []string `json:"removed"`
+		ID        string     `json:"id"`
+		Message   string     `json:"message"`
+		Timestamp *time.Time `json:"timestamp"`
+		Added     []string   `json:"added"`
+		Modified  []string   `json:"modified"`
+		Removed   []string   `json:"removed"`
 	} `json:"commits"`
 	Repository   payloadRepo         `json:"repository"`
 	Installation payloadInstallation `json:"installation"`
@@ -181,6 +189,9 @@ type reviewCommentPayload struct {
 		CommitID  string `json:"commit_id"`
 		Side      string `json:"side"`
 		InReplyTo int64  `json:"in_reply_to_id"`
+		// User and CreatedAt: who wrote it and when, for the PR's fate.
+		User      payloadUser `json:"user"`
+		CreatedAt *time.Time  `json:"created_at"`
 		// Line is null on an outdated comment; OriginalLine is then its
 		// line in the commit it was made on.
 		Line                  *int `json:"line"`

@@ -15,6 +15,9 @@ import (
 // refreshes the repo-config cache.
 type Push struct {
 	Sink Sink
+	// Fates, when set, reads the default branch's new commits for
+	// reverts of PRs Inspect opened.
+	Fates FateSink
 }
 
 // Handles implements githubapp.EventHandler.
@@ -41,6 +44,16 @@ func (h *Push) Handle(ctx context.Context, eventType, deliveryID string, payload
 	}
 	if repo.ID != 0 {
 		h.Sink.DefaultBranchMoved(ctx, repo)
+	}
+	if h.Fates != nil && repo.ID != 0 && ev.Installation.ID != 0 && len(ev.Commits) > 0 {
+		c := session.DefaultBranchCommits{DeliveryID: deliveryID, Repo: repo, InstallationID: ev.Installation.ID}
+		for _, pc := range ev.Commits {
+			paths := append(append(slices.Clone(pc.Added), pc.Modified...), pc.Removed...)
+			c.Commits = append(c.Commits, session.PushedCommit{SHA: pc.ID, Message: pc.Message, At: firstTime(pc.Timestamp), Paths: paths})
+		}
+		if err := h.Fates.AcceptDefaultBranchCommits(ctx, c); err != nil {
+			return err
+		}
 	}
 	orgWide := repo.Name == ".github"
 	if !touchesConfig(ev, orgWide) {

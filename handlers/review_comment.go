@@ -15,7 +15,9 @@ import (
 // diff they sit. (It is named after its event, like the other handlers;
 // session.ReviewComment is that place in the diff.)
 type PullRequestReviewComment struct {
-	Sink        Sink
+	Sink Sink
+	// Fates, when set, hears of humans' review comments.
+	Fates       FateSink
 	CommandWord string
 	Self        func() Identity
 }
@@ -39,6 +41,13 @@ func (h *PullRequestReviewComment) Handle(ctx context.Context, eventType, delive
 	if policy.IsOwnApp(sender.Login, sender.Type, self.AppSlug) ||
 		(self.AppID != 0 && c.PerformedViaGithubApp != nil && c.PerformedViaGithubApp.ID == self.AppID) {
 		return nil
+	}
+	if c.PerformedViaGithubApp == nil && sender.Type != "Bot" {
+		if err := acceptNews(ctx, h.Fates, h.Self, session.PullRequestNews{DeliveryID: deliveryID, Kind: session.NewsReviewComment,
+			Repo: ev.Repository.repo(), InstallationID: ev.Installation.ID, Number: ev.PullRequest.Number,
+			At: firstTime(c.CreatedAt), Actor: sender, ItemID: c.ID}); err != nil {
+			return err
+		}
 	}
 	parsed := policy.Parse(c.Body, h.CommandWord)
 	if parsed.Kind == policy.Ignore {

@@ -44,6 +44,27 @@ var Events = []string{
 	"check_suite",
 	"status",
 	"push",
+	// What became of the PRs Inspect opened (issue 38): closed, merged,
+	// reopened, and the reviews they cost. pull_requests covers both.
+	"pull_request",
+	"pull_request_review",
+}
+
+// MissingEvents are the Events an App's subscription (GET /app's events)
+// lacks: a manifest change does not reach an App registered before it,
+// and its owner must tick them (docs/deploy.md, "Upgrading").
+func MissingEvents(subscribed []string) []string {
+	have := map[string]bool{}
+	for _, e := range subscribed {
+		have[e] = true
+	}
+	var out []string
+	for _, e := range Events {
+		if !have[e] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Manifest is a GitHub App manifest, with the fields GitHub documents

@@ -23,8 +23,9 @@ import (
 )
 
 // checkContext is a repair's failing checks as the agent sees them: each
-// one's output, its annotations and, for a GitHub Actions job, the tail
-// of its log. All of it is untrusted: the pull request's code prints it.
+// one's output, its annotations and, for a GitHub Actions job or a job of
+// the configured Buildkite organization, the tail of its log. All of it is
+// untrusted: the pull request's code prints it.
 func (g Gatherer) checkContext(ctx context.Context, c *github.Client, sess store.Session, cfg config.Repo, sha string) ([]contract.ContextItem, error) {
 	checks, err := g.FailingChecks(ctx, c, sess.RepoOwner, sess.RepoName, sha, cfg)
 	if err != nil {
@@ -46,20 +47,43 @@ func (g Gatherer) checkContext(ctx context.Context, c *github.Client, sess store
 				tail = jobLogTail(ctx, c, sess, ch.RunID)
 			}
 		}
+		if tail == "" && g.Buildkite != nil {
+			tail = g.buildkiteLogTail(ctx, ch)
+		}
 		items = append(items, contract.ContextItem{Kind: contract.ContextCheckOutput, Source: render.CleanLine(ch.Name), Text: clip(checkText(ch, anns, tail)), Untrusted: true})
 	}
 	return items, nil
 }
 
+// buildkiteLogTail is the end of the log of the Buildkite job a check
+// links to: a status's target URL, a check run's details URL. Only a job
+// of the configured organization is read (app/buildkitelog); best effort,
+// like an Actions job's log.
+func (g Gatherer) buildkiteLogTail(ctx context.Context, ch FailingCheck) string {
+	link := ch.TargetURL
+	if ch.RunID != 0 {
+		link = ch.DetailsURL
+	}
+	tail, err := g.Buildkite.Tail(ctx, link, logTailBytes)
+	if err != nil {
+		zerolog.Ctx(ctx).Info().Str("error", err.Error()).Str("check", render.CleanLine(ch.Name)).Msg("no Buildkite job log")
+		return ""
+	}
+	return tail
+}
+
 // checkText is what the agent reads of one failing check: a status's
-// description and link, or a check run's output, its annotations and the
-// end of its job's log (logTail, "" for none).
+// description and link, or a check run's output and its annotations, and
+// the end of its job's log (logTail, "" for none).
 func checkText(ch FailingCheck, anns []*github.CheckRunAnnotation, logTail string) string {
 	var b strings.Builder
 	if ch.RunID == 0 {
 		fmt.Fprintf(&b, "Commit status %q failed: %s\n", ch.Name, ch.Description)
 		if ch.TargetURL != "" {
 			fmt.Fprintf(&b, "Details: %s\n", ch.TargetURL)
+		}
+		if logTail != "" {
+			fmt.Fprintf(&b, "\nEnd of the job's log:\n%s\n", logTail)
 		}
 		return b.String()
 	}
@@ -166,7 +190,7 @@ func ListFailingChecks(ctx context.Context, c *github.Client, owner, name, sha s
 				AppID: app.GetID(), AppSlug: app.GetSlug()}, self); !counts || !cfg.RepairsCheck(cr.GetName()) {
 				continue
 			}
-			out = append(out, FailingCheck{Name: cr.GetName(), RunID: cr.GetID(), AppSlug: app.GetSlug(),
+			out = append(out, FailingCheck{Name: cr.GetName(), RunID: cr.GetID(), AppSlug: app.GetSlug(), DetailsURL: cr.GetDetailsURL(),
 				Title: cr.GetOutput().GetTitle(), Summary: cr.GetOutput().GetSummary(), Text: cr.GetOutput().GetText()})
 		}
 		if resp.NextPage == 0 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 
+	"github.com/inspecthq/inspect/app/buildkitelog"
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
@@ -64,6 +65,8 @@ type FailingCheck struct {
 	// TargetURL a status's.
 	Title, Summary, Text   string
 	Description, TargetURL string
+	// DetailsURL is a check run's link to the CI's own page.
+	DetailsURL string
 }
 
 // Gatherer gathers one session's context. Its GitHub reads go through the
@@ -79,6 +82,10 @@ type Gatherer struct {
 	// FailingChecks lists the failing checks on sha that the repo's
 	// config repairs, our own check run never among them.
 	FailingChecks func(ctx context.Context, c *github.Client, owner, repo, sha string, cfg config.Repo) ([]FailingCheck, error)
+	// Buildkite reads the log of a Buildkite job a failing check links to
+	// (its status's target or its run's details URL), when the server is
+	// configured for a Buildkite organization; nil reads none.
+	Buildkite *buildkitelog.Reader
 }
 
 // Context adds what the session's way in brings beyond the title and

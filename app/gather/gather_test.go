@@ -179,6 +179,8 @@ func TestCheckText(t *testing.T) {
 	}{
 		{"a status with a link", FailingCheck{Name: "ci/jenkins", Description: "build broke", TargetURL: "https://ci.test/1"}, nil, "",
 			"Commit status \"ci/jenkins\" failed: build broke\nDetails: https://ci.test/1\n"},
+		{"a Buildkite status with its job's log", FailingCheck{Name: "ci/buildkite", Description: "Build #3 failed", TargetURL: "https://buildkite.com/acme/ci/builds/3#b63254c0-3271-4a98-8270-7cfbd6c2f14e"}, nil, "--- FAIL: TestX\n",
+			"Commit status \"ci/buildkite\" failed: Build #3 failed\nDetails: https://buildkite.com/acme/ci/builds/3#b63254c0-3271-4a98-8270-7cfbd6c2f14e\n\nEnd of the job's log:\n--- FAIL: TestX\n\n"},
 		{"a status without a link", FailingCheck{Name: "lint", Description: "2 errors"}, nil, "",
 			"Commit status \"lint\" failed: 2 errors\n"},
 		{"a check run's output", FailingCheck{Name: "test", RunID: 7, AppSlug: "circleci", Title: "1 failed", Summary: "TestX"}, nil, "",

@@ -34,6 +34,7 @@ type Metrics struct {
 	modelTokens     *prometheus.CounterVec
 	modelCached     *prometheus.CounterVec
 	snapshotSeconds *prometheus.HistogramVec
+	fateEvents      *prometheus.CounterVec
 }
 
 // Services whose outbound calls are counted (the service label).
@@ -92,7 +93,10 @@ func New() *Metrics {
 		Name: "inspect_snapshot_build_duration_seconds", Help: "Snapshot builds' duration, by result (ok, failed).",
 		Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600},
 	}, []string{"result"})
-	for _, c := range []prometheus.Collector{m.webhooks, m.webhookSeconds, m.sessionSeconds, m.agentStart,
+	m.fateEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "inspect_pr_fate_events_total", Help: "Changes to the fates of PRs Inspect opened, by kind, trigger, agent preset and model.",
+	}, []string{"kind", "trigger", "preset", "model"})
+	for _, c := range []prometheus.Collector{m.fateEvents, m.webhooks, m.webhookSeconds, m.sessionSeconds, m.agentStart,
 		m.apiRequests, m.apiErrors, m.apiRemaining, m.egressRequests, m.egressBytes, m.modelTokens, m.modelCached, m.snapshotSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)

@@ -78,6 +78,10 @@ type Reconciler struct {
 	// ReplicaTimeout is how long a replica may miss its heartbeats
 	// before it counts as dead.
 	ReplicaTimeout time.Duration
+	// Fates, when set, asks GitHub about the fates of PRs Inspect opened
+	// that are due a check (app/fates: bounded, within the outbound
+	// limits), once per interval across the fleet.
+	Fates func(ctx context.Context) error
 }
 
 // Store is what the reconciler reads and prunes of the store.
@@ -141,6 +145,12 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		}
 		if n > 0 {
 			zerolog.Ctx(ctx).Info().Int64("chunks", n).Msg("pruned live output past the artifacts' retention")
+		}
+	}
+	if r.Fates != nil && r.Fleet.Due(ctx, "reconcile_fates", r.Interval) {
+		if err := r.Fates(ctx); err != nil {
+			// The fates wait for the next pass; sessions must not.
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("reconciling PR fates failed; trying again next pass")
 		}
 	}
 	// Snapshot scheduling is once per repo per refresh across the fleet by

@@ -51,8 +51,33 @@ func DoneCheckRun(sess store.Session, ev *contract.Evidence, x Extras) (title, s
 // evidence's failing tests (ev.Tests, which must be set) are annotated on
 // it, with the facts DoneCheckRun has.
 func FailedTestsCheckRun(ev contract.Evidence, x Extras) (title, summary string) {
-	t := ev.Tests
-	return "Verification failed", withFacts(fmt.Sprintf("%d failed, %d passed, %d skipped.", t.Failed, t.Passed, t.Skipped), &ev, x)
+	t := *ev.Tests
+	return "Verification failed", withFacts(fmt.Sprintf("%d failed, %d passed, %d skipped", t.Failed, t.Passed, t.Skipped)+testSources(t), &ev, x)
+}
+
+// TestCounts is a test summary's counts in a sentence, with the runners
+// they were read from (testSources).
+func TestCounts(t contract.TestSummary) string {
+	return fmt.Sprintf("%d passed, %d failed, %d skipped", t.Passed, t.Failed, t.Skipped) + testSources(t)
+}
+
+// testSources ends a sentence of counts: the runners they were read from
+// (as untrusted spans: a summary travels from the runner), and a note
+// when passing tests went uncounted.
+func testSources(t contract.TestSummary) string {
+	s := ""
+	if len(t.Runners) > 0 {
+		names := make([]string, len(t.Runners))
+		for i, r := range t.Runners {
+			names[i] = untrustedSpan(r)
+		}
+		s = " (" + strings.Join(names, ", ") + ")"
+	}
+	s += "."
+	if t.FailuresOnly {
+		s += " Plain go test output names only failures: passing tests are not counted (add -v or -json)."
+	}
+	return s
 }
 
 // withFacts is summary followed by the evidence's egress summary

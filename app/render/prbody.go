@@ -83,7 +83,7 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 		b.WriteString("| (none configured) | — | — |\n\nThis repository's `.github/inspect.yml` sets no `verify` commands, so nothing was checked.\n")
 	}
 	if t := ev.Tests; t != nil {
-		fmt.Fprintf(&b, "\nTests: %d passed, %d failed, %d skipped.\n", t.Passed, t.Failed, t.Skipped)
+		fmt.Fprintf(&b, "\nTests: %s\n", TestCounts(*t))
 		for i, f := range t.Failures {
 			if i == 20 {
 				fmt.Fprintf(&b, "- and %d more\n", len(t.Failures)-20)

@@ -142,6 +142,11 @@ func (st *Store) insertSession(ctx context.Context, tx *sql.Tx, s *Session, now 
 	if err != nil {
 		return fmt.Errorf("inserting session: %w", err)
 	}
+	if s.state == session.Done {
+		// Refused on the way in (or a test's fixture): it counts among the
+		// outcomes' sessions.
+		return st.followSession(ctx, tx, Session{}, *s, now)
+	}
 	return nil
 }
 
@@ -279,6 +284,9 @@ func (s *Store) writeSession(ctx context.Context, tx *sql.Tx, before, after Sess
 		after.AttemptID, ms(after.Deadline), after.CommitSHA, after.Branch, after.PRNumber, after.DefaultBranch, after.Redispatches,
 		after.TriggerInfo, ms(after.AdmittedAt), ms(after.WaitingSince), after.WaitingScope, ms(after.EndedAt), after.Handbacks)
 	if err != nil {
+		return err
+	}
+	if err := s.followSession(ctx, tx, before, after, now); err != nil {
 		return err
 	}
 	for _, w := range then {

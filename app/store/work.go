@@ -41,6 +41,10 @@ const (
 	// ConsiderRepair decides whether a failing check becomes a repair
 	// session (the repo's config, the pull request, the guards).
 	ConsiderRepair WorkKind = "consider_repair"
+	// CheckRevert looks, through the API, for a commit pushed to a default
+	// branch that undoes a merged PR Inspect opened by its patch alone
+	// (app/fates, decision 0074).
+	CheckRevert WorkKind = "check_revert"
 )
 
 // NewWork is work to queue.

@@ -31,6 +31,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/outcomes"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/session"
@@ -57,6 +58,7 @@ type Store interface {
 	OutputAfter(ctx context.Context, sessionID string, afterID int64, limit int) ([]store.OutputChunk, error)
 	AttemptDiff(ctx context.Context, attemptID string) (store.Diff, error)
 	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
+	OutcomeGroups(ctx context.Context, by outcomes.Dimension, f store.OutcomeFilter) ([]store.OutcomeGroup, error)
 	GetAttestation(ctx context.Context, attemptID string) (store.Attestation, error)
 }
 
@@ -195,6 +197,7 @@ func (s *Server) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /sessions/{id}/cancel", s.signedIn(s.button(actionCancel)))
 	mux.HandleFunc("POST /sessions/{id}/retry", s.signedIn(s.button(actionRetry)))
 	mux.HandleFunc("GET /snapshots", s.signedIn(s.snapshotsPage))
+	mux.HandleFunc("GET /outcomes", s.signedIn(s.outcomesPage))
 	mux.HandleFunc("GET /sessions/{id}/artifacts/{name...}", s.signedIn(s.artifact))
 	mux.HandleFunc("GET /sessions/{id}/attempts/{attempt}/provenance", s.signedIn(s.attestation))
 }

@@ -16,7 +16,7 @@ func TestEveryFlagsUsageReadsRight(t *testing.T) {
 	types := []string{"string", "int", "uint", "int64", "uint64", "float", "duration", "value"}
 	for _, args := range [][]string{
 		{"serve"}, {"setup"}, {"run"}, {"runner"}, {"runner", "forward"}, {"runner", "probe-tcp"},
-		{"snapshot", "build"}, {"snapshot", "list"}, {"snapshot", "gc"}, {"buildkite", "setup"}, {"tools", "build"},
+		{"snapshot", "build"}, {"snapshot", "list"}, {"snapshot", "gc"}, {"buildkite", "setup"}, {"tools", "build"}, {"outcomes"}, {"outcomes", "backfill"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(append(args, "-h"), &out, &errOut)

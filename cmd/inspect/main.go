@@ -54,6 +54,10 @@ Usage:
                                   (inspect setup -h)
   inspect tools build --out DIR   build the agents' tools image (the CLIs, node and
                                   their libraries) as an OCI layout (inspect tools -h)
+  inspect outcomes [--config FILE] [--by DIM] [--json|--csv]
+                                  what became of the PRs Inspect opened, from the
+                                  server's database; "outcomes backfill" reads them
+                                  from GitHub on the server's next passes
   inspect verify ATTESTATION [--key [ID=]PUBKEY.pem ... | --keys-url URL] [--checkout DIR]
                                   check a session's signed provenance: its signature, and
                                   that the checkout's HEAD is its subject (inspect verify -h)
@@ -87,6 +91,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return setupCmd(args[1:], stdout, stderr)
 	case "tools":
 		return toolsCmd(args[1:], stdout, stderr)
+	case "outcomes":
+		return outcomesCmd(args[1:], stdout, stderr)
 	case "verify":
 		return verifyCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":

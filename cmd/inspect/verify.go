@@ -94,7 +94,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	subject := v.SubjectCommit()
 	if subject == "" || !strings.EqualFold(subject, head) {
-		fmt.Fprintf(stderr, "inspect verify: refused: the attestation's subject is commit %s, but %s is at %s\n", orNone(subject), *checkout, head)
+		fmt.Fprintf(stderr, "inspect verify: refused: the attestation's subject is commit %s, but %s is at %s\n", subjectOrNone(subject), *checkout, head)
 		return 1
 	}
 	fmt.Fprintf(stdout, "verified: signed by key %s; the attested commit %s is the HEAD of %s\n", v.KeyID, subject, *checkout)
@@ -104,7 +104,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func orNone(s string) string {
+func subjectOrNone(s string) string {
 	if s == "" {
 		return "(none)"
 	}

@@ -14,6 +14,9 @@ type Request struct {
 	Body     []byte
 	Auth     string // "bearer" when an Authorization header was sent (right or wrong), else "none"
 	Status   int
+	// Accept and Range are the request's headers of those names (a job
+	// log's format and suffix range).
+	Accept, Range string
 }
 
 func (s *Server) record(r *http.Request, body []byte, auth string, status int) {
@@ -22,6 +25,7 @@ func (s *Server) record(r *http.Request, body []byte, auth string, status int) {
 	s.requests = append(s.requests, Request{
 		Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery,
 		Body: body, Auth: auth, Status: status,
+		Accept: r.Header.Get("Accept"), Range: r.Header.Get("Range"),
 	})
 }
 

@@ -19,8 +19,8 @@
 //
 // Files: server.go the server, routing, auth and response helpers; record.go
 // request recording and fault injection; pipelines.go pipelines and their
-// YAML; builds.go builds, annotations and artifacts; agent.go running steps;
-// webhooks.go outgoing webhooks.
+// YAML; builds.go builds, annotations and artifacts; joblog.go job logs;
+// agent.go running steps; webhooks.go outgoing webhooks.
 package fakebuildkite
 
 import (
@@ -223,6 +223,8 @@ func (s *Server) routes() {
 	s.handle("GET "+b+"/{number}/jobs/{job}/artifacts", s.listJobArtifacts)
 	s.handle("GET "+b+"/{number}/jobs/{job}/artifacts/{id}", s.getArtifact)
 	s.handle("GET "+b+"/{number}/jobs/{job}/artifacts/{id}/download", s.downloadArtifact)
+	s.handle("GET "+b+"/{number}/jobs/{job}/log", s.getJobLog)
+	s.handle("GET "+b+"/{number}/jobs/{job}/log.txt", s.getJobLog)
 	s.handle("GET "+b+"/{number}/annotations", s.listAnnotations)
 	s.handle("POST "+b+"/{number}/annotations", s.createAnnotation)
 	s.handle("/", func(*call) response { return notFound() })

@@ -482,10 +482,27 @@ func (s *Server) appJSON() map[string]any {
 		"external_url": "https://inspect.example",
 		"html_url":     "https://github.com/apps/" + s.appSlug,
 		"permissions":  maps.Clone(s.appPerms),
-		"events":       []string{"issue_comment", "issues", "pull_request", "check_run", "check_suite", "push"},
+		"events":       s.subscribedEvents(),
 		"created_at":   "2024-01-01T00:00:00Z",
 		"updated_at":   "2024-01-01T00:00:00Z",
 	}
+}
+
+// SetAppEvents sets the webhook events the App subscribes to, as its
+// owner ticked them in the App's settings (GET /app's events).
+func (s *Server) SetAppEvents(events ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.appEvents = append([]string{}, events...)
+}
+
+// subscribedEvents are the App's events: SetAppEvents', else those an App
+// registered before issue 38 had. Callers hold s.mu.
+func (s *Server) subscribedEvents() []string {
+	if s.appEvents != nil {
+		return append([]string{}, s.appEvents...)
+	}
+	return []string{"issue_comment", "issues", "pull_request", "check_run", "check_suite", "push"}
 }
 
 func (s *Server) getApp(c *call) response {

@@ -601,7 +601,37 @@ func (s *Server) restCommitJSON(r *repoState, sha string) (map[string]any, error
 		"author":    s.userForEmail(pc.author.email),
 		"committer": s.userForEmail(pc.committer.email),
 		"parents":   s.parentsJSON(r, pc, "rest"),
+		"files":     s.commitFiles(r, pc, sha),
 	}, nil
+}
+
+// emptyTree is git's empty tree: what a root commit is compared with.
+const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+// commitFiles are a commit's changes from its first parent, as GET
+// .../commits/{ref} lists them: compareFiles' entries, each with its
+// unified-diff hunks as "patch" (from the first "@@", as GitHub gives it;
+// none for a binary file). A diff git cannot make lists no files.
+// Callers hold s.mu.
+func (s *Server) commitFiles(r *repoState, pc *parsedCommit, sha string) []map[string]any {
+	parent := emptyTree
+	if len(pc.parents) > 0 {
+		parent = pc.parents[0]
+	}
+	files, err := s.compareFiles(r, parent, sha)
+	if err != nil {
+		return []map[string]any{}
+	}
+	for _, f := range files {
+		out, err := s.git(r, nil, nil, "diff", "--no-renames", "--no-color", parent, sha, "--", f["filename"].(string))
+		if err != nil {
+			continue
+		}
+		if i := bytes.Index(out, []byte("\n@@")); i >= 0 {
+			f["patch"] = strings.TrimSuffix(string(out[i+1:]), "\n")
+		}
+	}
+	return files
 }
 
 // Refs.

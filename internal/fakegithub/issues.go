@@ -47,6 +47,9 @@ type issue struct {
 	reviewers           []string  // requested reviewers' logins, in order
 	labels              []*label  // in the order they were added
 	reviewCms           []int64   // review comment ids (pulls only), oldest first
+	reviews             []*review // submitted reviews (pulls only), oldest first
+	closedBy            string    // who closed it last ("" when unknown)
+	mergedBy, mergeSHA  string    // a merged pull's merger and merge commit
 }
 
 // Comment is an issue or pull request comment, for inspection.
@@ -270,6 +273,7 @@ func (s *Server) issueJSON(r *repoState, it *issue) map[string]any {
 		"created_at":         timestamp(it.createdAt),
 		"updated_at":         timestamp(it.updated()),
 		"closed_at":          it.closedAtJSON(),
+		"closed_by":          s.userOrNil(it.closedBy),
 		"reactions":          reactionSummary(api+"/reactions", nil),
 	}
 	if it.pull != nil {

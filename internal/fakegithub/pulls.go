@@ -97,6 +97,9 @@ func fakeSHA(parts ...string) string {
 
 func mergedAt(it *issue) any {
 	if it.pull != nil && it.pull.Merged {
+		if !it.closedAt.IsZero() {
+			return timestamp(it.closedAt) // merged by ClosePull
+		}
 		return timestamp(it.createdAt)
 	}
 	return nil
@@ -152,8 +155,8 @@ func (s *Server) pullJSON(r *repoState, it *issue) map[string]any {
 		"assignees":             []any{},
 		"milestone":             nil,
 		"auto_merge":            nil,
-		"merged_by":             nil,
-		"merge_commit_sha":      nil,
+		"merged_by":             s.userOrNil(it.mergedBy),
+		"merge_commit_sha":      stringOrNil(it.mergeSHA),
 		"_links": map[string]any{
 			"self":            map[string]any{"href": api},
 			"html":            map[string]any{"href": html},

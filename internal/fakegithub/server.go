@@ -91,6 +91,7 @@ type Server struct {
 	// ServeHTTP), so each request sees and leaves a consistent state.
 	mu            sync.Mutex
 	appPerms      map[string]string // what the App was granted
+	appEvents     []string          // the events the App subscribes to (SetAppEvents)
 	gitRoot       string            // the temporary directory of the bare repositories; "" until needed
 	lastID        int64
 	installations map[int64]*installation
@@ -143,6 +144,7 @@ func (s *Server) routes() {
 	s.pullRoutes()
 	s.labelRoutes()
 	s.reviewCommentRoutes()
+	s.reviewRoutes() // prevents.go
 	s.checkRoutes()
 	s.statusRoutes()
 	s.commitRoutes()

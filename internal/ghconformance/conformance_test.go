@@ -78,6 +78,9 @@ func TestWebhookFixturesMatchTheDescription(t *testing.T) {
 		"pull_request_review_comment.created.json":     "pull-request-review-comment-created",
 		"push.payload.json":                            "push",
 		"status.payload.json":                          "status",
+		"pull_request.closed.json":                     "pull-request-closed",
+		"installation.created.json":                    "installation-created",
+		"installation_repositories.added.json":         "installation-repositories-added",
 	}
 	for file, hook := range fixtures {
 		payload, err := os.ReadFile(filepath.Join("..", "..", "testdata", "github-webhooks", file))

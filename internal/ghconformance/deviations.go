@@ -44,6 +44,14 @@ var Deviations = []Deviation{
 	{Webhook: "check-run-rerequested", Fixture: "check_run.rerequested.json", Pointer: "/check_run/node_id", Reason: "required later; the fixture predates it"},
 	{Webhook: "check-run-rerequested", Fixture: "check_run.rerequested.json", Pointer: "/check_run/details_url", Reason: "required later; the fixture predates it"},
 	{Webhook: "check-run-rerequested", Fixture: "check_run.rerequested.json", Pointer: "/repository/disabled", Reason: "required later; the fixture predates it"},
+	{Webhook: "installation-created", Fixture: "installation.created.json", Pointer: "/installation/created_at",
+		Reason: "the fixture's installation timestamps are Unix seconds, the description's RFC 3339 strings (octokit/webhooks example of 2019)"},
+	{Webhook: "installation-created", Fixture: "installation.created.json", Pointer: "/installation/updated_at", Reason: "as created_at"},
+	{Webhook: "installation-created", Fixture: "installation.created.json", Pointer: "/installation/app_slug", Reason: "required later; the fixture predates it"},
+	{Webhook: "installation-repositories-added", Fixture: "installation_repositories.added.json", Pointer: "/installation/created_at",
+		Reason: "the fixture's installation timestamps are Unix seconds, the description's RFC 3339 strings (octokit/webhooks example of 2019)"},
+	{Webhook: "installation-repositories-added", Fixture: "installation_repositories.added.json", Pointer: "/installation/updated_at", Reason: "as created_at"},
+	{Webhook: "installation-repositories-added", Fixture: "installation_repositories.added.json", Pointer: "/installation/app_slug", Reason: "required later; the fixture predates it"},
 	// Not a fixture's: GitHub's behaviour. The official check-run
 	// conclusions include startup_failure (GitHub's REST docs for check
 	// runs and check suites), which the webhook schemas' enums omit; a

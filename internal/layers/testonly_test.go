@@ -13,6 +13,9 @@ var testOnly = []struct{ pkg, name, instead string }{
 	// It holds a session in any state without the table's transitions
 	// (decision 0045).
 	{"store", "Fixture", "move a session with Move or End, which the store checks"},
+	// It writes fates and the rollup without the events that make them
+	// (decisions 0074, 0075).
+	{"store", "OutcomesFixture", "change a fate with ApplyFateEvent, which keeps the rollup in its transaction"},
 	// It shares one Go build cache between sessions, which would let one
 	// session plant compiled code another runs.
 	{"supervisor", "UseSharedGoCache", "each session keeps its own caches (a snapshot's, or none)"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/runner/testreport"
 )
 
 // How much of a failed command's output the summary shows.
@@ -87,7 +88,8 @@ func (r *Result) WriteSummary(w io.Writer) {
 			fmt.Fprintf(w, "  %-*s  %-6s  %-14s  %8s  %s\n", width, clean(c.Name), c.Phase, status(c),
 				duration(time.Duration(c.DurationMS)*time.Millisecond), clean(strings.Join(c.Argv, " ")))
 			if !c.Succeeded() {
-				for _, line := range lastLines(c.OutputTail, summaryTailLines) {
+				// go test -json's events read as the text they carry.
+				for _, line := range lastLines(testreport.Readable(c.OutputTail), summaryTailLines) {
 					fmt.Fprintf(w, "      | %s\n", line)
 				}
 				if c.Phase == contract.PhaseSetup && unresolvedHost(c.OutputTail) {
@@ -98,7 +100,14 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 
 	if t := ev.Tests; t != nil {
-		fmt.Fprintf(w, "\nTests:    %d passed, %d failed, %d skipped\n", t.Passed, t.Failed, t.Skipped)
+		from := ""
+		if len(t.Runners) > 0 {
+			from = " (" + clean(strings.Join(t.Runners, ", ")) + ")"
+		}
+		fmt.Fprintf(w, "\nTests:    %d passed, %d failed, %d skipped%s\n", t.Passed, t.Failed, t.Skipped, from)
+		if t.FailuresOnly {
+			fmt.Fprintln(w, "          (plain go test without -v names only failures: passing tests are not counted)")
+		}
 		for _, f := range t.Failures {
 			where := ""
 			if f.File != "" {

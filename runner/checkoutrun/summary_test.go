@@ -2,11 +2,13 @@ package checkoutrun
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/runner/testreport"
 )
 
 // The summary says what part of the input was prompt-cache reads and
@@ -89,5 +91,28 @@ func TestSummaryTellsAnAgentThatDidNotRunFromOneThatChangedNothing(t *testing.T)
 				t.Errorf("%d DNS hints, want %d:\n%s", got, tc.hints, b.String())
 			}
 		})
+	}
+}
+
+// A failing go test -json run is shown as the text its events carry, not
+// as raw JSON, with the counts and the runner they came from.
+func TestSummaryShowsGoTestJSONAsText(t *testing.T) {
+	tail, err := os.ReadFile("../testreport/testdata/go1.26.8-test-json-fail.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Result{Evidence: contract.Evidence{Outcome: contract.OutcomeVerifyFailed,
+		Commands: []contract.CommandResult{{Phase: contract.PhaseVerify, Name: "test", Argv: []string{"go", "test", "-json", "./..."}, ExitCode: 1, OutputTail: string(tail)}},
+		Tests:    testreport.Parse(tail, testreport.Options{})[0]}}
+	var b bytes.Buffer
+	r.WriteSummary(&b)
+	out := b.String()
+	if strings.Contains(out, `"Action"`) {
+		t.Errorf("raw go test -json events in the summary:\n%s", out)
+	}
+	for _, want := range []string{"| FAIL example.com/calc/calc", "Tests:    3 passed, 3 failed, 1 skipped (go test -json)", "FAIL example.com/calc/calc.TestSub"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -63,6 +63,7 @@ import (
 
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner/sandbox"
+	"github.com/inspecthq/inspect/runner/testreport"
 )
 
 // Defaults for Config's zero values.
@@ -300,7 +301,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		red:    red,
 		spec:   spec,
 		parent: ctx,
-		tests:  newGoTestParser(""),
 		gate:   newEgressGate(spec.Registries, ch, red, log).forAgent(spec.Agent),
 		ev: contract.Evidence{
 			Version:       contract.EvidenceVersion,
@@ -376,12 +376,17 @@ type session struct {
 	phase    contract.Phase
 	seq      int64
 	outSeq   int64 // live output chunks sent (liveOutput), from the one command running at a time
-	tests    *goTestParser
-	ev       contract.Evidence
-	manifest *contract.Manifest
+	// goModule is the root go.mod's module path, read before the agent
+	// ran, to name the files of failing Go tests.
+	goModule string
+	// testOutputs are the test results read from each verify command's
+	// output (runner/testreport), in order.
+	testOutputs []*contract.TestSummary
+	ev          contract.Evidence
+	manifest    *contract.Manifest
 
 	// verifyStart is when the verify phase began, by the filesystem's
-	// clock: JUnit reports written since are collected (see junit.go).
+	// clock: test reports written since are collected (see reports.go).
 	verifyStart time.Time
 
 	// egress is the sandbox's way out (nil when not open): opened for the
@@ -618,7 +623,7 @@ func (s *session) prepare(ctx context.Context) bool {
 	// files of failing Go tests.
 	if b, err := readWorkspaceFile(ws.work, "go.mod", 64<<10); err == nil {
 		if m := moduleLine.FindSubmatch(b); m != nil {
-			s.tests.module = string(m[1])
+			s.goModule = string(m[1])
 		}
 	}
 	if s.restored != nil {
@@ -874,7 +879,8 @@ func sandboxEnv(path string, repoEnv map[string]string, own ...string) []string 
 func (s *session) command(ctx context.Context, name string, argv []string, timeout time.Duration) (contract.CommandResult, bool) {
 	out := newTailBuffer(s.spec.Limits.MaxOutputBytes)
 	if s.phase == contract.PhaseVerify {
-		out.tests = s.tests
+		out.tests = testreport.NewScanner(s.testOptions())
+		defer func() { s.testOutputs = append(s.testOutputs, out.tests.Summaries()...) }()
 	}
 	var sink io.Writer = out
 	if s.phase == contract.PhaseAgent || s.phase == contract.PhaseVerify {
@@ -1047,10 +1053,11 @@ func (s *session) finish() *Report {
 			s.collectArtifacts(ctx)
 		}
 	}
-	s.ev.Tests = s.tests.summary()
+	var reports []*contract.TestSummary
 	if s.verifyDir != "" && !s.verifyStart.IsZero() {
-		s.ev.Tests = mergeTests(s.ev.Tests, collectJUnit(ctx, s.verifyDir, s.verifyStart, s.log))
+		reports = collectReports(ctx, s.verifyDir, s.verifyStart, reportPaths(s.spec.Verify), s.testOptions(), s.log)
 	}
+	s.ev.Tests = testreport.Combine(s.testOutputs, reports)
 	s.ev.EndedAt = s.cfg.Now()
 	if s.ev.EndedAt.Before(s.ev.StartedAt) {
 		s.ev.EndedAt = s.ev.StartedAt

@@ -365,7 +365,11 @@ func TestFailedVerificationRecordsExitCodesAndTestResults(t *testing.T) {
 	}
 	wantTests := contract.TestSummary{Passed: 1, Failed: 1, Skipped: 1, Failures: []contract.TestFailure{{
 		Name: "example.com/widgets.TestAdd", File: "calc_test.go", Line: 7, Message: "    calc_test.go:7: Add(1, 1) = 3, want 2",
-	}}}
+	}}, Results: []contract.TestResult{
+		{Name: "example.com/widgets.TestAdd", Outcome: contract.TestFailed},
+		{Name: "example.com/widgets.TestSub", Outcome: contract.TestPassed},
+		{Name: "example.com/widgets.TestSkip", Outcome: contract.TestSkipped},
+	}, Runners: []string{"go test -json"}}
 	if ev.Tests == nil || fmt.Sprint(*ev.Tests) != fmt.Sprint(wantTests) {
 		t.Errorf("tests %+v\nwant %+v", ev.Tests, wantTests)
 	}

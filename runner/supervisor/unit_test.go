@@ -95,40 +95,6 @@ func TestTestAndVerifyScriptFlags(t *testing.T) {
 	}
 }
 
-func TestGoTestParserStreamsAcrossWrites(t *testing.T) {
-	g := newGoTestParser("example.com/m")
-	events := []map[string]string{
-		{"Action": "run", "Package": "example.com/m/sub", "Test": "TestX"},
-		{"Action": "output", "Package": "example.com/m/sub", "Test": "TestX", "Output": "    x_test.go:12: boom\x00\n"},
-		{"Action": "fail", "Package": "example.com/m/sub", "Test": "TestX"},
-		{"Action": "fail", "Package": "other.org/y", "Test": "TestY"},
-		{"Action": "pass", "Package": "example.com/m", "Test": "TestZ"},
-	}
-	var all []byte
-	for _, e := range events {
-		b, _ := json.Marshal(e)
-		all = append(append(all, b...), '\n')
-	}
-	all = append(all, []byte("not json\n{\"Action\":\"pass\"}\n")...) // no test name: not counted
-	for i := 0; i < len(all); i += 7 {                                // writes that split lines
-		g.write(all[i:min(i+7, len(all))])
-	}
-	s := g.summary()
-	if s == nil || s.Passed != 1 || s.Failed != 2 || len(s.Failures) != 2 {
-		t.Fatalf("summary %+v", s)
-	}
-	f := s.Failures[0]
-	if f.Name != "example.com/m/sub.TestX" || f.File != "sub/x_test.go" || f.Line != 12 || f.Message != "    x_test.go:12: boom" {
-		t.Errorf("failure %+v", f)
-	}
-	if s.Failures[1].File != "" || s.Failures[1].Line != 0 {
-		t.Errorf("another module's file was named: %+v", s.Failures[1])
-	}
-	if newGoTestParser("").summary() != nil {
-		t.Error("no events should give no summary")
-	}
-}
-
 func TestTailIsRedactedBeforeItIsCut(t *testing.T) {
 	secret := "s3cr3t-value-0123456789"
 	red := contract.NewRedactor(secret)

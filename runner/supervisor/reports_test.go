@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
+	"github.com/inspecthq/inspect/runner/testreport"
 )
 
 const pytestReport = `<?xml version="1.0" encoding="utf-8"?>
@@ -58,65 +60,6 @@ Received: 3
     <testcase classname="sum later" name="sum later" time="0"><skipped/></testcase>
   </testsuite>
 </testsuites>`
-
-func TestParseJUnit(t *testing.T) {
-	files := map[string]bool{
-		"tests/test_calc.py":                   true,
-		"src/test/java/com/acme/CalcTest.java": true,
-		"src/sum.test.js":                      true,
-	}
-	isFile := func(p string) bool { return files[p] }
-	for _, tc := range []struct {
-		name string
-		xml  string
-		want contract.TestSummary
-	}{
-		{"pytest", pytestReport, contract.TestSummary{Passed: 1, Failed: 2, Skipped: 1, Failures: []contract.TestFailure{
-			// The assertion's line in the text wins over the test's.
-			{Name: "tests.test_calc.test_add", File: "tests/test_calc.py", Line: 5, Message: "assert 3 == 2\n +  where 3 = add(1, 1)"},
-			// pytest's line attribute is 0-based.
-			{Name: "tests.test_calc.test_div", File: "tests/test_calc.py", Line: 12, Message: "fixture 'db' not found"},
-		}}},
-		{"surefire", surefireReport, contract.TestSummary{Passed: 1, Failed: 1, Skipped: 1, Failures: []contract.TestFailure{
-			{Name: "com.acme.CalcTest.testAdd", File: "src/test/java/com/acme/CalcTest.java", Line: 12, Message: "expected: <2> but was: <3>"},
-		}}},
-		{"jest-junit", jestReport, contract.TestSummary{Passed: 1, Failed: 1, Skipped: 1, Failures: []contract.TestFailure{
-			{Name: "sum adds 1 + 1 to equal 2", File: "src/sum.test.js", Line: 9, Message: "Error: expect(received).toBe(expected) // Object.is equality\n\nExpected: 2\nReceived: 3\n    at Object.toBe (/workspace/node_modules/expect/build/index.js:9:1)\n    at Object.<anonymous> (/workspace/src/sum.test.js:9:20)"},
-		}}},
-		{"nameless, no location", `<testsuite><testcase><failure message="` + strings.Repeat("é", 600) + `">at /etc/passwd:1 and ../x.go:3</failure></testcase></testsuite>`,
-			contract.TestSummary{Failed: 1, Failures: []contract.TestFailure{{Name: "(unnamed test)", Message: strings.Repeat("é", 512)}}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseJUnit([]byte(tc.xml), isFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fmt.Sprintf("%+v", *got) != fmt.Sprintf("%+v", tc.want) {
-				t.Errorf("got  %+v\nwant %+v", *got, tc.want)
-			}
-		})
-	}
-	for _, bad := range []string{"", "<testsuite><testcase>", "<html><body/></html>", `<?xml version="1.0" encoding="ISO-8859-1"?><testsuite/>`} {
-		if _, err := parseJUnit([]byte(bad), isFile); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
-	}
-}
-
-func TestMergeTestsCapsFailures(t *testing.T) {
-	if mergeTests(nil, nil) != nil {
-		t.Error("nil + nil")
-	}
-	a := &contract.TestSummary{Passed: 1, Failed: contract.MaxTestFailures, Failures: make([]contract.TestFailure, contract.MaxTestFailures)}
-	b := &contract.TestSummary{Passed: 2, Failed: 1, Skipped: 3, Failures: []contract.TestFailure{{Name: "x"}}}
-	got := mergeTests(a, b)
-	if got.Passed != 3 || got.Failed != contract.MaxTestFailures+1 || got.Skipped != 3 || len(got.Failures) != contract.MaxTestFailures {
-		t.Errorf("merged %d/%d/%d with %d failures", got.Passed, got.Failed, got.Skipped, len(got.Failures))
-	}
-	if len(a.Failures) != contract.MaxTestFailures || a.Passed != 1 {
-		t.Error("mergeTests changed its argument")
-	}
-}
 
 // TestCollectJUnit lays out a workspace by hand: what counts and what is
 // refused.
@@ -176,7 +119,7 @@ func TestCollectJUnit(t *testing.T) {
 	}
 
 	var logBuf strings.Builder
-	got := collectJUnit(context.Background(), work, since, zerolog.New(&logBuf))
+	got := testreport.Combine(nil, collectReports(context.Background(), work, since, nil, testreport.Options{Workspace: "/workspace"}, zerolog.New(&logBuf)))
 	if got == nil {
 		t.Fatal("no results")
 	}
@@ -207,7 +150,7 @@ func TestCollectJUnit(t *testing.T) {
 	}
 
 	// Nothing new: no summary at all.
-	if got := collectJUnit(context.Background(), work, since.Add(time.Hour), zerolog.Nop()); got != nil {
+	if got := collectReports(context.Background(), work, since.Add(time.Hour), nil, testreport.Options{}, zerolog.Nop()); got != nil {
 		t.Errorf("reports older than the verify phase: %+v", got)
 	}
 }
@@ -220,7 +163,7 @@ func TestCollectJUnitCapsTheNumberOfReports(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := collectJUnit(context.Background(), work, time.Time{}, zerolog.Nop())
+	got := testreport.Combine(nil, collectReports(context.Background(), work, time.Time{}, nil, testreport.Options{}, zerolog.Nop()))
 	if got == nil || got.Passed != junitMaxFiles {
 		t.Errorf("got %+v, want %d passed", got, junitMaxFiles)
 	}
@@ -256,7 +199,14 @@ exit 1`),
 	want := contract.TestSummary{Passed: 2, Failed: 2, Skipped: 2, Failures: []contract.TestFailure{
 		{Name: "example.com/widgets.TestAdd", File: "calc_test.go", Line: 7, Message: "    calc_test.go:7: Add(1, 1) = 3, want 2"},
 		{Name: "com.acme.CalcTest.testAdd", File: "calc_test.go", Line: 7, Message: "expected: <2> but was: <3>"},
-	}}
+	}, Results: []contract.TestResult{
+		{Name: "example.com/widgets.TestAdd", Outcome: contract.TestFailed},
+		{Name: "example.com/widgets.TestSub", Outcome: contract.TestPassed},
+		{Name: "example.com/widgets.TestSkip", Outcome: contract.TestSkipped},
+		{Name: "com.acme.CalcTest.testAdd", Outcome: contract.TestFailed},
+		{Name: "com.acme.CalcTest.testSub", Outcome: contract.TestPassed},
+		{Name: "com.acme.CalcTest.testMul", Outcome: contract.TestSkipped},
+	}, Runners: []string{"go test -json", "JUnit XML"}}
 	if ev.Tests == nil || fmt.Sprint(*ev.Tests) != fmt.Sprint(want) {
 		t.Errorf("tests %+v\nwant %+v", ev.Tests, want)
 	}
@@ -264,5 +214,59 @@ exit 1`),
 	// change, which was fixed before verify ran.
 	if u.Manifest == nil || len(u.Manifest.Files) != 0 {
 		t.Errorf("manifest %+v, want the agent's empty change", u.Manifest)
+	}
+}
+
+func TestReportPathsFromArgv(t *testing.T) {
+	got := reportPaths([]contract.Command{
+		{Argv: []string{"python3", "-m", "pytest", "--junitxml=out/py.xml"}},
+		{Argv: []string{"npx", "jest", "--json", "--outputFile", "/workspace/out/jest.json"}},
+		{Argv: []string{"sh", "-c", "node --test --test-reporter=junit --test-reporter-destination=node.xml && gotestsum --junitfile go.xml"}},
+		{Argv: []string{"pytest", "--junitxml=../outside.xml", "--junitxml=/etc/x.xml", "--junitxml"}},
+	})
+	want := []string{"out/py.xml", "out/jest.json", "node.xml", "go.xml"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// Real runners' output and a report a verify command names in its argv
+// (jest's --json --outputFile, by no naming convention) give the counts;
+// jest's own output is then left out: its report counted that run.
+func TestVerifyCommandsOutputAndNamedReports(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "testreport", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	ch := channeltest.New(t)
+	sha := ch.SeedGoRepo()
+	spec := ch.Spec("sess-r", "sess-r-a1", sha, []string{"sh", "agent/idle.sh"},
+		command("pytest", time.Minute, "sh", "-c", `printf '%s' "$1"; exit 1`, "sh", read("pytest7.2.1-fail.txt")),
+		command("jest", time.Minute, "sh", "-c", `mkdir -p out && printf '%s' "$1" > out/r.json && printf '%s' "$2"; exit 1`, "sh",
+			read("jest30.5.2-json-fail.json"), read("jest30.5.2-fail.txt"), "--json", "--outputFile=out/r.json"),
+	)
+	h := newHarness(t, ch, spec)
+	ev := h.result(t, h.run(t, context.Background())).Evidence
+	if ev.Outcome != contract.OutcomeVerifyFailed {
+		t.Fatalf("outcome %s: %s", ev.Outcome, ev.Reason)
+	}
+	tests := ev.Tests
+	if tests == nil || tests.Passed != 6 || tests.Failed != 4 || tests.Skipped != 2 {
+		t.Fatalf("tests %+v, want 6 passed, 4 failed, 2 skipped", tests)
+	}
+	if want := []string{"pytest", "jest JSON report"}; !slices.Equal(tests.Runners, want) {
+		t.Errorf("runners %q, want %q", tests.Runners, want)
+	}
+	var names []string
+	for _, r := range tests.Results {
+		names = append(names, string(r.Outcome)+" "+r.Name)
+	}
+	// pytest without -v names its failures; jest's report names every test
+	// (its paths are outside /workspace here, so they go unnamed).
+	if len(names) != 8 || names[0] != "failed tests/test_calc.py::test_sub" || names[2] != "passed upper case" || names[4] != "failed add(1000, 1)" {
+		t.Errorf("results %q", names)
 	}
 }

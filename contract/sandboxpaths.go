@@ -33,6 +33,12 @@ var systemDirs = []struct{ dir, why string }{
 	{"/run", "where Inspect puts the sandbox's egress socket"},
 }
 
+// ToolsMountPath is where the agents' tools image is bound, read-only, in
+// every sandbox (decision 0069). No repo directory may be it, lie under it
+// or hold it: the mount would hide the one or write its mount point into
+// the other.
+const ToolsMountPath = "/opt/inspect/tools"
+
 // ValidateCachePath checks a cache's path: absolute, clean, not the root,
 // not /workspace itself (a cache inside it, like node_modules, is fine),
 // not under one of the sandbox's system directories (/usr, /etc, /proc,
@@ -49,6 +55,8 @@ func ValidateCachePath(p string) error {
 		return errors.New("must not be or lie inside a .git directory")
 	case within(p, "/workspace/.inspect"):
 		return errors.New("must not be under /workspace/.inspect, which Inspect reserves")
+	case within(p, ToolsMountPath) || within(ToolsMountPath, p):
+		return fmt.Errorf("must not be, hold or lie under %s, where Inspect mounts the agents' tools read-only", ToolsMountPath)
 	}
 	for _, s := range systemDirs {
 		if within(p, s.dir) {

@@ -37,6 +37,11 @@ func TestValidateCachePath(t *testing.T) {
 		"/cache/.git":              ".git",
 		"/workspace/.git/hooks":    ".git",
 		"/workspace/.inspect/home": "/workspace/.inspect",
+		"/opt/inspect/tools":       "where Inspect mounts the agents' tools",
+		"/opt/inspect/tools/bin":   "where Inspect mounts the agents' tools",
+		"/opt/inspect":             "where Inspect mounts the agents' tools", // would hold the mount point
+		"/opt":                     "where Inspect mounts the agents' tools",
+		"/opt/inspect-cache":       "",
 	} {
 		err := ValidateCachePath(p)
 		switch {

@@ -14,11 +14,15 @@
 // the root to run its commands anyway.
 package toolsimage
 
-import "path"
+import (
+	"path"
+
+	"github.com/inspecthq/inspect/contract"
+)
 
 // MountPath is where the tools image's root is bound, read-only, in every
 // sandbox.
-const MountPath = "/opt/inspect/tools"
+const MountPath = contract.ToolsMountPath
 
 // The CLIs' launchers, by name, under MountPath/bin.
 const (

@@ -72,7 +72,7 @@ func TestDeployDocCommandsRun(t *testing.T) {
 	t.Chdir(work)
 	t.Setenv("HOME", filepath.Join(root, "home"))
 	t.Setenv("XDG_STATE_HOME", "")
-	t.Setenv("INSPECT_STATE_DIR", filepath.Join(root, "var/lib/inspect")) // as both images set it
+	t.Setenv("INSPECT_STATE_DIR", filepath.Join(root, "var/lib/inspect")) // as the default image sets it (the local image: its state/ below it)
 
 	var commands [][]string
 	for _, b := range blocks {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -76,12 +77,19 @@ func TestRealSessionsAttestationVerifies(t *testing.T) {
 	d.runWorkers()
 	sess := assertIssueSessionOpenedPR(t, d.harness)
 
-	link := d.url + "/sessions/" + sess.ID + "/attempts/" + sess.AttemptID + "/provenance"
-	keysURL := d.url + provenance.KeysPath
+	// The links as the check run gives them.
 	runs := d.gh.CheckRuns(owner, repoName)
-	if len(runs) != 1 || !strings.Contains(runs[0].Summary, "Signed provenance (in-toto, DSSE) of the commit Inspect made: "+link) ||
-		!strings.Contains(runs[0].Summary, "against the keys at "+keysURL) {
-		t.Fatalf("the check run does not link the attestation and the keys:\n%+v", runs)
+	if len(runs) != 1 {
+		t.Fatalf("check runs: %+v", runs)
+	}
+	m := regexp.MustCompile("Signed provenance \\(in-toto, DSSE\\) of the commit Inspect made: (\\S+) — check it with `inspect verify` against the keys at (\\S+)\n").
+		FindStringSubmatch(runs[0].Summary)
+	if m == nil {
+		t.Fatalf("the check run does not link the attestation and the keys:\n%s", runs[0].Summary)
+	}
+	link, keysURL := m[1], m[2]
+	if link != d.url+"/sessions/"+sess.ID+"/attempts/"+sess.AttemptID+"/provenance" || keysURL != d.url+provenance.KeysPath {
+		t.Fatalf("links %q and %q", link, keysURL)
 	}
 
 	// Not to anyone: the attestation names the repository's commands and

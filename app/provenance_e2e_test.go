@@ -103,7 +103,10 @@ func TestRealSessionsAttestationVerifies(t *testing.T) {
 	if strings.Contains(string(anon), "payloadType") {
 		t.Fatalf("an anonymous request got the attestation: %s", anon)
 	}
-	d.signIn("alice", "/sessions")
+	d.signIn("alice", "/sessions/"+sess.ID)
+	if path := strings.TrimPrefix(link, d.url); !strings.Contains(d.html(), `id="provenance" href="`+path+`"`) {
+		t.Errorf("the session page does not link %s:\n%s", path, d.html())
+	}
 	d.do("open the attestation", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("pre")))
 	envelope := d.text("pre")
 	var env dsse.Envelope

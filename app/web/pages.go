@@ -196,6 +196,9 @@ type sessionView struct {
 	// (decision 0068); "" when it gave none. It is apart from Detail,
 	// Inspect's own sentence about the outcome.
 	Answer template.HTML
+	// ProvenanceURL is the attempt's signed provenance (decision 0078),
+	// "" when it has none.
+	ProvenanceURL string
 }
 
 // viewableSession is the request's session ({id}) if v may read its
@@ -301,6 +304,12 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		case !errors.Is(err, store.ErrNotFound):
 			// The rest of the page is worth showing without it.
 			s.log.Warn().Err(err).Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Msg("dashboard: reading the diff failed")
+		}
+		switch _, err := s.st.GetAttestation(r.Context(), sess.AttemptID); {
+		case err == nil:
+			view.ProvenanceURL = "/sessions/" + url.PathEscape(sess.ID) + "/attempts/" + url.PathEscape(sess.AttemptID) + "/provenance"
+		case !errors.Is(err, store.ErrNotFound):
+			s.log.Warn().Err(err).Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Msg("dashboard: reading the attestation failed")
 		}
 	}
 	s.render(w, http.StatusOK, "session.html", map[string]any{"Viewer": v, "S": view, "Asked": r.URL.Query().Get("asked")})

@@ -114,7 +114,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
-	probes := config.Probes{LookPath: exec.LookPath, CheckPrivateKey: ghclient.CheckPrivateKey}
+	probes := config.Probes{LookPath: exec.LookPath, CheckPrivateKey: ghclient.CheckPrivateKey, CheckProvenanceKeys: checkProvenanceKeys}
 	if *check {
 		return checkConfig(*configPath, os.LookupEnv, probes, stdout, stderr)
 	}

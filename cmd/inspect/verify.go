@@ -111,6 +111,13 @@ func subjectOrNone(s string) string {
 	return s
 }
 
+// checkProvenanceKeys parses the provenance keys as serve will
+// (config.Probes).
+func checkProvenanceKeys(p config.Provenance) error {
+	_, err := provenance.LoadKeyring(p)
+	return err
+}
+
 // trustedKeys are the --key files and the keys at --keys-url.
 func trustedKeys(ctx context.Context, files []string, keysURL string) ([]provenance.TrustedKey, error) {
 	var out []provenance.TrustedKey

@@ -40,9 +40,9 @@ func twoCommits(t *testing.T) (dir, first, second string) {
 	return dir, first, git("rev-parse", "HEAD")
 }
 
-// signingKey writes an Ed25519 private key (PKCS#8 PEM) and its public
-// key (PEM) and returns the keyring of the first under id.
-func signingKey(t *testing.T, id string) (*provenance.Keyring, string) {
+// keyFiles writes a new Ed25519 private key (PKCS#8 PEM) and its public
+// key (PEM) and returns their paths.
+func keyFiles(t *testing.T) (privPath, pubPath string) {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -51,13 +51,21 @@ func signingKey(t *testing.T, id string) (*provenance.Keyring, string) {
 	der, _ := x509.MarshalPKCS8PrivateKey(priv) // an ed25519 key always marshals
 	pubDER, _ := x509.MarshalPKIXPublicKey(pub) // as does its public key
 	dir := t.TempDir()
-	privPath, pubPath := filepath.Join(dir, "key.pem"), filepath.Join(dir, "key.pub.pem")
+	privPath, pubPath = filepath.Join(dir, "key.pem"), filepath.Join(dir, "key.pub.pem")
 	if err := os.WriteFile(privPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return privPath, pubPath
+}
+
+// signingKey is the keyring of a new key under id, and its public key's
+// path.
+func signingKey(t *testing.T, id string) (*provenance.Keyring, string) {
+	t.Helper()
+	privPath, pubPath := keyFiles(t)
 	k, err := provenance.LoadKeyring(config.Provenance{SigningKey: id, Keys: []config.ProvenanceKey{{ID: id, PrivateKeyPath: privPath}}})
 	if err != nil {
 		t.Fatal(err)

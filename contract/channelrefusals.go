@@ -133,6 +133,7 @@ var ChannelRefusals = []ChannelRoute{
 	{RouteOutput, sessionOnly, authed},
 	{RouteResult, sessionOnly, result},
 	{RouteArtifact, sessionOnly, authed},
+	{RouteTurns, sessionOnly, authed},
 	{RouteSnapshotJob, snapshotOnly, authed},
 	{RouteSnapshotResult, snapshotOnly, result},
 	{PathEgressModel, sessionOnly, egress},

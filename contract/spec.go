@@ -19,8 +19,10 @@ import (
 // reads. Bump it with any change to Spec's fields or their meaning.
 //
 // v5 added Artifacts; v6 added Services: the repository's services,
-// started in the session's shared environment (decision 0025).
-const SpecVersion = "inspect.session-spec/v6"
+// started in the session's shared environment (decision 0025); v7 added
+// Steer: how the session takes messages that come while it runs
+// (decision 0071).
+const SpecVersion = "inspect.session-spec/v7"
 
 // Caps on a spec. A spec is built from gathered text (issue bodies, comments,
 // check output), so each part is bounded, and so is the whole.
@@ -102,6 +104,9 @@ type Spec struct {
 	// A service's setup is also among Snapshot.Setup, named
 	// ServiceSetupName, so snapshot keys match the build's.
 	Services []Service `json:"services,omitempty"`
+	// Steer, when set, says the supervisor asks for the session's turns
+	// while the agent runs, and how it delivers them (v7; decision 0071).
+	Steer *Steer `json:"steer,omitempty"`
 }
 
 // Repo identifies the repository. It carries where to fetch from, never how
@@ -597,6 +602,14 @@ func (s *Spec) Validate() error {
 		s.Artifacts.validate(&f, "artifacts")
 	}
 	validateServices(&f, "services", s.Services)
+	if st := s.Steer; st != nil {
+		if st.Mode != SteerInterrupt && st.Mode != SteerQueue {
+			f.add("steer.mode", "must be %q or %q, not %s", SteerInterrupt, SteerQueue, safeQuote(st.Mode))
+		}
+		if st.TurnTimeout < 0 {
+			f.add("steer.turn_timeout", "must not be negative")
+		}
+	}
 	scanSecrets(&f, "", reflect.ValueOf(s).Elem())
 	return f.err("session spec")
 }

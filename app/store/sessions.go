@@ -281,6 +281,11 @@ func (s *Store) writeSession(ctx context.Context, tx *sql.Tx, before, after Sess
 	if err != nil {
 		return err
 	}
+	if after.state == session.Done && before.state != session.Done {
+		if err := endTurns(ctx, tx, before.ID, after.Outcome, now); err != nil {
+			return fmt.Errorf("session %s: closing its turns: %w", before.ID, err)
+		}
+	}
 	for _, w := range then {
 		if w.SessionID == "" {
 			w.SessionID = before.ID

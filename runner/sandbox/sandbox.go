@@ -134,6 +134,14 @@ type Spec struct {
 	// other command run within it, while its PID namespace, mounts and
 	// /tmp stay its own. nil gives the command every namespace its own.
 	Within *Environment
+	// Stop, when it closes, ends the command gently: every process of the
+	// sandbox but its init gets SIGTERM, and the whole sandbox is killed
+	// StopGrace later if anything is left (Result.Stopped). It is how a
+	// message that interrupts an agent ends its run (decision 0071).
+	Stop <-chan struct{}
+	// StopGrace is how long a stopped command has to end by itself
+	// (DefaultStopGrace when 0).
+	StopGrace time.Duration
 	// Stdout and Stderr receive the command's output (nil discards it). The
 	// sandbox only ever sees pipes, never the writers' own files. Write
 	// errors do not stop the command: the rest of its output is discarded.
@@ -155,12 +163,18 @@ type Result struct {
 	// done first.
 	TimedOut  bool
 	Cancelled bool
+	// Stopped is set when Spec.Stop closed before the command ended.
+	Stopped bool
 	// Limit, when set, is the limit the command ran into; the sandbox was
 	// ended because of it (or, for a limit found only at the end, had
 	// ended anyway).
 	Limit    *LimitExceeded
 	Duration time.Duration
 }
+
+// DefaultStopGrace is how long a stopped command has to end after SIGTERM
+// before its sandbox is killed.
+const DefaultStopGrace = 3 * time.Second
 
 // DefaultEtcFiles are the /etc entries bound when Spec.EtcFiles is nil and
 // there is no RootFS: the user and host databases, name-service and TLS

@@ -26,9 +26,9 @@ const turnColumns = `session_id, seq, author_login, author_id, source, comment_i
 
 func scanTurn(row rowScanner) (session.Turn, error) {
 	var (
-		t                       session.Turn
-		source, state           string
-		stop                    int
+		t                      session.Turn
+		source, state          string
+		stop                   int
 		created, deliv, doneAt int64
 	)
 	if err := row.Scan(&t.SessionID, &t.Seq, &t.AuthorLogin, &t.AuthorID, &source, &t.CommentID, &t.Message, &stop, &state,

@@ -446,6 +446,8 @@ func TestDeadlineTimesTheSessionOut(t *testing.T) {
 func TestSecondRequestWaitsThenRuns(t *testing.T) {
 	h, ex := newSessionHarness(t)
 	withRealPR(t, h)
+	// steer: off keeps the rule before turns (decision 0071).
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{".github/inspect.yml": agentConfig + "steer: \"off\"\n"}, "no steering")
 	sv, spec := startOnPR(t, h, ex, "/inspect first")
 	h.clock.Advance(time.Second)
 	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect second", sender: "mara", onPR: true})); code != 200 {

@@ -14,6 +14,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/session"
 )
 
 // The session spec: everything the agent gets, assembled in one place from
@@ -65,6 +66,12 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		return contract.Spec{}, render.ConfigErrorReply(sess, regErr.Err), nil
 	case err != nil:
 		return contract.Spec{}, "", err
+	}
+	// Messages that come while the session runs are turns of it (decision
+	// 0071), unless the repo keeps the rule before turns. A branch session
+	// has no thread, but its page takes messages too.
+	if mode := cfg.SteerMode(); mode != session.SteerOff {
+		spec.Steer = &contract.Steer{Mode: string(mode), TurnTimeout: contract.Duration(cfg.TurnTimeout(spec.Limits.Timeout.Std()))}
 	}
 	var pr *github.PullRequest
 	var issue *github.Issue

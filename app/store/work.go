@@ -41,6 +41,10 @@ const (
 	// ConsiderRepair decides whether a failing check becomes a repair
 	// session (the repo's config, the pull request, the guards).
 	ConsiderRepair WorkKind = "consider_repair"
+	// AdmitTurn decides a message for the thread's running session (a
+	// `/inspect <message>` or `/inspect stop` comment): a turn of it, a
+	// refusal, or a session of its own (decision 0071).
+	AdmitTurn WorkKind = "admit_turn"
 )
 
 // NewWork is work to queue.

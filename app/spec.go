@@ -141,6 +141,26 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	// The session's context: the store, our bot's login and the app's
 	// GitHub reads it needs.
 	gatherer := gather.Gatherer{Store: s.store, Bot: s.botLogin(), RoleName: ghclient.RoleName, FailingChecks: failingChecksAs(s.Identity)}
+	// A request after a session on this thread (or its pull request)
+	// ended continues that session's conversation (decision 0072): a new
+	// session linked to it, its history and its authors this one's. A
+	// retry is its own session's again; a repair nobody asked for.
+	if sess.Info().Continues == "" && sess.RetryOf == "" && sess.TriggerKind != session.KindRepair {
+		prev, ok, err := gatherer.Continues(ctx, sess)
+		if err != nil {
+			return contract.Spec{}, "", err
+		}
+		if ok {
+			if sess, err = s.transitions.Record(ctx, sess.ID, func(x *store.Session) {
+				if ti := x.Info(); ti.Continues == "" {
+					ti.Continues = prev.ID
+					x.TriggerInfo = ti.Encode()
+				}
+			}); err != nil {
+				return contract.Spec{}, "", err
+			}
+		}
+	}
 	extra, err := gatherer.Context(ctx, c, sess, cfg, spec.PinnedSHA, pr, comments)
 	if err != nil {
 		return contract.Spec{}, "", err

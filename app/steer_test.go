@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/inspecthq/inspect/app/render"
+	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/session"
@@ -125,5 +127,78 @@ func TestQueueModeReachesTheSpec(t *testing.T) {
 	_, spec := startOnPR(t, h, ex, "/inspect first")
 	if spec.Steer == nil || spec.Steer.Mode != contract.SteerQueue || spec.Steer.TurnTimeout.Std() != 5*time.Minute {
 		t.Fatalf("the spec's steer: %+v", spec.Steer)
+	}
+}
+
+// A request after a session ended continues its conversation (decision
+// 0072): a new session linked to it, told the earlier turns and the
+// commits others pushed since, whose commit credits every author.
+func TestAContinuationAfterTheEndCarriesTheConversationAndItsAuthors(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	sv, spec := startOnPR(t, h, ex, "/inspect fix the flaky test")
+	h.say(t, "mara", "/inspect also handle zero")
+	if got := sv.turns(0); len(got) != 1 {
+		t.Fatalf("turns %+v", got)
+	}
+	sv.turns(1)
+	sv.upload(spec, 0, fixedCalc)
+	h.runWorkers()
+	first := h.onlySession()
+	if first.Outcome != session.Changed || first.Branch != "fix-flaky" {
+		t.Fatalf("the first session: %s %q (%s)\n%s", first.Outcome, first.Branch, first.Detail, h.logs)
+	}
+	show := gitShow(t, h.gh.GitDir(owner, repoName), first.CommitSHA)
+	for _, who := range []string{"alice", "mara"} {
+		if !strings.Contains(show, "Co-authored-by: "+who+" <") {
+			t.Errorf("the first commit does not credit %s:\n%s", who, show)
+		}
+	}
+	// Someone pushes meanwhile; then ada asks for more.
+	pushed := h.gh.CommitFiles(owner, repoName, "fix-flaky", map[string]string{"notes.md": "by hand\n"}, "notes written by hand")
+	h.clock.Advance(time.Minute)
+	h.say(t, "ada", "/inspect now add docs")
+	var next store.Session
+	for _, s := range h.sessions() {
+		if s.ID != first.ID {
+			next = s
+		}
+	}
+	if next.ID == "" || next.Info().Continues != first.ID {
+		t.Fatalf("the continuation %+v does not continue %s\n%s", next, first.ID, h.logs)
+	}
+	sv2 := h.claim(ex.last(t))
+	spec2 := sv2.spec()
+	if spec2.PinnedSHA != pushed {
+		t.Errorf("the continuation works on %s, not the head as it is now (%s)", spec2.PinnedSHA, pushed)
+	}
+	var history, since bool
+	for _, c := range spec2.Context {
+		if c.Kind != contract.ContextEarlierSession {
+			continue
+		}
+		history = history || (strings.Contains(c.Text, "fix the flaky test") && strings.Contains(c.Text, "Then @mara said:\n\nalso handle zero"))
+		since = since || (strings.Contains(c.Text, "notes written by hand") && strings.Contains(c.Text, pushed[:12]))
+	}
+	if !history || !since {
+		t.Errorf("the continuation's context (history %v, commits since %v): %+v", history, since, spec2.Context)
+	}
+	h.runWorkers()
+	sv2.upload(spec2, 0, contract.FileChange{Path: "DOCS.md", Mode: contract.ModeFile, Content: []byte("docs\n")})
+	h.runWorkers()
+	next, _ = h.st.GetSession(context.Background(), next.ID)
+	if next.Outcome != session.Changed {
+		t.Fatalf("the continuation: %s (%s)\n%s", next.Outcome, next.Detail, h.logs)
+	}
+	show = gitShow(t, h.gh.GitDir(owner, repoName), next.CommitSHA)
+	for _, who := range []string{"ada", "alice", "mara"} {
+		if !strings.Contains(show, "Co-authored-by: "+who+" <") {
+			t.Errorf("the continuation's commit does not credit %s:\n%s", who, show)
+		}
+	}
+	// The earlier attempt's evidence is as it was.
+	a, err := h.st.GetAttempt(context.Background(), first.AttemptID)
+	if err != nil || a.Result == "" {
+		t.Errorf("the first attempt's result: %v", err)
 	}
 }

@@ -180,3 +180,42 @@ func (s *Store) Recorder(ctx context.Context, attemptID string) (string, error) 
 	}
 	return r, err
 }
+
+// maxConversationSessions bounds the walk back through a conversation's
+// sessions.
+const maxConversationSessions = 50
+
+// ConversationTurns are the turns of sess's whole conversation, oldest
+// first: each earlier session it continues (TriggerInfo.Continues, decision
+// 0072), then sess; each session's request (session.RequestTurn) and then
+// its stored turns.
+func (s *Store) ConversationTurns(ctx context.Context, sess Session) ([]session.Turn, error) {
+	chain := []Session{sess}
+	seen := map[string]bool{sess.ID: true}
+	for cur := sess; cur.Info().Continues != "" && len(chain) < maxConversationSessions; {
+		prev, err := s.GetSession(ctx, cur.Info().Continues)
+		if errors.Is(err, ErrNotFound) {
+			break // pruned: the history starts where the store's does
+		}
+		if err != nil {
+			return nil, err
+		}
+		if seen[prev.ID] {
+			break
+		}
+		seen[prev.ID] = true
+		chain = append(chain, prev)
+		cur = prev
+	}
+	var out []session.Turn
+	for i := len(chain) - 1; i >= 0; i-- {
+		x := chain[i]
+		out = append(out, session.RequestTurn(x.ID, x.RequesterLogin, x.RequesterID, x.CommentID, x.Instructions, x.CreatedAt))
+		turns, err := s.SessionTurns(ctx, x.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, turns...)
+	}
+	return out, nil
+}

@@ -23,8 +23,8 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
-	"github.com/inspecthq/inspect/session"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Bounds on what one session's context gathers, so a busy thread or a

@@ -202,3 +202,41 @@ func TestAContinuationAfterTheEndCarriesTheConversationAndItsAuthors(t *testing.
 		t.Errorf("the first attempt's result: %v", err)
 	}
 }
+
+// A message the agent never took (its run ended first, or its CLI's
+// conversation could not be continued) is not lost: it starts a session
+// of its own when the session ends, continuing the conversation, as a
+// request that waited did before turns. A cancel drops it with the rest.
+func TestAnUndeliveredMessageStartsASessionWhenTheSessionEnds(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	sv, spec := startOnPR(t, h, ex, "/inspect first")
+	h.say(t, "mara", "/inspect then the second thing")
+	first := h.onlySession()
+	sv.upload(spec, 0, fixedCalc)
+	h.runWorkers()
+	var next store.Session
+	for _, s := range h.sessions() {
+		if s.ID != first.ID {
+			next = s
+		}
+	}
+	if next.Instructions != "then the second thing" || next.RequesterLogin != "mara" || next.Info().Continues != first.ID || !next.Active() {
+		t.Fatalf("the undelivered message's session: %+v\n%s", next, h.logs)
+	}
+	if len(ex.launches) != 2 {
+		t.Errorf("launches %d: the message's session was not dispatched", len(ex.launches))
+	}
+}
+
+func TestACancelDropsTheUndeliveredMessages(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	startOnPR(t, h, ex, "/inspect first")
+	h.say(t, "mara", "/inspect then the second thing")
+	h.say(t, "alice", "/inspect cancel")
+	h.runWorkers()
+	if n := len(h.sessions()); n != 1 {
+		t.Fatalf("%d sessions after the cancel\n%s", n, h.logs)
+	}
+}

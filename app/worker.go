@@ -212,6 +212,7 @@ func workTable(s *Service) map[store.WorkKind]workHandler {
 		store.ConsiderRepair:    repairHandler(s).Handle,
 		store.CollectSnapshots:  s.snapshots.CollectWork,
 		store.AdmitTurn:         turnHandler(s).Handle,
+		store.ContinueTurns:     (&turns.Continuer{Store: s.store, Wake: s.wakeWorkers, Now: s.clock.Now}).Handle,
 	}
 }
 

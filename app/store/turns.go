@@ -121,14 +121,32 @@ func (s *Store) DeliverTurns(ctx context.Context, sessionID, attemptID string, u
 // endTurns closes a session's turns as it ends (writeSession, in the end's
 // own transaction): a delivered turn is done with the session's outcome,
 // a pending one done as never delivered.
-func endTurns(ctx context.Context, tx *sql.Tx, sessionID string, outcome session.Outcome, now time.Time) error {
+// It reports how many requests (not stops) were never delivered: unless
+// the session was cancelled, each starts a session of its own
+// (ContinueTurns), as a request that waited for it did before turns.
+func endTurns(ctx context.Context, tx *sql.Tx, sessionID string, outcome session.Outcome, now time.Time) (int64, error) {
 	if _, err := tx.ExecContext(ctx, `UPDATE turns SET state = $1, outcome = $2, done_at = $3 WHERE session_id = $4 AND state = $5`,
 		string(session.TurnDone), string(outcome), ms(now), sessionID, string(session.TurnDelivered)); err != nil {
-		return err
+		return 0, err
+	}
+	var requests int64
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM turns WHERE session_id = $1 AND state = $2 AND stop = 0`,
+		sessionID, string(session.TurnPending)).Scan(&requests); err != nil {
+		return 0, err
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE turns SET state = $1, outcome = $2, done_at = $3 WHERE session_id = $4 AND state = $5`,
 		string(session.TurnDone), TurnUndelivered, ms(now), sessionID, string(session.TurnPending))
-	return err
+	return requests, err
+}
+
+// ContinueTurns starts a session for each request a session ended
+// without delivering (app/turns), linked to its conversation.
+const ContinueTurns WorkKind = "continue_turns"
+
+// UndeliveredTurns are the requests (not stops) the session ended without
+// delivering, oldest first.
+func (s *Store) UndeliveredTurns(ctx context.Context, sessionID string) ([]session.Turn, error) {
+	return s.queryTurns(ctx, `WHERE session_id = $1 AND outcome = $2 AND stop = 0 ORDER BY seq`, sessionID, TurnUndelivered)
 }
 
 // TurnUndelivered is the outcome of a turn still pending when its session

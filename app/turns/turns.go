@@ -215,3 +215,68 @@ func sourceKey(t session.Trigger) string {
 	}
 	return fmt.Sprintf("comment:%d", t.CommentID)
 }
+
+// ContinueStore is what Continue reads and writes of the store.
+type ContinueStore interface {
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	UndeliveredTurns(ctx context.Context, sessionID string) ([]session.Turn, error)
+	CreateSessionOnce(ctx context.Context, claimKeys []string, sess *store.Session, work []store.NewWork, now time.Time) (bool, error)
+}
+
+// Continuer runs continue_turns work: each request a session ended
+// without delivering (it came as the agent finished, or the agent's
+// conversation could not be continued) starts a session of its own,
+// continuing the conversation (decision 0072), in the order they came; on
+// one thread they run one after another, as requests that waited did
+// before turns.
+type Continuer struct {
+	Store ContinueStore
+	Wake  func()
+	Now   func() time.Time
+}
+
+// Handle starts the sessions.
+func (h *Continuer) Handle(ctx context.Context, w *store.Work) error {
+	ended, err := h.Store.GetSession(ctx, w.SessionID)
+	if err != nil {
+		return err
+	}
+	turns, err := h.Store.UndeliveredTurns(ctx, ended.ID)
+	if err != nil {
+		return err
+	}
+	for i, t := range turns {
+		next := continuation(ended, t, h.Now().Add(time.Duration(i)*time.Millisecond))
+		created, err := h.Store.CreateSessionOnce(ctx, []string{fmt.Sprintf("turn-session:%s:%d", ended.ID, t.Seq)}, next,
+			[]store.NewWork{{Kind: store.PrepareSession}}, h.Now())
+		if err != nil {
+			return err
+		}
+		if created {
+			zerolog.Ctx(ctx).Info().Str("session_id", next.ID).Str("continues", ended.ID).Int("turn", t.Seq).Msg("an undelivered message starts a session of its own")
+		}
+	}
+	h.Wake()
+	return nil
+}
+
+// continuation is the session an undelivered turn t of ended starts: its
+// author's request on the same thread, continuing ended's conversation.
+// Its id is the turn's, so a replay makes the same one.
+func continuation(ended store.Session, t session.Turn, at time.Time) *store.Session {
+	next := &store.Session{
+		ID:     fmt.Sprintf("%s-t%d", ended.ID, t.Seq),
+		RepoID: ended.RepoID, RepoOwner: ended.RepoOwner, RepoName: ended.RepoName, InstallationID: ended.InstallationID,
+		Number: ended.Number, IsPR: ended.IsPR, TriggerKind: session.KindComment,
+		DeliveryID:     fmt.Sprintf("turn:%s:%d", ended.ID, t.Seq),
+		RequesterLogin: t.AuthorLogin, RequesterID: t.AuthorID, RequesterType: "User",
+		Instructions: t.Message, CreatedAt: at,
+		TriggerInfo: store.TriggerInfo{Continues: ended.ID, Branch: ended.Info().Branch}.Encode(),
+	}
+	if t.Source == session.TurnFromComment {
+		// The comment's 👀 and replies; a review comment's id numbers
+		// apart, so that one answers on the conversation instead.
+		next.CommentID = t.CommentID
+	}
+	return next
+}

@@ -146,6 +146,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	lim.report, lim.since = s.Watch, s.WatchSince
 	// The limiter's cgroups go once every process in them has been reaped
 	// (below); this is for the returns before the sandbox starts.
 	removed := false
@@ -302,6 +303,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		case pid := <-infoCh:
 			infoCh = nil
 			initPid = pid
+			lim.initPid.Store(int64(pid))
 			err := init.open(pid)
 			if err == nil && s.Within != nil && init.fd >= 0 {
 				err = s.Within.checkJoined(pid)
@@ -527,11 +529,35 @@ const stopResignal = 100 * time.Millisecond
 // links. A process that has gone meanwhile is skipped; one started after
 // the walk is caught by the next walk, or the kill that follows the grace.
 func signalDescendants(pid int, sig unix.Signal) {
+	children := processChildren()
+	for _, p := range below(children, pid) {
+		_ = unix.Kill(p, sig) // gone already, or not ours to signal: the kill after the grace ends it
+	}
+}
+
+// descendants are the processes below pid, by /proc's parent links.
+func descendants(pid int) []int { return below(processChildren(), pid) }
+
+// below walks children from pid, breadth first, pid itself left out.
+func below(children map[int][]int, pid int) []int {
+	var out []int
+	queue := append([]int(nil), children[pid]...)
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = append(queue[1:], children[p]...)
+		out = append(out, p)
+	}
+	return out
+}
+
+// processChildren maps each process on the host to its children, from
+// /proc's parent links (empty when /proc cannot be read).
+func processChildren() map[int][]int {
+	children := map[int][]int{}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return // nothing to walk: the kill after the grace ends it
+		return children
 	}
-	children := map[int][]int{}
 	for _, e := range entries {
 		p, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -555,10 +581,5 @@ func signalDescendants(pid int, sig unix.Signal) {
 			children[pp] = append(children[pp], p)
 		}
 	}
-	queue := append([]int(nil), children[pid]...)
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = append(queue[1:], children[p]...)
-		_ = unix.Kill(p, sig) // gone already, or not ours to signal: the kill after the grace ends it
-	}
+	return children
 }

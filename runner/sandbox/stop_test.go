@@ -63,3 +63,28 @@ func TestStopKillsACommandThatIgnoresItAfterTheGrace(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 }
+
+// The disk watch's walk tells Spec.Watch what the command wrote and what
+// runs now (the session page's flight recorder), without reading a file.
+func TestWatchReportsTheFilesWrittenAndTheNewestCommand(t *testing.T) {
+	s := newSpec(t, "/bin/sh", "-c", `mkdir -p sub .git && echo hello > sub/a.txt && echo x > .git/HEAD && exec sleep 60`)
+	stop := make(chan struct{})
+	var once sync.Once
+	var got WatchReport
+	s.Stop, s.StopGrace, s.WatchSince = stop, time.Second, time.Now().Add(-time.Second)
+	s.Watch = func(r WatchReport) {
+		if len(r.Files) == 1 && strings.HasPrefix(r.Command, "sleep") {
+			once.Do(func() {
+				got = r
+				close(stop)
+			})
+		}
+	}
+	res, _, _ := run(t, s)
+	if !res.Stopped {
+		t.Fatalf("the watch never saw the file and the command: %+v", res)
+	}
+	if got.Files[0] != (ChangedFile{Path: "sub/a.txt", Size: 6}) || got.Command != "sleep 60" || got.Truncated {
+		t.Errorf("report %+v", got)
+	}
+}

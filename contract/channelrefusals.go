@@ -134,6 +134,7 @@ var ChannelRefusals = []ChannelRoute{
 	{RouteResult, sessionOnly, result},
 	{RouteArtifact, sessionOnly, authed},
 	{RouteTurns, sessionOnly, authed},
+	{RouteRecorder, sessionOnly, authed},
 	{RouteSnapshotJob, snapshotOnly, authed},
 	{RouteSnapshotResult, snapshotOnly, result},
 	{PathEgressModel, sessionOnly, egress},

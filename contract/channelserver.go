@@ -67,6 +67,9 @@ type ChannelBackend[A any] interface {
 	// records every turn up to after as delivered to the attempt: the
 	// supervisor that asks for what follows N has N (decision 0071).
 	Turns(ctx context.Context, a A, after int) ([]Turn, error)
+	// Recorder keeps the running agent's flight recorder, decoded and
+	// validated (the newest one counts).
+	Recorder(ctx context.Context, a A, rec Recorder) error
 	// Egress returns the handler of an egress route (PathEgressModel,
 	// PathEgressRegistry) for the attempt.
 	Egress(ctx context.Context, a A, route string) http.Handler
@@ -262,6 +265,8 @@ func (s *ChannelServer[A]) work(pattern string) func(http.ResponseWriter, *http.
 		return s.snapshotResult
 	case RouteTurns:
 		return s.turns
+	case RouteRecorder:
+		return s.recorder
 	case PathEgressModel, PathEgressRegistry:
 		return func(w http.ResponseWriter, r *http.Request, a A) {
 			s.backend.Egress(r.Context(), a, pattern).ServeHTTP(w, r)

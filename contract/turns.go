@@ -171,3 +171,86 @@ func DecodeTurnsResponse(r io.Reader) (TurnsResponse, error) {
 	err := decodeMessage(r, "turns", MaxTurnsResponseBytes, &t)
 	return t, err
 }
+
+// The flight recorder (decision 0071): what the running agent has written
+// so far and what it runs now, from the disk watch's walk of the workspace
+// (decision 0031; never a git command on it while it runs), sent about
+// once a second. The app keeps the newest for the session's page.
+const (
+	// PathRecorder: POST one Recorder. Session token. Best effort.
+	PathRecorder  = "/v1/attempts/{attempt}/recorder"
+	RouteRecorder = "POST " + PathRecorder
+	// MaxRecorderFiles caps Recorder.Files.
+	MaxRecorderFiles = 200
+	// MaxRecorderBytes caps a Recorder message.
+	MaxRecorderBytes = 128 << 10
+	// MaxRecorderCommandBytes caps Recorder.Command.
+	MaxRecorderCommandBytes = 512
+)
+
+// Recorder is the running agent's flight recorder. Paths and the command
+// are the sandbox's: untrusted text, redacted by the supervisor, shown as
+// text.
+type Recorder struct {
+	Time  time.Time `json:"time"`
+	Phase Phase     `json:"phase"`
+	// Turn is the agent's run it describes: 0 the first, N the run the
+	// message of turn N started.
+	Turn int `json:"turn"`
+	// Command is the newest process's command line, cut.
+	Command string `json:"command,omitempty"`
+	// Files are the files written since the agent started, by path, with
+	// their sizes; FilesTruncated says there were more.
+	Files          []RecorderFile `json:"files"`
+	FilesTruncated bool           `json:"files_truncated,omitempty"`
+}
+
+// RecorderFile is one file the agent wrote.
+type RecorderFile struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+}
+
+// Validate reports the recorder's faults.
+func (r Recorder) Validate() error {
+	var f faults
+	if r.Time.IsZero() {
+		f.add("time", "is required")
+	}
+	if r.Turn < 0 {
+		f.add("turn", "must be 0 or more")
+	}
+	checkText(&f, "command", r.Command, MaxRecorderCommandBytes, false)
+	if len(r.Files) > MaxRecorderFiles {
+		f.add("files", "has %d files; at most %d", len(r.Files), MaxRecorderFiles)
+	}
+	for i, file := range r.Files {
+		if err := ValidatePath(file.Path); err != nil {
+			f.add(fmt.Sprintf("files[%d].path", i), "%v", err)
+		}
+		if file.Size < 0 {
+			f.add(fmt.Sprintf("files[%d].size", i), "must not be negative")
+		}
+	}
+	return f.err("recorder")
+}
+
+// DecodeRecorder reads and validates a Recorder strictly.
+func DecodeRecorder(r io.Reader) (Recorder, error) {
+	var rec Recorder
+	err := decodeMessage(r, "recorder", MaxRecorderBytes, &rec)
+	return rec, err
+}
+
+func (s *ChannelServer[A]) recorder(w http.ResponseWriter, r *http.Request, a A) {
+	rec, err := DecodeRecorder(r.Body)
+	if err != nil {
+		s.refuse(w, r, ChannelRefusal{Status: http.StatusBadRequest, Code: ErrorInvalid, Message: "invalid recorder: " + err.Error()}, err)
+		return
+	}
+	if err := s.backend.Recorder(r.Context(), a, rec); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -64,6 +64,8 @@ type Store interface {
 	// supervisor (turns.go).
 	DeliverTurns(ctx context.Context, sessionID, attemptID string, upto int, now time.Time) error
 	TurnsAfter(ctx context.Context, sessionID string, after int) ([]session.Turn, error)
+	// SetRecorder keeps an attempt's newest flight recorder (JSON).
+	SetRecorder(ctx context.Context, attemptID, recorder string) error
 }
 
 // ReadTokens mints a supervisor's read token and revokes an attempt's

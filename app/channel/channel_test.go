@@ -83,6 +83,8 @@ func (f *fakeStore) DeliverTurns(context.Context, string, string, int, time.Time
 
 func (f *fakeStore) TurnsAfter(context.Context, string, int) ([]session.Turn, error) { return nil, nil }
 
+func (f *fakeStore) SetRecorder(context.Context, string, string) error { return nil }
+
 func (f *fakeStore) GetSnapshotRepo(_ context.Context, repoID int64) (store.SnapshotRepo, error) {
 	r, ok := f.snapRepos[repoID]
 	if !ok {

@@ -2,6 +2,7 @@ package channel
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
@@ -26,4 +27,14 @@ func (c *Channel) Turns(ctx context.Context, a store.Attempt, after int) ([]cont
 		out = append(out, contract.Turn{Seq: t.Seq, Author: t.AuthorLogin, Message: t.Message, Stop: t.Stop})
 	}
 	return out, nil
+}
+
+// Recorder keeps the running agent's flight recorder (the newest) for the
+// session's page, as JSON: any replica serves the page from it.
+func (c *Channel) Recorder(ctx context.Context, a store.Attempt, rec contract.Recorder) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return c.store.SetRecorder(ctx, a.ID, string(b))
 }

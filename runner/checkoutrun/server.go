@@ -240,6 +240,10 @@ func (s *server) attemptKind() contract.AttemptKind {
 
 func (s *server) Spec(context.Context, localAttempt) ([]byte, error) { return json.Marshal(s.spec) }
 
+// Recorder is dropped: the shell shows the live output, and no page
+// reads a flight recorder here.
+func (s *server) Recorder(context.Context, localAttempt, contract.Recorder) error { return nil }
+
 // Turns is never asked (Serves refuses the route); it has none.
 func (s *server) Turns(context.Context, localAttempt, int) ([]contract.Turn, error) { return nil, nil }
 

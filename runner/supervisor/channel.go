@@ -225,6 +225,11 @@ func (c *channel) turns(ctx context.Context, after int, wait time.Duration) ([]c
 	return resp.Turns, err
 }
 
+// recorder sends the flight recorder (contract.PathRecorder).
+func (c *channel) recorder(ctx context.Context, rec contract.Recorder) error {
+	return c.do(ctx, http.MethodPost, contract.PathRecorder, rec, nil)
+}
+
 func (c *channel) progress(ctx context.Context, ev contract.ProgressEvent) error {
 	return c.do(ctx, http.MethodPost, contract.PathProgress, ev, nil)
 }

@@ -397,6 +397,11 @@ type session struct {
 	// goroutines'; s.phase is the run's own goroutine's).
 	egress *egress
 	gate   *egressGate
+	// agentStart is when the agent phase began (the flight recorder's
+	// files are those written since); turn is the turn the agent runs now
+	// (0: the request).
+	agentStart time.Time
+	turn       int
 	// invocation is how the agent's preset is run (set for the agent phase).
 	invocation *Invocation
 	// prompt is the agent's prompt, assembled from the spec in prepare.
@@ -462,6 +467,7 @@ func (s *session) run(ctx context.Context) {
 		s.fail(ctx, "opening the sandbox's egress proxy", err)
 		return
 	}
+	s.agentStart = time.Now()
 	run := s.runAgent(ctx, inv)
 	agent := run.result
 	if len(s.spec.Verify) == 0 || !s.egressFor(contract.PhaseVerify) {
@@ -901,6 +907,12 @@ func (s *session) commandStoppable(ctx context.Context, name string, argv []stri
 		}
 		mounts, run = append(slices.Clone(s.mounts), s.egress.mounts()...), s.egress.wrap(argv, stdin)
 	}
+	var watch func(sandbox.WatchReport)
+	if s.phase == contract.PhaseAgent {
+		rec := s.startRecorder(s.turn)
+		defer rec.close()
+		watch = rec.update
+	}
 	res, err := sandbox.Run(ctx, sandbox.Spec{
 		Workspace:   s.phaseWorkspace(),
 		RootFS:      s.rootFS,
@@ -913,6 +925,8 @@ func (s *session) commandStoppable(ctx context.Context, name string, argv []stri
 		Timeout:     timeout,
 		Stop:        stop,
 		StopGrace:   s.cfg.StopGrace,
+		Watch:       watch,
+		WatchSince:  s.agentStart,
 		Budget:      s.budget,
 		Within:      s.env,
 		Stdout:      sink,

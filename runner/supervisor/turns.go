@@ -160,6 +160,7 @@ func (s *session) runAgent(ctx context.Context, inv Invocation) agentRun {
 		}
 		inv = next
 		s.invocation = &inv
+		s.turn = first
 		name = fmt.Sprintf("agent (turn %d)", first)
 		s.enter(contract.PhaseAgent, fmt.Sprintf("running the agent on turn %d", first))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -113,6 +114,11 @@ func TestAMessageInterruptsTheAgentAndContinuesItsConversation(t *testing.T) {
 	done := h.runInBackground(t)
 	waitForProcess(t, marker)
 	waitForAsk(t, asks, 0)
+	// The flight recorder says what the agent wrote and runs, while it
+	// runs.
+	waitForRecorder(t, h, func(r contract.Recorder) bool {
+		return len(r.Files) == 1 && r.Files[0] == (contract.RecorderFile{Path: "first.txt", Size: 6}) && strings.HasPrefix(r.Command, "sleep")
+	})
 	h.ch.AddTurn(h.spec.AttemptID, "bob", "use the new API instead", false)
 	rep := <-done
 	u := h.result(t, rep)
@@ -228,5 +234,26 @@ func TestWithoutSteerTheSupervisorNeverAsksForTurns(t *testing.T) {
 	case a := <-asks:
 		t.Errorf("a spec without steer asked for the turns after %d", a)
 	default:
+	}
+}
+
+// waitForRecorder waits until the channel has a flight recorder that ok
+// accepts.
+func waitForRecorder(t *testing.T, h *harness, ok func(contract.Recorder) bool) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(time.Minute)
+	for {
+		for _, r := range h.ch.Attempt(h.spec.AttemptID).Recorders {
+			if ok(r) {
+				return
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-timeout:
+			t.Fatalf("no flight recorder as expected; got %+v", h.ch.Attempt(h.spec.AttemptID).Recorders)
+		}
 	}
 }

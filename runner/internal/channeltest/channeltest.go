@@ -169,6 +169,8 @@ type Attempt struct {
 	// the turns after it).
 	Turns     []contract.Turn
 	Delivered int
+	// Recorders are the flight recorders the supervisor sent.
+	Recorders []contract.Recorder
 	// turnAsked is told of every turns request's after, for tests that
 	// wait for the supervisor to be listening.
 	turnAsked chan int
@@ -369,6 +371,12 @@ func (s backend) Turns(_ context.Context, a *Attempt, after int) ([]contract.Tur
 		}
 	}
 	return out, nil
+}
+
+// Recorder keeps what the supervisor's flight recorder sent.
+func (s backend) Recorder(_ context.Context, a *Attempt, rec contract.Recorder) error {
+	s.record(a, func() { a.Recorders = append(a.Recorders, rec) })
+	return nil
 }
 
 // AddTurn adds a turn to the attempt's session, as the app does when

@@ -74,6 +74,10 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 		// Stop is for the thread's running session: its turn (decision
 		// 0071), decided in a worker with the sender's role.
 		a.Work = []store.NewWork{{Kind: store.AdmitTurn, Payload: mustJSON(t)}}
+	case t.Kind == session.KindDashboard && t.SessionID != "":
+		// A message from the session's page: a turn of that session
+		// (decision 0071), admitted in a worker.
+		a.Work = []store.NewWork{{Kind: store.AdmitTurn, Payload: mustJSON(t)}}
 	case t.Command.Sub == policy.Run && s.steers(ctx, t):
 		// A session runs on this thread: the request is a turn of it, not
 		// a session that waits (decision 0071).

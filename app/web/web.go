@@ -92,13 +92,13 @@ type Options struct {
 	AsUser func(ctx context.Context, userID int64, token string) (*github.Client, error)
 	// Cost prices a session's tokens of a model (config.Server.ModelCost);
 	// nil shows no cost.
-	Cost  func(model string, u contract.TokenUsage) (float64, bool)
+	Cost func(model string, u contract.TokenUsage) (float64, bool)
 	// TokenBudget is a session's model token budget (agents.token_budget;
 	// 0: none), which the page shows the usage against.
 	TokenBudget int64
-	Now   func() time.Time
-	Log   zerolog.Logger
-	Title string
+	Now         func() time.Time
+	Log         zerolog.Logger
+	Title       string
 	// RefreshPoll is how often a request waiting on another replica's
 	// refresh of a user's token reads the store again (0: 50 ms).
 	RefreshPoll time.Duration

@@ -17,7 +17,7 @@ import (
 
 // say posts body on the pull request as sender and runs the workers; it
 // returns the comment's id.
-func (h *harness) say(t *testing.T, sender, body string) int64 {
+func (h *harness) say(t testing.TB, sender, body string) int64 {
 	t.Helper()
 	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: body, sender: sender, onPR: true})); code != 200 {
 		t.Fatal(code)

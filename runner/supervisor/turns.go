@@ -31,11 +31,24 @@ type Conversation interface {
 	Resume(ctx context.Context, msg string) (Invocation, error)
 }
 
-// Conversations opens the conversation of a session's agent.
+// Conversations opens the conversation of a session's agent. The per-CLI
+// primitive's OpenConversation (conversation.go) is one, adapted as
+//
+//	func (cliConversations) Open(_ context.Context, a contract.Agent, p AgentPaths, at ConversationPlace) (Conversation, error) {
+//		return OpenConversation(a, p, at.Workspace, at.HostWork, at.UID, at.GID)
+//	}
 type Conversations interface {
-	// Open returns the conversation the agent's first run (first, as
-	// agentInvocation made it, with paths) starts, before it runs.
-	Open(ctx context.Context, agent contract.Agent, paths AgentPaths, first Invocation) (Conversation, error)
+	// Open returns the conversation the agent's first run (with paths)
+	// starts, before it runs.
+	Open(ctx context.Context, agent contract.Agent, paths AgentPaths, at ConversationPlace) (Conversation, error)
+}
+
+// ConversationPlace is where the agent runs: the workspace as it sees it
+// ("/workspace") and on the host, and the sandbox's ids, which own what
+// the conversation writes there.
+type ConversationPlace struct {
+	Workspace, HostWork string
+	UID, GID            int
 }
 
 // turnRetryDelay is how long the listener waits after a failed turns
@@ -62,7 +75,8 @@ func (s *session) runAgent(ctx context.Context, inv Invocation) agentRun {
 	if s.spec.Steer == nil || s.cfg.Conversations == nil {
 		return s.runOnce(ctx, "agent", inv, turnTimeout, nil)
 	}
-	conv, err := s.cfg.Conversations.Open(ctx, s.spec.Agent, s.agentPaths(), inv)
+	conv, err := s.cfg.Conversations.Open(ctx, s.spec.Agent, s.agentPaths(),
+		ConversationPlace{Workspace: "/workspace", HostWork: s.ws.work, UID: int(s.cfg.SandboxUID), GID: int(s.cfg.SandboxGID)})
 	if err != nil {
 		// The agent still runs; messages wait for the session's end and
 		// continue it then (decision 0072).

@@ -24,7 +24,7 @@ type fakeConversations struct {
 	messages []string
 }
 
-func (f *fakeConversations) Open(_ context.Context, agent contract.Agent, p AgentPaths, first Invocation) (Conversation, error) {
+func (f *fakeConversations) Open(_ context.Context, agent contract.Agent, p AgentPaths, at ConversationPlace) (Conversation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.opened++

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/render"
+	"github.com/inspecthq/inspect/app/repoconfig"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
@@ -78,7 +79,7 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 		// A message from the session's page: a turn of that session
 		// (decision 0071), admitted in a worker.
 		a.Work = []store.NewWork{{Kind: store.AdmitTurn, Payload: mustJSON(t)}}
-	case t.Command.Sub == policy.Run && s.steers(ctx, t):
+	case t.Command.Sub == policy.Run && steers(ctx, s.store, s.repoConfigs, t):
 		// A session runs on this thread: the request is a turn of it, not
 		// a session that waits (decision 0071).
 		a.Work = []store.NewWork{{Kind: store.AdmitTurn, Payload: mustJSON(t)}}
@@ -155,17 +156,17 @@ func sessionFromTrigger(t session.Trigger) *store.Session {
 // own: from the store and the cached config only, as everything here. A
 // cache miss errs on the side of a turn; the worker reads the config
 // again, and a repo with steer: off gets its session there.
-func (s *Service) steers(ctx context.Context, t session.Trigger) bool {
+func steers(ctx context.Context, st *store.Store, configs *repoconfig.Configs, t session.Trigger) bool {
 	if t.Kind != session.KindComment && t.Kind != session.KindReviewComment {
 		return false
 	}
-	id, err := s.store.ActiveSessionOn(ctx, t.Repo.ID, t.Number)
+	id, err := st.ActiveSessionOn(ctx, t.Repo.ID, t.Number)
 	if err != nil || id == "" {
 		// A store that cannot read now: the request is a session, which
 		// waits for the thread's running one as before turns.
 		return false
 	}
-	cfg, known, err := s.repoConfigs.Cached(ctx, t.Repo.ID)
+	cfg, known, err := configs.Cached(ctx, t.Repo.ID)
 	return err != nil || !known || cfg.SteerMode() != session.SteerOff
 }
 

@@ -264,14 +264,18 @@ func (h *Continuer) Handle(ctx context.Context, w *store.Work) error {
 // author's request on the same thread, continuing ended's conversation.
 // Its id is the turn's, so a replay makes the same one.
 func continuation(ended store.Session, t session.Turn, at time.Time) *store.Session {
+	target := ended.Target()
 	next := &store.Session{
 		ID:     fmt.Sprintf("%s-t%d", ended.ID, t.Seq),
 		RepoID: ended.RepoID, RepoOwner: ended.RepoOwner, RepoName: ended.RepoName, InstallationID: ended.InstallationID,
-		Number: ended.Number, IsPR: ended.IsPR, TriggerKind: session.KindComment,
+		Number: target.Number(), IsPR: target.IsPullRequest(), TriggerKind: session.KindComment,
 		DeliveryID:     fmt.Sprintf("turn:%s:%d", ended.ID, t.Seq),
 		RequesterLogin: t.AuthorLogin, RequesterID: t.AuthorID, RequesterType: "User",
 		Instructions: t.Message, CreatedAt: at,
-		TriggerInfo: store.TriggerInfo{Continues: ended.ID, Branch: ended.Info().Branch}.Encode(),
+		TriggerInfo: store.TriggerInfo{Continues: ended.ID, Branch: target.BranchName()}.Encode(),
+	}
+	if target.IsBranch() {
+		next.TriggerKind = session.KindDashboard // a branch is only ever asked from the dashboard
 	}
 	if t.Source == session.TurnFromComment {
 		// The comment's 👀 and replies; a review comment's id numbers

@@ -28,6 +28,9 @@ func NothingToStopReply() string {
 	return "Nothing to stop: no Inspect session is running on this thread."
 }
 
+// maxTurnRows caps the turns a PR body lists.
+const maxTurnRows = 30
+
 // maxTurnMessageRunes caps a turn's message where it is listed.
 const maxTurnMessageRunes = 200
 
@@ -40,7 +43,13 @@ func TurnsSection(turns []session.Turn) string {
 		return "" // the request alone: the body says it already
 	}
 	var b strings.Builder
-	b.WriteString("### Turns\n\n| # | Who | When | Asked | What came of it |\n|---|---|---|---|---|\n")
+	b.WriteString("### Turns\n\n")
+	if len(turns) > maxTurnRows {
+		// Held to GitHub's body limit: the newest, the page has them all.
+		fmt.Fprintf(&b, "_The newest %d of %d turns; the session's page lists them all._\n\n", maxTurnRows, len(turns))
+		turns = turns[len(turns)-maxTurnRows:]
+	}
+	b.WriteString("| # | Who | When | Asked | What came of it |\n|---|---|---|---|---|\n")
 	for _, t := range turns {
 		asked := "stop"
 		if !t.Stop {

@@ -240,3 +240,21 @@ func TestACancelDropsTheUndeliveredMessages(t *testing.T) {
 		t.Fatalf("%d sessions after the cancel\n%s", n, h.logs)
 	}
 }
+
+func TestStopWithSteeringOffSaysToCancel(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{".github/inspect.yml": agentConfig + "steer: off\n"}, "no steering")
+	_, spec := startOnPR(t, h, ex, "/inspect first")
+	if spec.Steer != nil {
+		t.Errorf("steer: off, yet the spec steers: %+v", spec.Steer)
+	}
+	before := len(h.comments(prNumber))
+	h.say(t, "alice", "/inspect stop")
+	if got := h.comments(prNumber); len(got) != before+1 || !strings.Contains(got[len(got)-1].Body, "cancel") {
+		t.Errorf("replies %+v", got[before:])
+	}
+	if turns, err := h.st.SessionTurns(context.Background(), h.onlySession().ID); err != nil || len(turns) != 0 {
+		t.Errorf("turns %+v %v", turns, err)
+	}
+}

@@ -28,6 +28,12 @@ func NothingToStopReply() string {
 	return "Nothing to stop: no Inspect session is running on this thread."
 }
 
+// SteeringOffReply answers `stop` in a repository whose sessions take no
+// messages (`steer: off`).
+func SteeringOffReply(commandWord string) string {
+	return fmt.Sprintf("This repository's sessions take no messages while they run (`steer: off`), so there is no turn to stop. Use `%s cancel` to end the session.", commandWord)
+}
+
 // maxTurnRows caps the turns a PR body lists.
 const maxTurnRows = 30
 

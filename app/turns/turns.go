@@ -146,6 +146,11 @@ func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 		return reply(render.Refusal(d))
 	}
 
+	if sess.ID != "" && stop && cfg.SteerMode() == session.SteerOff {
+		// The running session takes no messages: a stop would wait for
+		// nothing. cancel still ends it.
+		return reply(render.SteeringOffReply(h.CommandWord))
+	}
 	if sess.ID == "" || (!stop && cfg.SteerMode() == session.SteerOff) {
 		return h.elsewhere(ctx, t, stop, reply)
 	}

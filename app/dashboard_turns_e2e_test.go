@@ -108,5 +108,10 @@ func TestDashboardShowsTheTurnsTheRunningCommandAndTheFilesChanged(t *testing.T)
 	if got := d.text("#turns"); !strings.Contains(got, "not delivered") {
 		t.Errorf("#turns after the end: %q", got)
 	}
+	// The run over, the recorder counted the lines of what it wrote.
+	lines, err := chromedp.Run(d.tab, chromedp.Evaluate[string](`[...document.querySelectorAll("#files-changed tbody tr")].filter(r => r.cells[0].textContent === "notes/progress.md").map(r => r.cells[2].textContent).join()`))
+	if err != nil || lines != "1" {
+		t.Errorf("notes/progress.md's lines after the end: %q (%v)", lines, err)
+	}
 	d.screenshot("session-turns-ended")
 }

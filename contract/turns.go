@@ -209,7 +209,14 @@ type Recorder struct {
 type RecorderFile struct {
 	Path string `json:"path"`
 	Size int64  `json:"size"`
+	// Lines is its line count, counted when the agent's run ended (nil
+	// while it runs, or for a file over MaxRecorderCountBytes).
+	Lines *int64 `json:"lines,omitempty"`
 }
+
+// MaxRecorderCountBytes caps the files whose lines are counted at the end
+// of a run.
+const MaxRecorderCountBytes = 1 << 20
 
 // Validate reports the recorder's faults.
 func (r Recorder) Validate() error {
@@ -230,6 +237,9 @@ func (r Recorder) Validate() error {
 		}
 		if file.Size < 0 {
 			f.add(fmt.Sprintf("files[%d].size", i), "must not be negative")
+		}
+		if file.Lines != nil && *file.Lines < 0 {
+			f.add(fmt.Sprintf("files[%d].lines", i), "must not be negative")
 		}
 	}
 	return f.err("recorder")

@@ -145,6 +145,16 @@ func TestAMessageInterruptsTheAgentAndContinuesItsConversation(t *testing.T) {
 	if pids := channeltest.ProcessesWith(marker); len(pids) > 0 {
 		t.Errorf("processes of the interrupted run are left: %v", pids)
 	}
+	// When a run ends, its recorder counts the lines of what it wrote.
+	counted := false
+	for _, r := range h.ch.Attempt(h.spec.AttemptID).Recorders {
+		for _, f := range r.Files {
+			counted = counted || (f.Path == "first.txt" && f.Lines != nil && *f.Lines == 1)
+		}
+	}
+	if !counted {
+		t.Errorf("no recorder counted first.txt's line: %+v", h.ch.Attempt(h.spec.AttemptID).Recorders)
+	}
 }
 
 func TestAQueuedMessageWaitsForTheRunToEnd(t *testing.T) {

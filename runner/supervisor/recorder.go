@@ -27,8 +27,8 @@ type flightRecorder struct {
 	last    *contract.Recorder
 	lastRaw []string
 	wake    chan struct{}
-	stop   chan struct{}
-	done   sync.WaitGroup
+	stop    chan struct{}
+	done    sync.WaitGroup
 }
 
 // startRecorder starts the sender for the agent's run of turn.

@@ -258,3 +258,26 @@ func TestStopWithSteeringOffSaysToCancel(t *testing.T) {
 		t.Errorf("turns %+v %v", turns, err)
 	}
 }
+
+// A message in a review thread of the running session's pull request is
+// a turn too, acknowledged on the review comment.
+func TestAReviewCommentSteersTheRunningSession(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	sv, _ := startOnPR(t, h, ex, "/inspect first")
+	body := "/inspect use a table test here"
+	id := h.gh.AddReviewComment(owner, repoName, prNumber, fakegithub.ReviewComment{User: "mara", Body: body, Path: "calc.go", Line: 3, Side: "RIGHT"})
+	if code, msg := h.deliver("pull_request_review_comment", reviewCommentEvent(t, id, body, "mara", "calc.go", 3, "")); code != 200 {
+		t.Fatalf("status %d: %s", code, msg)
+	}
+	h.runWorkers()
+	if n := len(h.sessions()); n != 1 {
+		t.Fatalf("%d sessions: the review comment started one of its own", n)
+	}
+	if rs := h.gh.ReviewCommentReactions(owner, repoName, id); !reacted(rs, render.TurnReaction) {
+		t.Errorf("reactions on the review comment: %+v", rs)
+	}
+	if got := sv.turns(0); len(got) != 1 || got[0].Message != "use a table test here" || got[0].Author != "mara" {
+		t.Errorf("the supervisor got %+v", got)
+	}
+}

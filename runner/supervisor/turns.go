@@ -43,6 +43,15 @@ type Conversations interface {
 	Open(ctx context.Context, agent contract.Agent, paths AgentPaths, at ConversationPlace) (Conversation, error)
 }
 
+// ConversationsFunc is a func as Conversations, for wiring one in
+// (`inspect runner`'s config) without a type of its own.
+type ConversationsFunc func(ctx context.Context, agent contract.Agent, paths AgentPaths, at ConversationPlace) (Conversation, error)
+
+// Open calls f.
+func (f ConversationsFunc) Open(ctx context.Context, agent contract.Agent, paths AgentPaths, at ConversationPlace) (Conversation, error) {
+	return f(ctx, agent, paths, at)
+}
+
 // ConversationPlace is where the agent runs: the workspace as it sees it
 // ("/workspace") and on the host, and the sandbox's ids, which own what
 // the conversation writes there.

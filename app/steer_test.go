@@ -71,6 +71,9 @@ func TestASteeringCommentIsATurnOfTheRunningSession(t *testing.T) {
 	if len(replies) != before+1 {
 		t.Fatalf("the reader got %d replies", len(replies)-before)
 	}
+	if r := replies[len(replies)-1].Body; !strings.Contains(r, "sending a message to a running Inspect session needs the write") {
+		t.Errorf("the refusal: %s", r)
+	}
 	// A comment without the command word steers nothing, whoever writes it.
 	h.say(t, "alice", "please also stop using the old API")
 	// "stop" with more words is a request; alone, a stop.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/session"
 )
 
@@ -16,6 +17,19 @@ import (
 // running session: distinct from the 👀 of a request being looked at, it
 // says the message went on to the agent that is already working.
 const TurnReaction = "rocket"
+
+// steerSubcommand marks a refusal of a message to a running session, for
+// its words only: policy decides it as a run (decision 0071).
+const steerSubcommand policy.Subcommand = "steer"
+
+// SteerRefusal is Refusal for a message to a running session: the same
+// decision, said of a message rather than of a new session.
+func SteerRefusal(d policy.Decision) string {
+	if d.Subcommand == policy.Run {
+		d.Subcommand = steerSubcommand
+	}
+	return Refusal(d)
+}
 
 // TooManyTurnsReply refuses a message past the session's turns.
 func TooManyTurnsReply(sess store.Session, max int, commandWord string) string {

@@ -143,7 +143,10 @@ func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 	}
 	if d := policy.Authorize(facts); !d.Allowed {
 		log.Info().Str("reason", string(d.Reason)).Msg("message refused")
-		return reply(render.Refusal(d))
+		if sess.ID == "" {
+			return reply(render.Refusal(d)) // it would have started a session
+		}
+		return reply(render.SteerRefusal(d))
 	}
 
 	if sess.ID != "" && stop && cfg.SteerMode() == session.SteerOff {

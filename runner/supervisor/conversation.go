@@ -543,4 +543,3 @@ func CLIConversations() Conversations {
 		return c, nil
 	})
 }
-

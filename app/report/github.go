@@ -99,7 +99,13 @@ func (r *githubSteps) End(ctx context.Context, id string, outcome session.Outcom
 // commit's and commits it with no author, so GitHub signs it as the App's
 // bot; the requester is credited in a trailer.
 func (h *Handler) createCommit(ctx context.Context, c *github.Client, sess store.Session, spec contract.Spec, m *contract.Manifest) (string, error) {
-	return ghwrite.CommitManifest(ctx, c.Git, sess.RepoOwner, sess.RepoName, spec.PinnedSHA, render.CommitMessage(sess), m.Files)
+	// Everyone who asked the conversation for something is credited
+	// (decision 0071).
+	turns, err := h.Store.ConversationTurns(ctx, sess)
+	if err != nil {
+		return "", err
+	}
+	return ghwrite.CommitManifest(ctx, c.Git, sess.RepoOwner, sess.RepoName, spec.PinnedSHA, render.CommitMessageWith(sess, turns), m.Files)
 }
 
 // push puts the commit where it belongs (policy.DecideDestination):
@@ -160,6 +166,13 @@ func (h *Handler) push(ctx context.Context, c *github.Client, sess store.Session
 		return "", 0, err
 	}
 	body := render.PRBody(sess, spec, verified, sum, ev, h.extras(ctx, sess, spec, ev))
+	turns, err := h.Store.ConversationTurns(ctx, sess)
+	if err != nil {
+		return "", 0, err
+	}
+	if t := render.TurnsSection(turns); t != "" {
+		body += "\n\n" + t
+	}
 	// As the requester when they signed in to the dashboard, so the PR is
 	// theirs; else, or when GitHub refuses their token, as the App.
 	prs, asRequester := h.RequesterPRs(ctx, sess)

@@ -84,6 +84,9 @@ type Store interface {
 	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
 	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
 	Artifacts(ctx context.Context, attemptID string) ([]store.Artifact, error)
+	// ConversationTurns are the session's conversation (decisions 0071,
+	// 0072): whose turns the commit credits and the PR lists.
+	ConversationTurns(ctx context.Context, sess store.Session) ([]session.Turn, error)
 }
 
 // Transitions is what the handler changes of a session as stored.

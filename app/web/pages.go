@@ -192,6 +192,13 @@ type sessionView struct {
 	SnapshotAge string
 	// Diff is the attempt's change, file by file; nil when it has none.
 	Diff *diffView
+	// Turns are the session's conversation: its request, then the
+	// messages that steered it (decision 0071). Recorder is the running
+	// attempt's flight recorder (nil before the first); Budget the
+	// session's token budget (0: none).
+	Turns    []turnView
+	Recorder *recorderView
+	Budget   int64
 	// Answer is the agent's final answer rendered as sanitized Markdown
 	// (decision 0068); "" when it gave none. It is apart from Detail,
 	// Inspect's own sentence about the outcome.
@@ -265,7 +272,8 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	view := sessionView{Session: sess}
+	view := sessionView{Session: sess, Budget: s.budget}
+	s.turnsView(r, &view)
 	base := strings.TrimSuffix(s.gh.webURL, "/") + "/" + url.PathEscape(sess.RepoOwner) + "/" + url.PathEscape(sess.RepoName)
 	switch target := sess.Target(); {
 	case target.IsBranch():

@@ -221,17 +221,10 @@ func workTable(s *Service) map[store.WorkKind]workHandler {
 // turnHandler is the admit_turn handler, handed what it needs of the
 // engine (app/turns).
 func turnHandler(s *Service) *turns.Handler {
+	f := threadFactsOf(s)
 	return &turns.Handler{
 		Store:        s.store,
-		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
-		TargetFacts: func(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, error) {
-			target, role, _, err := targetFacts(ctx, c, owner, name, tg, login, senderType)
-			return target, role, err
-		},
-		BranchFacts: func(ctx context.Context, c *github.Client, owner, name, branch, login, senderType string) (policy.Target, policy.Role, error) {
-			target, role, _, err := branchFacts(ctx, c, owner, name, branch, login, senderType)
-			return target, role, err
-		},
+		Installation: f.installation, TargetFacts: f.target, BranchFacts: f.branch,
 		RepoConfig: s.repoConfigs.ForSession, NewSession: sessionFromTrigger,
 		BotLogin: s.botLogin, Wake: s.wakeWorkers, Now: s.clock.Now,
 		ForkPRAllowed: s.cfg.ForkPRAllowed, CommandWord: s.cfg.CommandWord, AllowedBots: s.cfg.Policy.AllowedBots, Paused: s.cfg.Paused,
@@ -274,17 +267,10 @@ func syncHandler(s *Service) *ghsync.Handler {
 // commandHandler is the run_command handler, handed what it needs of the
 // engine (app/commands).
 func commandHandler(s *Service) *commands.Handler {
+	f := threadFactsOf(s)
 	return &commands.Handler{
 		Store:        s.store,
-		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
-		TargetFacts: func(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, error) {
-			target, role, _, err := targetFacts(ctx, c, owner, name, tg, login, senderType)
-			return target, role, err
-		},
-		BranchFacts: func(ctx context.Context, c *github.Client, owner, name, branch, login, senderType string) (policy.Target, policy.Role, error) {
-			target, role, _, err := branchFacts(ctx, c, owner, name, branch, login, senderType)
-			return target, role, err
-		},
+		Installation: f.installation, TargetFacts: f.target, BranchFacts: f.branch,
 		StopAttempt: s.stopAttempt, BotLogin: s.botLogin, NewID: newID, Wake: s.wakeWorkers, Now: s.clock.Now,
 		ForkPRAllowed: s.cfg.ForkPRAllowed, CommandWord: s.cfg.CommandWord, AllowedBots: s.cfg.Policy.AllowedBots, Paused: s.cfg.Paused,
 		UnaskedReasons: []string{reasonNotATrigger, reasonLabelRemoved},
@@ -361,3 +347,26 @@ type postponed struct {
 }
 
 func (p *postponed) Error() string { return "postponed: " + p.why }
+
+// threadFacts are what the command and turn handlers read a thread with:
+// the installation's client, and the policy's facts of its target or
+// branch (without what only prepare needs of them).
+type threadFacts struct {
+	installation func(ctx context.Context, id int64) (*github.Client, error)
+	target       func(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, error)
+	branch       func(ctx context.Context, c *github.Client, owner, name, branch, login, senderType string) (policy.Target, policy.Role, error)
+}
+
+func threadFactsOf(s *Service) threadFacts {
+	return threadFacts{
+		installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
+		target: func(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, error) {
+			target, role, _, err := targetFacts(ctx, c, owner, name, tg, login, senderType)
+			return target, role, err
+		},
+		branch: func(ctx context.Context, c *github.Client, owner, name, branch, login, senderType string) (policy.Target, policy.Role, error) {
+			target, role, _, err := branchFacts(ctx, c, owner, name, branch, login, senderType)
+			return target, role, err
+		},
+	}
+}

@@ -577,20 +577,7 @@ func (s *Store) OutcomeGroups(ctx context.Context, by outcomes.Dimension, f Outc
 
 // querySessionsIn is querySessions inside tx.
 func (s *Store) querySessionsIn(ctx context.Context, tx *sql.Tx, clause string, args ...any) ([]Session, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions `+clause, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Session
-	for rows.Next() {
-		sess, err := scanSession(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sess)
-	}
-	return out, rows.Err()
+	return querySessionsOn(ctx, tx, clause, args...)
 }
 
 // OutcomeTotals is the rollup summed by trigger, preset and model (the

@@ -316,7 +316,13 @@ func (s *Store) SessionsForTarget(ctx context.Context, repoID int64, number int,
 
 // querySessions lists the sessions a WHERE/ORDER clause selects.
 func (s *Store) querySessions(ctx context.Context, clause string, args ...any) ([]Session, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions `+clause, args...)
+	return querySessionsOn(ctx, s.reader, clause, args...)
+}
+
+// querySessionsOn is querySessions on q: the store's reader, or a
+// transaction that must see its own writes.
+func querySessionsOn(ctx context.Context, q rowsQuerier, clause string, args ...any) ([]Session, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions `+clause, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,8 @@ func (s *Store) DaySpend(ctx context.Context, installationID int64, since time.T
 	return daySpend(ctx, s.db, installationID, since)
 }
 
-// rowsQuerier is a *sql.DB or a *sql.Tx.
+// rowsQuerier is a *sql.DB or a *sql.Tx, for a query of many rows
+// (daySpend, querySessionsOn).
 type rowsQuerier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }

@@ -126,6 +126,8 @@ func TestSpecValidate(t *testing.T) {
 		{"command argv too many", func(s *Spec) { s.Agent.Command = make([]string, MaxArgs+1); s.Agent.Command[0] = "a" }, []string{"agent.command"}},
 		{"model newline", func(s *Spec) { s.Agent.Model = "a\nb" }, []string{"agent.model"}},
 		{"tools image by tag", func(s *Spec) { s.Agent.ToolsImage = "registry.example.com/tools:latest" }, []string{"agent.tools_image"}},
+		{"base image newline", func(s *Spec) { s.BaseImage = "oci:/x@sha256:" + strings.Repeat("a", 64) + "\n" }, []string{"base_image"}},
+		{"base image too long", func(s *Spec) { s.BaseImage = strings.Repeat("a", 513) }, []string{"base_image"}},
 		{"tools image layout relative", func(s *Spec) { s.Agent.ToolsImage = "oci:tools@sha256:" + strings.Repeat("a", 64) }, []string{"agent.tools_image"}},
 
 		{"setup name missing", func(s *Spec) { s.Setup[0].Name = "" }, []string{"setup[0].name"}},

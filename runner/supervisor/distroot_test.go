@@ -21,6 +21,17 @@ import (
 // its own hash.
 func distributionRoot(t testing.TB) v1.Image {
 	t.Helper()
+	img, err := images.OpenBaseImage(context.Background(), distributionRootRef(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// distributionRootRef is the Debian root's reference, as snapshots.base_image
+// names an OCI layout: oci:/abs/dir@sha256:<hex>.
+func distributionRootRef(t testing.TB) string {
+	t.Helper()
 	script, err := os.ReadFile(filepath.Join("..", "..", ".ci", "ensure-distroot"))
 	if err != nil {
 		t.Fatal(err)
@@ -35,11 +46,7 @@ func distributionRoot(t testing.TB) v1.Image {
 	if err != nil {
 		t.Fatalf("no distribution root: run .ci/ensure-distroot first (make test does): %v", err)
 	}
-	img, err := images.OpenBaseImage(context.Background(), images.LayoutPrefix+filepath.Join(dir, "layout")+"@"+strings.TrimSpace(string(digest)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
+	return images.LayoutPrefix + filepath.Join(dir, "layout") + "@" + strings.TrimSpace(string(digest))
 }
 
 // A real Debian root serves a whole session: the stand-in agent (sh, sed,

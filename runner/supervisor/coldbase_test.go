@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/internal/layertest"
 	"github.com/inspecthq/inspect/runner/internal/channeltest"
 )
 
@@ -90,5 +91,51 @@ func TestAColdSessionWithoutABaseImageKeepsTheHostsToolchain(t *testing.T) {
 	}
 	if w := ev.Workspace; w == nil || w.Source != contract.WorkspaceClone || w.ImageRoot != nil || w.BaseImage != nil {
 		t.Errorf("workspace evidence = %+v, want a clone on no image", w)
+	}
+}
+
+// A restore that fails (a snapshot whose base layer climbs out) leaves a
+// cold clone, and that clone runs on the spec's base image too, its
+// snapshot setup included.
+func TestAFailedRestoreClonesColdOntoTheBaseImage(t *testing.T) {
+	evil := layertest.Layer(t, layertest.File("opt/../../escape", "x", 0o644))
+	f := newSnapshotFixtureOn(t, layertest.Image(t, []string{"PATH=/usr/bin:/bin"}, sharedToolchainLayer(t), evil), nil)
+	spec := f.spec(f.first)
+	spec.BaseImage = distributionRootRef(t)
+	spec.Snapshot.Setup = []contract.Command{command("deps", time.Minute, "sh", "-c", onTheDebianRoot+" && echo rebuilt > /cache/deps/marker")}
+	spec.Agent.Command = []string{"sh", "-c", `echo "root=$DISTROOT" > seen.txt`}
+	h := newHarness(t, f.ch, spec)
+	u := h.result(t, h.run(t, context.Background()))
+	ev := u.Evidence
+	if ev.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s\n%+v", ev.Outcome, ev.Reason, ev.Commands)
+	}
+	w := ev.Workspace
+	if w == nil || w.Source != contract.WorkspaceClone || w.RestoreError == "" || w.ImageRoot == nil || w.BaseImage == nil {
+		t.Fatalf("workspace evidence = %+v, want a cold clone on the base image after a failed restore", w)
+	}
+	if !setupRan(ev) {
+		t.Errorf("the snapshot setup did not pass on the base image: %+v", ev.Commands)
+	}
+	if got := seenFile(t, u); got != "root=debian\n" {
+		t.Errorf("the agent saw %q", got)
+	}
+}
+
+// A base image that cannot be opened ends the session error, naming it,
+// rather than running the repository's commands on the host's toolchain.
+func TestAColdSessionWhoseBaseImageIsMissingEndsError(t *testing.T) {
+	ch := channeltest.New(t)
+	pinned := ch.Seed(map[string]string{"README.md": "hi\n"})
+	spec := ch.Spec("s-coldgone", "a-coldgone", pinned, []string{"sh", "-c", "echo ran > seen.txt"},
+		command("never", time.Minute, "true"))
+	spec.BaseImage = "oci:" + t.TempDir() + "/missing@sha256:" + strings.Repeat("0", 64)
+	h := newHarness(t, ch, spec)
+	ev := h.result(t, h.run(t, context.Background())).Evidence
+	if ev.Outcome != contract.OutcomeError || !strings.Contains(ev.Reason, "preparing the base image") || !strings.Contains(ev.Reason, "/missing") {
+		t.Fatalf("outcome %s: %q, want error naming the base image", ev.Outcome, ev.Reason)
+	}
+	if len(ev.Commands) != 0 {
+		t.Errorf("commands ran without their toolchain: %+v", ev.Commands)
 	}
 }

@@ -15,7 +15,7 @@ import (
 // docRoute is a route as the deploy guide names it in backticks: a method
 // and a path (`POST /api/github/hook`), or a path of the server's own
 // (`/v1/attempts/…`), where "…" stands for the rest of one of its routes.
-var docRoute = regexp.MustCompile("`((?:GET|HEAD|POST|PUT|DELETE) )?(/(?:api|v1|healthz|readyz|metrics|sessions|snapshots|auth)[^` ]*)`")
+var docRoute = regexp.MustCompile("`((?:GET|HEAD|POST|PUT|DELETE) )?(/(?:api|v1|healthz|readyz|metrics|sessions|snapshots|auth|provenance)[^` ]*)`")
 
 // Every route docs/deploy.md tells an operator to send to the server, or
 // to probe, is one the server serves: a load balancer set up from the
@@ -31,15 +31,18 @@ func TestEveryRouteTheDeployGuideNamesIsServed(t *testing.T) {
 		t.Fatalf("the guide names %d routes; the test's pattern no longer finds them: %q", len(found), found)
 	}
 	// As the guide's recipes configure it: the Buildkite hook is served
-	// when its token is set, the dashboard when web.* is.
+	// when its token is set, the dashboard when web.* is, the provenance
+	// keys when provenance.* is.
 	keyFile := filepath.Join(t.TempDir(), "web-key")
 	if err := os.WriteFile(keyFile, []byte(strings.Repeat("5a", 32)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	signing, _ := newProvenanceKey(t)
 	h := newHarness(t, func(c *config.Server) {
 		c.Buildkite.WebhookToken = "bk-hook-token-0123456789"
 		c.Web.PublicURL, c.Web.KeyPath = "https://inspect.example.com", keyFile
 		c.Web.ClientID, c.Web.ClientSecret = "client-id", "client-secret"
+		c.Provenance = config.Provenance{SigningKey: "k1", Keys: []config.ProvenanceKey{{ID: "k1", PrivateKeyPath: signing}}}
 	})
 	mux, ok := h.svc.Handler().(*http.ServeMux)
 	if !ok {

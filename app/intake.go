@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/inspecthq/inspect/app/render"
+	"github.com/inspecthq/inspect/app/repoconfig"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
@@ -70,34 +71,20 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 			body = render.Refusal(d)
 		}
 		a.Work = []store.NewWork{replyWork(t, render.ReplyMarker(t), body)}
+	case t.Command.Sub == policy.Stop:
+		// Stop is for the thread's running session: its turn (decision
+		// 0071), decided in a worker with the sender's role.
+		a.Work = []store.NewWork{{Kind: store.AdmitTurn, Payload: mustJSON(t)}}
+	case t.Kind == session.KindDashboard && t.SessionID != "":
+		// A message from the session's page: a turn of that session
+		// (decision 0071), admitted in a worker.
+		a.Work = []store.NewWork{{Kind: store.AdmitTurn, Payload: mustJSON(t)}}
+	case t.Command.Sub == policy.Run && steers(ctx, s.store, s.repoConfigs, t):
+		// A session runs on this thread: the request is a turn of it, not
+		// a session that waits (decision 0071).
+		a.Work = []store.NewWork{{Kind: store.AdmitTurn, Payload: mustJSON(t)}}
 	case t.Command.Sub == policy.Run:
-		target := t.Target()
-		sess := &store.Session{
-			ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name,
-			InstallationID: t.InstallationID, Number: target.Number(), IsPR: target.IsPullRequest(), TriggerKind: session.KindComment,
-			DeliveryID: t.DeliveryID, RequesterLogin: t.Sender.Login,
-			RequesterID: t.Sender.ID, RequesterType: t.Sender.Type, Instructions: t.Command.Instructions,
-			Truncated: t.Command.Truncated, IgnoredCommands: t.Command.Ignored,
-		}
-		switch t.Kind {
-		case session.KindComment:
-			sess.CommentID = t.CommentID
-		case session.KindReviewComment:
-			sess.TriggerKind = session.KindReviewComment
-			r := t.Review
-			if r == nil {
-				r = &session.ReviewComment{}
-			}
-			sess.TriggerInfo = store.TriggerInfo{Review: &store.ReviewInfo{CommentID: t.CommentID, ReviewComment: *r}}.Encode()
-		case session.KindLabel:
-			sess.TriggerKind = session.KindLabel
-			sess.TriggerInfo = store.TriggerInfo{Label: t.Label}.Encode()
-		case session.KindDashboard:
-			sess.TriggerKind = session.KindDashboard
-			// A branch run has no thread (Number 0); the branch is what it
-			// works on (app/branch.go).
-			sess.TriggerInfo = store.TriggerInfo{Branch: target.BranchName()}.Encode()
-		}
+		sess := sessionFromTrigger(t)
 		paused, err := s.pausedLocally(ctx, t)
 		if err != nil {
 			return &handlers.StoreError{Err: err}
@@ -128,6 +115,59 @@ func (s *Service) AcceptTrigger(ctx context.Context, t session.Trigger) error {
 	ev.Msg("trigger accepted")
 	s.wakeWorkers()
 	return nil
+}
+
+// sessionFromTrigger is the session a run request starts, queued: from a
+// comment, a review comment, a label, the dashboard's form, or a message
+// that found nothing running to steer (app/turns).
+func sessionFromTrigger(t session.Trigger) *store.Session {
+	target := t.Target()
+	sess := &store.Session{
+		ID: newID(), RepoID: t.Repo.ID, RepoOwner: t.Repo.Owner, RepoName: t.Repo.Name,
+		InstallationID: t.InstallationID, Number: target.Number(), IsPR: target.IsPullRequest(), TriggerKind: session.KindComment,
+		DeliveryID: t.DeliveryID, RequesterLogin: t.Sender.Login,
+		RequesterID: t.Sender.ID, RequesterType: t.Sender.Type, Instructions: t.Command.Instructions,
+		Truncated: t.Command.Truncated, IgnoredCommands: t.Command.Ignored,
+	}
+	switch t.Kind {
+	case session.KindComment:
+		sess.CommentID = t.CommentID
+	case session.KindReviewComment:
+		sess.TriggerKind = session.KindReviewComment
+		r := t.Review
+		if r == nil {
+			r = &session.ReviewComment{}
+		}
+		sess.TriggerInfo = store.TriggerInfo{Review: &store.ReviewInfo{CommentID: t.CommentID, ReviewComment: *r}}.Encode()
+	case session.KindLabel:
+		sess.TriggerKind = session.KindLabel
+		sess.TriggerInfo = store.TriggerInfo{Label: t.Label}.Encode()
+	case session.KindDashboard:
+		sess.TriggerKind = session.KindDashboard
+		// A branch run has no thread (Number 0); the branch is what it
+		// works on (app/branch.go).
+		sess.TriggerInfo = store.TriggerInfo{Branch: target.BranchName()}.Encode()
+	}
+	return sess
+}
+
+// steers reports whether a run request on a thread is for the thread's
+// running session (a turn, decision 0071) rather than a session of its
+// own: from the store and the cached config only, as everything here. A
+// cache miss errs on the side of a turn; the worker reads the config
+// again, and a repo with steer: off gets its session there.
+func steers(ctx context.Context, st *store.Store, configs *repoconfig.Configs, t session.Trigger) bool {
+	if t.Kind != session.KindComment && t.Kind != session.KindReviewComment {
+		return false
+	}
+	id, err := st.ActiveSessionOn(ctx, t.Repo.ID, t.Number)
+	if err != nil || id == "" {
+		// A store that cannot read now: the request is a session, which
+		// waits for the thread's running one as before turns.
+		return false
+	}
+	cfg, known, err := configs.Cached(ctx, t.Repo.ID)
+	return err != nil || !known || cfg.SteerMode() != session.SteerOff
 }
 
 // pausedLocally checks the two pause switches from local state. A cache miss

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,6 +99,13 @@ func TestPRAndCheckRunSayTheCostWhereItRanAndLinkThePage(t *testing.T) {
 		if !strings.Contains(runs[0].Summary, want) {
 			t.Errorf("the check run's summary lacks %q:\n%s", want, runs[0].Summary)
 		}
+	}
+	// No provenance keys: nothing attested, and nothing said of it.
+	if _, err := h.st.GetAttestation(context.Background(), spec.AttemptID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an attestation without provenance keys: %v", err)
+	}
+	if strings.Contains(strings.ToLower(runs[0].Summary+body), "provenance") {
+		t.Errorf("the check run or the PR speaks of provenance without keys:\n%s\n%s", runs[0].Summary, body)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/palantir/go-githubapp/githubapp"
 
+	"github.com/inspecthq/inspect/app/provenance"
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/runner"
 )
@@ -18,8 +19,8 @@ import (
 const WebhookPath = githubapp.DefaultWebhookRoute
 
 // Handler returns the app's HTTP routes: the webhook, the session channel,
-// the Buildkite hook, the dashboard (when web.public_url is set), /healthz
-// and /readyz.
+// the Buildkite hook, the dashboard (when web.public_url is set), the
+// provenance keys (when provenance is configured), /healthz and /readyz.
 func (s *Service) Handler() http.Handler {
 	eventHandlers := []githubapp.EventHandler{
 		&handlers.IssueComment{Sink: s, Fates: s.fates, CommandWord: s.cfg.CommandWord, Self: s.Identity},
@@ -41,6 +42,9 @@ func (s *Service) Handler() http.Handler {
 	}))
 	sessionChannel(s).Routes(mux)
 	s.dash.Routes(mux)
+	if s.prov != nil {
+		mux.Handle("GET "+provenance.KeysPath, s.prov.Keys.KeysHandler())
+	}
 	if s.cfg.Buildkite.WebhookToken != "" {
 		mux.Handle("POST "+BuildkiteHookPath, &handlers.BuildkiteHook{Secret: s.cfg.Buildkite.WebhookToken, Sink: buildSink{s}, Now: s.clock.Now, Log: s.log})
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/inspecthq/inspect/app/fleet"
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/metrics"
+	"github.com/inspecthq/inspect/app/provenance"
 	"github.com/inspecthq/inspect/app/readtoken"
 	"github.com/inspecthq/inspect/app/reconcile"
 	"github.com/inspecthq/inspect/app/registryproxy"
@@ -91,6 +92,9 @@ type Service struct {
 	work map[store.WorkKind]workHandler
 	// fates keeps what became of the PRs Inspect opened (app/fates).
 	fates *fates.Recorder
+	// prov signs each attempt that reports a change (app/provenance);
+	// nil without provenance keys.
+	prov *provenance.Attester
 }
 
 // Options are a Service's parts.
@@ -171,6 +175,13 @@ func NewService(o Options) *Service {
 		},
 	})
 	s.fates = newFates(s)
+	if keys, err := provenance.LoadKeyring(o.Config.Provenance); err != nil {
+		// `inspect serve` refuses to start on this (serveWith); a
+		// service built otherwise says it loudly and attests nothing.
+		o.Logger.Error().Err(err).Msg("the provenance keys could not be read: no attempt is attested")
+	} else if keys != nil {
+		s.prov = &provenance.Attester{Keys: keys, Store: o.Store, Now: o.Clock.Now, PublicURL: o.Config.Web.PublicURL}
+	}
 	s.reconciler = newReconciler(s)
 	s.work = workTable(s)
 	s.self.Store(&handlers.Identity{AppID: o.Config.GitHub.AppID, AppSlug: o.Config.GitHub.AppSlug})

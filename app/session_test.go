@@ -55,7 +55,7 @@ func (e *scriptedExecutor) Cancel(_ context.Context, id string) error {
 	return nil
 }
 
-func (e *scriptedExecutor) last(t *testing.T) runner.Attempt {
+func (e *scriptedExecutor) last(t testing.TB) runner.Attempt {
 	t.Helper()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -155,11 +155,11 @@ verify:
     run: ["go", "test", "./..."]
 `
 
-func newSessionHarness(t *testing.T, opts ...harnessOption) (*harness, *scriptedExecutor) {
+func newSessionHarness(t testing.TB, opts ...harnessOption) (*harness, *scriptedExecutor) {
 	return newSessionHarnessOn(t, "sqlite", opts...)
 }
 
-func newSessionHarnessOn(t *testing.T, driver string, opts ...harnessOption) (*harness, *scriptedExecutor) {
+func newSessionHarnessOn(t testing.TB, driver string, opts ...harnessOption) (*harness, *scriptedExecutor) {
 	ex := &scriptedExecutor{}
 	h := newHarnessOn(t, driver, opts...)
 	h.stop()
@@ -446,6 +446,8 @@ func TestDeadlineTimesTheSessionOut(t *testing.T) {
 func TestSecondRequestWaitsThenRuns(t *testing.T) {
 	h, ex := newSessionHarness(t)
 	withRealPR(t, h)
+	// steer: off keeps the rule before turns (decision 0071).
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{".github/inspect.yml": agentConfig + "steer: \"off\"\n"}, "no steering")
 	sv, spec := startOnPR(t, h, ex, "/inspect first")
 	h.clock.Advance(time.Second)
 	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect second", sender: "mara", onPR: true})); code != 200 {
@@ -534,7 +536,7 @@ func TestSupervisorReportedTimeoutEndsTimedOut(t *testing.T) {
 }
 
 // startOnPR starts a session on PR #2 and claims its attempt.
-func startOnPR(t *testing.T, h *harness, ex *scriptedExecutor, body string) (*supervisor, contract.Spec) {
+func startOnPR(t testing.TB, h *harness, ex *scriptedExecutor, body string) (*supervisor, contract.Spec) {
 	t.Helper()
 	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: body, onPR: true})); code != 200 {
 		t.Fatal(code)

@@ -14,6 +14,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/session"
 )
 
 // The session spec: everything the agent gets, assembled in one place from
@@ -65,6 +66,12 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		return contract.Spec{}, render.ConfigErrorReply(sess, regErr.Err), nil
 	case err != nil:
 		return contract.Spec{}, "", err
+	}
+	// Messages that come while the session runs are turns of it (decision
+	// 0071), unless the repo keeps the rule before turns. A branch session
+	// has no thread, but its page takes messages too.
+	if mode := cfg.SteerMode(); mode != session.SteerOff {
+		spec.Steer = &contract.Steer{Mode: string(mode), TurnTimeout: contract.Duration(cfg.TurnTimeout(spec.Limits.Timeout.Std()))}
 	}
 	var pr *github.PullRequest
 	var issue *github.Issue
@@ -135,6 +142,26 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	// GitHub reads it needs.
 	gatherer := gather.Gatherer{Store: s.store, Bot: s.botLogin(), RoleName: ghclient.RoleName, FailingChecks: failingChecksAs(s.Identity),
 		Buildkite: buildkiteLogs(ctx, s.cfg)}
+	// A request after a session on this thread (or its pull request)
+	// ended continues that session's conversation (decision 0072): a new
+	// session linked to it, its history and its authors this one's. A
+	// retry is its own session's again; a repair nobody asked for.
+	if sess.Info().Continues == "" && sess.RetryOf == "" && sess.TriggerKind != session.KindRepair {
+		prev, ok, err := gatherer.Continues(ctx, sess)
+		if err != nil {
+			return contract.Spec{}, "", err
+		}
+		if ok {
+			if sess, err = s.transitions.Record(ctx, sess.ID, func(x *store.Session) {
+				if ti := x.Info(); ti.Continues == "" {
+					ti.Continues = prev.ID
+					x.TriggerInfo = ti.Encode()
+				}
+			}); err != nil {
+				return contract.Spec{}, "", err
+			}
+		}
+	}
 	extra, err := gatherer.Context(ctx, c, sess, cfg, spec.PinnedSHA, pr, comments)
 	if err != nil {
 		return contract.Spec{}, "", err

@@ -24,6 +24,7 @@ import (
 	"github.com/inspecthq/inspect/app/report"
 	"github.com/inspecthq/inspect/app/snapshots"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/app/turns"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/handlers"
 	"github.com/inspecthq/inspect/policy"
@@ -212,18 +213,44 @@ func workTable(s *Service) map[store.WorkKind]workHandler {
 		store.ConsiderRepair:    repairHandler(s).Handle,
 		store.CollectSnapshots:  s.snapshots.CollectWork,
 		store.CheckRevert:       s.fates.CheckReverts,
+		store.AdmitTurn:         turnHandler(s).Handle,
+		store.ContinueTurns:     (&turns.Continuer{Store: s.store, Wake: s.wakeWorkers, Now: s.clock.Now}).Handle,
+	}
+}
+
+// turnHandler is the admit_turn handler, handed what it needs of the
+// engine (app/turns).
+func turnHandler(s *Service) *turns.Handler {
+	return &turns.Handler{
+		Store:        s.store,
+		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
+		TargetFacts: func(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, error) {
+			target, role, _, err := targetFacts(ctx, c, owner, name, tg, login, senderType)
+			return target, role, err
+		},
+		BranchFacts: func(ctx context.Context, c *github.Client, owner, name, branch, login, senderType string) (policy.Target, policy.Role, error) {
+			target, role, _, err := branchFacts(ctx, c, owner, name, branch, login, senderType)
+			return target, role, err
+		},
+		RepoConfig: s.repoConfigs.ForSession, NewSession: sessionFromTrigger,
+		BotLogin: s.botLogin, Wake: s.wakeWorkers, Now: s.clock.Now,
+		ForkPRAllowed: s.cfg.ForkPRAllowed, CommandWord: s.cfg.CommandWord, AllowedBots: s.cfg.Policy.AllowedBots, Paused: s.cfg.Paused,
 	}
 }
 
 // reportHandler is the report step's handler, handed what it needs of the
 // engine (app/report).
 func reportHandler(s *Service) *report.Handler {
-	return &report.Handler{
+	h := &report.Handler{
 		Store: s.store, Transitions: s.transitions,
 		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
 		RevokeTokens: s.readTokens.RevokeAttempt, RepoConfig: s.repoConfigs.ForSession, EnsureCheckRun: s.ensureCheckRun,
 		RequesterPRs: s.dash.RequesterPRs, SessionURL: s.dash.SessionURL, BotLogin: s.botLogin, CheckRunName: CheckRunName, Cost: s.cfg.ModelCost,
 	}
+	if s.prov != nil {
+		h.Attest, h.Provenance = s.prov.AttestSession, s.prov.Link
+	}
+	return h
 }
 
 // syncHandler is the sync's handler, handed what it needs of the engine
@@ -237,6 +264,9 @@ func syncHandler(s *Service) *ghsync.Handler {
 	}
 	if runs, ok := s.executor.(runner.RunAnnotator); ok {
 		h.Runs = runs
+	}
+	if s.prov != nil {
+		h.Provenance = s.prov.Link
 	}
 	return h
 }

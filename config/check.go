@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,6 +42,9 @@ type Probes struct {
 	LookPath func(file string) (string, error)
 	// CheckPrivateKey (ghclient.CheckPrivateKey) parses the App's key.
 	CheckPrivateKey func(pem []byte) error
+	// CheckProvenanceKeys (provenance.LoadKeyring) parses the provenance
+	// keys, once their files are readable.
+	CheckProvenanceKeys func(p Provenance) error
 }
 
 // load is Load and Check: probes (Check's) add the files' faults, the App
@@ -104,6 +108,11 @@ func load(path string, env func(string) (string, bool), probes *Probes) (Server,
 				}
 			}
 			if err != nil {
+				faults = append(faults, err.Error())
+			}
+		}
+		if cfg.ProvenanceEnabled() && !slices.ContainsFunc(files, func(f string) bool { return strings.HasPrefix(f, "provenance.keys[") }) && probes.CheckProvenanceKeys != nil {
+			if err := probes.CheckProvenanceKeys(cfg.Provenance); err != nil {
 				faults = append(faults, err.Error())
 			}
 		}

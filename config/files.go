@@ -46,6 +46,10 @@ func (c Server) fileFaults() []string {
 			faults = append(faults, err.Error())
 		}
 	}
+	for i, k := range c.Provenance.Keys {
+		check(fmt.Sprintf("provenance.keys[%d].private_key_path", i), k.PrivateKeyPath)
+		check(fmt.Sprintf("provenance.keys[%d].public_key_path", i), k.PublicKeyPath)
+	}
 	for _, name := range sortedKeys(c.Agents.Providers) {
 		check("agents.providers."+name+".api_key_path", c.Agents.Providers[name].KeyPath)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // RepoConfigPaths are where a repository's config may live, in order. The
@@ -77,6 +78,34 @@ type Repo struct {
 	Artifacts []string `yaml:"artifacts"`
 	// Services are started in the session's environment (services.go).
 	Services []RepoService `yaml:"services"`
+	// Steer is what a `/inspect <message>` on the thread of a running
+	// session does (decision 0071): "interrupt" (the default, "") stops
+	// the agent and continues its conversation with the message at once,
+	// "queue" delivers it when the agent's current run ends, "off" keeps
+	// the rule before turns (a later request waits and starts a session
+	// of its own). SteerMode reads it.
+	Steer string `yaml:"steer"`
+}
+
+// SteerMode is the repo's steer: setting, validated (interrupt when unset
+// or, in a config that was never validated, unreadable).
+func (r Repo) SteerMode() session.SteerMode {
+	m, err := session.ParseSteerMode(r.Steer)
+	if err != nil {
+		return session.SteerInterrupt
+	}
+	return m
+}
+
+// TurnTimeout is the deadline of one turn of the agent (decision 0071)
+// within the session's: limits.turn_timeout, never past sessionTimeout
+// (the server's, narrowed); 0 is none beyond the session's.
+func (r Repo) TurnTimeout(sessionTimeout time.Duration) time.Duration {
+	t := r.Limits.TurnTimeout
+	if t <= 0 || (sessionTimeout > 0 && t >= sessionTimeout) {
+		return 0
+	}
+	return t
 }
 
 // RepoRepair is the repo's choice about automatic repair. The server's
@@ -253,6 +282,10 @@ type RepoLimit struct {
 	DailySessions int `yaml:"daily_sessions"`
 	// DailyMoney narrows limits.daily_money_per_repo (US dollars).
 	DailyMoney float64 `yaml:"daily_money"`
+	// TurnTimeout caps each turn of the agent (the first, and each that
+	// steers it): a turn past it is stopped as `/inspect stop` stops one.
+	// 0 means none but the session's timeout, which covers every turn.
+	TurnTimeout time.Duration `yaml:"turn_timeout"`
 }
 
 // TriggerLabel is the issue label that starts a session.
@@ -364,6 +397,12 @@ func (r Repo) validate() error {
 	}
 	if r.Limits.SessionTimeout < 0 {
 		add("limits.session_timeout", "must not be negative")
+	}
+	if r.Limits.TurnTimeout < 0 {
+		add("limits.turn_timeout", "must not be negative")
+	}
+	if _, err := session.ParseSteerMode(r.Steer); err != nil {
+		add("steer", "%v, not %q", err, r.Steer)
 	}
 	if r.Limits.MaxFiles < 0 {
 		add("limits.max_files", "must not be negative")

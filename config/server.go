@@ -69,6 +69,8 @@ type Server struct {
 	Artifacts Artifacts `yaml:"artifacts"`
 	// Web is the dashboard and sign-in with GitHub.
 	Web Web `yaml:"web"`
+	// Provenance signs each attempt that reports a change (decision 0078).
+	Provenance Provenance `yaml:"provenance"`
 }
 
 // Metrics is the operator-only Prometheus endpoint.
@@ -986,6 +988,7 @@ func (c Server) Validate() error {
 		add("artifacts.max_session_bytes", "must be at least artifacts.max_file_bytes (%d)", a.MaxFileBytes)
 	}
 	c.validateWeb(add)
+	c.validateProvenance(add)
 	c.validateAgentPrices(add)
 	if c.Artifacts.Retention < time.Hour {
 		add("artifacts.retention", "must be at least 1h")

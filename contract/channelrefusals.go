@@ -133,6 +133,8 @@ var ChannelRefusals = []ChannelRoute{
 	{RouteOutput, sessionOnly, authed},
 	{RouteResult, sessionOnly, result},
 	{RouteArtifact, sessionOnly, authed},
+	{RouteTurns, sessionOnly, authed},
+	{RouteRecorder, sessionOnly, authed},
 	{RouteSnapshotJob, snapshotOnly, authed},
 	{RouteSnapshotResult, snapshotOnly, result},
 	{PathEgressModel, sessionOnly, egress},

@@ -63,6 +63,13 @@ type ChannelBackend[A any] interface {
 	// SnapshotResult records a snapshot build's result, decoded and
 	// validated.
 	SnapshotResult(ctx context.Context, a A, res SnapshotResult) error
+	// Turns returns the session's turns after after (none: nil), and
+	// records every turn up to after as delivered to the attempt: the
+	// supervisor that asks for what follows N has N (decision 0071).
+	Turns(ctx context.Context, a A, after int) ([]Turn, error)
+	// Recorder keeps the running agent's flight recorder, decoded and
+	// validated (the newest one counts).
+	Recorder(ctx context.Context, a A, rec Recorder) error
 	// Egress returns the handler of an egress route (PathEgressModel,
 	// PathEgressRegistry) for the attempt.
 	Egress(ctx context.Context, a A, route string) http.Handler
@@ -76,6 +83,9 @@ type ChannelServerOptions struct {
 	// OnRefusal, when set, is told of every refused request: the status,
 	// and the refusal or the error behind it. It must not block.
 	OnRefusal func(r *http.Request, status int, err error)
+	// TurnsPoll is how often a waiting turns request asks the backend
+	// again (TurnsPollInterval when 0).
+	TurnsPoll time.Duration
 }
 
 // ChannelServer serves the session channel (every route of
@@ -84,6 +94,7 @@ type ChannelServer[A any] struct {
 	backend   ChannelBackend[A]
 	now       func() time.Time
 	onRefusal func(*http.Request, int, error)
+	turnsPoll time.Duration
 	mux       *http.ServeMux
 }
 
@@ -92,6 +103,10 @@ func NewChannelServer[A any](backend ChannelBackend[A], o ChannelServerOptions) 
 	s := &ChannelServer[A]{backend: backend, now: o.Now, onRefusal: o.OnRefusal, mux: http.NewServeMux()}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	s.turnsPoll = o.TurnsPoll
+	if s.turnsPoll <= 0 {
+		s.turnsPoll = TurnsPollInterval
 	}
 	s.Register(s.mux)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -248,6 +263,10 @@ func (s *ChannelServer[A]) work(pattern string) func(http.ResponseWriter, *http.
 		return s.snapshotJob
 	case RouteSnapshotResult:
 		return s.snapshotResult
+	case RouteTurns:
+		return s.turns
+	case RouteRecorder:
+		return s.recorder
 	case PathEgressModel, PathEgressRegistry:
 		return func(w http.ResponseWriter, r *http.Request, a A) {
 			s.backend.Egress(r.Context(), a, pattern).ServeHTTP(w, r)

@@ -20,9 +20,11 @@ import (
 //
 // v5 added Artifacts; v6 added Services: the repository's services,
 // started in the session's shared environment (decision 0025); v7 the
-// agent's ToolsImage (decision 0069); v8 BaseImage, the server's toolchain
-// image, every session's root, not only a restored one's (decision 0079).
-const SpecVersion = "inspect.session-spec/v8"
+// agent's ToolsImage (decision 0069); v8 Steer: how the session takes
+// messages that come while it runs (decision 0071); v9 BaseImage, the
+// server's toolchain image, every session's root, not only a restored
+// one's (decision 0079).
+const SpecVersion = "inspect.session-spec/v9"
 
 // Caps on a spec. A spec is built from gathered text (issue bodies, comments,
 // check output), so each part is bounded, and so is the whole.
@@ -104,12 +106,15 @@ type Spec struct {
 	// A service's setup is also among Snapshot.Setup, named
 	// ServiceSetupName, so snapshot keys match the build's.
 	Services []Service `json:"services,omitempty"`
+	// Steer, when set, says the supervisor asks for the session's turns
+	// while the agent runs, and how it delivers them (v7; decision 0071).
+	Steer *Steer `json:"steer,omitempty"`
 	// BaseImage is the server's toolchain image (snapshots.base_image),
 	// pinned by digest: "name@sha256:..." in a registry or
 	// "oci:/abs/dir@sha256:..." for an OCI layout on the supervisor's
 	// host. A session not restored from a snapshot runs on it as a
 	// restored one runs on its snapshot's base (decision 0079); "" = the
-	// host's toolchain, read-only (v8).
+	// host's toolchain, read-only (v9).
 	BaseImage string `json:"base_image,omitempty"`
 }
 
@@ -614,6 +619,14 @@ func (s *Spec) Validate() error {
 		s.Artifacts.validate(&f, "artifacts")
 	}
 	validateServices(&f, "services", s.Services)
+	if st := s.Steer; st != nil {
+		if st.Mode != SteerInterrupt && st.Mode != SteerQueue {
+			f.add("steer.mode", "must be %q or %q, not %s", SteerInterrupt, SteerQueue, safeQuote(st.Mode))
+		}
+		if st.TurnTimeout < 0 {
+			f.add("steer.turn_timeout", "must not be negative")
+		}
+	}
 	scanSecrets(&f, "", reflect.ValueOf(s).Elem())
 	return f.err("session spec")
 }

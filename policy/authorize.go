@@ -120,13 +120,17 @@ type Decision struct {
 //
 // Which checks apply depends on the subcommand:
 //
-//	check                     run, retry   cancel   status, help
-//	paused (server, repo)     yes          no       no
-//	archived                  yes          no       no
-//	bot allowlist             yes          yes      yes
-//	write permission          yes          yes      no
-//	merged, closed, locked    yes          no       no
-//	fork                      yes          no       no
+//	check                     run, retry   cancel, stop   status, help
+//	paused (server, repo)     yes          no             no
+//	archived                  yes          no             no
+//	bot allowlist             yes          yes            yes
+//	write permission          yes          yes            no
+//	merged, closed, locked    yes          no             no
+//	fork                      yes          no             no
+//
+// A message that steers a running session (decision 0071) is a run: it
+// asks the agent for work, and is admitted as a comment that starts a
+// session is.
 //
 // Pausing and archiving stop new work; cancelling only stops work, so it is
 // always safe, and help and status change nothing. Status shows nothing the
@@ -152,7 +156,7 @@ type Decision struct {
 func Authorize(f Facts) Decision {
 	sub := f.Subcommand
 	switch sub {
-	case Run, Retry, Cancel, Status, Help:
+	case Run, Retry, Cancel, Stop, Status, Help:
 	default:
 		sub = Run
 	}
@@ -188,7 +192,7 @@ func Authorize(f Facts) Decision {
 		d.Role = f.SenderRole
 		return d
 	}
-	if sub == Cancel {
+	if sub == Cancel || sub == Stop { // both end what runs; neither starts work
 		return Decision{Allowed: true}
 	}
 

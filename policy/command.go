@@ -46,6 +46,11 @@ const (
 	Status Subcommand = "status"
 	Cancel Subcommand = "cancel"
 	Retry  Subcommand = "retry"
+	// Stop ends a running session's agent turn; the session goes on to
+	// verify and report with what the workspace holds (decision 0071).
+	// Only "stop" alone on the command line is Stop: with more words it is
+	// a request like any other ("stop using the old API").
+	Stop Subcommand = "stop"
 )
 
 // MaxInstructionBytes caps Parsed.Instructions; longer text is cut on a
@@ -128,6 +133,9 @@ type ParseProblem struct {
 //     taken as commentary and ignored. The subcommand word matches ignoring
 //     ASCII case ("/inspect Retry" retries rather than starting a session
 //     with the instructions "Retry").
+//   - "stop" alone on the command line: Stop (lines after it are
+//     commentary). "stop" with more words on its line is a Run: the
+//     words are a request ("stop using the old API").
 //   - a first word of dashes (-, –, —, …) and then a letter: "unknown
 //     option" and help.
 //   - anything else: Run. The instructions are the rest of the command line
@@ -156,6 +164,9 @@ func Parse(body string, commandWord string) Parsed {
 	ignored := len(cmds) - 1
 	line := CleanText(s.visible(first.rest, s.lineEnd(first.line)))
 	word, more := firstWord(line)
+	if asciiEqualFold(word, string(Stop)) && more == "" {
+		return Parsed{Kind: Command, Sub: Stop, Ignored: ignored}
+	}
 	if sub, ok := subcommandOf(word); ok {
 		switch {
 		case sub == Help:

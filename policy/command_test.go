@@ -230,6 +230,21 @@ func TestParseSubcommands(t *testing.T) {
 	})
 }
 
+// `stop` alone on its line ends a running session's agent turn; with more
+// words it is a request like any other (decision 0071).
+func TestParseStop(t *testing.T) {
+	checkParse(t, []parseCase{
+		sub(Stop).with("stop", "/inspect stop"),
+		sub(Stop).with("stop capitalised", "/inspect Stop"),
+		sub(Stop).with("stop then commentary", "/inspect stop\nthat is enough, thanks"),
+		run("stop using the old API").with("stop with words is a request", "/inspect stop using the old API"),
+		run("stop\nusing the old API").with("stop on its own line is a request", "/inspect\nstop\nusing the old API"),
+		run("stopping the server leaks a goroutine").with("longer word", "/inspect stopping the server leaks a goroutine"),
+		ignore().with("no command word", "stop"),
+		ignore().with("quoted", "> /inspect stop"),
+	})
+}
+
 func TestParseOptions(t *testing.T) {
 	checkParse(t, []parseCase{
 		option("--x").with("long option", "/inspect --x"),

@@ -50,7 +50,10 @@ const (
 //	End         queued … reporting (all but done)     done        refusals, cancels, timeouts, errors, the report
 //
 // A session is born queued (or ended at once: refused at the door, which is
-// End from queued). A write that keeps the state (recording what a step
+// End from queued). A message after a session ended never reopens it: it
+// is a new session, born queued, that continues the same conversation
+// (decision 0072); a message while it runs is a turn of it (turn.go,
+// decision 0071), which moves no state. A write that keeps the state (recording what a step
 // created) is not a transition and is always allowed, but a done session's
 // outcome never changes.
 type Transition string

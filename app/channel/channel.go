@@ -35,6 +35,7 @@ import (
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // sessionTokenTTLGrace is how long after its deadline an attempt's token
@@ -60,6 +61,12 @@ type Store interface {
 	// RecordSnapshotResult stores a snapshot build's outcome; first is
 	// whether this upload was the one that counted.
 	RecordSnapshotResult(ctx context.Context, attemptID, resultJSON string, o store.SnapshotOutcome, now time.Time) (first bool, err error)
+	// DeliverTurns and TurnsAfter hand a running session's turns to its
+	// supervisor (turns.go).
+	DeliverTurns(ctx context.Context, sessionID, attemptID string, upto int, now time.Time) error
+	TurnsAfter(ctx context.Context, sessionID string, after int) ([]session.Turn, error)
+	// SetRecorder keeps an attempt's newest flight recorder (JSON).
+	SetRecorder(ctx context.Context, attemptID, recorder string) error
 }
 
 // ReadTokens mints a supervisor's read token and revokes an attempt's

@@ -18,6 +18,7 @@ import (
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -76,6 +77,14 @@ func (f *fakeStore) GetSession(_ context.Context, id string) (store.Session, err
 	}
 	return s, nil
 }
+
+// The fake keeps no turns: the app's are the store's (app/store tests)
+// and the steering end to end's.
+func (f *fakeStore) DeliverTurns(context.Context, string, string, int, time.Time) error { return nil }
+
+func (f *fakeStore) TurnsAfter(context.Context, string, int) ([]session.Turn, error) { return nil, nil }
+
+func (f *fakeStore) SetRecorder(context.Context, string, string) error { return nil }
 
 func (f *fakeStore) GetSnapshotRepo(_ context.Context, repoID int64) (store.SnapshotRepo, error) {
 	r, ok := f.snapRepos[repoID]

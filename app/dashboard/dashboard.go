@@ -77,7 +77,7 @@ func (d *Dashboard) build() (*web.Server, error) {
 	return web.New(web.Options{
 		Store: d.o.Store, Commands: d.o.Commands, PublicURL: cfg.Web.PublicURL, WebURL: cfg.GitHub.WebURL, APIURL: cfg.GitHub.APIURL,
 		ClientID: cfg.Web.ClientID, ClientSecret: secret, Key: key,
-		PermissionCache: cfg.Web.PermissionCache, SessionLifetime: cfg.Web.SessionLifetime, Cost: cfg.ModelCost,
+		PermissionCache: cfg.Web.PermissionCache, SessionLifetime: cfg.Web.SessionLifetime, Cost: cfg.ModelCost, TokenBudget: cfg.Agents.TokenBudget,
 		MaxLiveStreams: cfg.Web.MaxLiveStreams, Now: d.o.Now, Log: d.o.Log.With().Str("component", "dashboard").Logger(),
 		// The pages' reads as the user go under that user's outbound
 		// discipline, like the PRs opened as them.

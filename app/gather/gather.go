@@ -25,6 +25,7 @@ import (
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // Bounds on what one session's context gathers, so a busy thread or a
@@ -52,7 +53,12 @@ const MaxRepairChecks = 15
 // sessions and their attempts' results.
 type Store interface {
 	SessionsForPull(ctx context.Context, repoID int64, number int, limit int) ([]store.Session, error)
+	SessionsForTarget(ctx context.Context, repoID int64, number int, limit int) ([]store.Session, error)
+	GetSession(ctx context.Context, id string) (store.Session, error)
 	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
+	// SessionTurns are a session's turns after its request (decision
+	// 0071), for the history of a conversation.
+	SessionTurns(ctx context.Context, sessionID string) ([]session.Turn, error)
 }
 
 // FailingCheck is one failing check on a commit that the repo repairs.
@@ -125,12 +131,24 @@ func (g Gatherer) Context(ctx context.Context, c *github.Client, sess store.Sess
 		}
 		items = append(items, checks...)
 	}
-	if pr != nil && OpenedByInspect(pr, g.Bot) {
+	if (pr != nil && OpenedByInspect(pr, g.Bot)) || ti.Continues != "" {
 		history, err := g.earlierSessions(ctx, sess)
 		if err != nil {
 			return nil, err
 		}
 		items = append(items, history...)
+	}
+	if ti.Continues != "" {
+		// A continuation (decision 0072): what others pushed since.
+		prev, err := g.Store.GetSession(ctx, ti.Continues)
+		if err != nil {
+			return nil, err
+		}
+		since, err := g.commitsSince(ctx, c, sess, prev, pinned)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, since...)
 	}
 	return items, nil
 }

@@ -267,6 +267,23 @@ func (f *fakeStore) SessionsForPull(_ context.Context, repoID int64, number int,
 	return f.sessions, nil
 }
 
+func (f *fakeStore) SessionsForTarget(_ context.Context, repoID int64, number int, limit int) ([]store.Session, error) {
+	f.asked = fmt.Sprintf("%d#%d limit %d", repoID, number, limit)
+	return f.sessions, nil
+}
+
+func (f *fakeStore) GetSession(_ context.Context, id string) (store.Session, error) {
+	for _, s := range f.sessions {
+		if s.ID == id {
+			return s, nil
+		}
+	}
+	return store.Session{}, store.ErrNotFound
+}
+
+// SessionTurns: the sessions here took no turns.
+func (f *fakeStore) SessionTurns(context.Context, string) ([]session.Turn, error) { return nil, nil }
+
 func (f *fakeStore) GetAttempt(_ context.Context, id string) (store.Attempt, error) {
 	a, ok := f.attempts[id]
 	if !ok {

@@ -59,6 +59,10 @@ type Handler struct {
 	// SessionURL is the session's page, nil without web.public_url; nil
 	// itself links nothing.
 	SessionURL func(id string) *string
+	// Provenance is the session's attempt's provenance link and the
+	// keys' URL ("", "" when it has none; decision 0078); nil links
+	// nothing.
+	Provenance func(ctx context.Context, sess store.Session) (url, keysURL string)
 }
 
 // Store is what the handler reads of the store.
@@ -220,6 +224,9 @@ func (h *Handler) evidence(ctx context.Context, sess store.Session) (*contract.E
 	}
 	if json.Unmarshal([]byte(a.Spec), &spec) == nil {
 		x = render.ExtrasOf(h.Cost, spec.Agent.Model, usage, url)
+	}
+	if h.Provenance != nil {
+		x.ProvenanceURL, x.KeysURL = h.Provenance(ctx, sess)
 	}
 	if a.Result == "" {
 		return nil, x

@@ -69,11 +69,19 @@ func SyncLabels(ctx context.Context, labels LabelEditor, owner, repo string, num
 // when inReview, else a conversation comment. GitHub answers 200 instead
 // of 201 for a reaction that exists, so this is idempotent by itself.
 func React(ctx context.Context, reactions Reactor, owner, repo string, id int64, inReview bool) error {
+	return ReactWith(ctx, reactions, owner, repo, id, inReview, "eyes")
+}
+
+// ReactWith puts the reaction content (one GitHub names: "rocket",
+// "eyes", …) on an issue comment, or on a review comment when inReview.
+// GitHub answers a reaction the App already left with the one it has, so
+// a replay adds nothing.
+func ReactWith(ctx context.Context, reactions Reactor, owner, repo string, id int64, inReview bool, content string) error {
 	var err error
 	if inReview {
-		_, _, err = reactions.CreatePullRequestCommentReaction(ctx, owner, repo, id, "eyes")
+		_, _, err = reactions.CreatePullRequestCommentReaction(ctx, owner, repo, id, content)
 	} else {
-		_, _, err = reactions.CreateIssueCommentReaction(ctx, owner, repo, id, "eyes")
+		_, _, err = reactions.CreateIssueCommentReaction(ctx, owner, repo, id, content)
 	}
 	if err != nil {
 		return fmt.Errorf("reacting: %w", err)

@@ -81,8 +81,9 @@ func testSources(t contract.TestSummary) string {
 }
 
 // withFacts is summary followed by the evidence's egress summary
-// (EgressSummary), where it ran (WhereItRan), the cost and the link to
-// the session's page, each part only when there is something to say.
+// (EgressSummary), where it ran (WhereItRan), the cost, the link to
+// the session's page and the one to its signed provenance, each part only
+// when there is something to say.
 func withFacts(summary string, ev *contract.Evidence, x Extras) string {
 	var facts []string
 	if ev != nil {
@@ -91,7 +92,7 @@ func withFacts(summary string, ev *contract.Evidence, x Extras) string {
 			facts = append(facts, "- "+strings.Join(where, "\n- "))
 		}
 	}
-	facts = append(facts, CostLine(x), SessionLinkLine(x))
+	facts = append(facts, CostLine(x), SessionLinkLine(x), ProvenanceLine(x))
 	parts := []string{}
 	if summary != "" {
 		parts = append(parts, summary)

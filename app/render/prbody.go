@@ -9,6 +9,7 @@ import (
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
+	"github.com/inspecthq/inspect/session"
 )
 
 // PRBody is the evidence a reviewer reads: the request, what changed, how
@@ -136,7 +137,13 @@ func OpenedByTheAppNote(login string) string {
 // CommitMessage is the message of the commit Inspect makes: the request's
 // first line as its subject (defused: it is untrusted), the requester credited in a trailer (the
 // commit itself has no author, so GitHub signs it as the App's bot).
-func CommitMessage(sess store.Session) string {
+func CommitMessage(sess store.Session) string { return CommitMessageWith(sess, nil) }
+
+// CommitMessageWith is CommitMessage for a session whose conversation
+// (session.Turn: its requests and the messages that steered them, decision
+// 0071) had other authors: each is a Co-authored-by too, after the
+// requester, in the order they first spoke.
+func CommitMessageWith(sess store.Session, conversation []session.Turn) string {
 	title := strings.TrimSpace(strings.SplitN(sess.Instructions, "\n", 2)[0])
 	if utf8.RuneCountInString(title) > 60 {
 		title = string([]rune(title)[:60]) + "…"
@@ -151,8 +158,14 @@ func CommitMessage(sess store.Session) string {
 	if !sess.Target().HasThread() {
 		where = "on Inspect's dashboard"
 	}
-	return fmt.Sprintf("Inspect: %s\n\nRequested by @%s %s.\n\nCo-authored-by: %s <%d+%s@users.noreply.github.com>\nInspect-Session: %s\n",
-		title, sess.RequesterLogin, where, sess.RequesterLogin, sess.RequesterID, sess.RequesterLogin, sess.ID)
+	authors := []session.Turn{{AuthorLogin: sess.RequesterLogin, AuthorID: sess.RequesterID}}
+	for _, a := range session.Authors(conversation) {
+		if a.AuthorLogin != sess.RequesterLogin {
+			authors = append(authors, a)
+		}
+	}
+	return fmt.Sprintf("Inspect: %s\n\nRequested by @%s %s.\n\n%sInspect-Session: %s\n",
+		title, sess.RequesterLogin, where, CoAuthorTrailers(authors), sess.ID)
 }
 
 // PRTitle is the title of a pull request Inspect opens: the commit's

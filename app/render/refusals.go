@@ -75,6 +75,10 @@ func permissionText(sub policy.Subcommand, role policy.Role) string {
 		action = "Retrying an Inspect session"
 	case policy.Cancel:
 		action = "Cancelling an Inspect session"
+	case policy.Stop:
+		action = "Stopping an Inspect session's agent"
+	case steerSubcommand:
+		action = "Sending a message to a running Inspect session"
 	}
 	var has string
 	switch role {

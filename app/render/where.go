@@ -20,6 +20,10 @@ type Extras struct {
 	// SessionURL is the session's page (web.public_url + /sessions/<id>),
 	// "" without a dashboard.
 	SessionURL string
+	// ProvenanceURL is the attempt's signed provenance on the dashboard
+	// and KeysURL the server's public keys (decision 0078); "" when the
+	// attempt was not attested.
+	ProvenanceURL, KeysURL string
 }
 
 // Money is a sum in US dollars as Inspect shows it, on the session page,
@@ -109,6 +113,15 @@ func SessionLinkLine(x Extras) string {
 		return ""
 	}
 	return "The session, live and in full: " + x.SessionURL + "\n"
+}
+
+// ProvenanceLine is the link to the attempt's signed provenance, ending
+// in a newline, or "" when it has none.
+func ProvenanceLine(x Extras) string {
+	if x.ProvenanceURL == "" {
+		return ""
+	}
+	return fmt.Sprintf("Signed provenance (in-toto, DSSE) of the commit Inspect made: %s — check it with `inspect verify` against the keys at %s\n", x.ProvenanceURL, x.KeysURL)
 }
 
 // ExtrasOf is a session's Extras: its usage u (nil for none) of model

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,20 @@ func TestExtrasOfPricesOnlyWhatItCan(t *testing.T) {
 	} {
 		if x.Priced || CostLine(x) != "" || SessionLinkLine(x) != "" {
 			t.Errorf("%s: %+v", name, x)
+		}
+	}
+}
+
+// The provenance line links the attestation and the keys, and is absent
+// when the attempt has none (no provenance keys, or no change).
+func TestProvenanceLine(t *testing.T) {
+	if got := ProvenanceLine(Extras{SessionURL: "https://i.example/sessions/s1"}); got != "" {
+		t.Errorf("without an attestation: %q", got)
+	}
+	got := ProvenanceLine(Extras{ProvenanceURL: "https://i.example/sessions/s1/attempts/a1/provenance", KeysURL: "https://i.example/provenance/keys"})
+	for _, want := range []string{"https://i.example/sessions/s1/attempts/a1/provenance", "`inspect verify`", "https://i.example/provenance/keys"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the line lacks %q: %q", want, got)
 		}
 	}
 }

@@ -26,6 +26,9 @@ type steps interface {
 	// Push puts sess.CommitSHA where it belongs (decision 0009) and
 	// returns the branch and pull request it is on.
 	Push(ctx context.Context, sess store.Session, spec contract.Spec, verified bool, sum policy.ChangeSummary, ev contract.Evidence) (branch string, pr int, err error)
+	// Attest signs and keeps the attempt's provenance, its subject
+	// sess.CommitSHA (decision 0078); nothing without provenance keys.
+	Attest(ctx context.Context, sess store.Session, spec contract.Spec, ev contract.Evidence) error
 	// CheckRun finds or creates the session's check run on sess.HeadSHA.
 	CheckRun(ctx context.Context, sess store.Session) (int64, error)
 	// AnnotateFailures puts the failing tests on the check run (best
@@ -43,7 +46,7 @@ type steps interface {
 //   - no change ends no_change with the agent's answer;
 //   - an unreadable repo config (it holds the protected paths) or a change
 //     policy refuses ends change_refused, and nothing is written;
-//   - otherwise: commit, push, (issue sessions) a check run on the commit,
+//   - otherwise: commit, attest (with provenance keys), push, (issue sessions) a check run on the commit,
 //     (failed verification) annotations, and the end: changed or
 //     verification_failed.
 //
@@ -92,6 +95,11 @@ func decide(ctx context.Context, do steps, sess store.Session, spec contract.Spe
 		if sess, err = do.Record(ctx, sess.ID, func(x *store.Session) { x.CommitSHA = sha }); err != nil || sess.State() == session.Done {
 			return err
 		}
+	}
+	// Before the push, so that every surface after it can link it; a
+	// replay signs again only what was not kept.
+	if err := do.Attest(ctx, sess, spec, ev); err != nil {
+		return err
 	}
 	if sess.Branch == "" {
 		branch, prNumber, err := do.Push(ctx, sess, spec, verified, summary, ev)

@@ -27,6 +27,8 @@ type fakeReport struct {
 	calls     []string
 	ended     *endCall
 	sess      store.Session
+	// attestErr is what Attest returns.
+	attestErr error
 }
 
 type endCall struct {
@@ -48,6 +50,11 @@ func (f *fakeReport) Commit(_ context.Context, _ store.Session, spec contract.Sp
 func (f *fakeReport) Push(_ context.Context, sess store.Session, _ contract.Spec, verified bool, _ policy.ChangeSummary, _ contract.Evidence) (string, int, error) {
 	f.calls = append(f.calls, fmt.Sprintf("push %s verified=%t", sess.CommitSHA, verified))
 	return "inspect/7-abcdefgh", 8, nil
+}
+
+func (f *fakeReport) Attest(_ context.Context, sess store.Session, _ contract.Spec, _ contract.Evidence) error {
+	f.calls = append(f.calls, "attest "+sess.CommitSHA)
+	return f.attestErr
 }
 
 func (f *fakeReport) CheckRun(_ context.Context, sess store.Session) (int64, error) {
@@ -132,22 +139,22 @@ func TestReportResultDecides(t *testing.T) {
 		},
 		"inspect.yml at another repo's root is an ordinary file": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: orgConfig},
-			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=true", "end changed"},
+			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=true", "end changed"},
 			outcome: session.Changed, reason: "changed",
 		},
 		"verified PR change: commit, push, changed": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
-			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=true", "end changed"},
+			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=true", "end changed"},
 			outcome: session.Changed, reason: "changed",
 		},
 		"failed verification on a PR: pushed unverified, annotated": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeVerifyFailed, Commands: failed}, Manifest: change},
-			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=false", "annotate 5", "end verification_failed"},
+			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=false", "annotate 5", "end verification_failed"},
 			outcome: session.VerificationFailed, reason: "verification_failed",
 		},
 		"issue session: its check run goes on the commit": {
 			sess: issueSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
-			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=true", "check run on c0ffee", "end changed"},
+			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=true", "check run on c0ffee", "end changed"},
 			outcome: session.Changed, reason: "changed",
 		},
 		"branch session whose announcing is still in flight: no check run of its own": {
@@ -159,13 +166,13 @@ func TestReportResultDecides(t *testing.T) {
 				return s
 			}(),
 			up:      contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeVerifyFailed, Commands: failed}, Manifest: change},
-			calls:   []string{"config", "commit 1 files on pin0", "push c0ffee verified=false", "end verification_failed"},
+			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=false", "end verification_failed"},
 			outcome: session.VerificationFailed, reason: "verification_failed",
 		},
 		"replay after the commit: not committed again": {
 			sess:  func() store.Session { s := prSession; s.CommitSHA = "c0ffee"; return s }(),
 			up:    contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
-			calls: []string{"config", "push c0ffee verified=true", "end changed"}, outcome: session.Changed, reason: "changed",
+			calls: []string{"config", "attest c0ffee", "push c0ffee verified=true", "end changed"}, outcome: session.Changed, reason: "changed",
 		},
 		"replay after the push: neither again": {
 			sess: func() store.Session {
@@ -174,7 +181,7 @@ func TestReportResultDecides(t *testing.T) {
 				return s
 			}(),
 			up:    contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
-			calls: []string{"config", "check run on c0ffee", "end changed"}, outcome: session.Changed, reason: "changed",
+			calls: []string{"config", "attest c0ffee", "check run on c0ffee", "end changed"}, outcome: session.Changed, reason: "changed",
 		},
 		"cancelled while committing: stops after recording the commit": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
@@ -182,7 +189,7 @@ func TestReportResultDecides(t *testing.T) {
 		},
 		"cancelled while pushing: stops after recording the branch": {
 			sess: issueSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
-			doneAfter: "push", calls: []string{"config", "commit 1 files on pin0", "push c0ffee verified=true"},
+			doneAfter: "push", calls: []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=true"},
 		},
 	}
 	for name, tc := range cases {
@@ -207,6 +214,22 @@ func TestReportResultDecides(t *testing.T) {
 				t.Fatalf("reply %q does not mention %q", f.ended.reply, tc.reply)
 			}
 		})
+	}
+}
+
+// A failure to sign or keep the provenance is returned for the worker to
+// retry, before anything is pushed: a change is never reported without
+// the attestation a configured server promises.
+func TestReportAttestFailureStopsBeforeThePush(t *testing.T) {
+	f := &fakeReport{attestErr: errors.New("disk full")}
+	sess := store.Fixture(session.Reporting, store.Session{ID: "s1", IsPR: true, RepoName: "widgets", CheckRunID: 5})
+	up := contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK}, Manifest: &contract.Manifest{Files: []contract.FileChange{{Path: "a.go", Mode: "100644"}}}}
+	err := decide(context.Background(), f, sess, contract.Spec{PinnedSHA: "pin0", Limits: contract.Limits{MaxChangedFiles: 10, MaxChangeBytes: 1 << 20}}, up)
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("err = %v, want the attestation's failure", err)
+	}
+	if want := []string{"config", "commit 1 files on pin0", "attest c0ffee"}; !slices.Equal(f.calls, want) || f.ended != nil {
+		t.Fatalf("calls %q (ended %v), want %q", f.calls, f.ended, want)
 	}
 }
 

@@ -61,6 +61,13 @@ func (r *githubSteps) Push(ctx context.Context, sess store.Session, spec contrac
 	return r.h.push(ctx, c, sess, spec, verified, sum, ev)
 }
 
+func (r *githubSteps) Attest(ctx context.Context, sess store.Session, spec contract.Spec, ev contract.Evidence) error {
+	if r.h.Attest == nil {
+		return nil
+	}
+	return r.h.Attest(ctx, sess, spec, ev)
+}
+
 func (r *githubSteps) CheckRun(ctx context.Context, sess store.Session) (int64, error) {
 	c, err := r.client(ctx, sess)
 	if err != nil {
@@ -92,7 +99,13 @@ func (r *githubSteps) End(ctx context.Context, id string, outcome session.Outcom
 // commit's and commits it with no author, so GitHub signs it as the App's
 // bot; the requester is credited in a trailer.
 func (h *Handler) createCommit(ctx context.Context, c *github.Client, sess store.Session, spec contract.Spec, m *contract.Manifest) (string, error) {
-	return ghwrite.CommitManifest(ctx, c.Git, sess.RepoOwner, sess.RepoName, spec.PinnedSHA, render.CommitMessage(sess), m.Files)
+	// Everyone who asked the conversation for something is credited
+	// (decision 0071).
+	turns, err := h.Store.ConversationTurns(ctx, sess)
+	if err != nil {
+		return "", err
+	}
+	return ghwrite.CommitManifest(ctx, c.Git, sess.RepoOwner, sess.RepoName, spec.PinnedSHA, render.CommitMessageWith(sess, turns), m.Files)
 }
 
 // push puts the commit where it belongs (policy.DecideDestination):
@@ -152,7 +165,14 @@ func (h *Handler) push(ctx context.Context, c *github.Client, sess store.Session
 	if err := ghwrite.EnsureBranch(ctx, c.Git, owner, repo, branch, sess.CommitSHA); err != nil {
 		return "", 0, err
 	}
-	body := render.PRBody(sess, spec, verified, sum, ev, h.extras(sess, spec, ev))
+	body := render.PRBody(sess, spec, verified, sum, ev, h.extras(ctx, sess, spec, ev))
+	turns, err := h.Store.ConversationTurns(ctx, sess)
+	if err != nil {
+		return "", 0, err
+	}
+	if t := render.TurnsSection(turns); t != "" {
+		body += "\n\n" + t
+	}
 	// As the requester when they signed in to the dashboard, so the PR is
 	// theirs; else, or when GitHub refuses their token, as the App.
 	prs, asRequester := h.RequesterPRs(ctx, sess)
@@ -252,7 +272,7 @@ func (h *Handler) annotateFailures(ctx context.Context, c *github.Client, sess s
 	if len(anns) == 0 {
 		return
 	}
-	title, summary := render.FailedTestsCheckRun(ev, h.extras(sess, spec, ev))
+	title, summary := render.FailedTestsCheckRun(ev, h.extras(ctx, sess, spec, ev))
 	if err := ghwrite.AnnotateCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, h.CheckRunName, title, summary, anns); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("annotating the check run failed")
 	}

@@ -54,18 +54,28 @@ type Handler struct {
 	// Cost prices a session's tokens of a model (config.Server.ModelCost)
 	// for the PR body and the check run; nil prices nothing.
 	Cost func(model string, u contract.TokenUsage) (float64, bool)
+	// Attest signs and keeps the provenance of an attempt whose change
+	// is committed (sess.CommitSHA; decision 0078); nil attests nothing.
+	Attest func(ctx context.Context, sess store.Session, spec contract.Spec, ev contract.Evidence) error
+	// Provenance is the attempt's provenance link and the keys' URL for
+	// the check run ("", "" when it has none); nil links nothing.
+	Provenance func(ctx context.Context, sess store.Session) (url, keysURL string)
 }
 
 // extras are the PR body's and the check run's Extras: the session's cost
 // at the server's prices and its page.
-func (h *Handler) extras(sess store.Session, spec contract.Spec, ev contract.Evidence) render.Extras {
+func (h *Handler) extras(ctx context.Context, sess store.Session, spec contract.Spec, ev contract.Evidence) render.Extras {
 	url := ""
 	if h.SessionURL != nil {
 		if u := h.SessionURL(sess.ID); u != nil {
 			url = *u
 		}
 	}
-	return render.ExtrasOf(h.Cost, spec.Agent.Model, ev.Usage, url)
+	x := render.ExtrasOf(h.Cost, spec.Agent.Model, ev.Usage, url)
+	if h.Provenance != nil {
+		x.ProvenanceURL, x.KeysURL = h.Provenance(ctx, sess)
+	}
+	return x
 }
 
 // Store is what the handler reads of the store.
@@ -74,6 +84,9 @@ type Store interface {
 	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
 	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
 	Artifacts(ctx context.Context, attemptID string) ([]store.Artifact, error)
+	// ConversationTurns are the session's conversation (decisions 0071,
+	// 0072): whose turns the commit credits and the PR lists.
+	ConversationTurns(ctx context.Context, sess store.Session) ([]session.Turn, error)
 }
 
 // Transitions is what the handler changes of a session as stored.

@@ -60,6 +60,7 @@ func TestARefusedRequesterTokenFallsBackToTheAppInTheSameReport(t *testing.T) {
 				},
 				SessionURL: func(string) *string { return nil },
 				BotLogin:   gh.BotLogin,
+				Store:      requestOnly{},
 			}
 			sess := store.Fixture(session.Reporting, store.Session{ID: "s-0123456789abcdef", RepoOwner: "acme", RepoName: "widgets",
 				InstallationID: 1, Number: 3, TriggerKind: session.KindComment, RequesterLogin: "bob", RequesterID: 6000,
@@ -82,4 +83,12 @@ func TestARefusedRequesterTokenFallsBackToTheAppInTheSameReport(t *testing.T) {
 			}
 		})
 	}
+}
+
+// requestOnly is a store whose sessions took no turns: push reads only
+// the conversation (the request alone) of it.
+type requestOnly struct{ Store }
+
+func (requestOnly) ConversationTurns(context.Context, store.Session) ([]session.Turn, error) {
+	return nil, nil
 }

@@ -432,5 +432,48 @@ func migrations(d dialect) [][]string {
 				PRIMARY KEY (dim, repo_id, value, model)
 			)` + rollupStorage,
 		},
+		// 20: a session's turns (issue 36, decision 0071): each message
+		// after the request, by whom, from where, and how far it got
+		// (pending, delivered, done); seq is its place in the session
+		// (the request is 0, never stored). A comment or a dashboard post
+		// makes at most one turn (source_key). recorder is the running
+		// attempt's flight recorder, as the supervisor last reported it
+		// (contract.Recorder as JSON; '' for none).
+		{
+			`CREATE TABLE turns (
+				id           ` + autoID + `,
+				session_id   TEXT NOT NULL,
+				seq          INTEGER NOT NULL,
+				source_key   TEXT NOT NULL,
+				author_login TEXT NOT NULL,
+				author_id    BIGINT NOT NULL,
+				source       TEXT NOT NULL,
+				comment_id   BIGINT NOT NULL DEFAULT 0,
+				message      TEXT NOT NULL,
+				stop         INTEGER NOT NULL DEFAULT 0,
+				state        TEXT NOT NULL,
+				attempt_id   TEXT NOT NULL DEFAULT '',
+				outcome      TEXT NOT NULL DEFAULT '',
+				created_at   BIGINT NOT NULL,
+				delivered_at BIGINT NOT NULL DEFAULT 0,
+				done_at      BIGINT NOT NULL DEFAULT 0
+			)`,
+			`CREATE UNIQUE INDEX turns_session_seq ON turns (session_id, seq)`,
+			`CREATE UNIQUE INDEX turns_source_key ON turns (source_key)`,
+			`ALTER TABLE attempts ADD COLUMN recorder TEXT NOT NULL DEFAULT ''`,
+		},
+		// 21 (issue 37; the integrator may renumber it): an attempt's
+		// signed provenance (decision 0078), the DSSE envelope as JSON,
+		// kept with the session and served to its repository's readers.
+		{
+			`CREATE TABLE attestations (
+				attempt_id TEXT PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				key_id TEXT NOT NULL,
+				envelope TEXT NOT NULL,
+				created_at BIGINT NOT NULL
+			)` + clustered,
+			`CREATE INDEX attestations_session ON attestations (session_id)`,
+		},
 	}
 }

@@ -289,6 +289,15 @@ func (s *Store) writeSession(ctx context.Context, tx *sql.Tx, before, after Sess
 	if err := s.followSession(ctx, tx, before, after, now); err != nil {
 		return err
 	}
+	if after.state == session.Done && before.state != session.Done {
+		undelivered, err := endTurns(ctx, tx, before.ID, after.Outcome, now)
+		if err != nil {
+			return fmt.Errorf("session %s: closing its turns: %w", before.ID, err)
+		}
+		if undelivered > 0 && after.Outcome != session.Cancelled {
+			then = append(then[:len(then):len(then)], NewWork{Kind: ContinueTurns}) // a copy: the caller's slice stays as it was
+		}
+	}
 	for _, w := range then {
 		if w.SessionID == "" {
 			w.SessionID = before.ID

@@ -26,6 +26,10 @@ type TriggerInfo struct {
 	// or pull request behind it (Number is 0). Untrusted text, checked by
 	// policy.CheckBranchName when it was given.
 	Branch string `json:"branch,omitempty"`
+	// Continues is the session whose conversation this one continues: a
+	// request on its thread or pull request after it ended (decision
+	// 0072). Its turns, and those it continued, are this one's history.
+	Continues string `json:"continues,omitempty"`
 }
 
 // Target is what the session works on: its issue or pull request, or the
@@ -97,7 +101,7 @@ func (s Session) Info() TriggerInfo {
 
 // Encode is ti as sessions.trigger_info stores it: "" when it adds nothing.
 func (ti TriggerInfo) Encode() string {
-	if ti.Label == "" && ti.Review == nil && len(ti.Checks) == 0 && ti.RepairNumber == 0 && ti.QueuedFor == "" && ti.Branch == "" {
+	if ti.Label == "" && ti.Review == nil && len(ti.Checks) == 0 && ti.RepairNumber == 0 && ti.QueuedFor == "" && ti.Branch == "" && ti.Continues == "" {
 		return ""
 	}
 	b, err := json.Marshal(ti)

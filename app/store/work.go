@@ -45,6 +45,11 @@ const (
 	// branch that undoes a merged PR Inspect opened by its patch alone
 	// (app/fates, decision 0074).
 	CheckRevert WorkKind = "check_revert"
+
+	// AdmitTurn decides a message for the thread's running session (a
+	// `/inspect <message>` or `/inspect stop` comment): a turn of it, a
+	// refusal, or a session of its own (decision 0071).
+	AdmitTurn WorkKind = "admit_turn"
 )
 
 // NewWork is work to queue.

@@ -79,6 +79,31 @@ func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(a.Content) // a write to a gone browser
 }
 
+// attestation serves an attempt's signed provenance (the DSSE envelope,
+// decision 0078) to a reader of the session's repository: it names the
+// commands and tests of a possibly private repository, so it is behind
+// the same sign-in and permission check as the session's page.
+func (s *Server) attestation(w http.ResponseWriter, r *http.Request) {
+	sess, _, ok := s.viewableSession(w, r, viewerOf(r))
+	if !ok {
+		return
+	}
+	a, err := s.st.GetAttestation(r.Context(), r.PathValue("attempt"))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && a.SessionID != sess.ID) {
+		s.fail(w, http.StatusNotFound, "The session has no attestation for that attempt.")
+		return
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Msg("dashboard: reading an attestation failed")
+		s.fail(w, http.StatusServiceUnavailable, "Inspect could not read the attestation. Try again.")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	_, _ = w.Write([]byte(a.Envelope)) // a write to a gone browser
+}
+
 // listFilter reads the list's query: each value is matched exactly in the
 // store, never put into SQL text.
 type listFilter struct {
@@ -167,10 +192,20 @@ type sessionView struct {
 	SnapshotAge string
 	// Diff is the attempt's change, file by file; nil when it has none.
 	Diff *diffView
+	// Turns are the session's conversation: its request, then the
+	// messages that steered it (decision 0071). Recorder is the running
+	// attempt's flight recorder (nil before the first); Budget the
+	// session's token budget (0: none).
+	Turns    []turnView
+	Recorder *recorderView
+	Budget   int64
 	// Answer is the agent's final answer rendered as sanitized Markdown
 	// (decision 0068); "" when it gave none. It is apart from Detail,
 	// Inspect's own sentence about the outcome.
 	Answer template.HTML
+	// ProvenanceURL is the attempt's signed provenance (decision 0078),
+	// "" when it has none.
+	ProvenanceURL string
 }
 
 // viewableSession is the request's session ({id}) if v may read its
@@ -237,7 +272,8 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	view := sessionView{Session: sess}
+	view := sessionView{Session: sess, Budget: s.budget}
+	s.turnsView(r, &view)
 	base := strings.TrimSuffix(s.gh.webURL, "/") + "/" + url.PathEscape(sess.RepoOwner) + "/" + url.PathEscape(sess.RepoName)
 	switch target := sess.Target(); {
 	case target.IsBranch():
@@ -276,6 +312,12 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		case !errors.Is(err, store.ErrNotFound):
 			// The rest of the page is worth showing without it.
 			s.log.Warn().Err(err).Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Msg("dashboard: reading the diff failed")
+		}
+		switch _, err := s.st.GetAttestation(r.Context(), sess.AttemptID); {
+		case err == nil:
+			view.ProvenanceURL = "/sessions/" + url.PathEscape(sess.ID) + "/attempts/" + url.PathEscape(sess.AttemptID) + "/provenance"
+		case !errors.Is(err, store.ErrNotFound):
+			s.log.Warn().Err(err).Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Msg("dashboard: reading the attestation failed")
 		}
 	}
 	s.render(w, http.StatusOK, "session.html", map[string]any{"Viewer": v, "S": view, "Asked": r.URL.Query().Get("asked")})

@@ -59,6 +59,11 @@ type Store interface {
 	AttemptDiff(ctx context.Context, attemptID string) (store.Diff, error)
 	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
 	OutcomeGroups(ctx context.Context, by outcomes.Dimension, f store.OutcomeFilter) ([]store.OutcomeGroup, error)
+	// SessionTurns and Recorder are the session page's turns and flight
+	// recorder (decision 0071).
+	SessionTurns(ctx context.Context, sessionID string) ([]session.Turn, error)
+	Recorder(ctx context.Context, attemptID string) (string, error)
+	GetAttestation(ctx context.Context, attemptID string) (store.Attestation, error)
 }
 
 // Commands takes a button's request as the webhook handlers hand over a
@@ -90,10 +95,13 @@ type Options struct {
 	AsUser func(ctx context.Context, userID int64, token string) (*github.Client, error)
 	// Cost prices a session's tokens of a model (config.Server.ModelCost);
 	// nil shows no cost.
-	Cost  func(model string, u contract.TokenUsage) (float64, bool)
-	Now   func() time.Time
-	Log   zerolog.Logger
-	Title string
+	Cost func(model string, u contract.TokenUsage) (float64, bool)
+	// TokenBudget is a session's model token budget (agents.token_budget;
+	// 0: none), which the page shows the usage against.
+	TokenBudget int64
+	Now         func() time.Time
+	Log         zerolog.Logger
+	Title       string
 	// RefreshPoll is how often a request waiting on another replica's
 	// refresh of a user's token reads the store again (0: 50 ms).
 	RefreshPoll time.Duration
@@ -119,6 +127,7 @@ type Server struct {
 	lifetime  time.Duration
 	now       func() time.Time
 	cost      func(model string, u contract.TokenUsage) (float64, bool)
+	budget    int64
 	log       zerolog.Logger
 	pages     *template.Template
 
@@ -174,7 +183,7 @@ func New(o Options) (*Server, error) {
 	return &Server{
 		st: o.Store, commands: o.Commands, seal: seal, publicURL: pub, secure: pub.Scheme == "https",
 		gh:      userAPI{webURL: o.WebURL, apiURL: o.APIURL, clientID: o.ClientID, clientSecret: o.ClientSecret, http: client, asUser: o.AsUser},
-		permTTL: o.PermissionCache, lifetime: o.SessionLifetime, now: now, cost: o.Cost, log: o.Log, pages: pages,
+		permTTL: o.PermissionCache, lifetime: o.SessionLifetime, now: now, cost: o.Cost, budget: o.TokenBudget, log: o.Log, pages: pages,
 		perms: map[int64]cachedRepos{}, refreshPoll: cmp.Or(o.RefreshPoll, defaultRefreshPoll),
 		liveOpen: map[int64]int{}, maxLive: cmp.Or(o.MaxLiveStreams, defaultMaxLiveStreams), livePoll: cmp.Or(o.LivePoll, livePoll),
 	}, nil
@@ -194,10 +203,12 @@ func (s *Server) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /sessions/{id}", s.signedIn(s.sessionPage))
 	s.liveRoutes(mux)
 	mux.HandleFunc("POST /sessions/{id}/cancel", s.signedIn(s.button(actionCancel)))
+	mux.HandleFunc("POST /sessions/{id}/message", s.signedIn(s.message))
 	mux.HandleFunc("POST /sessions/{id}/retry", s.signedIn(s.button(actionRetry)))
 	mux.HandleFunc("GET /snapshots", s.signedIn(s.snapshotsPage))
 	mux.HandleFunc("GET /outcomes", s.signedIn(s.outcomesPage))
 	mux.HandleFunc("GET /sessions/{id}/artifacts/{name...}", s.signedIn(s.artifact))
+	mux.HandleFunc("GET /sessions/{id}/attempts/{attempt}/provenance", s.signedIn(s.attestation))
 }
 
 // SessionURL is a session's page, for links from GitHub (the check run's

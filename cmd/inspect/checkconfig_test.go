@@ -117,3 +117,46 @@ func TestCheckConfigWarnsWhenNoModelIsOffered(t *testing.T) {
 		t.Errorf("stderr %q, want %q", errOut.String(), want)
 	}
 }
+
+// A provenance key that does not parse as its entry says is a
+// --check-config fault, as it would stop serve: here a public key given
+// as the signing key's private_key_path. A sound one passes.
+func TestCheckConfigParsesTheProvenanceKeys(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key.pem")
+	webKey := filepath.Join(dir, "web.key")
+	if err := os.WriteFile(key, []byte("pem\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(webKey, []byte(strings.Repeat("5a", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signing, pub := keyFiles(t)
+	probes := config.Probes{
+		LookPath:            func(string) (string, error) { return "/usr/bin/bwrap", nil },
+		CheckPrivateKey:     func([]byte) error { return nil },
+		CheckProvenanceKeys: checkProvenanceKeys,
+	}
+	noEnv := func(string) (string, bool) { return "", false }
+	for name, tc := range map[string]struct {
+		signingPath string
+		code        int
+		want        string
+	}{
+		"a public key to sign with": {pub, 1, "  provenance.keys[0].private_key_path: " + pub + " holds no private key\n"},
+		"a private key":             {signing, 0, ""},
+	} {
+		path := filepath.Join(dir, "inspect.yaml")
+		yaml := "state_dir: " + dir + "\ngithub:\n  app_id: 5\n  private_key_path: " + key + "\n  webhook_secret: s\n" +
+			"web:\n  public_url: https://inspect.example.com\n  client_id: c\n  client_secret: s\n  key_path: " + webKey + "\n" +
+			"provenance:\n  signing_key: k1\n  keys:\n    - id: k1\n      private_key_path: " + tc.signingPath + "\n"
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := checkConfig(path, noEnv, probes, &out, &errOut)
+		if code != tc.code || (tc.want != "" && !strings.Contains(errOut.String(), tc.want)) {
+			t.Errorf("%s: exit %d, want %d with %q:\n%s", name, code, tc.code, tc.want, errOut.String())
+		}
+	}
+}

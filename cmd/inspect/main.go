@@ -22,6 +22,7 @@ import (
 	"github.com/inspecthq/inspect/app"
 	"github.com/inspecthq/inspect/app/ghclient"
 	"github.com/inspecthq/inspect/app/metrics"
+	"github.com/inspecthq/inspect/app/provenance"
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
@@ -57,6 +58,9 @@ Usage:
                                   what became of the PRs Inspect opened, from the
                                   server's database; "outcomes backfill" reads them
                                   from GitHub on the server's next passes
+  inspect verify ATTESTATION [--key [ID=]PUBKEY.pem ... | --keys-url URL] [--checkout DIR]
+                                  check a session's signed provenance: its signature, and
+                                  that the checkout's HEAD is its subject (inspect verify -h)
   inspect version, --version      print the version and VCS revision
 
 Configuration: docs/configuration.md. Every key can also be set with an
@@ -89,6 +93,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return toolsCmd(args[1:], stdout, stderr)
 	case "outcomes":
 		return outcomesCmd(args[1:], stdout, stderr)
+	case "verify":
+		return verifyCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, build.line())
 		return 0
@@ -108,7 +114,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
-	probes := config.Probes{LookPath: exec.LookPath, CheckPrivateKey: ghclient.CheckPrivateKey}
+	probes := config.Probes{LookPath: exec.LookPath, CheckPrivateKey: ghclient.CheckPrivateKey, CheckProvenanceKeys: checkProvenanceKeys}
 	if *check {
 		return checkConfig(*configPath, os.LookupEnv, probes, stdout, stderr)
 	}
@@ -231,6 +237,10 @@ func (b buildInfo) line() string {
 
 func serveWith(ctx context.Context, cfg config.Server, log zerolog.Logger) error {
 	if err := cfg.CheckFiles(); err != nil {
+		return err
+	}
+	// Keys that do not parse stop the start, not the first attestation.
+	if _, err := provenance.LoadKeyring(cfg.Provenance); err != nil {
 		return err
 	}
 	key, err := cfg.PrivateKeyPEM()

@@ -64,6 +64,9 @@ func runnerCmd(args []string, stderr io.Writer) int {
 	}
 	cfg.FromEnv(os.LookupEnv)
 	cfg.RunnerVersion = version
+	// Messages that steer a running session reach the agent's own CLI
+	// conversation (decisions 0071, 0073).
+	cfg.Conversations = supervisor.CLIConversations()
 	cfg.Log = zerolog.New(stderr).With().Timestamp().Str("version", version).Logger()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

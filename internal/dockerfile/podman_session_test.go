@@ -15,6 +15,7 @@ import (
 
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/fakemodel"
+	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/internal/webhookfixture"
 )
 
@@ -34,30 +35,25 @@ const (
 	sessModelKey       = "sk-podman-test-model-key"
 )
 
-// agentCLI is one real agent CLI as the host's npm installed it
-// (.ci/ensure-agent-clis): the command npm's bin link makes, whether what
-// it links to is a Node script, whether its preset keeps the model's last
-// message as the answer (codex exec --output-last-message; the others
-// answer only by writing the answer file as the prompt asks, which the
-// scripted model does not), and how its preset reaches the scripted model.
+// agentCLI is one real agent CLI of the tools image: its preset, whether
+// its preset keeps the model's last message as the answer (codex exec
+// --output-last-message; the others answer only by writing the answer file
+// as the prompt asks, which the scripted model does not), and how its
+// preset reaches the scripted model.
 type agentCLI struct {
-	preset, command   string
-	node, lastMessage bool
-	kind              string
-	base              func(*fakemodel.Server) string
-	key               func(fakemodel.Request) string
+	preset      string
+	lastMessage bool
+	kind        string
+	base        func(*fakemodel.Server) string
+	key         func(fakemodel.Request) string
 }
 
-// installed is where the host's npm put an agent CLI: its package
-// directory and the file the bin link points at (in it).
-type installed struct{ pkg, entry string }
-
 var agentCLIs = []agentCLI{
-	{preset: "codex", command: "codex", node: true, lastMessage: true,
+	{preset: "codex", lastMessage: true,
 		kind: "openai", base: func(m *fakemodel.Server) string { return m.URL() + "/v1" }, key: bearer},
-	{preset: "opencode", command: "opencode",
+	{preset: "opencode",
 		kind: "openai", base: func(m *fakemodel.Server) string { return m.URL() + "/v1" }, key: bearer},
-	{preset: "claude-code", command: "claude",
+	{preset: "claude-code",
 		kind: "anthropic", base: func(m *fakemodel.Server) string { return m.URL() }, key: func(r fakemodel.Request) string { return r.Header.Get("X-Api-Key") }},
 }
 
@@ -66,43 +62,43 @@ func bearer(r fakemodel.Request) string {
 }
 
 // TestImageRunsEachAgentCLI is above the issue's floor: `inspect serve` in
-// the local image, run with the flags the Dockerfile documents, takes a
-// comment, and its session runs a real agent CLI (Codex CLI, OpenCode,
-// Claude Code) in bubblewrap inside the container, against the scripted
-// model through the model proxy, to a pull request on the GitHub stand-in
-// with the agent's fix on its branch.
-//
-// The CLIs (and Node, for Codex CLI's launcher) are the host's, mounted
-// read-only into the container's /usr, which the sandbox sees: the tools
-// image (issue 34 item 1) is not what this test depends on.
+// the local image, run with the flags the Dockerfile documents and
+// configured as docs/deploy.md's single-replica recipe is (agents.tools_image
+// set), takes a comment, and its session runs a real agent CLI (Codex CLI,
+// OpenCode, Claude Code) from the tools image, in bubblewrap inside the
+// container, on the image's own Debian root, which has no Node, against the
+// scripted model through the model proxy, to a pull request on the GitHub
+// stand-in with the agent's fix on its branch. The tools image is the one
+// .ci/ensure-tools-image built on this machine, mounted read-only into the
+// container at its own path, as an OCI layout on the host would be.
 func TestImageRunsEachAgentCLI(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err == nil {
-		node, err = filepath.EvalSymlinks(node)
-	}
-	if err != nil {
-		t.Fatalf("node is needed (run .ci/ensure-agent-clis): %v", err)
-	}
-	where := map[string]installed{}
-	for _, a := range agentCLIs {
-		bin, err := exec.LookPath(a.command)
-		if err == nil {
-			bin, err = filepath.EvalSymlinks(bin)
-		}
-		if err != nil {
-			t.Fatalf("%s is needed (run .ci/ensure-agent-clis): %v", a.command, err)
-		}
-		// npm links <prefix>/bin/CMD to <package>/bin/FILE.
-		where[a.preset] = installed{pkg: filepath.Dir(filepath.Dir(bin)), entry: bin}
-	}
+	toolsDir, toolsRef := sandboxtest.ToolsImage(t, "../..")
 	p := newPodman(t)
 	image := p.build(t, p.buildContext(t), "local")
+	// One executor work directory for the three containers, as one host's
+	// is: the tools image (1.3 GB flattened) is then flattened once, into
+	// its layer cache, not once per container. It is the image's user's,
+	// as the layer cache must be (decision 0026).
+	work := filepath.Join(t.TempDir(), "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(work, localUID, localUID); err != nil {
+		t.Fatalf("the work directory for the image's user %d: %v", localUID, err)
+	}
 	for _, a := range agentCLIs {
-		t.Run(a.preset, func(t *testing.T) { sessionInImage(t, p, image, node, a, where[a.preset]) })
+		t.Run(a.preset, func(t *testing.T) { sessionInImage(t, p, image, work, toolsDir, toolsRef, a) })
 	}
 }
 
-func sessionInImage(t *testing.T, p podman, image, node string, a agentCLI, at installed) {
+// localUID is the user the local image runs as (its Dockerfile stage's
+// USER, which the Dockerfile's test holds it to).
+const localUID = 10001
+
+// containerWork is where the work directory is mounted in the container.
+const containerWork = "/var/lib/inspect/work"
+
+func sessionInImage(t *testing.T, p podman, image, work, toolsDir, toolsRef string, a agentCLI) {
 	gh := fakegithub.New()
 	t.Cleanup(gh.Close)
 	gh.AddInstallation(sessInstallationID, sessOwner)
@@ -132,15 +128,6 @@ func sessionInImage(t *testing.T, p podman, image, node string, a agentCLI, at i
 			t.Fatal(err)
 		}
 	}
-	// The command on the sandbox's PATH, as npm's bin link would be.
-	launch := "exec " + at.entry + " \"$@\"\n"
-	if a.node {
-		launch = "exec /usr/bin/node " + at.entry + " \"$@\"\n"
-	}
-	launcher := filepath.Join(etc, a.command)
-	if err := os.WriteFile(launcher, []byte("#!/bin/sh\n"+launch), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	cfg, err := yaml.Marshal(map[string]any{
 		"listen":    "127.0.0.1:0",
 		"log_level": "info",
@@ -151,9 +138,10 @@ func sessionInImage(t *testing.T, p podman, image, node string, a agentCLI, at i
 			"private_key_path": "/etc/inspect/app-key.pem",
 			"webhook_secret":   "podman-test-secret",
 		},
-		"executor":  map[string]any{"kind": "local"},
+		"executor":  map[string]any{"kind": "local", "work_dir": containerWork},
 		"snapshots": map[string]any{"store": ""},
 		"agents": map[string]any{
+			"tools_image": toolsRef,
 			"providers": map[string]any{"scripted": map[string]any{
 				"kind": a.kind, "base_url": a.base(model), "api_key_path": "/etc/inspect/model-key",
 			}},
@@ -170,11 +158,8 @@ func sessionInImage(t *testing.T, p podman, image, node string, a agentCLI, at i
 	name := fmt.Sprintf("inspect-session-%d-%d", os.Getpid(), time.Now().UnixNano())
 	args := []string{"run", "--rm", "--name", name, "--network=host",
 		"--volume", etc + ":/etc/inspect:ro",
-		"--volume", at.pkg + ":" + at.pkg + ":ro",
-		"--volume", launcher + ":/usr/bin/" + a.command + ":ro",
-	}
-	if a.node {
-		args = append(args, "--volume", node+":/usr/bin/node:ro")
+		"--volume", toolsDir + ":" + toolsDir + ":ro",
+		"--volume", work + ":" + containerWork,
 	}
 	args = append(args, documentedRunFlags(t)...)
 	c := p.start(t, name, append(args, image)...)
@@ -223,6 +208,11 @@ func sessionInImage(t *testing.T, p podman, image, node string, a agentCLI, at i
 		if !strings.Contains(opened.Body, want) {
 			t.Errorf("the pull request's body lacks %q:\n%s", want, opened.Body)
 		}
+	}
+	// The agent ran from the tools image: the evidence says so, and the PR
+	// body shows the evidence's digest (decision 0077's environment lines).
+	if _, digest, _ := strings.Cut(toolsRef, "@"); !strings.Contains(opened.Body, "Tools image `"+digest+"`") {
+		t.Errorf("the pull request's body does not name the tools image %s:\n%s", digest, opened.Body)
 	}
 	if outs := strings.Join(model.FunctionOutputs(), "\n"); !strings.Contains(outs, "fixed") {
 		t.Errorf("the agent's command did not run in the sandbox: %q", outs)

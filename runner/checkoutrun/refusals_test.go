@@ -22,9 +22,10 @@ func TestChannelRefusesAsTheTableSays(t *testing.T) {
 		egress   Egress
 		unserved []string
 	}{
-		{"with egress", Egress{Model: teapot, Registry: teapot}, []string{contract.RouteArtifact}},
+		// Nobody can message a session run from the shell: no turns.
+		{"with egress", Egress{Model: teapot, Registry: teapot}, []string{contract.RouteArtifact, contract.RouteTurns}},
 		// Without a server config there is no model and no registry.
-		{"without egress", Egress{}, []string{contract.RouteArtifact, contract.PathEgressModel, contract.PathEgressRegistry}},
+		{"without egress", Egress{}, []string{contract.RouteArtifact, contract.RouteTurns, contract.PathEgressModel, contract.PathEgressRegistry}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			channelrefusaltest.Run(t, channelrefusaltest.Backend{

@@ -185,6 +185,10 @@ func (s *server) Serves(route string) error {
 		return errors.New("this inspect run serves no model egress: give it a server config (--server-config) that names one")
 	case route == contract.PathEgressRegistry && s.egress.Registry == nil:
 		return errors.New("this inspect run serves no registry egress: give it a server config (--server-config) that names one")
+	case route == contract.RouteTurns:
+		// Nobody can message a session run from the shell: its spec has
+		// no steer, so its supervisor never asks.
+		return errors.New("inspect run takes no turns: nobody can message its session")
 	case route == contract.RouteArtifact, route == contract.RouteSnapshotJob, route == contract.RouteSnapshotResult:
 		// `inspect run` keeps no artifacts: the workspace holds them.
 		return errors.New("this server does not serve " + route)
@@ -235,6 +239,13 @@ func (s *server) attemptKind() contract.AttemptKind {
 }
 
 func (s *server) Spec(context.Context, localAttempt) ([]byte, error) { return json.Marshal(s.spec) }
+
+// Recorder is dropped: the shell shows the live output, and no page
+// reads a flight recorder here.
+func (s *server) Recorder(context.Context, localAttempt, contract.Recorder) error { return nil }
+
+// Turns is never asked (Serves refuses the route); it has none.
+func (s *server) Turns(context.Context, localAttempt, int) ([]contract.Turn, error) { return nil, nil }
 
 func (s *server) RepoToken(context.Context, localAttempt) (contract.RepoTokenResponse, error) {
 	s.mu.Lock()

@@ -11,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -106,6 +108,11 @@ type limiter struct {
 	// at its own limit when the command began (v2 only:
 	// budgetPidsRefused).
 	budgetRefusedBefore int64
+	// report and since are Spec.Watch and Spec.WatchSince; initPid is the
+	// sandbox's init once Run knows it (0 before).
+	report  func(WatchReport)
+	since   time.Time
+	initPid atomic.Int64
 }
 
 // newLimiter makes the command's cgroup, inside the session's budget
@@ -367,7 +374,18 @@ func (l *limiter) counted() *LimitExceeded {
 
 // overDisk reports the workspace limit when the workspace is over it.
 func (l *limiter) overDisk() *LimitExceeded {
-	if l.lim.WorkspaceBytes > 0 && l.workspace != "" && diskUse(l.workspace) > l.lim.WorkspaceBytes {
+	if l.workspace == "" || (l.lim.WorkspaceBytes <= 0 && l.report == nil) {
+		return nil
+	}
+	used, files, truncated := diskWalk(l.workspace, l.since, l.report != nil)
+	if l.report != nil {
+		cmd := ""
+		if pid := l.initPid.Load(); pid > 0 {
+			cmd = newestCommand(int(pid))
+		}
+		l.report(WatchReport{Files: files, Truncated: truncated, Command: cmd})
+	}
+	if l.lim.WorkspaceBytes > 0 && used > l.lim.WorkspaceBytes {
 		return &LimitExceeded{Limit: LimitWorkspace, Value: l.lim.WorkspaceBytes}
 	}
 	return nil
@@ -484,12 +502,21 @@ func keyed(dir, file, key string) int64 {
 // counted once, not crossing into other file systems (a cache mounted
 // below is not the workspace's). Files that vanish mid-walk are skipped.
 func diskUse(dir string) int64 {
+	total, _, _ := diskWalk(dir, time.Time{}, false)
+	return total
+}
+
+// diskWalk is diskUse, and when collect is set the regular files changed
+// (modified, or their inode changed) since since, outside .git and
+// .inspect, sorted by path, at most MaxWatchFiles (truncated says more).
+// It only lstat's: it never opens a file.
+func diskWalk(dir string, since time.Time, collect bool) (total int64, files []ChangedFile, truncated bool) {
 	var root unix.Stat_t
 	if err := unix.Lstat(dir, &root); err != nil {
-		return 0
+		return 0, nil, false
 	}
+	sinceNs := since.UnixNano()
 	seen := map[uint64]bool{}
-	var total int64
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // vanished or unreadable: the walk goes on
@@ -511,9 +538,58 @@ func diskUse(dir string) int64 {
 			seen[st.Ino] = true
 		}
 		total += st.Blocks * 512
+		if !collect || st.Mode&unix.S_IFMT != unix.S_IFREG || max(st.Mtim.Nano(), st.Ctim.Nano()) < sinceNs {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return nil
+		}
+		if first, _, _ := strings.Cut(rel, "/"); first == ".git" || first == ".inspect" {
+			return nil
+		}
+		if len(files) >= MaxWatchFiles {
+			truncated = true
+			return nil
+		}
+		files = append(files, ChangedFile{Path: rel, Size: st.Size})
 		return nil
 	}) // the callback never fails the walk
-	return total
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return total, files, truncated
+}
+
+// newestCommand is the command line of the most recently started process
+// below pid (the sandbox's init), "" when there is none.
+func newestCommand(pid int) string {
+	best, bestStart := 0, uint64(0)
+	for _, p := range descendants(pid) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 20 {
+			continue
+		}
+		// The start time is field 22 of stat, the 20th after the name.
+		start, err := strconv.ParseUint(f[19], 10, 64)
+		if err == nil && start >= bestStart {
+			best, bestStart = p, start
+		}
+	}
+	if best == 0 {
+		return ""
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(best) + "/cmdline")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
 }
 
 // remove deletes the command's cgroups; every process of the sandbox has

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -144,6 +146,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	lim.report, lim.since = s.Watch, s.WatchSince
 	// The limiter's cgroups go once every process in them has been reaped
 	// (below); this is for the returns before the sandbox starts.
 	removed := false
@@ -269,10 +272,38 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			exited = true
 		}
 	}
+	stop, grace, resignal, killedAfterGrace := s.Stop, (<-chan time.Time)(nil), (<-chan time.Time)(nil), false
+	initPid := 0
 	for !exited {
 		select {
+		case <-stop:
+			stop, res.Stopped = nil, true
+			g := s.StopGrace
+			if g <= 0 {
+				g = DefaultStopGrace
+			}
+			if initPid == 0 {
+				kill() // not yet running anything: nothing to end gently
+				continue
+			}
+			signalDescendants(initPid, unix.SIGTERM)
+			t := time.NewTimer(g)
+			defer t.Stop()
+			grace = t.C
+			// A process started after the walk (the sandbox was just
+			// starting its command) is signalled at the next one.
+			tk := time.NewTicker(stopResignal)
+			defer tk.Stop()
+			resignal = tk.C
+		case <-resignal:
+			signalDescendants(initPid, unix.SIGTERM)
+		case <-grace:
+			grace, killedAfterGrace = nil, true
+			kill()
 		case pid := <-infoCh:
 			infoCh = nil
+			initPid = pid
+			lim.initPid.Store(int64(pid))
 			err := init.open(pid)
 			if err == nil && s.Within != nil && init.fd >= 0 {
 				err = s.Within.checkJoined(pid)
@@ -318,7 +349,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return res, errors.Join(errs...)
 	}
 	switch ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); {
-	case res.TimedOut || res.Cancelled || killedForLimit:
+	case res.TimedOut || res.Cancelled || killedForLimit || killedAfterGrace:
 		res.ExitCode, res.Signal = -1, "SIGKILL"
 	case !ok:
 		res.ExitCode = cmd.ProcessState.ExitCode()
@@ -487,4 +518,68 @@ func signalName(n int) string {
 		return name
 	}
 	return fmt.Sprintf("signal %d", n)
+}
+
+// stopResignal is how often a stopped sandbox's processes are signalled
+// again during the grace.
+const stopResignal = 100 * time.Millisecond
+
+// signalDescendants sends sig to every process below pid (the sandbox's
+// init, which is left alone: it only reaps), found through /proc's parent
+// links. A process that has gone meanwhile is skipped; one started after
+// the walk is caught by the next walk, or the kill that follows the grace.
+func signalDescendants(pid int, sig unix.Signal) {
+	children := processChildren()
+	for _, p := range below(children, pid) {
+		_ = unix.Kill(p, sig) // gone already, or not ours to signal: the kill after the grace ends it
+	}
+}
+
+// descendants are the processes below pid, by /proc's parent links.
+func descendants(pid int) []int { return below(processChildren(), pid) }
+
+// below walks children from pid, breadth first, pid itself left out.
+func below(children map[int][]int, pid int) []int {
+	var out []int
+	queue := append([]int(nil), children[pid]...)
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = append(queue[1:], children[p]...)
+		out = append(out, p)
+	}
+	return out
+}
+
+// processChildren maps each process on the host to its children, from
+// /proc's parent links (empty when /proc cannot be read).
+func processChildren() map[int][]int {
+	children := map[int][]int{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return children
+	}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone
+		}
+		// The command name is in parentheses and may hold anything; the
+		// parent's pid is the second field after the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if pp, err := strconv.Atoi(f[1]); err == nil {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	return children
 }

@@ -142,6 +142,23 @@ type Spec struct {
 	// other command run within it, while its PID namespace, mounts and
 	// /tmp stay its own. nil gives the command every namespace its own.
 	Within *Environment
+	// Stop, when it closes, ends the command gently: every process of the
+	// sandbox but its init gets SIGTERM, and the whole sandbox is killed
+	// StopGrace later if anything is left (Result.Stopped). It is how a
+	// message that interrupts an agent ends its run (decision 0071).
+	Stop <-chan struct{}
+	// StopGrace is how long a stopped command has to end by itself
+	// (DefaultStopGrace when 0).
+	StopGrace time.Duration
+	// Watch, when set, is told about once a second, from the workspace
+	// walk of the disk watch (decision 0031), what the command has written
+	// since WatchSince (regular files, by path relative to the workspace,
+	// with their sizes; .git and .inspect left out; at most MaxWatchFiles)
+	// and the command line of its newest process: a flight recorder for
+	// the session's page (decision 0071). It must not block. Nothing runs
+	// git or reads a file's content for it.
+	Watch      func(WatchReport)
+	WatchSince time.Time
 	// Stdout and Stderr receive the command's output (nil discards it). The
 	// sandbox only ever sees pipes, never the writers' own files. Write
 	// errors do not stop the command: the rest of its output is discarded.
@@ -163,12 +180,38 @@ type Result struct {
 	// done first.
 	TimedOut  bool
 	Cancelled bool
+	// Stopped is set when Spec.Stop closed before the command ended.
+	Stopped bool
 	// Limit, when set, is the limit the command ran into; the sandbox was
 	// ended because of it (or, for a limit found only at the end, had
 	// ended anyway).
 	Limit    *LimitExceeded
 	Duration time.Duration
 }
+
+// WatchReport is what Spec.Watch is told.
+type WatchReport struct {
+	// Files are the regular files written since Spec.WatchSince, sorted
+	// by path; Truncated says there were more than MaxWatchFiles.
+	Files     []ChangedFile
+	Truncated bool
+	// Command is the newest process's command line, its arguments joined
+	// by spaces ("" when none was found). It is the sandbox's: untrusted.
+	Command string
+}
+
+// ChangedFile is one file a command wrote.
+type ChangedFile struct {
+	Path string
+	Size int64
+}
+
+// MaxWatchFiles caps WatchReport.Files.
+const MaxWatchFiles = 200
+
+// DefaultStopGrace is how long a stopped command has to end after SIGTERM
+// before its sandbox is killed.
+const DefaultStopGrace = 3 * time.Second
 
 // DefaultEtcFiles are the /etc entries bound when Spec.EtcFiles is nil and
 // there is no RootFS: the user and host databases, name-service and TLS

@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/inspecthq/inspect/contract"
 )
@@ -208,6 +210,24 @@ func (c *channel) repoToken(ctx context.Context) (contract.RepoTokenResponse, er
 		return err
 	})
 	return t, err
+}
+
+// turns asks for the session's turns after after, waiting up to wait for
+// one (contract.PathTurns); asking says the supervisor has those up to
+// after.
+func (c *channel) turns(ctx context.Context, after int, wait time.Duration) ([]contract.Turn, error) {
+	q := url.Values{"after": {strconv.Itoa(after)}, "wait": {wait.String()}}
+	var resp contract.TurnsResponse
+	err := c.send(ctx, http.MethodGet, contract.PathTurns, q.Encode(), "", nil, func(r io.Reader) (err error) {
+		resp, err = contract.DecodeTurnsResponse(r)
+		return err
+	})
+	return resp.Turns, err
+}
+
+// recorder sends the flight recorder (contract.PathRecorder).
+func (c *channel) recorder(ctx context.Context, rec contract.Recorder) error {
+	return c.do(ctx, http.MethodPost, contract.PathRecorder, rec, nil)
 }
 
 func (c *channel) progress(ctx context.Context, ev contract.ProgressEvent) error {

@@ -530,3 +530,16 @@ func WriteHomeFiles(home *os.Root, files map[string][]byte, uid, gid int) error 
 	}
 	return nil
 }
+
+// CLIConversations opens each preset's own conversation (OpenConversation)
+// for the turn loop: what `inspect runner` steers its agents with
+// (decisions 0071, 0073).
+func CLIConversations() Conversations {
+	return ConversationsFunc(func(_ context.Context, a contract.Agent, p AgentPaths, at ConversationPlace) (Conversation, error) {
+		c, err := OpenConversation(a, p, at.Workspace, at.HostWork, at.UID, at.GID)
+		if err != nil {
+			return nil, err // a nil interface, not a nil *CLIConversation
+		}
+		return c, nil
+	})
+}

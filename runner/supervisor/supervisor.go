@@ -132,6 +132,13 @@ type Config struct {
 	FinishTimeout time.Duration
 	// RequestTimeout bounds one channel request.
 	RequestTimeout time.Duration
+	// Conversations continues the agent's conversation when a message
+	// steers the session (turns.go); nil takes no messages while the
+	// agent runs (they wait for the session's end).
+	Conversations Conversations
+	// StopGrace is how long an interrupted agent has to end after SIGTERM
+	// (sandbox.DefaultStopGrace when 0).
+	StopGrace time.Duration
 	// UploadAttempts and RetryDelay: the result upload is retried on
 	// network errors and 5xx, RetryDelay doubling each time.
 	UploadAttempts int
@@ -395,6 +402,11 @@ type session struct {
 	// goroutines'; s.phase is the run's own goroutine's).
 	egress *egress
 	gate   *egressGate
+	// agentStart is when the agent phase began (the flight recorder's
+	// files are those written since); turn is the turn the agent runs now
+	// (0: the request).
+	agentStart time.Time
+	turn       int
 	// invocation is how the agent's preset is run (set for the agent phase).
 	invocation *Invocation
 	// prompt is the agent's prompt, assembled from the spec in prepare.
@@ -460,14 +472,16 @@ func (s *session) run(ctx context.Context) {
 		s.fail(ctx, "opening the sandbox's egress proxy", err)
 		return
 	}
-	agent, ok := s.command(ctx, "agent", inv.Argv, 0)
+	s.agentStart = time.Now()
+	run := s.runAgent(ctx, inv)
+	agent := run.result
 	if len(s.spec.Verify) == 0 || !s.egressFor(contract.PhaseVerify) {
 		s.closeEgress()
 	}
-	if !ok || s.cutShort(ctx) {
+	if !run.ok || s.cutShort(ctx) {
 		return
 	}
-	if !agent.Succeeded() {
+	if !agent.Succeeded() && !run.stopped {
 		s.ev.Outcome = contract.OutcomeAgentFailed
 		s.ev.Reason = "the agent " + agent.Ending()
 		return
@@ -757,11 +771,7 @@ func (s *session) agentInvocation() (Invocation, error) {
 	if err := writePrompt(s.ws.work, s.prompt); err != nil {
 		return Invocation{}, fmt.Errorf("writing the prompt: %w", err)
 	}
-	p := AgentPaths{PromptFile: PromptFile, AnswerFile: AnswerFile, Home: AgentHome}
-	if s.spec.Agent.Provider != "" {
-		p.ModelBaseURL = ModelBaseURL(s.spec.Agent.Provider)
-	}
-	inv, err := AgentInvocation(s.spec.Agent, p)
+	inv, err := AgentInvocation(s.spec.Agent, s.agentPaths())
 	if err != nil {
 		return Invocation{}, err
 	}
@@ -794,6 +804,16 @@ func (s *session) agentInvocation() (Invocation, error) {
 		}
 	}
 	return inv, nil
+}
+
+// agentPaths are where the agent's files are in the sandbox, and its
+// model's base URL there.
+func (s *session) agentPaths() AgentPaths {
+	p := AgentPaths{PromptFile: PromptFile, AnswerFile: AnswerFile, Home: AgentHome}
+	if s.spec.Agent.Provider != "" {
+		p.ModelBaseURL = ModelBaseURL(s.spec.Agent.Provider)
+	}
+	return p
 }
 
 // agentEnv is the agent's environment: the sandbox's, with the preset's
@@ -879,6 +899,13 @@ func sandboxEnv(path string, repoEnv map[string]string, own ...string) []string 
 // command runs argv in a fresh sandbox and records it in the evidence. ok is
 // false when the sandbox itself could not run (the outcome is then set).
 func (s *session) command(ctx context.Context, name string, argv []string, timeout time.Duration) (contract.CommandResult, bool) {
+	return s.commandStoppable(ctx, name, argv, timeout, nil)
+}
+
+// commandStoppable is command, ended gently when stop closes (the sandbox's
+// processes get SIGTERM, then it is killed after Config.StopGrace): a
+// message that interrupts the agent (turns.go).
+func (s *session) commandStoppable(ctx context.Context, name string, argv []string, timeout time.Duration, stop <-chan struct{}) (contract.CommandResult, bool) {
 	out := newTailBuffer(s.spec.Limits.MaxOutputBytes)
 	if s.phase == contract.PhaseVerify {
 		out.tests = testreport.NewScanner(s.testOptions())
@@ -903,6 +930,12 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 		}
 		mounts, run = append(slices.Clone(s.mounts), s.egress.mounts()...), s.egress.wrap(argv, stdin)
 	}
+	var watch func(sandbox.WatchReport)
+	if s.phase == contract.PhaseAgent {
+		rec := s.startRecorder(s.turn)
+		defer rec.close()
+		watch = rec.update
+	}
 	res, err := sandbox.Run(ctx, sandbox.Spec{
 		Workspace:   s.phaseWorkspace(),
 		RootFS:      s.rootFS,
@@ -913,6 +946,10 @@ func (s *session) command(ctx context.Context, name string, argv []string, timeo
 		GID:         s.cfg.SandboxGID,
 		Limits:      s.cfg.Limits,
 		Timeout:     timeout,
+		Stop:        stop,
+		StopGrace:   s.cfg.StopGrace,
+		Watch:       watch,
+		WatchSince:  s.agentStart,
 		Budget:      s.budget,
 		Within:      s.env,
 		Stdout:      sink,

@@ -164,6 +164,16 @@ type Attempt struct {
 	ModelRequests []ModelRequest
 	// RegistryRequests are what the egress relayed to the registry route.
 	RegistryRequests []RegistryRequest
+	// Turns are the session's turns after its request (AddTurn), and
+	// Delivered the highest seq the supervisor said it has (it asked for
+	// the turns after it).
+	Turns     []contract.Turn
+	Delivered int
+	// Recorders are the flight recorders the supervisor sent.
+	Recorders []contract.Recorder
+	// turnAsked is told of every turns request's after, for tests that
+	// wait for the supervisor to be listening.
+	turnAsked chan int
 }
 
 // New starts a fake channel and a GitHub stand-in holding acme/widgets.
@@ -184,7 +194,7 @@ func New(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	s := &Server{GitHub: gh, gh: client, attempts: map[string]*Attempt{}}
-	channel := contract.NewChannelServer[*Attempt](backend{s}, contract.ChannelServerOptions{OnRefusal: func(r *http.Request, status int, err error) {
+	channel := contract.NewChannelServer[*Attempt](backend{s}, contract.ChannelServerOptions{TurnsPoll: 20 * time.Millisecond, OnRefusal: func(r *http.Request, status int, err error) {
 		s.violate("%s %s: %d %v", r.Method, r.URL.Path, status, err)
 	}})
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -340,6 +350,66 @@ func (s backend) Authenticate(_ context.Context, attemptID, sessionToken string)
 }
 
 func (s backend) Spec(_ context.Context, a *Attempt) ([]byte, error) { return json.Marshal(a.Spec) }
+
+// Turns hands the supervisor the turns after after, as the app's channel
+// does, and notes that it has those up to after.
+func (s backend) Turns(_ context.Context, a *Attempt, after int) ([]contract.Turn, error) {
+	s.mu.Lock()
+	a.Delivered = max(a.Delivered, after)
+	var out []contract.Turn
+	for _, t := range a.Turns {
+		if t.Seq > after {
+			out = append(out, t)
+		}
+	}
+	asked := a.turnAsked
+	s.mu.Unlock()
+	if asked != nil {
+		select {
+		case asked <- after:
+		default: // nobody is waiting for this one
+		}
+	}
+	return out, nil
+}
+
+// Recorder keeps what the supervisor's flight recorder sent.
+func (s backend) Recorder(_ context.Context, a *Attempt, rec contract.Recorder) error {
+	s.record(a, func() { a.Recorders = append(a.Recorders, rec) })
+	return nil
+}
+
+// AddTurn adds a turn to the attempt's session, as the app does when
+// someone steers it: the next seq, Author and Message (or a stop when
+// stop is set).
+func (s *Server) AddTurn(attemptID, author, message string, stop bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.attempts[attemptID]
+	t := contract.Turn{Seq: len(a.Turns) + 1, Author: author, Message: message, Stop: stop}
+	a.Turns = append(a.Turns, t)
+	return t.Seq
+}
+
+// TurnAsks returns a channel told of every turns request's after for the
+// attempt (best effort: one that nobody reads at once is dropped), so a
+// test can wait until the supervisor listens.
+func (s *Server) TurnAsks(attemptID string) <-chan int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.attempts[attemptID]
+	if a.turnAsked == nil {
+		a.turnAsked = make(chan int, 16)
+	}
+	return a.turnAsked
+}
+
+// DeliveredTurns is the highest seq the attempt's supervisor said it has.
+func (s *Server) DeliveredTurns(attemptID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts[attemptID].Delivered
+}
 
 func (s backend) RepoToken(ctx context.Context, a *Attempt) (contract.RepoTokenResponse, error) {
 	repoID := a.Spec.Repo.ID

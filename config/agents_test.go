@@ -160,6 +160,12 @@ agents:
 `, nil, []string{"agents.tools_image: must be pinned by digest"}},
 		{"tools image layout not absolute", ``, map[string]string{"INSPECT_AGENTS_TOOLS_IMAGE": "oci:tools@sha256:" + strings.Repeat("a", 64)},
 			[]string{"agents.tools_image: must be pinned by digest"}},
+		{"base image by tag", `
+snapshots:
+  base_image: registry.example.com/mirror/golang:1.26
+`, nil, []string{"snapshots.base_image: must be pinned by digest"}},
+		{"base image layout not absolute", ``, map[string]string{"INSPECT_SNAPSHOTS_BASE_IMAGE": "oci:base@sha256:" + strings.Repeat("a", 64)},
+			[]string{"snapshots.base_image: must be pinned by digest"}},
 		{"negative budget", ``, map[string]string{"INSPECT_AGENTS_TOKEN_BUDGET": "-1"},
 			[]string{"agents.token_budget: must not be negative (0 means no cap; found -1)"}},
 		{"budget not a number", ``, map[string]string{"INSPECT_AGENTS_TOKEN_BUDGET": "lots"},

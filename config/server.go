@@ -1273,6 +1273,13 @@ func (s Snapshots) validate(add func(key, format string, args ...any)) {
 			add("snapshots.store", "%v", err)
 		}
 	}
+	if s.BaseImage != "" {
+		// agents.tools_image's rule: every session pulls it now (decision
+		// 0079), so a tag is refused at startup, not at each session.
+		if err := contract.ValidToolsImage(s.BaseImage); err != nil {
+			add("snapshots.base_image", "%v (found %q)", err, s.BaseImage)
+		}
+	}
 	if s.Refresh < time.Minute {
 		add("snapshots.refresh", "must be at least 1m")
 	}

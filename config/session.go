@@ -48,6 +48,8 @@ func (e *RegistriesError) Unwrap() error { return e.Err }
 //   - the services;
 //   - the snapshot's caches and setup (nil when the repository asks for
 //     none); pinning an image's digest is the caller's, who knows the store;
+//   - the base image (snapshots.base_image), every session's root when it
+//     is not restored from a snapshot (decision 0079);
 //   - the limits, which the repository may only narrow (policy.Narrow),
 //     with the deadline counted from now.
 //
@@ -73,6 +75,7 @@ func (c Server) SessionSpec(spec *contract.Spec, repo Repo, fullName string, now
 	spec.Env = repo.Env
 	spec.Registries = registries
 	spec.Snapshot = repo.SessionSnapshot(c.Sessions.CommandTimeout, timeout)
+	spec.BaseImage = c.Snapshots.BaseImage
 	if len(repo.Artifacts) > 0 {
 		spec.Artifacts = &contract.ArtifactSpec{Patterns: repo.Artifacts, MaxFileBytes: c.Artifacts.MaxFileBytes, MaxSessionBytes: c.Artifacts.MaxSessionBytes}
 	}

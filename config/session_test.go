@@ -83,6 +83,20 @@ limits: {session_timeout: 10m, max_files: 500}
 		t.Errorf("limits = %+v, want %+v", spec.Limits, want)
 	}
 
+	// The server's base image is every session's, with a snapshot
+	// section or without one (decision 0079).
+	withBase := sessionServer()
+	withBase.Snapshots.BaseImage = "registry.example.com/mirror/golang@sha256:" + strings.Repeat("9f", 32)
+	for _, r := range []Repo{repo, {Agent: repo.Agent}} {
+		var s contract.Spec
+		if err := withBase.SessionSpec(&s, r, "other/widgets", now); err != nil || s.BaseImage != withBase.Snapshots.BaseImage {
+			t.Errorf("base image = %q (%v), want snapshots.base_image", s.BaseImage, err)
+		}
+	}
+	if spec.BaseImage != "" {
+		t.Errorf("base image without snapshots.base_image = %q", spec.BaseImage)
+	}
+
 	var acme contract.Spec
 	if err := sessionServer().SessionSpec(&acme, repo, "Acme/widgets", now); err != nil || len(acme.Registries) != 2 {
 		t.Errorf("acme's registries = %+v (%v)", acme.Registries, err)

@@ -13,7 +13,7 @@
 // # Versions and strictness
 //
 // Every document carries a Version (SpecVersion, EvidenceVersion,
-// ManifestVersion: "inspect.session-spec/v7" and so on); channel messages
+// ManifestVersion: "inspect.session-spec/v9" and so on); channel messages
 // are versioned by their "/v1/" paths (ChannelVersion), and a claim states
 // the spec version the supervisor reads, so a mismatch stops an attempt at
 // its first request. Readers accept exactly the version they were built

@@ -18,8 +18,10 @@ import (
 // ToolsImage, the digest of the agents' tools image (decision 0069), and
 // Workspace's base_image, the snapshot's base image (decision 0077), and
 // Tests' results, more_results, runners and failures_only, the per-test
-// results and the runners they were read from (decision 0076).
-const EvidenceVersion = "inspect.evidence/v9"
+// results and the runners they were read from (decision 0076); v10 a
+// clone's Workspace may carry image_root and base_image too: the spec's
+// base image was its root (decision 0079).
+const EvidenceVersion = "inspect.evidence/v10"
 
 // EvidenceFileName is the evidence's file name: in the attempt's directory,
 // and among a Buildkite build's artifacts, where the app looks for it when
@@ -370,13 +372,15 @@ type Workspace struct {
 	// PrepareMS is the time from the supervisor's start to the agent's.
 	PrepareMS int64 `json:"prepare_ms,omitempty"`
 	// ImageRoot describes the base image's root the sandbox ran on, when
-	// the restored snapshot's base brings a toolchain (snapshot only;
-	// absent for the host's toolchain).
+	// the base brings a toolchain: the restored snapshot's base, or for a
+	// clone the spec's BaseImage (v10, decision 0079); absent for the
+	// host's toolchain.
 	ImageRoot *ImageRoot `json:"image_root,omitempty"`
 	// BaseImage is the base (toolchain) image the restored snapshot was
-	// built on, as the snapshot's labels name it (v9, decision 0077;
-	// snapshot only). Nil when the snapshot names none: built on no base,
-	// or before the labels were written.
+	// built on, as the snapshot's labels name it (v9, decision 0077), or
+	// for a clone the spec's BaseImage it was pulled by (v10, decision
+	// 0079). Nil when there is none, or the snapshot names none (built
+	// on no base, or before the labels were written).
 	BaseImage *BaseImage `json:"base_image,omitempty"`
 	// RestoreError says why the pinned snapshot was not used and the
 	// session cloned cold instead (clone only).
@@ -643,8 +647,9 @@ func (c ChangedFile) validate(f *faults, prefix string) {
 func (w *Workspace) validate(f *faults, prefix string) {
 	switch w.Source {
 	case WorkspaceClone:
-		if w.SnapshotDigest != "" || !w.SnapshotCreatedAt.IsZero() || w.DriftCommits != 0 || w.ImageRoot != nil || w.BaseImage != nil {
-			f.add(prefix, "a clone has no snapshot digest, time, drift, image root or base image")
+		// Its image root and base image are the spec's (decision 0079).
+		if w.SnapshotDigest != "" || !w.SnapshotCreatedAt.IsZero() || w.DriftCommits != 0 {
+			f.add(prefix, "a clone has no snapshot digest, time or drift")
 		}
 	case WorkspaceSnapshot:
 		if !IsImageDigest(w.SnapshotDigest) {

@@ -48,13 +48,19 @@ func TestEvidenceValidate(t *testing.T) {
 		{"restore error too long", func(e *Evidence) {
 			e.Workspace = &Workspace{Source: WorkspaceClone, RestoreError: strings.Repeat("r", MaxReasonBytes+1)}
 		}, []string{"workspace.restore_error"}},
-		{"image root on a clone", func(e *Evidence) {
+		{"image root on a clone (the spec's base image)", func(e *Evidence) {
 			e.Workspace = &Workspace{Source: WorkspaceClone, ImageRoot: &ImageRoot{Layers: 3}}
+		}, nil},
+		{"drift on a clone", func(e *Evidence) {
+			e.Workspace = &Workspace{Source: WorkspaceClone, DriftCommits: 2}
 		}, []string{"workspace"}},
 		{"image root without layers", func(e *Evidence) { e.Workspace.ImageRoot = &ImageRoot{} }, []string{"workspace.image_root.layers"}},
-		{"base image on a clone", func(e *Evidence) {
+		{"base image on a clone (the spec's)", func(e *Evidence) {
 			e.Workspace = &Workspace{Source: WorkspaceClone, BaseImage: &BaseImage{Name: "x", Digest: "sha256:" + strings.Repeat("ef", 32)}}
-		}, []string{"workspace"}},
+		}, nil},
+		{"base image on a clone without a digest", func(e *Evidence) {
+			e.Workspace = &Workspace{Source: WorkspaceClone, BaseImage: &BaseImage{Name: "x"}}
+		}, []string{"workspace.base_image.digest"}},
 		{"base image digest not one", func(e *Evidence) { e.Workspace.BaseImage.Digest = "latest" }, []string{"workspace.base_image.digest"}},
 		{"base image without a name", func(e *Evidence) { e.Workspace.BaseImage.Name = "" }, []string{"workspace.base_image.name"}},
 		{"image root negative count", func(e *Evidence) { e.Workspace.ImageRoot.SetIDBitsDropped = -1 }, []string{"workspace.image_root"}},

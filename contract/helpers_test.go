@@ -95,6 +95,7 @@ func validSpec() Spec {
 			{Name: "npmjs", Kind: "npm", Phases: []Phase{PhaseSetup}},
 		},
 		Artifacts: &ArtifactSpec{Patterns: []string{"screenshots/*.png", "reports/**"}, MaxFileBytes: 10 << 20, MaxSessionBytes: 50 << 20},
+		BaseImage: "registry.example.com/mirror/golang@sha256:" + strings.Repeat("9f", 32),
 		Limits: Limits{
 			Deadline:        t0.Add(time.Hour),
 			Timeout:         Duration(45 * time.Minute),

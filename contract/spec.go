@@ -21,8 +21,10 @@ import (
 // v5 added Artifacts; v6 added Services: the repository's services,
 // started in the session's shared environment (decision 0025); v7 the
 // agent's ToolsImage (decision 0069); v8 Steer: how the session takes
-// messages that come while it runs (decision 0071).
-const SpecVersion = "inspect.session-spec/v8"
+// messages that come while it runs (decision 0071); v9 BaseImage, the
+// server's toolchain image, every session's root, not only a restored
+// one's (decision 0079).
+const SpecVersion = "inspect.session-spec/v9"
 
 // Caps on a spec. A spec is built from gathered text (issue bodies, comments,
 // check output), so each part is bounded, and so is the whole.
@@ -107,6 +109,13 @@ type Spec struct {
 	// Steer, when set, says the supervisor asks for the session's turns
 	// while the agent runs, and how it delivers them (v7; decision 0071).
 	Steer *Steer `json:"steer,omitempty"`
+	// BaseImage is the server's toolchain image (snapshots.base_image),
+	// pinned by digest: "name@sha256:..." in a registry or
+	// "oci:/abs/dir@sha256:..." for an OCI layout on the supervisor's
+	// host. A session not restored from a snapshot runs on it as a
+	// restored one runs on its snapshot's base (decision 0079); "" = the
+	// host's toolchain, read-only (v9).
+	BaseImage string `json:"base_image,omitempty"`
 }
 
 // Repo identifies the repository. It carries where to fetch from, never how
@@ -589,6 +598,7 @@ func (s *Spec) Validate() error {
 		s.Snapshot.validate(&f, "snapshot")
 	}
 	validateEnv(&f, "env", s.Env)
+	checkLine(&f, "base_image", s.BaseImage, 512, false) // as SnapshotJob's
 	checkText(&f, "instructions", s.Instructions, MaxInstructionsBytes, true)
 	checkLogin(&f, "requester.login", s.Requester.Login)
 	if s.Requester.ID <= 0 {

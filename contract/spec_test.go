@@ -126,6 +126,8 @@ func TestSpecValidate(t *testing.T) {
 		{"command argv too many", func(s *Spec) { s.Agent.Command = make([]string, MaxArgs+1); s.Agent.Command[0] = "a" }, []string{"agent.command"}},
 		{"model newline", func(s *Spec) { s.Agent.Model = "a\nb" }, []string{"agent.model"}},
 		{"tools image by tag", func(s *Spec) { s.Agent.ToolsImage = "registry.example.com/tools:latest" }, []string{"agent.tools_image"}},
+		{"base image newline", func(s *Spec) { s.BaseImage = "oci:/x@sha256:" + strings.Repeat("a", 64) + "\n" }, []string{"base_image"}},
+		{"base image too long", func(s *Spec) { s.BaseImage = strings.Repeat("a", 513) }, []string{"base_image"}},
 		{"tools image layout relative", func(s *Spec) { s.Agent.ToolsImage = "oci:tools@sha256:" + strings.Repeat("a", 64) }, []string{"agent.tools_image"}},
 
 		{"setup name missing", func(s *Spec) { s.Setup[0].Name = "" }, []string{"setup[0].name"}},
@@ -350,9 +352,9 @@ func TestDecodeSpecStrict(t *testing.T) {
 		{"trailing data", append(slicesClone(good), []byte(` {}`)...), contains("after the JSON value")},
 		{"not JSON", []byte(`{"version":`), contains("decoding session spec")},
 		{"missing version", withField("version", ""), func(err error) bool { return errors.Is(err, ErrVersion) }},
-		{"other version with new fields", []byte(`{"version":"inspect.session-spec/v9","shiny":true}`), func(err error) bool {
+		{"other version with new fields", []byte(`{"version":"inspect.session-spec/v10","shiny":true}`), func(err error) bool {
 			var ve *VersionError
-			return errors.As(err, &ve) && ve.Got == "inspect.session-spec/v9" && strings.Contains(err.Error(), "v9")
+			return errors.As(err, &ve) && ve.Got == "inspect.session-spec/v10" && strings.Contains(err.Error(), "v10")
 		}},
 		{"numeric duration", withField("limits", `{"deadline":"2025-03-04T11:00:00Z","timeout":60,"max_output_bytes":1,"max_changed_files":1,"max_change_bytes":1}`), contains("duration must be a string")},
 		{"bad duration", withField("limits", `{"deadline":"2025-03-04T11:00:00Z","timeout":"soon","max_output_bytes":1,"max_changed_files":1,"max_change_bytes":1}`), contains("duration must be a string")},

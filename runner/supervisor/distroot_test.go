@@ -2,8 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,32 +12,25 @@ import (
 
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/images"
+	"github.com/inspecthq/inspect/internal/sandboxtest"
 )
 
 // distributionRoot opens the Debian root .ci/ensure-distroot built on this
-// machine (make test runs it first), at the path the script derives from
-// its own hash.
+// machine (make test runs it first).
 func distributionRoot(t testing.TB) v1.Image {
 	t.Helper()
-	script, err := os.ReadFile(filepath.Join("..", "..", ".ci", "ensure-distroot"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(script)
-	cache := os.Getenv("INSPECT_DISTROOT_CACHE")
-	if cache == "" {
-		cache = "/var/cache/inspect-distroot"
-	}
-	dir := filepath.Join(cache, hex.EncodeToString(sum[:])[:16])
-	digest, err := os.ReadFile(filepath.Join(dir, "digest"))
-	if err != nil {
-		t.Fatalf("no distribution root: run .ci/ensure-distroot first (make test does): %v", err)
-	}
-	img, err := images.OpenBaseImage(context.Background(), images.LayoutPrefix+filepath.Join(dir, "layout")+"@"+strings.TrimSpace(string(digest)))
+	img, err := images.OpenBaseImage(context.Background(), distributionRootRef(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return img
+}
+
+// distributionRootRef is the Debian root's reference, as
+// snapshots.base_image names an OCI layout.
+func distributionRootRef(t testing.TB) string {
+	t.Helper()
+	return sandboxtest.DistributionRoot(t, filepath.Join("..", ".."))
 }
 
 // A real Debian root serves a whole session: the stand-in agent (sh, sed,

@@ -636,27 +636,17 @@ func (sb *snapshotBuilder) runSetup(ctx context.Context, name string, c contract
 // rootFS is the sandbox's root for the build and the base image's Env:
 // its flattened root when it brings a toolchain, else "" (the host's
 // toolchain, bound read-only) and no Env. A session's restore applies the
-// same rule (baseRoot), so setup and the session see the same toolchain.
+// same rule (baseRoot), and a session not restored runs on the same image
+// through the same function (imageRootOf), so setup and the session see
+// the same toolchain.
 func (sb *snapshotBuilder) rootFS(ctx context.Context, base v1.Image) (string, []string, error) {
-	layers, err := base.Layers()
-	if err != nil {
-		return "", nil, fmt.Errorf("reading the base image's layers: %w", err)
-	}
-	cache, err := openLayerCache(sb.b.LayerCache)
-	if err != nil {
-		return "", nil, err
-	}
-	root, err := baseRoot(ctx, cache, layers)
+	root, env, err := imageRootOf(ctx, sb.b.LayerCache, base)
 	if err != nil || root.dir == "" {
 		return "", nil, err
 	}
-	cfg, err := base.ConfigFile()
-	if err != nil {
-		return "", nil, fmt.Errorf("reading the base image's config: %w", err)
-	}
 	sb.log.Info().Int("layers", root.evidence.Layers).Int("setid_bits_dropped", root.evidence.SetIDBitsDropped).
 		Int("device_nodes_skipped", root.evidence.DeviceNodesSkipped).Msg("snapshot setup runs on the base image's root")
-	return root.dir, cfg.Config.Env, nil
+	return root.dir, env, nil
 }
 
 // prefill copies the latest snapshot's layer for the cache into host.

@@ -642,6 +642,8 @@ func (s *session) prepare(ctx context.Context) bool {
 	}
 	if s.restored != nil {
 		s.rootFS, s.mounts, s.imageEnv = s.restored.rootFS, s.restored.mounts, s.restored.env
+	} else if err := s.coldBaseRoot(ctx); err != nil { // decision 0079
+		return s.fail(ctx, "preparing the base image", err)
 	}
 	if err := s.emptyCaches(); err != nil {
 		return s.fail(ctx, "preparing the cache directories", err)

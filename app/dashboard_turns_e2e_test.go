@@ -26,7 +26,10 @@ func TestDashboardShowsTheTurnsTheRunningCommandAndTheFilesChanged(t *testing.T)
 	lx := newLocalExecutorIn(t, work)
 	d.runOn(lx)
 	files := examples.SampleRepo()
-	files["work.sh"] = "#!/bin/sh\nmkdir -p notes\necho 'half done' > notes/progress.md\nwhile [ ! -e go-on ]; do sleep 0.05; done\nrm -f go-on\n"
+	// Every run of the agent (the first, and each a message starts) waits
+	// until the test lets it go on, and none after that: the signal is a
+	// file Inspect keeps out of the change, left in place.
+	files["work.sh"] = "#!/bin/sh\nmkdir -p notes\necho 'half done' > notes/progress.md\nwhile [ ! -e .inspect/go-on ]; do sleep 0.05; done\n"
 	files[".github/inspect.yml"] = "agent:\n  preset: command\n  command: [\"sh\", \"work.sh\"]\n"
 	d.gh.CommitFiles(owner, repoName, "main", files, "an agent that works slowly")
 	if code, _ := d.deliver("issue_comment", d.event(commentOpts{body: "/inspect work slowly"})); code != 200 {
@@ -86,6 +89,28 @@ func TestDashboardShowsTheTurnsTheRunningCommandAndTheFilesChanged(t *testing.T)
 		t.Errorf("#turns after the page's message: %q\n%s", got, d.logs)
 	}
 
+	// `inspect runner` steers with the CLIs' own conversations, the
+	// command agent's turn-file protocol among them (decision 0073): wait
+	// until the supervisor has taken both messages, so the agent is told
+	// them before it is let go on and none is left for a later session.
+	for taken := false; !taken; {
+		turns, err := d.st.SessionTurns(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken = len(turns) >= 2
+		for _, tn := range turns {
+			taken = taken && tn.State != session.TurnPending
+		}
+		if taken {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("the supervisor never took the messages: %+v\n%s", turns, d.logs)
+		}
+	}
 	a, err := d.st.GetAttempt(ctx, sess.AttemptID)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +119,7 @@ func TestDashboardShowsTheTurnsTheRunningCommandAndTheFilesChanged(t *testing.T)
 	if err != nil || len(wss) != 1 {
 		t.Fatalf("the attempt's workspace: %v %v", wss, err)
 	}
-	if err := os.WriteFile(filepath.Join(wss[0], "go-on"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(wss[0], ".inspect", "go-on"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	d.waitForAttempt(lx)
@@ -105,7 +130,9 @@ func TestDashboardShowsTheTurnsTheRunningCommandAndTheFilesChanged(t *testing.T)
 	}
 	// After the end: the timeline of turns and what came of each.
 	d.do("the ended session", chromedp.Navigate(d.url+"/sessions/"+sess.ID), chromedp.WaitVisible(chromedp.CSS("#turns")))
-	if got := d.text("#turns"); !strings.Contains(got, "not delivered") {
+	// Each message reached the agent, which went on with it: each turn's
+	// outcome is the session's, none "not delivered".
+	if got := d.text("#turns"); strings.Count(got, "changed") != 3 || strings.Contains(got, "not delivered") {
 		t.Errorf("#turns after the end: %q", got)
 	}
 	// The run over, the recorder counted the lines of what it wrote.

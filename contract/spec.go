@@ -21,8 +21,9 @@ import (
 // v5 added Artifacts; v6 added Services: the repository's services,
 // started in the session's shared environment (decision 0025); v7 the
 // agent's ToolsImage (decision 0069); v8 Steer: how the session takes
-// messages that come while it runs (decision 0071).
-const SpecVersion = "inspect.session-spec/v8"
+// messages that come while it runs (decision 0071); v9 AgentState: the
+// kept conversation a continuation's agent resumes (decision 0072).
+const SpecVersion = "inspect.session-spec/v9"
 
 // Caps on a spec. A spec is built from gathered text (issue bodies, comments,
 // check output), so each part is bounded, and so is the whole.
@@ -107,6 +108,11 @@ type Spec struct {
 	// Steer, when set, says the supervisor asks for the session's turns
 	// while the agent runs, and how it delivers them (v7; decision 0071).
 	Steer *Steer `json:"steer,omitempty"`
+	// AgentState, when set, names the conversation state the agent
+	// resumes (v9; a continuation's, decision 0072): the supervisor
+	// downloads it (PathAgentState) and restores it before the agent's
+	// first run. One that is gone, too old or unusable starts fresh.
+	AgentState *AgentStateRef `json:"agent_state,omitempty"`
 }
 
 // Repo identifies the repository. It carries where to fetch from, never how
@@ -616,6 +622,9 @@ func (s *Spec) Validate() error {
 		if st.TurnTimeout < 0 {
 			f.add("steer.turn_timeout", "must not be negative")
 		}
+	}
+	if s.AgentState != nil {
+		checkID(&f, "agent_state.attempt_id", s.AgentState.AttemptID)
 	}
 	scanSecrets(&f, "", reflect.ValueOf(s).Elem())
 	return f.err("session spec")

@@ -350,9 +350,9 @@ func TestDecodeSpecStrict(t *testing.T) {
 		{"trailing data", append(slicesClone(good), []byte(` {}`)...), contains("after the JSON value")},
 		{"not JSON", []byte(`{"version":`), contains("decoding session spec")},
 		{"missing version", withField("version", ""), func(err error) bool { return errors.Is(err, ErrVersion) }},
-		{"other version with new fields", []byte(`{"version":"inspect.session-spec/v9","shiny":true}`), func(err error) bool {
+		{"other version with new fields", []byte(`{"version":"inspect.session-spec/v10","shiny":true}`), func(err error) bool {
 			var ve *VersionError
-			return errors.As(err, &ve) && ve.Got == "inspect.session-spec/v9" && strings.Contains(err.Error(), "v9")
+			return errors.As(err, &ve) && ve.Got == "inspect.session-spec/v10" && strings.Contains(err.Error(), "v10")
 		}},
 		{"numeric duration", withField("limits", `{"deadline":"2025-03-04T11:00:00Z","timeout":60,"max_output_bytes":1,"max_changed_files":1,"max_change_bytes":1}`), contains("duration must be a string")},
 		{"bad duration", withField("limits", `{"deadline":"2025-03-04T11:00:00Z","timeout":"soon","max_output_bytes":1,"max_changed_files":1,"max_change_bytes":1}`), contains("duration must be a string")},

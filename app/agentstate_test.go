@@ -3,8 +3,10 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +62,9 @@ func TestAContinuationsSpecNamesTheKeptAgentState(t *testing.T) {
 	}
 	if arts, err := h.st.Artifacts(context.Background(), first.AttemptID); err != nil || len(arts) != 0 {
 		t.Errorf("the kept state is listed as an artifact: %+v, %v", arts, err)
+	}
+	if a, err := h.st.GetAttempt(context.Background(), first.AttemptID); err != nil || a.Result == "" || strings.Contains(a.Result, base64.StdEncoding.EncodeToString(state)) {
+		t.Errorf("the recorded result holds the state again, or is missing (%v)", err)
 	}
 
 	continuation := func(body string) (*supervisor, contract.Spec) {

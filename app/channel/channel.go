@@ -312,6 +312,7 @@ func (c *Channel) Result(ctx context.Context, a store.Attempt, up contract.Resul
 	if err := c.keepAgentState(ctx, a, up); err != nil {
 		return err
 	}
+	up.AgentState = nil // kept once, as an artifact; the result is the evidence and the change
 	if err := c.recordResult(ctx, a.ID, up); err != nil {
 		return err
 	}

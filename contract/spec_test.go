@@ -33,6 +33,7 @@ func TestSpecValidate(t *testing.T) {
 		{"version missing", func(s *Spec) { s.Version = "" }, []string{"version"}},
 		{"version other", func(s *Spec) { s.Version = "inspect.session-spec/v1" }, []string{"version"}},
 		{"session id missing", func(s *Spec) { s.SessionID = "" }, []string{"session_id"}},
+		{"agent state's attempt", func(s *Spec) { s.AgentState = &AgentStateRef{AttemptID: "a/b"} }, []string{"agent_state.attempt_id"}},
 		{"session id with slash", func(s *Spec) { s.SessionID = "a/b" }, []string{"session_id"}},
 		{"session id leading dash", func(s *Spec) { s.SessionID = "-x" }, []string{"session_id"}},
 		{"attempt id too long", func(s *Spec) { s.AttemptID = long(MaxIDBytes + 1) }, []string{"attempt_id"}},

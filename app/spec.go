@@ -162,6 +162,13 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 			}
 		}
 	}
+	// The agent resumes the conversation the continued session's attempt
+	// kept, when it kept one (its supervisor starts fresh otherwise).
+	if prevID := sess.Info().Continues; prevID != "" {
+		if spec.AgentState, err = keptAgentState(ctx, s.store, prevID); err != nil {
+			return contract.Spec{}, "", err
+		}
+	}
 	extra, err := gatherer.Context(ctx, c, sess, cfg, spec.PinnedSHA, pr, comments)
 	if err != nil {
 		return contract.Spec{}, "", err
@@ -177,4 +184,18 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		return contract.Spec{}, "", fmt.Errorf("building the spec: %w", err)
 	}
 	return spec, "", nil
+}
+
+// keptAgentState names the agent state the session's last attempt kept
+// (decision 0072), or nil when it kept none or it was pruned.
+func keptAgentState(ctx context.Context, st *store.Store, sessionID string) (*contract.AgentStateRef, error) {
+	prev, err := st.GetSession(ctx, sessionID)
+	if err != nil || prev.AttemptID == "" {
+		return nil, err
+	}
+	kept, err := st.HasAgentState(ctx, prev.AttemptID)
+	if err != nil || !kept {
+		return nil, err
+	}
+	return &contract.AgentStateRef{AttemptID: prev.AttemptID}, nil
 }

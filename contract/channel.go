@@ -139,7 +139,8 @@ const (
 	// GitHub and built from untrusted output.
 	MaxProgressMessageBytes = 1 << 10
 	// MaxResultUploadBytes caps a ResultUpload.
-	MaxResultUploadBytes = MaxEvidenceBytes + MaxManifestBytes + 64<<10
+	// The agent state travels in base64: 4 bytes for every 3.
+	MaxResultUploadBytes = MaxEvidenceBytes + MaxManifestBytes + (MaxAgentStateBytes+2)/3*4 + 64<<10
 	// MaxErrorResponseBytes caps an ErrorResponse.
 	MaxErrorResponseBytes = 8 << 10
 	// MinCredentialBytes and MaxCredentialBytes bound claim codes and
@@ -250,6 +251,9 @@ type ProgressEvent struct {
 type ResultUpload struct {
 	Evidence Evidence  `json:"evidence"`
 	Manifest *Manifest `json:"manifest,omitempty"`
+	// AgentState is the agent's packed conversation state, for a later
+	// continuation to resume (decision 0072): at most MaxAgentStateBytes.
+	AgentState []byte `json:"agent_state,omitempty"`
 }
 
 // ErrorCode is a stable, machine-readable reason for a refused channel
@@ -270,6 +274,9 @@ const (
 	ErrorOverBudget ErrorCode = "over_budget"
 	// ErrorNotAllowed: an egress destination the server does not allow.
 	ErrorNotAllowed ErrorCode = "not_allowed"
+	// ErrorNotFound: what the request names is not kept (an agent state
+	// pruned or never kept).
+	ErrorNotFound ErrorCode = "not_found"
 )
 
 // ErrorResponse is the body of every non-2xx channel answer, so the
@@ -344,6 +351,9 @@ func (u *ResultUpload) Validate(limits ManifestLimits) error {
 		if u.Manifest.BaseSHA != u.Evidence.PinnedSHA {
 			f.add("manifest.base_sha", "must equal evidence.pinned_sha")
 		}
+	}
+	if len(u.AgentState) > MaxAgentStateBytes {
+		f.add("agent_state", "is %d bytes, over the %d allowed", len(u.AgentState), MaxAgentStateBytes)
 	}
 	return f.err("result upload")
 }

@@ -156,6 +156,10 @@ func TestResultUploadValidate(t *testing.T) {
 		{"manifest fault is prefixed", func(u *ResultUpload) { u.Manifest.Files[0].Path = "../x" }, ManifestLimits{}, []string{"manifest.files[0].path"}},
 		{"manifest over limits", func(*ResultUpload) {}, ManifestLimits{MaxFiles: 1}, []string{"manifest.files"}},
 		{"base differs from pinned", func(u *ResultUpload) { u.Manifest.BaseSHA = sha2 }, ManifestLimits{}, []string{"manifest.base_sha"}},
+		{"valid agent state at its cap", func(u *ResultUpload) { u.AgentState = make([]byte, MaxAgentStateBytes) }, ManifestLimits{}, nil},
+		{"agent state over its cap", func(u *ResultUpload) { u.AgentState = make([]byte, MaxAgentStateBytes+1) }, ManifestLimits{}, []string{"agent_state"}},
+		{"agent state note's reason", func(u *ResultUpload) { u.Evidence.AgentState = &AgentStateNote{Fresh: "gone\x00"} }, ManifestLimits{}, []string{"evidence.agent_state.fresh"}},
+		{"agent state note's attempt", func(u *ResultUpload) { u.Evidence.AgentState = &AgentStateNote{Restored: "a b"} }, ManifestLimits{}, []string{"evidence.agent_state.restored"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

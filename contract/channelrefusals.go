@@ -135,6 +135,7 @@ var ChannelRefusals = []ChannelRoute{
 	{RouteArtifact, sessionOnly, authed},
 	{RouteTurns, sessionOnly, authed},
 	{RouteRecorder, sessionOnly, authed},
+	{RouteAgentState, sessionOnly, authed},
 	{RouteSnapshotJob, snapshotOnly, authed},
 	{RouteSnapshotResult, snapshotOnly, result},
 	{PathEgressModel, sessionOnly, egress},

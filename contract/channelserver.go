@@ -70,6 +70,9 @@ type ChannelBackend[A any] interface {
 	// Recorder keeps the running agent's flight recorder, decoded and
 	// validated (the newest one counts).
 	Recorder(ctx context.Context, a A, rec Recorder) error
+	// AgentState returns the packed agent state the attempt's spec names
+	// (Spec.AgentState); ErrAgentStateGone when it is not kept.
+	AgentState(ctx context.Context, a A) ([]byte, error)
 	// Egress returns the handler of an egress route (PathEgressModel,
 	// PathEgressRegistry) for the attempt.
 	Egress(ctx context.Context, a A, route string) http.Handler
@@ -267,6 +270,8 @@ func (s *ChannelServer[A]) work(pattern string) func(http.ResponseWriter, *http.
 		return s.turns
 	case RouteRecorder:
 		return s.recorder
+	case RouteAgentState:
+		return s.agentState
 	case PathEgressModel, PathEgressRegistry:
 		return func(w http.ResponseWriter, r *http.Request, a A) {
 			s.backend.Egress(r.Context(), a, pattern).ServeHTTP(w, r)

@@ -20,8 +20,10 @@ import (
 // Tests' results, more_results, runners and failures_only, the per-test
 // results and the runners they were read from (decision 0076); v10 a
 // clone's Workspace may carry image_root and base_image too: the spec's
-// base image was its root (decision 0079).
-const EvidenceVersion = "inspect.evidence/v10"
+// base image was its root (decision 0079); v11
+// AgentState, what became of the agent's conversation state (decision
+// 0072).
+const EvidenceVersion = "inspect.evidence/v11"
 
 // EvidenceFileName is the evidence's file name: in the attempt's directory,
 // and among a Buildkite build's artifacts, where the app looks for it when
@@ -181,6 +183,9 @@ type Evidence struct {
 	Partial bool `json:"partial,omitempty"`
 	// Workspace says how /workspace was prepared. Optional.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// AgentState says whether the agent resumed a kept conversation and
+	// whether its own was kept (v10). Optional.
+	AgentState *AgentStateNote `json:"agent_state,omitempty"`
 	// ToolsImage is the manifest digest (sha256:<hex>) of the agents'
 	// tools image bound at /opt/inspect/tools (v9, decision 0069); ""
 	// when the session had none.
@@ -458,6 +463,9 @@ func (e *Evidence) validate(f *faults, prefix string) {
 	checkID(f, at(prefix, "attempt_id"), e.AttemptID)
 	checkLine(f, at(prefix, "runner_version"), e.RunnerVersion, MaxNameBytes, false)
 	checkSHA(f, at(prefix, "pinned_sha"), e.PinnedSHA)
+	if e.AgentState != nil {
+		e.AgentState.validate(f, at(prefix, "agent_state"))
+	}
 	if e.StartedAt.IsZero() {
 		f.add(at(prefix, "started_at"), "is required")
 	}

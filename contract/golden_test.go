@@ -19,13 +19,16 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 func TestGolden(t *testing.T) {
 	m := validManifest()
 	m.Normalize()
-	upload := ResultUpload{Evidence: validEvidence(), Manifest: &m}
+	upload := ResultUpload{Evidence: validEvidence(), Manifest: &m, AgentState: []byte("\x1f\x8b packed")}
+	upload.Evidence.AgentState = &AgentStateNote{Restored: "01hx3k9q2m7e4w-0", KeptBytes: 9}
+	spec := validSpec()
+	spec.AgentState = &AgentStateRef{AttemptID: "01hx3k9q2m7e4w-0"}
 	cases := []struct {
 		file   string
 		value  any
 		decode func([]byte) (any, error)
 	}{
-		{"spec.json", validSpec(), func(b []byte) (any, error) { return DecodeSpec(bytes.NewReader(b)) }},
+		{"spec.json", spec, func(b []byte) (any, error) { return DecodeSpec(bytes.NewReader(b)) }},
 		{"evidence.json", validEvidence(), func(b []byte) (any, error) { return DecodeEvidence(bytes.NewReader(b)) }},
 		{"manifest.json", m, func(b []byte) (any, error) { return DecodeManifest(bytes.NewReader(b), ManifestLimits{}) }},
 		{"claim-request.json", ClaimRequest{AttemptID: "01hx3k9q2m7e4w-1", ClaimCode: "c1a1mc0de-3f9a7b2e8d4c6a1f", SpecVersion: SpecVersion, RunnerVersion: "v0.3.0"},

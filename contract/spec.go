@@ -23,8 +23,10 @@ import (
 // agent's ToolsImage (decision 0069); v8 Steer: how the session takes
 // messages that come while it runs (decision 0071); v9 BaseImage, the
 // server's toolchain image, every session's root, not only a restored
-// one's (decision 0079).
-const SpecVersion = "inspect.session-spec/v9"
+// one's (decision 0079); v10
+// AgentState: the kept conversation a continuation's agent resumes
+// (decision 0072).
+const SpecVersion = "inspect.session-spec/v10"
 
 // Caps on a spec. A spec is built from gathered text (issue bodies, comments,
 // check output), so each part is bounded, and so is the whole.
@@ -116,6 +118,11 @@ type Spec struct {
 	// restored one runs on its snapshot's base (decision 0079); "" = the
 	// host's toolchain, read-only (v9).
 	BaseImage string `json:"base_image,omitempty"`
+	// AgentState, when set, names the conversation state the agent
+	// resumes (v10; a continuation's, decision 0072): the supervisor
+	// downloads it (PathAgentState) and restores it before the agent's
+	// first run. One that is gone, too old or unusable starts fresh.
+	AgentState *AgentStateRef `json:"agent_state,omitempty"`
 }
 
 // Repo identifies the repository. It carries where to fetch from, never how
@@ -626,6 +633,9 @@ func (s *Spec) Validate() error {
 		if st.TurnTimeout < 0 {
 			f.add("steer.turn_timeout", "must not be negative")
 		}
+	}
+	if s.AgentState != nil {
+		checkID(&f, "agent_state.attempt_id", s.AgentState.AttemptID)
 	}
 	scanSecrets(&f, "", reflect.ValueOf(s).Elem())
 	return f.err("session spec")

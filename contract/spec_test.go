@@ -33,6 +33,7 @@ func TestSpecValidate(t *testing.T) {
 		{"version missing", func(s *Spec) { s.Version = "" }, []string{"version"}},
 		{"version other", func(s *Spec) { s.Version = "inspect.session-spec/v1" }, []string{"version"}},
 		{"session id missing", func(s *Spec) { s.SessionID = "" }, []string{"session_id"}},
+		{"agent state's attempt", func(s *Spec) { s.AgentState = &AgentStateRef{AttemptID: "a/b"} }, []string{"agent_state.attempt_id"}},
 		{"session id with slash", func(s *Spec) { s.SessionID = "a/b" }, []string{"session_id"}},
 		{"session id leading dash", func(s *Spec) { s.SessionID = "-x" }, []string{"session_id"}},
 		{"attempt id too long", func(s *Spec) { s.AttemptID = long(MaxIDBytes + 1) }, []string{"attempt_id"}},
@@ -352,9 +353,9 @@ func TestDecodeSpecStrict(t *testing.T) {
 		{"trailing data", append(slicesClone(good), []byte(` {}`)...), contains("after the JSON value")},
 		{"not JSON", []byte(`{"version":`), contains("decoding session spec")},
 		{"missing version", withField("version", ""), func(err error) bool { return errors.Is(err, ErrVersion) }},
-		{"other version with new fields", []byte(`{"version":"inspect.session-spec/v10","shiny":true}`), func(err error) bool {
+		{"other version with new fields", []byte(`{"version":"inspect.session-spec/v99","shiny":true}`), func(err error) bool {
 			var ve *VersionError
-			return errors.As(err, &ve) && ve.Got == "inspect.session-spec/v10" && strings.Contains(err.Error(), "v10")
+			return errors.As(err, &ve) && ve.Got == "inspect.session-spec/v99" && strings.Contains(err.Error(), "v99")
 		}},
 		{"numeric duration", withField("limits", `{"deadline":"2025-03-04T11:00:00Z","timeout":60,"max_output_bytes":1,"max_changed_files":1,"max_change_bytes":1}`), contains("duration must be a string")},
 		{"bad duration", withField("limits", `{"deadline":"2025-03-04T11:00:00Z","timeout":"soon","max_output_bytes":1,"max_changed_files":1,"max_change_bytes":1}`), contains("duration must be a string")},

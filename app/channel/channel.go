@@ -51,6 +51,8 @@ type Store interface {
 	GetSnapshotRepo(ctx context.Context, repoID int64) (store.SnapshotRepo, error)
 	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
 	PutArtifact(ctx context.Context, a store.Artifact, maxSessionBytes int64) error
+	PutAgentState(ctx context.Context, attemptID, sessionID string, data []byte, now time.Time) error
+	AgentState(ctx context.Context, attemptID string) ([]byte, error)
 	// AppendOutput keeps a live output chunk, and the attempt's last keep
 	// bytes of them.
 	AppendOutput(ctx context.Context, c store.OutputChunk, keep int64) (bool, error)
@@ -305,6 +307,12 @@ func (c *Channel) Output(ctx context.Context, a store.Attempt, o contract.Output
 // Result records a session attempt's result and wakes the workers to
 // report it.
 func (c *Channel) Result(ctx context.Context, a store.Attempt, up contract.ResultUpload, _ []byte) error {
+	// The state first: a failure is retried with the whole upload, and a
+	// continuation dispatched once the result is in finds it.
+	if err := c.keepAgentState(ctx, a, up); err != nil {
+		return err
+	}
+	up.AgentState = nil // kept once, as an artifact; the result is the evidence and the change
 	if err := c.recordResult(ctx, a.ID, up); err != nil {
 		return err
 	}

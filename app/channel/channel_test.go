@@ -36,6 +36,8 @@ type fakeStore struct {
 	snapRepos map[int64]store.SnapshotRepo
 	usage     map[string]store.Usage
 	artifacts []store.Artifact
+	// agentStates are the kept agent states, by attempt id.
+	agentStates map[string][]byte
 	// output is the live output chunks kept, and the tail asked for.
 	output     []store.OutputChunk
 	outputKeep int64
@@ -103,6 +105,22 @@ func (f *fakeStore) SessionUsage(_ context.Context, id string) (store.Usage, err
 func (f *fakeStore) PutArtifact(_ context.Context, a store.Artifact, _ int64) error {
 	f.artifacts = append(f.artifacts, a)
 	return nil
+}
+
+func (f *fakeStore) PutAgentState(_ context.Context, attemptID, _ string, data []byte, _ time.Time) error {
+	if f.agentStates == nil {
+		f.agentStates = map[string][]byte{}
+	}
+	f.agentStates[attemptID] = data
+	return nil
+}
+
+func (f *fakeStore) AgentState(_ context.Context, attemptID string) ([]byte, error) {
+	data, ok := f.agentStates[attemptID]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return data, nil
 }
 
 func (f *fakeStore) AppendOutput(_ context.Context, c store.OutputChunk, keep int64) (bool, error) {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"time"
+
+	"github.com/inspecthq/inspect/contract"
 )
 
 // Artifact is one file a session's verify wrote that the repository's
@@ -30,7 +32,7 @@ func (s *Store) PutArtifact(ctx context.Context, a Artifact, maxSessionBytes int
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		var held int64
 		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(size), 0) FROM artifacts
-			WHERE session_id = $1 AND NOT (attempt_id = $2 AND name = $3)`, a.SessionID, a.AttemptID, a.Name).Scan(&held); err != nil {
+			WHERE session_id = $1 AND NOT (attempt_id = $2 AND name = $3) AND name <> $4`, a.SessionID, a.AttemptID, a.Name, contract.AgentStateName).Scan(&held); err != nil {
 			return err
 		}
 		if held+a.Size > maxSessionBytes {
@@ -45,10 +47,11 @@ func (s *Store) PutArtifact(ctx context.Context, a Artifact, maxSessionBytes int
 	})
 }
 
-// Artifacts are an attempt's artifacts, by name, without their content.
+// Artifacts are an attempt's artifacts, by name, without their content
+// (and without its agent state: agentstate.go).
 func (s *Store) Artifacts(ctx context.Context, attemptID string) ([]Artifact, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT attempt_id, session_id, name, content_type, size, sha256, created_at
-		FROM artifacts WHERE attempt_id = $1 ORDER BY name`, attemptID)
+		FROM artifacts WHERE attempt_id = $1 AND name <> $2 ORDER BY name`, attemptID, contract.AgentStateName)
 	if err != nil {
 		return nil, err
 	}

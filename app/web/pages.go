@@ -57,7 +57,14 @@ func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a, err := s.st.ArtifactContent(r.Context(), sess.AttemptID, r.PathValue("name"))
+	name := r.PathValue("name")
+	if name == contract.AgentStateName {
+		// The agent's kept conversation lives among the artifacts but is
+		// none: it is the next turn's, not a reader's.
+		s.fail(w, http.StatusNotFound, "The session has no such artifact.")
+		return
+	}
+	a, err := s.st.ArtifactContent(r.Context(), sess.AttemptID, name)
 	if errors.Is(err, store.ErrNotFound) {
 		s.fail(w, http.StatusNotFound, "The session has no such artifact.")
 		return

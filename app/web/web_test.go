@@ -397,6 +397,14 @@ func TestArtifactsAreServedSafelyToReaders(t *testing.T) {
 	if code, _ := w.get(t, "/sessions/visible-1/artifacts/missing.png"); code != 404 {
 		t.Errorf("a missing artifact: %d", code)
 	}
+	// The agent's kept conversation is stored among the artifacts, but is
+	// none.
+	if err := w.st.PutAgentState(ctx, "visible-1-a1", "visible-1", []byte("conversation"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := w.get(t, "/sessions/visible-1/artifacts/"+contract.AgentStateName); code != 404 {
+		t.Errorf("the agent state served as an artifact: %d", code)
+	}
 }
 
 // Two requests at once after the token expired (a page and its live

@@ -23,9 +23,9 @@ func TestChannelRefusesAsTheTableSays(t *testing.T) {
 		unserved []string
 	}{
 		// Nobody can message a session run from the shell: no turns.
-		{"with egress", Egress{Model: teapot, Registry: teapot}, []string{contract.RouteArtifact, contract.RouteTurns}},
+		{"with egress", Egress{Model: teapot, Registry: teapot}, []string{contract.RouteArtifact, contract.RouteTurns, contract.RouteAgentState}},
 		// Without a server config there is no model and no registry.
-		{"without egress", Egress{}, []string{contract.RouteArtifact, contract.RouteTurns, contract.PathEgressModel, contract.PathEgressRegistry}},
+		{"without egress", Egress{}, []string{contract.RouteArtifact, contract.RouteTurns, contract.RouteAgentState, contract.PathEgressModel, contract.PathEgressRegistry}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			channelrefusaltest.Run(t, channelrefusaltest.Backend{

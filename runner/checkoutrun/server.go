@@ -189,11 +189,20 @@ func (s *server) Serves(route string) error {
 		// Nobody can message a session run from the shell: its spec has
 		// no steer, so its supervisor never asks.
 		return errors.New("inspect run takes no turns: nobody can message its session")
+	case route == contract.RouteAgentState:
+		// A session run from the shell continues none: its spec names
+		// no agent state.
+		return errors.New("inspect run keeps no agent state: its sessions continue none")
 	case route == contract.RouteArtifact, route == contract.RouteSnapshotJob, route == contract.RouteSnapshotResult:
 		// `inspect run` keeps no artifacts: the workspace holds them.
 		return errors.New("this server does not serve " + route)
 	}
 	return nil
+}
+
+// AgentState is never served (Serves refuses the route).
+func (s *server) AgentState(context.Context, localAttempt) ([]byte, error) {
+	return nil, contract.ErrAgentStateGone
 }
 
 // Claim exchanges the claim code for the session token, once.

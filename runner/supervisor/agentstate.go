@@ -30,7 +30,7 @@ const (
 	// MaxAgentStateBytes caps the packed tarball: what the store keeps
 	// and the channel carries. A conversation's transcript is text and
 	// compresses well; one over this starts fresh.
-	MaxAgentStateBytes = 8 << 20
+	MaxAgentStateBytes = contract.MaxAgentStateBytes
 	// maxAgentStateUnpacked caps the files' total size, packed or
 	// restored (a small tarball must not unpack into a disk's worth).
 	maxAgentStateUnpacked = 64 << 20

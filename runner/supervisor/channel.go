@@ -132,6 +132,24 @@ func (c *channel) putArtifact(ctx context.Context, name string, content []byte) 
 	return c.send(ctx, http.MethodPut, contract.PathArtifact, q.Encode(), "application/octet-stream", bytes.NewReader(content), nil)
 }
 
+// agentState downloads the agent state the spec names
+// (contract.PathAgentState); gone says the app keeps none (404).
+func (c *channel) agentState(ctx context.Context) (data []byte, gone bool, err error) {
+	err = c.send(ctx, http.MethodGet, contract.PathAgentState, "", "", nil, func(r io.Reader) error {
+		var rerr error
+		data, rerr = io.ReadAll(io.LimitReader(r, contract.MaxAgentStateBytes+1))
+		if rerr == nil && len(data) > contract.MaxAgentStateBytes {
+			rerr = fmt.Errorf("the agent state is over its %d-byte cap", contract.MaxAgentStateBytes)
+		}
+		return rerr
+	})
+	var ce *ChannelError
+	if errors.As(err, &ce) && ce.Status == http.StatusNotFound {
+		return nil, true, nil
+	}
+	return data, false, err
+}
+
 // send is do with the body as it is, of contentType, and a query.
 func (c *channel) send(ctx context.Context, method, pattern, rawQuery, contentType string, rd io.Reader, decode func(io.Reader) error) error {
 	p := contract.AttemptPath(pattern, c.attemptID)

@@ -407,6 +407,9 @@ type session struct {
 	// (0: the request).
 	agentStart time.Time
 	turn       int
+	// agentState is the agent's packed conversation state, kept after its
+	// runs for the result's upload (agentstate_session.go).
+	agentState []byte
 	// invocation is how the agent's preset is run (set for the agent phase).
 	invocation *Invocation
 	// prompt is the agent's prompt, assembled from the spec in prepare.
@@ -459,7 +462,7 @@ func (s *session) run(ctx context.Context) {
 	s.ev.Workspace.PrepareMS = max(s.cfg.Now().Sub(s.ev.StartedAt).Milliseconds(), 0)
 
 	s.enter(contract.PhaseAgent, "running the agent")
-	inv, err := s.agentInvocation()
+	inv, err := s.agentInvocation(ctx)
 	if err != nil {
 		s.fail(ctx, "preparing the agent", err)
 		return
@@ -474,6 +477,7 @@ func (s *session) run(ctx context.Context) {
 	}
 	s.agentStart = time.Now()
 	run := s.runAgent(ctx, inv)
+	s.keepAgentState()
 	agent := run.result
 	if len(s.spec.Verify) == 0 || !s.egressFor(contract.PhaseVerify) {
 		s.closeEgress()
@@ -764,8 +768,10 @@ func resetDir(dir string) error {
 const AgentHome = "/workspace/" + inspectDir + "/home"
 
 // agentInvocation says how the spec's agent preset runs, and writes the
-// files it needs (a CLI's config) under AgentHome, for the sandbox uid.
-func (s *session) agentInvocation() (Invocation, error) {
+// files it needs (a CLI's config) under AgentHome, for the sandbox uid,
+// over the conversation state the spec names, restored (a continuation's:
+// the agent then resumes it with the prompt).
+func (s *session) agentInvocation(ctx context.Context) (Invocation, error) {
 	// The prompt (and an empty answer) are written now, after setup: a
 	// prompt or answer that setup's commands planted must not count.
 	if err := writePrompt(s.ws.work, s.prompt); err != nil {
@@ -788,6 +794,11 @@ func (s *session) agentInvocation() (Invocation, error) {
 	}
 	if err := root.MkdirAll(home, 0o755); err != nil {
 		return Invocation{}, err
+	}
+	if st, ok := s.restoreAgentState(ctx, home); ok {
+		if inv, err = ResumeInvocation(s.spec.Agent, s.agentPaths(), st, PromptFile); err != nil {
+			return Invocation{}, err
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(inv.Files)) {
 		rel := path.Join(home, name)
@@ -1110,7 +1121,7 @@ func (s *session) finish() *Report {
 	s.ev.Egress = s.gate.evidence()
 	s.red.RedactStrings(&s.ev)
 
-	u := &contract.ResultUpload{Evidence: s.ev, Manifest: s.manifest}
+	u := &contract.ResultUpload{Evidence: s.ev, Manifest: s.manifest, AgentState: s.agentState}
 	if err := u.Validate(s.spec.Limits.Manifest()); err != nil {
 		// Send something the app accepts rather than nothing: the error,
 		// the commands, no manifest.

@@ -49,9 +49,12 @@ type Server struct {
 	http   *httptest.Server
 	gh     *github.Client // as the App, to mint tokens
 
-	mu         sync.Mutex
-	attempts   map[string]*Attempt
-	violations []string
+	mu       sync.Mutex
+	attempts map[string]*Attempt
+	// agentStates are the agent states a test put in place of the ones
+	// results carried (PutAgentState), by attempt.
+	agentStates map[string][]byte
+	violations  []string
 	// tokenRepoID, when set, is the repository the minted read tokens
 	// are scoped to instead of the spec's (see WrongRepoTokens).
 	tokenRepoID int64
@@ -171,6 +174,9 @@ type Attempt struct {
 	Delivered int
 	// Recorders are the flight recorders the supervisor sent.
 	Recorders []contract.Recorder
+	// AgentStateAsks counts the supervisor's downloads of the agent state
+	// its spec names.
+	AgentStateAsks int
 	// turnAsked is told of every turns request's after, for tests that
 	// wait for the supervisor to be listening.
 	turnAsked chan int
@@ -193,8 +199,11 @@ func New(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{GitHub: gh, gh: client, attempts: map[string]*Attempt{}}
+	s := &Server{GitHub: gh, gh: client, attempts: map[string]*Attempt{}, agentStates: map[string][]byte{}}
 	channel := contract.NewChannelServer[*Attempt](backend{s}, contract.ChannelServerOptions{TurnsPoll: 20 * time.Millisecond, OnRefusal: func(r *http.Request, status int, err error) {
+		if errors.Is(err, contract.ErrAgentStateGone) {
+			return // an answer, not a fault: the state was pruned, or never kept
+		}
 		s.violate("%s %s: %d %v", r.Method, r.URL.Path, status, err)
 	}})
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -371,6 +380,39 @@ func (s backend) Turns(_ context.Context, a *Attempt, after int) ([]contract.Tur
 		}
 	}
 	return out, nil
+}
+
+// AgentState serves the state the attempt's spec names: the agent state
+// the named attempt's last result carried, as the app keeps it, or one a
+// test put in its place (PutAgentState).
+func (s backend) AgentState(_ context.Context, a *Attempt) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a.AgentStateAsks++
+	ref := a.Spec.AgentState
+	if ref == nil {
+		return nil, contract.ErrAgentStateGone
+	}
+	if data, ok := s.agentStates[ref.AttemptID]; ok {
+		if data == nil {
+			return nil, contract.ErrAgentStateGone
+		}
+		return data, nil
+	}
+	if from := s.attempts[ref.AttemptID]; from != nil && len(from.Results) > 0 {
+		if data := from.Results[len(from.Results)-1].AgentState; len(data) > 0 {
+			return data, nil
+		}
+	}
+	return nil, contract.ErrAgentStateGone
+}
+
+// PutAgentState replaces what the server keeps as attemptID's agent state
+// (nil: gone, as after the retention).
+func (s *Server) PutAgentState(attemptID string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.agentStates[attemptID] = data
 }
 
 // Recorder keeps what the supervisor's flight recorder sent.

@@ -26,8 +26,11 @@ func TestDashboardShowsTheTurnsTheRunningCommandAndTheFilesChanged(t *testing.T)
 	lx := newLocalExecutorIn(t, work)
 	d.runOn(lx)
 	files := examples.SampleRepo()
-	files["work.sh"] = "#!/bin/sh\nmkdir -p notes\necho 'half done' > notes/progress.md\nwhile [ ! -e go-on ]; do sleep 0.05; done\nrm -f go-on\n"
-	files[".github/inspect.yml"] = "agent:\n  preset: command\n  command: [\"sh\", \"work.sh\"]\n"
+	// The first run works until the test says go on; a run that continues
+	// the conversation with the messages (INSPECT_TURN_FILE names them)
+	// ends at once. Queued: the messages wait for the first run's end.
+	files["work.sh"] = "#!/bin/sh\n[ -n \"$INSPECT_TURN_FILE\" ] && exit 0\nmkdir -p notes\necho 'half done' > notes/progress.md\nwhile [ ! -e go-on ]; do sleep 0.05; done\nrm -f go-on\n"
+	files[".github/inspect.yml"] = "agent:\n  preset: command\n  command: [\"sh\", \"work.sh\"]\nsteer: queue\n"
 	d.gh.CommitFiles(owner, repoName, "main", files, "an agent that works slowly")
 	if code, _ := d.deliver("issue_comment", d.event(commentOpts{body: "/inspect work slowly"})); code != 200 {
 		t.Fatal(code)
@@ -105,8 +108,10 @@ func TestDashboardShowsTheTurnsTheRunningCommandAndTheFilesChanged(t *testing.T)
 	}
 	// After the end: the timeline of turns and what came of each.
 	d.do("the ended session", chromedp.Navigate(d.url+"/sessions/"+sess.ID), chromedp.WaitVisible(chromedp.CSS("#turns")))
-	if got := d.text("#turns"); !strings.Contains(got, "not delivered") {
-		t.Errorf("#turns after the end: %q", got)
+	// The messages reached the agent (its conversation continued after
+	// the first run): each says what came of the session.
+	if got := d.text("#turns"); strings.Contains(got, "not delivered") || strings.Count(got, string(ended.Outcome)) < 2 {
+		t.Errorf("#turns after the end (outcome %s): %q", ended.Outcome, got)
 	}
 	// The run over, the recorder counted the lines of what it wrote.
 	lines, err := chromedp.Run(d.tab, chromedp.Evaluate[string](`[...document.querySelectorAll("#files-changed tbody tr")].filter(r => r.cells[0].textContent === "notes/progress.md").map(r => r.cells[2].textContent).join()`))

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -64,15 +63,7 @@ func TestAContinuationResumesTheAgentsKeptConversation(t *testing.T) {
 	} {
 		t.Run(string(c.preset), func(t *testing.T) {
 			t.Parallel()
-			if _, err := exec.LookPath(c.binary); err != nil {
-				t.Fatalf("%s is needed (run .ci/ensure-agent-clis): %v", c.binary, err)
-			}
-			model := fakemodel.New()
-			t.Cleanup(model.Close)
-			model.RequireKey(scriptedModelKey)
-			ch := channeltest.New(t)
-			serveScriptedModel(ch, model, c.kind)
-			sha := ch.Seed(map[string]string{"greeting.txt": "hello\n"})
+			model, ch, sha := realCLIChannel(t, c)
 			first := "ks-" + c.binary + "-1"
 
 			u, req := keptStateAttempt(t, ch, model, c, sha, first, keptTask, nil,
@@ -105,15 +96,7 @@ func TestAContinuationResumesTheAgentsKeptConversation(t *testing.T) {
 // fresh, and the evidence says why; the session goes on.
 func TestAContinuationWithoutItsStateStartsFresh(t *testing.T) {
 	c := realCLI{preset: contract.PresetCodex, binary: "codex", kind: contract.ProviderKindOpenAI}
-	if _, err := exec.LookPath(c.binary); err != nil {
-		t.Fatalf("%s is needed (run .ci/ensure-agent-clis): %v", c.binary, err)
-	}
-	model := fakemodel.New()
-	t.Cleanup(model.Close)
-	model.RequireKey(scriptedModelKey)
-	ch := channeltest.New(t)
-	serveScriptedModel(ch, model, c.kind)
-	sha := ch.Seed(map[string]string{"greeting.txt": "hello\n"})
+	model, ch, sha := realCLIChannel(t, c)
 	for i, tc := range []struct {
 		name  string
 		state []byte

@@ -53,15 +53,7 @@ const (
 )
 
 func steerRealCLI(t *testing.T, c realCLI, mode string) {
-	if _, err := exec.LookPath(c.binary); err != nil {
-		t.Fatalf("%s is needed (run .ci/ensure-agent-clis): %v", c.binary, err)
-	}
-	model := fakemodel.New()
-	t.Cleanup(model.Close)
-	model.RequireKey(scriptedModelKey)
-	ch := channeltest.New(t)
-	serveScriptedModel(ch, model, c.kind)
-	sha := ch.Seed(map[string]string{"greeting.txt": "hello\n"})
+	model, ch, sha := realCLIChannel(t, c)
 	// Short: the egress socket's path holds it, within a Unix socket
 	// path's 108 bytes.
 	id := "rs-" + c.binary + "-" + mode[:1]
@@ -173,4 +165,21 @@ func steerRealCLI(t *testing.T, c realCLI, mode string) {
 	if got := ch.DeliveredTurns(spec.AttemptID); got != 1 {
 		t.Errorf("the supervisor says it has turns up to %d, want 1", got)
 	}
+}
+
+// realCLIChannel is what a real CLI's supervisor attempt needs: the CLI on
+// the host (or the test fails, naming the script that installs it), a
+// scripted model that takes only the proxy's key, a session channel whose
+// model egress reaches it, and a repository of one file.
+func realCLIChannel(t *testing.T, c realCLI) (*fakemodel.Server, *channeltest.Server, string) {
+	t.Helper()
+	if _, err := exec.LookPath(c.binary); err != nil {
+		t.Fatalf("%s is needed (run .ci/ensure-agent-clis): %v", c.binary, err)
+	}
+	model := fakemodel.New()
+	t.Cleanup(model.Close)
+	model.RequireKey(scriptedModelKey)
+	ch := channeltest.New(t)
+	serveScriptedModel(ch, model, c.kind)
+	return model, ch, ch.Seed(map[string]string{"greeting.txt": "hello\n"})
 }

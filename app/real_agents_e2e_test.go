@@ -148,3 +148,57 @@ func realAgentFixesAndLeaksNothing(t *testing.T, a realAgent) {
 	}
 	assertAgentLeakedNothing(t, h, model, sess, mainBefore, outs, pr.GetBody())
 }
+
+// The deploy guide's recipe on the barest root: the repository's base
+// image (snapshots.base_image, every session's root, decision 0079) is a
+// busybox root with no libc, no loader and no node, and the real Codex CLI
+// runs from the agents' tools image (decision 0069) on it, to a verified
+// pull request with its fix. Verify runs on the same root: busybox's own
+// grep checks the change.
+func TestRealCodexOnABusyboxRootEndsInAPR(t *testing.T) {
+	model := fakemodel.New()
+	t.Cleanup(model.Close)
+	model.RequireKey(modelKey)
+	_, tools := sandboxtest.ToolsImage(t, "..")
+	root := sandboxtest.BusyboxRoot(t, "..")
+	h, lx := newSandboxHarnessRunning(t, []string{"--layer-cache", sandboxtest.ToolsLayerCache(t, "..")}, func(c *configServer) {
+		c.Agents.Providers = map[string]config.Provider{"scripted": {Kind: "openai", BaseURL: model.URL() + "/v1", Key: modelKey}}
+		c.Agents.Models = []config.Model{{Name: "scripted-1", Provider: "scripted", Presets: []string{"codex"}}}
+		c.Agents.ToolsImage = tools
+		c.Snapshots.BaseImage = root
+	})
+	model.Script(
+		fakemodel.Turn{Exec: []string{"sed -i 's/return a + b + 1/return a + b/' calc.go && echo fixed"}},
+		fakemodel.Turn{Message: "Fixed Add: it added one too many."},
+	)
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{
+		".github/inspect.yml": "agent:\n  preset: codex\n  model: scripted-1\n" +
+			"verify:\n  - name: the fix\n    run: [grep, -q, \"return a + b }\", calc.go]\n  - name: no node here\n    run: [sh, -c, \"! command -v node\"]\n",
+	}, "codex on busybox")
+	sess := h.runSandboxSession(lx, "/inspect make TestAdd pass")
+	if sess.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s: %s\nmodel requests %d\n%s", sess.State(), sess.Outcome, sess.Detail, len(model.Requests()), h.logs)
+	}
+	att, err := h.st.GetAttempt(context.Background(), sess.AttemptID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up contract.ResultUpload
+	if err := json.Unmarshal([]byte(att.Result), &up); err != nil {
+		t.Fatal(err)
+	}
+	ws := up.Evidence.Workspace
+	if ws == nil || ws.BaseImage == nil || ws.ImageRoot == nil || !strings.HasSuffix(root, "@"+ws.BaseImage.Digest) {
+		t.Errorf("the evidence does not name the busybox root %s as the session's: %+v", root, ws)
+	}
+	if _, digest, _ := strings.Cut(tools, "@"); up.Evidence.ToolsImage != digest {
+		t.Errorf("the evidence's tools image %q, want %s", up.Evidence.ToolsImage, digest)
+	}
+	pr, _, err := h.client(t).PullRequests.Get(context.Background(), owner, repoName, sess.PRNumber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pr.GetBody(), "| ✅ passed |") {
+		t.Errorf("the PR body does not say verify passed:\n%s", pr.GetBody())
+	}
+}

@@ -28,21 +28,7 @@ import (
 // libc, no loader, no node.
 func busyboxRoot(t testing.TB) v1.Image {
 	t.Helper()
-	script, err := os.ReadFile(filepath.Join("..", "..", ".ci", "ensure-busyboxroot"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(script)
-	cache := os.Getenv("INSPECT_BUSYBOXROOT_CACHE")
-	if cache == "" {
-		cache = "/var/cache/inspect-busyboxroot"
-	}
-	dir := filepath.Join(cache, hex.EncodeToString(sum[:])[:16])
-	digest, err := os.ReadFile(filepath.Join(dir, "digest"))
-	if err != nil {
-		t.Fatalf("no busybox root: run .ci/ensure-busyboxroot first (make test does): %v", err)
-	}
-	img, err := images.OpenBaseImage(context.Background(), images.LayoutPrefix+filepath.Join(dir, "layout")+"@"+strings.TrimSpace(string(digest)))
+	img, err := images.OpenBaseImage(context.Background(), sandboxtest.BusyboxRoot(t, filepath.Join("..", "..")))
 	if err != nil {
 		t.Fatal(err)
 	}

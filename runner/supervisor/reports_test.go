@@ -18,49 +18,6 @@ import (
 	"github.com/inspecthq/inspect/runner/testreport"
 )
 
-const pytestReport = `<?xml version="1.0" encoding="utf-8"?>
-<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="4">
-<testcase classname="tests.test_calc" name="test_add" file="tests/test_calc.py" line="2" time="0.001">
-<failure message="assert 3 == 2&#10; +  where 3 = add(1, 1)">def test_add():
-&gt;       assert add(1, 1) == 2
-E       assert 3 == 2
-
-tests/test_calc.py:5: AssertionError</failure></testcase>
-<testcase classname="tests.test_calc" name="test_sub" file="tests/test_calc.py" line="7"/>
-<testcase classname="tests.test_calc" name="test_div" file="tests/test_calc.py" line="11"><error message="fixture 'db' not found">file /workspace/tests/test_calc.py, line 12</error></testcase>
-<testcase classname="tests.test_calc" name="test_skip" file="tests/test_calc.py" line="15"><skipped type="pytest.skip" message="later">tests/test_calc.py:16: later</skipped></testcase>
-</testsuite></testsuites>`
-
-const surefireReport = `<?xml version="1.0" encoding="UTF-8"?>
-<testsuite xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" name="com.acme.CalcTest" time="0.05" tests="3" errors="0" skipped="1" failures="1">
-  <properties><property name="java.version" value="21"/></properties>
-  <testcase name="testAdd" classname="com.acme.CalcTest" time="0.01">
-    <failure message="expected: &lt;2&gt; but was: &lt;3&gt;" type="org.opentest4j.AssertionFailedError"><![CDATA[org.opentest4j.AssertionFailedError: expected: <2> but was: <3>
-	at com.acme.CalcTest.testAdd(CalcTest.java:12)
-	at src/test/java/com/acme/CalcTest.java:12
-]]></failure>
-    <system-out><![CDATA[hello]]></system-out>
-  </testcase>
-  <testcase name="testSub" classname="com.acme.CalcTest" time="0.001"/>
-  <testcase name="testMul" classname="com.acme.CalcTest" time="0"><skipped message="disabled"/></testcase>
-</testsuite>`
-
-const jestReport = `<?xml version="1.0" encoding="UTF-8"?>
-<testsuites name="jest tests" tests="3" failures="1" errors="0" time="1.2">
-  <testsuite name="sum" errors="0" failures="1" skipped="1" timestamp="2024-01-01T00:00:00" time="0.9" tests="3">
-    <testcase classname="sum adds 1 + 2 to equal 3" name="sum adds 1 + 2 to equal 3" time="0.004"/>
-    <testcase classname="sum adds 1 + 1 to equal 2" name="sum adds 1 + 1 to equal 2" time="0.003">
-      <failure>Error: expect(received).toBe(expected) // Object.is equality
-
-Expected: 2
-Received: 3
-    at Object.toBe (/workspace/node_modules/expect/build/index.js:9:1)
-    at Object.&lt;anonymous&gt; (/workspace/src/sum.test.js:9:20)</failure>
-    </testcase>
-    <testcase classname="sum later" name="sum later" time="0"><skipped/></testcase>
-  </testsuite>
-</testsuites>`
-
 // TestCollectJUnit lays out a workspace by hand: what counts and what is
 // refused.
 func TestCollectJUnit(t *testing.T) {
@@ -80,9 +37,17 @@ func TestCollectJUnit(t *testing.T) {
 	one := func(name string) string {
 		return `<testsuite><testcase classname="c" name="` + name + `"><failure message="m"/></testcase></testsuite>`
 	}
-	write("target/surefire-reports/TEST-com.acme.CalcTest.xml", surefireReport)
-	write("junit.xml", jestReport)
-	write("reports/pytest-junit.xml", pytestReport)
+	// testreport's hand-written reports, in the shapes their tools write.
+	report := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "testreport", "testdata", "handwritten", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	write("target/surefire-reports/TEST-com.acme.CalcTest.xml", report("surefire.xml"))
+	write("junit.xml", report("jest-junit.xml"))
+	write("reports/pytest-junit.xml", report("pytest-junit.xml"))
 	write("src/test/java/com/acme/CalcTest.java", "class CalcTest {}\n")
 	write("src/sum.test.js", "test()\n")
 	write("tests/test_calc.py", "def test_add(): pass\n")

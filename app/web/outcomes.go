@@ -135,8 +135,7 @@ func (s *Server) outcomesPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	repos, err := s.readable(ctx, v)
 	if err != nil {
-		s.log.Warn().Err(err).Str("login", v.Login).Msg("dashboard: listing the user's repositories failed")
-		s.fail(w, http.StatusBadGateway, "GitHub did not say which repositories you can read. Try again.")
+		s.failUnreadable(w, v, err)
 		return
 	}
 	q := r.URL.Query()

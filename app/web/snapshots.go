@@ -37,8 +37,7 @@ func (s *Server) snapshotsPage(w http.ResponseWriter, r *http.Request) {
 	v := viewerOf(r)
 	repos, err := s.readable(r.Context(), v)
 	if err != nil {
-		s.log.Warn().Err(err).Str("login", v.Login).Msg("dashboard: listing the user's repositories failed")
-		s.fail(w, http.StatusBadGateway, "GitHub did not say which repositories you can read. Try again.")
+		s.failUnreadable(w, v, err)
 		return
 	}
 	ids := make([]int64, 0, len(repos))

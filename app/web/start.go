@@ -45,8 +45,7 @@ func (s *Server) renderStart(w http.ResponseWriter, r *http.Request, status int,
 	v := viewerOf(r)
 	names, _, err := s.readableNames(r, v)
 	if err != nil {
-		s.log.Warn().Err(err).Str("login", v.Login).Msg("dashboard: listing the user's repositories failed")
-		s.fail(w, http.StatusBadGateway, "GitHub did not say which repositories you can read. Try again.")
+		s.failUnreadable(w, v, err)
 		return
 	}
 	s.render(w, status, "start.html", map[string]any{"Viewer": v, "Repos": names, "Problem": problem,
@@ -59,8 +58,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	form := r.PostForm
 	_, byName, err := s.readableNames(r, v)
 	if err != nil {
-		s.log.Warn().Err(err).Str("login", v.Login).Msg("dashboard: listing the user's repositories failed")
-		s.fail(w, http.StatusBadGateway, "GitHub did not say which repositories you can read. Try again.")
+		s.failUnreadable(w, v, err)
 		return
 	}
 	ref, ok := byName[strings.ToLower(form.Get("repo"))]

@@ -292,6 +292,14 @@ func loginHash(cookie string) string {
 }
 
 // readable is the repositories v's own token can read, asked of GitHub at
+// failUnreadable answers a page whose viewer's readable repositories
+// GitHub did not give (err): every page lists only those, so none can be
+// drawn without them.
+func (s *Server) failUnreadable(w http.ResponseWriter, v *viewer, err error) {
+	s.log.Warn().Err(err).Str("login", v.Login).Msg("dashboard: listing the user's repositories failed")
+	s.fail(w, http.StatusBadGateway, "GitHub did not say which repositories you can read. Try again.")
+}
+
 // most once per web.permission_cache.
 func (s *Server) readable(ctx context.Context, v *viewer) (map[int64]repoRef, error) {
 	if v.readable != nil {

@@ -224,7 +224,7 @@ func turnHandler(s *Service) *turns.Handler {
 	f := threadFactsOf(s)
 	return &turns.Handler{
 		Store:        s.store,
-		Installation: f.installation, TargetFacts: f.target, BranchFacts: f.branch,
+		Installation: f.installation, ThreadFacts: f.thread,
 		RepoConfig: s.repoConfigs.ForSession, NewSession: sessionFromTrigger,
 		BotLogin: s.botLogin, Wake: s.wakeWorkers, Now: s.clock.Now,
 		ForkPRAllowed: s.cfg.ForkPRAllowed, CommandWord: s.cfg.CommandWord, AllowedBots: s.cfg.Policy.AllowedBots, Paused: s.cfg.Paused,
@@ -270,7 +270,7 @@ func commandHandler(s *Service) *commands.Handler {
 	f := threadFactsOf(s)
 	return &commands.Handler{
 		Store:        s.store,
-		Installation: f.installation, TargetFacts: f.target, BranchFacts: f.branch,
+		Installation: f.installation, ThreadFacts: f.thread,
 		StopAttempt: s.stopAttempt, BotLogin: s.botLogin, NewID: newID, Wake: s.wakeWorkers, Now: s.clock.Now,
 		ForkPRAllowed: s.cfg.ForkPRAllowed, CommandWord: s.cfg.CommandWord, AllowedBots: s.cfg.Policy.AllowedBots, Paused: s.cfg.Paused,
 		UnaskedReasons: []string{reasonNotATrigger, reasonLabelRemoved},
@@ -349,23 +349,27 @@ type postponed struct {
 func (p *postponed) Error() string { return "postponed: " + p.why }
 
 // threadFacts are what the command and turn handlers read a thread with:
-// the installation's client, and the policy's facts of its target or
-// branch (without what only prepare needs of them).
+// the installation's client, and the policy's facts of a trigger's target
+// or branch (without what only prepare needs of them).
 type threadFacts struct {
 	installation func(ctx context.Context, id int64) (*github.Client, error)
-	target       func(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, error)
-	branch       func(ctx context.Context, c *github.Client, owner, name, branch, login, senderType string) (policy.Target, policy.Role, error)
+	thread       func(ctx context.Context, c *github.Client, t session.Trigger) (policy.Target, policy.Role, error)
 }
 
 func threadFactsOf(s *Service) threadFacts {
 	return threadFacts{
 		installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
-		target: func(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, error) {
-			target, role, _, err := targetFacts(ctx, c, owner, name, tg, login, senderType)
-			return target, role, err
-		},
-		branch: func(ctx context.Context, c *github.Client, owner, name, branch, login, senderType string) (policy.Target, policy.Role, error) {
-			target, role, _, err := branchFacts(ctx, c, owner, name, branch, login, senderType)
+		thread: func(ctx context.Context, c *github.Client, t session.Trigger) (policy.Target, policy.Role, error) {
+			var (
+				target policy.Target
+				role   policy.Role
+				err    error
+			)
+			if tg := t.Target(); tg.IsBranch() {
+				target, role, _, err = branchFacts(ctx, c, t.Repo.Owner, t.Repo.Name, tg.BranchName(), t.Sender.Login, t.Sender.Type)
+			} else {
+				target, role, _, err = targetFacts(ctx, c, t.Repo.Owner, t.Repo.Name, tg, t.Sender.Login, t.Sender.Type)
+			}
 			return target, role, err
 		},
 	}

@@ -33,12 +33,9 @@ type Handler struct {
 	Store Store
 	// Installation is the installation's GitHub client.
 	Installation func(ctx context.Context, installationID int64) (*github.Client, error)
-	// TargetFacts reads what policy needs about a pull request or issue,
-	// and the sender's role on the repo.
-	TargetFacts func(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, error)
-	// BranchFacts reads what policy needs about a branch session, and the
-	// sender's role on the repo.
-	BranchFacts func(ctx context.Context, c *github.Client, owner, name, branch, login, senderType string) (policy.Target, policy.Role, error)
+	// ThreadFacts reads what policy needs about the trigger's target (a
+	// pull request, an issue or a branch) and the sender's role on the repo.
+	ThreadFacts func(ctx context.Context, c *github.Client, t session.Trigger) (policy.Target, policy.Role, error)
 	// StopAttempt stops a cancelled session's run and revokes its tokens.
 	StopAttempt func(ctx context.Context, attemptID string)
 	// BotLogin is the App's bot's login, whose replies the thread finds.
@@ -191,14 +188,10 @@ func (h *Handler) commandFacts(ctx context.Context, c *github.Client, t session.
 	if t.Command.Sub == policy.Status {
 		return f, nil
 	}
+	// On a branch, whether it still exists does not matter to a cancel or
+	// a retry: the retry's preparation reads it again.
 	var err error
-	if tg := t.Target(); tg.IsBranch() {
-		// Whether the branch still exists does not matter to a cancel or
-		// a retry: the retry's preparation reads it again.
-		f.Target, f.SenderRole, err = h.BranchFacts(ctx, c, t.Repo.Owner, t.Repo.Name, tg.BranchName(), t.Sender.Login, t.Sender.Type)
-		return f, err
-	}
-	f.Target, f.SenderRole, err = h.TargetFacts(ctx, c, t.Repo.Owner, t.Repo.Name, t.Target(), t.Sender.Login, t.Sender.Type)
+	f.Target, f.SenderRole, err = h.ThreadFacts(ctx, c, t)
 	return f, err
 }
 

@@ -96,7 +96,7 @@ func TestStatusListsWhatWasAskedForWithoutARole(t *testing.T) {
 	}
 	h := &Handler{
 		Store: st, UnaskedReasons: []string{"not_a_trigger"}, ForkPRAllowed: func(string) bool { return false },
-		TargetFacts: func(context.Context, *github.Client, string, string, session.Target, string, string) (policy.Target, policy.Role, error) {
+		ThreadFacts: func(context.Context, *github.Client, session.Trigger) (policy.Target, policy.Role, error) {
 			t.Fatal("status read the target and the sender's role")
 			return policy.Target{}, "", nil
 		},

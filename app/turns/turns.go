@@ -30,12 +30,9 @@ type Handler struct {
 	Store Store
 	// Installation is the installation's GitHub client.
 	Installation func(ctx context.Context, installationID int64) (*github.Client, error)
-	// TargetFacts reads what policy needs about a pull request or issue,
-	// and the sender's role on the repo.
-	TargetFacts func(ctx context.Context, c *github.Client, owner, name string, tg session.Target, login, senderType string) (policy.Target, policy.Role, error)
-	// BranchFacts reads what policy needs about a branch session, and the
-	// sender's role on the repo.
-	BranchFacts func(ctx context.Context, c *github.Client, owner, name, branch, login, senderType string) (policy.Target, policy.Role, error)
+	// ThreadFacts reads what policy needs about the trigger's target (a
+	// pull request, an issue or a branch) and the sender's role on the repo.
+	ThreadFacts func(ctx context.Context, c *github.Client, t session.Trigger) (policy.Target, policy.Role, error)
 	// RepoConfig is the session's repo config, read fresh.
 	RepoConfig func(ctx context.Context, c *github.Client, sess store.Session) (config.Repo, error)
 	// NewSession is the session a request starts (as the webhook makes
@@ -133,12 +130,7 @@ func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 		ServerPaused: h.Paused, RepoPaused: sess.ID != "" && !cfg.IsEnabled(),
 		ForkOptIn: h.ForkPRAllowed(t.Repo.FullName()), Subcommand: t.Command.Sub,
 	}
-	if tg := t.Target(); tg.IsBranch() {
-		facts.Target, facts.SenderRole, err = h.BranchFacts(ctx, c, t.Repo.Owner, t.Repo.Name, tg.BranchName(), t.Sender.Login, t.Sender.Type)
-	} else {
-		facts.Target, facts.SenderRole, err = h.TargetFacts(ctx, c, t.Repo.Owner, t.Repo.Name, tg, t.Sender.Login, t.Sender.Type)
-	}
-	if err != nil {
+	if facts.Target, facts.SenderRole, err = h.ThreadFacts(ctx, c, t); err != nil {
 		return err
 	}
 	if d := policy.Authorize(facts); !d.Allowed {

@@ -273,28 +273,43 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		}
 	}
 	stop, grace, resignal, killedAfterGrace := s.Stop, (<-chan time.Time)(nil), (<-chan time.Time)(nil), false
-	initPid := 0
+	initPid, stopPending := 0, false
+	var (
+		graceTimer     *time.Timer
+		resignalTicker *time.Ticker
+	)
+	defer func() {
+		if graceTimer != nil {
+			graceTimer.Stop()
+			resignalTicker.Stop()
+		}
+	}()
+	// stopGently signals the command's processes and starts the grace.
+	stopGently := func() {
+		g := s.StopGrace
+		if g <= 0 {
+			g = DefaultStopGrace
+		}
+		signalDescendants(initPid, unix.SIGTERM)
+		graceTimer = time.NewTimer(g)
+		grace = graceTimer.C
+		// A process started after the walk (the sandbox was just
+		// starting its command) is signalled at the next one.
+		resignalTicker = time.NewTicker(stopResignal)
+		resignal = resignalTicker.C
+	}
 	for !exited {
 		select {
 		case <-stop:
 			stop, res.Stopped = nil, true
-			g := s.StopGrace
-			if g <= 0 {
-				g = DefaultStopGrace
-			}
 			if initPid == 0 {
-				kill() // not yet running anything: nothing to end gently
+				// The sandbox's init is not known yet, though its command
+				// may already run (bwrap reports it after starting it):
+				// the gentle stop begins once it is.
+				stopPending = true
 				continue
 			}
-			signalDescendants(initPid, unix.SIGTERM)
-			t := time.NewTimer(g)
-			defer t.Stop()
-			grace = t.C
-			// A process started after the walk (the sandbox was just
-			// starting its command) is signalled at the next one.
-			tk := time.NewTicker(stopResignal)
-			defer tk.Stop()
-			resignal = tk.C
+			stopGently()
 		case <-resignal:
 			signalDescendants(initPid, unix.SIGTERM)
 		case <-grace:
@@ -311,6 +326,8 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			if err != nil {
 				errs = append(errs, err)
 				kill() // untracked or misplaced, so end it now rather than lose it
+			} else if stopPending {
+				stopGently()
 			}
 		case waitErr = <-waitCh:
 			exited = true

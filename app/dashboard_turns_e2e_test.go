@@ -56,7 +56,14 @@ func TestDashboardShowsTheTurnsTheRunningCommandAndTheFilesChanged(t *testing.T)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(raw, "notes/progress.md") {
+		// Mara's message restarts the agent (decision 0073): wait until
+		// it is taken and the run it started shows its command and file.
+		turns, err := d.st.SessionTurns(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken := len(turns) == 1 && turns[0].State != session.TurnPending
+		if taken && strings.Contains(raw, `"turn":1`) && strings.Contains(raw, "notes/progress.md") && strings.Contains(raw, `"command":"`) {
 			break
 		}
 		select {

@@ -1,0 +1,241 @@
+package contract
+
+// The baseline (decision 0080): verify also runs on the base, the pinned
+// commit without the change, in an attempt of its own (KindBaseline) from
+// the same restore, and the app compares each named test's outcome on the
+// base with its outcome on the change. The comparison is the app's: it
+// fills Evidence.Baseline at report time; a supervisor never writes it.
+
+// TestChange is how one named test fared from the base to the change.
+type TestChange string
+
+// How a test fared. A test that failed on the base and is removed or
+// skipped by the change is not fixed (TestRemoved, TestSkippedByChange
+// with Base failed).
+const (
+	// TestNewlyFailing: it fails with the change and did not on the base
+	// (it passed, was skipped, or did not exist). Listed first, flagged.
+	TestNewlyFailing TestChange = "newly_failing"
+	// TestFixed: failing → passing.
+	TestFixed TestChange = "fixed"
+	// TestStillFailing: it fails on both.
+	TestStillFailing TestChange = "still_failing"
+	// TestRemoved: it ran on the base and not with the change (deleted,
+	// renamed, or its package no longer builds).
+	TestRemoved TestChange = "removed"
+	// TestSkippedByChange: it ran on the base and the change skips it.
+	TestSkippedByChange TestChange = "skipped"
+	// TestAdded: new with the change, and passing.
+	TestAdded TestChange = "added"
+	// TestPassing: passing throughout (counted, not listed).
+	TestPassing TestChange = "passing"
+)
+
+// TestComparison is one named test on the base and with the change. Base
+// or Change is "" where the test did not run.
+type TestComparison struct {
+	Name   string      `json:"name"`
+	Base   TestOutcome `json:"base,omitempty"`
+	Change TestOutcome `json:"change,omitempty"`
+	Fared  TestChange  `json:"fared"`
+}
+
+// NotFixed reports whether the test failed on the base and the change
+// removed or skipped it rather than fixing it.
+func (c TestComparison) NotFixed() bool {
+	return c.Base == TestFailed && (c.Fared == TestRemoved || c.Fared == TestSkippedByChange)
+}
+
+// BaselineStatus says whether a comparison was made.
+type BaselineStatus string
+
+// Baseline statuses.
+const (
+	// BaselineCompared: the base's verify ran (now or for an earlier
+	// attempt with the same key) and was compared.
+	BaselineCompared BaselineStatus = "compared"
+	// BaselineUnavailable: no comparison (the base's verify failed to
+	// run, timed out, or named no tests); Why says which.
+	BaselineUnavailable BaselineStatus = "unavailable"
+)
+
+// MaxBaselineTests caps the tests a comparison lists; the rest are
+// counted in MoreTests. Passing-throughout tests are only counted.
+const MaxBaselineTests = 500
+
+// BaselineCounts counts the tests by how they fared.
+type BaselineCounts struct {
+	NewlyFailing int `json:"newly_failing"`
+	Fixed        int `json:"fixed"`
+	StillFailing int `json:"still_failing"`
+	Removed      int `json:"removed"`
+	Skipped      int `json:"skipped"`
+	Added        int `json:"added"`
+	Passing      int `json:"passing"`
+	// NotFixed counts the tests that failed on the base and that the
+	// change removed or skipped (within Removed and Skipped).
+	NotFixed int `json:"not_fixed"`
+}
+
+// BaselineComparison is the base against the change, kept in the
+// evidence (v12) by the app.
+type BaselineComparison struct {
+	Status BaselineStatus `json:"status"`
+	// Why says, with status unavailable, what kept the comparison from
+	// being made.
+	Why string `json:"why,omitempty"`
+	// Key is the cache key: the snapshot digest, the base SHA and the
+	// verify commands, hashed (app's BaselineKey).
+	Key string `json:"key,omitempty"`
+	// AttemptID is the baseline attempt whose base verify is compared.
+	AttemptID string `json:"attempt_id,omitempty"`
+	// Reused says that attempt ran for an earlier attempt (a retry, a
+	// later turn, a repair): this one did not run the base verify again.
+	Reused bool `json:"reused,omitempty"`
+	// BaseSHA is the commit the base verify ran on.
+	BaseSHA string `json:"base_sha,omitempty"`
+	// Verify is each base verify command as it ended there.
+	Verify []CommandResult `json:"verify,omitempty"`
+	Counts BaselineCounts  `json:"counts"`
+	// Tests lists every test that did not pass throughout, newly failing
+	// first, up to MaxBaselineTests.
+	Tests     []TestComparison `json:"tests,omitempty"`
+	MoreTests int              `json:"more_tests,omitempty"`
+	// Reproduction is the reproduce-first check (repo config
+	// `reproduce:`), when the session asked for one.
+	Reproduction *Reproduction `json:"reproduction,omitempty"`
+}
+
+// Reproduction is the reproduce-first check: a test the change adds or
+// changes (policy's one test-file rule) that fails on the base with the
+// change's test files and passes with the whole change.
+type Reproduction struct {
+	// Reproduced is whether at least one such test was found.
+	Reproduced bool `json:"reproduced"`
+	// Tests are those tests, each failing on the base and passing with
+	// the change.
+	Tests []string `json:"tests,omitempty"`
+	// Why says, when not reproduced, what was missing.
+	Why string `json:"why,omitempty"`
+}
+
+
+// CompareTests compares each named test's outcome on the base with its
+// outcome on the change (decision 0080). Only named tests are compared: a
+// runner that gives only totals names none, and then there is nothing to
+// compare. Tests are listed newly failing first, then not fixed, fixed,
+// still failing, removed, skipped and added, each group in the change's
+// order (then the base's); passing-throughout tests are only counted.
+func CompareTests(base, change *TestSummary) (tests []TestComparison, counts BaselineCounts, more int) {
+	baseOf := map[string]TestOutcome{}
+	var order []string
+	seen := map[string]bool{}
+	changeOf := map[string]TestOutcome{}
+	if change != nil {
+		for _, r := range change.Results {
+			if !seen[r.Name] {
+				seen[r.Name] = true
+				order = append(order, r.Name)
+			}
+			changeOf[r.Name] = worse(changeOf[r.Name], r.Outcome)
+		}
+	}
+	if base != nil {
+		for _, r := range base.Results {
+			if !seen[r.Name] {
+				seen[r.Name] = true
+				order = append(order, r.Name)
+			}
+			baseOf[r.Name] = worse(baseOf[r.Name], r.Outcome)
+		}
+	}
+	groups := map[TestChange][]TestComparison{}
+	var notFixed []TestComparison
+	for _, name := range order {
+		c := TestComparison{Name: name, Base: baseOf[name], Change: changeOf[name]}
+		c.Fared = fared(c.Base, c.Change)
+		switch c.Fared {
+		case TestNewlyFailing:
+			counts.NewlyFailing++
+		case TestFixed:
+			counts.Fixed++
+		case TestStillFailing:
+			counts.StillFailing++
+		case TestRemoved:
+			counts.Removed++
+		case TestSkippedByChange:
+			counts.Skipped++
+		case TestAdded:
+			counts.Added++
+		case TestPassing:
+			counts.Passing++
+			continue
+		}
+		if c.NotFixed() {
+			counts.NotFixed++
+			notFixed = append(notFixed, c)
+			continue
+		}
+		groups[c.Fared] = append(groups[c.Fared], c)
+	}
+	listed := groups[TestNewlyFailing]
+	listed = append(listed, notFixed...)
+	for _, f := range []TestChange{TestFixed, TestStillFailing, TestRemoved, TestSkippedByChange, TestAdded} {
+		listed = append(listed, groups[f]...)
+	}
+	if len(listed) > MaxBaselineTests {
+		more = len(listed) - MaxBaselineTests
+		listed = listed[:MaxBaselineTests]
+	}
+	return listed, counts, more
+}
+
+// fared is how a test with outcome base on the base ("" absent) and
+// change with the change fared.
+func fared(base, change TestOutcome) TestChange {
+	switch {
+	case change == TestFailed && base == TestFailed:
+		return TestStillFailing
+	case change == TestFailed:
+		return TestNewlyFailing
+	case change == "":
+		if base == TestSkipped {
+			return TestPassing // skipped before, gone now: nothing was lost
+		}
+		return TestRemoved
+	case change == TestSkipped:
+		if base == TestSkipped {
+			return TestPassing
+		}
+		if base == "" {
+			return TestAdded
+		}
+		return TestSkippedByChange
+	case base == TestFailed:
+		return TestFixed
+	case base == "":
+		return TestAdded
+	default:
+		return TestPassing
+	}
+}
+
+// worse is the worse of two outcomes of one name (a test reported twice,
+// by two runners or two commands): failed over passed over skipped.
+func worse(a, b TestOutcome) TestOutcome {
+	rank := func(o TestOutcome) int {
+		switch o {
+		case TestFailed:
+			return 3
+		case TestPassed:
+			return 2
+		case TestSkipped:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}

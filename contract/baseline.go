@@ -119,7 +119,6 @@ type Reproduction struct {
 	Why string `json:"why,omitempty"`
 }
 
-
 // CompareTests compares each named test's outcome on the base with its
 // outcome on the change (decision 0080). Only named tests are compared: a
 // runner that gives only totals names none, and then there is nothing to

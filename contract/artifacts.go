@@ -49,6 +49,9 @@ type Artifact struct {
 	// Refused says why the file was not collected (over a cap, not a
 	// regular file); empty when it was.
 	Refused string `json:"refused,omitempty"`
+	// Screenshot names the verify command whose Screenshots glob matched
+	// the file (v12); empty for an artifacts: file.
+	Screenshot string `json:"screenshot,omitempty"`
 }
 
 // ValidateArtifactPattern checks one artifacts: glob: a path as

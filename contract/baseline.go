@@ -84,9 +84,9 @@ type BaselineComparison struct {
 	// Why says, with status unavailable, what kept the comparison from
 	// being made.
 	Why string `json:"why,omitempty"`
-	// Key is the cache key: the snapshot digest, the base SHA and the
-	// verify commands, hashed (app's BaselineKey).
-	Key string `json:"key,omitempty"`
+	// CacheDigest is what the base's verify is cached by: the snapshot
+	// digest, the base SHA and the verify commands, hashed ("sha256:").
+	CacheDigest string `json:"cache_digest,omitempty"`
 	// AttemptID is the baseline attempt whose base verify is compared.
 	AttemptID string `json:"attempt_id,omitempty"`
 	// Reused says that attempt ran for an earlier attempt (a retry, a

@@ -22,8 +22,10 @@ import (
 // clone's Workspace may carry image_root and base_image too: the spec's
 // base image was its root (decision 0079); v11
 // AgentState, what became of the agent's conversation state (decision
-// 0072).
-const EvidenceVersion = "inspect.evidence/v11"
+// 0072); v12 Baseline, the app's comparison of the base's verify with
+// the change's (decision 0080), Reproduce, the supervisor's run of verify
+// on the base with the change's test files, and Artifact's Screenshot.
+const EvidenceVersion = "inspect.evidence/v12"
 
 // EvidenceFileName is the evidence's file name: in the attempt's directory,
 // and among a Buildkite build's artifacts, where the app looks for it when
@@ -224,6 +226,26 @@ type Evidence struct {
 	// Services are the services that were started, in order (v6); a
 	// service's setup is among Commands.
 	Services []ServiceResult `json:"services,omitempty"`
+	// Baseline is the base's verify against the change's, test by test
+	// (v12, decision 0080). The app fills it when it reports; a
+	// supervisor's upload never carries one.
+	Baseline *BaselineComparison `json:"baseline,omitempty"`
+	// Reproduce is verify run on the pinned commit with only the
+	// change's test files, when the spec asked (v12).
+	Reproduce *ReproduceRun `json:"reproduce,omitempty"`
+}
+
+// ReproduceRun is verify on the pinned commit with only the change's
+// test files: where a test the change adds or changes should fail.
+type ReproduceRun struct {
+	// TestFiles are the change's test files applied to the base.
+	TestFiles []string `json:"test_files,omitempty"`
+	// Commands are the verify commands as they ended there.
+	Commands []CommandResult `json:"commands,omitempty"`
+	Tests    *TestSummary    `json:"tests,omitempty"`
+	// Skipped says why it did not run (no test file in the change, no
+	// verify command, the change not verified).
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // CommandResult is one command's run.

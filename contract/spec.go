@@ -25,8 +25,11 @@ import (
 // server's toolchain image, every session's root, not only a restored
 // one's (decision 0079); v10
 // AgentState: the kept conversation a continuation's agent resumes
-// (decision 0072).
-const SpecVersion = "inspect.session-spec/v10"
+// (decision 0072); v11 Baseline (an attempt that runs only setup and
+// verify on the pinned commit, decision 0080), Reproduce (verify also on
+// the pinned commit with only the change's test files) and a verify
+// Command's Screenshots.
+const SpecVersion = "inspect.session-spec/v11"
 
 // Caps on a spec. A spec is built from gathered text (issue bodies, comments,
 // check output), so each part is bounded, and so is the whole.
@@ -123,6 +126,16 @@ type Spec struct {
 	// downloads it (PathAgentState) and restores it before the agent's
 	// first run. One that is gone, too old or unusable starts fresh.
 	AgentState *AgentStateRef `json:"agent_state,omitempty"`
+	// Baseline, when set, makes this the base's verify (an attempt of
+	// kind KindBaseline, decision 0080): no agent runs and there is no
+	// change; setup, then verify on the pinned commit, and the evidence
+	// carries its commands and tests (v11).
+	Baseline bool `json:"baseline,omitempty"`
+	// Reproduce, when set, asks the supervisor to run verify also on the
+	// pinned commit with only the change's test files (the one test-file
+	// rule), once the change is verified, and to record that run as the
+	// evidence's Reproduce (v11; repo config `reproduce:`).
+	Reproduce bool `json:"reproduce,omitempty"`
 }
 
 // Repo identifies the repository. It carries where to fetch from, never how
@@ -396,6 +409,10 @@ type Command struct {
 	Name    string   `json:"name"`
 	Argv    []string `json:"argv"`
 	Timeout Duration `json:"timeout"`
+	// Screenshots, on a verify command only, are globs (as artifacts'
+	// patterns) of the image files the command writes, collected on the
+	// base and on the change to be shown side by side (v11).
+	Screenshots []string `json:"screenshots,omitempty"`
 }
 
 // Snapshot pins a snapshot image and says how to catch it up. With no
@@ -746,8 +763,22 @@ func validateCommands(f *faults, prefix string, cmds []Command) {
 		if c.Timeout <= 0 {
 			f.add(at(p, "timeout"), "must be a positive duration")
 		}
+		if len(c.Screenshots) > 0 && prefix != "verify" {
+			f.add(at(p, "screenshots"), "belongs on a verify command only")
+		}
+		if len(c.Screenshots) > MaxScreenshotPatterns {
+			f.add(at(p, "screenshots"), "has %d patterns, more than the %d allowed", len(c.Screenshots), MaxScreenshotPatterns)
+		}
+		for j, g := range c.Screenshots {
+			if err := ValidateArtifactPattern(g); err != nil {
+				f.add(index(at(p, "screenshots"), j), "%v", err)
+			}
+		}
 	}
 }
+
+// MaxScreenshotPatterns caps a verify command's screenshots: globs.
+const MaxScreenshotPatterns = 16
 
 func (l Limits) validate(f *faults, prefix string) {
 	if l.Deadline.IsZero() {

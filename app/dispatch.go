@@ -49,6 +49,8 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 				return err
 			}
 		case a.ExternalID != "":
+			// A replay: the baseline's link may be what did not happen.
+			s.baselines.Link(ctx, sess, a)
 			return s.transitions.MarkDispatched(ctx, sess.ID, a.Deadline)
 		default:
 			// An earlier run created the attempt and may have started it
@@ -112,6 +114,9 @@ func (s *Service) dispatch(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	log.Info().Str("attempt_id", a.ID).Str("external_id", ext).Msg("session dispatched")
+	// The base's verify, after the session's own attempt started: a
+	// baseline finding the executor at capacity waits, this never does.
+	s.baselines.Link(ctx, sess, a)
 	if err := s.transitions.MarkDispatched(ctx, sess.ID, a.Deadline); err != nil {
 		return err
 	}

@@ -16,6 +16,9 @@ import (
 func (s *Service) recordResult(ctx context.Context, attemptID string, up contract.ResultUpload) (first bool, err error) {
 	diff := storedDiff(up.Evidence.Diff)
 	up.Evidence.Diff = nil
+	// The comparison with the base is the app's, filled at report time
+	// (decision 0080): never the supervisor's word.
+	up.Evidence.Baseline = nil
 	body, err := json.Marshal(up)
 	if err != nil {
 		return false, err

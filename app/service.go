@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/baselines"
 	"github.com/inspecthq/inspect/app/clock"
 	"github.com/inspecthq/inspect/app/dashboard"
 	"github.com/inspecthq/inspect/app/fates"
@@ -64,6 +65,9 @@ type Service struct {
 	repoConfigs *repoconfig.Configs
 	// snapshots is the snapshot scheduler (app/snapshots).
 	snapshots *snapshots.Scheduler
+	// baselines links session attempts to the base's verify and starts
+	// baseline attempts (app/baselines, decision 0080).
+	baselines *baselines.Dispatcher
 	version   string
 	// fleet is this replica's membership of the fleet: heartbeats, the
 	// periodic schedule, the redelivery sweep.
@@ -175,6 +179,9 @@ func NewService(o Options) *Service {
 		},
 	})
 	s.fates = newFates(s)
+	s.baselines = &baselines.Dispatcher{Store: o.Store, Executor: o.Executor, ChannelURL: s.channelURL, Enabled: o.Config.Sessions.Baseline,
+		Now: o.Clock.Now, NewID: newID, Wake: s.wakeWorkers, StopAttempt: s.stopAttempt, PollInterval: o.Config.Workers.PollInterval,
+		Postpone: func(after time.Duration, why string) error { return &postponed{after: after, why: why} }}
 	if keys, err := provenance.LoadKeyring(o.Config.Provenance); err != nil {
 		// `inspect serve` refuses to start on this (serveWith); a
 		// service built otherwise says it loudly and attests nothing.

@@ -214,6 +214,7 @@ func workTable(s *Service) map[store.WorkKind]workHandler {
 		store.CollectSnapshots:  s.snapshots.CollectWork,
 		store.CheckRevert:       s.fates.CheckReverts,
 		store.AdmitTurn:         turnHandler(s).Handle,
+		store.DispatchBaseline:  s.baselines.DispatchWork,
 		store.ContinueTurns:     (&turns.Continuer{Store: s.store, Wake: s.wakeWorkers, Now: s.clock.Now}).Handle,
 	}
 }
@@ -240,6 +241,8 @@ func reportHandler(s *Service) *report.Handler {
 		RevokeTokens: s.readTokens.RevokeAttempt, RepoConfig: s.repoConfigs.ForSession, EnsureCheckRun: s.ensureCheckRun,
 		RequesterPRs: s.dash.RequesterPRs, SessionURL: s.dash.SessionURL, BotLogin: s.botLogin, CheckRunName: CheckRunName, Cost: s.cfg.ModelCost,
 	}
+	h.Baselines, h.PollInterval, h.Now = s.cfg.Sessions.Baseline, s.cfg.Workers.PollInterval, s.clock.Now
+	h.Postpone = func(after time.Duration, why string) error { return &postponed{after: after, why: why} }
 	if s.prov != nil {
 		h.Attest, h.Provenance = s.prov.AttestSession, s.prov.Link
 	}
@@ -335,7 +338,7 @@ func newReconciler(s *Service) *reconcile.Reconciler {
 		StopAttempt: s.stopAttempt, Wake: s.wakeWorkers, Now: s.clock.Now,
 		AttemptsOncePerFleet: s.cfg.Executor.Kind == "buildkite", Interval: s.cfg.Workers.ReconcileInterval,
 		Retention: s.cfg.Artifacts.Retention, ReplicaTimeout: s.cfg.Workers.ReplicaTimeout,
-		Fates: s.fates.Reconcile,
+		Fates: s.fates.Reconcile, FailLostBaselines: s.baselines.FailLost,
 	}
 }
 

@@ -168,6 +168,10 @@ type Sessions struct {
 	CommandTimeout  time.Duration `yaml:"command_timeout"`
 	MaxChangedFiles int           `yaml:"max_changed_files"`
 	MaxChangeBytes  int64         `yaml:"max_change_bytes"`
+	// Baseline runs verify also on the base (the pinned commit without
+	// the change) in an attempt of its own, cached per snapshot, base and
+	// verify commands, and compares each named test (decision 0080).
+	Baseline bool `yaml:"baseline"`
 }
 
 // Limits caps how many sessions run and start; a repo's config may only
@@ -792,6 +796,7 @@ func Defaults() Server {
 			CommandTimeout:  10 * time.Minute,
 			MaxChangedFiles: 100,
 			MaxChangeBytes:  5 << 20,
+			Baseline:        true,
 		},
 		Limits: Limits{
 			ActivePerRepo:         5,

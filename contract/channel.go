@@ -304,7 +304,7 @@ func (c ClaimResponse) Validate() error {
 		f.add("expires_at", "is required")
 	}
 	switch c.Kind {
-	case "", KindSession, KindSnapshot:
+	case "", KindSession, KindSnapshot, KindBaseline:
 	default:
 		f.add("kind", "%s is not a kind of attempt", safeQuote(string(c.Kind)))
 	}

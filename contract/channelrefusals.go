@@ -111,9 +111,13 @@ func (r ChannelRoute) Refusal(check ChannelCheck) (ChannelRefusal, bool) {
 var (
 	sessionOnly  = []AttemptKind{KindSession}
 	snapshotOnly = []AttemptKind{KindSnapshot}
-	// The repo token and the registry egress serve both: a snapshot build
-	// clones, and its setup downloads what its job allows.
-	bothKinds = []AttemptKind{KindSession, KindSnapshot}
+	// A baseline (decision 0080) is a session without its agent: it reads
+	// its spec, reports progress, output, its result and artifacts, but
+	// reaches no model and has no turns, recorder or agent state.
+	sessionKinds = []AttemptKind{KindSession, KindBaseline}
+	// The repo token and the registry egress serve every kind: a snapshot
+	// build clones, and its setup downloads what its job allows.
+	allKinds = []AttemptKind{KindSession, KindSnapshot, KindBaseline}
 	// authed is the checks of a route behind the session token; result
 	// those of a result's upload, which an ended attempt may still make.
 	authed      = []ChannelRefusal{refuseToken, refuseKind, refuseEnded, refuseExpired, refuseUnserved}
@@ -126,18 +130,18 @@ var (
 // in order. The egress routes take any method: the far end refuses what
 // its kind does not allow, and says why.
 var ChannelRefusals = []ChannelRoute{
-	{RouteClaim, bothKinds, claimChecks},
-	{RouteSpec, sessionOnly, authed},
-	{RouteRepoToken, bothKinds, authed},
-	{RouteProgress, sessionOnly, authed},
-	{RouteOutput, sessionOnly, authed},
-	{RouteResult, sessionOnly, result},
-	{RouteArtifact, sessionOnly, authed},
+	{RouteClaim, allKinds, claimChecks},
+	{RouteSpec, sessionKinds, authed},
+	{RouteRepoToken, allKinds, authed},
+	{RouteProgress, sessionKinds, authed},
+	{RouteOutput, sessionKinds, authed},
+	{RouteResult, sessionKinds, result},
+	{RouteArtifact, sessionKinds, authed},
 	{RouteTurns, sessionOnly, authed},
 	{RouteRecorder, sessionOnly, authed},
 	{RouteAgentState, sessionOnly, authed},
 	{RouteSnapshotJob, snapshotOnly, authed},
 	{RouteSnapshotResult, snapshotOnly, result},
 	{PathEgressModel, sessionOnly, egress},
-	{PathEgressRegistry, bothKinds, egress},
+	{PathEgressRegistry, allKinds, egress},
 }

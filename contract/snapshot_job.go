@@ -16,6 +16,9 @@ type AttemptKind string
 const (
 	KindSession  AttemptKind = "session"
 	KindSnapshot AttemptKind = "snapshot"
+	// KindBaseline is the base's verify (decision 0080): a spec with
+	// Baseline set, run on the pinned commit with no agent and no change.
+	KindBaseline AttemptKind = "baseline"
 )
 
 // SnapshotJobVersion is the version of SnapshotJob this build writes and

@@ -69,6 +69,11 @@ type Store interface {
 	TurnsAfter(ctx context.Context, sessionID string, after int) ([]session.Turn, error)
 	// SetRecorder keeps an attempt's newest flight recorder (JSON).
 	SetRecorder(ctx context.Context, attemptID, recorder string) error
+	// BaselineOfAttempt is the baseline a baseline attempt runs
+	// (decision 0080); RecordBaselineResult ends the attempt with its
+	// upload and finishes the baseline, once.
+	BaselineOfAttempt(ctx context.Context, attemptID string) (store.Baseline, error)
+	RecordBaselineResult(ctx context.Context, attemptID, resultJSON string, state store.BaselineState, why, evidence string, now time.Time) (first bool, err error)
 }
 
 // ReadTokens mints a supervisor's read token and revokes an attempt's
@@ -264,13 +269,20 @@ func (c *Channel) Egress(_ context.Context, a store.Attempt, route string) http.
 // supervisor's own fetch. It is never given to the sandbox.
 func (c *Channel) RepoToken(ctx context.Context, a store.Attempt) (contract.RepoTokenResponse, error) {
 	var installationID, repoID int64
-	if a.Kind == string(contract.KindSnapshot) {
+	switch a.Kind {
+	case string(contract.KindSnapshot):
 		sr, err := c.store.GetSnapshotRepo(ctx, a.RepoID)
 		if err != nil {
 			return contract.RepoTokenResponse{}, err
 		}
 		installationID, repoID = sr.InstallationID, sr.RepoID
-	} else {
+	case string(contract.KindBaseline):
+		b, err := c.store.BaselineOfAttempt(ctx, a.ID)
+		if err != nil {
+			return contract.RepoTokenResponse{}, err
+		}
+		installationID, repoID = b.InstallationID, b.RepoID
+	default:
 		sess, err := c.store.GetSession(ctx, a.SessionID)
 		if err != nil {
 			return contract.RepoTokenResponse{}, err
@@ -307,6 +319,12 @@ func (c *Channel) Output(ctx context.Context, a store.Attempt, o contract.Output
 // Result records a session attempt's result and wakes the workers to
 // report it.
 func (c *Channel) Result(ctx context.Context, a store.Attempt, up contract.ResultUpload, _ []byte) error {
+	// The comparison with the base is the app's, made at report time
+	// (decision 0080): a supervisor's word on it is dropped.
+	up.Evidence.Baseline = nil
+	if a.Kind == string(contract.KindBaseline) {
+		return c.baselineResult(ctx, a, up)
+	}
 	// The state first: a failure is retried with the whole upload, and a
 	// continuation dispatched once the result is in finds it.
 	if err := c.keepAgentState(ctx, a, up); err != nil {
@@ -316,6 +334,48 @@ func (c *Channel) Result(ctx context.Context, a store.Attempt, up contract.Resul
 	if err := c.recordResult(ctx, a.ID, up); err != nil {
 		return err
 	}
+	c.wake()
+	return nil
+}
+
+// baselineResult records a baseline attempt's result on its baseline
+// (decision 0080): done with the base's commands and tests when its verify
+// ran (ok or verify_failed), failed saying why otherwise. It ends the
+// attempt, revokes its read token and wakes the workers for the reports
+// that wait for it; it never reports to GitHub.
+func (c *Channel) baselineResult(ctx context.Context, a store.Attempt, up contract.ResultUpload) error {
+	ev := up.Evidence
+	state, why := store.BaselineDone, ""
+	switch ev.Outcome {
+	case contract.OutcomeOK, contract.OutcomeVerifyFailed:
+	default:
+		state, why = store.BaselineFailed, "the base's verify ended "+string(ev.Outcome)
+		if ev.Reason != "" {
+			why += ": " + ev.Reason
+		}
+		why = contract.CleanProgressMessage(why)
+	}
+	up.Manifest, up.AgentState, up.Evidence.Diff = nil, nil, nil // a baseline has no change and no agent
+	contract.NewRedactor().RedactStrings(&up)
+	body, err := json.Marshal(up)
+	if err != nil {
+		return contract.Refusal(http.StatusInternalServerError, contract.ErrorInvalid, "could not store the result")
+	}
+	base := ""
+	if state == store.BaselineDone {
+		b, err := json.Marshal(store.BaseEvidence{Outcome: ev.Outcome, Commands: ev.Commands, Tests: ev.Tests})
+		if err != nil {
+			return contract.Refusal(http.StatusInternalServerError, contract.ErrorInvalid, "could not store the result")
+		}
+		base = string(b)
+	}
+	first, err := c.store.RecordBaselineResult(ctx, a.ID, string(body), state, why, base, c.clock.Now())
+	if err != nil || !first {
+		return err
+	}
+	log := c.attemptLog(ctx, a).With().Int64("repo_id", a.RepoID).Str("baseline", a.BaselineDigest).Logger()
+	c.readTokens.RevokeAttempt(log.WithContext(ctx), a.ID)
+	log.Info().Str("outcome", string(ev.Outcome)).Str("state", string(state)).Msg("the base's verify reported")
 	c.wake()
 	return nil
 }

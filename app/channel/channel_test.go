@@ -46,6 +46,33 @@ type fakeStore struct {
 	// minted is the session token each claim minted, by attempt id; it
 	// works beside tokenOf's.
 	minted map[string]string
+	// baselines are the baselines by their attempt's id, and
+	// baselineResults what RecordBaselineResult was given.
+	baselines       map[string]store.Baseline
+	baselineResults []fakeBaselineResult
+}
+
+type fakeBaselineResult struct {
+	attempt, why, evidence string
+	state                  store.BaselineState
+}
+
+func (f *fakeStore) BaselineOfAttempt(_ context.Context, id string) (store.Baseline, error) {
+	b, ok := f.baselines[id]
+	if !ok {
+		return store.Baseline{}, store.ErrNotFound
+	}
+	return b, nil
+}
+
+func (f *fakeStore) RecordBaselineResult(_ context.Context, id, _ string, state store.BaselineState, why, evidence string, _ time.Time) (bool, error) {
+	for _, r := range f.baselineResults {
+		if r.attempt == id {
+			return false, nil
+		}
+	}
+	f.baselineResults = append(f.baselineResults, fakeBaselineResult{attempt: id, why: why, evidence: evidence, state: state})
+	return true, nil
 }
 
 type fakeReservation struct {
@@ -267,6 +294,7 @@ const (
 const (
 	sessionAttempt  = "att-session"
 	snapshotAttempt = "att-snapshot"
+	baselineAttempt = "att-baseline"
 	endedAttempt    = "att-ended"
 )
 
@@ -279,7 +307,9 @@ func newRig(t testing.TB, o Options) *rig {
 				sessionAttempt:  {ID: sessionAttempt, SessionID: "s1", Kind: string(contract.KindSession), State: store.AttemptRunning, Deadline: epoch.Add(time.Hour), Spec: spec},
 				snapshotAttempt: {ID: snapshotAttempt, Kind: string(contract.KindSnapshot), RepoID: 7, State: store.AttemptRunning, Deadline: epoch.Add(time.Hour), Spec: `{"sha":"` + jobSHA + `","repo":{"default_branch":"trunk"}}`},
 				endedAttempt:    {ID: endedAttempt, SessionID: "s1", Kind: string(contract.KindSession), State: store.AttemptEnded, Deadline: epoch.Add(time.Hour), Spec: spec},
+				baselineAttempt: {ID: baselineAttempt, Kind: string(contract.KindBaseline), RepoID: 5, State: store.AttemptRunning, Deadline: epoch.Add(time.Hour), Spec: spec, BaselineDigest: digest},
 			},
+			baselines: map[string]store.Baseline{baselineAttempt: {CacheDigest: digest, InstallationID: 300, RepoID: 5, AttemptID: baselineAttempt, State: store.BaselineRunning}},
 			claims:    map[string]string{sessionAttempt: "claim-code-0123456789"},
 			sessions:  map[string]store.Session{"s1": {ID: "s1", InstallationID: 100, RepoID: 5}},
 			snapRepos: map[int64]store.SnapshotRepo{7: {RepoID: 7, InstallationID: 200}},

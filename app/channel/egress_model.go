@@ -28,8 +28,8 @@ func (c *Channel) handleEgressModel(rw http.ResponseWriter, r *http.Request, a s
 		log.Warn().Str("provider", r.PathValue(contract.PathValueProvider)).Str("why", why).Msg("model request refused")
 		contract.WriteError(w, status, contract.ErrorInvalid, why)
 	}
-	if a.Kind == string(contract.KindSnapshot) {
-		refuse(http.StatusForbidden, "snapshot builds reach no model")
+	if a.Kind == string(contract.KindSnapshot) || a.Kind == string(contract.KindBaseline) {
+		refuse(http.StatusForbidden, "snapshot builds and baselines reach no model")
 		return
 	}
 	var spec contract.Spec

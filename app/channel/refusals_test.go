@@ -23,8 +23,14 @@ func TestChannelRefusesAsTheTableSays(t *testing.T) {
 		New: func(t *testing.T, kind contract.AttemptKind) (channelrefusaltest.Attempt, bool) {
 			r := newRig(t, Options{Providers: providers{}})
 			a := r.st.attempts[sessionAttempt]
-			if kind == contract.KindSnapshot {
+			switch kind {
+			case contract.KindSnapshot:
 				a = r.st.attempts[snapshotAttempt]
+			case contract.KindBaseline:
+				a = r.st.attempts[baselineAttempt]
+				b := r.st.baselines[baselineAttempt]
+				b.AttemptID = id
+				r.st.baselines[id] = b
 			}
 			a.ID, a.State = id, store.AttemptStarted
 			r.st.attempts[id] = a
@@ -56,8 +62,11 @@ func TestChannelOverTheStoreRefusesAsTheTableSays(t *testing.T) {
 			t.Cleanup(func() { _ = st.Close() }) // a test's store; its errors say nothing of the channel
 			n++
 			a := store.Attempt{ID: fmt.Sprintf("att-store-%d", n), SessionID: "s1", Kind: string(kind), Deadline: epoch.Add(time.Hour), Spec: spec}
-			if kind == contract.KindSnapshot {
+			switch kind {
+			case contract.KindSnapshot:
 				a.SessionID, a.RepoID, a.Spec = "", 7, `{"sha":"`+jobSHA+`"}`
+			case contract.KindBaseline:
+				a.SessionID, a.RepoID = "", 7
 			}
 			const code = "claim-code-store-0123456789"
 			if err := st.CreateAttempt(ctx, a, code, epoch); err != nil {

@@ -82,6 +82,11 @@ type Reconciler struct {
 	// that are due a check (app/fates: bounded, within the outbound
 	// limits), once per interval across the fleet.
 	Fates func(ctx context.Context) error
+	// FailLostBaselines fails the baselines whose attempt's deadline
+	// passed more than the grace ago without a result, and ends those
+	// attempts (decision 0080); nil has none. Baseline attempts belong to
+	// no session: the session passes above never see them.
+	FailLostBaselines func(ctx context.Context, grace time.Duration) error
 }
 
 // Store is what the reconciler reads and prunes of the store.
@@ -158,6 +163,11 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	// lock.
 	if err := r.QueueSnapshotBuilds(ctx); err != nil {
 		return err
+	}
+	if r.FailLostBaselines != nil {
+		if err := r.FailLostBaselines(ctx, deadlineGrace); err != nil {
+			return err
+		}
 	}
 	// The grace lets a supervisor that stopped at the deadline still upload
 	// its (timed_out, partial) evidence, which says more than we can. Every

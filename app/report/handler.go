@@ -10,11 +10,14 @@ package report
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/inspecthq/inspect/app/baselines"
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
@@ -60,6 +63,16 @@ type Handler struct {
 	// Provenance is the attempt's provenance link and the keys' URL for
 	// the check run ("", "" when it has none); nil links nothing.
 	Provenance func(ctx context.Context, sess store.Session) (url, keysURL string)
+	// Baselines is sessions.baseline: the evidence compares the change's
+	// tests with the base's (decision 0080), and a report waits for the
+	// base's verify while it may still come.
+	Baselines bool
+	// Postpone is the engine's: the report waits its turn, uncounted.
+	Postpone func(after time.Duration, why string) error
+	// PollInterval is workers.poll_interval: a waiting report looks again
+	// after a few of them (sooner when the base's verify reports).
+	PollInterval time.Duration
+	Now          func() time.Time
 }
 
 // extras are the PR body's and the check run's Extras: the session's cost
@@ -87,6 +100,12 @@ type Store interface {
 	// ConversationTurns are the session's conversation (decisions 0071,
 	// 0072): whose turns the commit credits and the PR lists.
 	ConversationTurns(ctx context.Context, sess store.Session) ([]session.Turn, error)
+	// GetBaseline, FailBaseline and SetAttemptResult are the baseline's
+	// (decision 0080): the base's verify the attempt compares with, a lost
+	// one failed, and the evidence kept with its comparison.
+	GetBaseline(ctx context.Context, digest string) (store.Baseline, error)
+	FailBaseline(ctx context.Context, digest, attemptID, why string, now time.Time) (bool, error)
+	SetAttemptResult(ctx context.Context, id, resultJSON string) error
 }
 
 // Transitions is what the handler changes of a session as stored.
@@ -130,6 +149,9 @@ func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 	if err := json.Unmarshal([]byte(a.Spec), &spec); err != nil {
 		return fmt.Errorf("stored spec: %w", err)
 	}
+	if err := h.compareWithBase(ctx, a, spec, &up); err != nil {
+		return err
+	}
 	h.RevokeTokens(ctx, a.ID)
 	// The model proxy's counts are the app's own, never the supervisor's
 	// word: they replace whatever the upload says.
@@ -147,6 +169,68 @@ func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 	}
 	up.Evidence.Artifacts = receivedArtifacts(up.Evidence.Artifacts, stored)
 	return decide(ctx, &githubSteps{h: h}, sess, spec, up)
+}
+
+// compareWithBase fills the evidence's baseline (decision 0080) and keeps
+// it in the stored result before anything is decided, so the session's
+// page, the check run's sync and the provenance read what the report
+// read. While the base's verify may still come (its attempt's deadline has
+// not passed) the report waits for it, postponed; once that deadline is
+// past it is failed, and the comparison says so. A replay finds the
+// comparison kept and keeps it.
+func (h *Handler) compareWithBase(ctx context.Context, a store.Attempt, spec contract.Spec, up *contract.ResultUpload) error {
+	if !h.Baselines || up.Evidence.Baseline != nil {
+		return nil
+	}
+	var cmp *contract.BaselineComparison
+	switch {
+	case a.BaselineDigest != "":
+		b, err := h.Store.GetBaseline(ctx, a.BaselineDigest)
+		if errors.Is(err, store.ErrNotFound) {
+			cmp = baselines.NotKept(a.BaselineDigest)
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if b.Pending() {
+			base, err := h.Store.GetAttempt(ctx, b.AttemptID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			now := h.Now()
+			if err == nil && now.Before(base.Deadline) {
+				wait := min(h.PollInterval*5, base.Deadline.Sub(now))
+				return h.Postpone(max(wait, time.Second), "waiting for the base's verify (attempt "+b.AttemptID+")")
+			}
+			b.State, b.Why = store.BaselineFailed, "the base's verify did not report by its deadline"
+			if _, err := h.Store.FailBaseline(ctx, b.CacheDigest, b.AttemptID, b.Why, now); err != nil {
+				return err
+			}
+			zerolog.Ctx(ctx).Warn().Str("baseline_attempt", b.AttemptID).Msg("the base's verify did not report by its deadline")
+		}
+		cmp = baselines.Compare(b, a.ID, up.Evidence)
+	case len(spec.Verify) == 0:
+		cmp = baselines.Unavailable("the session has no verify commands")
+	default:
+		return nil // never linked (made before baselines, or the link failed): nothing to say
+	}
+	// Kept into the stored upload as it was, the comparison added: the
+	// upload the report works on has the app's usage and artifacts too.
+	var stored contract.ResultUpload
+	if err := json.Unmarshal([]byte(a.Result), &stored); err != nil {
+		return fmt.Errorf("stored result: %w", err)
+	}
+	stored.Evidence.Baseline = cmp
+	body, err := json.Marshal(stored)
+	if err != nil {
+		return err
+	}
+	if err := h.Store.SetAttemptResult(ctx, a.ID, string(body)); err != nil {
+		return err
+	}
+	up.Evidence.Baseline = cmp
+	return nil
 }
 
 // receivedArtifacts is the evidence's artifact list as the app received

@@ -39,8 +39,9 @@ type Attempt struct {
 	ExternalID string
 	// Number counts the session's attempts from 1.
 	Number int
-	// Kind is "session" or "snapshot" (a snapshot build, RepoID's, with no
-	// session: SessionID is empty).
+	// Kind is "session", "snapshot" (a snapshot build, RepoID's, with no
+	// session: SessionID is empty) or "baseline" (the base's verify,
+	// decision 0080: RepoID's, with no session either).
 	Kind   string
 	RepoID int64
 	// Host is the replica whose local executor runs the attempt; its
@@ -59,8 +60,11 @@ type Attempt struct {
 	// tokens in a day's spend (DaySpend); written with the attempt only.
 	Model string
 	// Result is the uploaded contract.ResultUpload, as JSON.
-	Result    string
-	CreatedAt time.Time
+	Result string
+	// BaselineDigest is the baselines row a session attempt compares
+	// with, or a baseline attempt's own (decision 0080); "" for none.
+	BaselineDigest string
+	CreatedAt      time.Time
 	// UpdatedAt is its last change: for an ended attempt, when it ended.
 	UpdatedAt time.Time
 }
@@ -81,28 +85,36 @@ func HashSecret(secret string) string {
 // session's current one, in one transaction.
 func (s *Store) CreateAttempt(ctx context.Context, a Attempt, claimCode string, now time.Time) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		number := a.Number
-		if number < 1 {
-			number = 1
-		}
-		kind := a.Kind
-		if kind == "" {
-			kind = "session"
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, session_id, claim_hash, state, deadline, spec, number, kind, repo_id, host, model, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`, a.ID, a.SessionID, HashSecret(claimCode), string(AttemptStarted), ms(a.Deadline), a.Spec, number, kind, a.RepoID, a.Host, a.Model, ms(now))
-		if err != nil {
-			return fmt.Errorf("creating attempt: %w", err)
+		if err := insertAttempt(ctx, tx, a, claimCode, now); err != nil {
+			return err
 		}
 		if a.SessionID == "" {
-			return nil // a snapshot build: no session to point at it
+			return nil // a snapshot build or a baseline: no session to point at it
 		}
 		// The deadline is the session's from here on, whatever else happens
 		// (a claim can come before the dispatch is recorded).
-		_, err = tx.ExecContext(ctx, `UPDATE sessions SET attempt_id = $2, deadline = $3, updated_at = $4 WHERE id = $1`,
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET attempt_id = $2, deadline = $3, updated_at = $4 WHERE id = $1`,
 			a.SessionID, a.ID, ms(a.Deadline), ms(now))
 		return err
 	})
+}
+
+// insertAttempt inserts attempt a, started, with its claim code's hash.
+func insertAttempt(ctx context.Context, tx *sql.Tx, a Attempt, claimCode string, now time.Time) error {
+	number := a.Number
+	if number < 1 {
+		number = 1
+	}
+	kind := a.Kind
+	if kind == "" {
+		kind = "session"
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, session_id, claim_hash, state, deadline, spec, number, kind, repo_id, host, model, baseline_digest, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)`, a.ID, a.SessionID, HashSecret(claimCode), string(AttemptStarted), ms(a.Deadline), a.Spec, number, kind, a.RepoID, a.Host, a.Model, a.BaselineDigest, ms(now))
+	if err != nil {
+		return fmt.Errorf("creating attempt: %w", err)
+	}
+	return nil
 }
 
 // SetAttemptExternalID records the executor's id for the attempt.
@@ -135,6 +147,13 @@ func (s *Store) ClaimAttempt(ctx context.Context, id, claimCode, sessionToken st
 		if _, err = tx.ExecContext(ctx, `UPDATE attempts SET token_hash = $2, state = $3, updated_at = $4 WHERE id = $1`,
 			id, HashSecret(sessionToken), string(AttemptRunning), ms(now)); err != nil {
 			return err
+		}
+		if a.Kind == kindBaseline {
+			// A baseline has no session: its row says it runs.
+			if _, err := tx.ExecContext(ctx, `UPDATE baselines SET state = $2, updated_at = $3 WHERE attempt_id = $1 AND state = $4`,
+				id, string(BaselineRunning), ms(now), string(BaselineWaiting)); err != nil {
+				return err
+			}
 		}
 		sources, args := transitionSQL(session.Claim, a.SessionID, id, ms(now))
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET state = $4, updated_at = $3
@@ -181,10 +200,10 @@ func (s *Store) attemptRow(ctx context.Context, q querier, id string) (Attempt, 
 		claimHash, tokenHash string
 	)
 	err := q.QueryRowContext(ctx, `SELECT id, session_id, external_id, state, deadline, progress_seq, progress, spec, result,
-		created_at, claim_hash, token_hash, number, external_state, kind, repo_id, host, updated_at,
+		created_at, claim_hash, token_hash, number, external_state, kind, repo_id, host, updated_at, baseline_digest,
 		COALESCE((SELECT delivery_id FROM sessions WHERE sessions.id = attempts.session_id), '') FROM attempts WHERE id = $1`, id).
 		Scan(&a.ID, &a.SessionID, &a.ExternalID, &state, &deadline, &a.ProgressSeq, &a.Progress, &a.Spec, &a.Result, &created, &claimHash, &tokenHash,
-			&a.Number, &a.ExternalState, &a.Kind, &a.RepoID, &a.Host, &updated, &a.DeliveryID)
+			&a.Number, &a.ExternalState, &a.Kind, &a.RepoID, &a.Host, &updated, &a.BaselineDigest, &a.DeliveryID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attempt{}, "", "", fmt.Errorf("attempt %s: %w", id, ErrNotFound)
 	}

@@ -475,5 +475,32 @@ func migrations(d dialect) [][]string {
 			)` + clustered,
 			`CREATE INDEX attestations_session ON attestations (session_id)`,
 		},
+		// 22 (issue 37; the integrator may renumber it): the base's verify
+		// (decision 0080), cached by cache_digest (the snapshot digest,
+		// the base SHA and the verify commands, hashed): the baseline
+		// attempt that runs it (attempt_id), the session attempt it was
+		// started for (for_attempt), waiting|running|done|failed, why a
+		// failed one failed, and result, the base's evidence (its
+		// commands and tests, JSON). attempts.baseline_digest is the
+		// baseline a session attempt compares with (a baseline attempt's
+		// own key on a baseline attempt).
+		{
+			`CREATE TABLE baselines (
+				cache_digest    TEXT PRIMARY KEY,
+				installation_id BIGINT NOT NULL,
+				repo_id         BIGINT NOT NULL,
+				base_sha        TEXT NOT NULL,
+				attempt_id      TEXT NOT NULL,
+				for_attempt     TEXT NOT NULL DEFAULT '',
+				state           TEXT NOT NULL,
+				why             TEXT NOT NULL DEFAULT '',
+				result          TEXT NOT NULL DEFAULT '',
+				created_at      BIGINT NOT NULL,
+				updated_at      BIGINT NOT NULL
+			)` + clustered,
+			`CREATE INDEX baselines_attempt ON baselines (attempt_id)`,
+			`CREATE INDEX baselines_state ON baselines (state)`,
+			`ALTER TABLE attempts ADD COLUMN baseline_digest TEXT NOT NULL DEFAULT ''`,
+		},
 	}
 }

@@ -198,7 +198,7 @@ func runRoute(t *testing.T, b Backend, route contract.ChannelRoute) {
 		t.Fatalf("%s makes no kind check", route.Pattern)
 	}
 	unserved := slices.Contains(b.Unserved, route.Pattern)
-	for _, kind := range []contract.AttemptKind{contract.KindSession, contract.KindSnapshot} {
+	for _, kind := range []contract.AttemptKind{contract.KindSession, contract.KindSnapshot, contract.KindBaseline} {
 		t.Run(string(kind), func(t *testing.T) {
 			if _, ok := b.New(t, kind); !ok {
 				return // nothing of this kind to refuse: its routes' kind check is held with the other kind

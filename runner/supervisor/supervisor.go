@@ -298,6 +298,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if spec.AttemptID != cfg.AttemptID || (cfg.SessionID != "" && spec.SessionID != cfg.SessionID) {
 		return nil, fmt.Errorf("supervisor: the spec is for attempt %s of session %s, not this one", spec.AttemptID, spec.SessionID)
 	}
+	if claim.Kind == contract.KindBaseline && !spec.Baseline {
+		// A baseline attempt whose spec would run an agent: never.
+		return nil, fmt.Errorf("supervisor: attempt %s is a baseline but its spec is not", spec.AttemptID)
+	}
 	log = log.With().Str("session_id", spec.SessionID).Logger()
 	log.Info().Msg("attempt claimed")
 
@@ -461,6 +465,18 @@ func (s *session) run(ctx context.Context) {
 	}
 	s.ev.Workspace.PrepareMS = max(s.cfg.Now().Sub(s.ev.StartedAt).Milliseconds(), 0)
 
+	if s.spec.Baseline {
+		// The base's verify (decision 0080): no agent, no change. The
+		// verify workspace is the pinned commit and what setup left;
+		// nothing is collected, here or in finish.
+		s.collected = true
+		if len(s.spec.Verify) == 0 || !s.egressFor(contract.PhaseVerify) {
+			s.closeEgress()
+		}
+		s.verify(ctx, "verifying the base")
+		return
+	}
+
 	s.enter(contract.PhaseAgent, "running the agent")
 	inv, err := s.agentInvocation(ctx)
 	if err != nil {
@@ -500,9 +516,16 @@ func (s *session) run(ctx context.Context) {
 	if !s.collect(ctx) {
 		return
 	}
+	s.verify(ctx, "verifying the change")
+}
 
+// verify runs the verify commands in the verify workspace (the pinned
+// commit and the change collected, or the pinned commit alone for a
+// baseline) and records the outcome: ok, or verify_failed naming each
+// failing command.
+func (s *session) verify(ctx context.Context, what string) {
 	if len(s.spec.Verify) > 0 {
-		s.enter(contract.PhaseVerify, fmt.Sprintf("verifying the change (%d commands)", len(s.spec.Verify)))
+		s.enter(contract.PhaseVerify, fmt.Sprintf("%s (%d commands)", what, len(s.spec.Verify)))
 		if err := s.buildVerifyWorkspace(ctx); err != nil {
 			var ce *changeError
 			if errors.As(err, &ce) {

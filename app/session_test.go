@@ -28,8 +28,9 @@ type scriptedExecutor struct {
 	mu        sync.Mutex
 	launches  []runner.Attempt
 	cancelled []string
-	// exited are external ids whose supervisor the test says has ended.
-	exited map[string]bool
+	// exited are external ids whose supervisor the test says has ended,
+	// lost those the test says the executor lost.
+	exited, lost map[string]bool
 }
 
 func (e *scriptedExecutor) State(_ context.Context, id string) (runner.AttemptState, error) {
@@ -37,6 +38,9 @@ func (e *scriptedExecutor) State(_ context.Context, id string) (runner.AttemptSt
 	defer e.mu.Unlock()
 	if e.exited[id] {
 		return runner.AttemptState{Status: runner.StatusExited, ExitCode: 1}, nil
+	}
+	if e.lost[id] {
+		return runner.AttemptState{Status: runner.StatusLost}, nil
 	}
 	return runner.AttemptState{Status: runner.StatusRunning}, nil
 }

@@ -151,6 +151,8 @@ func TestEveryEnvVarSetsItsKey(t *testing.T) {
 			v = "7m"
 		case strings.HasSuffix(ev.Name, "PAUSED"), strings.HasSuffix(ev.Name, "DISABLED"):
 			v = "true"
+		case strings.HasSuffix(ev.Name, "SESSIONS_BASELINE"):
+			v = "false" // on by default
 		case strings.Contains(ev.Name, "TIMEOUT") || strings.Contains(ev.Name, "LEASE") || strings.Contains(ev.Name, "INTERVAL") || strings.Contains(ev.Name, "BACKOFF") || strings.HasSuffix(ev.Name, "MAX_AGE") || strings.HasSuffix(ev.Name, "REFRESH") || strings.HasSuffix(ev.Name, "COOLDOWN") || strings.HasSuffix(ev.Name, "DEBOUNCE") || strings.HasSuffix(ev.Name, "MAX_WAIT") || strings.HasSuffix(ev.Name, "HEARTBEAT") || strings.HasSuffix(ev.Name, "WINDOW") || strings.HasSuffix(ev.Name, "RETENTION") || strings.HasSuffix(ev.Name, "PERMISSION_CACHE") || strings.HasSuffix(ev.Name, "LIFETIME"):
 			v = "7s"
 		}

@@ -104,6 +104,7 @@ func EnvVars() []EnvVar {
 		{"INSPECT_SESSIONS_COMMAND_TIMEOUT", "sessions.command_timeout", duration(func(c *Server) *time.Duration { return &c.Sessions.CommandTimeout })},
 		{"INSPECT_SESSIONS_MAX_CHANGED_FILES", "sessions.max_changed_files", integer(func(c *Server) *int { return &c.Sessions.MaxChangedFiles })},
 		{"INSPECT_SESSIONS_MAX_CHANGE_BYTES", "sessions.max_change_bytes", int64v(func(c *Server) *int64 { return &c.Sessions.MaxChangeBytes })},
+		{"INSPECT_SESSIONS_BASELINE", "sessions.baseline", boolean(func(c *Server) *bool { return &c.Sessions.Baseline })},
 		{"INSPECT_LIMITS_ACTIVE_PER_REPO", "limits.active_per_repo", integer(func(c *Server) *int { return &c.Limits.ActivePerRepo })},
 		{"INSPECT_LIMITS_ACTIVE_PER_USER", "limits.active_per_user", integer(func(c *Server) *int { return &c.Limits.ActivePerUser })},
 		{"INSPECT_LIMITS_ACTIVE_PER_INSTALLATION", "limits.active_per_installation", integer(func(c *Server) *int { return &c.Limits.ActivePerInstallation })},

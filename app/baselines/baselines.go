@@ -95,6 +95,11 @@ const maxContinuationHops = 100
 // copes with a base older than the snapshot (it fetches that commit
 // alone), so the first session's commit is always usable.
 func (d *Dispatcher) baseOf(ctx context.Context, sess store.Session, pinned string) string {
+	// As stored: the link to the continued session is made while the
+	// spec is built, after the dispatch read the session.
+	if now, err := d.Store.GetSession(ctx, sess.ID); err == nil {
+		sess = now
+	}
 	first := sess
 	for range maxContinuationHops {
 		prevID := first.Info().Continues

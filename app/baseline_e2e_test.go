@@ -233,3 +233,53 @@ func TestALaterTurnReusesTheBaseVerify(t *testing.T) {
 	wantFixed(t, storedEvidence(t, h, next.AttemptID), bases[0].AttemptID, spec.PinnedSHA, true)
 	launched(t, h, ex, 2, 1)
 }
+
+// A baseline the executor has no room for waits, the session's own
+// attempt having gone first; the report waits for it until its deadline,
+// and then the comparison says it is unavailable and why, and the session
+// ends as its own result says.
+func TestABaselineWithNoRoomWaitsThenIsUnavailable(t *testing.T) {
+	h, ex := newSessionHarness(t, withBaselines)
+	ex.mu.Lock()
+	ex.full = func(l runner.Attempt) bool { return strings.HasPrefix(l.SessionID, "baseline-") }
+	ex.mu.Unlock()
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix the failing test"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sessions, _ := launched(t, h, ex, 1, 0)
+	sv := h.claim(sessions[0])
+	spec := sv.spec()
+	h.runWorkers()
+	sv.uploadEvidence(spec, verifyEvidence(contract.OutcomeOK, addPasses, subPasses), fixedCalc)
+	h.runWorkers()
+	s := h.onlySession()
+	if s.State() != session.Reporting {
+		t.Fatalf("the report did not wait for the base's verify: %s/%s\n%s", s.State(), s.Outcome, h.logs)
+	}
+	a, err := h.st.GetAttempt(context.Background(), s.AttemptID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.st.GetBaseline(context.Background(), a.BaselineDigest)
+	if err != nil || b.State != store.BaselineWaiting {
+		t.Fatalf("the baseline: %+v, %v", b, err)
+	}
+	h.clock.Advance(spec.Limits.Deadline.Sub(h.clock.Now()) + time.Minute)
+	h.runWorkers()
+	if s = h.onlySession(); s.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s (%s)\n%s", s.State(), s.Outcome, s.Detail, h.logs)
+	}
+	ev := storedEvidence(t, h, s.AttemptID)
+	if ev.Baseline == nil || ev.Baseline.Status != contract.BaselineUnavailable || ev.Baseline.AttemptID != b.AttemptID ||
+		(!strings.Contains(ev.Baseline.Why, "no room") && !strings.Contains(ev.Baseline.Why, "did not report")) {
+		t.Errorf("the baseline = %+v, want unavailable saying it never ran", ev.Baseline)
+	}
+	launched(t, h, ex, 1, 0)
+	if ba, err := h.st.GetAttempt(context.Background(), b.AttemptID); err != nil || ba.State != store.AttemptEnded || ba.ExternalID != "" {
+		t.Errorf("the baseline's attempt: %+v, %v", ba, err)
+	}
+	if b, err = h.st.GetBaseline(context.Background(), a.BaselineDigest); err != nil || b.State != store.BaselineFailed {
+		t.Errorf("the baseline after its deadline: %+v, %v", b, err)
+	}
+}

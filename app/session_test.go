@@ -31,6 +31,8 @@ type scriptedExecutor struct {
 	// exited are external ids whose supervisor the test says has ended,
 	// lost those the test says the executor lost.
 	exited, lost map[string]bool
+	// full, when set, says the executor is at capacity for a launch.
+	full func(l runner.Attempt) bool
 }
 
 func (e *scriptedExecutor) State(_ context.Context, id string) (runner.AttemptState, error) {
@@ -48,6 +50,9 @@ func (e *scriptedExecutor) State(_ context.Context, id string) (runner.AttemptSt
 func (e *scriptedExecutor) Start(_ context.Context, l runner.Attempt) (string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.full != nil && e.full(l) {
+		return "", runner.ErrAtCapacity
+	}
 	e.launches = append(e.launches, l)
 	return fmt.Sprintf("scripted-%d", len(e.launches)), nil
 }

@@ -283,3 +283,44 @@ func TestABaselineWithNoRoomWaitsThenIsUnavailable(t *testing.T) {
 		t.Errorf("the baseline after its deadline: %+v, %v", b, err)
 	}
 }
+
+// A baseline whose supervisor claimed it and never reported is lost:
+// once its deadline (and the grace a late upload gets) has passed,
+// reconcile fails it and stops its run, and the waiting report says the
+// comparison is unavailable.
+func TestALostBaselineIsFailedAndItsRunStopped(t *testing.T) {
+	h, ex := newSessionHarness(t, withBaselines)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix the failing test"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sessions, bases := launched(t, h, ex, 1, 1)
+	h.claim(bases[0]).spec() // claimed, and silent from here on
+	sv := h.claim(sessions[0])
+	spec := sv.spec()
+	h.runWorkers()
+	sv.uploadEvidence(spec, verifyEvidence(contract.OutcomeOK, addPasses, subPasses), fixedCalc)
+	h.runWorkers()
+	if s := h.onlySession(); s.State() != session.Reporting {
+		t.Fatalf("the report did not wait for the base's verify: %s/%s\n%s", s.State(), s.Outcome, h.logs)
+	}
+	h.clock.Advance(spec.Limits.Deadline.Sub(h.clock.Now()) + 10*time.Minute)
+	h.runWorkers()
+	s := h.onlySession()
+	if s.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s (%s)\n%s", s.State(), s.Outcome, s.Detail, h.logs)
+	}
+	ev := storedEvidence(t, h, s.AttemptID)
+	if ev.Baseline == nil || ev.Baseline.Status != contract.BaselineUnavailable || ev.Baseline.Why != "the base's verify did not report by its deadline" {
+		t.Errorf("the baseline = %+v", ev.Baseline)
+	}
+	ex.mu.Lock()
+	cancelled := strings.Join(ex.cancelled, " ")
+	ex.mu.Unlock()
+	if !strings.Contains(cancelled, "scripted-2") {
+		t.Errorf("the lost baseline's run was not stopped (cancelled: %q)", cancelled)
+	}
+	if a, err := h.st.GetAttempt(context.Background(), bases[0].AttemptID); err != nil || a.State != store.AttemptEnded {
+		t.Errorf("the lost baseline's attempt: %+v, %v", a, err)
+	}
+}

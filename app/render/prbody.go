@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/app/verdict"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/session"
@@ -94,7 +95,10 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 		}
 	}
 	if !verified {
-		b.WriteString("\n**Verification failed.** This pull request is a draft so the change can be looked at; it was not pushed to your branch.\n")
+		b.WriteString("\n" + verdictNote(verdict.Of(ev)) + "\n")
+	}
+	if base := BaselineSection(ev.Baseline); base != "" {
+		b.WriteString("\n" + base)
 	}
 
 	b.WriteString(ArtifactsSection(ev.Artifacts))

@@ -40,7 +40,10 @@ func BaselineSection(b *contract.BaselineComparison) string {
 	}
 	s.WriteString(baseRunLine(b) + "\n\n")
 	c := b.Counts
-	fmt.Fprintf(&s, "%d fixed, %d still failing, %d newly failing, %d not fixed (removed or skipped), %d removed, %d skipped, %d added, %d passing throughout", c.Fixed, c.StillFailing, c.NewlyFailing, c.NotFixed, c.Removed, c.Skipped, c.Added, c.Passing)
+	fmt.Fprintf(&s, "%d fixed, %d still failing, %d newly failing, %d not fixed, %d removed, %d skipped, %d added, %d passing throughout", c.Fixed, c.StillFailing, c.NewlyFailing, c.NotFixed, c.Removed, c.Skipped, c.Added, c.Passing)
+	if c.NotFixed > 0 {
+		s.WriteString(" (a test not fixed failed on the base and the change removed or skipped it: it is among those removed or skipped)")
+	}
 	if c.NotNamed > 0 {
 		fmt.Fprintf(&s, "; %d that failed on the base not named with the change (its output names only failures, or was capped: fixed or removed, it cannot tell)", c.NotNamed)
 	}
@@ -141,7 +144,7 @@ func reproductionLine(r *contract.Reproduction) string {
 		if r.Why != "" {
 			why = ": " + untrustedSpan(r.Why)
 		}
-		return fmt.Sprintf("\n**Not reproduced**%s. Reproduce-first asks for a test the change adds or changes that fails on the base and passes with the change; none did, so this pull request is a draft.\n", why)
+		return fmt.Sprintf("\n**Not reproduced**%s. Reproduce-first asks for a test the change adds or changes that fails on the base and passes with the change; none did.\n", why)
 	}
 	names := make([]string, 0, len(r.Tests))
 	for i, t := range r.Tests {

@@ -108,15 +108,16 @@ func outcomeCell(o contract.TestOutcome, notNamed bool) string {
 	return "— did not run"
 }
 
-// faredCell is how the test fared, the ones a reviewer must see flagged.
-func faredCell(t contract.TestComparison) string {
+// FaredWords is how a test fared, in the words the PR body, the check
+// run and the session's page share.
+func FaredWords(t contract.TestComparison) string {
 	switch {
 	case t.Fared == contract.TestNewlyFailing:
-		return "⚠️ **newly failing**"
+		return "newly failing"
 	case t.NotFixed() && t.Fared == contract.TestRemoved:
-		return "⛔ **not fixed**: removed"
+		return "not fixed: removed"
 	case t.NotFixed():
-		return "⛔ **not fixed**: skipped"
+		return "not fixed: skipped"
 	case t.Fared == contract.TestFixed:
 		return "fixed"
 	case t.Fared == contract.TestStillFailing:
@@ -129,8 +130,28 @@ func faredCell(t contract.TestComparison) string {
 		return "skipped by the change"
 	case t.Fared == contract.TestAdded:
 		return "added"
+	case t.Fared == contract.TestPassing:
+		return "passing throughout"
 	}
-	return untrustedSpan(string(t.Fared))
+	return "unknown (" + CleanLine(string(t.Fared)) + ")"
+}
+
+// Flagged reports whether a reviewer must see the test first: it is
+// newly failing, or it failed on the base and was not fixed.
+func Flagged(t contract.TestComparison) bool {
+	return t.Fared == contract.TestNewlyFailing || t.NotFixed()
+}
+
+// faredCell is FaredWords in a table cell, the flagged ones marked.
+func faredCell(t contract.TestComparison) string {
+	w := FaredWords(t)
+	switch {
+	case t.Fared == contract.TestNewlyFailing:
+		return "⚠️ **" + w + "**"
+	case Flagged(t):
+		return "⛔ **" + w + "**"
+	}
+	return cell(defuse(w))
 }
 
 // reproductionLine is the reproduce-first check's result, "" when the

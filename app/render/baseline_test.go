@@ -126,3 +126,25 @@ func TestAgainstTheBaseNamesStayInTheirCells(t *testing.T) {
 		t.Errorf("the row lost its flag: %q", row)
 	}
 }
+
+// TestUnverifiedPRSaysWhy: where GitHub takes no drafts, the ready pull
+// request's title and note say why it is not verified, by the verdict's
+// reason.
+func TestUnverifiedPRSaysWhy(t *testing.T) {
+	sess := baseSession()
+	for _, tc := range []struct {
+		reason, title, note string
+	}{
+		{verdict.ReasonVerificationFailed, "[verification failed] Inspect:", "**Verification failed.** This repository does not take draft pull requests, so this one is open for review but carries the `inspect:unverified` label instead. Do not merge it as it is: see Verification below."},
+		{verdict.ReasonFailsWhereBaseFailed, "[verification failed] Inspect:", "**Verification failed.**"},
+		{verdict.ReasonNotFixed, "[not fixed] Inspect:", "**Not fixed:** a test that failed on the base was removed or skipped. This repository does not take draft pull requests, so this one is open for review but carries the `inspect:unverified` label instead. Do not merge it as it is: see Against the base below."},
+		{verdict.ReasonNotReproduced, "[not reproduced] Inspect:", "**Not reproduced.** This repository"},
+	} {
+		if got := UnverifiedPRTitle(sess, tc.reason); !strings.HasPrefix(got, tc.title) {
+			t.Errorf("%s: title %q, want it to start %q", tc.reason, got, tc.title)
+		}
+		if got := UnverifiedPRNote("inspect:unverified", tc.reason); !strings.Contains(got, tc.note) {
+			t.Errorf("%s: note %q, want %q in it", tc.reason, got, tc.note)
+		}
+	}
+}

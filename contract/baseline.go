@@ -25,10 +25,17 @@ const (
 	TestRemoved TestChange = "removed"
 	// TestSkippedByChange: it ran on the base and the change skips it.
 	TestSkippedByChange TestChange = "skipped"
-	// TestAdded: new with the change, and passing.
+	// TestAdded: new with the change, passing or skipped (a new skipped
+	// test is listed so a reviewer sees it does not run).
 	TestAdded TestChange = "added"
 	// TestPassing: passing throughout (counted, not listed).
 	TestPassing TestChange = "passing"
+	// TestNotNamed: it failed on the base and the change's output does not
+	// name it, though that output may leave it out without its being gone:
+	// it names only failures (plain `go test` without -v) or was capped
+	// (MoreResults). Fixed or removed, the comparison cannot tell; it is
+	// listed, and not counted as fixed.
+	TestNotNamed TestChange = "not_named"
 )
 
 // TestComparison is one named test on the base and with the change. Base
@@ -75,6 +82,10 @@ type BaselineCounts struct {
 	// NotFixed counts the tests that failed on the base and that the
 	// change removed or skipped (within Removed and Skipped).
 	NotFixed int `json:"not_fixed"`
+	// NotNamed counts the tests that failed on the base and that the
+	// change's output, naming only failures or capped, does not name
+	// (TestNotNamed).
+	NotNamed int `json:"not_named,omitempty"`
 }
 
 // BaselineComparison is the base against the change, kept in the
@@ -123,8 +134,18 @@ type Reproduction struct {
 // outcome on the change (decision 0080). Only named tests are compared: a
 // runner that gives only totals names none, and then there is nothing to
 // compare. Tests are listed newly failing first, then not fixed, fixed,
-// still failing, removed, skipped and added, each group in the change's
-// order (then the base's); passing-throughout tests are only counted.
+// still failing, not named, removed, skipped and added, each group in the
+// change's order (then the base's); passing-throughout tests are only
+// counted.
+//
+// A summary that names only failures (FailuresOnly) or was capped
+// (MoreResults) does not name every test it ran, so a name missing from it
+// is not a test that did not run (decision 0081): missing from the change,
+// a test that failed on the base is not named (TestNotNamed: fixed or
+// removed, which it cannot tell) and one that did not fail is left out;
+// missing from the base, a test failing with the change is newly failing
+// (the base cannot show it failed there) and one that does not fail is left
+// out.
 func CompareTests(base, change *TestSummary) (tests []TestComparison, counts BaselineCounts, more int) {
 	baseOf := map[string]TestOutcome{}
 	var order []string
@@ -148,11 +169,21 @@ func CompareTests(base, change *TestSummary) (tests []TestComparison, counts Bas
 			baseOf[r.Name] = worse(baseOf[r.Name], r.Outcome)
 		}
 	}
+	baseNamesAll, changeNamesAll := namesEveryTest(base), namesEveryTest(change)
 	groups := map[TestChange][]TestComparison{}
 	var notFixed []TestComparison
 	for _, name := range order {
 		c := TestComparison{Name: name, Base: baseOf[name], Change: changeOf[name]}
 		c.Fared = fared(c.Base, c.Change)
+		switch {
+		case c.Change == "" && !changeNamesAll:
+			if c.Base != TestFailed {
+				continue // passing or removed: nothing a reviewer needs
+			}
+			c.Fared = TestNotNamed
+		case c.Base == "" && !baseNamesAll && c.Change != TestFailed:
+			continue // passing throughout or added, which the base cannot say
+		}
 		switch c.Fared {
 		case TestNewlyFailing:
 			counts.NewlyFailing++
@@ -160,6 +191,8 @@ func CompareTests(base, change *TestSummary) (tests []TestComparison, counts Bas
 			counts.Fixed++
 		case TestStillFailing:
 			counts.StillFailing++
+		case TestNotNamed:
+			counts.NotNamed++
 		case TestRemoved:
 			counts.Removed++
 		case TestSkippedByChange:
@@ -179,7 +212,7 @@ func CompareTests(base, change *TestSummary) (tests []TestComparison, counts Bas
 	}
 	listed := groups[TestNewlyFailing]
 	listed = append(listed, notFixed...)
-	for _, f := range []TestChange{TestFixed, TestStillFailing, TestRemoved, TestSkippedByChange, TestAdded} {
+	for _, f := range []TestChange{TestFixed, TestStillFailing, TestNotNamed, TestRemoved, TestSkippedByChange, TestAdded} {
 		listed = append(listed, groups[f]...)
 	}
 	if len(listed) > MaxBaselineTests {
@@ -187,6 +220,12 @@ func CompareTests(base, change *TestSummary) (tests []TestComparison, counts Bas
 		listed = listed[:MaxBaselineTests]
 	}
 	return listed, counts, more
+}
+
+// namesEveryTest reports whether a summary names every test it ran, so
+// that a name missing from it did not run.
+func namesEveryTest(t *TestSummary) bool {
+	return t == nil || (!t.FailuresOnly && t.MoreResults == 0)
 }
 
 // fared is how a test with outcome base on the base ("" absent) and

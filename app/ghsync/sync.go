@@ -20,6 +20,7 @@ import (
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/app/verdict"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/session"
@@ -106,8 +107,11 @@ func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 		ev, x := h.evidence(ctx, sess)
 		title, summary := render.DoneCheckRun(sess, ev, x)
 		errs = append(errs, ghwrite.ConcludeCheckRun(ctx, c.Checks, sess.RepoOwner, sess.RepoName, sess.CheckRunID, github.UpdateCheckRunOptions{
-			Name:        h.CheckRunName,
-			Conclusion:  github.String(render.CheckConclusion(sess.Outcome)),
+			Name: h.CheckRunName,
+			// The verdict's conclusion of the stored outcome and reason
+			// (decision 0081): the one the report decided, whichever sync
+			// draws it, with or without the evidence at hand.
+			Conclusion:  github.String(verdict.Conclusion(sess.Outcome, sess.Reason)),
 			CompletedAt: &github.Timestamp{Time: h.Now()},
 			Output: &github.CheckRunOutput{
 				Title:   github.String(title),
@@ -254,7 +258,7 @@ func (h *Handler) annotateRun(ctx context.Context, sess store.Session) {
 		return
 	}
 	style := "info"
-	switch render.CheckConclusion(sess.Outcome) {
+	switch verdict.Conclusion(sess.Outcome, sess.Reason) {
 	case "success":
 		style = "success"
 	case "failure", "timed_out":

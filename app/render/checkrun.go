@@ -6,29 +6,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
-	"github.com/inspecthq/inspect/session"
 )
-
-// CheckConclusion maps an outcome to a check-run conclusion (ARCHITECTURE.md).
-func CheckConclusion(o session.Outcome) string {
-	switch o {
-	case session.Changed:
-		return "success"
-	case session.NoChange:
-		return "neutral"
-	case session.ChangeRefused:
-		return "action_required"
-	case session.TimedOut:
-		return "timed_out"
-	case session.Cancelled:
-		return "cancelled"
-	case session.Refused:
-		// Refused sessions get no check run; one exists only when an earlier
-		// attempt created it before the refusal (say, the PR was closed).
-		return "neutral"
-	}
-	return "failure"
-}
 
 // QueuedCheckRun is a new check run's title and summary.
 func QueuedCheckRun(sess store.Session) (title, summary string) {
@@ -80,13 +58,14 @@ func testSources(t contract.TestSummary) string {
 	return s
 }
 
-// withFacts is summary followed by the evidence's egress summary
-// (EgressSummary), where it ran (WhereItRan), the cost, the link to
+// withFacts is summary followed by the comparison with the base
+// (BaselineSection), the evidence's egress summary (EgressSummary), where it ran (WhereItRan), the cost, the link to
 // the session's page and the one to its signed provenance, each part only
 // when there is something to say.
 func withFacts(summary string, ev *contract.Evidence, x Extras) string {
 	var facts []string
 	if ev != nil {
+		facts = append(facts, BaselineSection(ev.Baseline))
 		facts = append(facts, EgressSummary(ev.Egress))
 		if where := WhereItRan(*ev); len(where) > 0 {
 			facts = append(facts, "- "+strings.Join(where, "\n- "))

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/app/verdict"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/session"
@@ -94,7 +95,10 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 		}
 	}
 	if !verified {
-		b.WriteString("\n**Verification failed.** This pull request is a draft so the change can be looked at; it was not pushed to your branch.\n")
+		b.WriteString("\n" + verdictNote(verdict.Of(ev)) + "\n")
+	}
+	if base := BaselineSection(ev.Baseline); base != "" {
+		b.WriteString("\n" + base)
 	}
 
 	b.WriteString(ArtifactsSection(ev.Artifacts))
@@ -175,13 +179,27 @@ func PRTitle(sess store.Session) string {
 }
 
 // UnverifiedPRTitle is the title of a ready pull request holding a change
-// that failed verification, opened where GitHub takes no drafts: the title
-// says what the draft state would have.
-func UnverifiedPRTitle(sess store.Session) string {
+// that is not verified (by the verdict's reason: failed verification, a
+// failing test not fixed, or not reproduced; decision 0081), opened where
+// GitHub takes no drafts: the title says what the draft state would have.
+func UnverifiedPRTitle(sess store.Session, reason string) string {
+	switch reason {
+	case verdict.ReasonNotReproduced:
+		return "[not reproduced] " + PRTitle(sess)
+	case verdict.ReasonNotFixed:
+		return "[not fixed] " + PRTitle(sess)
+	}
 	return "[verification failed] " + PRTitle(sess)
 }
 
 // UnverifiedPRNote heads the body of such a pull request.
-func UnverifiedPRNote(label string) string {
-	return fmt.Sprintf("> [!WARNING]\n> **Verification failed.** This repository does not take draft pull requests, so this one is open for review but carries the `%s` label instead. Do not merge it as it is: see Verification below.\n\n", label)
+func UnverifiedPRNote(label, reason string) string {
+	what, see := "**Verification failed.**", "Verification"
+	switch reason {
+	case verdict.ReasonNotReproduced:
+		what, see = "**Not reproduced.**", "Against the base"
+	case verdict.ReasonNotFixed:
+		what, see = "**Not fixed:** a test that failed on the base was removed or skipped.", "Against the base"
+	}
+	return fmt.Sprintf("> [!WARNING]\n> %s This repository does not take draft pull requests, so this one is open for review but carries the `%s` label instead. Do not merge it as it is: see %s below.\n\n", what, label, see)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/app/verdict"
 	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/session"
 )
@@ -99,12 +100,27 @@ func ProgressBody(sess store.Session, origin Origin, commandWord string, run Run
 }
 
 // StatusWord is a session's state in a word or two: its state, or "done:"
-// and its outcome. It is the check run's title once the session is done.
+// and its outcome, with what a reviewer must see of its reason when the
+// verdict over the comparison with the base gave one (decision 0081). It
+// is the check run's title once the session is done.
 func StatusWord(sess store.Session) string {
 	if sess.State() == session.Done {
-		return "done: " + string(sess.Outcome)
+		return "done: " + string(sess.Outcome) + reasonNote(sess.Reason)
 	}
 	return string(sess.State())
+}
+
+// reasonNote is the few words StatusWord adds for a verdict's reason.
+func reasonNote(reason string) string {
+	switch reason {
+	case verdict.ReasonNotReproduced:
+		return ", not reproduced"
+	case verdict.ReasonNotFixed:
+		return ", not fixed (a failing test removed or skipped)"
+	case verdict.ReasonFailsWhereBaseFailed:
+		return ", fails only where the base failed"
+	}
+	return ""
 }
 
 // WaitingBody is the progress comment of a session that waits for an

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/app/verdict"
 	"github.com/inspecthq/inspect/contract"
 )
 
@@ -190,23 +191,69 @@ func ConfigUnparsableRefusal(login string) string {
 }
 
 // ChangeReply is the detail of a session that committed a change: where it
-// went, whether it was verified, and the model usage. sess has the commit,
-// the branch and the pull request recorded.
+// went, whether it was verified (and, when it was not, why, by the
+// verdict over its evidence: decision 0081), and the model usage. sess has
+// the commit, the branch and the pull request recorded.
 func ChangeReply(sess store.Session, verified bool, ev contract.Evidence) string {
 	detail := fmt.Sprintf("✅ Verified change committed as `%.7s` on `%s`.", sess.CommitSHA, sess.Branch)
 	if !verified {
 		// A draft, or where GitHub takes no drafts a ready pull request
 		// whose title, body and label say so (decision 0009): the words
 		// hold for both.
-		detail = fmt.Sprintf("❌ Verification failed; the change is in pull request #%d, marked as not verified, for you to look at.", sess.PRNumber)
+		where := fmt.Sprintf("the change is in pull request #%d, marked as not verified, for you to look at.", sess.PRNumber)
 		if sess.Target().IsPullRequest() && sess.PRNumber == sess.Number {
-			detail = fmt.Sprintf("❌ Verification failed; the change was pushed to `%s` (commit `%.7s`) for you to look at.", sess.Branch, sess.CommitSHA)
+			where = fmt.Sprintf("the change was pushed to `%s` (commit `%.7s`) for you to look at.", sess.Branch, sess.CommitSHA)
 		}
+		detail = unverifiedWhy(verdict.Of(ev), ev.Baseline) + "; " + where
 	}
 	if sess.PRNumber != 0 && verified {
 		detail = fmt.Sprintf("✅ Verified change in pull request #%d (commit `%.7s`).", sess.PRNumber, sess.CommitSHA)
 	}
 	return detail + usageNote(ev)
+}
+
+// unverifiedWhy is why a change is not verified, in the reply's first
+// words: its verdict's reason, naming the tests it is about (untrusted:
+// code spans).
+func unverifiedWhy(v verdict.Verdict, b *contract.BaselineComparison) string {
+	switch v.Reason {
+	case verdict.ReasonNotReproduced:
+		why := ""
+		if b != nil && b.Reproduction != nil && b.Reproduction.Why != "" {
+			why = " (" + untrustedSpan(b.Reproduction.Why) + ")"
+		}
+		return "⚠️ Verified, but not reproduced: no test the change adds or changes failed on the base" + why
+	case verdict.ReasonNotFixed:
+		return "❌ Not fixed: the change removed or skipped " + testNames(b, contract.TestComparison.NotFixed) + ", which failed on the base"
+	case verdict.ReasonFailsWhereBaseFailed:
+		return fmt.Sprintf("❌ Verification failed, but only where the base failed: %d fixed, %d still failing as on the base, none newly failing", b.Counts.Fixed, b.Counts.StillFailing)
+	}
+	if b != nil && b.Status == contract.BaselineCompared && b.Counts.NewlyFailing > 0 {
+		return "❌ Verification failed, newly failing: " + testNames(b, func(c contract.TestComparison) bool { return c.Fared == contract.TestNewlyFailing })
+	}
+	return "❌ Verification failed"
+}
+
+// testNames names the comparison's listed tests that match, three at
+// most, as code spans.
+func testNames(b *contract.BaselineComparison, match func(contract.TestComparison) bool) string {
+	var names []string
+	n := 0
+	for _, t := range b.Tests {
+		if !match(t) {
+			continue
+		}
+		if n++; n <= 3 {
+			names = append(names, pathSpan(t.Name))
+		}
+	}
+	if n > 3 {
+		names = append(names, fmt.Sprintf("%d more", n-3))
+	}
+	if len(names) == 0 {
+		return "a test"
+	}
+	return strings.Join(names, ", ")
 }
 
 // usageNote is the model usage, for the check run and the progress comment.

@@ -59,6 +59,25 @@ func TestUntrustedTextCannotAct(t *testing.T) {
 			Workspace: &contract.Workspace{Source: contract.WorkspaceSnapshot, SnapshotDigest: "sha256:" + strings.Repeat("ab", 32),
 				BaseImage: &contract.BaseImage{Name: evil, Digest: "sha256:" + strings.Repeat("cd", 32)}},
 		}
+		// The comparison with the base names the repository's tests, and
+		// its commands (decision 0081).
+		ev.Baseline = &contract.BaselineComparison{Status: contract.BaselineCompared, AttemptID: "a-base",
+			Verify: []contract.CommandResult{{Phase: contract.PhaseVerify, Name: evil, ExitCode: 1}},
+			Counts: contract.BaselineCounts{NewlyFailing: 1, Removed: 1, NotFixed: 1, StillFailing: 1},
+			Tests: []contract.TestComparison{
+				{Name: evil, Base: contract.TestPassed, Change: contract.TestFailed, Fared: contract.TestNewlyFailing},
+				{Name: evil + " removed", Base: contract.TestFailed, Fared: contract.TestRemoved},
+				{Name: evil + " still", Base: contract.TestFailed, Change: contract.TestFailed, Fared: contract.TestStillFailing},
+			},
+			Reproduction: &contract.Reproduction{Why: evil}}
+		notFixed := ev
+		notFixed.Commands = nil // verify passed: the deleted test is the reason, named
+		unavailable := ev
+		unavailable.Baseline = &contract.BaselineComparison{Status: contract.BaselineUnavailable, Why: evil, Reproduction: &contract.Reproduction{Reproduced: true, Tests: []string{evil}}}
+		committed := sess
+		committed.CommitSHA, committed.Branch, committed.PRNumber = "3f9a7b2e8d4c6a1f0b9e8d7c6a5f4e3d2c1b0a99", "inspect/12-u1hz", 12 // #12 is the reference the test allows
+		notReproduced := ev
+		notReproduced.Commands, notReproduced.Baseline = nil, &contract.BaselineComparison{Status: contract.BaselineCompared, Reproduction: &contract.Reproduction{Why: evil}}
 		done := sess
 		done.Outcome, done.Detail = session.NoChange, NoChangeReply(sess, ev)
 		done = store.Fixture(session.Done, done)
@@ -66,20 +85,26 @@ func TestUntrustedTextCannotAct(t *testing.T) {
 		running := sess
 		running = store.Fixture(session.Running, running)
 		bodies := map[string]string{
-			"PR body":           PRBody(sess, spec, false, sum, ev, Extras{}),
-			"no change reply":   NoChangeReply(sess, ev),
-			"progress comment":  ProgressBody(done, Origin{Label: evil, Checks: []string{evil}}, "/inspect", RunLink{}),
-			"review progress":   ProgressBody(sess, Origin{Review: &ReviewSpot{Path: evil, Line: 3}}, "/inspect", RunLink{}),
-			"waiting comment":   WaitingBody(sess, "01jpk2aaaaaaaaaaaaaaaaaaaa", "/inspect"),
-			"agent failed":      AgentFailedReply(sess, ev),
-			"service failed":    ServiceFailedReply(sess, contract.ServiceResult{Name: "pg", Failure: evil, OutputTail: evil}),
-			"config error":      ConfigErrorReply(sess, errors.New(evil)),
-			"agent unusable":    AgentUnusableReply("alice", errors.New(evil)),
-			"API refusal":       RefusalReply("alice", "GitHub", 422, evil),
-			"status listing":    StatusListing([]StatusRow{{Session: running, Progress: evil}}),
-			"check run summary": checkSummary,
-			"label cancel":      UnlabelCancelledReply([]string{"a1"}, "mara", evil),
-			"change refused":    ChangeRefusedReply(refusal(evil)),
+			"PR body":               PRBody(sess, spec, false, sum, ev, Extras{}),
+			"no change reply":       NoChangeReply(sess, ev),
+			"progress comment":      ProgressBody(done, Origin{Label: evil, Checks: []string{evil}}, "/inspect", RunLink{}),
+			"review progress":       ProgressBody(sess, Origin{Review: &ReviewSpot{Path: evil, Line: 3}}, "/inspect", RunLink{}),
+			"waiting comment":       WaitingBody(sess, "01jpk2aaaaaaaaaaaaaaaaaaaa", "/inspect"),
+			"agent failed":          AgentFailedReply(sess, ev),
+			"service failed":        ServiceFailedReply(sess, contract.ServiceResult{Name: "pg", Failure: evil, OutputTail: evil}),
+			"config error":          ConfigErrorReply(sess, errors.New(evil)),
+			"agent unusable":        AgentUnusableReply("alice", errors.New(evil)),
+			"API refusal":           RefusalReply("alice", "GitHub", 422, evil),
+			"status listing":        StatusListing([]StatusRow{{Session: running, Progress: evil}}),
+			"check run summary":     checkSummary,
+			"against the base":      BaselineSection(ev.Baseline),
+			"base unavailable":      BaselineSection(unavailable.Baseline),
+			"PR body, not fixed":    PRBody(sess, spec, false, sum, notFixed, Extras{}),
+			"reply, newly failing":  ChangeReply(committed, false, ev),
+			"reply, not fixed":      ChangeReply(committed, false, notFixed),
+			"reply, not reproduced": ChangeReply(committed, false, notReproduced),
+			"label cancel":          UnlabelCancelledReply([]string{"a1"}, "mara", evil),
+			"change refused":        ChangeRefusedReply(refusal(evil)),
 			// Plain text: GitHub links references in both, a closing
 			// keyword in the commit closes once it is on the default
 			// branch, and nothing else renders.
@@ -123,7 +148,7 @@ func TestUntrustedTextCannotAct(t *testing.T) {
 			}
 		}
 		// The words are still there to read, where whole text is shown.
-		for _, name := range []string{"PR body", "no change reply", "agent failed", "config error"} {
+		for _, name := range []string{"PR body", "no change reply", "agent failed", "config error", "against the base"} {
 			for _, word := range []string{"octocat", "example.com/x.png", "src=x", "Fixes", "3"} {
 				if strings.Contains(evil, word) && !strings.Contains(bodies[name], word) {
 					t.Errorf("breakout %d, %s: %q is not shown:\n%s", i, name, word, bodies[name])

@@ -8,6 +8,7 @@ import (
 
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/app/verdict"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
@@ -46,9 +47,11 @@ type steps interface {
 //   - no change ends no_change with the agent's answer;
 //   - an unreadable repo config (it holds the protected paths) or a change
 //     policy refuses ends change_refused, and nothing is written;
-//   - otherwise: commit, attest (with provenance keys), push, (issue sessions) a check run on the commit,
-//     (failed verification) annotations, and the end: changed or
-//     verification_failed.
+//   - otherwise: commit, attest (with provenance keys), push (a draft
+//     unless the verdict says ready), (issue sessions) a check run on the
+//     commit, (failed verification) annotations, and the end the verdict
+//     over the evidence gives (verdict.Of: changed or verification_failed,
+//     with its reason; decision 0081).
 //
 // Each write is recorded before the next, and a step already recorded
 // (a replay) is not done again; a session that ended meanwhile stops here.
@@ -86,7 +89,11 @@ func decide(ctx context.Context, do steps, sess store.Session, spec contract.Spe
 		zerolog.Ctx(ctx).Info().Str("reason", string(decision.Reason)).Msg("change refused")
 		return do.End(ctx, sess.ID, session.ChangeRefused, string(decision.Reason), render.ChangeRefusedReply(decision))
 	}
-	verified := verificationPassed(ev)
+	// The verdict over the evidence and its comparison with the base
+	// (decision 0081): the outcome, its reason, and whether the pull
+	// request is ready or a draft.
+	v := verdict.Of(ev)
+	verified := v.Ready
 	if sess.CommitSHA == "" {
 		sha, err := do.Commit(ctx, sess, spec, up.Manifest)
 		if err != nil {
@@ -126,21 +133,8 @@ func decide(ctx context.Context, do steps, sess store.Session, spec contract.Spe
 			return err
 		}
 	}
-	if !verified && sess.CheckRunID != 0 {
+	if v.Outcome == session.VerificationFailed && sess.CheckRunID != 0 {
 		do.AnnotateFailures(ctx, sess, spec, ev)
 	}
-	outcome, reason := session.Changed, "changed"
-	if !verified {
-		outcome, reason = session.VerificationFailed, "verification_failed"
-	}
-	return do.End(ctx, sess.ID, outcome, reason, render.ChangeReply(sess, verified, ev))
-}
-
-func verificationPassed(ev contract.Evidence) bool {
-	for _, c := range ev.Commands {
-		if c.Phase == contract.PhaseVerify && !c.Succeeded() {
-			return false
-		}
-	}
-	return true
+	return do.End(ctx, sess.ID, v.Outcome, v.Reason, render.ChangeReply(sess, verified, ev))
 }

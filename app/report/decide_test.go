@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/app/verdict"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
@@ -91,6 +92,23 @@ func TestReportResultDecides(t *testing.T) {
 	workflow := &contract.Manifest{Files: []contract.FileChange{{Path: ".github/workflows/ci.yml", Mode: "100644", Content: []byte("on: push\n")}}}
 	orgConfig := &contract.Manifest{Files: []contract.FileChange{{Path: "inspect.yml", Mode: "100644", Content: []byte("enabled: true\n")}}}
 	spec := contract.Spec{PinnedSHA: "pin0", Limits: contract.Limits{MaxChangedFiles: 10, MaxChangeBytes: 1 << 20}}
+	// Evidence compared with the base (decision 0081): verify's commands,
+	// and the comparison's counts and listed tests.
+	againstBase := func(cmds []contract.CommandResult, counts contract.BaselineCounts, tests ...contract.TestComparison) contract.Evidence {
+		failures := counts.NewlyFailing + counts.StillFailing
+		return contract.Evidence{Outcome: contract.OutcomeOK, Commands: cmds, Tests: &contract.TestSummary{Passed: counts.Passing + counts.Fixed, Failed: failures},
+			Baseline: &contract.BaselineComparison{Status: contract.BaselineCompared, AttemptID: "a-base", Verify: failed, Counts: counts, Tests: tests}}
+	}
+	fixedA := contract.TestComparison{Name: "TestA", Base: contract.TestFailed, Change: contract.TestPassed, Fared: contract.TestFixed}
+	brokeC := contract.TestComparison{Name: "TestC", Base: contract.TestPassed, Change: contract.TestFailed, Fared: contract.TestNewlyFailing}
+	oldFailure := contract.TestComparison{Name: "TestOld", Base: contract.TestFailed, Change: contract.TestFailed, Fared: contract.TestStillFailing}
+	deletedA := contract.TestComparison{Name: "TestA", Base: contract.TestFailed, Fared: contract.TestRemoved}
+	skippedA := contract.TestComparison{Name: "TestA", Base: contract.TestFailed, Change: contract.TestSkipped, Fared: contract.TestSkippedByChange}
+	reproduce := func(r contract.Reproduction) contract.Evidence {
+		ev := againstBase(passed, contract.BaselineCounts{Fixed: 1, Passing: 3}, fixedA)
+		ev.Baseline.Reproduction = &r
+		return ev
+	}
 
 	cases := map[string]struct {
 		sess      store.Session
@@ -101,6 +119,9 @@ func TestReportResultDecides(t *testing.T) {
 		outcome   session.Outcome
 		reason    string
 		reply     string // a part of the reply
+		// conclusion, when set, is the check run's, as the sync draws it
+		// from the stored outcome and reason.
+		conclusion string
 	}{
 		"timed out: ends, writes nothing": {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeTimedOut}, Manifest: change},
@@ -151,6 +172,47 @@ func TestReportResultDecides(t *testing.T) {
 			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeVerifyFailed, Commands: failed}, Manifest: change},
 			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=false", "annotate 5", "end verification_failed"},
 			outcome: session.VerificationFailed, reason: "verification_failed",
+		},
+		"against the base: the target fixed": {
+			sess: prSession, up: contract.ResultUpload{Evidence: againstBase(passed, contract.BaselineCounts{Fixed: 1, Passing: 3}, fixedA), Manifest: change},
+			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=true", "end changed"},
+			outcome: session.Changed, reason: "changed", conclusion: "success",
+		},
+		"against the base: the target fixed and another broken": {
+			sess: prSession, up: contract.ResultUpload{Evidence: againstBase(failed, contract.BaselineCounts{Fixed: 1, NewlyFailing: 1, Passing: 3}, brokeC, fixedA), Manifest: change},
+			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=false", "annotate 5", "end verification_failed"},
+			outcome: session.VerificationFailed, reason: "verification_failed", conclusion: "failure", reply: "newly failing: `TestC`",
+		},
+		"against the base: the target fixed while an earlier failure stays": {
+			sess: prSession, up: contract.ResultUpload{Evidence: againstBase(failed, contract.BaselineCounts{Fixed: 1, StillFailing: 1, Passing: 3}, fixedA, oldFailure), Manifest: change},
+			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=false", "annotate 5", "end verification_failed"},
+			outcome: session.VerificationFailed, reason: "fails_where_base_failed", conclusion: "neutral", reply: "only where the base failed",
+		},
+		"against the base: the failing test deleted, verify passes": {
+			sess: prSession, up: contract.ResultUpload{Evidence: againstBase(passed, contract.BaselineCounts{Removed: 1, NotFixed: 1, Passing: 3}, deletedA), Manifest: change},
+			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=false", "annotate 5", "end verification_failed"},
+			outcome: session.VerificationFailed, reason: "not_fixed", conclusion: "failure", reply: "Not fixed: the change removed or skipped `TestA`",
+		},
+		"against the base: the failing test skipped, verify passes": {
+			sess: prSession, up: contract.ResultUpload{Evidence: againstBase(passed, contract.BaselineCounts{Skipped: 1, NotFixed: 1, Passing: 3}, skippedA), Manifest: change},
+			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=false", "annotate 5", "end verification_failed"},
+			outcome: session.VerificationFailed, reason: "not_fixed", conclusion: "failure", reply: "`TestA`",
+		},
+		"against the base: verified but not reproduced: changed, as a draft": {
+			sess: prSession, up: contract.ResultUpload{Evidence: reproduce(contract.Reproduction{Why: "no test file in the change"}), Manifest: change},
+			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=false", "end changed"},
+			outcome: session.Changed, reason: "not_reproduced", conclusion: "neutral", reply: "not reproduced",
+		},
+		"against the base: reproduced": {
+			sess: prSession, up: contract.ResultUpload{Evidence: reproduce(contract.Reproduction{Reproduced: true, Tests: []string{"TestA"}}), Manifest: change},
+			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=true", "end changed"},
+			outcome: session.Changed, reason: "changed", conclusion: "success",
+		},
+		"against the base: unavailable, verify failed": {
+			sess: prSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeVerifyFailed, Commands: failed,
+				Baseline: &contract.BaselineComparison{Status: contract.BaselineUnavailable, Why: "the base's verify timed out"}}, Manifest: change},
+			calls:   []string{"config", "commit 1 files on pin0", "attest c0ffee", "push c0ffee verified=false", "annotate 5", "end verification_failed"},
+			outcome: session.VerificationFailed, reason: "verification_failed", conclusion: "failure",
 		},
 		"issue session: its check run goes on the commit": {
 			sess: issueSession, up: contract.ResultUpload{Evidence: contract.Evidence{Outcome: contract.OutcomeOK, Commands: passed}, Manifest: change},
@@ -212,6 +274,9 @@ func TestReportResultDecides(t *testing.T) {
 			}
 			if !strings.Contains(f.ended.reply, tc.reply) {
 				t.Fatalf("reply %q does not mention %q", f.ended.reply, tc.reply)
+			}
+			if got := verdict.Conclusion(f.ended.outcome, f.ended.reason); tc.conclusion != "" && got != tc.conclusion {
+				t.Fatalf("check run conclusion %q, want %q", got, tc.conclusion)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/inspecthq/inspect/app/ghwrite"
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/app/verdict"
 	"github.com/inspecthq/inspect/config"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
@@ -179,14 +180,14 @@ func (h *Handler) push(ctx context.Context, c *github.Client, sess store.Session
 	if !asRequester {
 		prs = c.PullRequests
 	}
-	number, err := h.ensurePR(ctx, prs, sess, branch, base, d, body)
+	number, err := h.ensurePR(ctx, prs, sess, branch, base, d, body, ev)
 	if errors.Is(err, ghwrite.ErrDraftsNotSupported) {
 		// The repository's visibility and its owner's plan allow no
 		// drafts: a ready pull request instead, saying what the draft
 		// state would have (decision 0009).
 		facts.DraftsRefused = true
 		d = policy.DecideDestination(facts)
-		number, err = h.ensurePR(ctx, prs, sess, branch, base, d, body)
+		number, err = h.ensurePR(ctx, prs, sess, branch, base, d, body, ev)
 	}
 	if err != nil && asRequester && ghwrite.IsUserTokenRefusal(err) {
 		// Revoked, not allowed to write, or (404) unable to see the
@@ -195,7 +196,7 @@ func (h *Handler) push(ctx context.Context, c *github.Client, sess store.Session
 		zerolog.Ctx(ctx).Info().Err(err).Msg("GitHub refused the requester's token; the App opens the PR")
 		asRequester = false
 		body += render.OpenedByTheAppNote(sess.RequesterLogin)
-		number, err = h.ensurePR(ctx, c.PullRequests, sess, branch, base, d, body)
+		number, err = h.ensurePR(ctx, c.PullRequests, sess, branch, base, d, body, ev)
 	}
 	if err != nil {
 		return "", 0, err
@@ -214,11 +215,13 @@ func (h *Handler) push(ctx context.Context, c *github.Client, sess store.Session
 }
 
 // ensurePR opens the session's pull request from head into base as d
-// says, or finds the one an earlier try opened (ghwrite.EnsurePR).
-func (h *Handler) ensurePR(ctx context.Context, prs ghwrite.PullRequestOpener, sess store.Session, head, base string, d policy.Destination, body string) (int, error) {
+// says, or finds the one an earlier try opened (ghwrite.EnsurePR). An
+// unverified one's title and note say why, by the verdict over ev.
+func (h *Handler) ensurePR(ctx context.Context, prs ghwrite.PullRequestOpener, sess store.Session, head, base string, d policy.Destination, body string, ev contract.Evidence) (int, error) {
 	title := render.PRTitle(sess)
 	if d.Unverified {
-		title, body = render.UnverifiedPRTitle(sess), render.UnverifiedPRNote(config.UnverifiedLabel)+body
+		reason := verdict.Of(ev).Reason
+		title, body = render.UnverifiedPRTitle(sess, reason), render.UnverifiedPRNote(config.UnverifiedLabel, reason)+body
 	}
 	return ghwrite.EnsurePR(ctx, prs, sess.RepoOwner, sess.RepoName, &github.NewPullRequest{
 		Title: github.String(title), Head: github.String(head), Base: github.String(base),

@@ -36,6 +36,10 @@ var templateFuncs = template.FuncMap{
 	// sentence, which quotes commits in backticks) as the answer is.
 	"markdown": renderMarkdown,
 	"bytes":    humanBytes,
+	// fared and flagged are how a test fared against the base in the
+	// words the PR body uses (decision 0081).
+	"fared":   render.FaredWords,
+	"flagged": render.Flagged,
 }
 
 // isInlineImage says an artifact may be shown in the page: a raster image

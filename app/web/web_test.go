@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -921,5 +922,73 @@ func TestSessionPageShowsTheAnswerAsMarkdownApartFromTheOutcome(t *testing.T) {
 	}
 	if strings.Contains(page, "(changed)") {
 		t.Error(`the state reads "done · changed (changed)"`)
+	}
+}
+
+// The session's page shows the comparison with the base as the PR body
+// does (decision 0081): where the base's verify ran, the counts, and each
+// listed test base → change, the flagged ones marked; a test's name, the
+// repository's text, is escaped.
+func TestSessionPageShowsTheComparisonWithTheBase(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	if err := w.st.CreateAttempt(ctx, store.Attempt{ID: "visible-1-a1", SessionID: "visible-1", Number: 1, Deadline: time.Now().Add(time.Hour), Spec: "{}"}, "claim-code-0123456789", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.ClaimAttempt(ctx, "visible-1-a1", "claim-code-0123456789", "token-abcdefghijklmnop", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	result, _ := json.Marshal(contract.ResultUpload{Evidence: contract.Evidence{
+		Commands: []contract.CommandResult{{Phase: contract.PhaseVerify, Name: "test", Argv: []string{"go", "test", "./..."}, ExitCode: 1}},
+		Baseline: &contract.BaselineComparison{Status: contract.BaselineCompared, AttemptID: "visible-1-b1", Reused: true, BaseSHA: "9e8d7c6a5f4e",
+			Verify: []contract.CommandResult{{Phase: contract.PhaseVerify, Name: "test", ExitCode: 1}},
+			Counts: contract.BaselineCounts{NewlyFailing: 1, Fixed: 1, Removed: 1, NotFixed: 1, Passing: 40},
+			Tests: []contract.TestComparison{
+				{Name: "TestLex<script>alert(1)</script>", Base: contract.TestPassed, Change: contract.TestFailed, Fared: contract.TestNewlyFailing},
+				{Name: "TestGone", Base: contract.TestFailed, Fared: contract.TestRemoved},
+				{Name: "TestParse", Base: contract.TestFailed, Change: contract.TestPassed, Fared: contract.TestFixed},
+			},
+			MoreTests:    4,
+			Reproduction: &contract.Reproduction{Why: "no test file in the change"}},
+	}})
+	if _, err := w.st.RecordResult(ctx, "visible-1-a1", string(result), nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.MutateSession(ctx, "visible-1", time.Now(), func(x *store.Session) error {
+		x.AttemptID = "visible-1-a1"
+		return x.End(session.VerificationFailed, "verification_failed", "❌ Verification failed.")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.signIn(t)
+	code, page := w.get(t, "/sessions/visible-1")
+	if code != 200 {
+		t.Fatalf("the page: %d", code)
+	}
+	if got := between(page, `<p id="baseline-run">`, `</p>`); got != "Verify on the base (<code>9e8d7c6a5f4e</code>) is reused from an earlier attempt's run, <code>visible-1-b1</code>. There: test exit 1." {
+		t.Errorf("where the base's verify ran: %q", got)
+	}
+	if got := between(page, `<p id="baseline-counts">`, `</p>`); got != "1 fixed, 0 still failing, 1 newly failing, 1 not fixed, 1 removed, 0 skipped, 0 added, 40 passing throughout." {
+		t.Errorf("the counts: %q", got)
+	}
+	table := between(page, `<table id="baseline">`, `</table>`)
+	rows := strings.Split(between(table, "<tbody>\n", "</tbody>"), "\n")
+	want := []string{
+		`<tr class="flagged"><td><code>TestLex&lt;script&gt;alert(1)&lt;/script&gt;</code></td><td>passed</td><td>failed</td><td><strong>newly failing</strong></td></tr>`,
+		`<tr class="flagged"><td><code>TestGone</code></td><td>failed</td><td>did not run</td><td><strong>not fixed: removed</strong></td></tr>`,
+		`<tr><td><code>TestParse</code></td><td>failed</td><td>passed</td><td>fixed</td></tr>`,
+		``,
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("the table's rows\n got %q\nwant %q", rows, want)
+	}
+	if strings.Contains(page, "<script>alert") {
+		t.Error("a test's name reached the page able to act")
+	}
+	if !strings.Contains(page, "4 more tests are not listed.") {
+		t.Error("the tests past the comparison's cap are not counted")
+	}
+	if got := between(page, `<p id="reproduction">`, `</p>`); got != "<strong>Not reproduced</strong>: no test file in the change." {
+		t.Errorf("the reproduction: %q", got)
 	}
 }

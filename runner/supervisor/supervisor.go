@@ -377,6 +377,9 @@ type session struct {
 	// directories (phaseviews.go), from when setup has run until verify
 	// takes them.
 	verifyMounts []sandbox.Mount
+	// reproduce is the reproduce run's state (reproduce.go), when the
+	// spec asks for one.
+	reproduce reproduceState
 	// setupOut is what setup left outside the change, as it left it
 	// (setupoutputs.go): verify gets it, the agent's edits to it not.
 	setupOut *setupOutputs
@@ -438,6 +441,7 @@ func (s *session) run(ctx context.Context) {
 	defer s.closeBudget()      // after the services and every command: they run within it
 	defer s.closeEnvironment() // after the services: they run within it
 	defer s.stopServices()
+	defer s.reproduceNotRun() // before the services stop: it only writes the evidence
 	s.enter(contract.PhasePrepare, "preparing the workspace at "+s.spec.PinnedSHA[:12])
 	if !s.prepare(ctx) {
 		return
@@ -500,6 +504,7 @@ func (s *session) run(ctx context.Context) {
 	if !s.collect(ctx) {
 		return
 	}
+	s.planReproduce()
 
 	if len(s.spec.Verify) > 0 {
 		s.enter(contract.PhaseVerify, fmt.Sprintf("verifying the change (%d commands)", len(s.spec.Verify)))
@@ -513,6 +518,7 @@ func (s *session) run(ctx context.Context) {
 			s.fail(ctx, "building the verify workspace", err)
 			return
 		}
+		s.prepareReproduce(ctx) // before verify's commands touch what setup left
 		s.verifyStart = fsNow(s.ws.dir)
 		if !s.enterVerifyViews(ctx) {
 			return
@@ -540,9 +546,12 @@ func (s *session) run(ctx context.Context) {
 	if len(failed) > 0 {
 		s.ev.Outcome = contract.OutcomeVerifyFailed
 		s.ev.Reason = "verification failed: " + strings.Join(failed, "; ")
-		return
+	} else {
+		s.ev.Outcome = contract.OutcomeOK
 	}
-	s.ev.Outcome = contract.OutcomeOK
+	// Reproduce first (reproduce.go): verify again, on the pinned commit
+	// with only the change's test files; the outcome stays verify's.
+	s.runReproduce(ctx)
 }
 
 // prepare fetches the pinned commit into a new workspace and writes the

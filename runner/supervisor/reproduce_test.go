@@ -1,0 +1,131 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inspecthq/inspect/contract"
+	"github.com/inspecthq/inspect/runner/internal/channeltest"
+)
+
+// reproducingAgent fixes Add, adds a test that fails without the fix,
+// changes the existing test file and deletes a file that is not a test.
+const reproducingAgent = `set -eu
+sed -i 's/return a + b + 1/return a + b/' calc.go
+rm obsolete.txt
+cat > calc_zero_test.go <<'GO'
+package widgets
+
+import "testing"
+
+func TestAddZero(t *testing.T) {
+	if got := Add(0, 0); got != 0 {
+		t.Errorf("Add(0, 0) = %d, want 0", got)
+	}
+}
+GO
+printf '\n// The tests above.\n' >> calc_test.go
+`
+
+// Reproduce first (decision 0082): verify runs again on the pinned commit
+// with only the change's test files. There the test the change adds fails
+// (and so does the existing TestAdd: calc.go is the pinned one), while
+// the change itself, its commands and its tests stay as verify left them.
+func TestTheReproduceRunHasTheChangesTestsWithoutItsFix(t *testing.T) {
+	ch := channeltest.New(t)
+	ch.SeedGoRepo()
+	sha := ch.Seed(map[string]string{"agent/reproduce.sh": reproducingAgent})
+	spec := ch.Spec("sess-r1", "sess-r1-a1", sha, []string{"sh", "agent/reproduce.sh"},
+		command("test", 5*time.Minute, "go", "test", "-json", "./..."),
+		// The pinned commit's file, which the change deletes, is there.
+		command("obsolete", time.Minute, "sh", "-c", "test -e obsolete.txt && echo obsolete-present || echo obsolete-absent"))
+	spec.Reproduce = true
+	h := newHarness(t, ch, spec)
+	u := h.result(t, h.run(t, context.Background()))
+	ev := u.Evidence
+	if ev.Outcome != contract.OutcomeOK || ev.Partial {
+		t.Fatalf("outcome %s (partial %v): %s\n%+v", ev.Outcome, ev.Partial, ev.Reason, ev.Commands)
+	}
+	// The session's own commands and tests are the agent's and verify's.
+	var names []string
+	for _, c := range ev.Commands {
+		names = append(names, string(c.Phase)+":"+c.Name)
+	}
+	if want := []string{"agent:agent", "verify:test", "verify:obsolete"}; !slices.Equal(names, want) {
+		t.Errorf("commands %v, want %v", names, want)
+	}
+	if !strings.Contains(ev.Commands[2].OutputTail, "obsolete-absent") {
+		t.Errorf("verify saw the file the change deletes: %q", ev.Commands[2].OutputTail)
+	}
+	if ev.Tests == nil || ev.Tests.Failed != 0 || ev.Tests.Passed != 3 {
+		t.Errorf("verify's tests %+v", ev.Tests)
+	}
+	var paths []string
+	for _, f := range u.Manifest.Files {
+		paths = append(paths, f.Path)
+	}
+	slices.Sort(paths)
+	if want := []string{"calc.go", "calc_test.go", "calc_zero_test.go", "obsolete.txt"}; !slices.Equal(paths, want) {
+		t.Errorf("the change %v, want %v", paths, want)
+	}
+
+	run := ev.Reproduce
+	if run == nil || run.Skipped != "" {
+		t.Fatalf("reproduce run %+v", run)
+	}
+	if want := []string{"calc_test.go", "calc_zero_test.go"}; !slices.Equal(slices.Sorted(slices.Values(run.TestFiles)), want) {
+		t.Errorf("test files %v, want %v", run.TestFiles, want)
+	}
+	names = nil
+	for _, c := range run.Commands {
+		names = append(names, string(c.Phase)+":"+c.Name)
+	}
+	if want := []string{"verify:test", "verify:obsolete"}; !slices.Equal(names, want) || run.Commands[0].ExitCode == 0 {
+		t.Fatalf("reproduce commands %v (%+v), want %v failing first", names, run.Commands, want)
+	}
+	if !strings.Contains(run.Commands[1].OutputTail, "obsolete-present") {
+		t.Errorf("the reproduce run lacks the pinned commit's file the change deletes: %q", run.Commands[1].OutputTail)
+	}
+	got := map[string]contract.TestOutcome{}
+	if run.Tests != nil {
+		for _, r := range run.Tests.Results {
+			got[r.Name] = r.Outcome
+		}
+	}
+	want := map[string]contract.TestOutcome{"example.com/widgets.TestAdd": contract.TestFailed,
+		"example.com/widgets.TestSub": contract.TestPassed, "example.com/widgets.TestAddZero": contract.TestFailed}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("reproduce tests %v, want %v", got, want)
+	}
+	r := contract.Reproduce(run, ev.Tests)
+	if !r.Reproduced || !slices.Contains(r.Tests, "example.com/widgets.TestAddZero") {
+		t.Errorf("judged %+v", r)
+	}
+}
+
+// A change with no test file has nothing to reproduce with: no run.
+func TestAChangeWithoutATestFileSkipsTheReproduceRun(t *testing.T) {
+	ch := channeltest.New(t)
+	sha := ch.SeedGoRepo()
+	spec := ch.Spec("sess-r2", "sess-r2-a1", sha, []string{"sh", "agent/fix.sh"},
+		command("test", 5*time.Minute, "go", "test", "-json", "./..."))
+	spec.Reproduce = true
+	h := newHarness(t, ch, spec)
+	ev := h.result(t, h.run(t, context.Background())).Evidence
+	if ev.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s", ev.Outcome, ev.Reason)
+	}
+	if ev.Reproduce == nil || ev.Reproduce.Skipped != contract.ReproduceSkippedNoTestFile || len(ev.Reproduce.Commands) != 0 || ev.Reproduce.Tests != nil {
+		t.Errorf("reproduce %+v", ev.Reproduce)
+	}
+	if len(ev.Commands) != 2 {
+		t.Errorf("commands %+v", ev.Commands)
+	}
+	if r := contract.Reproduce(ev.Reproduce, ev.Tests); r.Reproduced || r.Why != contract.ReproduceNoTestFile {
+		t.Errorf("judged %+v", r)
+	}
+}

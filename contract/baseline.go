@@ -273,7 +273,7 @@ const buildFailedSuffix = " [build failed]"
 func Reproduce(run *ReproduceRun, change *TestSummary) Reproduction {
 	switch {
 	case run == nil:
-		return Reproduction{Why: ReproduceDidNotRun + ": the supervisor reported no reproduce run"}
+		return Reproduction{Why: ReproduceDidNotRun + ": the attempt reported none"}
 	case run.Skipped == ReproduceSkippedNoTestFile || run.Skipped == ReproduceSkippedNoChange:
 		return Reproduction{Why: ReproduceNoTestFile}
 	case run.Skipped != "":

@@ -18,7 +18,7 @@ func TestReproduce(t *testing.T) {
 		tests  []string
 		why    string
 	}{
-		{"no run reported", nil, sum(pass("p.TestA")), nil, ReproduceDidNotRun + ": the supervisor reported no reproduce run"},
+		{"no run reported", nil, sum(pass("p.TestA")), nil, ReproduceDidNotRun + ": the attempt reported none"},
 		{"no test file", &ReproduceRun{Skipped: ReproduceSkippedNoTestFile}, sum(pass("p.TestA")), nil, ReproduceNoTestFile},
 		{"nothing changed", &ReproduceRun{Skipped: ReproduceSkippedNoChange}, nil, nil, ReproduceNoTestFile},
 		{"no verify", &ReproduceRun{TestFiles: []string{"a_test.go"}, Skipped: ReproduceSkippedNoVerify}, nil, nil, ReproduceDidNotRun + ": " + ReproduceSkippedNoVerify},

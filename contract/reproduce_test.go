@@ -2,6 +2,7 @@ package contract
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -42,5 +43,23 @@ func TestReproduce(t *testing.T) {
 				t.Errorf("got %+v; want tests %q, why %q", got, c.tests, c.why)
 			}
 		})
+	}
+}
+
+// A reproduce run is validated as the rest of the evidence is: its test
+// files as paths, its commands and tests as verify's, its why as a reason.
+func TestTheReproduceRunIsValidated(t *testing.T) {
+	e := validEvidence()
+	e.Reproduce = &ReproduceRun{TestFiles: []string{"calc_test.go"}, Commands: []CommandResult{{Phase: PhaseVerify, Name: "test", Argv: []string{"go", "test"}}},
+		Tests: &TestSummary{Failed: 1, Results: []TestResult{{Name: "p.TestA", Outcome: TestFailed}}}}
+	if err := e.Validate(); err != nil {
+		t.Fatalf("a sound run: %v", err)
+	}
+	e.Reproduce = &ReproduceRun{TestFiles: []string{"../calc_test.go"}, Commands: []CommandResult{{Name: "test"}}, Skipped: "a\x00b"}
+	err := e.Validate()
+	for _, want := range []string{"reproduce.test_files[0]", "reproduce.commands[0]", "reproduce.skipped"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v does not name %s", err, want)
+		}
 	}
 }

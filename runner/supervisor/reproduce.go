@@ -91,7 +91,7 @@ func (s *session) prepareReproduce(ctx context.Context) {
 	}
 	if err := s.buildReproduceWorkspace(ctx); err != nil {
 		s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("building the reproduce workspace")
-		s.ev.Reproduce.Skipped = "its workspace could not be built: " + s.red.Redact(err.Error())
+		s.ev.Reproduce.Skipped = cleanText("its workspace could not be built: "+s.red.Redact(err.Error()), contract.MaxReasonBytes)
 	}
 }
 
@@ -225,7 +225,7 @@ func (s *session) runReproduce(ctx context.Context) {
 		}
 		s.testOutputs = s.testOutputs[:outputs]
 		if s.ev.Outcome != outcome || s.ev.Partial != partial {
-			run.Skipped = "it was cut short: " + s.ev.Reason
+			run.Skipped = cleanText("it was cut short: "+s.ev.Reason, contract.MaxReasonBytes)
 		}
 		s.ev.Outcome, s.ev.Reason, s.ev.Limit, s.ev.Partial = outcome, reason, limit, partial
 	}()

@@ -129,3 +129,35 @@ func TestAChangeWithoutATestFileSkipsTheReproduceRun(t *testing.T) {
 		t.Errorf("judged %+v", r)
 	}
 }
+
+// The reproduce run is bounded by the session's deadline, and a run the
+// deadline cuts short leaves the session's outcome verify's: here verify
+// passes at once with the change's fix.txt, and on the base, without it,
+// the same command waits past the deadline.
+func TestAReproduceRunPastTheDeadlineKeepsVerifysOutcome(t *testing.T) {
+	ch := channeltest.New(t)
+	ch.SeedGoRepo()
+	sha := ch.Seed(map[string]string{"agent/fix-and-test.sh": "set -eu\necho fixed > fix.txt\necho 'package widgets' > fix_test.go\n"})
+	spec := ch.Spec("sess-r3", "sess-r3-a1", sha, []string{"sh", "agent/fix-and-test.sh"},
+		command("check", 10*time.Minute, "sh", "-c", "test -e fix.txt || exec sleep 600"))
+	spec.Reproduce = true
+	spec.Limits.Timeout = contract.Duration(30 * time.Second)
+	h := newHarness(t, ch, spec)
+	ev := h.result(t, h.run(t, context.Background())).Evidence
+	if ev.Outcome != contract.OutcomeOK || ev.Partial || ev.Reason != "" {
+		t.Fatalf("outcome %s (partial %v): %s", ev.Outcome, ev.Partial, ev.Reason)
+	}
+	run := ev.Reproduce
+	if run == nil || !strings.HasPrefix(run.Skipped, "it was cut short: the session's deadline passed") {
+		t.Fatalf("reproduce run %+v", run)
+	}
+	if len(run.Commands) != 1 || !run.Commands[0].TimedOut {
+		t.Errorf("reproduce commands %+v", run.Commands)
+	}
+	if len(ev.Commands) != 2 || ev.Commands[1].ExitCode != 0 {
+		t.Errorf("commands %+v", ev.Commands)
+	}
+	if r := contract.Reproduce(run, ev.Tests); r.Reproduced || !strings.HasPrefix(r.Why, contract.ReproduceDidNotRun+": it was cut short") {
+		t.Errorf("judged %+v", r)
+	}
+}

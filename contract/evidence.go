@@ -243,6 +243,9 @@ type ReproduceRun struct {
 	// Commands are the verify commands as they ended there.
 	Commands []CommandResult `json:"commands,omitempty"`
 	Tests    *TestSummary    `json:"tests,omitempty"`
+	// Services are the services started afresh for it, as verify's are
+	// (decision 0082); they are not among the evidence's Services.
+	Services []ServiceResult `json:"services,omitempty"`
 	// Skipped says why it did not run (no test file in the change, no
 	// verify command, the change not verified).
 	Skipped string `json:"skipped,omitempty"`
@@ -574,6 +577,7 @@ func (r *ReproduceRun) validate(f *faults, prefix string) {
 	if r.Tests != nil {
 		r.Tests.validate(f, at(prefix, "tests"))
 	}
+	validateServiceResults(f, at(prefix, "services"), r.Services)
 	checkText(f, at(prefix, "skipped"), r.Skipped, MaxReasonBytes, false)
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/inspecthq/inspect/contract"
@@ -215,9 +216,19 @@ func (s *session) runReproduce(ctx context.Context) {
 	}
 	run := s.ev.Reproduce
 	s.reproduce.ran = true
+	// Verify's services go first, whole (recording how they ended), and
+	// the run gets its own views and a fresh environment, as verify did
+	// (phaseviews.go).
+	s.stopServices()
 	outcome, reason, limit, partial := s.ev.Outcome, s.ev.Reason, s.ev.Limit, s.ev.Partial
-	commands, outputs := len(s.ev.Commands), len(s.testOutputs)
+	commands, outputs, services := len(s.ev.Commands), len(s.testOutputs), len(s.ev.Services)
 	defer func() {
+		// Its services end with it, and are its own, not the session's.
+		s.stopServices()
+		run.Services = append([]contract.ServiceResult(nil), s.ev.Services[services:]...)
+		s.ev.Services = s.ev.Services[:services]
+		// Their indexes were into s.ev.Services: nothing may look them up.
+		s.stoppedServices = slices.DeleteFunc(s.stoppedServices, func(svc *service) bool { return svc.index >= services })
 		run.Commands = append([]contract.CommandResult(nil), s.ev.Commands[commands:]...)
 		s.ev.Commands = s.ev.Commands[:commands]
 		if run.Tests == nil && len(s.testOutputs) > outputs {
@@ -229,9 +240,6 @@ func (s *session) runReproduce(ctx context.Context) {
 		}
 		s.ev.Outcome, s.ev.Reason, s.ev.Limit, s.ev.Partial = outcome, reason, limit, partial
 	}()
-	// Verify's services go first, whole, and the run gets its own views
-	// and a fresh environment, as verify did (phaseviews.go).
-	s.stopServices()
 	s.enter(contract.PhaseVerify, fmt.Sprintf("reproducing: verify on the pinned commit with the change's %d test files", len(run.TestFiles)))
 	if s.reproduce.mounts != nil {
 		s.mounts, s.reproduce.mounts = s.reproduce.mounts, nil

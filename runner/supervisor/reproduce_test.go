@@ -161,3 +161,47 @@ func TestAReproduceRunPastTheDeadlineKeepsVerifysOutcome(t *testing.T) {
 		t.Errorf("judged %+v", r)
 	}
 }
+
+// The reproduce run gets what setup left in the workspace as setup left
+// it (not the agent's edit there), and services of its own, fresh on its
+// workspace in a fresh environment (verify's port is free again), kept
+// apart from the session's.
+func TestTheReproduceRunGetsSetupsOutputsAndFreshServices(t *testing.T) {
+	ch := channeltest.New(t)
+	sha := ch.Seed(map[string]string{
+		".gitignore":     "node_modules/\n",
+		"svc/greeter.pl": perlServe,
+		"test/ask.pl":    perlAsk,
+		// A test file for the change, and the agent's edit of what setup
+		// installed, which the service prefers.
+		"agent/edit.sh": "#!/bin/sh\nset -e\necho 'one more' > test/cases.txt\necho hello > node_modules/greeting/local.txt\n",
+	})
+	spec := ch.Spec("sess-r4", "sess-r4-a1", sha, []string{"sh", "agent/edit.sh"},
+		command("greets", time.Minute, "perl", "test/ask.pl", "7100", "goodbye"))
+	spec.Setup = []contract.Command{command("install", time.Minute, "sh", "-c", "mkdir -p node_modules/greeting && echo goodbye > node_modules/greeting/index.txt")}
+	spec.Services = []contract.Service{{
+		Name:         "greeter",
+		Argv:         []string{"perl", "svc/greeter.pl", "7100", "node_modules/greeting/local.txt", "node_modules/greeting/index.txt"},
+		Ready:        contract.ServiceReady{TCP: 7100},
+		ReadyTimeout: contract.Duration(30 * time.Second),
+	}}
+	spec.Reproduce = true
+	h := newHarness(t, ch, spec)
+	ev := h.result(t, h.run(t, context.Background())).Evidence
+	if ev.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s (%s)\ncommands %+v", ev.Outcome, ev.Reason, ev.Commands)
+	}
+	run := ev.Reproduce
+	if run == nil || run.Skipped != "" || len(run.Commands) != 1 {
+		t.Fatalf("reproduce run %+v", run)
+	}
+	if c := run.Commands[0]; c.ExitCode != 0 || !strings.Contains(c.OutputTail, "7100 answered: goodbye") {
+		t.Errorf("the reproduce run's test: %+v, want its service to answer setup's goodbye", c)
+	}
+	if len(run.Services) != 1 || !run.Services[0].Ready || run.Services[0].Phase != contract.PhaseVerify {
+		t.Errorf("the reproduce run's services %+v", run.Services)
+	}
+	if len(ev.Services) != 1 || !ev.Services[0].Ready {
+		t.Errorf("the session's services %+v, want verify's greeter alone", ev.Services)
+	}
+}

@@ -32,6 +32,26 @@ func TestReproduceBugsFollowsTheIssuesLabels(t *testing.T) {
 	}
 }
 
+// A pull request's labels count as an issue's; a repair of a failing
+// check is a bug whatever its labels.
+func TestReproduceBugsFollowsAPullRequestsLabelsAndRepairs(t *testing.T) {
+	const cfg = agentConfig + "reproduce:\n  when: bugs\n"
+	h, ex := newSessionHarness(t)
+	h.gh.CommitFiles(owner, repoName, "main", map[string]string{".github/inspect.yml": cfg}, "reproduce bugs")
+	withRealPR(t, h)
+	h.gh.SetIssueLabels(owner, repoName, prNumber, "BUG")
+	if _, spec := startOnPR(t, h, ex, "/inspect fix it"); !spec.Reproduce {
+		t.Error("a pull request labelled BUG: the spec does not ask for a reproduction")
+	}
+
+	h, ex, head := newRepairHarness(t, repairConfig+"reproduce:\n  when: bugs\n")
+	h.failCheck("ci/test", head, prNumber)
+	h.afterDebounce()
+	if spec := h.claim(ex.last(t)).spec(); !spec.Reproduce {
+		t.Error("a repair: the spec does not ask for a reproduction")
+	}
+}
+
 // addingAgent fixes Add and adds a test that fails without the fix.
 const addingAgent = `set -eu
 sed -i 's/return a + b + 1/return a + b/' calc.go

@@ -114,7 +114,7 @@ type RepoReproduce struct {
 // ReproduceFor says whether a session asks for a reproduction: with
 // when: always every session, with bugs a repair (a failing check is a
 // defect) or one whose issue or pull request carries one of the bug
-// labels (ASCII case ignored, as GitHub matches label names).
+// labels (case ignored, as GitHub matches label names).
 func (r Repo) ReproduceFor(labels []string, repair bool) bool {
 	switch r.Reproduce.When {
 	case ReproduceAlways:

@@ -68,9 +68,28 @@ func TestAddZero(t *testing.T) {
 GO
 `
 
+// passingAgent fixes Add and adds a test that passes without the fix:
+// the base's TestAdd fails there too, but it is not the change's test.
+const passingAgent = `set -eu
+sed -i 's/return a + b + 1/return a + b/' calc.go
+cat > calc_more_test.go <<'GO'
+package widgets
+
+import "testing"
+
+func TestAddIsNotZero(t *testing.T) {
+	if Add(2, 2) == 0 {
+		t.Error("Add(2, 2) = 0")
+	}
+}
+GO
+`
+
 // Reproduce first, for real (decision 0082): with reproduce: {when:
 // always}, a change that fixes the bug without a test is not reproduced,
-// and says why; one that adds a test failing on the base is, naming it.
+// and says why, and so is one whose added test passes on the base (the
+// base's own failing TestAdd, in a file the change left alone, does not
+// count); one that adds a test failing on the base is, naming it.
 // The judgement is kept in the stored evidence, as its baseline's.
 func TestRealReproduceFirstJudgesTheChangesTest(t *testing.T) {
 	for _, c := range []struct {
@@ -79,6 +98,7 @@ func TestRealReproduceFirstJudgesTheChangesTest(t *testing.T) {
 		want  contract.Reproduction
 	}{
 		{"no test", "", contract.Reproduction{Why: contract.ReproduceNoTestFile}},
+		{"a passing test", passingAgent, contract.Reproduction{Why: contract.ReproduceNoFailing}},
 		{"a failing test", addingAgent, contract.Reproduction{Reproduced: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -116,8 +136,8 @@ reproduce:
 			if got.Reproduced != c.want.Reproduced || got.Why != c.want.Why {
 				t.Fatalf("reproduction %+v, want %+v; the reproduce run: %+v", got, c.want, up.Evidence.Reproduce)
 			}
-			if c.want.Reproduced && !slices.Contains(got.Tests, "example.com/widgets.TestAddZero") {
-				t.Errorf("the reproducing tests %q lack the added one", got.Tests)
+			if c.want.Reproduced && !slices.Equal(got.Tests, []string{"example.com/widgets.TestAddZero"}) {
+				t.Errorf("the reproducing tests %q, want the added one alone", got.Tests)
 			}
 		})
 	}

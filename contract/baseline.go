@@ -264,11 +264,18 @@ const buildFailedSuffix = " [build failed]"
 // Reproduce judges the reproduce-first check (repo config `reproduce:`)
 // from the supervisor's reproduce run (verify on the pinned commit with
 // only the change's test files) and the change's own tests: reproduced
-// when the change touched a test file and at least one named test failed
-// in that run and passed with the change. A Go package whose new test
+// when the change touched a test file and at least one named test of it
+// failed in that run and passed with the change.
+//
+// A test is the change's when the runner located its failure in one of
+// the change's test files (TestFailure.File): a test that already failed
+// on the base in a file the change left alone is not a reproduction, nor
+// is a test the change adds that passes there. Where the runner located
+// none of the run's failures, it cannot tell, and every test that failed
+// there and passed with the change counts. A Go package whose new test
 // does not build without the change ("<package> [build failed]" in the
-// run) counts as one such test when the change builds it and its tests
-// pass: that is how a test of a function the change adds fails on the
+// run) counts as one such test when the change builds it and a test of it
+// passes: that is how a test of a function the change adds fails on the
 // base. It is pure: the app calls it at report time.
 func Reproduce(run *ReproduceRun, change *TestSummary) Reproduction {
 	switch {
@@ -305,6 +312,20 @@ func Reproduce(run *ReproduceRun, change *TestSummary) Reproduction {
 	if len(base) == 0 && len(changeOf) == 0 {
 		return Reproduction{Why: ReproduceNoNamedTests}
 	}
+	// Where each failure of the run is, when the runner said.
+	fileOf := map[string]string{}
+	if run.Tests != nil {
+		for _, f := range run.Tests.Failures {
+			if f.File != "" {
+				fileOf[f.Name] = f.File
+			}
+		}
+	}
+	touched := map[string]bool{}
+	for _, p := range run.TestFiles {
+		touched[p] = true
+	}
+	theChanges := func(name string) bool { return len(fileOf) == 0 || touched[fileOf[name]] }
 	baseOf := map[string]TestOutcome{}
 	var order []string
 	for _, r := range base {
@@ -319,7 +340,9 @@ func Reproduce(run *ReproduceRun, change *TestSummary) Reproduction {
 			continue
 		}
 		if changeOf[name] == TestPassed {
-			tests = append(tests, name)
+			if theChanges(name) {
+				tests = append(tests, name)
+			}
 			continue
 		}
 		if pkg, ok := strings.CutSuffix(name, buildFailedSuffix); ok && changeOf[name] == "" && pkgPassed[pkg] {

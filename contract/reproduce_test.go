@@ -32,6 +32,22 @@ func TestReproduce(t *testing.T) {
 		{"removed by the change", ran(sum(fail("p.TestNew"))), sum(pass("p.TestOther")), nil, ReproduceNoFailing},
 		{"the worse of two reports", ran(sum(pass("p.TestNew"), fail("p.TestNew"))), sum(pass("p.TestNew"), fail("p.TestNew")), nil, ReproduceNoFailing},
 		{"two, in the run's order", ran(sum(fail("p.TestB"), fail("p.TestA"), fail("p.TestC"))), sum(pass("p.TestA"), pass("p.TestB"), fail("p.TestC")), []string{"p.TestB", "p.TestA"}, ""},
+		{"located in the change's test file", &ReproduceRun{TestFiles: []string{"p/new_test.go"}, Tests: &TestSummary{
+			Results:  []TestResult{fail("p.TestOld"), fail("p.TestNew")},
+			Failures: []TestFailure{{Name: "p.TestOld", File: "p/old_test.go"}, {Name: "p.TestNew", File: "p/new_test.go"}}}},
+			sum(pass("p.TestOld"), pass("p.TestNew")), []string{"p.TestNew"}, ""},
+		{"only an old failure, in a file the change left alone", &ReproduceRun{TestFiles: []string{"p/new_test.go"}, Tests: &TestSummary{
+			Results:  []TestResult{fail("p.TestOld"), pass("p.TestNew")},
+			Failures: []TestFailure{{Name: "p.TestOld", File: "p/old_test.go"}}}},
+			sum(pass("p.TestOld"), pass("p.TestNew")), nil, ReproduceNoFailing},
+		{"located elsewhere, unlocated here", &ReproduceRun{TestFiles: []string{"p/new_test.go"}, Tests: &TestSummary{
+			Results:  []TestResult{fail("p.TestOld"), fail("p.TestNew")},
+			Failures: []TestFailure{{Name: "p.TestOld", File: "p/old_test.go"}, {Name: "p.TestNew"}}}},
+			sum(pass("p.TestOld"), pass("p.TestNew")), nil, ReproduceNoFailing},
+		{"a package that builds only with the change, among located failures", &ReproduceRun{TestFiles: []string{"p/new_test.go"}, Tests: &TestSummary{
+			Results:  []TestResult{fail("p.TestOld"), fail("example.com/m/p [build failed]")},
+			Failures: []TestFailure{{Name: "p.TestOld", File: "p/old_test.go"}, {Name: "example.com/m/p [build failed]"}}}},
+			sum(pass("p.TestOld"), pass("example.com/m/p.TestNew")), []string{"example.com/m/p [build failed]"}, ""},
 		{"a package that builds only with the change", ran(sum(fail("example.com/m/p [build failed]"))), sum(pass("example.com/m/p.TestNew")), []string{"example.com/m/p [build failed]"}, ""},
 		{"a package that builds nowhere", ran(sum(fail("example.com/m/p [build failed]"))), sum(fail("example.com/m/p [build failed]")), nil, ReproduceNoFailing},
 		{"a package whose tests fail with the change", ran(sum(fail("example.com/m/p [build failed]"))), sum(fail("example.com/m/p.TestNew")), nil, ReproduceNoFailing},

@@ -138,6 +138,9 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 	if pr != nil && pr.Comments != nil {
 		comments = pr.GetComments()
 	}
+	// Reproduce first (decision 0082), from the labels the issue or pull
+	// request carried when it was read above: no request of its own.
+	spec.Reproduce = cfg.ReproduceFor(targetLabels(issue, pr), sess.TriggerKind == session.KindRepair)
 	// The session's context: the store, our bot's login and the app's
 	// GitHub reads it needs.
 	gatherer := gather.Gatherer{Store: s.store, Bot: s.botLogin(), RoleName: ghclient.RoleName, FailingChecks: failingChecksAs(s.Identity),
@@ -184,6 +187,23 @@ func (s *Service) buildSpec(ctx context.Context, c *github.Client, sess store.Se
 		return contract.Spec{}, "", fmt.Errorf("building the spec: %w", err)
 	}
 	return spec, "", nil
+}
+
+// targetLabels are the names of the labels on the session's issue or pull
+// request (nil for a branch session, which has neither).
+func targetLabels(issue *github.Issue, pr *github.PullRequest) []string {
+	var labels []*github.Label
+	switch {
+	case issue != nil:
+		labels = issue.Labels
+	case pr != nil:
+		labels = pr.Labels
+	}
+	names := make([]string, 0, len(labels))
+	for _, l := range labels {
+		names = append(names, l.GetName())
+	}
+	return names
 }
 
 // keptAgentState names the agent state the session's last attempt kept

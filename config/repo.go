@@ -85,6 +85,57 @@ type Repo struct {
 	// the rule before turns (a later request waits and starts a session
 	// of its own). SteerMode reads it.
 	Steer string `yaml:"steer"`
+	// Reproduce asks that a session's change add or change a test that
+	// fails on the base and passes with the change (decision 0082).
+	Reproduce RepoReproduce `yaml:"reproduce"`
+}
+
+// Reproduce-first modes (repo config reproduce.when).
+const (
+	ReproduceNever  = "never"
+	ReproduceBugs   = "bugs"
+	ReproduceAlways = "always"
+)
+
+// DefaultBugLabels are the issue labels that mean a bug when
+// reproduce.labels is not set.
+var DefaultBugLabels = []string{"bug"}
+
+// RepoReproduce is the repo's reproduce-first choice (decision 0082).
+type RepoReproduce struct {
+	// When is never (the default, ""), bugs (sessions on an issue or pull
+	// request carrying one of Labels, and repairs) or always.
+	When string `yaml:"when"`
+	// Labels are the labels that mean a bug, with when: bugs; unset means
+	// DefaultBugLabels.
+	Labels []string `yaml:"labels"`
+}
+
+// ReproduceFor says whether a session asks for a reproduction: with
+// when: always every session, with bugs a repair (a failing check is a
+// defect) or one whose issue or pull request carries one of the bug
+// labels (case ignored, as GitHub matches label names).
+func (r Repo) ReproduceFor(labels []string, repair bool) bool {
+	switch r.Reproduce.When {
+	case ReproduceAlways:
+		return true
+	case ReproduceBugs:
+		if repair {
+			return true
+		}
+		bugs := r.Reproduce.Labels
+		if bugs == nil {
+			bugs = DefaultBugLabels
+		}
+		for _, l := range labels {
+			for _, b := range bugs {
+				if strings.EqualFold(l, b) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // SteerMode is the repo's steer: setting, validated (interrupt when unset
@@ -404,6 +455,25 @@ func (r Repo) validate() error {
 	if _, err := session.ParseSteerMode(r.Steer); err != nil {
 		add("steer", "%v, not %q", err, r.Steer)
 	}
+	switch r.Reproduce.When {
+	case "", ReproduceNever, ReproduceBugs, ReproduceAlways:
+	default:
+		add("reproduce.when", "must be never, bugs or always, not %q", r.Reproduce.When)
+	}
+	if r.Reproduce.Labels != nil && r.Reproduce.When != ReproduceBugs {
+		add("reproduce.labels", "only applies with reproduce.when: bugs")
+	}
+	if r.Reproduce.Labels != nil && len(r.Reproduce.Labels) == 0 {
+		add("reproduce.labels", "must list at least one label (or be left out for %q)", DefaultBugLabels[0])
+	}
+	if len(r.Reproduce.Labels) > MaxReproduceLabels {
+		add("reproduce.labels", "has %d labels; at most %d", len(r.Reproduce.Labels), MaxReproduceLabels)
+	}
+	for i, l := range r.Reproduce.Labels {
+		if err := validBugLabel(l); err != nil {
+			add(fmt.Sprintf("reproduce.labels[%d]", i), "%v", err)
+		}
+	}
 	if r.Limits.MaxFiles < 0 {
 		add("limits.max_files", "must not be negative")
 	}
@@ -462,6 +532,27 @@ func validLabel(l string) error {
 		return fmt.Errorf("%q has control or invisible characters", l)
 	case len(l) >= len(OutcomeLabelPrefix) && strings.EqualFold(l[:len(OutcomeLabelPrefix)], OutcomeLabelPrefix):
 		return fmt.Errorf("%q starts with %q, which is reserved for Inspect's outcome labels (%s, %s)", l, OutcomeLabelPrefix, OutcomeLabelDone, OutcomeLabelFailed)
+	}
+	return nil
+}
+
+// MaxReproduceLabels caps reproduce.labels.
+const MaxReproduceLabels = 20
+
+// validBugLabel checks a label of reproduce.labels: a label GitHub can
+// hold (1 to MaxLabelChars characters, no leading or trailing space, no
+// invisible characters). Inspect only compares it, so the characters a
+// trigger label may not carry are allowed.
+func validBugLabel(l string) error {
+	switch n := utf8.RuneCountInString(l); {
+	case n == 0:
+		return errors.New("must not be empty")
+	case n > MaxLabelChars:
+		return fmt.Errorf("%q is %d characters long; at most %d", l, n, MaxLabelChars)
+	case strings.TrimSpace(l) != l:
+		return fmt.Errorf("%q must not start or end with a space", l)
+	case strings.IndexFunc(l, func(r rune) bool { return policy.IsHiddenInLine(r) && !policy.IsPresentationSelector(r) }) >= 0:
+		return fmt.Errorf("%q has control or invisible characters", l)
 	}
 	return nil
 }

@@ -1,5 +1,7 @@
 package contract
 
+import "strings"
+
 // The baseline (decision 0080): verify also runs on the base, the pinned
 // commit without the change, in an attempt of its own (KindBaseline) from
 // the same restore, and the app compares each named test's outcome on the
@@ -276,4 +278,121 @@ func worse(a, b TestOutcome) TestOutcome {
 		return b
 	}
 	return a
+}
+
+// Why a reproduce-first check found no reproduction (Reproduction.Why).
+const (
+	ReproduceNoTestFile   = "the change adds or changes no test file"
+	ReproduceNoFailing    = "no test that the change adds or changes fails on the base"
+	ReproduceNoNamedTests = "verify names no tests"
+	// ReproduceDidNotRun is followed by ": " and the run's Skipped.
+	ReproduceDidNotRun = "the reproduce run did not run"
+)
+
+// Why a supervisor did not run the reproduce run (ReproduceRun.Skipped).
+const (
+	ReproduceSkippedNoTestFile = "no test file in the change"
+	ReproduceSkippedNoVerify   = "no verify commands"
+	ReproduceSkippedNoChange   = "the agent changed nothing"
+)
+
+// buildFailedSuffix is how runner/testreport names a Go package that
+// failed to build ("<package> [build failed]").
+const buildFailedSuffix = " [build failed]"
+
+// Reproduce judges the reproduce-first check (repo config `reproduce:`)
+// from the supervisor's reproduce run (verify on the pinned commit with
+// only the change's test files) and the change's own tests: reproduced
+// when the change touched a test file and at least one named test of it
+// failed in that run and passed with the change.
+//
+// A test is the change's when the runner located its failure in one of
+// the change's test files (TestFailure.File): a test that already failed
+// on the base in a file the change left alone is not a reproduction, nor
+// is a test the change adds that passes there. Where the runner located
+// none of the run's failures, it cannot tell, and every test that failed
+// there and passed with the change counts. A Go package whose new test
+// does not build without the change ("<package> [build failed]" in the
+// run) counts as one such test when the change builds it and a test of it
+// passes: that is how a test of a function the change adds fails on the
+// base. It is pure: the app calls it at report time.
+func Reproduce(run *ReproduceRun, change *TestSummary) Reproduction {
+	switch {
+	case run == nil:
+		return Reproduction{Why: ReproduceDidNotRun + ": the attempt reported none"}
+	case run.Skipped == ReproduceSkippedNoTestFile || run.Skipped == ReproduceSkippedNoChange:
+		return Reproduction{Why: ReproduceNoTestFile}
+	case run.Skipped != "":
+		return Reproduction{Why: ReproduceDidNotRun + ": " + run.Skipped}
+	case len(run.TestFiles) == 0:
+		return Reproduction{Why: ReproduceNoTestFile}
+	}
+	var base []TestResult
+	if run.Tests != nil {
+		base = run.Tests.Results
+	}
+	changeOf := map[string]TestOutcome{}
+	pkgPassed := map[string]bool{} // packages with a test passing with the change
+	if change != nil {
+		for _, r := range change.Results {
+			changeOf[r.Name] = worse(changeOf[r.Name], r.Outcome)
+		}
+		for _, r := range change.Results {
+			if changeOf[r.Name] != TestPassed {
+				continue
+			}
+			for i := 0; i < len(r.Name); i++ {
+				if r.Name[i] == '.' {
+					pkgPassed[r.Name[:i]] = true
+				}
+			}
+		}
+	}
+	if len(base) == 0 && len(changeOf) == 0 {
+		return Reproduction{Why: ReproduceNoNamedTests}
+	}
+	// Where each failure of the run is, when the runner said.
+	fileOf := map[string]string{}
+	if run.Tests != nil {
+		for _, f := range run.Tests.Failures {
+			if f.File != "" {
+				fileOf[f.Name] = f.File
+			}
+		}
+	}
+	touched := map[string]bool{}
+	for _, p := range run.TestFiles {
+		touched[p] = true
+	}
+	theChanges := func(name string) bool { return len(fileOf) == 0 || touched[fileOf[name]] }
+	baseOf := map[string]TestOutcome{}
+	var order []string
+	for _, r := range base {
+		if _, ok := baseOf[r.Name]; !ok {
+			order = append(order, r.Name)
+		}
+		baseOf[r.Name] = worse(baseOf[r.Name], r.Outcome)
+	}
+	var tests []string
+	for _, name := range order {
+		if baseOf[name] != TestFailed {
+			continue
+		}
+		if changeOf[name] == TestPassed {
+			if theChanges(name) {
+				tests = append(tests, name)
+			}
+			continue
+		}
+		if pkg, ok := strings.CutSuffix(name, buildFailedSuffix); ok && changeOf[name] == "" && pkgPassed[pkg] {
+			tests = append(tests, name)
+		}
+	}
+	if len(tests) == 0 {
+		return Reproduction{Why: ReproduceNoFailing}
+	}
+	if len(tests) > MaxBaselineTests {
+		tests = tests[:MaxBaselineTests]
+	}
+	return Reproduction{Reproduced: true, Tests: tests}
 }

@@ -243,6 +243,9 @@ type ReproduceRun struct {
 	// Commands are the verify commands as they ended there.
 	Commands []CommandResult `json:"commands,omitempty"`
 	Tests    *TestSummary    `json:"tests,omitempty"`
+	// Services are the services started afresh for it, as verify's are
+	// (decision 0082); they are not among the evidence's Services.
+	Services []ServiceResult `json:"services,omitempty"`
 	// Skipped says why it did not run (no test file in the change, no
 	// verify command, the change not verified).
 	Skipped string `json:"skipped,omitempty"`
@@ -551,6 +554,31 @@ func (e *Evidence) validate(f *faults, prefix string) {
 	}
 	validateArtifacts(f, at(prefix, "artifacts"), e.Artifacts)
 	validateServiceResults(f, at(prefix, "services"), e.Services)
+	if e.Reproduce != nil {
+		e.Reproduce.validate(f, at(prefix, "reproduce"))
+	}
+}
+
+func (r *ReproduceRun) validate(f *faults, prefix string) {
+	if len(r.TestFiles) > HardMaxChangedFiles {
+		f.add(at(prefix, "test_files"), "has %d files, more than the %d allowed", len(r.TestFiles), HardMaxChangedFiles)
+	}
+	for i, p := range r.TestFiles {
+		if err := ValidatePath(p); err != nil {
+			f.add(index(at(prefix, "test_files"), i), "%v", err)
+		}
+	}
+	if len(r.Commands) > MaxEvidenceCommands {
+		f.add(at(prefix, "commands"), "has %d commands, more than the %d allowed", len(r.Commands), MaxEvidenceCommands)
+	}
+	for i, c := range r.Commands {
+		c.validate(f, index(at(prefix, "commands"), i))
+	}
+	if r.Tests != nil {
+		r.Tests.validate(f, at(prefix, "tests"))
+	}
+	validateServiceResults(f, at(prefix, "services"), r.Services)
+	checkText(f, at(prefix, "skipped"), r.Skipped, MaxReasonBytes, false)
 }
 
 func (u *TokenUsage) validate(f *faults, prefix string) {

@@ -97,6 +97,9 @@ type Store interface {
 	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
 	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
 	Artifacts(ctx context.Context, attemptID string) ([]store.Artifact, error)
+	// SetAttemptResult keeps what the app adds to an attempt's stored
+	// result when it reports (the evidence's baseline).
+	SetAttemptResult(ctx context.Context, id, resultJSON string) error
 	// ConversationTurns are the session's conversation (decisions 0071,
 	// 0072): whose turns the commit credits and the PR lists.
 	ConversationTurns(ctx context.Context, sess store.Session) ([]session.Turn, error)
@@ -168,6 +171,12 @@ func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 		return err
 	}
 	up.Evidence.Artifacts = receivedArtifacts(up.Evidence.Artifacts, stored)
+	// The app's judgement of a reproduce-first attempt (reproduce.go).
+	if withReproduction(spec, &up.Evidence) {
+		if err := h.keepBaseline(ctx, a.ID, a.Result, up.Evidence.Baseline); err != nil {
+			return err
+		}
+	}
 	return decide(ctx, &githubSteps{h: h}, sess, spec, up)
 }
 

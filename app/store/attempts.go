@@ -310,6 +310,17 @@ func (s *Store) RecordResult(ctx context.Context, id, resultJSON string, diff *D
 	return first, err
 }
 
+// SetAttemptResult replaces an ended attempt's stored result with what the
+// app adds to it when it reports (the evidence's baseline comparison and
+// reproduce-first judgement, decisions 0080 and 0082), so the check run
+// and the session's page read the same. It changes nothing for an attempt
+// that has no result yet, and keeps when the attempt ended (UpdatedAt).
+func (s *Store) SetAttemptResult(ctx context.Context, id, resultJSON string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE attempts SET result = $2 WHERE id = $1 AND state = $3 AND result <> ''`,
+		id, resultJSON, string(AttemptEnded))
+	return err
+}
+
 // RecordSnapshotResult ends a snapshot build attempt with its result, and
 // records it on the repo's schedule (FinishSnapshotBuild's effect), in one
 // transaction; a repeated upload changes nothing.

@@ -46,6 +46,9 @@ import (
 // the agent's otherwise.
 func (s *session) phaseWorkspace() string {
 	if s.phase == contract.PhaseVerify {
+		if s.reproduce.running {
+			return s.reproduce.dir
+		}
 		return s.verifyDir
 	}
 	return s.ws.work
@@ -58,6 +61,12 @@ func (s *session) phaseWorkspace() string {
 func (s *session) splitPhaseViews() error {
 	uid, gid := int(s.cfg.SandboxUID), int(s.cfg.SandboxGID)
 	verify := append([]sandbox.Mount(nil), s.mounts...)
+	// The reproduce run (reproduce.go) starts from what setup left too,
+	// not from what verify left: a view of its own.
+	var reproduce []sandbox.Mount
+	if s.spec.Reproduce {
+		reproduce = append([]sandbox.Mount(nil), s.mounts...)
+	}
 	for i, m := range s.mounts {
 		if m.ReadOnly || m.File || !strings.HasPrefix(m.Source, s.ws.dir+string(filepath.Separator)) {
 			continue // the identity files, the shared test build cache: never written by a session
@@ -68,28 +77,52 @@ func (s *session) splitPhaseViews() error {
 		}
 		if agent == "" {
 			// No overlay here: the agent keeps the directory itself, and
-			// verify gets a copy of it as it is now.
-			v := filepath.Join(s.ws.dir, "caches", fmt.Sprintf("verify-%d", i))
-			if err := copyTree(m.Source, v); err != nil {
-				return fmt.Errorf("copying %s for verify: %w", m.Target, err)
-			}
-			if err := chownTree(v, uid, gid); err != nil {
+			// verify (and the reproduce run) get a copy of it as it is now.
+			if verify[i].Source, err = s.copyView(m, "verify", i, uid, gid); err != nil {
 				return err
 			}
-			verify[i].Source = v
+			if reproduce != nil {
+				if reproduce[i].Source, err = s.copyView(m, "reproduce", i, uid, gid); err != nil {
+					return err
+				}
+			}
 			continue
 		}
-		v, err := s.phaseView(m.Source, "verify", i)
-		if err != nil {
-			return err
+		phases := []string{"verify"}
+		if reproduce != nil {
+			phases = append(phases, "reproduce")
 		}
-		if v == "" {
-			return fmt.Errorf("the overlay for verify's view of %s could not be mounted", m.Target)
+		for _, phase := range phases {
+			v, err := s.phaseView(m.Source, phase, i)
+			if err != nil {
+				return err
+			}
+			if v == "" {
+				return fmt.Errorf("the overlay for %s's view of %s could not be mounted", phase, m.Target)
+			}
+			if phase == "verify" {
+				verify[i].Source = v
+			} else {
+				reproduce[i].Source = v
+			}
 		}
-		s.mounts[i].Source, verify[i].Source = agent, v
+		s.mounts[i].Source = agent
 	}
-	s.verifyMounts = verify
+	s.verifyMounts, s.reproduce.mounts = verify, reproduce
 	return nil
+}
+
+// copyView copies the writable directory m, for phase, where no overlay
+// can be mounted.
+func (s *session) copyView(m sandbox.Mount, phase string, i, uid, gid int) (string, error) {
+	v := filepath.Join(s.ws.dir, "caches", fmt.Sprintf("%s-%d", phase, i))
+	if err := copyTree(m.Source, v); err != nil {
+		return "", fmt.Errorf("copying %s for %s: %w", m.Target, phase, err)
+	}
+	if err := chownTree(v, uid, gid); err != nil {
+		return "", err
+	}
+	return v, nil
 }
 
 // phaseView mounts an overlay over lower for phase, at a new directory of

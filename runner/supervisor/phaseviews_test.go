@@ -127,6 +127,7 @@ chmod -R u+w "$m"
 sed -i 's/goodbye/hello/' "$m/greet.go"
 grep -h return "$m/greet.go" > seen.txt
 echo 'a line' >> README.md
+echo '// A test file the change touches, for the reproduce run.' >> app_test.go
 `,
 			}
 			for p, c := range proxy {
@@ -146,6 +147,7 @@ echo 'a line' >> README.md
 			} else {
 				spec.Setup = []contract.Command{download}
 			}
+			spec.Reproduce = true // its run (reproduce.go) has views of its own
 			h := newHarness(t, ch, spec)
 			u := h.result(t, h.run(t, context.Background()))
 			ev := u.Evidence
@@ -158,6 +160,11 @@ echo 'a line' >> README.md
 			last := ev.Commands[len(ev.Commands)-1]
 			if last.Phase != contract.PhaseVerify || !strings.Contains(last.OutputTail, `greet.Hello() = "goodbye"`) {
 				t.Errorf("verify's test: %+v, want it to read the dependency setup downloaded", last)
+			}
+			// The reproduce run, on the pinned commit with the change's
+			// test file, reads what setup downloaded too.
+			if r := ev.Reproduce; r == nil || len(r.Commands) != 1 || !strings.Contains(r.Commands[0].OutputTail, `greet.Hello() = "goodbye"`) {
+				t.Errorf("the reproduce run: %+v, want its test to read the dependency setup downloaded", r)
 			}
 		})
 	}

@@ -381,6 +381,9 @@ type session struct {
 	// directories (phaseviews.go), from when setup has run until verify
 	// takes them.
 	verifyMounts []sandbox.Mount
+	// reproduce is the reproduce run's state (reproduce.go), when the
+	// spec asks for one.
+	reproduce reproduceState
 	// setupOut is what setup left outside the change, as it left it
 	// (setupoutputs.go): verify gets it, the agent's edits to it not.
 	setupOut *setupOutputs
@@ -442,6 +445,7 @@ func (s *session) run(ctx context.Context) {
 	defer s.closeBudget()      // after the services and every command: they run within it
 	defer s.closeEnvironment() // after the services: they run within it
 	defer s.stopServices()
+	defer s.reproduceNotRun() // before the services stop: it only writes the evidence
 	s.enter(contract.PhasePrepare, "preparing the workspace at "+s.spec.PinnedSHA[:12])
 	if !s.prepare(ctx) {
 		return
@@ -516,6 +520,7 @@ func (s *session) run(ctx context.Context) {
 	if !s.collect(ctx) {
 		return
 	}
+	s.planReproduce()
 	s.verify(ctx, "verifying the change")
 }
 
@@ -536,6 +541,7 @@ func (s *session) verify(ctx context.Context, what string) {
 			s.fail(ctx, "building the verify workspace", err)
 			return
 		}
+		s.prepareReproduce(ctx) // before verify's commands touch what setup left
 		s.verifyStart = fsNow(s.ws.dir)
 		if !s.enterVerifyViews(ctx) {
 			return
@@ -563,9 +569,12 @@ func (s *session) verify(ctx context.Context, what string) {
 	if len(failed) > 0 {
 		s.ev.Outcome = contract.OutcomeVerifyFailed
 		s.ev.Reason = "verification failed: " + strings.Join(failed, "; ")
-		return
+	} else {
+		s.ev.Outcome = contract.OutcomeOK
 	}
-	s.ev.Outcome = contract.OutcomeOK
+	// Reproduce first (reproduce.go): verify again, on the pinned commit
+	// with only the change's test files; the outcome stays verify's.
+	s.runReproduce(ctx)
 }
 
 // prepare fetches the pinned commit into a new workspace and writes the

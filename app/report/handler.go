@@ -97,9 +97,6 @@ type Store interface {
 	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
 	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
 	Artifacts(ctx context.Context, attemptID string) ([]store.Artifact, error)
-	// SetAttemptResult keeps what the app adds to an attempt's stored
-	// result when it reports (the evidence's baseline).
-	SetAttemptResult(ctx context.Context, id, resultJSON string) error
 	// ConversationTurns are the session's conversation (decisions 0071,
 	// 0072): whose turns the commit credits and the PR lists.
 	ConversationTurns(ctx context.Context, sess store.Session) ([]session.Turn, error)

@@ -218,14 +218,6 @@ func finishBaseline(ctx context.Context, tx *sql.Tx, digest, attemptID string, s
 	return err
 }
 
-// SetAttemptResult replaces an attempt's stored result: the report keeps
-// the evidence it completed (the baseline comparison, decision 0080), so
-// that every reader reads the same.
-func (s *Store) SetAttemptResult(ctx context.Context, id, resultJSON string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE attempts SET result = $2 WHERE id = $1`, id, resultJSON)
-	return err
-}
-
 // SetAttemptClaim gives an attempt that has not started a new claim code
 // (a baseline's is made when it starts: the work that starts it holds no
 // other). False when it has started, been claimed or ended.

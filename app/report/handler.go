@@ -152,7 +152,8 @@ func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 // receivedArtifacts is the evidence's artifact list as the app received
 // the files: a collected entry takes the stored size, type and digest, or
 // is refused when nothing arrived under its name; the supervisor's
-// refusals stay as they are.
+// refusals stay as they are. A screenshot keeps its command's name only
+// while what arrived is an image.
 func receivedArtifacts(listed []contract.Artifact, stored []store.Artifact) []contract.Artifact {
 	byName := make(map[string]store.Artifact, len(stored))
 	for _, a := range stored {
@@ -163,9 +164,12 @@ func receivedArtifacts(listed []contract.Artifact, stored []store.Artifact) []co
 		if l.Refused == "" {
 			got, ok := byName[l.Name]
 			if !ok {
-				l = contract.Artifact{Name: l.Name, Size: l.Size, Refused: "listed by the supervisor, never received"}
+				l = contract.Artifact{Name: l.Name, Size: l.Size, Refused: "listed by the supervisor, never received", Screenshot: l.Screenshot}
 			} else {
-				l = contract.Artifact{Name: l.Name, Size: got.Size, ContentType: got.ContentType, SHA256: got.SHA256}
+				l = contract.Artifact{Name: l.Name, Size: got.Size, ContentType: got.ContentType, SHA256: got.SHA256, Screenshot: l.Screenshot}
+			}
+			if l.Screenshot != "" && !contract.IsScreenshotImage(l.ContentType) {
+				l.Screenshot = "" // the app's sniffing is the word: shown as a file, never as an image
 			}
 		}
 		out = append(out, l)

@@ -475,5 +475,18 @@ func migrations(d dialect) [][]string {
 			)` + clustered,
 			`CREATE INDEX attestations_session ON attestations (session_id)`,
 		},
+		// 22 (issue 37; the integrator may renumber it): the screenshots
+		// of public repositories served without sign-in at their digest
+		// (web.public_screenshot_thumbnails, decision 0083): a digest
+		// names the artifact whose bytes it serves, and nothing else is
+		// served there.
+		{
+			`CREATE TABLE public_screenshots (
+				sha256     TEXT PRIMARY KEY,
+				attempt_id TEXT NOT NULL,
+				name       TEXT NOT NULL,
+				created_at BIGINT NOT NULL
+			)` + clustered,
+		},
 	}
 }

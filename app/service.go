@@ -173,6 +173,7 @@ func NewService(o Options) *Service {
 		AsUser: func(ctx context.Context, userID int64, token string) (*github.Client, error) {
 			return s.gh.AsUser(ctx, userID, token)
 		},
+		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
 	})
 	s.fates = newFates(s)
 	if keys, err := provenance.LoadKeyring(o.Config.Provenance); err != nil {

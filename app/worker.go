@@ -239,6 +239,7 @@ func reportHandler(s *Service) *report.Handler {
 		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
 		RevokeTokens: s.readTokens.RevokeAttempt, RepoConfig: s.repoConfigs.ForSession, EnsureCheckRun: s.ensureCheckRun,
 		RequesterPRs: s.dash.RequesterPRs, SessionURL: s.dash.SessionURL, BotLogin: s.botLogin, CheckRunName: CheckRunName, Cost: s.cfg.ModelCost,
+		Screenshots: s.dash.ScreenshotLinks,
 	}
 	if s.prov != nil {
 		h.Attest, h.Provenance = s.prov.AttestSession, s.prov.Link

@@ -149,7 +149,7 @@ func TestEveryEnvVarSetsItsKey(t *testing.T) {
 			v = "none"
 		case strings.HasSuffix(ev.Name, "SESSIONS_TIMEOUT"):
 			v = "7m"
-		case strings.HasSuffix(ev.Name, "PAUSED"), strings.HasSuffix(ev.Name, "DISABLED"):
+		case strings.HasSuffix(ev.Name, "PAUSED"), strings.HasSuffix(ev.Name, "DISABLED"), strings.HasSuffix(ev.Name, "THUMBNAILS"):
 			v = "true"
 		case strings.Contains(ev.Name, "TIMEOUT") || strings.Contains(ev.Name, "LEASE") || strings.Contains(ev.Name, "INTERVAL") || strings.Contains(ev.Name, "BACKOFF") || strings.HasSuffix(ev.Name, "MAX_AGE") || strings.HasSuffix(ev.Name, "REFRESH") || strings.HasSuffix(ev.Name, "COOLDOWN") || strings.HasSuffix(ev.Name, "DEBOUNCE") || strings.HasSuffix(ev.Name, "MAX_WAIT") || strings.HasSuffix(ev.Name, "HEARTBEAT") || strings.HasSuffix(ev.Name, "WINDOW") || strings.HasSuffix(ev.Name, "RETENTION") || strings.HasSuffix(ev.Name, "PERMISSION_CACHE") || strings.HasSuffix(ev.Name, "LIFETIME"):
 			v = "7s"

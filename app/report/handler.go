@@ -60,6 +60,9 @@ type Handler struct {
 	// Provenance is the attempt's provenance link and the keys' URL for
 	// the check run ("", "" when it has none); nil links nothing.
 	Provenance func(ctx context.Context, sess store.Session) (url, keysURL string)
+	// Screenshots are the session's screenshot pairs for the PR body
+	// (decision 0083); nil lists none.
+	Screenshots func(ctx context.Context, sess store.Session) []render.ScreenshotLink
 }
 
 // extras are the PR body's and the check run's Extras: the session's cost
@@ -74,6 +77,9 @@ func (h *Handler) extras(ctx context.Context, sess store.Session, spec contract.
 	x := render.ExtrasOf(h.Cost, spec.Agent.Model, ev.Usage, url)
 	if h.Provenance != nil {
 		x.ProvenanceURL, x.KeysURL = h.Provenance(ctx, sess)
+	}
+	if h.Screenshots != nil {
+		x.Screenshots = h.Screenshots(ctx, sess)
 	}
 	return x
 }

@@ -59,6 +59,7 @@ type Store interface {
 	// Artifacts and PublicScreenshot are the screenshots' (decision 0083).
 	Artifacts(ctx context.Context, attemptID string) ([]store.Artifact, error)
 	PublicScreenshot(ctx context.Context, sha256 string) (store.Artifact, error)
+	PublishScreenshot(ctx context.Context, sha256, attemptID, name string, now time.Time) error
 	OutputAfter(ctx context.Context, sessionID string, afterID int64, limit int) ([]store.OutputChunk, error)
 	AttemptDiff(ctx context.Context, attemptID string) (store.Diff, error)
 	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)

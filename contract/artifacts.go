@@ -161,6 +161,7 @@ func validateArtifacts(f *faults, prefix string, list []Artifact) {
 		}
 		checkLine(f, at(p, "content_type"), a.ContentType, MaxNameBytes, false)
 		checkLine(f, at(p, "refused"), a.Refused, MaxReasonBytes, false)
+		checkLine(f, at(p, "screenshot"), a.Screenshot, MaxNameBytes, false)
 		if a.Refused == "" && (len(a.SHA256) != 64 || !isLowerHex(a.SHA256)) {
 			f.add(at(p, "sha256"), "must be 64 lowercase hex digits for a collected artifact")
 		}

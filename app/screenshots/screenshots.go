@@ -38,6 +38,9 @@ type Pair struct {
 	// Anchor is the pair's id on the session page (Anchor).
 	Anchor       string
 	Base, Change *Shot
+	// BaseRan says a baseline attempt of the same repository is named:
+	// a missing base side is then one the base did not write.
+	BaseRan bool
 }
 
 // Anchor is the session page's id of the pair (command, name): the same
@@ -124,9 +127,11 @@ func Pairs(ctx context.Context, st Store, a store.Attempt) ([]Pair, error) {
 		return nil, err
 	}
 	var base map[[2]string]*Shot
-	if b, ok, err := Base(ctx, st, a); err != nil {
+	b, baseRan, err := Base(ctx, st, a)
+	if err != nil {
 		return nil, err
-	} else if ok {
+	}
+	if baseRan {
 		if base, err = shots(ctx, st, b, evidenceOf(b)); err != nil {
 			return nil, err
 		}
@@ -140,7 +145,7 @@ func Pairs(ctx context.Context, st Store, a store.Attempt) ([]Pair, error) {
 	}
 	out := make([]Pair, 0, len(keys))
 	for k := range keys {
-		out = append(out, Pair{Command: k[0], Name: k[1], Anchor: Anchor(k[0], k[1]), Base: base[k], Change: change[k]})
+		out = append(out, Pair{Command: k[0], Name: k[1], Anchor: Anchor(k[0], k[1]), Base: base[k], Change: change[k], BaseRan: baseRan})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Command != out[j].Command {

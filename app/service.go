@@ -177,6 +177,7 @@ func NewService(o Options) *Service {
 		AsUser: func(ctx context.Context, userID int64, token string) (*github.Client, error) {
 			return s.gh.AsUser(ctx, userID, token)
 		},
+		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
 	})
 	s.fates = newFates(s)
 	s.baselines = &baselines.Dispatcher{Store: o.Store, Executor: o.Executor, ChannelURL: s.channelURL, Enabled: o.Config.Sessions.Baseline,

@@ -240,6 +240,7 @@ func reportHandler(s *Service) *report.Handler {
 		Installation: func(ctx context.Context, id int64) (*github.Client, error) { return s.gh.Installation(ctx, id) },
 		RevokeTokens: s.readTokens.RevokeAttempt, RepoConfig: s.repoConfigs.ForSession, EnsureCheckRun: s.ensureCheckRun,
 		RequesterPRs: s.dash.RequesterPRs, SessionURL: s.dash.SessionURL, BotLogin: s.botLogin, CheckRunName: CheckRunName, Cost: s.cfg.ModelCost,
+		Screenshots: s.dash.ScreenshotLinks,
 	}
 	h.Baselines, h.PollInterval, h.Now = s.cfg.Sessions.Baseline, s.cfg.Workers.PollInterval, s.clock.Now
 	h.Postpone = func(after time.Duration, why string) error { return &postponed{after: after, why: why} }

@@ -149,7 +149,7 @@ func TestEveryEnvVarSetsItsKey(t *testing.T) {
 			v = "none"
 		case strings.HasSuffix(ev.Name, "SESSIONS_TIMEOUT"):
 			v = "7m"
-		case strings.HasSuffix(ev.Name, "PAUSED"), strings.HasSuffix(ev.Name, "DISABLED"):
+		case strings.HasSuffix(ev.Name, "PAUSED"), strings.HasSuffix(ev.Name, "DISABLED"), strings.HasSuffix(ev.Name, "THUMBNAILS"):
 			v = "true"
 		case strings.HasSuffix(ev.Name, "SESSIONS_BASELINE"):
 			v = "false" // on by default

@@ -154,6 +154,7 @@ func EnvVars() []EnvVar {
 		{"INSPECT_WEB_PERMISSION_CACHE", "web.permission_cache", duration(func(c *Server) *time.Duration { return &c.Web.PermissionCache })},
 		{"INSPECT_WEB_SESSION_LIFETIME", "web.session_lifetime", duration(func(c *Server) *time.Duration { return &c.Web.SessionLifetime })},
 		{"INSPECT_WEB_MAX_LIVE_STREAMS", "web.max_live_streams", integer(func(c *Server) *int { return &c.Web.MaxLiveStreams })},
+		{"INSPECT_WEB_PUBLIC_SCREENSHOT_THUMBNAILS", "web.public_screenshot_thumbnails", boolean(func(c *Server) *bool { return &c.Web.PublicScreenshotThumbnails })},
 		{"INSPECT_PROVENANCE_SIGNING_KEY", "provenance.signing_key", str(func(c *Server) *string { return &c.Provenance.SigningKey })},
 		{"INSPECT_GITHUB_APP_ID", "github.app_id", int64v(func(c *Server) *int64 { return &c.GitHub.AppID })},
 		{"INSPECT_GITHUB_APP_SLUG", "github.app_slug", str(func(c *Server) *string { return &c.GitHub.AppSlug })},

@@ -320,6 +320,10 @@ type RepoCommand struct {
 	Name    string        `yaml:"name"`
 	Run     []string      `yaml:"run"`
 	Timeout time.Duration `yaml:"timeout"`
+	// Screenshots, on a verify step only, are globs (as artifacts:) of
+	// the images the step writes: collected on the base and on the
+	// change and shown side by side (decision 0083).
+	Screenshots []string `yaml:"screenshots"`
 }
 
 // RepoLimit narrows the server's limits; 0 means the server's, and a
@@ -403,15 +407,29 @@ func (r Repo) validate() error {
 		if len(c.Run) == 0 {
 			add(fmt.Sprintf("verify[%d].run", i), "must be a non-empty argv list")
 		}
+		if len(c.Screenshots) > contract.MaxScreenshotPatterns {
+			add(fmt.Sprintf("verify[%d].screenshots", i), "has %d globs; at most %d", len(c.Screenshots), contract.MaxScreenshotPatterns)
+		}
+		for j, p := range c.Screenshots {
+			if err := contract.ValidateArtifactPattern(p); err != nil {
+				add(fmt.Sprintf("verify[%d].screenshots[%d]", i, j), "%v", err)
+			}
+		}
 	}
 	for i, c := range r.Setup {
 		if len(c.Run) == 0 {
 			add(fmt.Sprintf("setup[%d].run", i), "must be a non-empty argv list")
 		}
+		if len(c.Screenshots) > 0 {
+			add(fmt.Sprintf("setup[%d].screenshots", i), "belongs on a verify step only")
+		}
 	}
 	for i, c := range r.Snapshot.Setup {
 		if len(c.Run) == 0 {
 			add(fmt.Sprintf("snapshot.setup[%d].run", i), "must be a non-empty argv list")
+		}
+		if len(c.Screenshots) > 0 {
+			add(fmt.Sprintf("snapshot.setup[%d].screenshots", i), "belongs on a verify step only")
 		}
 	}
 	if len(r.Artifacts) > contract.MaxArtifactPatterns {
@@ -702,7 +720,7 @@ func specCommands(steps []RepoCommand, label string, def, max time.Duration) []c
 		if t <= 0 {
 			t = def
 		}
-		out = append(out, contract.Command{Name: name, Argv: v.Run, Timeout: contract.Duration(min(t, max))})
+		out = append(out, contract.Command{Name: name, Argv: v.Run, Timeout: contract.Duration(min(t, max)), Screenshots: v.Screenshots})
 	}
 	return out
 }

@@ -76,7 +76,10 @@ func (c Server) SessionSpec(spec *contract.Spec, repo Repo, fullName string, now
 	spec.Registries = registries
 	spec.Snapshot = repo.SessionSnapshot(c.Sessions.CommandTimeout, timeout)
 	spec.BaseImage = c.Snapshots.BaseImage
-	if len(repo.Artifacts) > 0 {
+	// A verify step's screenshots are artifacts under the same caps, so a
+	// repository that names screenshots but no artifacts: still gets the
+	// server's (decision 0083).
+	if len(repo.Artifacts) > 0 || contract.HasScreenshots(spec.Verify) {
 		spec.Artifacts = &contract.ArtifactSpec{Patterns: repo.Artifacts, MaxFileBytes: c.Artifacts.MaxFileBytes, MaxSessionBytes: c.Artifacts.MaxSessionBytes}
 	}
 	spec.Services = repo.ServiceSpecs(c.Sessions.CommandTimeout, timeout)

@@ -209,3 +209,41 @@ egress:
 		t.Errorf("a missing file: %v", err)
 	}
 }
+
+// A verify step's screenshots reach its spec command, under the server's
+// artifact caps even when the repository names no artifacts: (decision
+// 0083); a setup step's are refused.
+func TestSessionSpecCarriesAVerifyStepsScreenshotsUnderTheArtifactCaps(t *testing.T) {
+	repo, err := ParseRepo([]byte(`agent: {preset: codex, model: m-1}
+verify:
+  - name: ui
+    run: [npm, run, e2e]
+    screenshots: ["shots/*.png"]
+  - run: [npm, test]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec contract.Spec
+	if err := sessionServer().SessionSpec(&spec, repo, "other/widgets", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Verify) != 2 || !slices.Equal(spec.Verify[0].Screenshots, []string{"shots/*.png"}) || spec.Verify[1].Screenshots != nil {
+		t.Errorf("verify = %+v", spec.Verify)
+	}
+	a := spec.Artifacts
+	if a == nil || len(a.Patterns) != 0 || a.MaxFileBytes != Defaults().Artifacts.MaxFileBytes || a.MaxSessionBytes != Defaults().Artifacts.MaxSessionBytes {
+		t.Errorf("artifacts = %+v, want the server's caps and no globs", a)
+	}
+	if err := spec.Validate(); err != nil && strings.Contains(err.Error(), "artifacts") {
+		t.Errorf("the spec's artifacts do not validate: %v", err)
+	}
+	for _, bad := range []string{
+		"verify:\n  - run: [x]\n    screenshots: [\"../x.png\"]\n",
+		"setup:\n  - run: [x]\n    screenshots: [\"x.png\"]\n",
+	} {
+		if _, err := ParseRepo([]byte(bad)); err == nil || !strings.Contains(err.Error(), "screenshots") {
+			t.Errorf("%q: err = %v, want a screenshots fault", bad, err)
+		}
+	}
+}

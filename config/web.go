@@ -39,6 +39,11 @@ type Web struct {
 	// follow at once on one replica (decision 0060): each stream reads
 	// the store every 200 ms.
 	MaxLiveStreams int `yaml:"max_live_streams"`
+	// PublicScreenshotThumbnails serves a public repository's verify
+	// screenshots at their digest without sign-in and shows them small in
+	// its PRs (decision 0083). A private repository's never leave the
+	// dashboard's sign-in, whatever this says.
+	PublicScreenshotThumbnails bool `yaml:"public_screenshot_thumbnails"`
 }
 
 // DefaultMaxLiveStreams is web.max_live_streams's default: a few tabs of

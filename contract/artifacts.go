@@ -74,6 +74,37 @@ func ValidateArtifactPattern(p string) error {
 	return nil
 }
 
+// HasScreenshots says a command of verify names screenshots.
+func HasScreenshots(verify []Command) bool {
+	for _, c := range verify {
+		if len(c.Screenshots) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ScreenshotOf is the name of the first verify command whose screenshots
+// globs match the workspace path name, "" when none does.
+func ScreenshotOf(verify []Command, name string) string {
+	for _, c := range verify {
+		if MatchArtifact(c.Screenshots, name) {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// IsScreenshotImage says a sniffed content type is one a screenshot may
+// be: a raster image a browser shows (never SVG, which can carry script).
+func IsScreenshotImage(contentType string) bool {
+	switch contentType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		return true
+	}
+	return false
+}
+
 // MatchArtifact reports whether the workspace path name matches one of
 // the patterns (ValidateArtifactPattern's).
 func MatchArtifact(patterns []string, name string) bool {
@@ -91,8 +122,11 @@ func MatchArtifact(patterns []string, name string) bool {
 	return false
 }
 
-func (a *ArtifactSpec) validate(f *faults, prefix string) {
-	if len(a.Patterns) == 0 || len(a.Patterns) > MaxArtifactPatterns {
+// validate checks the caps and globs; screenshots says a verify command
+// names screenshots, whose caps these are too, so the artifacts' own
+// globs may then be none.
+func (a *ArtifactSpec) validate(f *faults, prefix string, screenshots bool) {
+	if (len(a.Patterns) == 0 && !screenshots) || len(a.Patterns) > MaxArtifactPatterns {
 		f.add(at(prefix, "patterns"), "must list 1 to %d globs, not %d", MaxArtifactPatterns, len(a.Patterns))
 	}
 	for i, p := range a.Patterns {
@@ -127,6 +161,7 @@ func validateArtifacts(f *faults, prefix string, list []Artifact) {
 		}
 		checkLine(f, at(p, "content_type"), a.ContentType, MaxNameBytes, false)
 		checkLine(f, at(p, "refused"), a.Refused, MaxReasonBytes, false)
+		checkLine(f, at(p, "screenshot"), a.Screenshot, MaxNameBytes, false)
 		if a.Refused == "" && (len(a.SHA256) != 64 || !isLowerHex(a.SHA256)) {
 			f.add(at(p, "sha256"), "must be 64 lowercase hex digits for a collected artifact")
 		}

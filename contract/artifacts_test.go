@@ -27,3 +27,28 @@ func TestArtifactPatternsAreCheckedAndMatchWithinComponents(t *testing.T) {
 		}
 	}
 }
+
+// A spec's artifact caps may name no globs of their own when a verify
+// command names screenshots (decision 0083), whose files they then cap;
+// without one they must name some.
+func TestArtifactCapsWithoutGlobsServeScreenshotsOnly(t *testing.T) {
+	s := validSpec()
+	s.Artifacts.Patterns = nil
+	if err := s.Validate(); err == nil {
+		t.Fatal("artifacts with no globs and no screenshots validated")
+	}
+	s.Verify[0].Screenshots = []string{"shots/*.png"}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("screenshots under caps with no globs: %v", err)
+	}
+	if got := ScreenshotOf(s.Verify, "shots/home.png"); got != s.Verify[0].Name {
+		t.Errorf("ScreenshotOf = %q, want %q", got, s.Verify[0].Name)
+	}
+	if got := ScreenshotOf(s.Verify, "shots/a/home.png"); got != "" {
+		t.Errorf("ScreenshotOf a path no glob matches = %q", got)
+	}
+	s.Setup[0].Screenshots = []string{"x.png"}
+	if err := s.Validate(); err == nil {
+		t.Error("a setup command's screenshots validated")
+	}
+}

@@ -384,7 +384,8 @@ func (s *ChannelServer[A]) result(w http.ResponseWriter, r *http.Request, a A) {
 
 // artifact takes one artifact the supervisor collected after verify
 // (PathArtifact). Nothing of the upload is trusted but its bytes: the name
-// must be one the spec's globs match, the body within the per-file cap
+// must be one the spec's globs match (its artifacts' or a verify
+// command's screenshots'), the body within the per-file cap
 // (read no further).
 func (s *ChannelServer[A]) artifact(w http.ResponseWriter, r *http.Request, a A) {
 	spec, ok := s.specOf(w, r, a)
@@ -397,8 +398,8 @@ func (s *ChannelServer[A]) artifact(w http.ResponseWriter, r *http.Request, a A)
 	case caps == nil:
 		s.refuse(w, r, ChannelRefusal{Status: http.StatusForbidden, Code: ErrorNotAllowed, Message: "this session collects no artifacts"}, nil)
 		return
-	case ValidatePath(name) != nil || !MatchArtifact(caps.Patterns, name):
-		s.refuse(w, r, ChannelRefusal{Status: http.StatusBadRequest, Code: ErrorInvalid, Message: "the name is not one the repository's artifacts: globs match"}, nil)
+	case ValidatePath(name) != nil || (!MatchArtifact(caps.Patterns, name) && ScreenshotOf(spec.Verify, name) == ""):
+		s.refuse(w, r, ChannelRefusal{Status: http.StatusBadRequest, Code: ErrorInvalid, Message: "the name is not one the repository's artifacts: or screenshots: globs match"}, nil)
 		return
 	}
 	content, err := io.ReadAll(io.LimitReader(r.Body, caps.MaxFileBytes+1))

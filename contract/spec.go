@@ -640,7 +640,7 @@ func (s *Spec) Validate() error {
 	s.Limits.validate(&f, "limits")
 	validateRegistries(&f, "registries", s.Registries)
 	if s.Artifacts != nil {
-		s.Artifacts.validate(&f, "artifacts")
+		s.Artifacts.validate(&f, "artifacts", HasScreenshots(s.Verify))
 	}
 	validateServices(&f, "services", s.Services)
 	if st := s.Steer; st != nil {

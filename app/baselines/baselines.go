@@ -178,14 +178,23 @@ func (d *Dispatcher) Link(ctx context.Context, sess store.Session, a store.Attem
 
 // baselineSpec is the session's spec made a baseline's: the same repo,
 // setup, verify, registries, services, snapshot and limits, on base, with
-// nothing of the agent's conversation (no context, turns or state) and no
-// artifacts.
+// nothing of the agent's conversation (no context, turns or state) and,
+// of the artifacts, only the caps the verify steps' screenshots are
+// collected under (decision 0083): the base's images are shown beside the
+// change's, its other files are nobody's concern.
 func baselineSpec(spec contract.Spec, base, sessionID, attemptID string) contract.Spec {
 	b := spec
 	b.SessionID, b.AttemptID, b.PinnedSHA = sessionID, attemptID, base
 	b.Baseline, b.Reproduce = true, false
 	b.Instructions = "Run verify on the base commit."
-	b.Context, b.Steer, b.AgentState, b.Artifacts = nil, nil, nil, nil
+	b.Context, b.Steer, b.AgentState = nil, nil, nil
+	if b.Artifacts != nil && contract.HasScreenshots(b.Verify) {
+		caps := *b.Artifacts
+		caps.Patterns = nil
+		b.Artifacts = &caps
+	} else {
+		b.Artifacts = nil
+	}
 	return b
 }
 

@@ -37,6 +37,9 @@ type Options struct {
 	// AsUser is a client presenting a signed-in user's token, within that
 	// user's outbound budget (ghclient.GitHubClients.AsUser).
 	AsUser func(ctx context.Context, userID int64, token string) (*github.Client, error)
+	// Installation is the installation's client, which asks whether a
+	// repository is public (ScreenshotLinks); nil: none is.
+	Installation func(ctx context.Context, installationID int64) (*github.Client, error)
 	// Now is the engine's clock.
 	Now func() time.Time
 	Log zerolog.Logger
@@ -78,7 +81,7 @@ func (d *Dashboard) build() (*web.Server, error) {
 		Store: d.o.Store, Commands: d.o.Commands, PublicURL: cfg.Web.PublicURL, WebURL: cfg.GitHub.WebURL, APIURL: cfg.GitHub.APIURL,
 		ClientID: cfg.Web.ClientID, ClientSecret: secret, Key: key,
 		PermissionCache: cfg.Web.PermissionCache, SessionLifetime: cfg.Web.SessionLifetime, Cost: cfg.ModelCost, TokenBudget: cfg.Agents.TokenBudget,
-		MaxLiveStreams: cfg.Web.MaxLiveStreams, Now: d.o.Now, Log: d.o.Log.With().Str("component", "dashboard").Logger(),
+		MaxLiveStreams: cfg.Web.MaxLiveStreams, PublicScreenshots: cfg.Web.PublicScreenshotThumbnails, Now: d.o.Now, Log: d.o.Log.With().Str("component", "dashboard").Logger(),
 		// The pages' reads as the user go under that user's outbound
 		// discipline, like the PRs opened as them.
 		AsUser: d.o.AsUser,

@@ -102,6 +102,7 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 	}
 
 	b.WriteString(ArtifactsSection(ev.Artifacts))
+	b.WriteString(ScreenshotsSection(x.Screenshots))
 	fmt.Fprintf(&b, "\n## Environment\n\nBuilt on `%s` of `%s`.\n", spec.PinnedSHA, sess.FullName())
 	if where := WhereItRan(ev); len(where) > 0 {
 		b.WriteString("\n- " + strings.Join(where, "\n- ") + "\n")

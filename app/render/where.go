@@ -24,6 +24,9 @@ type Extras struct {
 	// and KeysURL the server's public keys (decision 0078); "" when the
 	// attempt was not attested.
 	ProvenanceURL, KeysURL string
+	// Screenshots are the session's screenshot pairs, linking to its
+	// page (decision 0083); none without a dashboard.
+	Screenshots []ScreenshotLink
 }
 
 // Money is a sum in US dollars as Inspect shows it, on the session page,

@@ -73,6 +73,9 @@ type Handler struct {
 	// after a few of them (sooner when the base's verify reports).
 	PollInterval time.Duration
 	Now          func() time.Time
+	// Screenshots are the session's screenshot pairs for the PR body
+	// (decision 0083); nil lists none.
+	Screenshots func(ctx context.Context, sess store.Session) []render.ScreenshotLink
 }
 
 // extras are the PR body's and the check run's Extras: the session's cost
@@ -87,6 +90,9 @@ func (h *Handler) extras(ctx context.Context, sess store.Session, spec contract.
 	x := render.ExtrasOf(h.Cost, spec.Agent.Model, ev.Usage, url)
 	if h.Provenance != nil {
 		x.ProvenanceURL, x.KeysURL = h.Provenance(ctx, sess)
+	}
+	if h.Screenshots != nil {
+		x.Screenshots = h.Screenshots(ctx, sess)
 	}
 	return x
 }
@@ -242,7 +248,8 @@ func (h *Handler) compareWithBase(ctx context.Context, a store.Attempt, spec con
 // receivedArtifacts is the evidence's artifact list as the app received
 // the files: a collected entry takes the stored size, type and digest, or
 // is refused when nothing arrived under its name; the supervisor's
-// refusals stay as they are.
+// refusals stay as they are. A screenshot keeps its command's name only
+// while what arrived is an image.
 func receivedArtifacts(listed []contract.Artifact, stored []store.Artifact) []contract.Artifact {
 	byName := make(map[string]store.Artifact, len(stored))
 	for _, a := range stored {
@@ -253,9 +260,12 @@ func receivedArtifacts(listed []contract.Artifact, stored []store.Artifact) []co
 		if l.Refused == "" {
 			got, ok := byName[l.Name]
 			if !ok {
-				l = contract.Artifact{Name: l.Name, Size: l.Size, Refused: "listed by the supervisor, never received"}
+				l = contract.Artifact{Name: l.Name, Size: l.Size, Refused: "listed by the supervisor, never received", Screenshot: l.Screenshot}
 			} else {
-				l = contract.Artifact{Name: l.Name, Size: got.Size, ContentType: got.ContentType, SHA256: got.SHA256}
+				l = contract.Artifact{Name: l.Name, Size: got.Size, ContentType: got.ContentType, SHA256: got.SHA256, Screenshot: l.Screenshot}
+			}
+			if l.Screenshot != "" && !contract.IsScreenshotImage(l.ContentType) {
+				l.Screenshot = "" // the app's sniffing is the word: shown as a file, never as an image
 			}
 		}
 		out = append(out, l)

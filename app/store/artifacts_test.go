@@ -52,3 +52,41 @@ func TestArtifactsAreKeptCappedPerSessionAndPruned(t *testing.T) {
 		}
 	})
 }
+
+// An attempt of no session (a baseline's, decision 0083) is capped alone,
+// not with every other such attempt; a published screenshot is served at
+// its digest only while the artifact it names holds those bytes.
+func TestBaselineArtifactsAreCappedPerAttemptAndPublishedByDigest(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		put := func(attempt, name string, content []byte, sum string) error {
+			return s.PutArtifact(ctx, store.Artifact{AttemptID: attempt, Name: name, ContentType: "image/png",
+				Size: int64(len(content)), SHA256: sum, Content: content, CreatedAt: t0}, 500)
+		}
+		if err := put("b1", "shots/a.png", make([]byte, 400), "d1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := put("b2", "shots/a.png", make([]byte, 400), "d2"); err != nil {
+			t.Fatalf("another baseline attempt counted against the first's cap: %v", err)
+		}
+		if err := put("b1", "shots/b.png", make([]byte, 200), "d3"); !errors.Is(err, store.ErrArtifactsFull) {
+			t.Fatalf("over one baseline attempt's cap: %v", err)
+		}
+		if _, err := s.PublicScreenshot(ctx, "d1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("an unpublished digest: %v", err)
+		}
+		if err := s.PublishScreenshot(ctx, "d1", "b1", "shots/a.png", t0); err != nil {
+			t.Fatal(err)
+		}
+		if a, err := s.PublicScreenshot(ctx, "d1"); err != nil || a.AttemptID != "b1" || a.Size != 400 {
+			t.Fatalf("a published digest: %+v, %v", a, err)
+		}
+		// The artifact replaced by other bytes: the digest serves nothing.
+		if err := put("b1", "shots/a.png", make([]byte, 100), "d4"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.PublicScreenshot(ctx, "d1"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a digest whose artifact changed: %v", err)
+		}
+	})
+}

@@ -475,7 +475,7 @@ func migrations(d dialect) [][]string {
 			)` + clustered,
 			`CREATE INDEX attestations_session ON attestations (session_id)`,
 		},
-		// 22 (issue 37; the integrator may renumber it): the base's verify
+		// 22 (issue 37): the base's verify
 		// (decision 0080), cached by cache_digest (the snapshot digest,
 		// the base SHA and the verify commands, hashed): the baseline
 		// attempt that runs it (attempt_id), the session attempt it was
@@ -501,6 +501,19 @@ func migrations(d dialect) [][]string {
 			`CREATE INDEX baselines_attempt ON baselines (attempt_id)`,
 			`CREATE INDEX baselines_state ON baselines (state)`,
 			`ALTER TABLE attempts ADD COLUMN baseline_digest TEXT NOT NULL DEFAULT ''`,
+		},
+		// 23 (issue 37): the screenshots
+		// of public repositories served without sign-in at their digest
+		// (web.public_screenshot_thumbnails, decision 0083): a digest
+		// names the artifact whose bytes it serves, and nothing else is
+		// served there.
+		{
+			`CREATE TABLE public_screenshots (
+				sha256     TEXT PRIMARY KEY,
+				attempt_id TEXT NOT NULL,
+				name       TEXT NOT NULL,
+				created_at BIGINT NOT NULL
+			)` + clustered,
 		},
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inspecthq/inspect/app/render"
+	"github.com/inspecthq/inspect/app/screenshots"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/session"
@@ -68,7 +69,14 @@ func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusNotFound, "The session has no such artifact.")
 		return
 	}
-	a, err := s.st.ArtifactContent(r.Context(), sess.AttemptID, name)
+	s.serveArtifact(w, r, sess.AttemptID, name)
+}
+
+// serveArtifact writes the attempt's artifact name: an image inline,
+// anything else as a download, and never as something the browser would
+// run. The caller has checked who may read it.
+func (s *Server) serveArtifact(w http.ResponseWriter, r *http.Request, attemptID, name string) {
+	a, err := s.st.ArtifactContent(r.Context(), attemptID, name)
 	if errors.Is(err, store.ErrNotFound) {
 		s.fail(w, http.StatusNotFound, "The session has no such artifact.")
 		return
@@ -216,6 +224,9 @@ type sessionView struct {
 	// ProvenanceURL is the attempt's signed provenance (decision 0078),
 	// "" when it has none.
 	ProvenanceURL string
+	// Screenshots are the attempt's screenshots paired with the base's
+	// (decision 0083).
+	Screenshots []screenshots.Pair
 }
 
 // viewableSession is the request's session ({id}) if v may read its
@@ -315,6 +326,10 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		}
 		if a, err := s.st.GetAttempt(r.Context(), sess.AttemptID); err == nil {
 			s.attemptView(&view, a)
+			if view.Screenshots, err = screenshots.Pairs(r.Context(), s.st, a); err != nil {
+				// The rest of the page is worth showing without them.
+				s.log.Warn().Err(err).Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Msg("dashboard: reading the screenshots failed")
+			}
 		}
 		switch d, err := s.st.AttemptDiff(r.Context(), sess.AttemptID); {
 		case err == nil:

@@ -9,6 +9,7 @@
 // sign-in and sign-out; github.go what is asked of GitHub for a user;
 // seal.go the key that seals tokens; pages.go the sessions pages;
 // snapshots.go the snapshots page, drift.go its default branches' drift;
+// screenshots.go the screenshots, base and change (decision 0083);
 // start.go the start form; actions.go
 // the buttons; templates/ the HTML.
 package web
@@ -55,6 +56,10 @@ type Store interface {
 	GetAttempt(ctx context.Context, id string) (store.Attempt, error)
 	SnapshotRepos(ctx context.Context, ids []int64) ([]store.SnapshotRepo, error)
 	ArtifactContent(ctx context.Context, attemptID, name string) (store.Artifact, error)
+	// Artifacts and PublicScreenshot are the screenshots' (decision 0083).
+	Artifacts(ctx context.Context, attemptID string) ([]store.Artifact, error)
+	PublicScreenshot(ctx context.Context, sha256 string) (store.Artifact, error)
+	PublishScreenshot(ctx context.Context, sha256, attemptID, name string, now time.Time) error
 	OutputAfter(ctx context.Context, sessionID string, afterID int64, limit int) ([]store.OutputChunk, error)
 	AttemptDiff(ctx context.Context, attemptID string) (store.Diff, error)
 	SessionUsage(ctx context.Context, attemptID string) (store.Usage, error)
@@ -110,6 +115,10 @@ type Options struct {
 	MaxLiveStreams int
 	// LivePoll is how often a live stream reads the store (0: 200 ms).
 	LivePoll time.Duration
+	// PublicScreenshots is web.public_screenshot_thumbnails: serve the
+	// screenshots published at their digest without sign-in (decision
+	// 0083).
+	PublicScreenshots bool
 }
 
 // defaultMaxLiveStreams is web.max_live_streams's default.
@@ -148,6 +157,9 @@ type Server struct {
 
 	// driftCache keeps the snapshots page's drift briefly (drift.go).
 	driftCache driftCache
+
+	// publicShots serves published screenshots (screenshots.go).
+	publicShots bool
 }
 
 type cachedRepos struct {
@@ -186,6 +198,7 @@ func New(o Options) (*Server, error) {
 		permTTL: o.PermissionCache, lifetime: o.SessionLifetime, now: now, cost: o.Cost, budget: o.TokenBudget, log: o.Log, pages: pages,
 		perms: map[int64]cachedRepos{}, refreshPoll: cmp.Or(o.RefreshPoll, defaultRefreshPoll),
 		liveOpen: map[int64]int{}, maxLive: cmp.Or(o.MaxLiveStreams, defaultMaxLiveStreams), livePoll: cmp.Or(o.LivePoll, livePoll),
+		publicShots: o.PublicScreenshots,
 	}, nil
 }
 
@@ -208,6 +221,10 @@ func (s *Server) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /snapshots", s.signedIn(s.snapshotsPage))
 	mux.HandleFunc("GET /outcomes", s.signedIn(s.outcomesPage))
 	mux.HandleFunc("GET /sessions/{id}/artifacts/{name...}", s.signedIn(s.artifact))
+	mux.HandleFunc("GET /sessions/{id}/base/artifacts/{name...}", s.signedIn(s.baseArtifact))
+	if s.publicShots {
+		mux.HandleFunc("GET /screenshots/{file}", s.publicScreenshot)
+	}
 	mux.HandleFunc("GET /sessions/{id}/attempts/{attempt}/provenance", s.signedIn(s.attestation))
 }
 

@@ -23,12 +23,13 @@ type artifactFile struct {
 }
 
 // findArtifacts lists the workspace's files that the spec's artifact globs
-// name, in path order, without reading any: each gets its evidence entry,
-// refused when it is not a regular file or is over a cap (checked by size
-// before anything is read), or when there are more than
-// contract.MaxArtifacts. Directories the globs cannot match below are not
-// walked into; nothing under .git or .inspect is ever an artifact.
-func findArtifacts(work string, spec *contract.ArtifactSpec) ([]contract.Artifact, error) {
+// or a verify command's screenshots globs name, in path order, without
+// reading any: each gets its evidence entry (a screenshot's names its
+// command), refused when it is not a regular file or is over a cap
+// (checked by size before anything is read), or when there are more than
+// contract.MaxArtifacts. Nothing under .git or .inspect is ever an
+// artifact.
+func findArtifacts(work string, spec *contract.ArtifactSpec, verify []contract.Command) ([]contract.Artifact, error) {
 	var found []contract.Artifact
 	var total int64
 	err := filepath.WalkDir(work, func(p string, d fs.DirEntry, err error) error {
@@ -46,10 +47,11 @@ func findArtifacts(work string, spec *contract.ArtifactSpec) ([]contract.Artifac
 			}
 			return nil
 		}
-		if !contract.MatchArtifact(spec.Patterns, rel) || contract.ValidatePath(rel) != nil {
+		shot := contract.ScreenshotOf(verify, rel)
+		if (shot == "" && !contract.MatchArtifact(spec.Patterns, rel)) || contract.ValidatePath(rel) != nil {
 			return nil
 		}
-		a := contract.Artifact{Name: rel}
+		a := contract.Artifact{Name: rel, Screenshot: shot}
 		fi, err := d.Info()
 		switch {
 		case err != nil:
@@ -117,7 +119,7 @@ func (s *session) collectArtifacts(ctx context.Context) {
 	if spec == nil || s.verifyStart.IsZero() || s.verifyDir == "" {
 		return
 	}
-	found, err := findArtifacts(s.verifyDir, spec)
+	found, err := findArtifacts(s.verifyDir, spec, s.spec.Verify)
 	if err != nil {
 		s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("looking for artifacts")
 	}
@@ -126,6 +128,9 @@ func (s *session) collectArtifacts(ctx context.Context) {
 			continue
 		}
 		file, err := readArtifact(s.verifyDir, a)
+		if err == nil {
+			file.info, err = screenshotImage(file.info, spec.Patterns)
+		}
 		if err == nil {
 			err = s.ch.putArtifact(ctx, file.info.Name, file.content)
 		}
@@ -137,4 +142,19 @@ func (s *session) collectArtifacts(ctx context.Context) {
 		found[i] = file.info
 	}
 	s.ev.Artifacts = found
+}
+
+// screenshotImage keeps a screenshot that is an image by its bytes
+// (contract.IsScreenshotImage; decision 0083). One that is not stays an
+// artifact when the artifacts' own globs name it, unmarked; otherwise it
+// is not collected.
+func screenshotImage(a contract.Artifact, patterns []string) (contract.Artifact, error) {
+	if a.Screenshot == "" || contract.IsScreenshotImage(a.ContentType) {
+		return a, nil
+	}
+	if contract.MatchArtifact(patterns, a.Name) {
+		a.Screenshot = ""
+		return a, nil
+	}
+	return a, fmt.Errorf("a screenshot must be a PNG, JPEG, GIF or WebP image, and this is %s", a.ContentType)
 }

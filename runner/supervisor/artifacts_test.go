@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bytes"
 	"context"
+	"image"
 	"image/png"
 	"strings"
 	"testing"
@@ -72,5 +73,46 @@ func TestVerifyScreenshotIsAnArtifactAndNotTheChange(t *testing.T) {
 	}
 	if strings.Join(paths, ",") != "web/index.html" {
 		t.Errorf("the change holds %v; only web/index.html is the agent's change", paths)
+	}
+}
+
+// A verify command's screenshots: globs collect its images as artifacts
+// marked with its name, under the artifact caps with no artifacts: globs
+// of their own (decision 0083): a file that is not an image by its bytes
+// is refused and not uploaded, and none is ever part of the change, even
+// one the agent wrote.
+func TestVerifyScreenshotsAreImagesMarkedWithTheirCommand(t *testing.T) {
+	var img bytes.Buffer
+	if err := png.Encode(&img, image.NewGray(image.Rect(0, 0, 4, 3))); err != nil {
+		t.Fatal(err)
+	}
+	ch := channeltest.New(t)
+	sha := ch.Seed(map[string]string{"fixtures/home.png": img.String(), "README": "x\n"})
+	agent := []string{"sh", "-c", `echo y >> README && mkdir -p shots && cp fixtures/home.png shots/agent.png`}
+	ui := command("ui", time.Minute, "sh", "-c", `mkdir -p shots && cp fixtures/home.png shots/home.png && echo 'no image' > shots/notes.png`)
+	ui.Screenshots = []string{"shots/*.png"}
+	spec := ch.Spec("s-shots", "a-shots", sha, agent, ui)
+	spec.Artifacts = &contract.ArtifactSpec{MaxFileBytes: 4096, MaxSessionBytes: 1 << 20}
+	h := newHarness(t, ch, spec)
+	u := h.result(t, h.run(t, context.Background()))
+	if u.Evidence.Outcome != contract.OutcomeOK {
+		t.Fatalf("outcome %s: %s\n%+v", u.Evidence.Outcome, u.Evidence.Reason, u.Evidence.Commands)
+	}
+	got := map[string]contract.Artifact{}
+	for _, a := range u.Evidence.Artifacts {
+		got[a.Name] = a
+	}
+	uploaded := ch.Attempt("a-shots").Artifacts
+	if a := got["shots/home.png"]; a.Screenshot != "ui" || a.Refused != "" || a.ContentType != "image/png" || !bytes.Equal(uploaded["shots/home.png"], img.Bytes()) {
+		t.Errorf("the screenshot: %+v (uploaded %d bytes)", a, len(uploaded["shots/home.png"]))
+	}
+	if a := got["shots/notes.png"]; !strings.Contains(a.Refused, "must be a PNG, JPEG, GIF or WebP image") {
+		t.Errorf("the file that is no image: %+v", a)
+	}
+	if _, ok := uploaded["shots/notes.png"]; ok {
+		t.Error("the file that is no image was uploaded")
+	}
+	if u.Manifest == nil || len(u.Manifest.Files) != 1 || u.Manifest.Files[0].Path != "README" {
+		t.Errorf("the change = %+v, want README alone", u.Manifest)
 	}
 }

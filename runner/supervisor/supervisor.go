@@ -1187,7 +1187,11 @@ func (s *session) collect(ctx context.Context) bool {
 	defer cancel()
 	var artifacts []string
 	if s.spec.Artifacts != nil {
-		artifacts = s.spec.Artifacts.Patterns
+		artifacts = append(artifacts, s.spec.Artifacts.Patterns...) // a copy: screenshots are appended below
+	}
+	// A verify command's screenshots are artifacts too: never the change.
+	for _, c := range s.spec.Verify {
+		artifacts = append(artifacts, c.Screenshots...)
 	}
 	c, err := collectChange(cctx, s.git, s.ws, s.spec.PinnedSHA, s.spec.Limits.Manifest(), s.spec.Verify, artifacts, s.red, s.workspaceCaches()...)
 	if err != nil && ctx.Err() != nil {

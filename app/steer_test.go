@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-github/v62/github"
+
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/contract"
@@ -282,5 +284,72 @@ func TestAReviewCommentSteersTheRunningSession(t *testing.T) {
 	}
 	if got := sv.turns(0); len(got) != 1 || got[0].Message != "use a table test here" || got[0].Author != "mara" {
 		t.Errorf("the supervisor got %+v", got)
+	}
+}
+
+// A continuation that pushes onto the pull request an earlier session of
+// its conversation opened rewrites that pull request's turns list, so it
+// is the whole conversation's (decision 0072); what a person wrote in the
+// body stays.
+func TestAContinuationOnInspectsPRRewritesItsTurns(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix the flaky test"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sv := h.claim(ex.last(t))
+	spec := sv.spec()
+	h.runWorkers()
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect also handle zero", sender: "mara"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sv.turns(0)
+	sv.turns(1)
+	sv.upload(spec, 0, fixedCalc)
+	h.runWorkers()
+	first := h.onlySession()
+	if first.Outcome != session.Changed || first.PRNumber == 0 {
+		t.Fatalf("the first session: %s PR %d (%s)\n%s", first.Outcome, first.PRNumber, first.Detail, h.logs)
+	}
+	ctx := context.Background()
+	c := h.client(t)
+	pr, _, err := c.PullRequests.Get(ctx, owner, repoName, first.PRNumber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pr.GetBody(), "`also handle zero`") {
+		t.Fatalf("the first PR body lists no turns:\n%s", pr.GetBody())
+	}
+	// A reviewer notes something in the body, as people do.
+	edited := pr.GetBody() + "\r\n\r\nReviewed by hand: looks right."
+	if _, _, err := c.PullRequests.Edit(ctx, owner, repoName, first.PRNumber, &github.PullRequest{Body: github.String(edited)}); err != nil {
+		t.Fatal(err)
+	}
+
+	h.clock.Advance(time.Minute)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect now add docs", sender: "ada", onPR: true, number: first.PRNumber})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sv2 := h.claim(ex.last(t))
+	spec2 := sv2.spec()
+	h.runWorkers()
+	sv2.upload(spec2, 0, contract.FileChange{Path: "DOCS.md", Mode: contract.ModeFile, Content: []byte("docs\n")})
+	h.runWorkers()
+	onPR, err := h.st.SessionsForTarget(ctx, repoID, first.PRNumber, 10)
+	if err != nil || len(onPR) != 1 || onPR[0].Outcome != session.Changed || onPR[0].PRNumber != first.PRNumber {
+		t.Fatalf("the continuation: %+v (%v)\n%s", onPR, err, h.logs)
+	}
+	pr, _, err = c.PullRequests.Get(ctx, owner, repoName, first.PRNumber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := pr.GetBody()
+	if strings.Count(body, "### Turns") != 1 || strings.Count(body, "`also handle zero`") != 1 || !strings.Contains(body, "| ada |") || !strings.Contains(body, "`now add docs`") {
+		t.Errorf("the PR body's turns are not the conversation's:\n%s", body)
+	}
+	if !strings.Contains(body, "Reviewed by hand: looks right.") {
+		t.Errorf("the reviewer's note is gone:\n%s", body)
 	}
 }

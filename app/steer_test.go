@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -351,5 +352,67 @@ func TestAContinuationOnInspectsPRRewritesItsTurns(t *testing.T) {
 	}
 	if !strings.Contains(body, "Reviewed by hand: looks right.") {
 		t.Errorf("the reviewer's note is gone:\n%s", body)
+	}
+}
+
+// A message in a review thread that the running session never took (it
+// ended first) becomes a session of its own, continuing the conversation,
+// that answers in that review thread, as a review comment asking when
+// nothing ran does; the pull request's conversation gets nothing of it.
+func TestAnUndeliveredReviewMessageAnswersInItsReviewThread(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	sv, spec := startOnPR(t, h, ex, "/inspect first")
+	first := h.onlySession()
+	root := h.gh.AddReviewComment(owner, repoName, prNumber, fakegithub.ReviewComment{User: "bob", Body: "this sum looks odd", Path: "calc.go", Line: 3, Side: "RIGHT"})
+	body := "/inspect use a table test here"
+	id := h.gh.AddReviewComment(owner, repoName, prNumber, fakegithub.ReviewComment{User: "mara", Body: body, Path: "calc.go", Line: 3, Side: "RIGHT", InReplyTo: root})
+	var event map[string]any
+	if err := json.Unmarshal(reviewCommentEvent(t, id, body, "mara", "calc.go", 3, ""), &event); err != nil {
+		t.Fatal(err)
+	}
+	event["comment"].(map[string]any)["in_reply_to_id"] = float64(root)
+	if code, msg := h.deliver("pull_request_review_comment", marshal(t, event)); code != 200 {
+		t.Fatalf("status %d: %s", code, msg)
+	}
+	h.runWorkers()
+	// The session ends before its supervisor asks for the message.
+	sv.upload(spec, 0, fixedCalc)
+	h.runWorkers()
+	conversation := len(h.comments(prNumber))
+	var next store.Session
+	for _, s := range h.sessions() {
+		if s.ID != first.ID {
+			next = s
+		}
+	}
+	r := next.Info().Review
+	if next.TriggerKind != session.KindReviewComment || r == nil || r.CommentID != id || r.ThreadID() != root || r.Path != "calc.go" || r.Line != 3 || next.Info().Continues != first.ID {
+		t.Fatalf("the undelivered message's session: %s %+v, continues %q\n%s", next.TriggerKind, r, next.Info().Continues, h.logs)
+	}
+	sv2 := h.claim(ex.last(t))
+	spec2 := sv2.spec()
+	if !slices.ContainsFunc(spec2.Context, func(c contract.ContextItem) bool {
+		return c.Kind == contract.ContextReviewComment && strings.Contains(c.Source, "calc.go, line 3")
+	}) {
+		t.Errorf("the session's spec does not say where the comment sits: %+v", spec2.Context)
+	}
+	h.runWorkers()
+	sv2.upload(spec2, 0, contract.FileChange{Path: "calc_test.go", Mode: contract.ModeFile, Content: []byte("package calc\n")})
+	h.runWorkers()
+	if next, _ = h.st.GetSession(context.Background(), next.ID); next.State() != session.Done {
+		t.Fatalf("the message's session: %s/%s (%s)\n%s", next.State(), next.Outcome, next.Detail, h.logs)
+	}
+	var replies []fakegithub.ReviewComment
+	for _, rc := range h.gh.ReviewComments(owner, repoName, prNumber) {
+		if rc.User == h.gh.BotLogin() {
+			replies = append(replies, rc)
+		}
+	}
+	if len(replies) != 1 || replies[0].InReplyTo != root || !strings.Contains(replies[0].Body, "done: ") {
+		t.Errorf("review thread replies %+v, want one in %d's thread with the outcome", replies, root)
+	}
+	if got := h.comments(prNumber); len(got) != conversation {
+		t.Errorf("the message's session answered on the conversation: %+v", got[conversation:])
 	}
 }

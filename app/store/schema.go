@@ -475,5 +475,12 @@ func migrations(d dialect) [][]string {
 			)` + clustered,
 			`CREATE INDEX attestations_session ON attestations (session_id)`,
 		},
+		// 22 (issue 36; the integrator may renumber it): where a turn's
+		// review comment sits and its thread (session.ReviewComment as
+		// JSON; '' for a turn from anywhere else), so that a message
+		// never delivered answers in its review thread.
+		{
+			`ALTER TABLE turns ADD COLUMN review TEXT NOT NULL DEFAULT ''`,
+		},
 	}
 }

@@ -52,7 +52,12 @@ const (
 // turns list is the whole conversation's.
 func TestRealCLIsAreSteeredAndContinuedThroughTheApp(t *testing.T) {
 	for _, a := range []realAgent{realCodex, realClaudeCode, realOpenCode} {
-		t.Run(a.preset, func(t *testing.T) { steerAndContinueThroughTheApp(t, a) })
+		t.Run(a.preset, func(t *testing.T) {
+			// Side by side: each has its own harness, executor and model,
+			// and most of each is waiting on its CLI.
+			t.Parallel()
+			steerAndContinueThroughTheApp(t, a)
+		})
 	}
 }
 

@@ -106,8 +106,12 @@ demo: ensure-go ensure-bubblewrap
 # sessions list (issue 21) renders over 10,000 sessions, 300 times a page.
 # The snapshot session benchmark (issue 35) runs a Go module and a Node
 # project cold, on the host and restored from a snapshot, once each (about
-# eight minutes, mostly the cold Go builds).
-bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot
+# eight minutes, mostly the cold Go builds). Steering and continuation
+# (issue 36): the control plane's part with a scripted executor, the
+# supervisor's steer to the resume, and one conversation with each real
+# CLI through the app (a fresh start, a steer, a continuation; Codex once
+# more with an empty layer cache), about four minutes.
+bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot ensure-tools-image
 	$(GO) test -run '^$$' -bench WebhookAck -benchtime 6000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench IgnoredCheckRun -benchtime 20000x -count 5 ./app/
 	$(GO) test -run '^$$' -bench GoModDownload -benchtime 10x -timeout 30m ./app/
@@ -120,6 +124,9 @@ bench: ensure-go ensure-postgres ensure-bubblewrap ensure-distroot
 	$(GO) test -run '^$$' -bench VerifyWorkspace -benchtime 5x ./runner/supervisor/
 	$(GO) test -run '^$$' -bench ServiceReady -benchtime=5x -timeout 20m ./runner/supervisor/
 	$(GO) test -run '^$$' -bench SnapshotSession -benchtime=1x -timeout 30m ./cmd/inspect/
+	$(GO) test -run '^$$' -bench ContinuationStart -benchtime=3x ./app/
+	$(GO) test -run '^$$' -bench SteerToModel -benchtime=3x ./runner/supervisor/
+	$(GO) test -run '^$$' -bench RealCLITalk -benchtime=1x -timeout 30m ./app/
 
 # The fault suite on its own (real replicas on PostgreSQL, crashes, an
 # outage, a flood), then the sustained intake of two replicas and the peak

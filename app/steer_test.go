@@ -2,11 +2,14 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-github/v62/github"
 
 	"github.com/inspecthq/inspect/app/render"
 	"github.com/inspecthq/inspect/app/store"
@@ -282,5 +285,134 @@ func TestAReviewCommentSteersTheRunningSession(t *testing.T) {
 	}
 	if got := sv.turns(0); len(got) != 1 || got[0].Message != "use a table test here" || got[0].Author != "mara" {
 		t.Errorf("the supervisor got %+v", got)
+	}
+}
+
+// A continuation that pushes onto the pull request an earlier session of
+// its conversation opened rewrites that pull request's turns list, so it
+// is the whole conversation's (decision 0072); what a person wrote in the
+// body stays.
+func TestAContinuationOnInspectsPRRewritesItsTurns(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix the flaky test"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sv := h.claim(ex.last(t))
+	spec := sv.spec()
+	h.runWorkers()
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect also handle zero", sender: "mara"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sv.turns(0)
+	sv.turns(1)
+	sv.upload(spec, 0, fixedCalc)
+	h.runWorkers()
+	first := h.onlySession()
+	if first.Outcome != session.Changed || first.PRNumber == 0 {
+		t.Fatalf("the first session: %s PR %d (%s)\n%s", first.Outcome, first.PRNumber, first.Detail, h.logs)
+	}
+	ctx := context.Background()
+	c := h.client(t)
+	pr, _, err := c.PullRequests.Get(ctx, owner, repoName, first.PRNumber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pr.GetBody(), "`also handle zero`") {
+		t.Fatalf("the first PR body lists no turns:\n%s", pr.GetBody())
+	}
+	// A reviewer notes something in the body, as people do.
+	edited := pr.GetBody() + "\r\n\r\nReviewed by hand: looks right."
+	if _, _, err := c.PullRequests.Edit(ctx, owner, repoName, first.PRNumber, &github.PullRequest{Body: github.String(edited)}); err != nil {
+		t.Fatal(err)
+	}
+
+	h.clock.Advance(time.Minute)
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect now add docs", sender: "ada", onPR: true, number: first.PRNumber})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sv2 := h.claim(ex.last(t))
+	spec2 := sv2.spec()
+	h.runWorkers()
+	sv2.upload(spec2, 0, contract.FileChange{Path: "DOCS.md", Mode: contract.ModeFile, Content: []byte("docs\n")})
+	h.runWorkers()
+	onPR, err := h.st.SessionsForTarget(ctx, repoID, first.PRNumber, 10)
+	if err != nil || len(onPR) != 1 || onPR[0].Outcome != session.Changed || onPR[0].PRNumber != first.PRNumber {
+		t.Fatalf("the continuation: %+v (%v)\n%s", onPR, err, h.logs)
+	}
+	pr, _, err = c.PullRequests.Get(ctx, owner, repoName, first.PRNumber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := pr.GetBody()
+	if strings.Count(body, "### Turns") != 1 || strings.Count(body, "`also handle zero`") != 1 || !strings.Contains(body, "| ada |") || !strings.Contains(body, "`now add docs`") {
+		t.Errorf("the PR body's turns are not the conversation's:\n%s", body)
+	}
+	if !strings.Contains(body, "Reviewed by hand: looks right.") {
+		t.Errorf("the reviewer's note is gone:\n%s", body)
+	}
+}
+
+// A message in a review thread that the running session never took (it
+// ended first) becomes a session of its own, continuing the conversation,
+// that answers in that review thread, as a review comment asking when
+// nothing ran does; the pull request's conversation gets nothing of it.
+func TestAnUndeliveredReviewMessageAnswersInItsReviewThread(t *testing.T) {
+	h, ex := newSessionHarness(t)
+	withRealPR(t, h)
+	sv, spec := startOnPR(t, h, ex, "/inspect first")
+	first := h.onlySession()
+	root := h.gh.AddReviewComment(owner, repoName, prNumber, fakegithub.ReviewComment{User: "bob", Body: "this sum looks odd", Path: "calc.go", Line: 3, Side: "RIGHT"})
+	body := "/inspect use a table test here"
+	id := h.gh.AddReviewComment(owner, repoName, prNumber, fakegithub.ReviewComment{User: "mara", Body: body, Path: "calc.go", Line: 3, Side: "RIGHT", InReplyTo: root})
+	var event map[string]any
+	if err := json.Unmarshal(reviewCommentEvent(t, id, body, "mara", "calc.go", 3, ""), &event); err != nil {
+		t.Fatal(err)
+	}
+	event["comment"].(map[string]any)["in_reply_to_id"] = float64(root)
+	if code, msg := h.deliver("pull_request_review_comment", marshal(t, event)); code != 200 {
+		t.Fatalf("status %d: %s", code, msg)
+	}
+	h.runWorkers()
+	// The session ends before its supervisor asks for the message.
+	sv.upload(spec, 0, fixedCalc)
+	h.runWorkers()
+	conversation := len(h.comments(prNumber))
+	var next store.Session
+	for _, s := range h.sessions() {
+		if s.ID != first.ID {
+			next = s
+		}
+	}
+	r := next.Info().Review
+	if next.TriggerKind != session.KindReviewComment || r == nil || r.CommentID != id || r.ThreadID() != root || r.Path != "calc.go" || r.Line != 3 || next.Info().Continues != first.ID {
+		t.Fatalf("the undelivered message's session: %s %+v, continues %q\n%s", next.TriggerKind, r, next.Info().Continues, h.logs)
+	}
+	sv2 := h.claim(ex.last(t))
+	spec2 := sv2.spec()
+	if !slices.ContainsFunc(spec2.Context, func(c contract.ContextItem) bool {
+		return c.Kind == contract.ContextReviewComment && strings.Contains(c.Source, "calc.go, line 3")
+	}) {
+		t.Errorf("the session's spec does not say where the comment sits: %+v", spec2.Context)
+	}
+	h.runWorkers()
+	sv2.upload(spec2, 0, contract.FileChange{Path: "calc_test.go", Mode: contract.ModeFile, Content: []byte("package calc\n")})
+	h.runWorkers()
+	if next, _ = h.st.GetSession(context.Background(), next.ID); next.State() != session.Done {
+		t.Fatalf("the message's session: %s/%s (%s)\n%s", next.State(), next.Outcome, next.Detail, h.logs)
+	}
+	var replies []fakegithub.ReviewComment
+	for _, rc := range h.gh.ReviewComments(owner, repoName, prNumber) {
+		if rc.User == h.gh.BotLogin() {
+			replies = append(replies, rc)
+		}
+	}
+	if len(replies) != 1 || replies[0].InReplyTo != root || !strings.Contains(replies[0].Body, "done: ") {
+		t.Errorf("review thread replies %+v, want one in %d's thread with the outcome", replies, root)
+	}
+	if got := h.comments(prNumber); len(got) != conversation {
+		t.Errorf("the message's session answered on the conversation: %+v", got[conversation:])
 	}
 }

@@ -61,6 +61,10 @@ type Turn struct {
 	// CommentID is the comment (or review comment) that carried it; 0 for
 	// the dashboard and for most requests.
 	CommentID int64
+	// Review is where a review comment that carried it sits, and its
+	// thread (TurnFromReviewComment): a message never delivered becomes a
+	// session that answers in that thread, as the comment would have.
+	Review *ReviewComment
 	// Message is what the author asked, cleaned as a command's
 	// instructions are (policy.Parse). It is untrusted text.
 	Message string

@@ -227,7 +227,13 @@ func prBodyCases() []prBodyCase {
 	cold.Workspace = &contract.Workspace{Source: contract.WorkspaceClone}
 	costly := Extras{Cost: 12.345, Priced: true, SessionURL: priced.SessionURL}
 
+	// A continuation whose agent could not resume its conversation: the
+	// kept state was too old (decision 0072).
+	fresh := passed
+	fresh.AgentState = &contract.AgentStateNote{Fresh: "the conversation state is 31 days old, past the 30 days it is kept"}
+
 	return []prBodyCase{
+		{name: "continuation-agent-started-fresh", sess: issue, spec: spec, verified: true, sum: sum, ev: fresh},
 		{name: "issue-verified-with-cost-environment-and-link", sess: issue, spec: spec, verified: true, sum: sum, ev: restored, extras: priced},
 		{name: "pr-unverified-cloned-cold-with-cost-and-link", sess: pr, spec: spec, verified: false, sum: sum, ev: cold, extras: costly},
 		{name: "issue-verified-with-usage", sess: issue, spec: spec, verified: true, sum: sum, ev: passed},

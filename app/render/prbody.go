@@ -119,6 +119,9 @@ func PRBody(sess store.Session, spec contract.Spec, verified bool, sum policy.Ch
 	} else if spec.Agent.Model != "" {
 		b.WriteString("\n")
 	}
+	if fresh := AgentStartedFreshMarkdown(ev.AgentState); fresh != "" {
+		b.WriteString("\n" + fresh + "\n")
+	}
 	if cost := CostLine(x); cost != "" {
 		b.WriteString("\n" + cost)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/inspecthq/inspect/app/store"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/policy"
 	"github.com/inspecthq/inspect/session"
 )
@@ -110,4 +111,67 @@ func CoAuthorTrailers(authors []session.Turn) string {
 		fmt.Fprintf(&b, "Co-authored-by: %s <%d+%s@users.noreply.github.com>\n", a.AuthorLogin, a.AuthorID, a.AuthorLogin)
 	}
 	return b.String()
+}
+
+// turnsHeading starts TurnsSection.
+const turnsHeading = "### Turns\n\n"
+
+// WithTurns is a pull request's body with its turns list replaced by
+// section (TurnsSection): a continuation that pushes onto the pull
+// request an earlier session opened keeps its list current (decision
+// 0072). The list is the body's last "### Turns" heading and the note and
+// table rows after it, each a line of ours (a message is one cell of a
+// row); a body without one gets section at its end. A person's edits
+// elsewhere in the body are kept.
+func WithTurns(body, section string) string {
+	if section == "" {
+		return body
+	}
+	body = strings.ReplaceAll(body, "\r\n", "\n") // as GitHub keeps a body edited in the browser
+	i := strings.LastIndex(body, "\n"+turnsHeading)
+	if i < 0 {
+		return strings.TrimRight(body, "\n") + "\n\n" + section
+	}
+	start := i + 1
+	rest, used := body[start+len(turnsHeading):], 0
+	for rest != "" {
+		line, after, found := strings.Cut(rest, "\n")
+		blankBeforeTable := line == "" && strings.HasPrefix(after, "|")
+		if !strings.HasPrefix(line, "|") && !strings.HasPrefix(line, "_The newest ") && !blankBeforeTable {
+			break
+		}
+		used += len(line)
+		if found {
+			used++
+		}
+		rest = after
+	}
+	return body[:start] + section + body[start+len(turnsHeading)+used:]
+}
+
+// AgentStartedFresh says, as plain text, that a continuation's agent
+// started a new conversation instead of resuming its own, and why (the
+// evidence's contract.AgentStateNote.Fresh, decision 0072: the state was
+// gone, too old, too big or another CLI's); "" when it resumed or had
+// nothing to resume. The page shows it as text; the PR body as
+// AgentStartedFreshMarkdown.
+func AgentStartedFresh(n *contract.AgentStateNote) string {
+	if n == nil || n.Fresh == "" {
+		return ""
+	}
+	return freshSentence(CleanLine(n.Fresh))
+}
+
+// AgentStartedFreshMarkdown is AgentStartedFresh for a PR body: the
+// reason can name a file of the agent's own state, untrusted text, so it
+// is a code span.
+func AgentStartedFreshMarkdown(n *contract.AgentStateNote) string {
+	if n == nil || n.Fresh == "" {
+		return ""
+	}
+	return freshSentence(untrustedSpan(n.Fresh))
+}
+
+func freshSentence(why string) string {
+	return "The agent started a new conversation, not its own earlier one (" + why + "): it was told the earlier turns as text."
 }

@@ -136,6 +136,9 @@ func (h *Handler) push(ctx context.Context, c *github.Client, sess store.Session
 	switch d.Kind {
 	case policy.AlreadyOnPRBranch:
 		// An earlier run pushed it and died before recording that.
+		if facts.FollowUp {
+			h.refreshTurns(ctx, c, sess, pr)
+		}
 		return spec.Target.HeadBranch, sess.Number, nil
 	case policy.OntoPRBranch:
 		ok, err := ghwrite.FastForward(ctx, c.Git, owner, repo, spec.Target.HeadBranch, sess.CommitSHA)
@@ -143,6 +146,9 @@ func (h *Handler) push(ctx context.Context, c *github.Client, sess store.Session
 			return "", 0, fmt.Errorf("updating the PR branch: %w", err)
 		}
 		if ok {
+			if facts.FollowUp {
+				h.refreshTurns(ctx, c, sess, pr)
+			}
 			return spec.Target.HeadBranch, sess.Number, nil
 		}
 		// Not a fast-forward: the head moved after our check.
@@ -212,6 +218,26 @@ func (h *Handler) push(ctx context.Context, c *github.Client, sess store.Session
 		h.requestReview(ctx, c, sess, number)
 	}
 	return branch, number, nil
+}
+
+// refreshTurns rewrites the turns list in the body of pr, a pull request
+// an earlier session of the conversation opened, now that sess pushed onto
+// it: the list is the whole conversation's again (decision 0072). Only
+// Inspect's own pull requests: a person's body is theirs. Best effort: the
+// push is done, and the session's page lists the turns anyway.
+func (h *Handler) refreshTurns(ctx context.Context, c *github.Client, sess store.Session, pr *github.PullRequest) {
+	turns, err := h.Store.ConversationTurns(ctx, sess)
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("reading the conversation's turns for the PR body failed")
+		return
+	}
+	body := render.WithTurns(pr.GetBody(), render.TurnsSection(turns))
+	if body == pr.GetBody() {
+		return
+	}
+	if _, _, err := c.PullRequests.Edit(ctx, sess.RepoOwner, sess.RepoName, pr.GetNumber(), &github.PullRequest{Body: github.String(body)}); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Int("pr", pr.GetNumber()).Msg("rewriting the PR body's turns failed")
+	}
 }
 
 // ensurePR opens the session's pull request from head into base as d

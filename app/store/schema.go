@@ -515,5 +515,12 @@ func migrations(d dialect) [][]string {
 				created_at BIGINT NOT NULL
 			)` + clustered,
 		},
+		// 24 (issue 36): where a turn's
+		// review comment sits and its thread (session.ReviewComment as
+		// JSON; '' for a turn from anywhere else), so that a message
+		// never delivered answers in its review thread.
+		{
+			`ALTER TABLE turns ADD COLUMN review TEXT NOT NULL DEFAULT ''`,
+		},
 	}
 }

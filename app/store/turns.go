@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -22,7 +23,7 @@ var ErrTooManyTurns = errors.New("the session has taken all the turns it may")
 var ErrSessionEnded = errors.New("the session has ended")
 
 const turnColumns = `session_id, seq, author_login, author_id, source, comment_id, message, stop, state,
-	attempt_id, outcome, created_at, delivered_at, done_at`
+	attempt_id, outcome, created_at, delivered_at, done_at, review`
 
 func scanTurn(row rowScanner) (session.Turn, error) {
 	var (
@@ -30,10 +31,17 @@ func scanTurn(row rowScanner) (session.Turn, error) {
 		source, state          string
 		stop                   int
 		created, deliv, doneAt int64
+		review                 string
 	)
 	if err := row.Scan(&t.SessionID, &t.Seq, &t.AuthorLogin, &t.AuthorID, &source, &t.CommentID, &t.Message, &stop, &state,
-		&t.AttemptID, &t.Outcome, &created, &deliv, &doneAt); err != nil {
+		&t.AttemptID, &t.Outcome, &created, &deliv, &doneAt, &review); err != nil {
 		return session.Turn{}, err
+	}
+	if review != "" {
+		t.Review = &session.ReviewComment{}
+		if err := json.Unmarshal([]byte(review), t.Review); err != nil {
+			return session.Turn{}, fmt.Errorf("turn %d of %s: its review comment: %w", t.Seq, t.SessionID, err)
+		}
 	}
 	t.Source, t.State, t.Stop = session.TurnSource(source), session.TurnState(state), stop != 0
 	t.CreatedAt, t.DeliveredAt, t.DoneAt = fromMS(created), fromMS(deliv), fromMS(doneAt)
@@ -84,10 +92,18 @@ func (s *Store) AddTurn(ctx context.Context, t session.Turn, sourceKey string, m
 		}
 		t.Seq, t.State, t.CreatedAt = last+1, session.TurnPending, now
 		t.AttemptID, t.Outcome, t.DeliveredAt, t.DoneAt = "", "", time.Time{}, time.Time{}
+		review := ""
+		if t.Review != nil {
+			b, err := json.Marshal(t.Review)
+			if err != nil {
+				return err
+			}
+			review = string(b)
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO turns (session_id, seq, source_key, author_login, author_id, source, comment_id,
-			message, stop, state, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			message, stop, state, created_at, review) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			t.SessionID, t.Seq, sourceKey, t.AuthorLogin, t.AuthorID, string(t.Source), t.CommentID,
-			t.Message, b2i(t.Stop), string(t.State), ms(now)); err != nil {
+			t.Message, b2i(t.Stop), string(t.State), ms(now), review); err != nil {
 			return fmt.Errorf("storing a turn: %w", err)
 		}
 		out, added = t, true

@@ -151,6 +151,9 @@ func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 	}
 	turn := session.Turn{SessionID: sess.ID, AuthorLogin: t.Sender.Login, AuthorID: t.Sender.ID, Source: sourceOf(t),
 		CommentID: t.CommentID, Message: t.Command.Instructions, Stop: stop}
+	if t.Kind == session.KindReviewComment {
+		turn.Review = t.Review
+	}
 	added, fresh, err := h.Store.AddTurn(ctx, turn, sourceKey(t), session.MaxTurnsPerSession, h.Now())
 	switch {
 	case errors.Is(err, store.ErrSessionEnded):
@@ -274,13 +277,21 @@ func continuation(ended store.Session, t session.Turn, at time.Time) *store.Sess
 		Instructions: t.Message, CreatedAt: at,
 		TriggerInfo: store.TriggerInfo{Continues: ended.ID, Branch: target.BranchName()}.Encode(),
 	}
-	if target.IsBranch() {
+	switch {
+	case target.IsBranch():
 		next.TriggerKind = session.KindDashboard // a branch is only ever asked from the dashboard
-	}
-	if t.Source == session.TurnFromComment {
-		// The comment's 👀 and replies; a review comment's id numbers
-		// apart, so that one answers on the conversation instead.
+	case t.Source == session.TurnFromComment:
+		// The comment's 👀 and replies.
 		next.CommentID = t.CommentID
+	case t.Source == session.TurnFromReviewComment && t.Review != nil:
+		// A review comment's session: it answers in the comment's review
+		// thread, as one asked there does (sessionFromTrigger). A turn
+		// stored before its place was (Review nil) answers on the
+		// conversation.
+		next.TriggerKind = session.KindReviewComment
+		info := next.Info()
+		info.Review = &store.ReviewInfo{CommentID: t.CommentID, ReviewComment: *t.Review}
+		next.TriggerInfo = info.Encode()
 	}
 	return next
 }

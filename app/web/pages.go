@@ -221,6 +221,9 @@ type sessionView struct {
 	// (decision 0068); "" when it gave none. It is apart from Detail,
 	// Inspect's own sentence about the outcome.
 	Answer template.HTML
+	// StartedFresh says the agent started a new conversation instead of
+	// resuming the one its session continues, and why; "" when it did not.
+	StartedFresh string
 	// ProvenanceURL is the attempt's signed provenance (decision 0078),
 	// "" when it has none.
 	ProvenanceURL string
@@ -276,6 +279,7 @@ func (s *Server) attemptView(view *sessionView, a store.Attempt) {
 		if view.Usage == nil {
 			view.Usage = ev.Usage
 		}
+		view.StartedFresh = render.AgentStartedFresh(ev.AgentState)
 		if w := ev.Workspace; w != nil && !w.SnapshotCreatedAt.IsZero() && !ev.StartedAt.IsZero() {
 			view.SnapshotAge = ev.StartedAt.Sub(w.SnapshotCreatedAt).Round(time.Minute).String()
 		}

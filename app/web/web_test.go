@@ -992,3 +992,31 @@ func TestSessionPageShowsTheComparisonWithTheBase(t *testing.T) {
 		t.Errorf("the reproduction: %q", got)
 	}
 }
+
+// A continuation whose agent could not resume its own conversation says
+// so on its page, with why, as text (decision 0072); one that resumed
+// says nothing of it.
+func TestSessionPageSaysWhenTheAgentStartedFresh(t *testing.T) {
+	key := sha256.Sum256([]byte("k"))
+	s, err := New(Options{PublicURL: "https://inspect.example", WebURL: "https://github.com", APIURL: "https://api.github.com",
+		Key: key[:], PermissionCache: time.Minute, SessionLifetime: time.Hour, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := func(note *contract.AgentStateNote) string {
+		t.Helper()
+		result, _ := json.Marshal(contract.ResultUpload{Evidence: contract.Evidence{AgentState: note}})
+		view := sessionView{Session: store.Fixture(session.Done, store.Session{ID: "s1"})}
+		s.attemptView(&view, store.Attempt{ExternalID: "local-1-abc", Spec: "{}", Result: string(result)})
+		rec := httptest.NewRecorder()
+		s.render(rec, http.StatusOK, "session.html", map[string]any{"Viewer": &viewer{Login: "alice", CSRF: "c"}, "S": view})
+		return rec.Body.String()
+	}
+	got := page(&contract.AgentStateNote{Fresh: `the conversation state holds "<b>x</b>", which is not part of a codex conversation`})
+	if want := `<p id="started-fresh">The agent started a new conversation, not its own earlier one (the conversation state holds &#34;&lt;b&gt;x&lt;/b&gt;&#34;, which is not part of a codex conversation): it was told the earlier turns as text.</p>`; !strings.Contains(got, want) {
+		t.Errorf("the page lacks %s:\n%s", want, between(got, "<h2>Turns</h2>", "<h2>"))
+	}
+	if got := page(&contract.AgentStateNote{Restored: "s0-a1"}); strings.Contains(got, "started-fresh") {
+		t.Error("a resumed conversation's page says it started fresh")
+	}
+}

@@ -121,6 +121,9 @@ type Request struct {
 	// Turn is the index into the script of the turn that answered it, or
 	// -1 when none did (refused, or the script was exhausted).
 	Turn int
+	// At is when the request (its whole body) arrived: a benchmark's
+	// clock for "the model's next request".
+	At time.Time
 }
 
 // Server is the stand-in. Create it with New and stop it with Close.
@@ -408,7 +411,7 @@ func parse(r *http.Request, body []byte, d *dialect) (*parsedRequest, string) {
 func newRequest(r *http.Request, body []byte, d *dialect) Request {
 	rec := Request{
 		Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(),
-		Body: body, Turn: -1,
+		Body: body, Turn: -1, At: time.Now(),
 	}
 	var raw map[string]json.RawMessage
 	if json.Unmarshal(body, &raw) == nil {

@@ -37,3 +37,30 @@ func TestTurnsSectionActsOnNothing(t *testing.T) {
 		}
 	}
 }
+
+// WithTurns replaces the body's turns list, and only it: the note of a
+// long list, a body edited in the browser (CRLF) and what follows the
+// list are kept; a body without one gets it at its end.
+func TestWithTurnsReplacesTheListOnly(t *testing.T) {
+	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	old := []session.Turn{session.RequestTurn("s1", "alice", 1, 0, "fix it", at), {Seq: 1, AuthorLogin: "mara", Message: "also zero", State: session.TurnDone, CreatedAt: at}}
+	now := append(old, session.RequestTurn("s2", "ada", 2, 0, "add docs", at))
+	body := "Fixes the test.\n\n" + TurnsSection(old) + "\n---\nOpened by the App."
+	got := WithTurns(strings.ReplaceAll(body, "\n", "\r\n"), TurnsSection(now))
+	if want := "Fixes the test.\n\n" + TurnsSection(now) + "\n---\nOpened by the App."; got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	many := make([]session.Turn, maxTurnRows+2)
+	for i := range many {
+		many[i] = session.Turn{Seq: i, AuthorLogin: "mara", Message: "m", State: session.TurnDone, CreatedAt: at}
+	}
+	if got := WithTurns("Body.\n\n"+TurnsSection(many)+"\nAfter.", TurnsSection(now)); got != "Body.\n\n"+TurnsSection(now)+"\nAfter." {
+		t.Errorf("a long list's note was left:\n%s", got)
+	}
+	if got := WithTurns("Body.\n", TurnsSection(now)); got != "Body.\n\n"+TurnsSection(now) {
+		t.Errorf("a body without a list:\n%s", got)
+	}
+	if got := WithTurns("Body.", ""); got != "Body." {
+		t.Errorf("an empty section changed the body: %q", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +151,10 @@ func TestRealBaseAndChangeScreenshotsArePairedOnThePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := pr.GetBody()
-	where := fmt.Sprintf("Verify ran on the base (`%.7s`) in attempt `%s`.", ev.Baseline.BaseSHA, base.ID)
+	if ev.Baseline.BaseSHA == "" || ev.Baseline.BaseSHA != ev.PinnedSHA {
+		t.Errorf("the base's verify ran on %q, want the pinned commit %q", ev.Baseline.BaseSHA, ev.PinnedSHA)
+	}
+	where := fmt.Sprintf("Verify ran on the base (`%.7s`) in attempt `%s`. There: `widget tests` exit 1.", ev.PinnedSHA, base.ID)
 	fixed := fixedRow(ev.Baseline, "TestWidgetIsBlue")
 	for _, want := range []string{"## Against the base", where, "1 fixed, 0 still failing, 0 newly failing", fixed} {
 		if !strings.Contains(body, want) {
@@ -164,6 +168,12 @@ func TestRealBaseAndChangeScreenshotsArePairedOnThePage(t *testing.T) {
 	}
 	if strings.Contains(body, "<img") || strings.Contains(body, "/screenshots/") || strings.Contains(body, "/artifacts/") {
 		t.Errorf("a private repository's PR body has an image URL:\n%s", body)
+	}
+
+	// The screenshot is verify's, never part of the change.
+	tree, err := exec.Command("git", "--git-dir", d.gh.GitDir(owner, repoName), "ls-tree", "-r", "--name-only", sess.CommitSHA).Output()
+	if err != nil || !strings.Contains(string(tree), "widget.go") || strings.Contains(string(tree), "shots/") {
+		t.Errorf("the commit's files: %s (%v)", tree, err)
 	}
 
 	// (2) The check run: success, and the same section.

@@ -48,7 +48,12 @@ func storeAttempt(t *testing.T, h *harness, a store.Attempt, ev contract.Evidenc
 	t.Helper()
 	ctx := context.Background()
 	now := h.clock.Now()
-	a.RepoID, a.Deadline, a.Spec = repoID, now.Add(time.Hour), "{}"
+	a.Deadline, a.Spec = now.Add(time.Hour), "{}"
+	if a.SessionID == "" {
+		// As the app records them: only an attempt without a session (the
+		// baseline's) names its repository.
+		a.RepoID = repoID
+	}
 	if err := h.st.CreateAttempt(ctx, a, "claim-"+a.ID, now); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func (d *Dashboard) ScreenshotLinks(ctx context.Context, sess store.Session) []r
 		log.Warn().Err(err).Msg("reading the attempt for its screenshots failed; the PR lists none")
 		return nil
 	}
-	pairs, err := screenshots.Pairs(ctx, d.o.Store, a)
+	pairs, err := screenshots.Pairs(ctx, d.o.Store, a, sess.RepoID)
 	if err != nil || len(pairs) == 0 {
 		if err != nil {
 			log.Warn().Err(err).Msg("reading the screenshots failed; the PR lists none")

@@ -102,8 +102,11 @@ func shots(ctx context.Context, st Store, a store.Attempt, ev *contract.Evidence
 }
 
 // Base is the baseline attempt of the session attempt a, when its
-// evidence names one of the same repository; ok is false otherwise.
-func Base(ctx context.Context, st Store, a store.Attempt) (base store.Attempt, ok bool, err error) {
+// evidence names one of the session's repository, repoID; ok is false
+// otherwise. The repository is the caller's, from the session: a session
+// attempt's own RepoID is zero (only snapshot and baseline attempts,
+// which have no session, record one).
+func Base(ctx context.Context, st Store, a store.Attempt, repoID int64) (base store.Attempt, ok bool, err error) {
 	id := BaseAttemptID(evidenceOf(a))
 	if id == "" {
 		return store.Attempt{}, false, nil
@@ -116,18 +119,19 @@ func Base(ctx context.Context, st Store, a store.Attempt) (base store.Attempt, o
 		return store.Attempt{}, false, err
 	}
 	// Never another repository's attempt, whatever the evidence says.
-	return base, base.RepoID == a.RepoID, nil
+	return base, repoID != 0 && base.RepoID == repoID, nil
 }
 
 // Pairs are the session attempt a's screenshots paired with its baseline
-// attempt's, by command and then path; none when neither side has any.
-func Pairs(ctx context.Context, st Store, a store.Attempt) ([]Pair, error) {
+// attempt's (Base, of the session's repository repoID), by command and
+// then path; none when neither side has any.
+func Pairs(ctx context.Context, st Store, a store.Attempt, repoID int64) ([]Pair, error) {
 	change, err := shots(ctx, st, a, evidenceOf(a))
 	if err != nil {
 		return nil, err
 	}
 	var base map[[2]string]*Shot
-	b, baseRan, err := Base(ctx, st, a)
+	b, baseRan, err := Base(ctx, st, a, repoID)
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,8 @@ func TestPairsMatchByCommandAndPathAndTrustTheStore(t *testing.T) {
 		}
 		return out
 	}
-	change := attempt(t, "c", 1, contract.Evidence{
+	// A session attempt records no repository: the session has it.
+	change := attempt(t, "c", 0, contract.Evidence{
 		Artifacts: append(mark("ui", "a.png", "b.png", "fake.png"), contract.Artifact{Name: "report.txt"}),
 		Baseline:  &contract.BaselineComparison{AttemptID: "b"},
 	})
@@ -68,7 +69,7 @@ func TestPairsMatchByCommandAndPathAndTrustTheStore(t *testing.T) {
 			"b": png("b", "a.png", "old.png", "b.png"),
 		},
 	}
-	pairs, err := Pairs(context.Background(), f, change)
+	pairs, err := Pairs(context.Background(), f, change, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestPairsMatchByCommandAndPathAndTrustTheStore(t *testing.T) {
 	other := f.attempts["b"]
 	other.RepoID = 2
 	f.attempts["b"] = other
-	pairs, err = Pairs(context.Background(), f, change)
+	pairs, err = Pairs(context.Background(), f, change, 1)
 	if err != nil || len(pairs) != 2 || pairs[0].Base != nil || pairs[1].Base != nil {
 		t.Errorf("pairs with another repository's base: %+v, %v", pairs, err)
 	}

@@ -330,7 +330,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		}
 		if a, err := s.st.GetAttempt(r.Context(), sess.AttemptID); err == nil {
 			s.attemptView(&view, a)
-			if view.Screenshots, err = screenshots.Pairs(r.Context(), s.st, a); err != nil {
+			if view.Screenshots, err = screenshots.Pairs(r.Context(), s.st, a, sess.RepoID); err != nil {
 				// The rest of the page is worth showing without them.
 				s.log.Warn().Err(err).Str("session_id", sess.ID).Str("attempt_id", sess.AttemptID).Msg("dashboard: reading the screenshots failed")
 			}

@@ -27,7 +27,7 @@ func (s *Server) baseArtifact(w http.ResponseWriter, r *http.Request) {
 	a, err := s.st.GetAttempt(r.Context(), sess.AttemptID)
 	var base store.Attempt
 	if err == nil {
-		base, ok, err = screenshots.Base(r.Context(), s.st, a)
+		base, ok, err = screenshots.Base(r.Context(), s.st, a, sess.RepoID)
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound) || (err == nil && !ok):

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -84,15 +83,7 @@ func runBase(t *testing.T, h *harness, l runner.Attempt) contract.Spec {
 // storedEvidence is the attempt's evidence as the store keeps it.
 func storedEvidence(t *testing.T, h *harness, attemptID string) contract.Evidence {
 	t.Helper()
-	a, err := h.st.GetAttempt(context.Background(), attemptID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var up contract.ResultUpload
-	if err := json.Unmarshal([]byte(a.Result), &up); err != nil {
-		t.Fatalf("the stored result: %v", err)
-	}
-	return up.Evidence
+	return attemptResult(t, h, attemptID).Evidence
 }
 
 // wantFixed fails the test unless ev compares with the baseline of

@@ -28,6 +28,7 @@ import (
 	"github.com/inspecthq/inspect/app/registryproxy"
 	"github.com/inspecthq/inspect/app/store"
 	"github.com/inspecthq/inspect/config"
+	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakeclock"
 	"github.com/inspecthq/inspect/internal/fakegithub"
 	"github.com/inspecthq/inspect/internal/storetest"
@@ -451,4 +452,20 @@ func (h *harness) appClient(t *testing.T) *github.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// attemptResult is the attempt's result as the store keeps it: the
+// supervisor's upload, with what the app added when it reported (the
+// comparison with the base, decision 0080).
+func attemptResult(t testing.TB, h *harness, attemptID string) contract.ResultUpload {
+	t.Helper()
+	a, err := h.st.GetAttempt(context.Background(), attemptID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up contract.ResultUpload
+	if err := json.Unmarshal([]byte(a.Result), &up); err != nil {
+		t.Fatalf("the stored result: %v", err)
+	}
+	return up
 }

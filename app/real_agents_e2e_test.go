@@ -2,12 +2,10 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/inspecthq/inspect/config"
-	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakemodel"
 	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/policy"
@@ -102,14 +100,7 @@ func realAgentFixesAndLeaksNothing(t *testing.T, a realAgent) {
 		t.Fatal(err)
 	}
 	// The evidence names the tools image the CLI ran from.
-	att, err := h.st.GetAttempt(context.Background(), sess.AttemptID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var up contract.ResultUpload
-	if err := json.Unmarshal([]byte(att.Result), &up); err != nil {
-		t.Fatal(err)
-	}
+	up := attemptResult(t, h, sess.AttemptID)
 	if _, digest, _ := strings.Cut(tools, "@"); up.Evidence.ToolsImage != digest || len(up.Evidence.Commands) == 0 || !strings.HasPrefix(up.Evidence.Commands[0].Argv[0], "/opt/inspect/tools/bin/") {
 		t.Errorf("evidence: tools image %q (want %s), agent %+v", up.Evidence.ToolsImage, digest, up.Evidence.Commands)
 	}
@@ -179,14 +170,7 @@ func TestRealCodexOnABusyboxRootEndsInAPR(t *testing.T) {
 	if sess.Outcome != session.Changed {
 		t.Fatalf("session = %s/%s: %s\nmodel requests %d\n%s", sess.State(), sess.Outcome, sess.Detail, len(model.Requests()), h.logs)
 	}
-	att, err := h.st.GetAttempt(context.Background(), sess.AttemptID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var up contract.ResultUpload
-	if err := json.Unmarshal([]byte(att.Result), &up); err != nil {
-		t.Fatal(err)
-	}
+	up := attemptResult(t, h, sess.AttemptID)
 	ws := up.Evidence.Workspace
 	if ws == nil || ws.BaseImage == nil || ws.ImageRoot == nil || !strings.HasSuffix(root, "@"+ws.BaseImage.Digest) {
 		t.Errorf("the evidence does not name the busybox root %s as the session's: %+v", root, ws)

@@ -8,7 +8,6 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -156,15 +155,7 @@ func (s *benchSessions) newSession(b *testing.B) store.Session {
 
 func benchEvidence(b *testing.B, h *harness, sess store.Session) contract.Evidence {
 	b.Helper()
-	a, err := h.st.GetAttempt(context.Background(), sess.AttemptID)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var up contract.ResultUpload
-	if err := json.Unmarshal([]byte(a.Result), &up); err != nil {
-		b.Fatalf("attempt result: %v", err)
-	}
-	return up.Evidence
+	return attemptResult(b, h, sess.AttemptID).Evidence
 }
 
 // directDownload runs the host's go command in the repo, straight against

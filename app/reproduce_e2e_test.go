@@ -1,8 +1,6 @@
 package app_test
 
 import (
-	"context"
-	"encoding/json"
 	"slices"
 	"testing"
 
@@ -120,21 +118,14 @@ reproduce:
 			if sess.Outcome != session.Changed {
 				t.Fatalf("outcome %s", sess.Outcome)
 			}
-			a, err := h.st.GetAttempt(context.Background(), sess.AttemptID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var up contract.ResultUpload
-			if err := json.Unmarshal([]byte(a.Result), &up); err != nil {
-				t.Fatal(err)
-			}
-			b := up.Evidence.Baseline
+			ev := storedEvidence(t, h, sess.AttemptID)
+			b := ev.Baseline
 			if b == nil || b.Reproduction == nil {
 				t.Fatalf("the stored evidence has no reproduction: %+v\n%s", b, h.logs)
 			}
 			got := *b.Reproduction
 			if got.Reproduced != c.want.Reproduced || got.Why != c.want.Why {
-				t.Fatalf("reproduction %+v, want %+v; the reproduce run: %+v", got, c.want, up.Evidence.Reproduce)
+				t.Fatalf("reproduction %+v, want %+v; the reproduce run: %+v", got, c.want, ev.Reproduce)
 			}
 			if c.want.Reproduced && !slices.Equal(got.Tests, []string{"example.com/widgets.TestAddZero"}) {
 				t.Errorf("the reproducing tests %q, want the added one alone", got.Tests)

@@ -3,7 +3,6 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/google/go-github/v62/github"
 
 	"github.com/inspecthq/inspect/config"
-	"github.com/inspecthq/inspect/contract"
 	"github.com/inspecthq/inspect/internal/fakemodel"
 	"github.com/inspecthq/inspect/internal/sandboxtest"
 	"github.com/inspecthq/inspect/runner/local"
@@ -243,20 +241,6 @@ func (h *harness) waitForSessionAttempt(lx *local.Executor, id string) {
 	if err != nil || st.ExitCode != 0 {
 		h.t.Fatalf("inspect runner: %+v %v\n%s", st, err, h.logs)
 	}
-}
-
-// attemptResult is the result the attempt's supervisor uploaded.
-func attemptResult(t *testing.T, h *harness, attemptID string) contract.ResultUpload {
-	t.Helper()
-	att, err := h.st.GetAttempt(context.Background(), attemptID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var up contract.ResultUpload
-	if err := json.Unmarshal([]byte(att.Result), &up); err != nil {
-		t.Fatal(err)
-	}
-	return up
 }
 
 // holdsAll fails unless the model request's input holds every text.

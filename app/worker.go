@@ -242,7 +242,7 @@ func reportHandler(s *Service) *report.Handler {
 		RequesterPRs: s.dash.RequesterPRs, SessionURL: s.dash.SessionURL, BotLogin: s.botLogin, CheckRunName: CheckRunName, Cost: s.cfg.ModelCost,
 		Screenshots: s.dash.ScreenshotLinks,
 	}
-	h.Baselines, h.PollInterval, h.Now = s.cfg.Sessions.Baseline, s.cfg.Workers.PollInterval, s.clock.Now
+	h.Baselines, h.PollInterval, h.Now, h.StopAttempt = s.cfg.Sessions.Baseline, s.cfg.Workers.PollInterval, s.clock.Now, s.stopAttempt
 	h.Postpone = func(after time.Duration, why string) error { return &postponed{after: after, why: why} }
 	if s.prov != nil {
 		h.Attest, h.Provenance = s.prov.AttestSession, s.prov.Link

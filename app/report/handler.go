@@ -73,6 +73,9 @@ type Handler struct {
 	// after a few of them (sooner when the base's verify reports).
 	PollInterval time.Duration
 	Now          func() time.Time
+	// StopAttempt ends an attempt and its run: a base's verify the report
+	// stopped waiting for (nil: the lost-baseline sweep ends it later).
+	StopAttempt func(ctx context.Context, attemptID string)
 	// Screenshots are the session's screenshot pairs for the PR body
 	// (decision 0083); nil lists none.
 	Screenshots func(ctx context.Context, sess store.Session) []render.ScreenshotLink
@@ -183,6 +186,10 @@ func (h *Handler) Handle(ctx context.Context, w *store.Work) error {
 	return decide(ctx, &githubSteps{h: h}, sess, spec, up)
 }
 
+// UnstartedBaseWait is how long after its attempt ended a report waits
+// for a base's verify that the executor has not started (decision 0080).
+const UnstartedBaseWait = 5 * time.Minute
+
 // compareWithBase fills the evidence's baseline (decision 0080) and keeps
 // it in the stored result before anything is decided, so the session's
 // page, the check run's sync and the provenance read what the report
@@ -211,15 +218,30 @@ func (h *Handler) compareWithBase(ctx context.Context, a store.Attempt, spec con
 				return err
 			}
 			now := h.Now()
-			if err == nil && now.Before(base.Deadline) {
-				wait := min(h.PollInterval*5, base.Deadline.Sub(now))
+			// A base's verify that has not started gets a few minutes
+			// from the change's result, not the whole deadline: a busy
+			// executor must not hold a finished session for an hour.
+			until := base.Deadline
+			if b.State == store.BaselineWaiting {
+				if started := a.UpdatedAt.Add(UnstartedBaseWait); started.Before(until) {
+					until = started
+				}
+			}
+			if err == nil && now.Before(until) {
+				wait := min(h.PollInterval*5, until.Sub(now))
 				return h.Postpone(max(wait, time.Second), "waiting for the base's verify (attempt "+b.AttemptID+")")
 			}
 			b.State, b.Why = store.BaselineFailed, "the base's verify did not report by its deadline"
+			if err == nil && now.Before(base.Deadline) {
+				b.Why = "the executor had no room for the base's verify within " + UnstartedBaseWait.String() + " of the change's result"
+			}
 			if _, err := h.Store.FailBaseline(ctx, b.CacheDigest, b.AttemptID, b.Why, now); err != nil {
 				return err
 			}
-			zerolog.Ctx(ctx).Warn().Str("baseline_attempt", b.AttemptID).Msg("the base's verify did not report by its deadline")
+			if h.StopAttempt != nil {
+				h.StopAttempt(ctx, b.AttemptID) // its run would find nobody waiting for it
+			}
+			zerolog.Ctx(ctx).Warn().Str("baseline_attempt", b.AttemptID).Str("why", b.Why).Msg("no comparison with the base")
 		}
 		cmp = baselines.Compare(b, a.ID, up.Evidence)
 	case len(spec.Verify) == 0:

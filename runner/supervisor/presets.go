@@ -266,8 +266,10 @@ exporter = "none"
 // (which it would try to download), denies the web tools, and caps the
 // build agent's steps. The environment turns off the models.dev fetch,
 // default plugins, Claude Code compatibility and the project's own config
-// and AGENTS.md (the prompt carries the default branch's). All of its
-// state goes under Home through the XDG variables.
+// and AGENTS.md (the prompt carries the default branch's). A
+// package-lock.json in the config directory stops its start-up install of
+// the plugin SDK from the npm registry. All of its state goes under Home
+// through the XDG variables.
 func openCodeInvocation(a contract.Agent, p AgentPaths) (Invocation, error) {
 	pkg, baseURL := "@ai-sdk/openai", p.ModelBaseURL
 	if a.ProviderKind == contract.ProviderKindAnthropic {
@@ -336,11 +338,29 @@ func openCodeInvocation(a contract.Agent, p AgentPaths) (Invocation, error) {
 			"OPENCODE_DISABLE_PROJECT_CONFIG":  "1",
 			"OPENCODE_DISABLE_SHARE":           "1",
 		},
-		Files:            map[string][]byte{"opencode/config/opencode/opencode.json": append(data, '\n')},
+		Files: map[string][]byte{
+			"opencode/config/opencode/opencode.json": append(data, '\n'),
+			// OpenCode installs its plugin SDK, @opencode-ai/plugin, into
+			// every config directory at each start, in the background,
+			// unless the directory has a node_modules and a package-lock.json
+			// that lists the package (Npm.install in its bundle). The SDK
+			// serves plugins only, and --pure loads none: without these two
+			// files each start resolves the SDK's dependency tree against
+			// the npm registry (4–5 requests, which the sandbox has no route
+			// for) beside the agent's first request.
+			"opencode/config/opencode/node_modules/.keep": {},
+			"opencode/config/opencode/package-lock.json":  []byte(openCodePluginLock),
+		},
 		StdinFile:        p.PromptFile,
 		StdoutTranscript: p.TranscriptFile != "",
 	}, nil
 }
+
+// openCodePluginLock is the package-lock.json that tells OpenCode's
+// start-up install that @opencode-ai/plugin is in its config directory
+// already: it compares the root package's dependencies only, and never
+// reads node_modules when the lock names every package it would add.
+const openCodePluginLock = `{"packages":{"":{"dependencies":{"@opencode-ai/plugin":"` + OpenCodeVersion + `"}}}}` + "\n"
 
 // claudeCodeInvocation runs `claude -p` (Claude Code 2.1.332):
 //

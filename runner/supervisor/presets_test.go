@@ -78,7 +78,7 @@ func TestPresetInvocations(t *testing.T) {
 			agent: presetOpenCodeO,
 			argv:  []string{"opencode", "run", "--pure", "--auto", "--model", "inspect/gpt-5-codex"},
 			env:   openCodeEnv,
-			files: []string{"opencode/config/opencode/opencode.json"},
+			files: openCodeFiles,
 			stdin: PromptFile,
 		},
 		{
@@ -87,7 +87,7 @@ func TestPresetInvocations(t *testing.T) {
 			transcript: true,
 			argv:       []string{"opencode", "run", "--pure", "--auto", "--model", "inspect/claude-opus-4-1", "--format", "json"},
 			env:        openCodeEnv,
-			files:      []string{"opencode/config/opencode/opencode.json"},
+			files:      openCodeFiles,
 			stdin:      PromptFile,
 		},
 		{
@@ -142,6 +142,11 @@ var openCodeEnv = []string{
 	"OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_CLAUDE_CODE", "OPENCODE_DISABLE_DEFAULT_PLUGINS",
 	"OPENCODE_DISABLE_LSP_DOWNLOAD", "OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_PROJECT_CONFIG",
 	"OPENCODE_DISABLE_SHARE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+}
+
+var openCodeFiles = []string{
+	"opencode/config/opencode/node_modules/.keep", "opencode/config/opencode/opencode.json",
+	"opencode/config/opencode/package-lock.json",
 }
 
 var claudeCodeEnv = []string{
@@ -312,6 +317,19 @@ func TestPresetOpenCodeConfig(t *testing.T) {
 		}
 		if inv.Env["XDG_CONFIG_HOME"] != p.Home+"/opencode/config" {
 			t.Errorf("XDG_CONFIG_HOME = %q: the config file is not where opencode looks", inv.Env["XDG_CONFIG_HOME"])
+		}
+		// OpenCode skips its start-up install of the plugin SDK when the
+		// config directory's lock lists it as a root dependency.
+		var lock struct {
+			Packages map[string]struct {
+				Dependencies map[string]string `json:"dependencies"`
+			} `json:"packages"`
+		}
+		if err := json.Unmarshal(inv.Files["opencode/config/opencode/package-lock.json"], &lock); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := lock.Packages[""].Dependencies["@opencode-ai/plugin"]; !ok {
+			t.Errorf("package-lock.json %+v does not list @opencode-ai/plugin: opencode would install it at each start", lock)
 		}
 	}
 }

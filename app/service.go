@@ -183,6 +183,11 @@ func NewService(o Options) *Service {
 	s.baselines = &baselines.Dispatcher{Store: o.Store, Executor: o.Executor, ChannelURL: s.channelURL, Enabled: o.Config.Sessions.Baseline,
 		Now: o.Clock.Now, NewID: newID, Wake: s.wakeWorkers, StopAttempt: s.stopAttempt, PollInterval: o.Config.Workers.PollInterval,
 		Postpone: func(after time.Duration, why string) error { return &postponed{after: after, why: why} }}
+	if hostsAttempts(o.Executor, o.Config.Executor.Kind) {
+		// Its baseline sandboxes live and die with this replica, as its
+		// sessions' do (see replaceDeadHostAttempt).
+		s.baselines.Host = o.WorkerName
+	}
 	if keys, err := provenance.LoadKeyring(o.Config.Provenance); err != nil {
 		// `inspect serve` refuses to start on this (serveWith); a
 		// service built otherwise says it loudly and attests nothing.

@@ -339,7 +339,7 @@ func newReconciler(s *Service) *reconcile.Reconciler {
 		StopAttempt: s.stopAttempt, Wake: s.wakeWorkers, Now: s.clock.Now,
 		AttemptsOncePerFleet: s.cfg.Executor.Kind == "buildkite", Interval: s.cfg.Workers.ReconcileInterval,
 		Retention: s.cfg.Artifacts.Retention, ReplicaTimeout: s.cfg.Workers.ReplicaTimeout,
-		Fates: s.fates.Reconcile, FailLostBaselines: s.baselines.FailLost,
+		Fates: s.fates.Reconcile, FailLostBaselines: s.baselines.FailLost, FailBaselinesOfDeadReplicas: s.baselines.FailOnDeadReplicas,
 	}
 }
 

@@ -39,6 +39,8 @@ type Store interface {
 	LostBaselines(ctx context.Context, now time.Time) ([]store.Baseline, error)
 	SetAttemptClaim(ctx context.Context, id, claimCode string, now time.Time) (bool, error)
 	SetAttemptExternalID(ctx context.Context, id, externalID string, now time.Time) error
+	SetAttemptHost(ctx context.Context, id, host string, now time.Time) error
+	PendingBaselineHosts(ctx context.Context) (map[string][]store.Baseline, error)
 }
 
 // Dispatcher links session attempts to their baselines and starts
@@ -58,6 +60,9 @@ type Dispatcher struct {
 	PollInterval time.Duration
 	// StopAttempt ends an attempt (its token, its read tokens, its run).
 	StopAttempt func(ctx context.Context, attemptID string)
+	// Host is this replica's name when its executor runs attempts on its
+	// own host: a baseline it starts dies with it (FailOnDeadReplicas).
+	Host string
 }
 
 // CacheDigest is a baseline's key: "sha256:" and the hex of the SHA-256 of
@@ -246,6 +251,13 @@ func (d *Dispatcher) DispatchWork(ctx context.Context, w *store.Work) error {
 	if ok, err := d.Store.SetAttemptClaim(ctx, a.ID, claim, now); err != nil || !ok {
 		return err
 	}
+	if d.Host != "" {
+		// Before it runs: a replica that dies starting it leaves it to
+		// the others to fail (FailOnDeadReplicas).
+		if err := d.Store.SetAttemptHost(ctx, a.ID, d.Host, now); err != nil {
+			return err
+		}
+	}
 	ext, err := d.Executor.Start(ctx, runner.Attempt{SessionID: id, AttemptID: a.ID, Number: 1,
 		ChannelURL: d.ChannelURL, ClaimCode: claim, Deadline: a.Deadline})
 	if errors.Is(err, runner.ErrAtCapacity) {
@@ -286,6 +298,37 @@ func (d *Dispatcher) FailLost(ctx context.Context, grace time.Duration) error {
 		a := store.Attempt{ID: b.AttemptID, BaselineDigest: b.CacheDigest}
 		if err := d.fail(ctx, a, "the base's verify did not report by its deadline"); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// FailOnDeadReplicas fails the waiting or running baselines whose attempt
+// a replica's local executor ran and that replica is dead (alive says):
+// its sandbox died with it, and no report should wait for it. Reconcile's,
+// before it re-dispatches that replica's sessions, so a retry links a new
+// base's verify rather than the dead one.
+func (d *Dispatcher) FailOnDeadReplicas(ctx context.Context, alive func(ctx context.Context, host string) (bool, error)) error {
+	hosts, err := d.Store.PendingBaselineHosts(ctx)
+	if err != nil {
+		return err
+	}
+	for host, bs := range hosts {
+		if host == d.Host {
+			continue // this replica: alive, and its own reconcile sees its runs
+		}
+		ok, err := alive(ctx, host)
+		if err != nil {
+			return err
+		}
+		if ok {
+			continue
+		}
+		for _, b := range bs {
+			a := store.Attempt{ID: b.AttemptID, BaselineDigest: b.CacheDigest}
+			if err := d.fail(ctx, a, "the replica running the base's verify died"); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -87,6 +87,9 @@ type Reconciler struct {
 	// attempts (decision 0080); nil has none. Baseline attempts belong to
 	// no session: the session passes above never see them.
 	FailLostBaselines func(ctx context.Context, grace time.Duration) error
+	// FailBaselinesOfDeadReplicas fails the baselines whose attempt ran on
+	// a replica that alive says is dead (decision 0080); nil has none.
+	FailBaselinesOfDeadReplicas func(ctx context.Context, alive func(ctx context.Context, host string) (bool, error)) error
 }
 
 // Store is what the reconciler reads and prunes of the store.
@@ -125,6 +128,16 @@ type Transitions interface {
 // fleet (store.ClaimTick): Buildkite about unfinished builds, and GitHub
 // about each session's target.
 func (r *Reconciler) Run(ctx context.Context) error {
+	// Before the sessions: a session re-dispatched from a dead replica
+	// then links a new base's verify, not the one that died with it.
+	if now := r.Now(); r.FailBaselinesOfDeadReplicas != nil && r.Fleet.MayJudgeReplicas(now) {
+		alive := func(ctx context.Context, host string) (bool, error) {
+			return r.Store.ReplicaAlive(ctx, host, now.Add(-r.ReplicaTimeout))
+		}
+		if err := r.FailBaselinesOfDeadReplicas(ctx, alive); err != nil {
+			return err
+		}
+	}
 	if !r.AttemptsOncePerFleet || r.Fleet.Due(ctx, "reconcile_attempts", r.Interval) {
 		if err := r.reconcileAttempts(ctx); err != nil {
 			return err

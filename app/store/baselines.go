@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/inspecthq/inspect/contract"
@@ -73,11 +74,13 @@ func (b Baseline) Pending() bool { return b.State == BaselineWaiting || b.State 
 
 const baselineColumns = `cache_digest, installation_id, repo_id, base_sha, attempt_id, for_attempt, state, why, result, created_at, updated_at`
 
-func scanBaseline(row interface{ Scan(...any) error }) (Baseline, error) {
+// scanBaseline reads a baseline row (baselineColumns), after the columns
+// first names, when a query selects some before them.
+func scanBaseline(row interface{ Scan(...any) error }, first ...any) (Baseline, error) {
 	var b Baseline
 	var state string
 	var created, updated int64
-	err := row.Scan(&b.CacheDigest, &b.InstallationID, &b.RepoID, &b.BaseSHA, &b.AttemptID, &b.ForAttempt, &state, &b.Why, &b.Result, &created, &updated)
+	err := row.Scan(append(first, &b.CacheDigest, &b.InstallationID, &b.RepoID, &b.BaseSHA, &b.AttemptID, &b.ForAttempt, &state, &b.Why, &b.Result, &created, &updated)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Baseline{}, fmt.Errorf("baseline: %w", ErrNotFound)
 	}
@@ -202,6 +205,45 @@ func (s *Store) LostBaselines(ctx context.Context, now time.Time) ([]Baseline, e
 		out = append(out, b)
 	}
 	return out, rows.Err()
+}
+
+// SetAttemptHost records the replica whose local executor runs a
+// baseline attempt (its sandbox dies with that replica), before the run
+// starts.
+func (s *Store) SetAttemptHost(ctx context.Context, id, host string, now time.Time) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE attempts SET host = $2, updated_at = $3 WHERE id = $1`, id, host, ms(now))
+	return err
+}
+
+// PendingBaselineHosts are the replicas running a waiting or running
+// baseline's attempt on their local executor, each with those baselines.
+func (s *Store) PendingBaselineHosts(ctx context.Context) (map[string][]Baseline, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT a.host, `+prefixed("b.", baselineColumns)+` FROM baselines b
+		JOIN attempts a ON a.id = b.attempt_id WHERE b.state IN ($1, $2) AND a.host <> ''`,
+		string(BaselineWaiting), string(BaselineRunning))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]Baseline{}
+	for rows.Next() {
+		var host string
+		b, err := scanBaseline(rows, &host)
+		if err != nil {
+			return nil, err
+		}
+		out[host] = append(out[host], b)
+	}
+	return out, rows.Err()
+}
+
+// prefixed is a column list with each column named by its table's alias.
+func prefixed(alias, columns string) string {
+	parts := strings.Split(columns, ", ")
+	for i, c := range parts {
+		parts[i] = alias + c
+	}
+	return strings.Join(parts, ", ")
 }
 
 // finishBaseline records a baseline's end and brings forward the report

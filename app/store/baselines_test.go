@@ -143,3 +143,39 @@ func countKind(kinds []store.WorkKind, k store.WorkKind) int {
 	}
 	return n
 }
+
+// A baseline's attempt run by a replica's local executor is found by that
+// replica, while it is pending: reconcile fails it when the replica dies.
+func TestPendingBaselinesAreFoundByTheirReplica(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if _, err := s.Accept(ctx, acceptance("d1", 100, "s1")); err != nil {
+			t.Fatal(err)
+		}
+		deadline := t0.Add(time.Hour)
+		for i, id := range []string{"a1", "a2"} {
+			if err := s.CreateAttempt(ctx, store.Attempt{ID: id, SessionID: "s1", Deadline: deadline, Spec: "{}"}, "code-"+id, t0); err != nil {
+				t.Fatal(err)
+			}
+			key := store.Baseline{CacheDigest: "sha256:k" + id, InstallationID: 9, RepoID: 1, BaseSHA: "abc"}
+			if _, _, err := s.LinkBaseline(ctx, id, key, store.Attempt{ID: "b" + id, RepoID: 1, Deadline: deadline, Spec: "{}"}, "code-b"+id, t0); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				if err := s.SetAttemptHost(ctx, "b"+id, "replica-1", t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		hosts, err := s.PendingBaselineHosts(ctx)
+		if err != nil || len(hosts) != 1 || len(hosts["replica-1"]) != 1 || hosts["replica-1"][0].AttemptID != "ba1" || hosts["replica-1"][0].CacheDigest != "sha256:ka1" {
+			t.Fatalf("pending baselines by replica = %+v, %v; want replica-1's ba1 alone (ba2 has no host)", hosts, err)
+		}
+		if _, err := s.FailBaseline(ctx, "sha256:ka1", "ba1", "its replica died", t0); err != nil {
+			t.Fatal(err)
+		}
+		if hosts, err := s.PendingBaselineHosts(ctx); err != nil || len(hosts) != 0 {
+			t.Errorf("a failed baseline is still pending: %+v, %v", hosts, err)
+		}
+	})
+}

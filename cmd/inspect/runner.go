@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -120,8 +121,16 @@ func forwardCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Listen, "listen", supervisor.EgressListen, "loopback address the agent's CLI is pointed at")
 	fs.StringVar(&o.Socket, "socket", supervisor.EgressSocket, "the egress socket inside the sandbox")
 	fs.StringVar(&o.Stdin, "stdin", "", "a file to give the agent as its standard input")
+	expose := fs.String("expose", "", "SOCKET=ADDR: relay connections to a Unix socket to a loopback address inside the sandbox")
 	if code, done := parseFlags(fs, args); done {
 		return code
+	}
+	if *expose != "" {
+		var ok bool
+		if o.ExposeSocket, o.ExposeAddr, ok = strings.Cut(*expose, "="); !ok {
+			fmt.Fprintf(stderr, "inspect runner forward: --expose %q is not SOCKET=ADDR\n", *expose)
+			return 2
+		}
 	}
 	o.Argv, o.Stdout, o.Stderr = fs.Args(), stdout, stderr
 	code, err := forward.Run(context.Background(), o)

@@ -34,6 +34,13 @@ type Options struct {
 	// to 128 KiB).
 	Stdin          string
 	Stdout, Stderr io.Writer
+	// Expose, when set, is the other way in: a Unix socket the forwarder
+	// listens on (ExposeSocket, in a directory the supervisor binds in),
+	// each connection relayed to ExposeAddr on the sandbox's loopback. The
+	// supervisor reaches a server the agent runs there (`opencode serve`,
+	// decision 0084) through it; the sandbox's network namespace has no
+	// other way in.
+	ExposeSocket, ExposeAddr string
 }
 
 // Run relays until the agent exits and returns its exit code (128+signal
@@ -46,12 +53,21 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
 		return 2, fmt.Errorf("--listen %q must be a loopback address and port", o.Listen)
 	}
+	if (o.ExposeSocket == "") != (o.ExposeAddr == "") {
+		return 2, errors.New("--expose needs both a socket and an address: SOCKET=ADDR")
+	}
+	if o.ExposeAddr != "" {
+		host, _, err := net.SplitHostPort(o.ExposeAddr)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			return 2, fmt.Errorf("--expose address %q must be a loopback address and port", o.ExposeAddr)
+		}
+	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return 1, fmt.Errorf("listening on %s: %w", o.Listen, err)
 	}
 	var conns sync.WaitGroup
-	go func() {
+	serve := func(ln net.Listener, network, to string) {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -60,14 +76,30 @@ func Run(ctx context.Context, o Options) (int, error) {
 			conns.Add(1)
 			go func() {
 				defer conns.Done()
-				relay(c, o.Socket)
+				relay(c, network, to)
 			}()
 		}
-	}()
+	}
+	go serve(ln, "unix", o.Socket)
 	defer func() {
 		_ = ln.Close() // the accept loop ends with it
 		conns.Wait()
 	}()
+	if o.ExposeSocket != "" {
+		in, err := net.Listen("unix", o.ExposeSocket)
+		if err != nil {
+			return 1, fmt.Errorf("listening on %s: %w", o.ExposeSocket, err)
+		}
+		// The supervisor may run as another user than the sandbox; the
+		// directory the socket is in is what keeps others out.
+		if err := os.Chmod(o.ExposeSocket, 0o666); err != nil {
+			_ = in.Close() // the chmod's error is the one to report
+			return 1, fmt.Errorf("opening %s to the supervisor: %w", o.ExposeSocket, err)
+		}
+		go serve(in, "tcp", o.ExposeAddr)
+		// Deferred after ln's: closed first, so conns.Wait sees no new one.
+		defer func() { _ = in.Close() }() // the accept loop ends with it; the socket file goes with the sandbox
+	}
 
 	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
 	cmd.Stdout, cmd.Stderr = o.Stdout, o.Stderr
@@ -110,12 +142,12 @@ func exitCode(cmd *exec.Cmd, err error) int {
 	return cmd.ProcessState.ExitCode()
 }
 
-// relay copies c to a new connection to the socket and back, half-closing
-// each way as it ends, so a client that closes its write side still reads
-// the answer.
-func relay(c net.Conn, socket string) {
+// relay copies c to a new connection to address to (a Unix socket's path
+// or a TCP address) and back, half-closing each way as it ends, so a
+// client that closes its write side still reads the answer.
+func relay(c net.Conn, network, to string) {
 	defer c.Close()
-	up, err := net.Dial("unix", socket)
+	up, err := net.Dial(network, to)
 	if err != nil {
 		return // the client sees the connection close; nothing else to tell it
 	}
@@ -125,13 +157,21 @@ func relay(c net.Conn, socket string) {
 	go func() {
 		defer wg.Done()
 		_, _ = io.Copy(up, c) // errors end the relay; the other side sees EOF
-		if uc, ok := up.(*net.UnixConn); ok {
-			_ = uc.CloseWrite()
-		}
+		closeWrite(up)
 	}()
 	_, _ = io.Copy(c, up)
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.CloseWrite()
-	}
+	// The far side is done: the client gets EOF, and its side is closed
+	// too, since a client that keeps its connection for another request
+	// (an HTTP keep-alive, the supervisor's through Expose) would keep
+	// this relay, and Run, waiting for it.
+	closeWrite(c)
+	_ = c.Close() // ends the copy above from c
 	wg.Wait()
+}
+
+// closeWrite half-closes c when it can (TCP and Unix connections can).
+func closeWrite(c net.Conn) {
+	if hc, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = hc.CloseWrite() // the peer sees EOF or a reset; either ends its side
+	}
 }

@@ -89,8 +89,12 @@ func (s *session) packAgentState() ([]byte, error) {
 		return nil, fmt.Errorf("the agent's home could not be opened: %w", err)
 	}
 	defer func() { _ = root.Close() }() // read-only
-	st, err := CaptureConversation(s.spec.Agent, root)
-	if err != nil {
+	var st ConversationState
+	if s.served != nil {
+		// A served agent's conversation is the one the supervisor started
+		// or resumed through its server (served.go).
+		st = *s.served
+	} else if st, err = CaptureConversation(s.spec.Agent, root); err != nil {
 		return nil, fmt.Errorf("the agent left no conversation to keep: %w", err)
 	}
 	data, skipped, err := PackAgentState(root, st, s.red, s.cfg.Now())

@@ -3,8 +3,10 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -243,12 +245,33 @@ func (e *egress) mounts() []sandbox.Mount {
 	}
 }
 
+// agentSocketDir makes the host's side of AgentSocketDir, the directory
+// where the forwarder makes the socket the supervisor reaches a served
+// agent through (opencodeserver.go), owned by the sandbox's uid; the same
+// one for every run of the attempt.
+func (e *egress) agentSocketDir(uid, gid int) (string, error) {
+	dir := filepath.Join(e.dir, "agent")
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	if uid != os.Geteuid() || gid != os.Getegid() {
+		if err := os.Lchown(dir, uid, gid); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
 // wrap runs argv under the forwarder, with stdin (a file in the sandbox,
-// or "") as its standard input.
-func (e *egress) wrap(argv []string, stdin string) []string {
+// or "") as its standard input, and expose ("" or SOCKET=ADDR, a socket
+// relayed to a loopback address inside: opencodeserver.go) as a way in.
+func (e *egress) wrap(argv []string, stdin, expose string) []string {
 	w := []string{EgressBinary, "runner", "forward", "--listen", EgressListen, "--socket", EgressSocket}
 	if stdin != "" {
 		w = append(w, "--stdin", stdin)
+	}
+	if expose != "" {
+		w = append(w, "--expose", expose)
 	}
 	return append(append(w, "--"), argv...)
 }

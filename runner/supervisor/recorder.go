@@ -52,7 +52,10 @@ func (s *session) startRecorder(turn int) *flightRecorder {
 // update is sandbox.Spec.Watch: it keeps the report, redacted and cut to
 // what the contract takes, as the newest.
 func (r *flightRecorder) update(rep sandbox.WatchReport) {
-	rec := &contract.Recorder{Time: r.s.cfg.Now(), Phase: contract.PhaseAgent, Turn: r.turn, FilesTruncated: rep.Truncated,
+	r.mu.Lock()
+	turn := r.turn
+	r.mu.Unlock()
+	rec := &contract.Recorder{Time: r.s.cfg.Now(), Phase: contract.PhaseAgent, Turn: turn, FilesTruncated: rep.Truncated,
 		Command: contract.CleanProgressMessage(r.s.red.Redact(rep.Command)), Files: []contract.RecorderFile{}}
 	rec.Command = policy.TruncateUTF8(rec.Command, contract.MaxRecorderCommandBytes)
 	var raw []string // each of rec.Files as the sandbox named it
@@ -72,6 +75,14 @@ func (r *flightRecorder) update(rep sandbox.WatchReport) {
 	case r.wake <- struct{}{}:
 	default: // a send is due already; it takes the newest
 	}
+}
+
+// setTurn says the run now works on turn n: a served agent takes its
+// turns in one run (served.go).
+func (r *flightRecorder) setTurn(n int) {
+	r.mu.Lock()
+	r.turn = n
+	r.mu.Unlock()
 }
 
 func (r *flightRecorder) send() {

@@ -492,7 +492,7 @@ func (sb *snapshotBuilder) setup(ctx context.Context, base v1.Image, caches []im
 		}
 		argv := c.Argv
 		if eg != nil {
-			argv = eg.wrap(c.Argv, "")
+			argv = eg.wrap(c.Argv, "", "")
 		}
 		r, err := sb.runSetup(ctx, name, c, argv, setupDir, rootFS, mounts, env)
 		if err != nil {

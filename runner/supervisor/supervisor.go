@@ -414,6 +414,17 @@ type session struct {
 	// (0: the request).
 	agentStart time.Time
 	turn       int
+	// recorder is the flight recorder of the agent's run going now (nil
+	// between runs), told a served agent's new turn (served.go).
+	recorder *flightRecorder
+	// agentSocketDir is the host's side of AgentSocketDir while a served
+	// agent runs ("" otherwise), and served the conversation it holds,
+	// which packAgentState keeps (served.go).
+	agentSocketDir string
+	served         *ConversationState
+	// resumed is the conversation a continuation's agent resumes (nil for
+	// a fresh one), restored in agentInvocation.
+	resumed *ConversationState
 	// agentState is the agent's packed conversation state, kept after its
 	// runs for the result's upload (agentstate_session.go).
 	agentState []byte
@@ -831,6 +842,7 @@ func (s *session) agentInvocation(ctx context.Context) (Invocation, error) {
 		if inv, err = ResumeInvocation(s.spec.Agent, s.agentPaths(), st, PromptFile); err != nil {
 			return Invocation{}, err
 		}
+		s.resumed = &st
 	}
 	for _, name := range slices.Sorted(maps.Keys(inv.Files)) {
 		rel := path.Join(home, name)
@@ -971,12 +983,24 @@ func (s *session) commandStoppable(ctx context.Context, name string, argv []stri
 			stdin = s.invocation.StdinFile
 			env = s.agentEnv(s.invocation.Env)
 		}
-		mounts, run = append(slices.Clone(s.mounts), s.egress.mounts()...), s.egress.wrap(argv, stdin)
+		mounts = append(slices.Clone(s.mounts), s.egress.mounts()...)
+		expose := ""
+		if s.phase == contract.PhaseAgent && s.agentSocketDir != "" {
+			// A served agent (opencodeserver.go): its server is reached
+			// through a socket in this directory.
+			mounts = append(mounts, sandbox.Mount{Source: s.agentSocketDir, Target: AgentSocketDir})
+			expose = AgentSocketDir + "/" + openCodeSocketName + "=" + OpenCodeServeAddr
+		}
+		run = s.egress.wrap(argv, stdin, expose)
 	}
 	var watch func(sandbox.WatchReport)
 	if s.phase == contract.PhaseAgent {
 		rec := s.startRecorder(s.turn)
-		defer rec.close()
+		s.recorder = rec
+		defer func() {
+			s.recorder = nil
+			rec.close()
+		}()
 		watch = rec.update
 	}
 	res, err := sandbox.Run(ctx, sandbox.Spec{

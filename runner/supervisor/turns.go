@@ -84,13 +84,20 @@ func (s *session) runAgent(ctx context.Context, inv Invocation) agentRun {
 	if s.spec.Steer == nil || s.cfg.Conversations == nil {
 		return s.runOnce(ctx, "agent", inv, turnTimeout, nil)
 	}
-	conv, err := s.cfg.Conversations.Open(ctx, s.spec.Agent, s.agentPaths(),
-		ConversationPlace{Workspace: "/workspace", HostWork: s.ws.work, UID: int(s.cfg.SandboxUID), GID: int(s.cfg.SandboxGID)})
-	if err != nil {
-		// The agent still runs; messages wait for the session's end and
-		// continue it then (decision 0072).
-		s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("the agent's conversation cannot be continued; its messages wait for the session's end")
-		return s.runOnce(ctx, "agent", inv, turnTimeout, nil)
+	// OpenCode is steered through its own server (served.go, decision
+	// 0084); the other CLIs are stopped and resumed.
+	served := servedAgent(s.spec.Agent, s.spec.Steer) && s.egress != nil
+	var conv Conversation
+	if !served {
+		var err error
+		conv, err = s.cfg.Conversations.Open(ctx, s.spec.Agent, s.agentPaths(),
+			ConversationPlace{Workspace: "/workspace", HostWork: s.ws.work, UID: int(s.cfg.SandboxUID), GID: int(s.cfg.SandboxGID)})
+		if err != nil {
+			// The agent still runs; messages wait for the session's end and
+			// continue it then (decision 0072).
+			s.log.Warn().Str("error", s.red.Redact(err.Error())).Msg("the agent's conversation cannot be continued; its messages wait for the session's end")
+			return s.runOnce(ctx, "agent", inv, turnTimeout, nil)
+		}
 	}
 	interrupt := s.spec.Steer.Mode == contract.SteerInterrupt
 
@@ -106,6 +113,10 @@ func (s *session) runAgent(ctx context.Context, inv Invocation) agentRun {
 		cancel()
 		listening.Wait()
 	}()
+
+	if served {
+		return s.runServed(ctx, inv, in, interrupt, turnTimeout)
+	}
 
 	var (
 		last    int // the newest turn taken

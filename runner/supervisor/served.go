@@ -27,6 +27,8 @@ const (
 	// openCodeReadyPoll is how often the server is asked whether it is up
 	// while it starts: it says so on no channel the supervisor has.
 	openCodeReadyPoll = 50 * time.Millisecond
+	// openCodeReadyAsk bounds one of those asks.
+	openCodeReadyAsk = time.Second
 	// openCodeAbortWait bounds the wait for an aborted run to end before
 	// the next message is posted (OpenCode queues it behind the run).
 	openCodeAbortWait = 30 * time.Second
@@ -101,9 +103,11 @@ func (s *session) runServed(ctx context.Context, inv Invocation, in <-chan []con
 // converse drives the served agent's conversation until it ends (see
 // servedEnd); done brings the server's run if it ends first.
 func (s *session) converse(ctx context.Context, oc *openCodeClient, in <-chan []contract.Turn, done <-chan agentRun, interrupt bool, turnTimeout time.Duration) servedEnd {
+	began := time.Now()
 	if end, ok := s.awaitServer(ctx, oc, done); !ok {
 		return end
 	}
+	s.log.Info().Int64("start_ms", time.Since(began).Milliseconds()).Msg("the agent's server is up")
 	evs, err := oc.events(ctx)
 	if err != nil {
 		return servedEnd{failure: "subscribing to OpenCode's events: " + err.Error()}
@@ -245,7 +249,10 @@ func (s *session) awaitServer(ctx context.Context, oc *openCodeClient, done <-ch
 	tick := time.NewTicker(openCodeReadyPoll)
 	defer tick.Stop()
 	for {
-		hctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		// Each ask is short: while it starts, the server can take a
+		// connection and never answer it (measured: a first ask hung for
+		// 30 s while a later one was answered).
+		hctx, cancel := context.WithTimeout(ctx, openCodeReadyAsk)
 		err := oc.healthy(hctx)
 		cancel()
 		if err == nil {

@@ -39,7 +39,10 @@ import (
 //	POST /session/{id}/abort                  stops the run
 //	GET  /session/status                      {"ses_…":{"type":"busy"|"retry"|"idle"}}
 //	GET  /event                               server-sent events: session.status,
-//	                                          session.idle, session.error, …
+//	                                          session.idle, session.error,
+//	                                          permission.asked, question.asked, …
+//	POST /permission/{id}/reply               {"reply":"once"}
+//	POST /question/{id}/reject
 
 const (
 	// OpenCodeServeAddr is where `opencode serve` listens inside the
@@ -209,10 +212,33 @@ func (c *openCodeClient) busy(ctx context.Context, id string) (bool, error) {
 	return ok && s.Type != "idle", nil
 }
 
+// answerAsk answers a permission or a question the server asks of
+// somebody (ok is false for any other event), as `opencode run --auto`
+// does for permissions: each is granted once (the configuration denies
+// what must not be done; the sandbox is the wall), and a question, which
+// nobody is there to answer, is rejected: people talk to the agent
+// through its turns. Every conversation on the server is the agent's, its
+// subagents' too.
+func (c *openCodeClient) answerAsk(ctx context.Context, ev openCodeEvent) (bool, error) {
+	switch ev.Type {
+	case "permission.asked":
+		body := struct {
+			Reply string `json:"reply"`
+		}{Reply: "once"}
+		return true, c.do(ctx, http.MethodPost, "/permission/"+url.PathEscape(ev.Properties.ID)+"/reply", body, http.StatusOK, nil)
+	case "question.asked":
+		return true, c.do(ctx, http.MethodPost, "/question/"+url.PathEscape(ev.Properties.ID)+"/reject", nil, http.StatusOK, nil)
+	}
+	return false, nil
+}
+
 // openCodeEvent is what the supervisor reads of one server-sent event.
 type openCodeEvent struct {
 	Type       string `json:"type"`
 	Properties struct {
+		// ID is a permission's or a question's (permission.asked,
+		// question.asked).
+		ID        string `json:"id"`
 		SessionID string `json:"sessionID"`
 		Status    struct {
 			Type string `json:"type"`

@@ -185,6 +185,16 @@ func (s *session) converse(ctx context.Context, oc *openCodeClient, in <-chan []
 			if !ok {
 				return servedEnd{failure: "OpenCode's event stream ended"}
 			}
+			actx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+			asked, err := oc.answerAsk(actx, ev)
+			cancel()
+			if err != nil {
+				return servedEnd{failure: "answering OpenCode's " + ev.Type + ": " + err.Error()}
+			}
+			if asked {
+				s.log.Info().Str("event", ev.Type).Msg("answered the agent's server as `opencode run --auto` would")
+				continue
+			}
 			if f := ev.failure(id); f != "" {
 				failure = f
 			}

@@ -154,11 +154,12 @@ func (s *session) converse(ctx context.Context, oc *openCodeClient, in <-chan []
 	deliver := func() error {
 		msg, n := turnsMessage(pending), pending[0].Seq
 		pending = nil
-		s.turn = n
-		if s.recorder != nil {
-			s.recorder.setTurn(n)
+		// The run's goroutine reads s.turn and s.phase: neither is
+		// written while it runs (the phase stays the agent's).
+		if rec := s.recorder.Load(); rec != nil {
+			rec.setTurn(n)
 		}
-		s.enter(contract.PhaseAgent, fmt.Sprintf("running the agent on turn %d", n))
+		s.progress(contract.PhaseAgent, fmt.Sprintf("running the agent on turn %d", n))
 		return post(msg)
 	}
 	abort := func() {

@@ -56,6 +56,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -415,8 +416,9 @@ type session struct {
 	agentStart time.Time
 	turn       int
 	// recorder is the flight recorder of the agent's run going now (nil
-	// between runs), told a served agent's new turn (served.go).
-	recorder *flightRecorder
+	// between runs), told a served agent's new turn (served.go), which
+	// reads it beside the run's goroutine.
+	recorder atomic.Pointer[flightRecorder]
 	// agentSocketDir is the host's side of AgentSocketDir while a served
 	// agent runs ("" otherwise), and served the conversation it holds,
 	// which packAgentState keeps (served.go).
@@ -996,9 +998,9 @@ func (s *session) commandStoppable(ctx context.Context, name string, argv []stri
 	var watch func(sandbox.WatchReport)
 	if s.phase == contract.PhaseAgent {
 		rec := s.startRecorder(s.turn)
-		s.recorder = rec
+		s.recorder.Store(rec)
 		defer func() {
-			s.recorder = nil
+			s.recorder.Store(nil)
 			rec.close()
 		}()
 		watch = rec.update
@@ -1112,6 +1114,13 @@ func (s *session) fail(ctx context.Context, doing string, err error) bool {
 func (s *session) enter(p contract.Phase, msg string) {
 	s.phase = p
 	s.gate.setPhase(p)
+	s.progress(p, msg)
+}
+
+// progress tells the app what the session does now, within phase p (the
+// one it is in: a served agent's next turn, served.go, which must not
+// write s.phase while its run reads it).
+func (s *session) progress(p contract.Phase, msg string) {
 	msg = contract.CleanProgressMessage(s.red.Redact(msg))
 	s.log.Info().Str("phase", string(p)).Msg(msg)
 	s.seq++

@@ -226,18 +226,12 @@ func (s *session) converse(ctx context.Context, oc *openCodeClient, in <-chan []
 				return servedEnd{failure: err.Error()}
 			}
 		case turns := <-in:
-			for _, t := range turns {
-				if t.Seq <= last {
-					continue
-				}
-				last = t.Seq
-				s.log.Info().Int("turn", t.Seq).Str("author", t.Author).Bool("stop", t.Stop).Msg("a message for the agent")
-				if t.Stop {
-					abort()
-					return servedEnd{stopped: true}
-				}
-				pending = append(pending, t)
+			more, stop := s.takeTurns(turns, &last)
+			if stop {
+				abort()
+				return servedEnd{stopped: true}
 			}
+			pending = append(pending, more...)
 			if !interrupt || len(pending) == 0 {
 				continue
 			}

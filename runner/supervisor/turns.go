@@ -137,21 +137,15 @@ func (s *session) runAgent(ctx context.Context, inv Invocation) agentRun {
 			case run = <-done:
 				break running
 			case turns := <-in:
-				for _, t := range turns {
-					if t.Seq <= last {
-						continue
-					}
-					last = t.Seq
-					s.log.Info().Int("turn", t.Seq).Str("author", t.Author).Bool("stop", t.Stop).Msg("a message for the agent")
-					if t.Stop {
-						stopped = true
-						stopRun()
-						continue
-					}
-					pending = append(pending, t)
-					if interrupt {
-						stopRun()
-					}
+				more, stop := s.takeTurns(turns, &last)
+				if stop {
+					stopped = true
+					stopRun()
+					continue
+				}
+				pending = append(pending, more...)
+				if interrupt && len(more) > 0 {
+					stopRun()
 				}
 			}
 		}
@@ -198,6 +192,25 @@ func (s *session) runAgent(ctx context.Context, inv Invocation) agentRun {
 		name = fmt.Sprintf("agent (turn %d)", first)
 		s.enter(contract.PhaseAgent, fmt.Sprintf("running the agent on turn %d", first))
 	}
+}
+
+// takeTurns takes the turns after *last from a batch the listener brought,
+// moving *last on: the messages, and whether a stop was among them (the
+// agent's turn then ends, and the messages with it).
+func (s *session) takeTurns(turns []contract.Turn, last *int) ([]contract.Turn, bool) {
+	var out []contract.Turn
+	for _, t := range turns {
+		if t.Seq <= *last {
+			continue
+		}
+		*last = t.Seq
+		s.log.Info().Int("turn", t.Seq).Str("author", t.Author).Bool("stop", t.Stop).Msg("a message for the agent")
+		if t.Stop {
+			return nil, true
+		}
+		out = append(out, t)
+	}
+	return out, false
 }
 
 // turnsNow asks for the turns after after without waiting; stop says one

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -274,6 +275,44 @@ func TestABaselineWithNoRoomWaitsThenIsUnavailable(t *testing.T) {
 	}
 	if b, err = h.st.GetBaseline(context.Background(), a.BaselineDigest); err != nil || b.State != store.BaselineFailed {
 		t.Errorf("the baseline after its deadline: %+v, %v", b, err)
+	}
+}
+
+// An executor that fails to start the base's verify fails the baseline at
+// once; the comparison is unavailable and says so in a sentence of
+// Inspect's, not the executor's error, which can hold its API's answer or
+// a host name and stays in the app's log.
+func TestABaselineTheExecutorRefusesIsUnavailableWithoutItsError(t *testing.T) {
+	h, ex := newSessionHarness(t, withBaselines)
+	const internals = "POST https://buildkite.internal.example:8443/v2/builds: 502 Bad Gateway"
+	ex.mu.Lock()
+	ex.refuse = func(l runner.Attempt) error {
+		if strings.HasPrefix(l.SessionID, "baseline-") {
+			return errors.New(internals)
+		}
+		return nil
+	}
+	ex.mu.Unlock()
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix the failing test"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sessions, _ := launched(t, h, ex, 1, 0)
+	sv := h.claim(sessions[0])
+	spec := sv.spec()
+	sv.uploadEvidence(spec, verifyEvidence(contract.OutcomeOK, addPasses, subPasses), fixedCalc)
+	h.runWorkers()
+	s := h.onlySession()
+	if s.Outcome != session.Changed {
+		t.Fatalf("session = %s/%s (%s)\n%s", s.State(), s.Outcome, s.Detail, h.logs)
+	}
+	ev := storedEvidence(t, h, s.AttemptID)
+	if ev.Baseline == nil || ev.Baseline.Status != contract.BaselineUnavailable ||
+		!strings.Contains(ev.Baseline.Why, "could not start") || strings.Contains(ev.Baseline.Why, "buildkite.internal") {
+		t.Errorf("the baseline = %+v, want unavailable, saying it could not start without the executor's error", ev.Baseline)
+	}
+	if !strings.Contains(h.logs.String(), internals) {
+		t.Errorf("the app's log lacks the executor's error:\n%s", h.logs)
 	}
 }
 

@@ -31,8 +31,10 @@ type scriptedExecutor struct {
 	// exited are external ids whose supervisor the test says has ended,
 	// lost those the test says the executor lost.
 	exited, lost map[string]bool
-	// full, when set, says the executor is at capacity for a launch.
-	full func(l runner.Attempt) bool
+	// full, when set, says the executor is at capacity for a launch;
+	// refuse, when set, is the error it fails a launch with (nil: none).
+	full   func(l runner.Attempt) bool
+	refuse func(l runner.Attempt) error
 }
 
 func (e *scriptedExecutor) State(_ context.Context, id string) (runner.AttemptState, error) {
@@ -52,6 +54,11 @@ func (e *scriptedExecutor) Start(_ context.Context, l runner.Attempt) (string, e
 	defer e.mu.Unlock()
 	if e.full != nil && e.full(l) {
 		return "", runner.ErrAtCapacity
+	}
+	if e.refuse != nil {
+		if err := e.refuse(l); err != nil {
+			return "", err
+		}
 	}
 	e.launches = append(e.launches, l)
 	return fmt.Sprintf("scripted-%d", len(e.launches)), nil

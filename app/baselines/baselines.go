@@ -268,7 +268,11 @@ func (d *Dispatcher) DispatchWork(ctx context.Context, w *store.Work) error {
 		return d.Postpone(wait, "the executor is at capacity: the base's verify waits")
 	}
 	if err != nil {
-		return d.fail(ctx, a, "the base's verify could not start: "+err.Error())
+		// The executor's error stays in the log: the reason is shown in the
+		// pull request and on the check run, where an executor's internals
+		// (its API's answer, a host name) have no place.
+		log.Warn().Str("error", err.Error()).Msg("the executor did not start the base's verify")
+		return d.fail(ctx, a, "the base's verify could not start: the executor did not take it (the app's log says why)")
 	}
 	log.Info().Str("external_id", ext).Msg("baseline dispatched")
 	return d.Store.SetAttemptExternalID(ctx, a.ID, ext, d.Now())

@@ -93,7 +93,9 @@ func (s *session) runServed(ctx context.Context, inv Invocation, in <-chan []con
 		c.ExitCode, c.Signal = 0, ""
 		if end.failure != "" {
 			c.ExitCode = 1
-			c.OutputTail = strings.TrimLeft(c.OutputTail+"\n"+cleanText(s.red.Redact("the conversation ended with OpenCode's error: "+end.failure), 1<<10), "\n")
+			line := cleanText(s.red.Redact("the conversation ended with OpenCode's error: "+end.failure), 1<<10)
+			tail, cut := contract.TailOutput([]byte(strings.TrimLeft(c.OutputTail+"\n"+line, "\n")), int(s.spec.Limits.MaxOutputBytes))
+			c.OutputTail, c.OutputTruncated = tail, c.OutputTruncated || cut
 		}
 		run.result = *c
 	}

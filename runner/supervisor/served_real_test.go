@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,5 +58,36 @@ func TestRealServedOpenCodeIsGrantedWhatRunAutoGrants(t *testing.T) {
 	}
 	if model.Remaining() != 0 {
 		t.Errorf("the script was not played out: %d turns left", model.Remaining())
+	}
+}
+
+// A model error OpenCode does not retry ends the served conversation, and
+// the agent's command says so as the CLI's exit would: the session's
+// agent failed, with OpenCode's error at the end of its output.
+func TestRealServedOpenCodesErrorIsTheAgentsFailure(t *testing.T) {
+	c := realCLI{preset: contract.PresetOpenCode, binary: "opencode", kind: contract.ProviderKindOpenAI}
+	model, ch, sha := realCLIChannel(t, c)
+	id := "rs-opencode-err"
+	spec := ch.Spec(id, id+"-a1", sha, nil, command("the change", time.Minute, "true"))
+	spec.Instructions = steerTask
+	spec.Agent = contract.Agent{Preset: c.preset, Model: "scripted-1", Provider: "scripted", ProviderKind: c.kind}
+	spec.Steer = &contract.Steer{Mode: contract.SteerInterrupt}
+	h := newHarness(t, ch, spec)
+	h.cfg.Conversations = CLIConversations()
+	h.cfg.StopGrace = stopGrace
+	model.Script(fakemodel.Turn{Status: 400})
+	var rep *Report
+	select {
+	case rep = <-h.runInBackground(t):
+	case <-time.After(4 * time.Minute):
+		t.Fatalf("the attempt did not end; model requests %d", len(model.Requests()))
+	}
+	ev := h.result(t, rep).Evidence
+	if ev.Outcome != contract.OutcomeAgentFailed || len(ev.Commands) != 1 {
+		t.Fatalf("outcome %s: %s\n%+v", ev.Outcome, ev.Reason, ev.Commands)
+	}
+	agent := ev.Commands[0]
+	if agent.ExitCode != 1 || agent.Signal != "" || !strings.Contains(agent.OutputTail, "the conversation ended with OpenCode's error: ") {
+		t.Errorf("the agent's command: exit %d, signal %q, output ending %q", agent.ExitCode, agent.Signal, agent.OutputTail[max(0, len(agent.OutputTail)-300):])
 	}
 }

@@ -143,6 +143,18 @@ func copyFile(from, to string) error {
 	return dst.Close()
 }
 
+// OpenMigrated is Open on MigratedDSN: a fresh store for driver, already
+// at the current schema, closed at cleanup.
+func OpenMigrated(t testing.TB, driver string) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), driver, MigratedDSN(t, driver))
+	if err != nil {
+		t.Fatalf("opening %s store: %v", driver, err)
+	}
+	t.Cleanup(func() { _ = s.Close() }) // a close error after the test has no reader
+	return s
+}
+
 // Open returns a fresh store for driver, closed at cleanup.
 func Open(t testing.TB, driver string) *store.Store {
 	t.Helper()

@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -95,53 +94,35 @@ func MigratedDSN(t testing.TB, driver string) string {
 		t.Fatalf("migrating the template SQLite store: %v", err)
 	}
 	path := DSN(t, driver)
-	if err := copyFile(template, path); err != nil {
+	if err := os.WriteFile(path, template, 0o600); err != nil {
 		t.Fatalf("copying the template SQLite store: %v", err)
 	}
 	return path
 }
 
-// migratedSQLite is the template's path, made on first use. The file lives
-// as long as the process: a TestMain cannot be asked to remove it in every
-// package that uses this, and it is a few hundred kilobytes in the temp
-// directory.
-var migratedSQLite = sync.OnceValues(func() (string, error) {
+// migratedSQLite is the template's content (a few hundred kilobytes), made
+// on first use. It is kept in memory, so no file outlives the process.
+var migratedSQLite = sync.OnceValues(func() ([]byte, error) {
 	dir, err := os.MkdirTemp("", "inspect-storetest-")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	defer os.RemoveAll(dir) // a leftover temp dir is harmless
 	path := filepath.Join(dir, "inspect.db")
 	st, err := store.Open(context.Background(), "sqlite", path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	// Closing the last connection checkpoints the WAL into the file and
 	// removes it, so the file alone is the whole database.
 	if err := st.Close(); err != nil {
-		return "", err
+		return nil, err
 	}
 	if _, err := os.Stat(path + "-wal"); !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("the template's WAL is still there after closing it (%v)", err)
+		return nil, fmt.Errorf("the template's WAL is still there after closing it (%v)", err)
 	}
-	return path, nil
+	return os.ReadFile(path)
 })
-
-func copyFile(from, to string) error {
-	src, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer src.Close() // read-only: closing it cannot lose anything
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		_ = dst.Close() // the copy's error is the one worth reporting
-		return err
-	}
-	return dst.Close()
-}
 
 // OpenMigrated is Open on MigratedDSN: a fresh store for driver, already
 // at the current schema, closed at cleanup.

@@ -160,15 +160,16 @@ kill $(jobs -p); wait
 	}
 }
 
-// With http.write_timeout at 2 s, a model stream of 10 s still arrives
-// whole: each write of an egress answer extends its own deadline.
+// With http.write_timeout at 2 s, a model stream of 5 s still arrives
+// whole: each write of an egress answer extends its own deadline. (Under a
+// fixed deadline the stream would be cut at its fifth word.)
 func TestASlowModelStreamOutlastsTheWriteTimeout(t *testing.T) {
 	h, model, lx := newModelHarness(t, 0)
 	h.stop()
 	h.cfg.HTTP.WriteTimeout = 2 * time.Second
 	h.serverTimeouts = true
 	h.start()
-	model.Script(fakemodel.Turn{Message: "one two three four five six seven eight nine ten", Pace: time.Second,
+	model.Script(fakemodel.Turn{Message: "one two three four five six seven eight nine ten", Pace: 500 * time.Millisecond,
 		Usage: fakemodel.Usage{InputTokens: 10, OutputTokens: 10}})
 	agent := `out=$(mktemp)
 curl -sS -N -H 'Content-Type: application/json' -d '{"model":"scripted-1","messages":[{"role":"user","content":"count"}],"stream":true}' http://127.0.0.1:8931/v1/providers/scripted/chat/completions > "$out"

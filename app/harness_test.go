@@ -155,7 +155,7 @@ func newHarnessOn(t testing.TB, driver string, opts ...harnessOption) *harness {
 			t.Fatal(err)
 		}
 	}
-	h := &harness{t: t, gh: gh, cfg: cfg, driver: driver, dsn: storetest.DSN(t, driver),
+	h := &harness{t: t, gh: gh, cfg: cfg, driver: driver, dsn: storetest.MigratedDSN(t, driver),
 		clock: fakeclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)), logs: &lockedBuffer{}, registryCache: regCache}
 	h.start()
 	return h

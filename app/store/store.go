@@ -36,6 +36,7 @@ type Store struct {
 	dialect dialect
 	batch   acceptBatcher
 	accept  acceptStmts
+	rollup  rollupStmts
 	memo    configMemo
 	// ended, when set, is told of each session a mutation ended, after
 	// the commit (for the session-duration metric).
@@ -100,6 +101,10 @@ func Open(ctx context.Context, driver, dsn string) (*Store, error) {
 		s.reader = reader
 	}
 	if err := s.prepareAccept(ctx); err != nil {
+		_ = s.Close() // the prepare error is the one worth reporting
+		return nil, err
+	}
+	if err := s.prepareRollups(ctx); err != nil {
 		_ = s.Close() // the prepare error is the one worth reporting
 		return nil, err
 	}

@@ -25,7 +25,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, st session.State) *fixture {
 	t.Helper()
-	f := &fixture{store: storetest.Open(t, "sqlite")}
+	f := &fixture{store: storetest.OpenMigrated(t, "sqlite")}
 	f.w = &transition.Writer{
 		Store: f.store, Now: func() time.Time { return t0 },
 		StopAttempt: func(_ context.Context, id string) { f.stopped = append(f.stopped, id) },

@@ -77,7 +77,7 @@ func newWorldOn(t *testing.T, driver string, change func(*Options)) *world {
 	gh.AddRepo(fakegithub.Repo{ID: 102, Owner: "acme", Name: "secret", InstallationID: 1, Private: true})
 	gh.AddUser("alice", 5000, "User")
 	gh.SetPermission("acme", "widgets", "alice", "write")
-	dsn := storetest.DSN(t, driver)
+	dsn := storetest.MigratedDSN(t, driver)
 	st := openStore(t, driver, dsn)
 	w := &world{gh: gh, st: st, cmds: &recordedCommands{}, clock: fakeclock.New(time.Now()), driver: driver, dsn: dsn}
 	mux := http.NewServeMux()

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -66,6 +67,42 @@ const (
 	msgNotAccessible = "Resource not accessible by integration"
 	msgSuspended     = "This installation has been suspended" // GitHub's 403 when minting for a suspended installation
 )
+
+// freeAppKeys are the App keys of closed servers, for the next servers to
+// take: generating an RSA-2048 key costs about a tenth of a second, several
+// times that under -race, and a test process may start hundreds of
+// servers (the app's tests spent a tenth of their CPU here). No two open
+// servers share a key, so a test can still hold one App's key against
+// another's server.
+var freeAppKeys struct {
+	sync.Mutex
+	keys []freeAppKey
+}
+
+type freeAppKey struct {
+	key *rsa.PrivateKey
+	pem []byte
+}
+
+// takeAppKey is a key no open server has: a closed server's, or a new one.
+func takeAppKey() (*rsa.PrivateKey, []byte) {
+	freeAppKeys.Lock()
+	if n := len(freeAppKeys.keys); n > 0 {
+		k := freeAppKeys.keys[n-1]
+		freeAppKeys.keys = freeAppKeys.keys[:n-1]
+		freeAppKeys.Unlock()
+		return k.key, k.pem
+	}
+	freeAppKeys.Unlock()
+	return generateAppKey()
+}
+
+// giveBackAppKey makes a closed server's key available to the next one.
+func giveBackAppKey(key *rsa.PrivateKey, pemBytes []byte) {
+	freeAppKeys.Lock()
+	defer freeAppKeys.Unlock()
+	freeAppKeys.keys = append(freeAppKeys.keys, freeAppKey{key: key, pem: pemBytes})
+}
 
 func generateAppKey() (*rsa.PrivateKey, []byte) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)

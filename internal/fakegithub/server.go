@@ -79,6 +79,8 @@ type Server struct {
 	appName string
 	key     *rsa.PrivateKey
 	keyPEM  []byte
+	// keyGivenBack is set once Close has handed key to the next server.
+	keyGivenBack bool
 
 	// clock is the server's clock (see SetClock), read without mu so a
 	// request is stamped the moment it arrives (Request.At).
@@ -110,8 +112,9 @@ type Server struct {
 	oauthSt       *oauthState         // the App's user authorization (oauth.go); nil until first used
 }
 
-// New starts a stand-in on a loopback port. It generates a fresh RSA-2048
-// key for the App, whose id is 4242, slug "inspect-app" and name "Inspect".
+// New starts a stand-in on a loopback port. It gives the App, whose id is
+// 4242, slug "inspect-app" and name "Inspect", an RSA-2048 key no other
+// open server has (a closed server's, or a fresh one).
 func New() *Server {
 	s := &Server{
 		appID:         4242,
@@ -129,7 +132,7 @@ func New() *Server {
 	// The App's bot user has a fixed id, so that its noreply email, which
 	// commits it authors carry, is the same in every test.
 	s.users[strings.ToLower(s.botLogin())] = &user{login: s.botLogin(), id: botUserID, typ: "Bot"}
-	s.key, s.keyPEM = generateAppKey()
+	s.key, s.keyPEM = takeAppKey()
 	s.mux = http.NewServeMux()
 	s.routes()
 	s.ts = httptest.NewServer(s)
@@ -168,7 +171,14 @@ func (s *Server) Close() {
 	s.ts.Close()
 	s.mu.Lock()
 	root := s.gitRoot
+	giveBack := !s.keyGivenBack
+	s.keyGivenBack = true
 	s.mu.Unlock()
+	if giveBack {
+		// Nothing verifies with it any more: ts.Close waited for the
+		// requests in flight.
+		giveBackAppKey(s.key, s.keyPEM)
+	}
 	if root != "" {
 		_ = os.RemoveAll(root)
 	}

@@ -542,3 +542,32 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("%d comments, want 8", got)
 	}
 }
+
+// Open servers never share an App key, so one App's key is refused by
+// another's server; a closed server's key goes to a later one instead of a
+// new key being generated.
+func TestOpenServersNeverShareAnAppKey(t *testing.T) {
+	a, b := New(), New()
+	defer b.Close()
+	if a.key.Equal(b.key) {
+		a.Close()
+		t.Fatal("two open servers have the same App key")
+	}
+	if status, _ := rawGet(t, b.APIURL()+"app", "Bearer "+signJWT(t, appKey(t, a), map[string]any{
+		"iat": time.Now().Add(-time.Minute).Unix(), "exp": time.Now().Add(5 * time.Minute).Unix(), "iss": b.AppID(),
+	})); status != http.StatusUnauthorized {
+		t.Errorf("server b answered %d to a JWT signed with server a's key, want 401", status)
+	}
+	aKey := a.key
+	a.Close()
+	c := New()
+	defer c.Close()
+	if c.key.Equal(b.key) {
+		t.Fatal("a new server has the App key of an open one")
+	}
+	// Nothing else took it first: this package's tests do not run in
+	// parallel.
+	if !c.key.Equal(aKey) {
+		t.Error("the closed server's key was not reused")
+	}
+}

@@ -141,7 +141,9 @@ func TestAReproduceRunPastTheDeadlineKeepsVerifysOutcome(t *testing.T) {
 	spec := ch.Spec("sess-r3", "sess-r3-a1", sha, []string{"sh", "agent/fix-and-test.sh"},
 		command("check", 10*time.Minute, "sh", "-c", "test -e fix.txt || exec sleep 600"))
 	spec.Reproduce = true
-	spec.Limits.Timeout = contract.Duration(30 * time.Second)
+	// Ten times what the session takes up to the reproduce run's command
+	// on a quiet machine (under a second), and all the test waits.
+	spec.Limits.Timeout = contract.Duration(10 * time.Second)
 	h := newHarness(t, ch, spec)
 	ev := h.result(t, h.run(t, context.Background())).Evidence
 	if ev.Outcome != contract.OutcomeOK || ev.Partial || ev.Reason != "" {

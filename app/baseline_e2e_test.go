@@ -236,16 +236,7 @@ func TestABaselineWithNoRoomWaitsThenIsUnavailable(t *testing.T) {
 	ex.mu.Lock()
 	ex.full = func(l runner.Attempt) bool { return strings.HasPrefix(l.SessionID, "baseline-") }
 	ex.mu.Unlock()
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix the failing test"})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	sessions, _ := launched(t, h, ex, 1, 0)
-	sv := h.claim(sessions[0])
-	spec := sv.spec()
-	h.runWorkers()
-	sv.uploadEvidence(spec, verifyEvidence(contract.OutcomeOK, addPasses, subPasses), fixedCalc)
-	h.runWorkers()
+	reportFixedWithoutABase(t, h, ex)
 	s := h.onlySession()
 	if s.State() != session.Reporting {
 		t.Fatalf("the report did not wait for the base's verify: %s/%s\n%s", s.State(), s.Outcome, h.logs)
@@ -293,15 +284,7 @@ func TestABaselineTheExecutorRefusesIsUnavailableWithoutItsError(t *testing.T) {
 		return nil
 	}
 	ex.mu.Unlock()
-	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix the failing test"})); code != 200 {
-		t.Fatal(code)
-	}
-	h.runWorkers()
-	sessions, _ := launched(t, h, ex, 1, 0)
-	sv := h.claim(sessions[0])
-	spec := sv.spec()
-	sv.uploadEvidence(spec, verifyEvidence(contract.OutcomeOK, addPasses, subPasses), fixedCalc)
-	h.runWorkers()
+	reportFixedWithoutABase(t, h, ex)
 	s := h.onlySession()
 	if s.Outcome != session.Changed {
 		t.Fatalf("session = %s/%s (%s)\n%s", s.State(), s.Outcome, s.Detail, h.logs)
@@ -314,6 +297,23 @@ func TestABaselineTheExecutorRefusesIsUnavailableWithoutItsError(t *testing.T) {
 	if !strings.Contains(h.logs.String(), internals) {
 		t.Errorf("the app's log lacks the executor's error:\n%s", h.logs)
 	}
+}
+
+// reportFixedWithoutABase starts a session whose baseline the executor
+// does not launch (ex says why), and reports its change fixed and
+// verified.
+func reportFixedWithoutABase(t *testing.T, h *harness, ex *scriptedExecutor) {
+	t.Helper()
+	if code, _ := h.deliver("issue_comment", h.event(commentOpts{body: "/inspect fix the failing test"})); code != 200 {
+		t.Fatal(code)
+	}
+	h.runWorkers()
+	sessions, _ := launched(t, h, ex, 1, 0)
+	sv := h.claim(sessions[0])
+	spec := sv.spec()
+	h.runWorkers()
+	sv.uploadEvidence(spec, verifyEvidence(contract.OutcomeOK, addPasses, subPasses), fixedCalc)
+	h.runWorkers()
 }
 
 // A baseline whose supervisor claimed it and never reported is lost:

@@ -17,31 +17,14 @@ import (
 // grants it once; the third call runs and the conversation goes on to
 // its change.
 func TestRealServedOpenCodeIsGrantedWhatRunAutoGrants(t *testing.T) {
-	c := realCLI{preset: contract.PresetOpenCode, binary: "opencode", kind: contract.ProviderKindOpenAI}
-	model, ch, sha := realCLIChannel(t, c)
-	id := "rs-opencode-ask"
-	spec := ch.Spec(id, id+"-a1", sha, nil,
-		command("the change", time.Minute, "grep", "-qx", steerChanged, "greeting.txt"))
-	spec.Instructions = steerTask
-	spec.Agent = contract.Agent{Preset: c.preset, Model: "scripted-1", Provider: "scripted", ProviderKind: c.kind}
-	spec.Steer = &contract.Steer{Mode: contract.SteerInterrupt}
-	h := newHarness(t, ch, spec)
-	h.cfg.Conversations = CLIConversations()
-	h.cfg.StopGrace = stopGrace
-
+	model, run := servedOpenCode(t, "rs-opencode-ask", command("the change", time.Minute, "grep", "-qx", steerChanged, "greeting.txt"))
 	const again = "echo DOOM-LOOP-RAN"
 	model.Script(
 		fakemodel.Turn{Exec: []string{again, again, again}},
 		fakemodel.Turn{Exec: []string{"printf '%s\\n' '" + steerChanged + "' > greeting.txt"}},
 		fakemodel.Turn{Message: steerDone},
 	)
-	var rep *Report
-	select {
-	case rep = <-h.runInBackground(t):
-	case <-time.After(4 * time.Minute):
-		t.Fatalf("the attempt did not end; model requests %d", len(model.Requests()))
-	}
-	ev := h.result(t, rep).Evidence
+	ev := run()
 	if ev.Outcome != contract.OutcomeOK {
 		t.Fatalf("outcome %s: %s\n%+v", ev.Outcome, ev.Reason, ev.Commands)
 	}
@@ -65,29 +48,40 @@ func TestRealServedOpenCodeIsGrantedWhatRunAutoGrants(t *testing.T) {
 // the agent's command says so as the CLI's exit would: the session's
 // agent failed, with OpenCode's error at the end of its output.
 func TestRealServedOpenCodesErrorIsTheAgentsFailure(t *testing.T) {
-	c := realCLI{preset: contract.PresetOpenCode, binary: "opencode", kind: contract.ProviderKindOpenAI}
-	model, ch, sha := realCLIChannel(t, c)
-	id := "rs-opencode-err"
-	spec := ch.Spec(id, id+"-a1", sha, nil, command("the change", time.Minute, "true"))
-	spec.Instructions = steerTask
-	spec.Agent = contract.Agent{Preset: c.preset, Model: "scripted-1", Provider: "scripted", ProviderKind: c.kind}
-	spec.Steer = &contract.Steer{Mode: contract.SteerInterrupt}
-	h := newHarness(t, ch, spec)
-	h.cfg.Conversations = CLIConversations()
-	h.cfg.StopGrace = stopGrace
+	model, run := servedOpenCode(t, "rs-opencode-err", command("the change", time.Minute, "true"))
 	model.Script(fakemodel.Turn{Status: 400})
-	var rep *Report
-	select {
-	case rep = <-h.runInBackground(t):
-	case <-time.After(4 * time.Minute):
-		t.Fatalf("the attempt did not end; model requests %d", len(model.Requests()))
-	}
-	ev := h.result(t, rep).Evidence
+	ev := run()
 	if ev.Outcome != contract.OutcomeAgentFailed || len(ev.Commands) != 1 {
 		t.Fatalf("outcome %s: %s\n%+v", ev.Outcome, ev.Reason, ev.Commands)
 	}
 	agent := ev.Commands[0]
 	if agent.ExitCode != 1 || agent.Signal != "" || !strings.Contains(agent.OutputTail, "the conversation ended with OpenCode's error: ") {
 		t.Errorf("the agent's command: exit %d, signal %q, output ending %q", agent.ExitCode, agent.Signal, agent.OutputTail[max(0, len(agent.OutputTail)-300):])
+	}
+}
+
+// servedOpenCode is a supervisor attempt of session id whose agent is the
+// real OpenCode, served (steer "interrupt"), verified by verify; run runs
+// it, once the test has scripted the model, and returns its evidence.
+func servedOpenCode(t *testing.T, id string, verify contract.Command) (*fakemodel.Server, func() contract.Evidence) {
+	t.Helper()
+	c := realCLI{preset: contract.PresetOpenCode, binary: "opencode", kind: contract.ProviderKindOpenAI}
+	model, ch, sha := realCLIChannel(t, c)
+	spec := ch.Spec(id, id+"-a1", sha, nil, verify)
+	spec.Instructions = steerTask
+	spec.Agent = contract.Agent{Preset: c.preset, Model: "scripted-1", Provider: "scripted", ProviderKind: c.kind}
+	spec.Steer = &contract.Steer{Mode: contract.SteerInterrupt}
+	h := newHarness(t, ch, spec)
+	h.cfg.Conversations = CLIConversations()
+	h.cfg.StopGrace = stopGrace
+	return model, func() contract.Evidence {
+		t.Helper()
+		select {
+		case rep := <-h.runInBackground(t):
+			return h.result(t, rep).Evidence
+		case <-time.After(4 * time.Minute):
+			t.Fatalf("the attempt did not end; model requests %d", len(model.Requests()))
+		}
+		return contract.Evidence{}
 	}
 }

@@ -62,6 +62,19 @@ func (s *session) restoreAgentState(ctx context.Context, home string) (Conversat
 	return st, true
 }
 
+// startedFresh says, after all, that the agent started a new conversation
+// and why: its restored state was whole, but the CLI did not have the
+// conversation it named (served.go).
+func (s *session) startedFresh(why string) {
+	note := s.ev.AgentState
+	if note == nil {
+		note = &contract.AgentStateNote{}
+		s.ev.AgentState = note
+	}
+	note.Restored, note.Fresh = "", cleanText(s.red.Redact(why), 1<<10)
+	s.log.Warn().Str("why", note.Fresh).Msg("the agent starts a new conversation")
+}
+
 // keepAgentState packs the agent's conversation state after its runs, for
 // the result's upload; the evidence says how big it is, or why none is
 // kept.

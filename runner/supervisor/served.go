@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -172,7 +173,21 @@ func (s *session) converse(ctx context.Context, oc *openCodeClient, in <-chan []
 		}
 	}
 	if err := post(first); err != nil {
-		return servedEnd{failure: err.Error()}
+		var missing *errOpenCodeStatus
+		if s.resumed == nil || !errors.As(err, &missing) || missing.status != http.StatusNotFound {
+			return servedEnd{failure: err.Error()}
+		}
+		// The restored database has no such conversation: the agent
+		// starts a new one, as a CLI whose state cannot be restored does
+		// (agentstate_session.go), and the evidence says so.
+		if id, err = oc.newSession(ctx); err != nil {
+			return servedEnd{failure: "starting OpenCode's conversation: " + err.Error()}
+		}
+		s.served = &ConversationState{Preset: contract.PresetOpenCode, ID: id}
+		s.startedFresh(fmt.Sprintf("OpenCode's restored state holds no conversation %s", s.resumed.ID))
+		if err := post(first); err != nil {
+			return servedEnd{failure: err.Error()}
+		}
 	}
 	for {
 		select {

@@ -1,7 +1,13 @@
 package supervisor
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +90,106 @@ func servedOpenCode(t *testing.T, id string, verify contract.Command) (*fakemode
 		}
 		return contract.Evidence{}
 	}
+}
+
+// A continuation whose kept state is whole but whose OpenCode database
+// lacks the conversation the state names (here the manifest names
+// another) starts a new conversation with the continuation's message, and
+// the evidence says so, as for a state that cannot be restored; the
+// session goes on.
+func TestRealServedOpenCodeStartsFreshWithoutItsConversation(t *testing.T) {
+	c := realCLI{preset: contract.PresetOpenCode, binary: "opencode", kind: contract.ProviderKindOpenAI}
+	model, ch, sha := realCLIChannel(t, c)
+	run := func(id, task string, from *contract.AgentStateRef) (contract.ResultUpload, fakemodel.Request) {
+		t.Helper()
+		spec := ch.Spec(id, id+"-a1", sha, nil)
+		spec.Instructions = task
+		spec.Agent = contract.Agent{Preset: c.preset, Model: "scripted-1", Provider: "scripted", ProviderKind: c.kind}
+		spec.Steer = &contract.Steer{Mode: contract.SteerInterrupt}
+		spec.AgentState = from
+		h := newHarness(t, ch, spec)
+		h.cfg.Conversations = CLIConversations()
+		before := len(model.Requests())
+		model.Script(fakemodel.Turn{Message: keptReply})
+		u := h.result(t, h.run(t, context.Background()))
+		if u.Evidence.Outcome != contract.OutcomeOK {
+			t.Fatalf("%s: outcome %s: %s\n%+v", id, u.Evidence.Outcome, u.Evidence.Reason, u.Evidence.Commands)
+		}
+		if reqs := model.Requests(); len(reqs) > before {
+			return u, reqs[before]
+		}
+		t.Fatalf("%s made no model request", id)
+		return u, fakemodel.Request{}
+	}
+	first, _ := run("ks-served-1", keptTask, nil)
+	if len(first.AgentState) == 0 {
+		t.Fatalf("nothing kept: %+v", first.Evidence.AgentState)
+	}
+	const other = "ses_0000000000000000000000"
+	ch.PutAgentState("ks-served-other", renameKeptConversation(t, first.AgentState, other))
+
+	u, req := run("ks-served-2", keptNext, &contract.AgentStateRef{AttemptID: "ks-served-other"})
+	note := u.Evidence.AgentState
+	if note == nil || note.Restored != "" || !strings.Contains(note.Fresh, "holds no conversation "+other) {
+		t.Errorf("the continuation's evidence says %+v, want a fresh start naming %s", note, other)
+	}
+	assertHolds(t, "the fresh conversation's first request", req, keptNext)
+	if bytes.Contains(req.Input, []byte(keptTask)) {
+		t.Error("the fresh conversation's first request holds the earlier conversation")
+	}
+}
+
+// renameKeptConversation is a kept agent state with its manifest naming
+// conversation id instead.
+func renameKeptConversation(t *testing.T, state []byte, id string) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	tw := tar.NewWriter(zw)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Name == agentStateManifestName {
+			var man map[string]any
+			if err := json.Unmarshal(body, &man); err != nil {
+				t.Fatal(err)
+			}
+			conv, ok := man["conversation"].(map[string]any)
+			if !ok {
+				t.Fatalf("the manifest has no conversation: %s", body)
+			}
+			conv["id"] = id
+			if body, err = json.Marshal(man); err != nil {
+				t.Fatal(err)
+			}
+			h.Size = int64(len(body))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
 }

@@ -23,7 +23,8 @@ import (
 // 0, or 1 when OpenCode reported an error), not as the server's signal.
 
 const (
-	// openCodeStartTimeout bounds the server's start (7–14 s measured).
+	// openCodeStartTimeout bounds the server's start: about 2 s measured
+	// in the sandbox (BENCHMARKS.md), minutes only on a starved host.
 	openCodeStartTimeout = 3 * time.Minute
 	// openCodeReadyPoll is how often the server is asked whether it is up
 	// while it starts: it says so on no channel the supervisor has.

@@ -155,30 +155,41 @@ func TestAgentStateTooBigIsRefused(t *testing.T) {
 	}
 }
 
-// tarball builds a state by hand: the manifest, then the entries.
+// tarball builds a state by hand: the manifest, then the entries (each of
+// its header's size, zeros).
 func tarball(t *testing.T, man any, entries ...*tar.Header) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
+	var all []tarEntry
 	if man != nil {
 		m, err := json.Marshal(man)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: agentStateManifestName, Mode: 0o600, Size: int64(len(m))}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(m); err != nil {
-			t.Fatal(err)
-		}
+		all = append(all, tarEntry{&tar.Header{Typeflag: tar.TypeReg, Name: agentStateManifestName, Mode: 0o600, Size: int64(len(m))}, m})
 	}
 	for _, h := range entries {
-		body := make([]byte, h.Size)
-		if err := tw.WriteHeader(h); err != nil {
+		all = append(all, tarEntry{h, make([]byte, h.Size)})
+	}
+	return writeTarball(t, all)
+}
+
+// tarEntry is one entry of a hand-made state: its header and body.
+type tarEntry struct {
+	h    *tar.Header
+	body []byte
+}
+
+// writeTarball gzips entries as a tarball, in their order.
+func writeTarball(t *testing.T, entries []tarEntry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, e := range entries {
+		if err := tw.WriteHeader(e.h); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tw.Write(body); err != nil {
+		if _, err := tw.Write(e.body); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -148,9 +148,7 @@ func renameKeptConversation(t *testing.T, state []byte, id string) []byte {
 		t.Fatal(err)
 	}
 	tr := tar.NewReader(zr)
-	var out bytes.Buffer
-	zw := gzip.NewWriter(&out)
-	tw := tar.NewWriter(zw)
+	var entries []tarEntry
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -178,18 +176,7 @@ func renameKeptConversation(t *testing.T, state []byte, id string) []byte {
 			}
 			h.Size = int64(len(body))
 		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(body); err != nil {
-			t.Fatal(err)
-		}
+		entries = append(entries, tarEntry{h, body})
 	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
+	return writeTarball(t, entries)
 }
